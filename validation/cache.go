@@ -1,0 +1,200 @@
+package validation
+
+import (
+	"crypto/sha256"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// DefaultCacheSize is the number of schemas a Cache keeps when NewCache is
+// not told otherwise.
+const DefaultCacheSize = 4096
+
+// Cache compiles schemas on first use and keeps them, so that a tool's schema
+// is compiled once however often, and however concurrently, it is seen. It is
+// safe for concurrent use; the zero value is not usable, call NewCache.
+//
+// Schema values passed to Get are treated as immutable: Get recognizes a
+// schema it has seen by its identity (the map, slice, string or pointer
+// itself) and only fingerprints the content (one marshal and one SHA-256) the
+// first time it sees an identity. Modifying a map after passing it is not
+// noticed; pass a new map instead.
+//
+// A Cache is bounded: it keeps at most size identities and size compiled
+// schemas (DefaultCacheSize by default); when an insert finds it full it
+// forgets about an eighth of its entries, which are compiled again if they
+// come back. Memory stays flat however many distinct schema values a
+// long-running process passes through it.
+type Cache struct {
+	opts    []Option
+	byID    boundedMap // identity -> *cacheEntry
+	byHash  boundedMap // [32]byte -> *cacheEntry
+	maxSize int
+}
+
+type cacheEntry struct {
+	once   sync.Once
+	raw    []byte
+	schema *Schema
+	err    error
+}
+
+// NewCache returns an empty Cache whose schemas are compiled with opts.
+func NewCache(opts ...Option) *Cache {
+	return NewCacheSize(DefaultCacheSize, opts...)
+}
+
+// NewCacheSize is NewCache with room for size schemas (at least 8).
+func NewCacheSize(size int, opts ...Option) *Cache {
+	size = max(size, 8)
+	return &Cache{opts: opts, byID: boundedMap{max: size}, byHash: boundedMap{max: size}, maxSize: size}
+}
+
+// Get returns the compiled schema for schema, compiling it on first use. It
+// accepts everything Compile does; a *Schema is returned as is. A schema that
+// does not compile yields the same error each time without being compiled
+// again.
+func (c *Cache) Get(schema any) (*Schema, error) {
+	if s, ok := schema.(*Schema); ok && s != nil {
+		return s, nil
+	}
+	id, hasID := identity(schema)
+	if hasID {
+		if e, ok := c.byID.Load(id); ok {
+			return e.(*cacheEntry).get(c.opts)
+		}
+		if s := rememberedMap(schema); s != nil {
+			return s, nil
+		}
+	}
+	raw, err := schemaBytes(schema)
+	if err != nil {
+		return nil, err
+	}
+	e, _ := c.byHash.LoadOrStore(sha256.Sum256(raw), &cacheEntry{raw: raw})
+	entry := e.(*cacheEntry)
+	if hasID {
+		c.byID.LoadOrStore(id, entry)
+	}
+	return entry.get(c.opts)
+}
+
+func (e *cacheEntry) get(opts []Option) (*Schema, error) {
+	e.once.Do(func() {
+		cfg := compileConfig{draft: Draft7}
+		for _, o := range opts {
+			o(&cfg)
+		}
+		if cfg.err != nil {
+			e.err = cfg.err
+			return
+		}
+		e.schema, e.err = compileBytes(e.raw, &cfg)
+	})
+	return e.schema, e.err
+}
+
+// idKey identifies a schema value by what it points at. Keeping the pointer
+// (not a uintptr) keeps the value alive while it is cached, so its address
+// cannot be reused by another value.
+type idKey struct {
+	typ  unsafe.Pointer
+	data unsafe.Pointer
+	n    int
+}
+
+// identity returns a key for schema that stays the same for as long as the
+// caller keeps passing the same value: the same map, slice, string or
+// pointer, or the same interface holding a struct (such as a
+// jsonschema.Definition kept in an llms.Tool).
+func identity(schema any) (idKey, bool) {
+	if schema == nil {
+		return idKey{}, false
+	}
+	eface := (*[2]unsafe.Pointer)(unsafe.Pointer(&schema))
+	switch s := schema.(type) {
+	case string:
+		return idKey{typ: eface[0], data: unsafe.Pointer(unsafe.StringData(s)), n: len(s)}, len(s) > 0
+	case []byte:
+		return idKey{typ: eface[0], data: unsafe.Pointer(unsafe.SliceData(s)), n: len(s)}, len(s) > 0
+	}
+	v := reflect.ValueOf(schema)
+	switch v.Kind() {
+	case reflect.Map, reflect.Pointer:
+		return idKey{typ: eface[0], data: v.UnsafePointer()}, !v.IsNil()
+	case reflect.Slice:
+		return idKey{typ: eface[0], data: v.UnsafePointer(), n: v.Len()}, v.Len() > 0
+	case reflect.Struct, reflect.Array:
+		// A struct held in an interface is boxed: the interface's data word
+		// points at a copy that lives as long as the interface value and
+		// moves with it when the llms.Tool holding it is copied.
+		return idKey{typ: eface[0], data: eface[1]}, v.Type().Size() > 0
+	}
+	return idKey{}, false
+}
+
+// boundedMap is a sync.Map that forgets about an eighth of its entries when
+// an insert finds it full. Reads stay lock-free.
+type boundedMap struct {
+	m   sync.Map
+	n   atomic.Int64
+	max int
+}
+
+func (b *boundedMap) Load(k any) (any, bool) { return b.m.Load(k) }
+
+func (b *boundedMap) LoadOrStore(k, v any) (any, bool) {
+	if got, ok := b.m.Load(k); ok {
+		return got, true
+	}
+	if b.n.Load() >= int64(b.max) {
+		b.evict()
+	}
+	got, loaded := b.m.LoadOrStore(k, v)
+	if !loaded {
+		b.n.Add(1)
+	}
+	return got, loaded
+}
+
+func (b *boundedMap) evict() {
+	drop := max(b.max/8, 1)
+	b.m.Range(func(k, _ any) bool {
+		if _, deleted := b.m.LoadAndDelete(k); deleted {
+			b.n.Add(-1)
+			drop--
+		}
+		return drop > 0
+	})
+}
+
+// Len returns the number of entries (for tests and monitoring).
+func (b *boundedMap) Len() int { return int(b.n.Load()) }
+
+// Len returns how many compiled schemas the cache holds.
+func (c *Cache) Len() int { return c.byHash.Len() }
+
+// mapOrigins remembers which *Schema each map returned by Schema.Map came
+// from, so that a typed schema sent to a provider as a map keeps its
+// Validate hook.
+var mapOrigins = boundedMap{max: DefaultCacheSize}
+
+func rememberMap(m map[string]any, s *Schema) {
+	if s.typed == nil {
+		return // a plain schema compiles to the same thing from the map
+	}
+	mapOrigins.LoadOrStore(reflect.ValueOf(m).UnsafePointer(), s)
+}
+
+func rememberedMap(schema any) *Schema {
+	m, ok := schema.(map[string]any)
+	if !ok || m == nil {
+		return nil
+	}
+	if s, ok := mapOrigins.Load(reflect.ValueOf(m).UnsafePointer()); ok {
+		return s.(*Schema)
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+package validation
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+)
+
+// DecodeArgs decodes tool-call arguments: one JSON object, numbers as
+// json.Number so that no precision is lost. Empty or all-blank input is the
+// empty object. Input that is not JSON, has data after the value, or is a
+// JSON value other than an object yields a *Error with one violation at the
+// root (keyword "json") whose message says what is wrong and gives the
+// parser's reason.
+func DecodeArgs(args []byte) (map[string]any, error) {
+	trimmed := bytes.TrimSpace(args)
+	if len(trimmed) == 0 {
+		return map[string]any{}, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, notJSON(err, len(trimmed))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, rootViolation("arguments are not valid JSON: unexpected data after the JSON value at byte "+
+			strconv.FormatInt(dec.InputOffset(), 10), "")
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, rootViolation("arguments are not a JSON object but "+article(jsonType(v)), Preview(v, maxGot))
+	}
+	return m, nil
+}
+
+func notJSON(err error, size int) error {
+	reason := err.Error()
+	var syn *json.SyntaxError
+	switch {
+	case errors.As(err, &syn):
+		reason += " at byte " + strconv.FormatInt(syn.Offset, 10)
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		reason = "unexpected end of input after byte " + strconv.Itoa(size) + " (truncated?)"
+	}
+	return rootViolation("arguments are not valid JSON: "+sanitize(reason, maxMessage), "")
+}
+
+func rootViolation(msg, got string) *Error {
+	return &Error{Violations: []Violation{{Path: "", Keyword: "json", Message: msg, Got: got}}}
+}
+
+func article(s string) string {
+	switch s {
+	case "array", "integer", "object":
+		return "an " + s
+	case "null":
+		return s
+	}
+	return "a " + s
+}
+
+// jsonType names the JSON type of a decoded value.
+func jsonType(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case json.Number:
+		if _, err := x.Int64(); err == nil {
+			return "integer"
+		}
+		return "number"
+	case float64, float32, int, int64, int32:
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return "unknown"
+}

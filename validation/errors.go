@@ -1,0 +1,108 @@
+package validation
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Violation is one way a tool call's arguments break their schema.
+type Violation struct {
+	// Path is a JSON Pointer (RFC 6901) to the offending value; "" is the
+	// arguments object itself. A missing required property and an
+	// unexpected property are reported at the property's own path.
+	Path string
+	// Keyword is the JSON Schema keyword that failed ("type", "required",
+	// "enum", ...), "json" for arguments that are not a JSON object, or
+	// "validate" for an error from a Go type's Validate method.
+	Keyword string
+	// Message says what was expected, in words written by toolguard or by
+	// the schema's author (never containing the model's value).
+	Message string
+	// Got is the offending value as compact JSON, truncated to a few hundred
+	// bytes, or "" when there is no value (a missing property). It is
+	// model-supplied text: quote it before showing it to anyone.
+	Got string
+}
+
+// String renders the violation on one line: `/city: expected string, got 42`.
+// Model-supplied parts are quoted, so the line cannot be broken by them.
+func (v Violation) String() string {
+	var b strings.Builder
+	b.WriteString(PathLabel(v.Path))
+	b.WriteString(": ")
+	b.WriteString(v.Message)
+	if v.Got != "" {
+		b.WriteString(", got ")
+		b.WriteString(v.Got)
+	}
+	return b.String()
+}
+
+// PathLabel renders a JSON Pointer for a message: "(root)" for "", the
+// pointer itself when it is plain printable ASCII without quotes or spaces,
+// and the pointer as a quoted JSON string otherwise.
+func PathLabel(p string) string {
+	if p == "" {
+		return "(root)"
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if c <= ' ' || c >= 0x7f || c == '"' || c == '\\' {
+			return quoteJSON(p, maxPath)
+		}
+	}
+	if len(p) > maxPath {
+		return quoteJSON(p, maxPath)
+	}
+	return p
+}
+
+// Error reports every violation of one tool call. ToolArgValidation fills
+// Tool and CallID; Schema methods leave them empty.
+type Error struct {
+	Tool, CallID string
+	Violations   []Violation
+}
+
+// maxErrorViolations bounds how many violations Error() spells out.
+const maxErrorViolations = 10
+
+// Error renders the violations on one line, at most ten of them.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("validation: ")
+	if e.Tool != "" {
+		b.WriteString("tool ")
+		b.WriteString(quoteJSON(e.Tool, maxPath))
+		if e.CallID != "" {
+			b.WriteString(" (call ")
+			b.WriteString(quoteJSON(e.CallID, maxPath))
+			b.WriteString(")")
+		}
+		b.WriteString(": ")
+	}
+	n := len(e.Violations)
+	switch n {
+	case 0:
+		b.WriteString("invalid arguments")
+		return b.String()
+	case 1:
+		b.WriteString("1 violation: ")
+	default:
+		b.WriteString(strconv.Itoa(n))
+		b.WriteString(" violations: ")
+	}
+	for i, v := range e.Violations {
+		if i == maxErrorViolations {
+			b.WriteString("; and ")
+			b.WriteString(strconv.Itoa(n - i))
+			b.WriteString(" more")
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(v.String())
+	}
+	return b.String()
+}

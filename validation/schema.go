@@ -1,0 +1,242 @@
+package validation
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+)
+
+// Schema is a compiled JSON Schema for one tool's arguments. It is immutable
+// and safe for concurrent use.
+//
+// A *Schema marshals to its JSON Schema, so it can be placed directly in
+// llms.FunctionDefinition.Parameters for providers that marshal parameters
+// (OpenAI, Anthropic, Bedrock, Mistral, Ollama). langchaingo's googleai
+// provider insists on a map[string]any: give it Map().
+type Schema struct {
+	raw      []byte
+	compiled *jsonschema.Schema
+	typed    *typedHook // set by Typed: decode into T and run its Validate hook
+
+	nodesOnce sync.Once
+	nodes     map[string]*jsonschema.Schema // compiled sub-schemas by location
+}
+
+// ErrRefused is reported (wrapped) by Compile for a schema whose "$ref" or
+// "$schema" names a document that was not supplied with WithResource.
+// Compilation never reads the network or the file system.
+var ErrRefused = errors.New("validation: schema loading refused")
+
+// baseURL is the location given to every compiled schema. Relative "$ref"s
+// resolve against it and, like any other document not supplied with
+// WithResource, are refused.
+const baseURL = "toolguard:///tool-schema.json"
+
+// Option configures Compile.
+type Option func(*compileConfig)
+
+type compileConfig struct {
+	draft     Draft
+	resources map[string][]byte
+	err       error
+}
+
+// WithDefaultDraft sets the draft for schemas that do not declare one with
+// "$schema" (default Draft7).
+func WithDefaultDraft(d Draft) Option {
+	return func(c *compileConfig) {
+		if _, ok := d.engine(); !ok {
+			c.err = fmt.Errorf("validation: WithDefaultDraft(%d): unknown draft", int(d))
+			return
+		}
+		c.draft = d
+	}
+}
+
+// WithResource makes the JSON document doc (in any form Compile takes)
+// available to "$ref" under the absolute URL url, without any network or
+// file access. Use it for shared definitions that several tool schemas
+// reference.
+func WithResource(url string, doc any) Option {
+	return func(c *compileConfig) {
+		b, err := schemaBytes(doc)
+		if err != nil {
+			c.err = fmt.Errorf("validation: WithResource(%q): %w", url, err)
+			return
+		}
+		if c.resources == nil {
+			c.resources = make(map[string][]byte)
+		}
+		c.resources[url] = b
+	}
+}
+
+// Compile compiles a JSON Schema given as a map[string]any, json.RawMessage,
+// []byte, string, *Schema (returned as is) or any other JSON-marshalable
+// value, such as langchaingo's jsonschema.Definition or a
+// *jsonschema.Schema of github.com/google/jsonschema-go.
+//
+// The draft is the schema's "$schema" if it has one, else the default
+// (WithDefaultDraft, Draft7). Formats ("date", "email", "uuid", ...) are
+// asserted for every draft; unknown formats are ignored. "$ref"s to documents
+// other than the schema itself and those given with WithResource are refused
+// with an error wrapping ErrRefused: nothing is loaded from the network or
+// the disk.
+//
+// Compile does the work each time; ToolArgValidation and Cache compile each
+// schema once.
+func Compile(schema any, opts ...Option) (*Schema, error) {
+	if s, ok := schema.(*Schema); ok && s != nil {
+		return s, nil
+	}
+	cfg := compileConfig{draft: Draft7}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
+	raw, err := schemaBytes(schema)
+	if err != nil {
+		return nil, err
+	}
+	return compileBytes(raw, &cfg)
+}
+
+// schemaBytes returns the JSON text of a schema given in any accepted form.
+func schemaBytes(schema any) ([]byte, error) {
+	var raw []byte
+	switch s := schema.(type) {
+	case nil:
+		return nil, errors.New("validation: no schema (nil)")
+	case *Schema:
+		if s == nil {
+			return nil, errors.New("validation: no schema (nil *Schema)")
+		}
+		return s.raw, nil
+	case json.RawMessage:
+		raw = s
+	case []byte:
+		raw = s
+	case string:
+		raw = []byte(s)
+	default:
+		b, err := json.Marshal(schema)
+		if err != nil {
+			return nil, fmt.Errorf("validation: schema of type %T cannot be marshaled to JSON: %w", schema, err)
+		}
+		raw = b
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, fmt.Errorf("validation: schema is not valid JSON: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func compileBytes(raw []byte, cfg *compileConfig) (s *Schema, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("validation: the schema compiler failed on this schema: %v", r)
+		}
+	}()
+	draft, _ := cfg.draft.engine()
+	c := jsonschema.NewCompiler()
+	c.Draft = draft
+	c.AssertFormat = true
+	c.LoadURL = func(url string) (io.ReadCloser, error) {
+		return nil, fmt.Errorf("%w: %q is not available offline (supply it with validation.WithResource)", ErrRefused, url)
+	}
+	for url, doc := range cfg.resources {
+		if err := c.AddResource(url, bytes.NewReader(doc)); err != nil {
+			return nil, fmt.Errorf("validation: resource %q: %w", url, err)
+		}
+	}
+	if err := c.AddResource(baseURL, bytes.NewReader(raw)); err != nil {
+		return nil, fmt.Errorf("validation: %w", err)
+	}
+	compiled, err := c.Compile(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("validation: compile: %w", err)
+	}
+	return &Schema{raw: raw, compiled: compiled}, nil
+}
+
+// MarshalJSON returns the schema's JSON text (compacted, keys in the order
+// given).
+func (s *Schema) MarshalJSON() ([]byte, error) {
+	return bytes.Clone(s.raw), nil
+}
+
+// Map returns a new map holding the schema's JSON, for APIs that want a
+// map[string]any (langchaingo's googleai provider). Numbers are json.Number.
+// A map returned by Map is recognized by Cache (and so by ToolArgValidation)
+// as this schema, Validate hook included, as long as it is not modified.
+func (s *Schema) Map() map[string]any {
+	m := map[string]any{}
+	dec := json.NewDecoder(bytes.NewReader(s.raw))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return map[string]any{} // a boolean schema: no map form
+	}
+	rememberMap(m, s)
+	return m
+}
+
+// String returns the schema's JSON text.
+func (s *Schema) String() string { return string(s.raw) }
+
+// ValidateJSON validates tool-call arguments: a JSON object, where empty
+// input means {}. It returns nil or a *Error listing every violation.
+// Arguments that are not JSON, or not a JSON object, are one violation at the
+// root ("") whose message says so and gives the parser's reason.
+func (s *Schema) ValidateJSON(args []byte) error {
+	v, err := DecodeArgs(args)
+	if err != nil {
+		return err
+	}
+	return s.validate(v, args)
+}
+
+// Validate validates a decoded JSON value, as produced by DecodeArgs or by a
+// json.Decoder with UseNumber (float64 numbers are accepted too). It returns
+// nil or a *Error listing every violation. Unlike ValidateJSON, it accepts any
+// JSON value at the root, not only an object.
+func (s *Schema) Validate(v any) error {
+	return s.validate(v, nil)
+}
+
+// validate checks v against the schema and, for typed schemas, decodes raw
+// (v marshaled when raw is nil) into the Go type and runs its Validate hook.
+func (s *Schema) validate(v any, raw []byte) error {
+	if err := s.validateSchema(v); err != nil {
+		return err
+	}
+	if s.typed != nil {
+		return s.typed.check(v, raw)
+	}
+	return nil
+}
+
+func (s *Schema) validateSchema(v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &Error{Violations: []Violation{{Keyword: "schema", Message: fmt.Sprintf("the validator failed on this value: %v", r)}}}
+		}
+	}()
+	verr := s.compiled.Validate(v)
+	if verr == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if errors.As(verr, &ve) {
+		return &Error{Violations: s.violations(ve, v)}
+	}
+	// An infinite $ref loop or a value that is not JSON.
+	return &Error{Violations: []Violation{{Keyword: "schema", Message: sanitize(verr.Error(), maxMessage)}}}
+}

@@ -1,0 +1,360 @@
+package validation
+
+import (
+	"cmp"
+	"math/big"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+)
+
+// maxViolations bounds the violations kept for one call; the rest of a huge
+// invalid value is summarized by the first ones in path order.
+const maxViolations = 1000
+
+// violations flattens a jsonschema ValidationError tree into one violation
+// per failing leaf, with messages built from the schema and the instance
+// rather than the validator's text (which echoes model values unquoted).
+// The result is sorted by path, keyword and message, without duplicates.
+func (s *Schema) violations(root *jsonschema.ValidationError, instance any) []Violation {
+	var out []Violation
+	stack := []*jsonschema.ValidationError{root}
+	for len(stack) > 0 {
+		e := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if len(e.Causes) == 0 {
+			out = s.leaf(out, e, instance)
+			continue
+		}
+		for i := len(e.Causes) - 1; i >= 0; i-- {
+			stack = append(stack, e.Causes[i])
+		}
+	}
+	slices.SortFunc(out, compareViolations)
+	out = slices.Compact(out)
+	if len(out) > maxViolations {
+		out = out[:maxViolations:maxViolations]
+	}
+	return out
+}
+
+func compareViolations(a, b Violation) int {
+	return cmp.Or(
+		cmp.Compare(a.Path, b.Path),
+		cmp.Compare(a.Keyword, b.Keyword),
+		cmp.Compare(a.Message, b.Message),
+		cmp.Compare(a.Got, b.Got),
+	)
+}
+
+// SortViolations sorts vs in the canonical order (path, keyword, message,
+// got) used by every *Error.
+func SortViolations(vs []Violation) { slices.SortFunc(vs, compareViolations) }
+
+// node finds the compiled schema that owns the keyword at abs (an absolute
+// keyword location) and returns it with the keyword path relative to it.
+func (s *Schema) node(abs string) (*jsonschema.Schema, string) {
+	s.nodesOnce.Do(s.indexNodes)
+	if n, ok := s.nodes[abs]; ok {
+		return n, ""
+	}
+	base := abs
+	for range 3 {
+		i := strings.LastIndexByte(base, '/')
+		if i < 0 {
+			break
+		}
+		base = base[:i]
+		if n, ok := s.nodes[base]; ok {
+			return n, abs[i+1:]
+		}
+	}
+	return nil, ""
+}
+
+func (s *Schema) indexNodes() {
+	s.nodes = make(map[string]*jsonschema.Schema)
+	var visit func(n *jsonschema.Schema)
+	visit = func(n *jsonschema.Schema) {
+		if n == nil {
+			return
+		}
+		if _, seen := s.nodes[n.Location]; seen {
+			return
+		}
+		s.nodes[n.Location] = n
+		for _, c := range []*jsonschema.Schema{n.Ref, n.RecursiveRef, n.DynamicRef, n.Not, n.If, n.Then, n.Else,
+			n.PropertyNames, n.UnevaluatedProperties, n.Items2020, n.Contains, n.UnevaluatedItems, n.ContentSchema} {
+			visit(c)
+		}
+		for _, list := range [][]*jsonschema.Schema{n.AllOf, n.AnyOf, n.OneOf, n.PrefixItems} {
+			for _, c := range list {
+				visit(c)
+			}
+		}
+		for _, c := range n.Properties {
+			visit(c)
+		}
+		for _, c := range n.PatternProperties {
+			visit(c)
+		}
+		for _, c := range n.DependentSchemas {
+			visit(c)
+		}
+		for _, c := range n.Dependencies {
+			if c, ok := c.(*jsonschema.Schema); ok {
+				visit(c)
+			}
+		}
+		for _, c := range []any{n.AdditionalProperties, n.AdditionalItems, n.Items} {
+			switch c := c.(type) {
+			case *jsonschema.Schema:
+				visit(c)
+			case []*jsonschema.Schema:
+				for _, c := range c {
+					visit(c)
+				}
+			}
+		}
+	}
+	visit(s.compiled)
+}
+
+// leaf appends the violations one failing leaf stands for.
+func (s *Schema) leaf(out []Violation, e *jsonschema.ValidationError, instance any) []Violation {
+	path := normalizePointer(e.InstanceLocation)
+	val, found := pointerGet(instance, path)
+	got := ""
+	if found {
+		got = Preview(val, maxGot)
+	}
+	n, kwPath := s.node(e.AbsoluteKeywordLocation)
+	keyword, rest, _ := strings.Cut(kwPath, "/")
+	add := func(kw, msg string) []Violation {
+		return append(out, Violation{Path: path, Keyword: kw, Message: msg, Got: got})
+	}
+	if n == nil {
+		return add(lastSegment(e.KeywordLocation), sanitize(e.Message, maxMessage))
+	}
+	obj, _ := val.(map[string]any)
+	switch keyword {
+	case "":
+		return add("false", "no value is allowed here")
+	case "type":
+		return add(keyword, "expected "+strings.Join(n.Types, " or "))
+	case "required":
+		for _, name := range n.Required {
+			if _, ok := obj[name]; ok {
+				continue
+			}
+			msg := "missing required property"
+			if p := n.Properties[name]; p != nil && len(p.Types) > 0 {
+				msg += " (" + strings.Join(p.Types, " or ") + ")"
+			}
+			out = append(out, Violation{Path: path + "/" + escapeToken(name), Keyword: keyword, Message: msg})
+		}
+		return out
+	case "additionalProperties":
+		allowed := make([]string, 0, len(n.Properties))
+		for name := range n.Properties {
+			allowed = append(allowed, name)
+		}
+		slices.Sort(allowed)
+		msg := "unexpected property; no properties are allowed here"
+		if len(allowed) > 0 {
+			msg = "unexpected property; allowed properties: " + quoteList(allowed, 20)
+		}
+		for name, v := range obj {
+			if _, ok := n.Properties[name]; ok || matchesPattern(n, name) {
+				continue
+			}
+			out = append(out, Violation{Path: path + "/" + escapeToken(name), Keyword: keyword, Message: msg, Got: Preview(v, maxGot)})
+		}
+		return out
+	case "dependencies", "dependentRequired":
+		dep, idx, _ := strings.Cut(rest, "/")
+		dep = unescapeToken(urlUnescape(dep))
+		i, _ := strconv.Atoi(idx)
+		var names []string
+		if keyword == "dependentRequired" {
+			names = n.DependentRequired[dep]
+		} else if list, ok := n.Dependencies[dep].([]string); ok {
+			names = list
+		}
+		if i < len(names) {
+			return append(out, Violation{Path: path + "/" + escapeToken(names[i]), Keyword: keyword,
+				Message: "missing property, required when " + quoteJSON(dep, maxPath) + " is present"})
+		}
+	case "enum":
+		vals := make([]string, 0, min(len(n.Enum), 21))
+		for i, ev := range n.Enum {
+			if i == 20 {
+				vals = append(vals, "and "+strconv.Itoa(len(n.Enum)-i)+" more")
+				break
+			}
+			vals = append(vals, Preview(ev, 80))
+		}
+		return add(keyword, "expected one of "+strings.Join(vals, ", "))
+	case "const":
+		if len(n.Constant) > 0 {
+			return add(keyword, "expected "+Preview(n.Constant[0], 200))
+		}
+	case "format":
+		return add(keyword, "expected a string in format "+quoteJSON(n.Format, 60))
+	case "minimum":
+		return add(keyword, "expected a number >= "+ratString(n.Minimum))
+	case "exclusiveMinimum":
+		return add(keyword, "expected a number > "+ratString(n.ExclusiveMinimum))
+	case "maximum":
+		return add(keyword, "expected a number <= "+ratString(n.Maximum))
+	case "exclusiveMaximum":
+		return add(keyword, "expected a number < "+ratString(n.ExclusiveMaximum))
+	case "multipleOf":
+		return add(keyword, "expected a multiple of "+ratString(n.MultipleOf))
+	case "minLength":
+		return add(keyword, "expected at least "+strconv.Itoa(n.MinLength)+" characters"+countOf(val))
+	case "maxLength":
+		return add(keyword, "expected at most "+strconv.Itoa(n.MaxLength)+" characters"+countOf(val))
+	case "pattern":
+		if n.Pattern != nil {
+			return add(keyword, "expected a string matching the pattern "+quoteJSON(n.Pattern.String(), maxPath))
+		}
+	case "minItems":
+		return add(keyword, "expected at least "+strconv.Itoa(n.MinItems)+" items"+countOf(val))
+	case "maxItems":
+		return add(keyword, "expected at most "+strconv.Itoa(n.MaxItems)+" items"+countOf(val))
+	case "additionalItems":
+		if items, ok := n.Items.([]*jsonschema.Schema); ok {
+			return add(keyword, "expected at most "+strconv.Itoa(len(items))+" items"+countOf(val))
+		}
+	case "minProperties":
+		return add(keyword, "expected at least "+strconv.Itoa(n.MinProperties)+" properties"+countOf(val))
+	case "maxProperties":
+		return add(keyword, "expected at most "+strconv.Itoa(n.MaxProperties)+" properties"+countOf(val))
+	case "uniqueItems":
+		return add(keyword, "expected unique items; "+sanitize(e.Message, maxMessage))
+	case "not":
+		return add(keyword, "the value must not match the schema under \"not\"")
+	case "oneOf":
+		return add(keyword, "expected exactly one alternative of \"oneOf\" to match, but "+sanitize(e.Message, maxMessage))
+	}
+	return add(keyword, sanitize(e.Message, maxMessage))
+}
+
+func countOf(v any) string {
+	switch x := v.(type) {
+	case string:
+		return " (got " + strconv.Itoa(len([]rune(x))) + ")"
+	case []any:
+		return " (got " + strconv.Itoa(len(x)) + ")"
+	case map[string]any:
+		return " (got " + strconv.Itoa(len(x)) + ")"
+	}
+	return ""
+}
+
+func matchesPattern(n *jsonschema.Schema, name string) bool {
+	for re := range n.PatternProperties {
+		if re.MatchString(name) {
+			return true
+		}
+	}
+	return false
+}
+
+func ratString(r *big.Rat) string {
+	if r == nil {
+		return "?"
+	}
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	f, _ := r.Float64()
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// quoteList quotes up to max names, noting how many more there are.
+func quoteList(names []string, max int) string {
+	var b strings.Builder
+	for i, name := range names {
+		if i == max {
+			b.WriteString(", and " + strconv.Itoa(len(names)-i) + " more")
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(quoteJSON(name, 60))
+	}
+	return b.String()
+}
+
+func lastSegment(p string) string {
+	return p[strings.LastIndexByte(p, '/')+1:]
+}
+
+// escapeToken escapes one JSON Pointer reference token.
+func escapeToken(s string) string {
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+func unescapeToken(s string) string {
+	if !strings.Contains(s, "~") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
+}
+
+// normalizePointer turns the validator's instance locations, whose tokens
+// are URL-escaped, into plain RFC 6901 JSON Pointers.
+func normalizePointer(p string) string {
+	if !strings.Contains(p, "%") {
+		return p
+	}
+	toks := strings.Split(p, "/")
+	for i, t := range toks {
+		toks[i] = urlUnescape(t)
+	}
+	return strings.Join(toks, "/")
+}
+
+func urlUnescape(s string) string {
+	if u, err := url.PathUnescape(s); err == nil {
+		return u
+	}
+	return s
+}
+
+// pointerGet resolves a JSON Pointer in a decoded JSON value.
+func pointerGet(v any, ptr string) (any, bool) {
+	if ptr == "" {
+		return v, true
+	}
+	if ptr[0] != '/' {
+		return nil, false
+	}
+	for _, tok := range strings.Split(ptr[1:], "/") {
+		switch x := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = x[unescapeToken(tok)]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, false
+			}
+			v = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
