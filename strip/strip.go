@@ -1,0 +1,242 @@
+// Package strip removes the empty values models hallucinate for optional
+// tool arguments: null, {} and [].
+//
+// Three modes: Off leaves arguments alone; Recursive applies LangChain's rule
+// to every call (no null, {} or [] remains under any key, at any depth);
+// SchemaAware, the default of ToolArgValidation, touches only calls that fail
+// validation and removes an empty value only where that removes violations
+// and adds none, so that a valid call is never changed, a required key is
+// never removed and a value the schema accepts (null on a nullable field)
+// stays.
+//
+// Array elements are never removed in any mode: their position is meaning.
+// Values are decoded JSON as produced by validation.DecodeArgs; the functions
+// modify them in place.
+package strip
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/toolguard/toolguard/validation"
+)
+
+// Mode selects how empty values are stripped.
+type Mode int
+
+// The strip modes.
+const (
+	// SchemaAware strips an empty value only from a call that fails
+	// validation, and only where removing it removes violations and adds
+	// none. It is the zero value and ToolArgValidation's default.
+	SchemaAware Mode = iota
+	// Off never strips.
+	Off
+	// Recursive strips every null, {} and [] under any key at any depth
+	// from every call, before validation (LangChain's rule). A required
+	// empty value is stripped too, and the call then fails validation.
+	Recursive
+)
+
+// String returns the mode's name.
+func (m Mode) String() string {
+	switch m {
+	case Off:
+		return "Off"
+	case Recursive:
+		return "Recursive"
+	case SchemaAware:
+		return "SchemaAware"
+	}
+	return "Mode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// IsEmpty reports whether v is one of the values strip removes: null, an
+// empty object or an empty array.
+func IsEmpty(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return len(x) == 0
+	case []any:
+		return len(x) == 0
+	}
+	return false
+}
+
+// RecursiveStrip removes, post-order, every empty value held under an object
+// key anywhere in v, so that an object emptied by the removal is removed in
+// turn. It returns the JSON Pointers removed, sorted.
+func RecursiveStrip(v any) []string {
+	var removed []string
+	var walk func(v any, path string)
+	walk = func(v any, path string) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				p := path + "/" + escapeToken(k)
+				walk(e, p)
+				if IsEmpty(e) {
+					delete(x, k)
+					removed = append(removed, p)
+				}
+			}
+		case []any:
+			for i, e := range x {
+				walk(e, path+"/"+strconv.Itoa(i))
+			}
+		}
+	}
+	walk(v, "")
+	slices.Sort(removed)
+	return removed
+}
+
+// maxTrials bounds the validations SchemaAwareStrip runs for one call, so a
+// huge argument full of empty values costs a bounded amount of work.
+const maxTrials = 256
+
+// SchemaAwareStrip removes empty values from v, an invalid call's decoded
+// arguments, where that helps: a candidate (an empty value under an object
+// key, inside or at a path some violation points at or below) is removed if
+// validating without it yields a strict subset of the violations. Candidates
+// are tried deepest first, so an object emptied by a removal becomes a
+// candidate in turn. verr is s.Validate(v) (nil if valid, in which case
+// nothing is done).
+//
+// It returns the JSON Pointers removed, sorted, and the validation result of
+// what remains.
+func SchemaAwareStrip(v any, s *validation.Schema, verr error) (removed []string, err error) {
+	if verr == nil {
+		return nil, nil
+	}
+	current := violationsOf(verr)
+	if current == nil {
+		return nil, verr // not a schema violation we can reason about
+	}
+	trials := 0
+	for progress := true; progress && len(current) > 0 && trials < maxTrials; {
+		progress = false
+		for _, c := range candidates(v, current) {
+			if trials == maxTrials {
+				break
+			}
+			trials++
+			old := c.parent[c.key]
+			delete(c.parent, c.key)
+			after := s.Validate(v)
+			next := violationsOf(after)
+			if after == nil || (next != nil && isStrictSubset(next, current)) {
+				removed = append(removed, c.path)
+				current, verr = next, after
+				progress = true
+				if after == nil {
+					break
+				}
+				continue
+			}
+			c.parent[c.key] = old
+		}
+	}
+	slices.Sort(removed)
+	return removed, verr
+}
+
+type candidate struct {
+	parent map[string]any
+	key    string
+	path   string
+	depth  int
+}
+
+// candidates lists the empty values under object keys in v that lie at or
+// below the path of some violation, deepest first, then by path.
+func candidates(v any, vs []validation.Violation) []candidate {
+	var out []candidate
+	var walk func(v any, path string, depth int)
+	walk = func(v any, path string, depth int) {
+		if !relevant(path, vs) {
+			return
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				p := path + "/" + escapeToken(k)
+				if IsEmpty(e) {
+					if relevant(p, vs) {
+						out = append(out, candidate{parent: x, key: k, path: p, depth: depth + 1})
+					}
+					continue
+				}
+				walk(e, p, depth+1)
+			}
+		case []any:
+			for i, e := range x {
+				walk(e, path+"/"+strconv.Itoa(i), depth+1)
+			}
+		}
+	}
+	walk(v, "", 0)
+	slices.SortFunc(out, func(a, b candidate) int {
+		if a.depth != b.depth {
+			return b.depth - a.depth
+		}
+		return strings.Compare(a.path, b.path)
+	})
+	return out
+}
+
+// relevant reports whether removing or descending into the value at path can
+// affect a violation: some violation's path is path itself, an ancestor of it
+// or a descendant of it.
+func relevant(path string, vs []validation.Violation) bool {
+	for _, v := range vs {
+		if isPrefix(v.Path, path) || isPrefix(path, v.Path) {
+			return true
+		}
+	}
+	return false
+}
+
+// isPrefix reports whether pointer a is b or an ancestor of b.
+func isPrefix(a, b string) bool {
+	return a == "" || a == b || (strings.HasPrefix(b, a) && b[len(a)] == '/')
+}
+
+func violationsOf(err error) []validation.Violation {
+	ve, ok := err.(*validation.Error)
+	if !ok {
+		return nil
+	}
+	return ve.Violations
+}
+
+// isStrictSubset reports whether every violation in a is in b and b has
+// more. Violations are compared by path, keyword and message: the value shown
+// for a violation at an ancestor of a removed key changes with the removal
+// without the violation being a new one.
+func isStrictSubset(a, b []validation.Violation) bool {
+	type key struct{ path, keyword, message string }
+	in := make(map[key]bool, len(b))
+	for _, v := range b {
+		in[key{v.Path, v.Keyword, v.Message}] = true
+	}
+	seen := make(map[key]bool, len(a))
+	for _, v := range a {
+		k := key{v.Path, v.Keyword, v.Message}
+		if !in[k] {
+			return false
+		}
+		seen[k] = true
+	}
+	return len(seen) < len(in)
+}
+
+func escapeToken(s string) string {
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
