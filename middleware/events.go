@@ -1,0 +1,96 @@
+package middleware
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// EventKind says what an Event reports.
+type EventKind string
+
+// The events the built-in middlewares report through WithEventHandler.
+const (
+	// EventStripped: ToolArgValidation removed empty values (null, {}, [])
+	// from a call's arguments. Paths lists the JSON Pointers removed.
+	EventStripped EventKind = "stripped"
+	// EventRepaired: ToolArgValidation repaired a call's arguments before
+	// validating them. Paths lists what was repaired.
+	EventRepaired EventKind = "repaired"
+	// EventInvalid: a tool call failed validation. Err is a
+	// *validation.Error naming every violation.
+	EventInvalid EventKind = "invalid"
+	// EventUnknownTool: a tool call names a tool that has no schema. It is
+	// passed on untouched (UnknownPass) or rejected (UnknownReject).
+	EventUnknownTool EventKind = "unknown_tool"
+	// EventSchemaError: a tool's schema could not be compiled. Err says why.
+	// The tool's calls pass unvalidated, or fail with WithFailClosed.
+	EventSchemaError EventKind = "schema_error"
+	// EventReask: ToolArgValidation calls the model again with feedback.
+	// Attempt is the number of the attempt about to be made (2 for the
+	// first re-ask).
+	EventReask EventKind = "reask"
+	// EventRetry: a model call failed with an error ModelRetry retries.
+	// Attempt is the failed attempt, Err its error, Wait the pause before
+	// the next attempt.
+	EventRetry EventKind = "retry"
+	// EventGiveUp: a middleware stopped re-invoking the model. Attempt is
+	// the number of model calls made, Err the last error (for
+	// ToolArgValidation, the last *validation.Error, even when it fails
+	// open).
+	EventGiveUp EventKind = "give_up"
+	// EventLimit: ToolCallLimit blocked tool calls. Err is a
+	// *LimitExceededError.
+	EventLimit EventKind = "limit"
+)
+
+// Event is one notable thing a middleware did during a model call. Fields
+// that do not apply to its Kind are zero.
+type Event struct {
+	Kind       EventKind
+	Middleware string // "ToolArgValidation", "ModelRetry" or "ToolCallLimit"
+	Attempt    int    // 1-based model-call attempt within this middleware
+	Tool       string // the tool call's function name, when the event concerns one call
+	CallID     string // the tool call's id (synthesized when the model sent none)
+	Paths      []string
+	Wait       time.Duration
+	Err        error
+}
+
+// LogValue renders the event as a group of attributes, omitting zero fields.
+func (e Event) LogValue() slog.Value {
+	attrs := make([]slog.Attr, 0, 8)
+	attrs = append(attrs, slog.String("kind", string(e.Kind)), slog.String("middleware", e.Middleware))
+	if e.Attempt != 0 {
+		attrs = append(attrs, slog.Int("attempt", e.Attempt))
+	}
+	if e.Tool != "" {
+		attrs = append(attrs, slog.String("tool", e.Tool))
+	}
+	if e.CallID != "" {
+		attrs = append(attrs, slog.String("call_id", e.CallID))
+	}
+	if len(e.Paths) > 0 {
+		attrs = append(attrs, slog.Any("paths", e.Paths))
+	}
+	if e.Wait != 0 {
+		attrs = append(attrs, slog.Duration("wait", e.Wait))
+	}
+	if e.Err != nil {
+		attrs = append(attrs, slog.String("err", e.Err.Error()))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// LogEvents returns an event handler for WithEventHandler that logs each
+// event to l: schema errors, give-ups and limits at Warn, the rest at Info.
+func LogEvents(l *slog.Logger) func(ctx context.Context, e Event) {
+	return func(ctx context.Context, e Event) {
+		level := slog.LevelInfo
+		switch e.Kind {
+		case EventSchemaError, EventGiveUp, EventLimit:
+			level = slog.LevelWarn
+		}
+		l.LogAttrs(ctx, level, "toolguard: "+string(e.Kind), slog.Any("event", e))
+	}
+}

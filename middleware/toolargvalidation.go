@@ -1,0 +1,422 @@
+package middleware
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/strip"
+	"github.com/toolguard/toolguard/validation"
+)
+
+// UnknownToolPolicy says what ToolArgValidation does with a tool call whose
+// name has no schema: neither a tool of the request nor a WithSchema.
+type UnknownToolPolicy int
+
+const (
+	// UnknownPass leaves the call untouched: not parsed, not stripped, not
+	// validated. The agent loop or tool executor decides what to do with
+	// it. This is the default.
+	UnknownPass UnknownToolPolicy = iota
+	// UnknownReject treats the call as invalid: the model is re-asked with
+	// feedback listing the available tools and the closest name.
+	UnknownReject
+)
+
+type validationConfig struct {
+	maxRetries int
+	strip      strip.Mode
+	draft      validation.Draft
+	schemas    map[string]any
+	unknown    UnknownToolPolicy
+	failClosed bool
+	feedback   func(*validation.Error) string
+	events     eventOption
+}
+
+type validationOption func(*validationConfig)
+
+func (o validationOption) applyValidation(c *validationConfig) { o(c) }
+
+// WithStripEmpty sets how ToolArgValidation removes the empty values (null,
+// {}, []) models send for optional arguments. The default is
+// strip.SchemaAware: only invalid calls are touched, and only where removing
+// a value fixes violations without adding any.
+func WithStripEmpty(mode strip.Mode) ValidationOption {
+	switch mode {
+	case strip.Off, strip.Recursive, strip.SchemaAware:
+	default:
+		panic(fmt.Sprintf("middleware: WithStripEmpty(%v): unknown mode", mode))
+	}
+	return validationOption(func(c *validationConfig) { c.strip = mode })
+}
+
+// WithDefaultDraft sets the JSON Schema draft for schemas without "$schema"
+// (default validation.Draft7). A schema's own "$schema" always wins.
+func WithDefaultDraft(d validation.Draft) ValidationOption {
+	if !d.Known() {
+		panic(fmt.Sprintf("middleware: WithDefaultDraft(%d): unknown draft", int(d)))
+	}
+	return validationOption(func(c *validationConfig) { c.draft = d })
+}
+
+// WithSchema validates calls of tool against schema (any form
+// validation.Compile takes, or a *validation.Schema), whatever schema the
+// request's tools declare for it. Use it for tools whose schema the model is
+// not sent, or to validate more strictly than the schema the model sees.
+func WithSchema(tool string, schema any) ValidationOption {
+	if schema == nil {
+		panic(fmt.Sprintf("middleware: WithSchema(%q, nil): the schema must not be nil", tool))
+	}
+	return validationOption(func(c *validationConfig) {
+		if c.schemas == nil {
+			c.schemas = make(map[string]any)
+		}
+		c.schemas[tool] = schema
+	})
+}
+
+// WithUnknownTools sets what to do with calls of tools that have no schema
+// (default UnknownPass).
+func WithUnknownTools(p UnknownToolPolicy) ValidationOption {
+	if p != UnknownPass && p != UnknownReject {
+		panic(fmt.Sprintf("middleware: WithUnknownTools(%d): unknown policy", int(p)))
+	}
+	return validationOption(func(c *validationConfig) { c.unknown = p })
+}
+
+// WithFailClosed makes ToolArgValidation return an *InvalidToolCallsError
+// instead of the last response when the model's tool calls are still invalid
+// after the last re-ask, and a *SchemaError when a tool's schema cannot be
+// compiled. The default is to fail open: hand on the last response (with
+// empty values stripped) and let the tool report the problem. Fail closed
+// where a human approves tool calls or a tool has side effects that bad
+// arguments could trigger.
+func WithFailClosed() ValidationOption {
+	return validationOption(func(c *validationConfig) { c.failClosed = true })
+}
+
+// WithFeedback replaces the text the model receives for an invalid call
+// (default errfmt.Feedback). fn must be deterministic and bound its output;
+// errfmt.Options{...}.Feedback is a ready-made choice with other bounds.
+func WithFeedback(fn func(*validation.Error) string) ValidationOption {
+	if fn == nil {
+		panic("middleware: WithFeedback(nil)")
+	}
+	return validationOption(func(c *validationConfig) { c.feedback = fn })
+}
+
+// InvalidToolCallsError is returned by ToolArgValidation with WithFailClosed
+// when tool calls are still invalid after the last re-ask. errors.As reaches
+// each call's *validation.Error.
+type InvalidToolCallsError struct {
+	Attempts int                 // model calls made
+	Errors   []*validation.Error // one per invalid call of the last response
+	Response *llms.ContentResponse
+}
+
+func (e *InvalidToolCallsError) Error() string {
+	msgs := make([]string, len(e.Errors))
+	for i, err := range e.Errors {
+		msgs[i] = err.Error()
+	}
+	return fmt.Sprintf("middleware: tool calls still invalid after %d model calls: %s", e.Attempts, strings.Join(msgs, "; "))
+}
+
+// Unwrap returns the *validation.Error of each invalid call.
+func (e *InvalidToolCallsError) Unwrap() []error {
+	errs := make([]error, len(e.Errors))
+	for i, err := range e.Errors {
+		errs[i] = err
+	}
+	return errs
+}
+
+// SchemaError is returned by ToolArgValidation with WithFailClosed when a
+// called tool's schema cannot be compiled.
+type SchemaError struct {
+	Tool string
+	Err  error
+}
+
+func (e *SchemaError) Error() string {
+	return fmt.Sprintf("middleware: schema of tool %q: %v", e.Tool, e.Err)
+}
+
+func (e *SchemaError) Unwrap() error { return e.Err }
+
+// ToolArgValidation returns a middleware that makes sure the tool calls
+// leaving the model have arguments their tool accepts.
+//
+// For each model response it collects the tool calls of every choice and
+// checks each against its tool's schema: the schema given with WithSchema,
+// else the request tool's Function.Parameters (a map, json.RawMessage,
+// []byte, string, *validation.Schema or any JSON-marshalable value such as a
+// jsonschema.Definition; nil accepts any JSON object). Schemas are compiled
+// once and cached; they must not be modified after they are passed.
+//
+// Arguments must be a JSON object (empty means {}); numbers are decoded
+// exactly. Empty values are stripped per WithStripEmpty, and the stripped
+// arguments are written back into the response. When every call is valid,
+// the response is returned. Otherwise, while retries remain (WithMaxRetries,
+// default 2), the model is called again with the original messages followed
+// by the rejected response — one AI message per tool call, each followed by
+// a tool message holding the call's violations, or, for a valid sibling, a
+// note that it was not executed — so that it can correct every error at
+// once. Each re-ask shows only the latest rejected response. When retries
+// run out, the last response is returned as is (fail open) or, with
+// WithFailClosed, an *InvalidToolCallsError.
+//
+// Tool calls without an id get a deterministic one, written back into the
+// response. Calls of unknown tools are left alone (WithUnknownTools). A tool
+// whose schema cannot be compiled is reported with EventSchemaError and its
+// calls pass unvalidated, or fail with WithFailClosed. Model errors pass
+// through unchanged.
+//
+// The middleware is safe for concurrent use.
+func ToolArgValidation(opts ...ValidationOption) Middleware {
+	cfg := validationConfig{maxRetries: 2, strip: strip.SchemaAware, draft: validation.Draft7}
+	for _, o := range opts {
+		if o != nil {
+			o.applyValidation(&cfg)
+		}
+	}
+	if cfg.feedback == nil {
+		cfg.feedback = errfmt.Feedback
+	}
+	return &toolArgValidation{cfg: cfg, cache: validation.NewCache(validation.WithDefaultDraft(cfg.draft))}
+}
+
+type toolArgValidation struct {
+	cfg   validationConfig
+	cache *validation.Cache
+}
+
+const validationName = "ToolArgValidation"
+
+func (m *toolArgValidation) emit(ctx context.Context, e Event) {
+	e.Middleware = validationName
+	m.cfg.events.emit(ctx, e)
+}
+
+func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
+	return func(ctx context.Context, req *Request) (*llms.ContentResponse, error) {
+		var tools toolSchemas // built on the first response with tool calls
+		attemptReq := req
+		for attempt := 1; ; attempt++ {
+			resp, err := next(ctx, attemptReq)
+			if err != nil {
+				return nil, err
+			}
+			calls := collectToolCalls(resp, len(req.Messages))
+			if len(calls) == 0 {
+				return resp, nil
+			}
+			if tools == nil {
+				tools = m.toolSchemas(req)
+			}
+			verdicts, err := m.checkAll(ctx, calls, tools, attempt)
+			if err != nil {
+				return nil, err
+			}
+			invalid := invalidErrors(verdicts)
+			if len(invalid) == 0 {
+				return resp, nil
+			}
+			if attempt > m.cfg.maxRetries {
+				m.emit(ctx, Event{Kind: EventGiveUp, Attempt: attempt, Err: invalid[0]})
+				if m.cfg.failClosed {
+					return nil, &InvalidToolCallsError{Attempts: attempt, Errors: invalid, Response: resp}
+				}
+				return resp, nil
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			answers := make([]string, len(verdicts))
+			for i, v := range verdicts {
+				answers[i] = v.answer
+				if answers[i] == "" {
+					answers[i] = errfmt.NotExecuted
+				}
+			}
+			m.emit(ctx, Event{Kind: EventReask, Attempt: attempt + 1})
+			attemptReq = &Request{
+				Messages: withReplay(req.Messages, replay(resp, calls, answers)),
+				Options:  req.Options,
+			}
+		}
+	}
+}
+
+// toolSchemas maps tool names to their schema sources: the request's tools,
+// overridden by WithSchema. A nil value means "no schema: any object".
+type toolSchemas map[string]any
+
+func (m *toolArgValidation) toolSchemas(req *Request) toolSchemas {
+	tools := req.Tools()
+	ts := make(toolSchemas, len(tools)+len(m.cfg.schemas))
+	for _, t := range tools {
+		if t.Function != nil {
+			ts[t.Function.Name] = t.Function.Parameters
+		}
+	}
+	for name, s := range m.cfg.schemas {
+		ts[name] = s
+	}
+	return ts
+}
+
+func (ts toolSchemas) names() []string {
+	names := make([]string, 0, len(ts))
+	for n := range ts {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// verdict is what became of one tool call.
+type verdict struct {
+	err    *validation.Error // non-nil: the call is rejected
+	answer string            // the tool message for a rejected call
+}
+
+func invalidErrors(vs []verdict) []*validation.Error {
+	var errs []*validation.Error
+	for _, v := range vs {
+		if v.err != nil {
+			errs = append(errs, v.err)
+		}
+	}
+	return errs
+}
+
+func (m *toolArgValidation) checkAll(ctx context.Context, calls []toolCall, tools toolSchemas, attempt int) ([]verdict, error) {
+	verdicts := make([]verdict, len(calls))
+	for i := range calls {
+		v, err := m.check(ctx, &calls[i], tools, attempt)
+		if err != nil {
+			return nil, err
+		}
+		verdicts[i] = v
+	}
+	return verdicts, nil
+}
+
+// check validates one call, strips it per the mode and writes stripped
+// arguments back into the response.
+func (m *toolArgValidation) check(ctx context.Context, c *toolCall, tools toolSchemas, attempt int) (verdict, error) {
+	reject := func(e *validation.Error, answer string) verdict {
+		e.Tool, e.CallID = c.name(), c.id
+		m.emit(ctx, Event{Kind: EventInvalid, Attempt: attempt, Tool: e.Tool, CallID: e.CallID, Err: e})
+		if answer == "" {
+			answer = m.cfg.feedback(e)
+		}
+		return verdict{err: e, answer: answer}
+	}
+	if c.fn == nil {
+		return reject(&validation.Error{Violations: []validation.Violation{{Keyword: "tool",
+			Message: "the tool call has no function name or arguments"}}}, ""), nil
+	}
+	src, known := tools[c.fn.Name]
+	if !known {
+		m.emit(ctx, Event{Kind: EventUnknownTool, Attempt: attempt, Tool: c.fn.Name, CallID: c.id})
+		if m.cfg.unknown == UnknownPass {
+			return verdict{}, nil
+		}
+		names := tools.names()
+		return reject(&validation.Error{Violations: []validation.Violation{{Keyword: "tool",
+			Message: "no tool has this name; available tools: " + strings.Join(names, ", ")}}},
+			errfmt.UnknownTool(c.fn.Name, names)), nil
+	}
+	var schema *validation.Schema
+	if src != nil {
+		s, err := m.cache.Get(src)
+		if err != nil {
+			m.emit(ctx, Event{Kind: EventSchemaError, Attempt: attempt, Tool: c.fn.Name, CallID: c.id, Err: err})
+			if m.cfg.failClosed {
+				return verdict{}, &SchemaError{Tool: c.fn.Name, Err: err}
+			}
+			return verdict{}, nil // fail open: the call passes unvalidated
+		}
+		schema = s
+	}
+
+	args := []byte(c.fn.Arguments)
+	var verr error
+	switch {
+	case m.cfg.strip == strip.Recursive:
+		v, err := validation.DecodeArgs(args)
+		if err != nil {
+			verr = err
+			break
+		}
+		if removed := strip.RecursiveStrip(v); len(removed) > 0 {
+			m.writeBack(ctx, c, v, removed, attempt)
+		}
+		if schema != nil {
+			verr = schema.Validate(v)
+		}
+	case schema == nil:
+		_, verr = validation.DecodeArgs(args)
+	default:
+		verr = schema.ValidateJSON(args)
+		if verr == nil || m.cfg.strip == strip.Off || isRootJSONError(verr) {
+			break
+		}
+		v, err := validation.DecodeArgs(args)
+		if err != nil {
+			verr = err
+			break
+		}
+		var removed []string
+		removed, verr = strip.SchemaAwareStrip(v, schema, schema.Validate(v))
+		if len(removed) > 0 {
+			m.writeBack(ctx, c, v, removed, attempt)
+		}
+	}
+	if verr == nil {
+		return verdict{}, nil
+	}
+	ve, ok := verr.(*validation.Error)
+	if !ok {
+		ve = &validation.Error{Violations: []validation.Violation{{Keyword: "schema", Message: verr.Error()}}}
+	}
+	return reject(ve, ""), nil
+}
+
+func isRootJSONError(err error) bool {
+	ve, ok := err.(*validation.Error)
+	return ok && len(ve.Violations) == 1 && ve.Violations[0].Keyword == "json"
+}
+
+// writeBack replaces the call's arguments with v as compact JSON, in the
+// response (and in a legacy FuncCall that mirrors the call), and reports the
+// removed paths.
+func (m *toolArgValidation) writeBack(ctx context.Context, c *toolCall, v any, removed []string, attempt int) {
+	args := compactJSON(v)
+	if c.mirror != nil {
+		c.mirror.Arguments = args
+	}
+	c.fn.Arguments = args
+	m.emit(ctx, Event{Kind: EventStripped, Attempt: attempt, Tool: c.fn.Name, CallID: c.id, Paths: removed})
+}
+
+// compactJSON encodes a decoded JSON value without HTML escaping, numbers
+// exactly as they were sent.
+func compactJSON(v any) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Decoded JSON always encodes; keep the call usable regardless.
+		return "{}"
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
+}

@@ -1,0 +1,6 @@
+package middleware
+
+// limitConfig holds ToolCallLimit's options.
+type limitConfig struct {
+	events eventOption
+}
