@@ -69,7 +69,8 @@ func (o Options) Feedback(e *validation.Error) string {
 	head.WriteString("Invalid arguments for tool ")
 	head.WriteString(tool)
 	head.WriteString(": ")
-	head.WriteString(plural(len(vs), "error"))
+	total := len(vs) + e.Omitted
+	head.WriteString(plural(total, "error"))
 	head.WriteString(".\n")
 
 	name := e.Tool
@@ -85,16 +86,20 @@ func (o Options) Feedback(e *validation.Error) string {
 	// Room for the lines, keeping space for the instruction and a
 	// "and N more" line.
 	budget := o.MaxBytes - head.Len() - len(foot) - 48
-	for i, v := range vs {
+	shown := 0
+	for _, v := range vs {
 		line := o.line(v)
 		if len(line) > budget {
-			b.WriteString("- and ")
-			b.WriteString(plural(len(vs)-i, "more error"))
-			b.WriteString(" not shown\n")
 			break
 		}
 		budget -= len(line)
 		b.WriteString(line)
+		shown++
+	}
+	if shown < total {
+		b.WriteString("- and ")
+		b.WriteString(plural(total-shown, "more error"))
+		b.WriteString(" not shown\n")
 	}
 	b.WriteString(foot)
 	return b.String()

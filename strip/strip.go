@@ -107,14 +107,15 @@ const maxTrials = 256
 // nothing is done).
 //
 // It returns the JSON Pointers removed, sorted, and the validation result of
-// what remains.
+// what remains. A call with more violations than a *validation.Error lists
+// (Omitted > 0) is left alone: its violations cannot be compared.
 func SchemaAwareStrip(v any, s *validation.Schema, verr error) (removed []string, err error) {
 	if verr == nil {
 		return nil, nil
 	}
 	current := violationsOf(verr)
 	if current == nil {
-		return nil, verr // not a schema violation we can reason about
+		return nil, verr // not violations we can reason about
 	}
 	trials := 0
 	for progress := true; progress && len(current) > 0 && trials < maxTrials; {
@@ -151,13 +152,14 @@ type candidate struct {
 	depth  int
 }
 
-// candidates lists the empty values under object keys in v that lie at or
-// below the path of some violation, deepest first, then by path.
+// candidates lists the empty values under object keys in v that lie at,
+// above or below the path of some violation, deepest first, then by path.
 func candidates(v any, vs []validation.Violation) []candidate {
+	rel := newRelevance(vs)
 	var out []candidate
 	var walk func(v any, path string, depth int)
 	walk = func(v any, path string, depth int) {
-		if !relevant(path, vs) {
+		if !rel.relevant(path) {
 			return
 		}
 		switch x := v.(type) {
@@ -165,7 +167,7 @@ func candidates(v any, vs []validation.Violation) []candidate {
 			for k, e := range x {
 				p := path + "/" + escapeToken(k)
 				if IsEmpty(e) {
-					if relevant(p, vs) {
+					if rel.relevant(p) {
 						out = append(out, candidate{parent: x, key: k, path: p, depth: depth + 1})
 					}
 					continue
@@ -188,26 +190,52 @@ func candidates(v any, vs []validation.Violation) []candidate {
 	return out
 }
 
-// relevant reports whether removing or descending into the value at path can
-// affect a violation: some violation's path is path itself, an ancestor of it
-// or a descendant of it.
-func relevant(path string, vs []validation.Violation) bool {
+// relevance answers whether removing or descending into the value at a path
+// can affect a violation: some violation's path is that path, an ancestor of
+// it or a descendant of it. Each answer costs O(depth of the path).
+type relevance struct {
+	at    map[string]bool // the violations' paths
+	above map[string]bool // the violations' paths and all their ancestors
+}
+
+func newRelevance(vs []validation.Violation) relevance {
+	r := relevance{at: make(map[string]bool, len(vs)), above: make(map[string]bool, 2*len(vs))}
 	for _, v := range vs {
-		if isPrefix(v.Path, path) || isPrefix(path, v.Path) {
-			return true
+		r.at[v.Path] = true
+		for p := v.Path; !r.above[p]; p = parent(p) {
+			r.above[p] = true
+			if p == "" {
+				break
+			}
 		}
 	}
-	return false
+	return r
 }
 
-// isPrefix reports whether pointer a is b or an ancestor of b.
-func isPrefix(a, b string) bool {
-	return a == "" || a == b || (strings.HasPrefix(b, a) && b[len(a)] == '/')
+func (r relevance) relevant(path string) bool {
+	if r.above[path] {
+		return true // a violation at or below path
+	}
+	for p := path; ; p = parent(p) {
+		if r.at[p] {
+			return true // a violation at an ancestor of path
+		}
+		if p == "" {
+			return false
+		}
+	}
 }
 
+// parent returns the JSON Pointer of p's parent ("" for the root's children).
+func parent(p string) string {
+	return p[:max(strings.LastIndexByte(p, '/'), 0)]
+}
+
+// violationsOf returns the violations of err when they are complete, nil
+// otherwise.
 func violationsOf(err error) []validation.Violation {
 	ve, ok := err.(*validation.Error)
-	if !ok {
+	if !ok || ve.Omitted > 0 {
 		return nil
 	}
 	return ve.Violations

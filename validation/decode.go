@@ -25,9 +25,10 @@ func DecodeArgs(args []byte) (map[string]any, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, notJSON(err, len(trimmed))
 	}
+	end := dec.InputOffset()
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, rootViolation("arguments are not valid JSON: unexpected data after the JSON value at byte "+
-			strconv.FormatInt(dec.InputOffset(), 10), "")
+			strconv.FormatInt(end, 10), "")
 	}
 	m, ok := v.(map[string]any)
 	if !ok {

@@ -62,6 +62,9 @@ func PathLabel(p string) string {
 type Error struct {
 	Tool, CallID string
 	Violations   []Violation
+	// Omitted counts the violations not listed because there were more
+	// than 1000; the first 1000 in sorted order are kept.
+	Omitted int
 }
 
 // maxErrorViolations bounds how many violations Error() spells out.
@@ -81,7 +84,7 @@ func (e *Error) Error() string {
 		}
 		b.WriteString(": ")
 	}
-	n := len(e.Violations)
+	n := len(e.Violations) + e.Omitted
 	switch n {
 	case 0:
 		b.WriteString("invalid arguments")

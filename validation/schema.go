@@ -235,7 +235,7 @@ func (s *Schema) validateSchema(v any) (err error) {
 	}
 	var ve *jsonschema.ValidationError
 	if errors.As(verr, &ve) {
-		return &Error{Violations: s.violations(ve, v)}
+		return s.violations(ve, v)
 	}
 	// An infinite $ref loop or a value that is not JSON.
 	return &Error{Violations: []Violation{{Keyword: "schema", Message: sanitize(verr.Error(), maxMessage)}}}

@@ -19,7 +19,7 @@ const maxViolations = 1000
 // per failing leaf, with messages built from the schema and the instance
 // rather than the validator's text (which echoes model values unquoted).
 // The result is sorted by path, keyword and message, without duplicates.
-func (s *Schema) violations(root *jsonschema.ValidationError, instance any) []Violation {
+func (s *Schema) violations(root *jsonschema.ValidationError, instance any) *Error {
 	var out []Violation
 	stack := []*jsonschema.ValidationError{root}
 	for len(stack) > 0 {
@@ -35,10 +35,11 @@ func (s *Schema) violations(root *jsonschema.ValidationError, instance any) []Vi
 	}
 	slices.SortFunc(out, compareViolations)
 	out = slices.Compact(out)
+	e := &Error{Violations: out}
 	if len(out) > maxViolations {
-		out = out[:maxViolations:maxViolations]
+		e.Violations, e.Omitted = out[:maxViolations:maxViolations], len(out)-maxViolations
 	}
-	return out
+	return e
 }
 
 func compareViolations(a, b Violation) int {
