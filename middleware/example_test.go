@@ -1,0 +1,82 @@
+package middleware_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/middleware/fakemodel"
+)
+
+// named returns a middleware that prints when the request passes it on the
+// way in and when the response passes it on the way out.
+func named(name string) middleware.Middleware {
+	return middleware.Func(func(next middleware.Handler) middleware.Handler {
+		return func(ctx context.Context, req *middleware.Request) (*llms.ContentResponse, error) {
+			fmt.Println(name, "sees the request")
+			resp, err := next(ctx, req)
+			fmt.Println(name, "sees the response")
+			return resp, err
+		}
+	})
+}
+
+// The first middleware is the outermost layer: it sees the request first and
+// the response last.
+func ExampleChain() {
+	model := fakemodel.New(fakemodel.Text("hi"))
+	llm := middleware.Wrap(model, middleware.Chain(named("first"), named("second")), named("third"))
+	resp, _ := llm.GenerateContent(context.Background(), []llms.MessageContent{
+		llms.TextParts(llms.ChatMessageTypeHuman, "hello"),
+	})
+	fmt.Println("model said", resp.Choices[0].Content)
+	// Output:
+	// first sees the request
+	// second sees the request
+	// third sees the request
+	// third sees the response
+	// second sees the response
+	// first sees the response
+	// model said hi
+}
+
+// A model sends a tool call with a wrong type and a hallucinated null;
+// ToolArgValidation strips the null, feeds the type error back, and the
+// caller receives the corrected call.
+func ExampleToolArgValidation() {
+	weather := llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+		Name: "get_weather",
+		Parameters: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"city":  map[string]any{"type": "string"},
+				"units": map[string]any{"type": "string", "enum": []any{"celsius", "fahrenheit"}},
+			},
+			"required":             []any{"city"},
+			"additionalProperties": false,
+		},
+	}}
+	model := fakemodel.New(
+		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": 42, "units": null}`)),
+		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`)),
+	)
+	llm := middleware.Wrap(model, middleware.ToolArgValidation())
+
+	resp, err := llm.GenerateContent(context.Background(),
+		[]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Weather in Paris?")},
+		llms.WithTools([]llms.Tool{weather}))
+	if err != nil {
+		panic(err)
+	}
+	feedback := model.Requests()[1].Messages[2].Parts[0].(llms.ToolCallResponse)
+	fmt.Println("the model was told:")
+	fmt.Println(feedback.Content)
+	fmt.Println("the caller gets:", resp.Choices[0].ToolCalls[0].FunctionCall.Arguments)
+	// Output:
+	// the model was told:
+	// Invalid arguments for tool "get_weather": 1 error.
+	// - /city: expected string, got 42
+	// Call get_weather again with corrected arguments. Omit optional fields you have no value for instead of sending null, {} or [].
+	// the caller gets: {"city": "Paris"}
+}
