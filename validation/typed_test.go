@@ -81,7 +81,8 @@ func TestTypedValidates(t *testing.T) {
 
 func TestTypedIsCachedPerType(t *testing.T) {
 	t.Parallel()
-	if validation.Typed[weatherArgs]() != validation.Typed[weatherArgs]() {
+	first, second := validation.Typed[weatherArgs](), validation.Typed[weatherArgs]()
+	if first != second {
 		t.Errorf("Typed returned two schemas for one type")
 	}
 	if validation.Typed[Place]() == validation.Typed[weatherArgs]() {

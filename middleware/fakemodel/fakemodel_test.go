@@ -101,7 +101,6 @@ func TestFuncAndCall(t *testing.T) {
 	m := fakemodel.New(fakemodel.Func(func(_ context.Context, msgs []llms.MessageContent, o llms.CallOptions) (*llms.ContentResponse, error) {
 		return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: string(msgs[0].Role)}}}, nil
 	}))
-	//lint:ignore SA1019 Call is deprecated but part of llms.Model.
 	out, err := m.Call(context.Background(), "prompt")
 	if err != nil || out != "human" {
 		t.Errorf("Call = %q, %v; want the Func's answer", out, err)
