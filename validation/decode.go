@@ -10,10 +10,16 @@ import (
 
 // DecodeArgs decodes tool-call arguments: one JSON object, numbers as
 // json.Number so that no precision is lost. Empty or all-blank input is the
-// empty object. Input that is not JSON, has data after the value, or is a
-// JSON value other than an object yields a *Error with one violation at the
-// root (keyword "json") whose message says what is wrong and gives the
-// parser's reason.
+// empty object. Input that is not JSON, has data after the value, is a JSON
+// value other than an object, or has an object with the same key twice
+// yields a *Error with one violation at the root (keyword "json") whose
+// message says what is wrong and gives the parser's reason.
+//
+// Duplicate keys are refused because parsers disagree about them:
+// encoding/json keeps the last value, other parsers the first, so arguments
+// validated as one value could reach the tool as another. Keys are compared
+// as decoded ("a" and "\u0061" are the same key). Nesting deeper than
+// encoding/json's limit (10,000 levels) is reported as not valid JSON.
 func DecodeArgs(args []byte) (map[string]any, error) {
 	trimmed := bytes.TrimSpace(args)
 	if len(trimmed) == 0 {
@@ -33,6 +39,11 @@ func DecodeArgs(args []byte) (map[string]any, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil, rootViolation("arguments are not a JSON object but "+article(jsonType(v)), Preview(v, maxGot))
+	}
+	if ptr, key, offset, dup := duplicateKey(trimmed); dup {
+		return nil, rootViolation("arguments are ambiguous JSON: the key "+quoteJSON(key, maxPath)+
+			" appears more than once in the object at "+PathLabel(ptr)+" (byte "+strconv.Itoa(offset)+
+			"); send each key once", "")
 	}
 	return m, nil
 }

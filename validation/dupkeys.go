@@ -1,0 +1,130 @@
+package validation
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// duplicateKey reports the first object key that appears twice in the same
+// object of data, which must be valid JSON (it is called after a successful
+// decode), as the JSON Pointer of the object, the key and the byte offset of
+// its second occurrence. ok is false when every key is unique.
+//
+// encoding/json keeps the last of duplicate keys; other parsers (a tool's
+// own, a provider's) may keep the first, so a validator that passed such
+// arguments would have validated a value the tool may never see. The scan is
+// one pass over the bytes and allocates only for objects with many keys and
+// for keys that contain escapes or invalid UTF-8 (which are compared as
+// decoded, as the decoder would).
+func duplicateKey(data []byte) (ptr, key string, offset int, ok bool) {
+	type frame struct {
+		object    bool
+		expectKey bool                // in an object: the next string is a key
+		keysFrom  int                 // this object's keys start at keys[keysFrom]
+		set       map[string]struct{} // replaces keys for an object with many keys
+		index     int                 // in an array: the current element
+		key       []byte              // in an object: the current key
+	}
+	const linearKeys = 16 // compare linearly up to this many keys per object
+	var (
+		stack []frame
+		keys  [][]byte // keys of the open objects, normalized
+	)
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; c {
+		case '{':
+			stack = append(stack, frame{object: true, expectKey: true, keysFrom: len(keys)})
+		case '[':
+			stack = append(stack, frame{})
+		case '}', ']':
+			if len(stack) == 0 {
+				return "", "", 0, false
+			}
+			top := &stack[len(stack)-1]
+			if top.object {
+				keys = keys[:top.keysFrom]
+			}
+			stack = stack[:len(stack)-1]
+		case ',':
+			if len(stack) == 0 {
+				return "", "", 0, false
+			}
+			top := &stack[len(stack)-1]
+			if top.object {
+				top.expectKey = true
+			} else {
+				top.index++
+			}
+		case '"':
+			start := i
+			escaped, high := false, false
+			for i++; i < len(data) && data[i] != '"'; i++ {
+				switch {
+				case data[i] == '\\':
+					escaped = true
+					i++ // skip the escaped byte; \uXXXX digits need no care
+				case data[i] >= utf8.RuneSelf:
+					high = true
+				}
+			}
+			if i >= len(data) {
+				return "", "", 0, false // unterminated: not valid JSON, not our concern
+			}
+			if len(stack) == 0 {
+				continue
+			}
+			top := &stack[len(stack)-1]
+			if !top.object || !top.expectKey {
+				continue
+			}
+			top.expectKey = false
+			k := data[start+1 : i]
+			if escaped || (high && !utf8.Valid(k)) {
+				var s string
+				if err := json.Unmarshal(data[start:i+1], &s); err == nil {
+					k = []byte(s)
+				}
+			}
+			top.key = k
+			n := len(keys) - top.keysFrom
+			dup := false
+			switch {
+			case top.set != nil:
+				_, dup = top.set[string(k)]
+				top.set[string(k)] = struct{}{}
+			case n < linearKeys:
+				for _, prev := range keys[top.keysFrom:] {
+					if bytes.Equal(prev, k) {
+						dup = true
+						break
+					}
+				}
+			default:
+				top.set = make(map[string]struct{}, 2*n)
+				for _, prev := range keys[top.keysFrom:] {
+					top.set[string(prev)] = struct{}{}
+				}
+				_, dup = top.set[string(k)]
+				top.set[string(k)] = struct{}{}
+			}
+			if dup {
+				var p []byte
+				for _, f := range stack[:len(stack)-1] {
+					p = append(p, '/')
+					if f.object {
+						p = append(p, escapeToken(string(f.key))...)
+					} else {
+						p = strconv.AppendInt(p, int64(f.index), 10)
+					}
+				}
+				return string(p), string(k), start, true
+			}
+			if top.set == nil {
+				keys = append(keys, k)
+			}
+		}
+	}
+	return "", "", 0, false
+}

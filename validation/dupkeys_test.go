@@ -1,0 +1,87 @@
+package validation_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/toolguard/toolguard/validation"
+)
+
+func TestDecodeArgsRefusesDuplicateKeys(t *testing.T) {
+	t.Parallel()
+	many := func(dup bool) string {
+		var b strings.Builder
+		b.WriteString(`{`)
+		for i := range 40 {
+			fmt.Fprintf(&b, `"k%d": %d, `, i, i)
+		}
+		if dup {
+			b.WriteString(`"k7": 0, `)
+		}
+		b.WriteString(`"last": {"k7": 1}}`)
+		return b.String()
+	}
+	tests := []struct {
+		name, in string
+		want     string // "" = accepted
+	}{
+		{"root", `{"city": "Paris", "city": "Rome"}`,
+			`arguments are ambiguous JSON: the key "city" appears more than once in the object at (root) (byte 18); send each key once`},
+		{"nested", `{"a": {"b": 1, "c": 2, "b": 3}}`,
+			`arguments are ambiguous JSON: the key "b" appears more than once in the object at /a (byte 23); send each key once`},
+		{"in an array", `{"xs": [{"id": 1}, {"id": 2, "id": 3}]}`,
+			`arguments are ambiguous JSON: the key "id" appears more than once in the object at /xs/1 (byte 29); send each key once`},
+		{"escaped spelling", `{"a": 1, "\u0061": 2}`,
+			`arguments are ambiguous JSON: the key "a" appears more than once in the object at (root) (byte 9); send each key once`},
+		{"pointer escapes", `{"a/b": {"~": 1, "~": 2}}`,
+			`arguments are ambiguous JSON: the key "~" appears more than once in the object at /a~1b (byte 17); send each key once`},
+		{"invalid UTF-8 decodes to the same key", "{\"\xff\": 1, \"\xfe\": 2}",
+			"arguments are ambiguous JSON: the key \"\uFFFD\" appears more than once in the object at (root) (byte 9); send each key once"},
+		{"many keys", many(true),
+			`arguments are ambiguous JSON: the key "k7" appears more than once in the object at (root) (byte 421); send each key once`},
+		{"many keys, none twice", many(false), ""},
+		{"same key in sibling objects", `{"a": {"id": 1}, "b": {"id": 1}, "c": [{"id": 1}, {"id": 1}]}`, ""},
+		{"same key at another depth", `{"id": {"id": {"id": 1}}}`, ""},
+		{"a value equal to a key", `{"a": "a", "b": ["a", "b"], "c": {"a": "b"}}`, ""},
+		{"keys with escaped quotes", `{"a\"": 1, "a": 2, "a\\": 3}`, ""},
+		{"case differs", `{"City": 1, "city": 2}`, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := validation.DecodeArgs([]byte(tc.in))
+			if tc.want == "" {
+				if err != nil {
+					t.Errorf("DecodeArgs(%q) = %v, want no error", tc.in, err)
+				}
+				return
+			}
+			var ve *validation.Error
+			if !errors.As(err, &ve) || len(ve.Violations) != 1 {
+				t.Fatalf("DecodeArgs(%q) = %v, want one violation", tc.in, err)
+			}
+			v := ve.Violations[0]
+			if v.Path != "" || v.Keyword != "json" || v.Message != tc.want || v.Got != "" {
+				t.Errorf("DecodeArgs(%q) violation = %+v, want a root json violation %q", tc.in, v, tc.want)
+			}
+		})
+	}
+}
+
+// TestDuplicateKeyScanIsCheap: the scan allocates only its small stack for
+// arguments with few, plain keys per object, the common case.
+func TestDuplicateKeyScanIsCheap(t *testing.T) {
+	args := []byte(`{"city": "Paris", "units": "celsius", "days": 3, "tags": ["a", "b"], "opts": {"x": 1, "y": [{"z": null}]}}`)
+	withScan := testing.AllocsPerRun(100, func() {
+		if _, err := validation.DecodeArgs(args); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// Measured on go1.26: 40 allocations, of which the decoder alone
+	// makes 34 and the scan's stack the rest.
+	if withScan > 48 {
+		t.Errorf("DecodeArgs allocations = %v, want <= 48", withScan)
+	}
+}
