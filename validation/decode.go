@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"strings"
 )
 
 // DecodeArgs decodes tool-call arguments: one JSON object, numbers as
@@ -13,13 +14,13 @@ import (
 // empty object. Input that is not JSON, has data after the value, is a JSON
 // value other than an object, or has an object with the same key twice
 // yields a *Error with one violation at the root (keyword "json") whose
-// message says what is wrong and gives the parser's reason.
+// message says what is wrong and gives the parser's reason. So does input
+// that nests arrays and objects deeper than MaxDepth.
 //
 // Duplicate keys are refused because parsers disagree about them:
 // encoding/json keeps the last value, other parsers the first, so arguments
 // validated as one value could reach the tool as another. Keys are compared
-// as decoded ("a" and "\u0061" are the same key). Nesting deeper than
-// encoding/json's limit (10,000 levels) is reported as not valid JSON.
+// as decoded ("a" and "\u0061" are the same key).
 func DecodeArgs(args []byte) (map[string]any, error) {
 	trimmed := bytes.TrimSpace(args)
 	if len(trimmed) == 0 {
@@ -40,10 +41,8 @@ func DecodeArgs(args []byte) (map[string]any, error) {
 	if !ok {
 		return nil, rootViolation("arguments are not a JSON object but "+article(jsonType(v)), Preview(v, maxGot))
 	}
-	if ptr, key, offset, dup := duplicateKey(trimmed); dup {
-		return nil, rootViolation("arguments are ambiguous JSON: the key "+quoteJSON(key, maxPath)+
-			" appears more than once in the object at "+PathLabel(ptr)+" (byte "+strconv.Itoa(offset)+
-			"); send each key once", "")
+	if e := checkKeysAndDepth(trimmed); e != nil {
+		return nil, e
 	}
 	return m, nil
 }
@@ -52,6 +51,8 @@ func notJSON(err error, size int) error {
 	reason := err.Error()
 	var syn *json.SyntaxError
 	switch {
+	case errors.As(err, &syn) && strings.HasSuffix(syn.Error(), "exceeded max depth"):
+		return tooDeep() // encoding/json's own limit, 10,000 levels
 	case errors.As(err, &syn):
 		reason += " at byte " + strconv.FormatInt(syn.Offset, 10)
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):

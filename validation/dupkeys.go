@@ -7,10 +7,9 @@ import (
 	"unicode/utf8"
 )
 
-// duplicateKey reports the first object key that appears twice in the same
-// object of data, which must be valid JSON (it is called after a successful
-// decode), as the JSON Pointer of the object, the key and the byte offset of
-// its second occurrence. ok is false when every key is unique.
+// checkKeysAndDepth returns a root violation when data, which must be valid
+// JSON (it is called after a successful decode), nests deeper than MaxDepth
+// or has an object with the same key twice; nil otherwise.
 //
 // encoding/json keeps the last of duplicate keys; other parsers (a tool's
 // own, a provider's) may keep the first, so a validator that passed such
@@ -18,7 +17,7 @@ import (
 // one pass over the bytes and allocates only for objects with many keys and
 // for keys that contain escapes or invalid UTF-8 (which are compared as
 // decoded, as the decoder would).
-func duplicateKey(data []byte) (ptr, key string, offset int, ok bool) {
+func checkKeysAndDepth(data []byte) *Error {
 	type frame struct {
 		object    bool
 		expectKey bool                // in an object: the next string is a key
@@ -34,13 +33,14 @@ func duplicateKey(data []byte) (ptr, key string, offset int, ok bool) {
 	)
 	for i := 0; i < len(data); i++ {
 		switch c := data[i]; c {
-		case '{':
-			stack = append(stack, frame{object: true, expectKey: true, keysFrom: len(keys)})
-		case '[':
-			stack = append(stack, frame{})
+		case '{', '[':
+			if len(stack) == MaxDepth {
+				return tooDeep()
+			}
+			stack = append(stack, frame{object: c == '{', expectKey: c == '{', keysFrom: len(keys)})
 		case '}', ']':
 			if len(stack) == 0 {
-				return "", "", 0, false
+				return nil
 			}
 			top := &stack[len(stack)-1]
 			if top.object {
@@ -49,7 +49,7 @@ func duplicateKey(data []byte) (ptr, key string, offset int, ok bool) {
 			stack = stack[:len(stack)-1]
 		case ',':
 			if len(stack) == 0 {
-				return "", "", 0, false
+				return nil
 			}
 			top := &stack[len(stack)-1]
 			if top.object {
@@ -70,7 +70,7 @@ func duplicateKey(data []byte) (ptr, key string, offset int, ok bool) {
 				}
 			}
 			if i >= len(data) {
-				return "", "", 0, false // unterminated: not valid JSON, not our concern
+				return nil // unterminated: not valid JSON, not our concern
 			}
 			if len(stack) == 0 {
 				continue
@@ -119,12 +119,14 @@ func duplicateKey(data []byte) (ptr, key string, offset int, ok bool) {
 						p = strconv.AppendInt(p, int64(f.index), 10)
 					}
 				}
-				return string(p), string(k), start, true
+				return rootViolation("arguments are ambiguous JSON: the key "+quoteJSON(string(k), maxPath)+
+					" appears more than once in the object at "+PathLabel(string(p))+" (byte "+strconv.Itoa(start)+
+					"); send each key once", "")
 			}
 			if top.set == nil {
 				keys = append(keys, k)
 			}
 		}
 	}
-	return "", "", 0, false
+	return nil
 }

@@ -98,6 +98,11 @@ func WithResource(url string, doc any) Option {
 // with an error wrapping ErrRefused: nothing is loaded from the network or
 // the disk.
 //
+// A schema nested deeper than MaxDepth, or whose subschemas could apply more
+// than MaxApplications times to one value, is refused with an error wrapping
+// ErrTooComplex, so that no schema can make validation take exponential
+// time.
+//
 // Compile does the work each time; ToolArgValidation and Cache compile each
 // schema once.
 func Compile(schema any, opts ...Option) (*Schema, error) {
@@ -144,7 +149,13 @@ func schemaBytes(schema any) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
+		if syn := (*json.SyntaxError)(nil); errors.As(err, &syn) && strings.HasSuffix(syn.Error(), "exceeded max depth") {
+			return nil, fmt.Errorf("%w: nested deeper than %d levels", ErrTooComplex, MaxDepth)
+		}
 		return nil, fmt.Errorf("validation: schema is not valid JSON: %w", err)
+	}
+	if depthExceeds(buf.Bytes(), MaxDepth) {
+		return nil, fmt.Errorf("%w: nested deeper than %d levels", ErrTooComplex, MaxDepth)
 	}
 	return buf.Bytes(), nil
 }
@@ -174,6 +185,10 @@ func compileBytes(raw []byte, cfg *compileConfig) (s *Schema, err error) {
 	compiled, err := c.Compile(baseURL)
 	if err != nil {
 		return nil, fmt.Errorf("validation: compile: %w", err)
+	}
+	if newSchemaGraph(compiled).applicationsExceed(MaxDepth, MaxApplications) {
+		return nil, fmt.Errorf("%w: its subschemas would apply more than %d times to one value "+
+			"(through $ref, allOf, anyOf, oneOf, if/then/else, ...)", ErrTooComplex, MaxApplications)
 	}
 	return &Schema{raw: raw, compiled: compiled, ignoredMeta: ignored}, nil
 }
@@ -277,8 +292,12 @@ func (s *Schema) ValidateJSON(args []byte) error {
 // Validate validates a decoded JSON value, as produced by DecodeArgs or by a
 // json.Decoder with UseNumber (float64 numbers are accepted too). It returns
 // nil or a *Error listing every violation. Unlike ValidateJSON, it accepts any
-// JSON value at the root, not only an object.
+// JSON value at the root, not only an object. A value nested deeper than
+// MaxDepth is one violation at the root, like in ValidateJSON.
 func (s *Schema) Validate(v any) error {
+	if valueDepthExceeds(v, MaxDepth) {
+		return tooDeep()
+	}
 	return s.validate(v, nil)
 }
 
