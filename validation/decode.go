@@ -15,7 +15,9 @@ import (
 // value other than an object, or has an object with the same key twice
 // yields a *Error with one violation at the root (keyword "json") whose
 // message says what is wrong and gives the parser's reason. So does input
-// that nests arrays and objects deeper than MaxDepth.
+// that nests arrays and objects deeper than MaxDepth. A number longer than
+// MaxNumberLength or with an exponent beyond ±MaxNumberExponent is one
+// violation (keyword "json") at the number's path.
 //
 // Duplicate keys are refused because parsers disagree about them:
 // encoding/json keeps the last value, other parsers the first, so arguments
@@ -41,7 +43,7 @@ func DecodeArgs(args []byte) (map[string]any, error) {
 	if !ok {
 		return nil, rootViolation("arguments are not a JSON object but "+article(jsonType(v)), Preview(v, maxGot))
 	}
-	if e := checkKeysAndDepth(trimmed); e != nil {
+	if e := scanArgs(trimmed); e != nil {
 		return nil, e
 	}
 	return m, nil

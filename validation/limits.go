@@ -14,6 +14,21 @@ import (
 // far beyond any real tool schema or argument.
 const MaxDepth = 128
 
+// Bounds on number literals in arguments. Numbers are kept exactly
+// (json.Number), and the validator turns each into an exact rational
+// (math/big) to check "integer", "minimum", "multipleOf", "enum" and
+// "uniqueItems". That costs time and memory growing with the literal's
+// length and exponent — 1e1000000 takes 60 ms and 3 MB, a longer exponent
+// makes the validator panic — so DecodeArgs refuses a number longer than
+// MaxNumberLength bytes or with an exponent beyond ±MaxNumberExponent, with
+// a violation at the number. Both are far beyond float64 (about 1e±308,
+// 17 significant digits) and 64-bit integers (20 digits), which are kept
+// digit for digit.
+const (
+	MaxNumberLength   = 100
+	MaxNumberExponent = 400
+)
+
 // MaxApplications bounds how many times a schema's subschemas may apply to a
 // single value of the arguments, counted over every path through "$ref",
 // "allOf", "anyOf", "oneOf", "if"/"then"/"else" and the like, for arguments

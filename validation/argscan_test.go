@@ -1,6 +1,7 @@
 package validation_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -83,5 +84,45 @@ func TestDuplicateKeyScanIsCheap(t *testing.T) {
 	// makes 34 and the scan's stack the rest.
 	if withScan > 48 {
 		t.Errorf("DecodeArgs allocations = %v, want <= 48", withScan)
+	}
+}
+
+// TestDecodeArgsNumbers: numbers beyond float64 and int64 are kept digit for
+// digit; numbers too long or with too large an exponent for the validator
+// to check cheaply are one violation at the number.
+func TestDecodeArgsNumbers(t *testing.T) {
+	t.Parallel()
+	kept := []string{
+		"123456789012345678901234567890", "-9007199254740993", "1e400", "-1E-400", "4.9e-324",
+		"0.1000000000000000055511151231257827", "1e+000400", strings.Repeat("9", 100),
+	}
+	for _, num := range kept {
+		m, err := validation.DecodeArgs([]byte(`{"n": [` + num + `]}`))
+		if err != nil {
+			t.Errorf("DecodeArgs(%s) = %v, want it kept", num, err)
+			continue
+		}
+		if got := m["n"].([]any)[0]; got != json.Number(num) {
+			t.Errorf("DecodeArgs(%s) = %#v, want json.Number(%q)", num, got, num)
+		}
+	}
+	refused := map[string]string{
+		"1e401":                        "/n/0",
+		"-1e-10000000":                 "/n/0",
+		"1e999999999999999999999":      "/n/0",
+		strings.Repeat("9", 101):       "/n/0",
+		"0." + strings.Repeat("1", 99): "/n/0",
+	}
+	for num, path := range refused {
+		_, err := validation.DecodeArgs([]byte(`{"n": [` + num + `]}`))
+		var ve *validation.Error
+		if !errors.As(err, &ve) || len(ve.Violations) != 1 {
+			t.Errorf("DecodeArgs(%.40s) = %v, want one violation", num, err)
+			continue
+		}
+		v := ve.Violations[0]
+		if v.Path != path || v.Keyword != "json" || !strings.HasPrefix(v.Message, "number out of range: at most 100 characters and an exponent within ±400") || len(v.Got) > 300 {
+			t.Errorf("DecodeArgs(%.40s) violation = %+v, want a json violation at %s", num, v, path)
+		}
 	}
 }

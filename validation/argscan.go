@@ -7,9 +7,10 @@ import (
 	"unicode/utf8"
 )
 
-// checkKeysAndDepth returns a root violation when data, which must be valid
-// JSON (it is called after a successful decode), nests deeper than MaxDepth
-// or has an object with the same key twice; nil otherwise.
+// scanArgs returns a violation when data, which must be valid JSON
+// (it is called after a successful decode), nests deeper than MaxDepth, has
+// an object with the same key twice (both at the root) or a number out of
+// range (at the number); nil otherwise.
 //
 // encoding/json keeps the last of duplicate keys; other parsers (a tool's
 // own, a provider's) may keep the first, so a validator that passed such
@@ -17,20 +18,10 @@ import (
 // one pass over the bytes and allocates only for objects with many keys and
 // for keys that contain escapes or invalid UTF-8 (which are compared as
 // decoded, as the decoder would).
-func checkKeysAndDepth(data []byte) *Error {
-	type frame struct {
-		object    bool
-		expectKey bool                // in an object: the next string is a key
-		keysFrom  int                 // this object's keys start at keys[keysFrom]
-		set       map[string]struct{} // replaces keys for an object with many keys
-		index     int                 // in an array: the current element
-		key       []byte              // in an object: the current key
-	}
+func scanArgs(data []byte) *Error {
+	var stack []frame
 	const linearKeys = 16 // compare linearly up to this many keys per object
-	var (
-		stack []frame
-		keys  [][]byte // keys of the open objects, normalized
-	)
+	var keys [][]byte     // keys of the open objects, normalized
 	for i := 0; i < len(data); i++ {
 		switch c := data[i]; c {
 		case '{', '[':
@@ -56,6 +47,17 @@ func checkKeysAndDepth(data []byte) *Error {
 				top.expectKey = true
 			} else {
 				top.index++
+			}
+		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			start := i
+			for i+1 < len(data) && isNumberByte(data[i+1]) {
+				i++
+			}
+			if num := data[start : i+1]; !numberInRange(num) {
+				v := Violation{Path: pointer(stack), Keyword: "json", Got: Preview(json.Number(num), maxGot),
+					Message: "number out of range: at most " + strconv.Itoa(MaxNumberLength) +
+						" characters and an exponent within ±" + strconv.Itoa(MaxNumberExponent) + " are accepted"}
+				return &Error{Violations: []Violation{v}}
 			}
 		case '"':
 			start := i
@@ -110,18 +112,9 @@ func checkKeysAndDepth(data []byte) *Error {
 				top.set[string(k)] = struct{}{}
 			}
 			if dup {
-				var p []byte
-				for _, f := range stack[:len(stack)-1] {
-					p = append(p, '/')
-					if f.object {
-						p = append(p, escapeToken(string(f.key))...)
-					} else {
-						p = strconv.AppendInt(p, int64(f.index), 10)
-					}
-				}
 				return rootViolation("arguments are ambiguous JSON: the key "+quoteJSON(string(k), maxPath)+
-					" appears more than once in the object at "+PathLabel(string(p))+" (byte "+strconv.Itoa(start)+
-					"); send each key once", "")
+					" appears more than once in the object at "+PathLabel(pointer(stack[:len(stack)-1]))+
+					" (byte "+strconv.Itoa(start)+"); send each key once", "")
 			}
 			if top.set == nil {
 				keys = append(keys, k)
@@ -129,4 +122,59 @@ func checkKeysAndDepth(data []byte) *Error {
 		}
 	}
 	return nil
+}
+
+// frame is one open object or array during scanArgs.
+type frame struct {
+	object    bool
+	expectKey bool                // in an object: the next string is a key
+	keysFrom  int                 // this object's keys start at keys[keysFrom]
+	set       map[string]struct{} // replaces keys for an object with many keys
+	index     int                 // in an array: the current element
+	key       []byte              // in an object: the current key
+}
+
+// pointer returns the JSON Pointer of the value the innermost frame of
+// stack is at.
+func pointer(stack []frame) string {
+	var p []byte
+	for _, f := range stack {
+		p = append(p, '/')
+		if f.object {
+			p = append(p, escapeToken(string(f.key))...)
+		} else {
+			p = strconv.AppendInt(p, int64(f.index), 10)
+		}
+	}
+	return string(p)
+}
+
+func isNumberByte(c byte) bool {
+	return c >= '0' && c <= '9' || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'
+}
+
+// numberInRange reports whether a JSON number literal is short enough and
+// its exponent small enough for the validator to turn it into an exact
+// rational cheaply.
+func numberInRange(num []byte) bool {
+	if len(num) > MaxNumberLength {
+		return false
+	}
+	i := bytes.IndexAny(num, "eE")
+	if i < 0 {
+		return true
+	}
+	exp := num[i+1:]
+	if len(exp) > 0 && (exp[0] == '+' || exp[0] == '-') {
+		exp = exp[1:]
+	}
+	exp = bytes.TrimLeft(exp, "0")
+	if len(exp) == 0 {
+		return true // e0
+	}
+	if len(exp) > 6 {
+		return false
+	}
+	e, err := strconv.Atoi(string(exp))
+	return err == nil && e <= MaxNumberExponent
 }
