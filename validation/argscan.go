@@ -22,12 +22,16 @@ func scanArgs(data []byte) *Error {
 	var stack []frame
 	const linearKeys = 16 // compare linearly up to this many keys per object
 	var keys [][]byte     // keys of the open objects, normalized
+	values := 0
 	for i := 0; i < len(data); i++ {
 		switch c := data[i]; c {
+		case 't', 'f', 'n':
+			values++
 		case '{', '[':
 			if len(stack) == MaxDepth {
 				return tooDeep()
 			}
+			values++
 			stack = append(stack, frame{object: c == '{', expectKey: c == '{', keysFrom: len(keys)})
 		case '}', ']':
 			if len(stack) == 0 {
@@ -49,6 +53,7 @@ func scanArgs(data []byte) *Error {
 				top.index++
 			}
 		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			values++
 			start := i
 			for i+1 < len(data) && isNumberByte(data[i+1]) {
 				i++
@@ -75,10 +80,12 @@ func scanArgs(data []byte) *Error {
 				return nil // unterminated: not valid JSON, not our concern
 			}
 			if len(stack) == 0 {
+				values++
 				continue
 			}
 			top := &stack[len(stack)-1]
 			if !top.object || !top.expectKey {
+				values++
 				continue
 			}
 			top.expectKey = false
@@ -120,6 +127,10 @@ func scanArgs(data []byte) *Error {
 				keys = append(keys, k)
 			}
 		}
+	}
+	if values > MaxValues {
+		return rootViolation("arguments hold "+strconv.Itoa(values)+" values, more than the "+
+			strconv.Itoa(MaxValues)+" accepted; send fewer", "")
 	}
 	return nil
 }

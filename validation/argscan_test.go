@@ -126,3 +126,36 @@ func TestDecodeArgsNumbers(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeArgsValueCount: arguments may hold MaxValues values — the
+// object, member values and array elements at any depth — and no more.
+func TestDecodeArgsValueCount(t *testing.T) {
+	t.Parallel()
+	// 1 object + 1 array + n elements, of every kind.
+	build := func(n int) []byte {
+		kinds := []string{`1`, `"s"`, `true`, `false`, `null`, `-2.5e3`}
+		var b strings.Builder
+		b.WriteString(`{"a": [`)
+		for i := range n {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString(kinds[i%len(kinds)])
+		}
+		b.WriteString(`]}`)
+		return []byte(b.String())
+	}
+	if _, err := validation.DecodeArgs(build(validation.MaxValues - 2)); err != nil {
+		t.Errorf("DecodeArgs(%d values) = %v, want it accepted", validation.MaxValues, err)
+	}
+	_, err := validation.DecodeArgs(build(validation.MaxValues - 1))
+	var ve *validation.Error
+	const want = "arguments hold 100001 values, more than the 100000 accepted; send fewer"
+	if !errors.As(err, &ve) || len(ve.Violations) != 1 || ve.Violations[0].Path != "" || ve.Violations[0].Message != want {
+		t.Errorf("DecodeArgs(%d values) = %v, want one root violation %q", validation.MaxValues+1, err, want)
+	}
+	// Nested containers count too; keys do not.
+	if _, err := validation.DecodeArgs([]byte(`{"k": {"k": [{}, []]}}`)); err != nil {
+		t.Errorf("DecodeArgs = %v", err)
+	}
+}

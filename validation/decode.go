@@ -15,7 +15,8 @@ import (
 // value other than an object, or has an object with the same key twice
 // yields a *Error with one violation at the root (keyword "json") whose
 // message says what is wrong and gives the parser's reason. So does input
-// that nests arrays and objects deeper than MaxDepth. A number longer than
+// that nests arrays and objects deeper than MaxDepth or holds more than
+// MaxValues values. A number longer than
 // MaxNumberLength or with an exponent beyond ±MaxNumberExponent is one
 // violation (keyword "json") at the number's path.
 //

@@ -29,6 +29,14 @@ const (
 	MaxNumberExponent = 400
 )
 
+// MaxValues bounds how many JSON values (the object itself, every member
+// value and every array element, at any depth) one call's arguments may
+// hold. The validator allocates about 1.5 KB per value that fails its
+// schema, and ToolArgValidation validates an invalid call twice, so 10 MB
+// of invalid one-byte values ({"tags": [{}, {}, ...]}) cost 7.8 GB of
+// allocations. Length alone is cheap: a 10 MB string is one value.
+const MaxValues = 100_000
+
 // MaxApplications bounds how many times a schema's subschemas may apply to a
 // single value of the arguments, counted over every path through "$ref",
 // "allOf", "anyOf", "oneOf", "if"/"then"/"else" and the like, for arguments
