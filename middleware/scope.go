@@ -77,7 +77,9 @@ func (r *runScope) reserve(_ context.Context, key ThreadKey, n, limit int) (int,
 func (r *runScope) release(_ context.Context, key ThreadKey, n int) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.counts[key.Tool] = max(r.counts[key.Tool]-n, 0)
+	if r.counts != nil {
+		r.counts[key.Tool] = max(r.counts[key.Tool]-n, 0)
+	}
 	return nil
 }
 
@@ -85,8 +87,9 @@ func (r *runScope) holder() any { return r }
 
 // ThreadKey names one count of a ThreadStore: the tool calls made in Thread
 // (the id given to WithThread) of Tool, or of every tool when Tool is "".
-// Limiters with the same tool name share a key, and so a count: each counts
-// the calls that left the model node, so the counts agree.
+// Limiters with the same tool name that share a store share its key, and so
+// its count; that is sound, because every limiter counts exactly the calls
+// that left the model node.
 type ThreadKey struct {
 	Thread string
 	Tool   string

@@ -63,6 +63,9 @@ type LimitExceededError struct {
 	Requested int        // calls of the response that the limit covers
 }
 
+// Error says which limit the response would exceed, e.g. "middleware: tool
+// call limit exceeded: 'search' run limit of 2 calls (2 made, 1 more
+// requested)".
 func (e *LimitExceededError) Error() string {
 	return fmt.Sprintf("middleware: tool call limit exceeded: %s%s limit of %d %s (%d made, %d more requested)",
 		quotedTool(e.Tool), e.Scope, e.Limit, plural(e.Limit, "call", "calls"), e.Count, e.Requested)
@@ -83,7 +86,8 @@ type limitOption func(*limitConfig)
 func (o limitOption) applyLimit(c *limitConfig) { o(c) }
 
 // WithRunLimit caps the tool calls of one run (see WithRun) at n. n must be
-// at least 1; WithRunLimit panics otherwise. The default is no run limit.
+// at least 1, and no larger than a thread limit given with it; WithRunLimit
+// and ToolCallLimit panic otherwise. The default is no run limit.
 func WithRunLimit(n int) LimitOption {
 	checkLimit("WithRunLimit", n)
 	return limitOption(func(c *limitConfig) { c.run = n })
