@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/validation"
 )
 
 // ExitBehavior says what ToolCallLimit does with a model response whose tool
@@ -371,7 +372,8 @@ func (l *toolCallLimit) answers(calls []toolCall, e *LimitExceededError) []strin
 			answers[i] = fmt.Sprintf("Not executed: this batch exceeded the tool call limit; %s remain%s in this %s, so re-issue at most %d.",
 				l.callsOf(remaining), plural(remaining, "s", ""), e.Scope, remaining)
 		default:
-			answers[i] = blockedText(c.fn.Name, e)
+			// The name comes from the model: keep it to one short line.
+			answers[i] = blockedText(validation.Sanitize(c.fn.Name, 64), e)
 		}
 	}
 	return answers
