@@ -118,7 +118,9 @@ func typedStatus(err error) (int, bool) {
 	return 0, false
 }
 
-func validStatus(code int) bool { return code >= 100 && code <= 599 }
+// validStatus accepts the error statuses; a 1xx–3xx on an error says
+// nothing about retrying it.
+func validStatus(code int) bool { return code >= 400 && code <= 599 }
 
 func retryableStatus(code int, err error, lower string) bool {
 	switch {
@@ -230,7 +232,7 @@ var (
 	// "status 503", "status=503".
 	statusInText = regexp.MustCompile(`(?i)(?:status ?code|\bstatus|http error|googleapi: error|response code)\s*[:=]?\s*(\d{3})\b`)
 	// "503 Service Unavailable" (Ollama's StatusError, net/http's Status).
-	statusLineInText = regexp.MustCompile(`\b([1-5]\d\d) ([A-Za-z][A-Za-z' -]*)`)
+	statusLineInText = regexp.MustCompile(`\b([45]\d\d) ([A-Za-z][A-Za-z' -]*)`)
 	// "rpc error: code = Unavailable desc = …" (gRPC, Vertex AI).
 	grpcCodeInText = regexp.MustCompile(`rpc error: code = (\w+)`)
 )
@@ -244,7 +246,7 @@ func textStatus(msg string) (int, bool) {
 	}
 	for _, m := range statusLineInText.FindAllStringSubmatch(msg, -1) {
 		code, err := strconv.Atoi(m[1])
-		if err != nil {
+		if err != nil || !validStatus(code) {
 			continue
 		}
 		if text := http.StatusText(code); text != "" && strings.HasPrefix(strings.ToLower(m[2]), strings.ToLower(text)) {
