@@ -1,7 +1,6 @@
 package validation_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,7 +53,7 @@ func openCorpus(t testing.TB) *corpusSchemas {
 				continue
 			}
 			cs.schemas[tool.ID] = s
-			p, _ := decode(tool.Parameters).(map[string]any)
+			p, _ := bfcl.Decode(tool.Parameters).(map[string]any)
 			cs.params[tool.ID] = p
 		}
 		corpusVal = cs
@@ -72,17 +71,6 @@ func sample[T any](calls []T) []T {
 		out = append(out, calls[i])
 	}
 	return out
-}
-
-// decode decodes JSON with numbers as json.Number, as DecodeArgs does.
-func decode(raw []byte) any {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		panic(err)
-	}
-	return v
 }
 
 func encode(v any) []byte {
@@ -266,7 +254,7 @@ type corruption struct {
 //     exists.
 var corruptions = []corruption{
 	{name: "drop-required", keyword: "required", corrupted: 8659, apply: func(params, args map[string]any) (string, string) {
-		req := requiredOf(params)
+		req := bfcl.Required(params)
 		slices.Sort(req)
 		for _, name := range req {
 			if _, ok := args[name]; ok {
@@ -277,8 +265,8 @@ var corruptions = []corruption{
 		return "", "no required property"
 	}},
 	{name: "change-type", keyword: "type", corrupted: 8938, apply: func(params, args map[string]any) (string, string) {
-		for _, name := range sortedKeys(args) {
-			typ, ok := propertyOf(params, name)["type"].(string)
+		for _, name := range bfcl.SortedKeys(args) {
+			typ, ok := bfcl.Property(params, name)["type"].(string)
 			if !ok {
 				continue
 			}
@@ -292,8 +280,8 @@ var corruptions = []corruption{
 		return "", "no property in the call has a single type"
 	}},
 	{name: "break-enum", keyword: "enum", corrupted: 988, apply: func(params, args map[string]any) (string, string) {
-		for _, name := range sortedKeys(args) {
-			enum, ok := propertyOf(params, name)["enum"].([]any)
+		for _, name := range bfcl.SortedKeys(args) {
+			enum, ok := bfcl.Property(params, name)["enum"].([]any)
 			if !ok || len(enum) == 0 || !allStrings(enum) {
 				continue
 			}
@@ -309,75 +297,12 @@ var corruptions = []corruption{
 
 func emptyOnOptional(name string, empty any, jsonType string, corrupted int) corruption {
 	return corruption{name: name, repaired: true, keyword: "type", corrupted: corrupted, apply: func(params, args map[string]any) (string, string) {
-		props, _ := params["properties"].(map[string]any)
-		req := requiredOf(params)
-		optional, absent := 0, 0
-		for _, key := range sortedKeys(props) {
-			if slices.Contains(req, key) {
-				continue
-			}
-			optional++
-			if _, present := args[key]; present {
-				continue
-			}
-			absent++
-			types := typesOf(propertyOf(params, key))
-			if len(types) == 0 || slices.Contains(types, jsonType) {
-				continue // the schema may accept the empty value
-			}
+		key, skip := bfcl.AbsentOptional(params, args, jsonType)
+		if key != "" {
 			args[key] = empty
-			return key, ""
 		}
-		switch {
-		case optional == 0:
-			return "", "no optional property"
-		case absent == 0:
-			return "", "every optional property is in the call"
-		}
-		return "", "every absent optional property is untyped or accepts " + jsonType
+		return key, skip
 	}}
-}
-
-func requiredOf(params map[string]any) []string {
-	list, _ := params["required"].([]any)
-	var out []string
-	for _, r := range list {
-		if s, ok := r.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func propertyOf(params map[string]any, name string) map[string]any {
-	props, _ := params["properties"].(map[string]any)
-	p, _ := props[name].(map[string]any)
-	return p
-}
-
-// typesOf returns a property schema's "type" as a list.
-func typesOf(p map[string]any) []string {
-	switch t := p["type"].(type) {
-	case string:
-		return []string{t}
-	case []any:
-		var out []string
-		for _, e := range t {
-			s, _ := e.(string)
-			out = append(out, s)
-		}
-		return out
-	}
-	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 func allStrings(vs []any) bool {
@@ -400,7 +325,7 @@ func TestBFCLCorruptions(t *testing.T) {
 			skips := map[string]int{}
 			for _, call := range calls {
 				s, params := c.schemas[call.SchemaRef], c.params[call.SchemaRef]
-				args := decode(call.Args).(map[string]any)
+				args := bfcl.Decode(call.Args).(map[string]any)
 				name, why := tc.apply(params, args)
 				if name == "" {
 					skipped++
@@ -468,7 +393,7 @@ func checkCorruption(t *testing.T, tc corruption, call bfcl.Call, s *validation.
 		t.Errorf("%s: call %s: SchemaAwareStrip(%s) = %q, %v; want [%q], nil", tc.name, call.ID, raw, removed, serr, path)
 		return false
 	}
-	if want := decode(call.Args); !reflect.DeepEqual(any(v), want) {
+	if want := bfcl.Decode(call.Args); !reflect.DeepEqual(any(v), want) {
 		t.Errorf("%s: call %s: stripped to %s, want the original %s", tc.name, call.ID, encode(v), call.Args)
 		return false
 	}
@@ -499,11 +424,11 @@ func TestBFCLEmptyValuesKept(t *testing.T) {
 		if removed, serr := strip.SchemaAwareStrip(v, s, s.Validate(v)); len(removed) > 0 || serr != nil {
 			t.Errorf("call %s %s: SchemaAwareStrip = %q, %v; want nothing removed, nil", call.ID, call.Args, removed, serr)
 		}
-		if !reflect.DeepEqual(any(v), decode(call.Args)) {
+		if !reflect.DeepEqual(any(v), bfcl.Decode(call.Args)) {
 			t.Errorf("call %s: SchemaAwareStrip changed %s to %s", call.ID, call.Args, encode(v))
 		}
 
-		rec := decode(call.Args)
+		rec := bfcl.Decode(call.Args)
 		if removed := strip.RecursiveStrip(rec); len(removed) == 0 {
 			t.Errorf("call %s %s is marked has_empty_values but RecursiveStrip removes nothing", call.ID, call.Args)
 		}
@@ -511,7 +436,7 @@ func TestBFCLEmptyValuesKept(t *testing.T) {
 			brokenByRecursive++
 		}
 
-		args := decode(call.Args).(map[string]any)
+		args := bfcl.Decode(call.Args).(map[string]any)
 		if name, _ := nullOnOptional.apply(params, args); name != "" {
 			withNull++
 			checkCorruption(t, nullOnOptional, call, s, args, name)
