@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"reflect"
 	"slices"
 	"strings"
@@ -100,6 +101,109 @@ func TestBFCLSchemasCompile(t *testing.T) {
 	if len(c.Tools) != bfcl.NumTools || len(c.schemas) != bfcl.NumTools {
 		t.Errorf("compiled %d of %d schemas, want %d of %d", len(c.schemas), len(c.Tools), bfcl.NumTools, bfcl.NumTools)
 	}
+}
+
+// TestBFCLSchemaQuirks counts the real-world quirks the corpus keeps on
+// purpose (see its README), so that TestBFCLSchemasCompile and
+// TestBFCLCallsAccepted are known to cover them: tools with no properties, a
+// non-standard "optional" keyword, "required" naming a property that
+// "properties" lacks, and defaults that do not match their own "type".
+func TestBFCLSchemaQuirks(t *testing.T) {
+	t.Parallel()
+	c := openCorpus(t)
+	quirks := map[string]map[string]bool{}
+	note := func(kind, id string) {
+		if quirks[kind] == nil {
+			quirks[kind] = map[string]bool{}
+		}
+		quirks[kind][id] = true
+	}
+	for id, params := range c.params {
+		if props, _ := params["properties"].(map[string]any); len(props) == 0 {
+			note("no properties", id)
+		}
+		walkSchemas(params, func(s map[string]any) {
+			if _, ok := s["optional"]; ok {
+				note("optional keyword", id)
+			}
+			if req := bfcl.Required(s); len(req) > 0 {
+				props, _ := s["properties"].(map[string]any)
+				for _, r := range req {
+					if _, ok := props[r]; !ok {
+						note("required names a missing property", id)
+					}
+				}
+			}
+			if d, ok := s["default"]; ok {
+				if typ, ok := s["type"].(string); ok && !hasJSONType(d, typ) {
+					note("default of another type", id)
+				}
+			}
+		})
+	}
+	calls := map[string]int{}
+	for _, call := range c.Calls {
+		for kind, ids := range quirks {
+			if ids[call.SchemaRef] {
+				calls[kind]++
+			}
+		}
+	}
+	want := map[string]int{
+		"no properties":                     80,
+		"optional keyword":                  44,
+		"required names a missing property": 1,
+		"default of another type":           308,
+	}
+	for _, kind := range bfcl.SortedKeys(want) {
+		t.Logf("BFCL quirk %q: %d tools, %d ground-truth calls against them", kind, len(quirks[kind]), calls[kind])
+		if len(quirks[kind]) != want[kind] {
+			t.Errorf("quirk %q: %d tools, want %d", kind, len(quirks[kind]), want[kind])
+		}
+	}
+}
+
+// walkSchemas calls f on s and on every subschema under properties, items
+// and additionalProperties.
+func walkSchemas(s map[string]any, f func(map[string]any)) {
+	f(s)
+	props, _ := s["properties"].(map[string]any)
+	for _, p := range props {
+		if p, ok := p.(map[string]any); ok {
+			walkSchemas(p, f)
+		}
+	}
+	for _, k := range []string{"items", "additionalProperties"} {
+		if sub, ok := s[k].(map[string]any); ok {
+			walkSchemas(sub, f)
+		}
+	}
+}
+
+// hasJSONType reports whether decoded JSON v has JSON Schema type typ.
+func hasJSONType(v any, typ string) bool {
+	switch x := v.(type) {
+	case nil:
+		return typ == "null"
+	case bool:
+		return typ == "boolean"
+	case string:
+		return typ == "string"
+	case []any:
+		return typ == "array"
+	case map[string]any:
+		return typ == "object"
+	case json.Number:
+		if typ == "number" {
+			return true
+		}
+		if typ != "integer" {
+			return false
+		}
+		r, ok := new(big.Rat).SetString(string(x))
+		return ok && r.IsInt()
+	}
+	return false
 }
 
 func TestBFCLCallsAccepted(t *testing.T) {
@@ -314,6 +418,10 @@ func allStrings(vs []any) bool {
 	return true
 }
 
+// TestBFCLCorruptions corrupts every ground-truth call in each of the ways
+// listed on corruptions and checks that the result is rejected, or rejected
+// and then repaired by SchemaAwareStrip, counting the calls each way cannot
+// corrupt by reason.
 func TestBFCLCorruptions(t *testing.T) {
 	t.Parallel()
 	c := openCorpus(t)
