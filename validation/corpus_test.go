@@ -233,14 +233,15 @@ func TestBFCLCallsAccepted(t *testing.T) {
 }
 
 // TestBFCLViolations checks the 330 ground-truth calls that break their own
-// schema: every one is rejected, every error python-jsonschema reported is
-// among toolguard's violations, and SchemaAwareStrip repairs exactly the 106
+// schema: every one is rejected, toolguard's violations and the errors
+// python-jsonschema reported correspond one to one (same keyword, same
+// place), and SchemaAwareStrip repairs exactly the 106
 // that BFCL marks valid_after_strip_top_level, removing only top-level empty
 // values.
 func TestBFCLViolations(t *testing.T) {
 	t.Parallel()
 	c := openCorpus(t)
-	rejected, repaired, pyMatched, pyErrors := 0, 0, 0, 0
+	rejected, repaired, pyMatched, pyErrors, ours := 0, 0, 0, 0, 0
 	for _, call := range c.Violations {
 		s := c.schemas[call.SchemaRef]
 		err := s.ValidateJSON(call.Args)
@@ -256,6 +257,12 @@ func TestBFCLViolations(t *testing.T) {
 				pyMatched++
 			} else {
 				t.Errorf("violation %s: python-jsonschema reports %s at %q (%s); toolguard reports %v", call.ID, pe.Validator, pe.Path, pe.Message, got)
+			}
+		}
+		for _, v := range got {
+			ours++
+			if !slices.ContainsFunc(call.Errors, func(pe bfcl.PythonError) bool { return matchesPython([]validation.Violation{v}, pe) }) {
+				t.Errorf("violation %s: toolguard reports %v, python-jsonschema does not: %+v", call.ID, v, call.Errors)
 			}
 		}
 
@@ -286,11 +293,11 @@ func TestBFCLViolations(t *testing.T) {
 				call.ID, removed, serr, call.ValidAfterStripTopLevel)
 		}
 	}
-	t.Logf("BFCL: %d/%d violations rejected; %d/%d python-jsonschema errors matched; %d repaired by SchemaAwareStrip (BFCL marks %d valid_after_strip_top_level)",
-		rejected, len(c.Violations), pyMatched, pyErrors, repaired, bfcl.NumStripRepairable)
-	if rejected != bfcl.NumViolations || repaired != bfcl.NumStripRepairable || pyMatched != pyErrors {
-		t.Errorf("rejected %d, repaired %d, matched %d/%d python errors; want %d, %d, all",
-			rejected, repaired, pyMatched, pyErrors, bfcl.NumViolations, bfcl.NumStripRepairable)
+	t.Logf("BFCL: %d/%d violations rejected; %d/%d python-jsonschema errors matched by %d toolguard violations; %d repaired by SchemaAwareStrip (BFCL marks %d valid_after_strip_top_level)",
+		rejected, len(c.Violations), pyMatched, pyErrors, ours, repaired, bfcl.NumStripRepairable)
+	if rejected != bfcl.NumViolations || repaired != bfcl.NumStripRepairable || pyMatched != pyErrors || ours != pyErrors {
+		t.Errorf("rejected %d, repaired %d, matched %d/%d python errors with %d violations; want %d, %d, all with as many",
+			rejected, repaired, pyMatched, pyErrors, ours, bfcl.NumViolations, bfcl.NumStripRepairable)
 	}
 }
 
