@@ -149,3 +149,29 @@ func TestCacheStaysBoundedUnderConcurrentInserts(t *testing.T) {
 		t.Errorf("Len() = %d after %d distinct schemas, want <= %d", n, goroutines*each, size+goroutines)
 	}
 }
+
+// TestCacheRebuiltSchemaIsNotKeptAlive: a schema map rebuilt for every call
+// is remembered under a few identities only, then found by fingerprint.
+func TestCacheRebuiltSchemaIsNotKeptAlive(t *testing.T) {
+	t.Parallel()
+	c := validation.NewCache()
+	var first *validation.Schema
+	for i := range 100 {
+		m := map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}}
+		s, err := c.Get(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = s
+		} else if s != first {
+			t.Fatalf("Get(rebuilt map %d) compiled again", i)
+		}
+	}
+	if n := c.IdentityLen(); n > 8 {
+		t.Errorf("cache remembers %d identities of one rebuilt schema, want at most 8", n)
+	}
+	if n := c.Len(); n != 1 {
+		t.Errorf("cache holds %d compiled schemas, want 1", n)
+	}
+}
