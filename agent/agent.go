@@ -210,9 +210,18 @@ type Step struct {
 //   - any other error: the model call failed (after the middlewares' own
 //     retries); the error wraps it.
 //
+// Each Run starts a run scope (middleware.WithRun), so a ToolCallLimit with
+// WithRunLimit among the agent's middlewares counts the tool calls of this
+// run only, however the transcript looks; a thread named in ctx with
+// middleware.WithThread carries over from run to run (WithThreadLimit).
+// With ToolCallLimit's ExitEnd, the limit's text answer ends the run as its
+// Output; with ExitError, Run returns an error wrapping the
+// *middleware.LimitExceededError.
+//
 // Run starts a fresh count of ModelCalls. A tool that panics makes Run panic
 // with the tool's panic value.
 func (a *Agent) Run(ctx context.Context, input string) (*Result, error) {
+	ctx = middleware.WithRun(ctx)
 	calls := new(atomic.Int64)
 	ctx = context.WithValue(ctx, modelCallsKey{}, calls)
 	res := &Result{}
