@@ -32,13 +32,14 @@ var ErrUnknownTool = errors.New("agent: unknown tool")
 // Agent may serve many runs at once (its tools and middlewares must then be
 // safe for concurrent use, as the built-in ones are).
 type Agent struct {
-	model  llms.Model // the model wrapped in the middlewares and the call counter
-	tools  map[string]Tool
-	names  []string    // the tools' names, sorted, for the unknown-tool message
-	defs   []llms.Tool // what the model is sent, built once
-	system string
-	maxIt  int
-	maxPar int
+	model    llms.Model // the model wrapped in the middlewares and the call counter
+	tools    map[string]Tool
+	names    []string          // the tools' names, sorted, for the unknown-tool message
+	defs     []llms.Tool       // what the model is sent, built once
+	callOpts []llms.CallOption // llms.WithTools(defs), or none without tools
+	system   string
+	maxIt    int
+	maxPar   int
 }
 
 // New returns an agent that drives model with tools.
@@ -94,6 +95,9 @@ func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 		}})
 	}
 	slices.Sort(a.names)
+	if len(a.defs) > 0 {
+		a.callOpts = []llms.CallOption{llms.WithTools(a.defs)}
+	}
 	// The counter is the innermost middleware: it sees every call that
 	// reaches the model, re-asks and retries included.
 	mws := append(slices.Clone(cfg.middlewares), middleware.Func(countModelCalls))
@@ -109,6 +113,9 @@ func parameters(schema any) any {
 	case map[string]any:
 		return s
 	case *validation.Schema:
+		if s == nil {
+			return parameters(nil)
+		}
 		return s.Map()
 	}
 	var raw []byte
@@ -160,9 +167,9 @@ type Result struct {
 	Messages []llms.MessageContent
 	// Steps lists every tool call the agent handled, in order.
 	Steps []Step
-	// ModelCalls counts the calls that reached the model, including those
-	// made by middlewares that re-ask (ToolArgValidation) or retry
-	// (ModelRetry).
+	// ModelCalls counts the calls that reached the agent's model, including
+	// those made by middlewares that re-ask (ToolArgValidation,
+	// ToolCallLimit) or retry (ModelRetry), and those that failed.
 	ModelCalls int
 }
 
@@ -242,7 +249,7 @@ func (a *Agent) loop(ctx context.Context, res *Result) error {
 		// The model gets its own copy of the transcript: a middleware or
 		// model that appends to it must not write into ours.
 		sent := slices.Clip(res.Messages)
-		resp, err := a.model.GenerateContent(ctx, sent, llms.WithTools(a.defs))
+		resp, err := a.model.GenerateContent(ctx, sent, a.callOpts...)
 		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				return ctxErr

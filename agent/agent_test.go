@@ -757,3 +757,17 @@ func TestNewPanics(t *testing.T) {
 		})
 	}
 }
+
+// An agent without tools sends no tool option (an empty tools list is an
+// error on some providers) and returns the model's text.
+func TestNoTools(t *testing.T) {
+	t.Parallel()
+	model := fakemodel.New(fakemodel.Text("Hello."))
+	res, err := agent.New(model, nil).Run(context.Background(), "hi")
+	if err != nil || res.Output != "Hello." {
+		t.Fatalf("Run = %q, %v; want Hello., nil", res.Output, err)
+	}
+	if tools := model.Requests()[0].Options.Tools; tools != nil {
+		t.Errorf("the model was offered %v, want no tools option", tools)
+	}
+}
