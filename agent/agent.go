@@ -226,7 +226,8 @@ type Step struct {
 // *middleware.LimitExceededError.
 //
 // Run starts a fresh count of ModelCalls. A tool that panics makes Run panic
-// with the tool's panic value.
+// on the caller's goroutine, with a message naming the tool and giving its
+// panic value and stack.
 func (a *Agent) Run(ctx context.Context, input string) (*Result, error) {
 	ctx = middleware.WithRun(ctx)
 	calls := new(atomic.Int64)

@@ -28,7 +28,7 @@ const (
 // WithMiddleware appends to the middlewares of earlier calls; nil
 // middlewares are skipped. The default is none: the model is called as is.
 //
-// The recommended stack is the one middleware.Wrap documents:
+// The recommended stack (see the README and middleware.ModelRetry):
 //
 //	agent.WithMiddleware(
 //		middleware.ToolCallLimit(middleware.WithRunLimit(20)),
