@@ -7,6 +7,7 @@ require (
 	github.com/google/jsonschema-go v0.4.3
 	github.com/santhosh-tekuri/jsonschema/v5 v5.3.1
 	github.com/tmc/langchaingo v0.1.14
+	go.uber.org/goleak v1.3.0
 )
 
 require (
