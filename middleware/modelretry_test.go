@@ -18,8 +18,11 @@ import (
 	"github.com/toolguard/toolguard/retry"
 )
 
+// The provider's error texts, verbatim (full stops included).
 var (
+	//lint:ignore ST1005 verbatim provider error text
 	err401 = errors.New("API returned unexpected status code: 401: Incorrect API key provided: sk-abc.")
+	//lint:ignore ST1005 verbatim provider error text
 	err429 = errors.New("API returned unexpected status code: 429: Rate limit reached for gpt-4o-mini on requests per min (RPM): Limit 3, Used 3, Requested 1.")
 	err503 = errors.New("API returned unexpected status code: 503: The engine is currently overloaded, please try again later")
 )
