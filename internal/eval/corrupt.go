@@ -55,6 +55,7 @@ var kindNames = [...]string{
 	Multi:          "2–3 corruptions at once",
 }
 
+// String returns the kind's label in the tables: "required key dropped".
 func (k Kind) String() string {
 	if k >= 0 && int(k) < len(kindNames) {
 		return kindNames[k]
