@@ -14,8 +14,11 @@ const (
 	// EventStripped: ToolArgValidation removed empty values (null, {}, [])
 	// from a call's arguments. Paths lists the JSON Pointers removed.
 	EventStripped EventKind = "stripped"
-	// EventRepaired: ToolArgValidation repaired a call's arguments before
-	// validating them. Paths lists what was repaired.
+	// EventRepaired: ToolArgValidation repaired a call's arguments
+	// (WithRepair) and the repaired arguments validate. Paths lists the
+	// repairs, each as repair.Repair.String(): the kind, followed by " at "
+	// and a JSON Pointer for a repair inside the arguments
+	// ("code_fence", "number_string at /days").
 	EventRepaired EventKind = "repaired"
 	// EventInvalid: a tool call failed validation. Err is a
 	// *validation.Error naming every violation.
