@@ -21,6 +21,12 @@
 // is the server's message, so the agent shows the model what went wrong;
 // protocol and transport failures are returned as other errors.
 //
-// The session belongs to the caller: mcptool never closes it. Tools are
-// immutable and safe for concurrent use, as is the session.
+// The session belongs to the caller: mcptool never closes it. The adapted
+// tools are immutable and safe for concurrent use, as is the session.
+//
+// Closing a session over mcp.CommandTransport closes the server's stdin and
+// waits for the process to exit, signalling it after five seconds. Some
+// servers only exit on a signal, and npx runs the server as a grandchild
+// that a signal to npx does not reach: examples/mcp starts npx in a process
+// group of its own and stops the group.
 package mcptool

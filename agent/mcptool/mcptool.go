@@ -94,8 +94,9 @@ func (t *Tool) Description() string { return t.description }
 // every langchaingo provider accepts, Google's included), copied when the
 // tool was adapted, so it never changes and ToolArgValidation compiles it
 // once. A server that sent no inputSchema gets {"type": "object",
-// "properties": {}}; one whose inputSchema is not a JSON object gets it back
-// as a json.RawMessage, which ToolArgValidation reports as a schema error.
+// "properties": {}}. An inputSchema that is not a JSON object is returned
+// unchanged as a json.RawMessage for ToolArgValidation to judge: true and
+// false are JSON Schemas, anything else is reported as a schema error.
 func (t *Tool) Schema() any { return t.schema }
 
 // MCP returns the tool as the server listed it, with its annotations and

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/agent/mcptool"
+	"github.com/toolguard/toolguard/validation"
 )
 
 // tools lists the test server's tools, by name.
@@ -327,6 +328,8 @@ func TestSchemaFallbacks(t *testing.T) {
 				tool.InputSchema = nil
 			case "structured":
 				tool.InputSchema = json.RawMessage(`true`)
+			case "repeat":
+				tool.InputSchema = json.RawMessage(`"object"`)
 			}
 		}
 		return tools
@@ -336,8 +339,21 @@ func TestSchemaFallbacks(t *testing.T) {
 	if got, want := jsonOf(t, byName["ping"].Schema()), `{"properties":{},"type":"object"}`; got != want {
 		t.Errorf("Schema() for a null inputSchema = %s, want %s", got, want)
 	}
-	if got, want := byName["structured"].Schema(), json.RawMessage(`true`); !reflect.DeepEqual(got, want) {
-		t.Errorf("Schema() for inputSchema true = %#v, want %#v", got, want)
+	tests := []struct {
+		tool, schema string
+		compiles     bool
+	}{
+		{"structured", `true`, true},
+		{"repeat", `"object"`, false},
+	}
+	for _, tc := range tests {
+		got := byName[tc.tool].Schema()
+		if want := json.RawMessage(tc.schema); !reflect.DeepEqual(got, want) {
+			t.Errorf("Schema() for inputSchema %s = %#v, want %#v", tc.schema, got, want)
+		}
+		if _, err := validation.Compile(got); (err == nil) != tc.compiles {
+			t.Errorf("validation.Compile(%s) = %v, want compiles: %v", tc.schema, err, tc.compiles)
+		}
 	}
 }
 
