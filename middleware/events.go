@@ -34,10 +34,11 @@ const (
 	// Attempt is the failed attempt, Err its error, Wait the pause before
 	// the next attempt.
 	EventRetry EventKind = "retry"
-	// EventGiveUp: a middleware stopped re-invoking the model. Attempt is
-	// the number of model calls made, Err the last error (for
-	// ToolArgValidation, the last *validation.Error, even when it fails
-	// open).
+	// EventGiveUp: a middleware gave up on a model call: ToolArgValidation
+	// after its last re-ask (even when it fails open), ModelRetry on every
+	// failure it returns (a permanent error after one attempt included).
+	// Attempt is the number of model calls made, Err the last error (for
+	// ToolArgValidation, the last *validation.Error).
 	EventGiveUp EventKind = "give_up"
 	// EventLimit: ToolCallLimit blocked tool calls. Err is a
 	// *LimitExceededError.
