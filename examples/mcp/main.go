@@ -4,7 +4,8 @@
 // argument left out), toolguard answers it with feedback before anything
 // reaches the server, and the corrected call runs on the server.
 //
-// It runs offline. The model is a scripted fake. The server is the MCP
+// It runs offline on a scripted fake model; with OPENAI_API_KEY set it runs
+// on OpenAI instead (OPENAI_MODEL picks the model). The server is the MCP
 // reference server @modelcontextprotocol/server-everything, started with
 // npx when npx is on PATH (the first run downloads it), else an in-process
 // go-sdk server with the same get-sum tool and schema.
@@ -30,6 +31,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/openai"
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/agent/mcptool"
 	"github.com/toolguard/toolguard/middleware"
@@ -44,12 +46,36 @@ func main() {
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := run(ctx, os.Stdout, *server); err != nil {
+	model, err := chooseModel(os.Stdout)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := run(ctx, os.Stdout, *server, model); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(ctx context.Context, out io.Writer, server string) error {
+// chooseModel returns OpenAI when OPENAI_API_KEY is set, else the scripted
+// fake model.
+func chooseModel(out io.Writer) (llms.Model, error) {
+	if os.Getenv("OPENAI_API_KEY") == "" {
+		fmt.Fprintln(out, "OPENAI_API_KEY is not set: running on a scripted fake model.")
+		return scriptedModel(), nil
+	}
+	return openai.New()
+}
+
+// scriptedModel makes a typical bad call, then the corrected call, then
+// answers.
+func scriptedModel() *fakemodel.Model {
+	return fakemodel.New(
+		fakemodel.ToolCalls(fakemodel.Call("get-sum", `{"a": "17"}`)),
+		fakemodel.ToolCalls(fakemodel.Call("get-sum", `{"a": 17, "b": 25}`)),
+		fakemodel.Text("17 + 25 = 42."),
+	)
+}
+
+func run(ctx context.Context, out io.Writer, server string, model llms.Model) error {
 	var sent atomic.Int32 // tools/call requests that left the client
 	client := mcp.NewClient(&mcp.Implementation{Name: "toolguard-example", Version: "v1"}, nil)
 	client.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -65,93 +91,69 @@ func run(ctx context.Context, out io.Writer, server string) error {
 		return err
 	}
 	defer stop()
-	fmt.Fprintln(out, "model: scripted fake model (offline; no API key needed)")
 
 	// Offer the model two of the server's tools. server-everything has more,
 	// some of which (get-env) no model should see.
-	tools, err := mcptool.Tools(ctx, session, mcptool.WithFilter(func(t *mcp.Tool) bool {
+	mcpTools, err := mcptool.Tools(ctx, session, mcptool.WithFilter(func(t *mcp.Tool) bool {
 		return t.Name == "echo" || t.Name == "get-sum"
 	}))
 	if err != nil {
 		return err
 	}
-	byName := make(map[string]agent.Tool)
 	var names []string
-	for _, t := range tools {
-		byName[t.Name()] = t
+	var getSum agent.Tool
+	tools := make([]agent.Tool, len(mcpTools))
+	for i, t := range mcpTools {
 		names = append(names, t.Name())
+		if t.Name() == "get-sum" {
+			getSum = t
+		}
+		tools[i] = logged{t, out}
+	}
+	if getSum == nil {
+		return fmt.Errorf("mcp example: the server has no get-sum tool")
 	}
 	slices.Sort(names)
 	fmt.Fprintf(out, "tools: %s\n", strings.Join(names, ", "))
-	if byName["get-sum"] == nil {
-		return fmt.Errorf("mcp example: the server has no get-sum tool")
-	}
-	schema, _ := json.Marshal(byName["get-sum"].Schema())
+	schema, _ := json.Marshal(getSum.Schema())
 	fmt.Fprintf(out, "get-sum inputSchema (from the server): %s\n\n", schema)
 
-	// The model's script: a typical bad call, the corrected call, the answer.
-	model := fakemodel.New(
-		fakemodel.ToolCalls(fakemodel.Call("get-sum", `{"a": "17"}`)),
-		fakemodel.ToolCalls(fakemodel.Call("get-sum", `{"a": 17, "b": 25}`)),
-		fakemodel.Text("17 + 25 = 42."),
+	a := agent.New(model, tools,
+		agent.WithSystemPrompt("You do arithmetic with the tools you are given."),
+		agent.WithMiddleware(
+			middleware.ToolArgValidation(middleware.WithEventHandler(func(_ context.Context, e middleware.Event) {
+				if e.Kind == middleware.EventInvalid {
+					fmt.Fprintf(out, "  toolguard: %s has invalid arguments; nothing is sent to the MCP server\n", e.CallID)
+				}
+			})),
+			trace(out), // innermost: sees every raw model call
+		),
 	)
-	llm := middleware.Wrap(model,
-		middleware.ToolArgValidation(middleware.WithEventHandler(func(_ context.Context, e middleware.Event) {
-			if e.Kind == middleware.EventInvalid {
-				fmt.Fprintf(out, "  toolguard: %s has invalid arguments; nothing is sent to the MCP server\n", e.CallID)
-			}
-		})),
-		trace(out), // innermost: sees every raw model call
-	)
-
-	declared := make([]llms.Tool, len(tools))
-	for i, t := range tools {
-		declared[i] = llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-			Name: t.Name(), Description: t.Description(), Parameters: t.Schema(),
-		}}
+	const question = "What is 17 + 25? Use the get-sum tool."
+	fmt.Fprintln(out, "user:", question)
+	res, err := a.Run(ctx, question)
+	if err != nil {
+		return err
 	}
-	question := "What is 17 + 25? Use the get-sum tool."
-	msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, question)}
-	fmt.Fprintf(out, "user: %s\n", question)
-
-	// A minimal agent loop: run the model, run its tool calls on the MCP
-	// server, hand the results back, until the model answers in text.
-	for range 5 {
-		resp, err := llm.GenerateContent(ctx, msgs, llms.WithTools(declared))
-		if err != nil {
-			return err
-		}
-		choice := resp.Choices[0]
-		if len(choice.ToolCalls) == 0 {
-			fmt.Fprintf(out, "assistant: %s\n\n", choice.Content)
-			fmt.Fprintf(out, "%d model calls; %d tools/call sent to the MCP server, with valid arguments.\n",
-				len(model.Requests()), sent.Load())
-			return nil
-		}
-		for _, tc := range choice.ToolCalls {
-			result := callTool(ctx, byName, tc.FunctionCall)
-			fmt.Fprintf(out, "agent calls %s(%s) on the MCP server -> %s\n", tc.FunctionCall.Name, tc.FunctionCall.Arguments, result)
-			msgs = append(msgs,
-				llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{tc}},
-				llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
-					llms.ToolCallResponse{ToolCallID: tc.ID, Name: tc.FunctionCall.Name, Content: result},
-				}})
-		}
-	}
-	return fmt.Errorf("mcp example: the model did not finish")
+	fmt.Fprintf(out, "assistant: %s\n\n", res.Output)
+	fmt.Fprintf(out, "%d model calls; %d tools/call sent to the MCP server, with valid arguments.\n", res.ModelCalls, sent.Load())
+	return nil
 }
 
-// callTool runs one tool call; an error becomes the text the model reads.
-func callTool(ctx context.Context, tools map[string]agent.Tool, call *llms.FunctionCall) string {
-	t, ok := tools[call.Name]
-	if !ok {
-		return fmt.Sprintf("error: no tool named %q", call.Name)
-	}
-	result, err := t.Call(ctx, call.Arguments)
+// logged prints each call of an MCP tool and what the server answered.
+type logged struct {
+	agent.Tool
+	out io.Writer
+}
+
+func (l logged) Call(ctx context.Context, args string) (string, error) {
+	result, err := l.Tool.Call(ctx, args)
 	if err != nil {
-		return "error: " + err.Error()
+		fmt.Fprintf(l.out, "MCP server runs %s(%s) -> error: %v\n", l.Name(), args, err)
+	} else {
+		fmt.Fprintf(l.out, "MCP server runs %s(%s) -> %s\n", l.Name(), args, result)
 	}
-	return result
+	return result, err
 }
 
 // connect starts the server the flag names and connects client to it. stop

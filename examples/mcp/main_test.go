@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 
 // TestMCPExample pins what the example shows: which server it uses, the
@@ -34,12 +36,11 @@ func TestMCPExample(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			var out strings.Builder
-			if err := run(ctx, &out, tc.server); err != nil {
+			if err := run(ctx, &out, tc.server, scriptedModel()); err != nil {
 				t.Fatalf("run(%q): %v\n%s", tc.server, err, out.String())
 			}
 			want := []string{
 				tc.serverLine,
-				"model: scripted fake model (offline; no API key needed)",
 				"tools: echo, get-sum",
 				`get-sum inputSchema (from the server): {"$schema":"http://json-schema.org/draft-07/schema#","properties":{"a":{"description":"First number","type":"number"},"b":{"description":"Second number","type":"number"}},"required":["a","b"],"type":"object"}`,
 				`model: get-sum({"a": "17"})`,
@@ -47,7 +48,7 @@ func TestMCPExample(t *testing.T) {
 				`| - /a: expected number, got "17"`,
 				`| - /b: missing required property (number)`,
 				`model: get-sum({"a": 17, "b": 25})`,
-				`agent calls get-sum({"a": 17, "b": 25}) on the MCP server -> The sum of 17 and 25 is 42.`,
+				`MCP server runs get-sum({"a": 17, "b": 25}) -> The sum of 17 and 25 is 42.`,
 				"assistant: 17 + 25 = 42.",
 				"3 model calls; 1 tools/call sent to the MCP server, with valid arguments.",
 			}
@@ -60,6 +61,9 @@ func TestMCPExample(t *testing.T) {
 				}
 				at += i + len(w)
 			}
+			if n := strings.Count(got, "MCP server runs"); n != 1 {
+				t.Errorf("the MCP server ran %d tool calls, want 1:\n%s", n, got)
+			}
 		})
 	}
 }
@@ -67,9 +71,25 @@ func TestMCPExample(t *testing.T) {
 func TestMCPExampleUnknownServer(t *testing.T) {
 	t.Parallel()
 	var out strings.Builder
-	err := run(context.Background(), &out, "http")
+	err := run(context.Background(), &out, "http", scriptedModel())
 	want := `mcp example: -server="http": want auto, npx or inprocess`
 	if err == nil || err.Error() != want {
 		t.Errorf("run(%q) = %v, want %q", "http", err, want)
+	}
+}
+
+// Without an API key the example says so and runs on the fake model.
+func TestMCPExampleOffline(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	var out strings.Builder
+	model, err := chooseModel(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := model.(*fakemodel.Model); !ok {
+		t.Errorf("chooseModel() = %T, want *fakemodel.Model", model)
+	}
+	if want := "OPENAI_API_KEY is not set: running on a scripted fake model.\n"; out.String() != want {
+		t.Errorf("chooseModel() printed %q, want %q", out.String(), want)
 	}
 }
