@@ -2,10 +2,12 @@ package mcptool_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/agent/mcptool"
@@ -123,4 +125,54 @@ func lastToolMessage(t *testing.T, msgs []llms.MessageContent) string {
 	}
 	t.Fatalf("no tool message in %+v", msgs)
 	return ""
+}
+
+// TestAgentRunsMCPTools runs MCP tools in the agent: the server's schemas
+// reach the model, the bad call never reaches the server, and a tool error
+// becomes a tool message the model reads.
+func TestAgentRunsMCPTools(t *testing.T) {
+	t.Parallel()
+	ts := connect(t, newServer(nil))
+	tools, err := mcptool.Tools(context.Background(), ts.session, mcptool.WithFilter(func(t *mcp.Tool) bool {
+		return t.Name == "add" || t.Name == "divide"
+	}))
+	if err != nil {
+		t.Fatalf("Tools: %v", err)
+	}
+	model := fakemodel.New(
+		fakemodel.ToolCalls(fakemodel.Call("add", `{"a": "2", "b": 3}`)),
+		fakemodel.ToolCalls(fakemodel.Call("add", `{"a": 2, "b": 3}`), fakemodel.Call("divide", `{"a": 1, "b": 0}`)),
+		fakemodel.Text("2 + 3 = 5; 1 / 0 is undefined."),
+	)
+	a := agent.New(model, tools, agent.WithMiddleware(middleware.ToolArgValidation()))
+	res, err := a.Run(context.Background(), "What are 2 + 3 and 1 / 0?")
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+
+	declared := model.Requests()[0].Options.Tools
+	if len(declared) != 2 || declared[0].Function.Name != "add" || jsonOf(t, declared[0].Function.Parameters) != jsonOf(t, addSchema) {
+		t.Errorf("tools sent to the model = %+v, want add and divide, add with the server's schema %s", declared, addSchema)
+	}
+	if res.ModelCalls != 3 || res.Output != "2 + 3 = 5; 1 / 0 is undefined." {
+		t.Errorf("Run() = %d model calls, output %q, want 3, %q", res.ModelCalls, res.Output, "2 + 3 = 5; 1 / 0 is undefined.")
+	}
+	calls := ts.Calls()
+	slices.Sort(calls) // the agent runs a response's calls in parallel
+	if want := []string{`add {"a":2,"b":3}`, `divide {"a":1,"b":0}`}; !slices.Equal(calls, want) {
+		t.Errorf("server received %q, want %q", calls, want)
+	}
+	if len(res.Steps) != 2 {
+		t.Fatalf("Run() steps = %+v, want 2", res.Steps)
+	}
+	if s := res.Steps[0]; s.Tool != "add" || s.Result != "5" || s.Err != nil {
+		t.Errorf("step 1 = %s -> %q, %v, want add -> \"5\", nil", s.Tool, s.Result, s.Err)
+	}
+	var te *mcptool.ToolError
+	if s := res.Steps[1]; s.Tool != "divide" || !errors.As(s.Err, &te) || te.Text != "division by zero" {
+		t.Errorf("step 2 = %s -> %q, %v, want divide -> *ToolError %q", s.Tool, s.Result, s.Err, "division by zero")
+	}
+	if got, want := lastToolMessage(t, res.Messages), "Error: division by zero"; got != want {
+		t.Errorf("tool message for divide = %q, want %q", got, want)
+	}
 }
