@@ -257,8 +257,9 @@ func (a *Agent) loop(ctx context.Context, res *Result) error {
 			}
 			return fmt.Errorf("agent: model call: %w", err)
 		}
-		text := responseText(resp)
-		calls := collectToolCalls(resp, len(sent))
+		text := middleware.ResponseText(resp)
+		// Ids as ToolArgValidation synthesizes them, when the model sent none.
+		calls := middleware.ToolCalls(resp, len(sent))
 		if len(calls) == 0 {
 			res.Output = text
 			res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeAI, text))
@@ -269,7 +270,7 @@ func (a *Agent) loop(ctx context.Context, res *Result) error {
 		if err != nil {
 			return err
 		}
-		res.Messages = append(res.Messages, transcript(text, calls, answers)...)
+		res.Messages = append(res.Messages, middleware.ToolCallMessages(text, calls, answers)...)
 	}
 	return fmt.Errorf("%w (%d)", ErrMaxIterations, a.maxIt)
 }

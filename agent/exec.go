@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
 )
 
@@ -27,22 +28,22 @@ type finished struct {
 // started are not started, and running ones are left to honour ctx (their
 // results are dropped: the channel they report to has room for all of them,
 // so they never block).
-func (a *Agent) runTools(ctx context.Context, calls []toolCall) ([]Step, []string, error) {
+func (a *Agent) runTools(ctx context.Context, calls []llms.ToolCall) ([]Step, []string, error) {
 	steps := make([]Step, len(calls))
 	answers := make([]string, len(calls))
 	done := make([]bool, len(calls))
 	var todo []int // calls of known tools, in order
 	for i, c := range calls {
-		steps[i] = Step{CallID: c.id}
+		steps[i] = Step{CallID: c.ID}
 		switch {
-		case c.fn == nil:
+		case c.FunctionCall == nil:
 			steps[i].Err, done[i] = errNoFunction, true
-		case a.tools[c.fn.Name] == nil:
-			steps[i].Tool, steps[i].Arguments = c.fn.Name, c.fn.Arguments
-			steps[i].Err = fmt.Errorf("%w %q", ErrUnknownTool, c.fn.Name)
-			answers[i], done[i] = errfmt.UnknownTool(c.fn.Name, a.names), true
+		case a.tools[c.FunctionCall.Name] == nil:
+			steps[i].Tool, steps[i].Arguments = c.FunctionCall.Name, c.FunctionCall.Arguments
+			steps[i].Err = fmt.Errorf("%w %q", ErrUnknownTool, c.FunctionCall.Name)
+			answers[i], done[i] = errfmt.UnknownTool(c.FunctionCall.Name, a.names), true
 		default:
-			steps[i].Tool, steps[i].Arguments = c.fn.Name, c.fn.Arguments
+			steps[i].Tool, steps[i].Arguments = c.FunctionCall.Name, c.FunctionCall.Arguments
 			todo = append(todo, i)
 		}
 	}
@@ -54,7 +55,7 @@ func (a *Agent) runTools(ctx context.Context, calls []toolCall) ([]Step, []strin
 			i := todo[0]
 			todo = todo[1:]
 			running++
-			go callTool(ctx, a.tools[calls[i].fn.Name], i, calls[i].fn.Arguments, results)
+			go callTool(ctx, a.tools[calls[i].FunctionCall.Name], i, calls[i].FunctionCall.Arguments, results)
 			continue
 		}
 		select {
@@ -68,7 +69,7 @@ func (a *Agent) runTools(ctx context.Context, calls []toolCall) ([]Step, []strin
 		case <-ctx.Done():
 			var finishedSteps []Step
 			for i, s := range steps {
-				if done[i] && calls[i].fn != nil {
+				if done[i] && calls[i].FunctionCall != nil {
 					finishedSteps = append(finishedSteps, s)
 				}
 			}
