@@ -17,12 +17,13 @@ func (r *repairer) repairValues(v map[string]any, s *validation.Schema) []Repair
 	if !r.enabled(NumberString) && !r.enabled(BoolString) {
 		return nil
 	}
-	current, ok := violationsOf(s.Validate(v))
-	if !ok {
-		return nil
+	verr := s.Validate(v)
+	ve, ok := verr.(*validation.Error)
+	if !ok || ve.Omitted > 0 {
+		return nil // valid, or violations that cannot be compared
 	}
 	var reps []Repair
-	for _, viol := range slices.Clone(current) {
+	for _, viol := range slices.Clone(ve.Violations) {
 		if viol.Keyword != "type" || viol.Path == "" {
 			continue
 		}
@@ -45,11 +46,9 @@ func (r *repairer) repairValues(v map[string]any, s *validation.Schema) []Repair
 			continue
 		}
 		set(parent, key, repl)
-		next, ok := violationsOf(s.Validate(v))
-		if ok && isStrictSubset(next, current) {
+		if after := s.Validate(v); validation.Improves(after, verr) {
 			reps = append(reps, Repair{Kind: kind, Path: viol.Path})
-			current = next
-			if len(current) == 0 {
+			if verr = after; verr == nil {
 				break
 			}
 			continue
@@ -57,39 +56,6 @@ func (r *repairer) repairValues(v map[string]any, s *validation.Schema) []Repair
 		set(parent, key, str)
 	}
 	return reps
-}
-
-// violationsOf returns the violations of err (none for nil) and whether
-// they are complete and comparable.
-func violationsOf(err error) ([]validation.Violation, bool) {
-	if err == nil {
-		return nil, true
-	}
-	ve, ok := err.(*validation.Error)
-	if !ok || ve.Omitted > 0 {
-		return nil, false
-	}
-	return ve.Violations, true
-}
-
-// isStrictSubset reports whether every violation in a is in b and b has
-// more, comparing path, keyword and message (the value shown changes with
-// the repair).
-func isStrictSubset(a, b []validation.Violation) bool {
-	type key struct{ path, keyword, message string }
-	in := make(map[key]bool, len(b))
-	for _, v := range b {
-		in[key{v.Path, v.Keyword, v.Message}] = true
-	}
-	seen := make(map[key]bool, len(a))
-	for _, v := range a {
-		k := key{v.Path, v.Keyword, v.Message}
-		if !in[k] {
-			return false
-		}
-		seen[k] = true
-	}
-	return len(seen) < len(in)
 }
 
 // isJSONNumber reports whether s is exactly a number in JSON's grammar: no
