@@ -1,6 +1,15 @@
 package agent
 
-import "context"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/toolguard/toolguard/strip"
+	"github.com/toolguard/toolguard/validation"
+)
 
 // Tool is a tool the agent offers the model.
 //
@@ -21,4 +30,133 @@ type Tool interface {
 	// validated and stripped by the middlewares). An error is reported to
 	// the model as the tool's result; it does not end the run.
 	Call(ctx context.Context, args string) (string, error)
+}
+
+// NewTool returns a Tool whose arguments are the Go type T: its schema is
+// validation.Typed[T]() (inferred from T's fields and json tags, see
+// validation.Typed), and fn receives the call's arguments decoded into T with
+// encoding/json.
+//
+// Before fn runs, Call checks the arguments the way ToolArgValidation does —
+// schema, decoding into T and T's Validate method (validation.Validator),
+// after removing empty values (null, {}, []) only where that fixes the call
+// (strip.SchemaAware) — so fn never sees arguments its schema rejects, with
+// or without the middleware. Arguments that still fail are returned as a
+// *validation.Error naming the tool, which the agent reports to the model in
+// the same words ToolArgValidation uses. With ToolArgValidation installed the
+// check normally passes at once: it costs one more validation per call.
+//
+// NewTool panics if T cannot be expressed as a JSON Schema object (see
+// validation.Typed) or fn is nil. The Tool is safe for concurrent use if fn
+// is.
+func NewTool[T any](name, description string, fn func(ctx context.Context, args T) (string, error)) Tool {
+	if fn == nil {
+		panic(fmt.Sprintf("agent: NewTool(%q): nil function", name))
+	}
+	return &typedTool[T]{name: name, description: description, schema: validation.Typed[T](), fn: fn}
+}
+
+type typedTool[T any] struct {
+	name, description string
+	schema            *validation.Schema
+	fn                func(ctx context.Context, args T) (string, error)
+}
+
+func (t *typedTool[T]) Name() string        { return t.name }
+func (t *typedTool[T]) Description() string { return t.description }
+
+// Schema returns validation.Typed[T](), a *validation.Schema.
+func (t *typedTool[T]) Schema() any { return t.schema }
+
+func (t *typedTool[T]) Call(ctx context.Context, args string) (string, error) {
+	raw := []byte(args)
+	if err := t.schema.ValidateJSON(raw); err != nil {
+		v, err := checkArgs(t.name, t.schema, raw)
+		if err != nil {
+			return "", err
+		}
+		raw, err = json.Marshal(v) // the arguments with empty values removed
+		if err != nil {
+			return "", fmt.Errorf("agent: tool %q: %w", t.name, err)
+		}
+	}
+	var x T
+	if len(bytes.TrimSpace(raw)) > 0 {
+		if err := json.Unmarshal(raw, &x); err != nil {
+			// Unreachable for arguments that passed the typed schema, which
+			// decodes them into T itself; kept so a failure is never silent.
+			return "", fmt.Errorf("agent: tool %q: decode arguments: %w", t.name, err)
+		}
+	}
+	return t.fn(ctx, x)
+}
+
+// NewSchemaTool returns a Tool described by a raw JSON Schema — a
+// map[string]any, json.RawMessage, string, *validation.Schema or any value
+// validation.Compile accepts, such as an MCP tool's inputSchema — whose fn
+// receives the call's arguments as a map. Numbers in the map are
+// json.Number, so that no precision is lost (use its Int64, Float64 or
+// String methods). A nil schema accepts any JSON object.
+//
+// The schema is compiled once, here. Before fn runs, Call checks the
+// arguments the way ToolArgValidation does (schema-aware removal of empty
+// values, then the schema) and returns a *validation.Error naming the tool
+// when they fail. A schema that does not compile is not an error here (the
+// tool stays usable, as ToolArgValidation fails open on it): Call then only
+// checks that the arguments are a JSON object.
+//
+// The schema must not be modified after it is passed. NewSchemaTool panics if
+// fn is nil. The Tool is safe for concurrent use if fn is.
+func NewSchemaTool(name, description string, schema any, fn func(ctx context.Context, args map[string]any) (string, error)) Tool {
+	if fn == nil {
+		panic(fmt.Sprintf("agent: NewSchemaTool(%q): nil function", name))
+	}
+	t := &schemaTool{name: name, description: description, schema: schema, fn: fn}
+	if schema != nil {
+		t.compiled, _ = validation.Compile(schema)
+	}
+	return t
+}
+
+type schemaTool struct {
+	name, description string
+	schema            any
+	compiled          *validation.Schema // nil: no schema, or one that does not compile
+	fn                func(ctx context.Context, args map[string]any) (string, error)
+}
+
+func (t *schemaTool) Name() string        { return t.name }
+func (t *schemaTool) Description() string { return t.description }
+
+// Schema returns the schema as given to NewSchemaTool.
+func (t *schemaTool) Schema() any { return t.schema }
+
+func (t *schemaTool) Call(ctx context.Context, args string) (string, error) {
+	v, err := checkArgs(t.name, t.compiled, []byte(args))
+	if err != nil {
+		return "", err
+	}
+	return t.fn(ctx, v)
+}
+
+// checkArgs decodes a call's arguments and, when s is not nil, validates
+// them, removing empty values where that fixes violations (strip.SchemaAware,
+// ToolArgValidation's default). Errors are *validation.Error naming tool.
+func checkArgs(tool string, s *validation.Schema, raw []byte) (map[string]any, error) {
+	v, err := validation.DecodeArgs(raw)
+	if err == nil && s != nil {
+		if err = s.Validate(v); err != nil {
+			_, err = strip.SchemaAwareStrip(v, s, err)
+		}
+	}
+	if err != nil {
+		var ve *validation.Error
+		if errors.As(err, &ve) {
+			named := *ve
+			named.Tool = tool
+			return nil, &named
+		}
+		return nil, fmt.Errorf("agent: tool %q: %w", tool, err)
+	}
+	return v, nil
 }

@@ -14,8 +14,11 @@ const (
 	// EventStripped: ToolArgValidation removed empty values (null, {}, [])
 	// from a call's arguments. Paths lists the JSON Pointers removed.
 	EventStripped EventKind = "stripped"
-	// EventRepaired: ToolArgValidation repaired a call's arguments before
-	// validating them. Paths lists what was repaired.
+	// EventRepaired: ToolArgValidation repaired a call's arguments
+	// (WithRepair) and the repaired arguments validate. Paths lists the
+	// repairs, each as repair.Repair.String(): the kind, followed by " at "
+	// and a JSON Pointer for a repair inside the arguments
+	// ("code_fence", "number_string at /days").
 	EventRepaired EventKind = "repaired"
 	// EventInvalid: a tool call failed validation. Err is a
 	// *validation.Error naming every violation.
@@ -39,10 +42,11 @@ const (
 	// Attempt is the failed attempt, Err its error, Wait the pause before
 	// the next attempt.
 	EventRetry EventKind = "retry"
-	// EventGiveUp: a middleware stopped re-invoking the model. Attempt is
-	// the number of model calls made, Err the last error (for
-	// ToolArgValidation, the last *validation.Error, even when it fails
-	// open).
+	// EventGiveUp: a middleware gave up on a model call: ToolArgValidation
+	// after its last re-ask (even when it fails open), ModelRetry on every
+	// failure it returns (a permanent error after one attempt included).
+	// Attempt is the number of model calls made, Err the last error (for
+	// ToolArgValidation, the last *validation.Error).
 	EventGiveUp EventKind = "give_up"
 	// EventLimit: ToolCallLimit blocked tool calls. Err is a
 	// *LimitExceededError.

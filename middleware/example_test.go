@@ -7,6 +7,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/repair"
 )
 
 // named returns a middleware that prints when the request passes it on the
@@ -79,4 +80,44 @@ func ExampleToolArgValidation() {
 	// - /city: expected string, got 42
 	// Call get_weather again with corrected arguments. Omit optional fields you have no value for instead of sending null, {} or [].
 	// the caller gets: {"city": "Paris"}
+}
+
+// A model wraps its arguments in a code fence and writes a Python dict.
+// With WithRepair the call is repaired without asking the model again, and
+// the repair is reported.
+func ExampleWithRepair() {
+	weather := llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+		Name: "get_weather",
+		Parameters: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"city": map[string]any{"type": "string"},
+				"days": map[string]any{"type": "integer"},
+			},
+			"required": []any{"city"},
+		},
+	}}
+	model := fakemodel.New(
+		fakemodel.ToolCalls(fakemodel.Call("get_weather", "```python\n{'city': 'Paris', 'days': '3'}\n```")),
+	)
+	report := func(_ context.Context, e middleware.Event) {
+		fmt.Println(e.Kind, e.Paths)
+	}
+	llm := middleware.Wrap(model, middleware.ToolArgValidation(
+		middleware.WithRepair(repair.Default()),
+		middleware.WithEventHandler(report),
+	))
+
+	resp, err := llm.GenerateContent(context.Background(),
+		[]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Weather in Paris for 3 days?")},
+		llms.WithTools([]llms.Tool{weather}))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("model calls:", len(model.Requests()))
+	fmt.Println("the caller gets:", resp.Choices[0].ToolCalls[0].FunctionCall.Arguments)
+	// Output:
+	// repaired [code_fence python_literal number_string at /days]
+	// model calls: 1
+	// the caller gets: {"city":"Paris","days":3}
 }

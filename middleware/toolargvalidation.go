@@ -10,6 +10,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/repair"
 	"github.com/toolguard/toolguard/strip"
 	"github.com/toolguard/toolguard/validation"
 )
@@ -36,6 +37,7 @@ type validationConfig struct {
 	unknown    UnknownToolPolicy
 	failClosed bool
 	feedback   func(*validation.Error) string
+	repair     repair.Repairer
 	events     eventOption
 }
 
@@ -111,6 +113,27 @@ func WithFeedback(fn func(*validation.Error) string) ValidationOption {
 	return validationOption(func(c *validationConfig) { c.feedback = fn })
 }
 
+// WithRepair makes ToolArgValidation repair the arguments of a call that
+// fails (not JSON, or invalid) before asking the model again, with r (for
+// example repair.Default()). A repair is kept only when the repaired
+// arguments, stripped per WithStripEmpty, validate; then they are written
+// back into the response and an EventRepaired lists the repairs (one
+// repair.Repair.String() per entry of Paths). Otherwise the call is handled
+// as without repair: the original arguments are stripped, validated and, if
+// still invalid, fed back to the model.
+//
+// Repair is off by default: it changes what the model said without telling
+// it, so the model never learns to send clean arguments, the transcript
+// shows a call the model did not make, and "5" becoming 5 is a guess about
+// intent, however safe. Turn it on where a model call costs more than that.
+// r must not be nil.
+func WithRepair(r repair.Repairer) ValidationOption {
+	if r == nil {
+		panic("middleware: WithRepair(nil)")
+	}
+	return validationOption(func(c *validationConfig) { c.repair = r })
+}
+
 // InvalidToolCallsError is returned by ToolArgValidation with WithFailClosed
 // when tool calls are still invalid after the last re-ask. errors.As reaches
 // each call's *validation.Error.
@@ -162,7 +185,10 @@ func (e *SchemaError) Unwrap() error { return e.Err }
 //
 // Arguments must be a JSON object (empty means {}); numbers are decoded
 // exactly. Empty values are stripped per WithStripEmpty, and the stripped
-// arguments are written back into the response. When every call is valid,
+// arguments are written back into the response. With WithRepair (off by
+// default), a failing call whose arguments can be repaired into valid ones
+// (a code fence, a Python dict, "5" for a number, ...) is repaired and
+// written back instead of being sent back to the model. When every call is valid,
 // the response is returned. Otherwise, while retries remain (WithMaxRetries,
 // default 2), the model is called again with the original messages followed
 // by the rejected response — one AI message per tool call, each followed by
@@ -355,37 +381,26 @@ func (m *toolArgValidation) check(ctx context.Context, c *toolCall, tools toolSc
 	}
 
 	args := []byte(c.fn.Arguments)
-	var verr error
-	switch {
-	case m.cfg.strip == strip.Recursive:
-		v, err := validation.DecodeArgs(args)
-		if err != nil {
-			verr = err
-			break
+	v, removed, verr := m.inspect(args, schema)
+	if verr != nil && m.cfg.repair != nil {
+		if rv, reps := m.cfg.repair.Repair(args, schema); len(reps) > 0 && rv != nil {
+			if rremoved, rerr := m.inspectValue(rv, schema); rerr == nil {
+				m.setArgs(c, rv)
+				names := make([]string, len(reps))
+				for i, r := range reps {
+					names[i] = r.String()
+				}
+				m.emit(ctx, Event{Kind: EventRepaired, Attempt: attempt, Tool: c.fn.Name, CallID: c.id, Paths: names})
+				if len(rremoved) > 0 {
+					m.emit(ctx, Event{Kind: EventStripped, Attempt: attempt, Tool: c.fn.Name, CallID: c.id, Paths: rremoved})
+				}
+				return verdict{}, nil
+			}
 		}
-		if removed := strip.RecursiveStrip(v); len(removed) > 0 {
-			m.writeBack(ctx, c, v, removed, attempt)
-		}
-		if schema != nil {
-			verr = schema.Validate(v)
-		}
-	case schema == nil:
-		_, verr = validation.DecodeArgs(args)
-	default:
-		verr = schema.ValidateJSON(args)
-		if verr == nil || m.cfg.strip == strip.Off || isRootJSONError(verr) {
-			break
-		}
-		v, err := validation.DecodeArgs(args)
-		if err != nil {
-			verr = err
-			break
-		}
-		var removed []string
-		removed, verr = strip.SchemaAwareStrip(v, schema, schema.Validate(v))
-		if len(removed) > 0 {
-			m.writeBack(ctx, c, v, removed, attempt)
-		}
+	}
+	if len(removed) > 0 {
+		m.setArgs(c, v)
+		m.emit(ctx, Event{Kind: EventStripped, Attempt: attempt, Tool: c.fn.Name, CallID: c.id, Paths: removed})
 	}
 	if verr == nil {
 		return verdict{}, nil
@@ -397,21 +412,61 @@ func (m *toolArgValidation) check(ctx context.Context, c *toolCall, tools toolSc
 	return reject(ve, ""), nil
 }
 
+// inspect decodes, strips (per the mode) and validates a call's arguments,
+// without touching the call. It returns the decoded arguments when empty
+// values were removed from them, the removed paths, and the validation
+// result of what remains. A nil schema accepts any JSON object.
+func (m *toolArgValidation) inspect(args []byte, schema *validation.Schema) (any, []string, error) {
+	if m.cfg.strip == strip.Recursive || schema == nil {
+		v, err := validation.DecodeArgs(args)
+		if err != nil {
+			return nil, nil, err
+		}
+		removed, err := m.inspectValue(v, schema)
+		return v, removed, err
+	}
+	verr := schema.ValidateJSON(args)
+	if verr == nil || m.cfg.strip == strip.Off || isRootJSONError(verr) {
+		return nil, nil, verr
+	}
+	v, err := validation.DecodeArgs(args)
+	if err != nil {
+		return nil, nil, err
+	}
+	removed, verr := strip.SchemaAwareStrip(v, schema, schema.Validate(v))
+	return v, removed, verr
+}
+
+// inspectValue strips (per the mode, in place) and validates decoded
+// arguments, returning the removed paths and the validation result.
+func (m *toolArgValidation) inspectValue(v map[string]any, schema *validation.Schema) ([]string, error) {
+	var removed []string
+	if m.cfg.strip == strip.Recursive {
+		removed = strip.RecursiveStrip(v)
+	}
+	if schema == nil {
+		return removed, nil
+	}
+	verr := schema.Validate(v)
+	if verr != nil && m.cfg.strip == strip.SchemaAware {
+		removed, verr = strip.SchemaAwareStrip(v, schema, verr)
+	}
+	return removed, verr
+}
+
 func isRootJSONError(err error) bool {
 	ve, ok := err.(*validation.Error)
 	return ok && len(ve.Violations) == 1 && ve.Violations[0].Keyword == "json"
 }
 
-// writeBack replaces the call's arguments with v as compact JSON, in the
-// response (and in a legacy FuncCall that mirrors the call), and reports the
-// removed paths.
-func (m *toolArgValidation) writeBack(ctx context.Context, c *toolCall, v any, removed []string, attempt int) {
+// setArgs replaces the call's arguments with v as compact JSON, in the
+// response (and in a legacy FuncCall that mirrors the call).
+func (m *toolArgValidation) setArgs(c *toolCall, v any) {
 	args := compactJSON(v)
 	if c.mirror != nil {
 		c.mirror.Arguments = args
 	}
 	c.fn.Arguments = args
-	m.emit(ctx, Event{Kind: EventStripped, Attempt: attempt, Tool: c.fn.Name, CallID: c.id, Paths: removed})
 }
 
 // compactJSON encodes a decoded JSON value without HTML escaping, numbers

@@ -820,6 +820,7 @@ func TestOptionPanics(t *testing.T) {
 		"unknown strip":    func() { middleware.WithStripEmpty(strip.Mode(9)) },
 		"nil schema":       func() { middleware.WithSchema("x", nil) },
 		"unknown policy":   func() { middleware.WithUnknownTools(middleware.UnknownToolPolicy(7)) },
+		"nil repairer":     func() { middleware.WithRepair(nil) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {

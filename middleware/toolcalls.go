@@ -17,6 +17,7 @@ type toolCall struct {
 	index  int                // index in Choices[choice].ToolCalls; -1 for a legacy FuncCall
 	fn     *llms.FunctionCall // nil when the provider sent a tool call without a function
 	id     string
+	typ    string
 	// mirror is the choice's legacy FuncCall when it is a separate copy of
 	// this (first) call's function, so that rewritten arguments reach both.
 	mirror *llms.FunctionCall
@@ -58,7 +59,7 @@ func collectToolCalls(resp *llms.ContentResponse, salt int) []toolCall {
 		}
 		for ti := range ch.ToolCalls {
 			tc := &ch.ToolCalls[ti]
-			c := toolCall{choice: ci, index: ti, fn: tc.FunctionCall, id: tc.ID}
+			c := toolCall{choice: ci, index: ti, fn: tc.FunctionCall, id: tc.ID, typ: tc.Type}
 			if ti == 0 && ch.FuncCall != nil && tc.FunctionCall != nil && ch.FuncCall != tc.FunctionCall && *ch.FuncCall == *tc.FunctionCall {
 				c.mirror = ch.FuncCall
 			}
@@ -92,8 +93,9 @@ func synthesizeID(salt, position int, name, args string) string {
 	return "call_tg" + strconv.FormatUint(h.Sum64(), 36)
 }
 
-// responseText joins the non-empty text content of every choice of resp.
-func responseText(resp *llms.ContentResponse) string {
+// ResponseText joins the non-empty text content of every choice of resp
+// with newlines.
+func ResponseText(resp *llms.ContentResponse) string {
 	var parts []string
 	for _, ch := range resp.Choices {
 		if ch != nil && ch.Content != "" {
@@ -103,20 +105,51 @@ func responseText(resp *llms.ContentResponse) string {
 	return strings.Join(parts, "\n")
 }
 
-// replay builds the messages that show the model its rejected response and
-// what became of each tool call: for each call, in order, one AI message
-// holding that single call (the first also carries the response's text)
-// followed by one tool message whose content is answers[i]. This layout is
-// accepted by OpenAI, Anthropic and Google alike.
+// ToolCalls returns the tool calls of every choice of resp, in order:
+// providers put them in ToolCalls, Anthropic returns one choice per content
+// block, and a choice with only the legacy FuncCall contributes that call.
+// Each returned call has a Type ("function" when the provider gave none) and
+// an ID: a call that came without one gets a deterministic id, the same for
+// the same call at the same place of the same conversation, and the id is
+// written back into resp. salt tells apart the turns of a conversation: pass
+// the number of messages the model was sent. ToolArgValidation,
+// ToolCallLimit and the agent loop all use it, so they agree on ids.
 //
-// Calls without a function cannot be shown as tool calls; they are reported
-// in one human message at the end (answers[i] for them is ignored).
-func replay(resp *llms.ContentResponse, calls []toolCall, answers []string) []llms.MessageContent {
-	text := responseText(resp)
+// A returned call shares its FunctionCall with resp; it is nil when the
+// provider sent a call without a function.
+func ToolCalls(resp *llms.ContentResponse, salt int) []llms.ToolCall {
+	return toToolCalls(collectToolCalls(resp, salt))
+}
+
+func toToolCalls(calls []toolCall) []llms.ToolCall {
+	out := make([]llms.ToolCall, len(calls))
+	for i, c := range calls {
+		typ := c.typ
+		if typ == "" {
+			typ = "function"
+		}
+		out[i] = llms.ToolCall{ID: c.id, Type: typ, FunctionCall: c.fn}
+	}
+	return out
+}
+
+// ToolCallMessages returns the messages that record tool calls and what each
+// returned, in the layout OpenAI, Anthropic and Google all accept: for each
+// call, in order, one AI message holding that single call (the first also
+// carries text, the response's text content, when it is not empty) followed
+// by one tool message whose content is results[i]. ToolArgValidation and
+// ToolCallLimit replay rejected responses this way; an agent loop records
+// executed calls this way.
+//
+// Calls without a function cannot be shown as tool calls: they are reported
+// in one human message at the end asking the model to call again, and their
+// results are ignored. When no call can be shown, text becomes a plain AI
+// message. The messages hold copies of the calls' FunctionCalls.
+func ToolCallMessages(text string, calls []llms.ToolCall, results []string) []llms.MessageContent {
 	msgs := make([]llms.MessageContent, 0, 2*len(calls)+1)
 	broken := 0
 	for i, c := range calls {
-		if c.fn == nil {
+		if c.FunctionCall == nil {
 			broken++
 			continue
 		}
@@ -125,16 +158,20 @@ func replay(resp *llms.ContentResponse, calls []toolCall, answers []string) []ll
 			parts = append(parts, llms.TextContent{Text: text})
 			text = ""
 		}
-		fn := *c.fn
-		parts = append(parts, llms.ToolCall{ID: c.id, Type: "function", FunctionCall: &fn})
+		fn := *c.FunctionCall
+		typ := c.Type
+		if typ == "" {
+			typ = "function"
+		}
+		parts = append(parts, llms.ToolCall{ID: c.ID, Type: typ, FunctionCall: &fn})
 		msgs = append(msgs,
 			llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: parts},
 			llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
-				llms.ToolCallResponse{ToolCallID: c.id, Name: c.fn.Name, Content: answers[i]},
+				llms.ToolCallResponse{ToolCallID: c.ID, Name: fn.Name, Content: results[i]},
 			}},
 		)
 	}
-	if text != "" { // no call could be shown: keep the text as the AI turn
+	if text != "" {
 		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeAI, text))
 	}
 	if broken > 0 {
@@ -144,6 +181,12 @@ func replay(resp *llms.ContentResponse, calls []toolCall, answers []string) []ll
 				"Call the tools again, each with its name and a JSON object of arguments."))
 	}
 	return msgs
+}
+
+// replay shows the model its rejected response, each call answered by
+// answers[i], in the ToolCallMessages layout.
+func replay(resp *llms.ContentResponse, calls []toolCall, answers []string) []llms.MessageContent {
+	return ToolCallMessages(ResponseText(resp), toToolCalls(calls), answers)
 }
 
 // withReplay returns orig followed by extra, in a new slice: the caller's

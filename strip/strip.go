@@ -163,10 +163,9 @@ func SchemaAwareStrip(v any, s *validation.Schema, verr error) (removed []string
 			old := c.parent[c.key]
 			delete(c.parent, c.key)
 			after := s.Validate(v)
-			next := violationsOf(after)
-			if after == nil || (next != nil && isStrictSubset(next, current)) {
+			if validation.Improves(after, verr) {
 				removed = append(removed, c.path)
-				current, verr = next, after
+				current, verr = violationsOf(after), after
 				progress = true
 				if after == nil {
 					break
@@ -274,27 +273,6 @@ func violationsOf(err error) []validation.Violation {
 		return nil
 	}
 	return ve.Violations
-}
-
-// isStrictSubset reports whether every violation in a is in b and b has
-// more. Violations are compared by path, keyword and message: the value shown
-// for a violation at an ancestor of a removed key changes with the removal
-// without the violation being a new one.
-func isStrictSubset(a, b []validation.Violation) bool {
-	type key struct{ path, keyword, message string }
-	in := make(map[key]bool, len(b))
-	for _, v := range b {
-		in[key{v.Path, v.Keyword, v.Message}] = true
-	}
-	seen := make(map[key]bool, len(a))
-	for _, v := range a {
-		k := key{v.Path, v.Keyword, v.Message}
-		if !in[k] {
-			return false
-		}
-		seen[k] = true
-	}
-	return len(seen) < len(in)
 }
 
 func escapeToken(s string) string {

@@ -22,10 +22,15 @@ const DefaultCacheSize = 4096
 // first time it sees an identity. Modifying a map after passing it is not
 // noticed; pass a new map instead.
 //
-// A Cache is bounded: it keeps at most size identities and size compiled
-// schemas (DefaultCacheSize by default); when an insert finds it full it
-// forgets about an eighth of its entries, which are compiled again if they
-// come back. Memory stays flat however many distinct schema values a
+// A Cache is bounded: it keeps about size identities and size compiled
+// schemas (DefaultCacheSize by default; concurrent inserts may overshoot by
+// the number of goroutines inserting at once); when an insert finds it full
+// it forgets about an eighth of its entries, which are compiled again if
+// they come back. A schema whose value is rebuilt for every call (as
+// langchaingo's OpenAIFunctionsAgent does with its function maps) is
+// remembered under at most 8 identities and found by its fingerprint after
+// that, so such values are neither kept alive nor allowed to crowd out the
+// others. Memory stays flat however many distinct schema values a
 // long-running process passes through it.
 type Cache struct {
 	opts    []Option
@@ -39,7 +44,11 @@ type cacheEntry struct {
 	raw    []byte
 	schema *Schema
 	err    error
+	ids    atomic.Int32 // identities recorded for this content
 }
+
+// maxIdentities bounds the identities recorded for one schema content.
+const maxIdentities = 8
 
 // NewCache returns an empty Cache whose schemas are compiled with opts.
 func NewCache(opts ...Option) *Cache {
@@ -75,7 +84,7 @@ func (c *Cache) Get(schema any) (*Schema, error) {
 	}
 	e, _ := c.byHash.LoadOrStore(sha256.Sum256(raw), &cacheEntry{raw: raw})
 	entry := e.(*cacheEntry)
-	if hasID {
+	if hasID && entry.ids.Add(1) <= maxIdentities {
 		c.byID.LoadOrStore(id, entry)
 	}
 	return entry.get(c.opts)

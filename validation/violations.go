@@ -2,6 +2,8 @@ package validation
 
 import (
 	"cmp"
+	"encoding/json"
+	"math"
 	"math/big"
 	"net/url"
 	"slices"
@@ -145,7 +147,18 @@ func (s *Schema) leaf(out []Violation, e *jsonschema.ValidationError, instance a
 	case "":
 		return add("false", "no value is allowed here")
 	case "type":
-		return add(keyword, "expected "+strings.Join(n.Types, " or "))
+		out = add(keyword, "expected "+strings.Join(n.Types, " or "))
+		// The validator skips every other keyword of a node once its type
+		// fails, so a value that also breaks the node's enum or const would
+		// be reported as a type error alone, and the model would learn the
+		// allowed values only after another re-ask. Report them at once.
+		if len(n.Enum) > 0 && !slices.ContainsFunc(n.Enum, func(e any) bool { return jsonEqual(e, val) }) {
+			out = append(out, Violation{Path: path, Keyword: "enum", Message: enumMessage(n.Enum), Got: got})
+		}
+		if len(n.Constant) > 0 && !jsonEqual(n.Constant[0], val) {
+			out = append(out, Violation{Path: path, Keyword: "const", Message: "expected " + Preview(n.Constant[0], 200), Got: got})
+		}
+		return out
 	case "required":
 		for _, name := range n.Required {
 			if _, ok := obj[name]; ok {
@@ -190,15 +203,7 @@ func (s *Schema) leaf(out []Violation, e *jsonschema.ValidationError, instance a
 				Message: "missing property, required when " + quoteJSON(dep, maxPath) + " is present"})
 		}
 	case "enum":
-		vals := make([]string, 0, min(len(n.Enum), 21))
-		for i, ev := range n.Enum {
-			if i == 20 {
-				vals = append(vals, "and "+strconv.Itoa(len(n.Enum)-i)+" more")
-				break
-			}
-			vals = append(vals, Preview(ev, 80))
-		}
-		return add(keyword, "expected one of "+strings.Join(vals, ", "))
+		return add(keyword, enumMessage(n.Enum))
 	case "const":
 		if len(n.Constant) > 0 {
 			return add(keyword, "expected "+Preview(n.Constant[0], 200))
@@ -243,6 +248,79 @@ func (s *Schema) leaf(out []Violation, e *jsonschema.ValidationError, instance a
 		return add(keyword, "expected exactly one alternative of \"oneOf\" to match, but "+sanitize(e.Message, maxMessage))
 	}
 	return add(keyword, sanitize(e.Message, maxMessage))
+}
+
+// enumMessage says which values an enum allows, at most 20 of them.
+func enumMessage(enum []any) string {
+	vals := make([]string, 0, min(len(enum), 21))
+	for i, ev := range enum {
+		if i == 20 {
+			vals = append(vals, "and "+strconv.Itoa(len(enum)-i)+" more")
+			break
+		}
+		vals = append(vals, Preview(ev, 80))
+	}
+	return "expected one of " + strings.Join(vals, ", ")
+}
+
+// jsonEqual reports whether two decoded JSON values are equal as JSON
+// Schema's enum and const compare them: numbers by value (1 equals 1.0),
+// objects regardless of key order.
+func jsonEqual(a, b any) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !jsonEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !jsonEqual(xv, yv) {
+				return false
+			}
+		}
+		return true
+	}
+	ra, okA := numberRat(a)
+	rb, okB := numberRat(b)
+	return okA && okB && ra.Cmp(rb) == 0
+}
+
+// numberRat returns a decoded JSON number's exact value.
+func numberRat(v any) (*big.Rat, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		return new(big.Rat).SetString(string(x))
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return nil, false
+		}
+		return new(big.Rat).SetFloat64(x), true
+	case int:
+		return new(big.Rat).SetInt64(int64(x)), true
+	case int64:
+		return new(big.Rat).SetInt64(x), true
+	}
+	return nil, false
 }
 
 func countOf(v any) string {

@@ -1,7 +1,11 @@
 // Command quickstart shows toolguard catching a bad tool call, feeding the
-// errors back to the model and passing on the corrected call. It runs
-// offline: the model is a scripted fake that makes the mistakes real models
-// make (a number where a string belongs, null for an optional field).
+// errors back to the model and running the tool only with the corrected
+// call, in a toolguard agent with a typed tool.
+//
+// It runs offline on a scripted fake model that makes the mistakes real
+// models make (a number where a string belongs, null for an optional field).
+// With OPENAI_API_KEY set it runs on OpenAI instead (OPENAI_MODEL picks the
+// model).
 //
 //	go run ./examples/quickstart
 package main
@@ -16,9 +20,10 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/openai"
+	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
-	"github.com/toolguard/toolguard/validation"
 )
 
 // WeatherArgs are the arguments of the get_weather tool. Its JSON Schema is
@@ -37,64 +42,67 @@ func (Units) JSONSchema() *jsonschema.Schema {
 }
 
 func main() {
-	if err := run(context.Background(), os.Stdout); err != nil {
+	model, err := chooseModel(os.Stdout)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := run(context.Background(), os.Stdout, model); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(ctx context.Context, out io.Writer) error {
-	weather := llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "get_weather",
-		Description: "Current weather in a city.",
-		Parameters:  validation.Typed[WeatherArgs](),
-	}}
+// chooseModel returns OpenAI when OPENAI_API_KEY is set, else the scripted
+// fake model.
+func chooseModel(out io.Writer) (llms.Model, error) {
+	if os.Getenv("OPENAI_API_KEY") == "" {
+		fmt.Fprintln(out, "OPENAI_API_KEY is not set: running on a scripted fake model.")
+		return scriptedModel(), nil
+	}
+	return openai.New()
+}
 
-	// The model's script: a bad call, the corrected call, the answer.
-	model := fakemodel.New(
+// scriptedModel makes a bad call, then the corrected call, then answers.
+func scriptedModel() *fakemodel.Model {
+	return fakemodel.New(
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": 75001, "units": null}`)),
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`)),
 		fakemodel.Text("It is 18 °C and sunny in Paris."),
 	)
+}
 
-	llm := middleware.Wrap(model,
-		middleware.ToolArgValidation(middleware.WithEventHandler(func(_ context.Context, e middleware.Event) {
-			switch e.Kind {
-			case middleware.EventStripped:
-				fmt.Fprintf(out, "  toolguard: removed empty values at %s\n", strings.Join(e.Paths, ", "))
-			case middleware.EventInvalid:
-				fmt.Fprintf(out, "  toolguard: %s has invalid arguments\n", e.CallID)
-			}
-		})),
-		trace(out), // innermost: sees every raw model call
+func run(ctx context.Context, out io.Writer, model llms.Model) error {
+	// The tool: it receives only arguments that passed validation, decoded
+	// into WeatherArgs.
+	weather := agent.NewTool("get_weather", "Current weather in a city.",
+		func(_ context.Context, args WeatherArgs) (string, error) {
+			fmt.Fprintf(out, "tool get_weather runs with city=%q units=%q\n", args.City, args.Units)
+			return `{"temperature_c": 18, "sky": "sunny"}`, nil
+		})
+
+	a := agent.New(model, []agent.Tool{weather},
+		agent.WithSystemPrompt("You answer weather questions with the get_weather tool."),
+		agent.WithMiddleware(
+			middleware.ToolArgValidation(middleware.WithEventHandler(func(_ context.Context, e middleware.Event) {
+				switch e.Kind {
+				case middleware.EventStripped:
+					fmt.Fprintf(out, "  toolguard: removed empty values at %s\n", strings.Join(e.Paths, ", "))
+				case middleware.EventInvalid:
+					fmt.Fprintf(out, "  toolguard: %s has invalid arguments\n", e.CallID)
+				}
+			})),
+			trace(out), // innermost: sees every raw model call
+		),
 	)
 
-	msgs := []llms.MessageContent{
-		llms.TextParts(llms.ChatMessageTypeSystem, "You answer weather questions with the get_weather tool."),
-		llms.TextParts(llms.ChatMessageTypeHuman, "What's the weather in Paris?"),
+	const question = "What's the weather in Paris?"
+	fmt.Fprintln(out, "user:", question)
+	res, err := a.Run(ctx, question)
+	if err != nil {
+		return err
 	}
-	fmt.Fprintln(out, "user: What's the weather in Paris?")
-	for range 5 {
-		resp, err := llm.GenerateContent(ctx, msgs, llms.WithTools([]llms.Tool{weather}))
-		if err != nil {
-			return err
-		}
-		choice := resp.Choices[0]
-		if len(choice.ToolCalls) == 0 {
-			fmt.Fprintf(out, "assistant: %s\n\n", choice.Content)
-			fmt.Fprintf(out, "%d model calls; the tool ran once, with valid arguments.\n", len(model.Requests()))
-			return nil
-		}
-		for _, tc := range choice.ToolCalls {
-			result := getWeather(tc.FunctionCall.Arguments)
-			fmt.Fprintf(out, "agent runs %s(%s) -> %s\n", tc.FunctionCall.Name, tc.FunctionCall.Arguments, result)
-			msgs = append(msgs,
-				llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{tc}},
-				llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
-					llms.ToolCallResponse{ToolCallID: tc.ID, Name: tc.FunctionCall.Name, Content: result},
-				}})
-		}
-	}
-	return fmt.Errorf("quickstart: the model did not finish")
+	fmt.Fprintf(out, "assistant: %s\n\n", res.Output)
+	fmt.Fprintf(out, "%d model calls; the tool ran %s, with valid arguments.\n", res.ModelCalls, times(len(res.Steps)))
+	return nil
 }
 
 // trace is a middleware that prints the feedback a re-ask carries and the
@@ -128,7 +136,12 @@ func trace(out io.Writer) middleware.Middleware {
 	})
 }
 
-// getWeather is the tool. It receives only arguments that passed validation.
-func getWeather(string) string {
-	return `{"temperature_c": 18, "sky": "sunny"}`
+func times(n int) string {
+	switch n {
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return fmt.Sprintf("%d times", n)
 }

@@ -1,0 +1,299 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/validation"
+)
+
+// ErrMaxIterations is returned by Run, with the partial *Result, when the
+// model still calls tools after the last iteration (WithMaxIterations).
+var ErrMaxIterations = errors.New("agent: the model did not finish within the maximum number of iterations")
+
+// ErrUnknownTool is wrapped by the Step.Err of a tool call that names no tool
+// of the agent. The model is told which tools exist and the run goes on.
+var ErrUnknownTool = errors.New("agent: unknown tool")
+
+// Agent is a tool-calling agent: it sends the model the user's input and
+// every tool's JSON Schema, runs the tool calls the model asks for, sends it
+// the results, and repeats until the model answers in text.
+//
+// An Agent is safe for concurrent use: each Run keeps its own state, so one
+// Agent may serve many runs at once (its tools and middlewares must then be
+// safe for concurrent use, as the built-in ones are).
+type Agent struct {
+	model    llms.Model // the model wrapped in the middlewares and the call counter
+	tools    map[string]Tool
+	names    []string          // the tools' names, sorted, for the unknown-tool message
+	defs     []llms.Tool       // what the model is sent, built once
+	callOpts []llms.CallOption // llms.WithTools(defs), or none without tools
+	system   string
+	maxIt    int
+	maxPar   int
+}
+
+// New returns an agent that drives model with tools.
+//
+// Each tool's definition — name, description and Schema() as the
+// llms.FunctionDefinition.Parameters — is built once, here, and sent with
+// every model call through llms.WithTools. Parameters is always a
+// map[string]any, the one form every langchaingo provider accepts (googleai
+// requires it): a *validation.Schema becomes its Map(), which
+// ToolArgValidation still recognizes as the typed schema with its Validate
+// hook; a map is sent as is; any other schema value is converted to a map
+// once; a nil schema becomes {"type": "object", "properties": {}}. Because the
+// same values are sent on every call, ToolArgValidation compiles each schema
+// once.
+//
+// New panics if model is nil, a tool is nil, has an empty name, or two tools
+// share a name.
+func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
+	if model == nil {
+		panic("agent: New called with a nil model")
+	}
+	cfg := config{maxIterations: DefaultMaxIterations, maxConcurrency: DefaultMaxConcurrency}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	a := &Agent{
+		tools:  make(map[string]Tool, len(tools)),
+		names:  make([]string, 0, len(tools)),
+		defs:   make([]llms.Tool, 0, len(tools)),
+		system: cfg.systemPrompt,
+		maxIt:  cfg.maxIterations,
+		maxPar: cfg.maxConcurrency,
+	}
+	for i, t := range tools {
+		if t == nil {
+			panic(fmt.Sprintf("agent: New: tool %d is nil", i))
+		}
+		name := t.Name()
+		if name == "" {
+			panic(fmt.Sprintf("agent: New: tool %d has no name", i))
+		}
+		if _, dup := a.tools[name]; dup {
+			panic(fmt.Sprintf("agent: New: two tools are named %q", name))
+		}
+		a.tools[name] = t
+		a.names = append(a.names, name)
+		a.defs = append(a.defs, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+			Name:        name,
+			Description: t.Description(),
+			Parameters:  parameters(t.Schema()),
+		}})
+	}
+	slices.Sort(a.names)
+	if len(a.defs) > 0 {
+		a.callOpts = []llms.CallOption{llms.WithTools(a.defs)}
+	}
+	// The counter is the innermost middleware: it sees every call that
+	// reaches the model, re-asks and retries included.
+	mws := append(slices.Clone(cfg.middlewares), middleware.Func(countModelCalls))
+	a.model = middleware.Wrap(model, mws...)
+	return a
+}
+
+// parameters returns schema in the form sent as FunctionDefinition.Parameters.
+func parameters(schema any) any {
+	switch s := schema.(type) {
+	case nil:
+		return map[string]any{"type": "object", "properties": map[string]any{}}
+	case map[string]any:
+		return s
+	case *validation.Schema:
+		if s == nil {
+			return parameters(nil)
+		}
+		return s.Map()
+	}
+	var raw []byte
+	switch s := schema.(type) {
+	case json.RawMessage:
+		raw = s
+	case []byte:
+		raw = s
+	case string:
+		raw = []byte(s)
+	default:
+		b, err := json.Marshal(schema)
+		if err != nil {
+			return schema // let ToolArgValidation report the schema error
+		}
+		raw = b
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return schema
+	}
+	return m
+}
+
+// modelCallsKey is the context key of a run's model-call counter.
+type modelCallsKey struct{}
+
+func countModelCalls(next middleware.Handler) middleware.Handler {
+	return func(ctx context.Context, req *middleware.Request) (*llms.ContentResponse, error) {
+		if n, ok := ctx.Value(modelCallsKey{}).(*atomic.Int64); ok {
+			n.Add(1)
+		}
+		return next(ctx, req)
+	}
+}
+
+// Result is what a run did.
+type Result struct {
+	// Output is the model's final text answer; "" when the run did not
+	// finish.
+	Output string
+	// Messages is the whole transcript: the system prompt (if any), the
+	// input, then for each model turn with tool calls one AI message per
+	// call followed by its tool message, and the final AI answer. Re-asks
+	// made inside a middleware are not part of it: it holds only the calls
+	// that ran.
+	Messages []llms.MessageContent
+	// Steps lists every tool call the agent handled, in order.
+	Steps []Step
+	// ModelCalls counts the calls that reached the agent's model, including
+	// those made by middlewares that re-ask (ToolArgValidation,
+	// ToolCallLimit) or retry (ModelRetry), and those that failed.
+	ModelCalls int
+}
+
+// Step is one tool call of a run.
+type Step struct {
+	// CallID is the call's id, as the model sent it or, when it sent none,
+	// synthesized deterministically (the same one ToolArgValidation would
+	// synthesize).
+	CallID string
+	// Tool is the name the model called.
+	Tool string
+	// Arguments is the JSON object of arguments the tool received (after
+	// the middlewares, so with empty values stripped where needed).
+	Arguments string
+	// Result is what the tool returned; "" when Err is not nil.
+	Result string
+	// Err is the tool's error (a *validation.Error for arguments a
+	// NewTool or NewSchemaTool tool rejects), an error wrapping
+	// ErrUnknownTool, or, for a call that came without a function, an
+	// error saying so. The model was told about it.
+	Err error
+}
+
+// Run answers input: it sends the model the system prompt and input with
+// every tool, runs the tool calls of each response and sends their results
+// back, until the model answers without calling a tool.
+//
+// The tool calls of one response run in parallel, at most WithMaxConcurrency
+// at a time, and are recorded in call order. A tool's error, and a call
+// naming no tool of the agent, do not end the run: they become the call's
+// tool message ("Error: ..." for a tool error, the ToolArgValidation feedback
+// for a *validation.Error, the list of available tools for an unknown name),
+// so the model can react. A response's text is kept in the transcript.
+//
+// Run returns a non-nil *Result in every case, holding what was done so far:
+//
+//   - nil error: the model answered; Output is its text.
+//   - ErrMaxIterations: the model still called tools after WithMaxIterations
+//     turns.
+//   - ctx's error (errors.Is(err, context.Canceled) or
+//     context.DeadlineExceeded): ctx was done. Run returns at once, without
+//     waiting for tools still running; they were given ctx and should stop.
+//     Tool calls not yet started never start. Messages then ends before the
+//     interrupted turn; Steps holds the calls that finished.
+//   - any other error: the model call failed (after the middlewares' own
+//     retries); the error wraps it.
+//
+// Each Run starts a run scope (middleware.WithRun), so a ToolCallLimit with
+// WithRunLimit among the agent's middlewares counts the tool calls of this
+// run only, however the transcript looks; a thread named in ctx with
+// middleware.WithThread carries over from run to run (WithThreadLimit).
+// With ToolCallLimit's ExitEnd, the limit's text answer ends the run as its
+// Output; with ExitError, Run returns an error wrapping the
+// *middleware.LimitExceededError.
+//
+// Run starts a fresh count of ModelCalls. A tool that panics makes Run panic
+// on the caller's goroutine, with a message naming the tool and giving its
+// panic value and stack.
+func (a *Agent) Run(ctx context.Context, input string) (*Result, error) {
+	ctx = middleware.WithRun(ctx)
+	calls := new(atomic.Int64)
+	ctx = context.WithValue(ctx, modelCallsKey{}, calls)
+	res := &Result{}
+	if a.system != "" {
+		res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeSystem, a.system))
+	}
+	res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeHuman, input))
+	err := a.loop(ctx, res)
+	res.ModelCalls = int(calls.Load())
+	return res, err
+}
+
+func (a *Agent) loop(ctx context.Context, res *Result) error {
+	for range a.maxIt {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// The model gets its own copy of the transcript: a middleware or
+		// model that appends to it must not write into ours.
+		sent := slices.Clip(res.Messages)
+		resp, err := a.model.GenerateContent(ctx, sent, a.callOpts...)
+		if err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return ctxErr
+			}
+			return fmt.Errorf("agent: model call: %w", err)
+		}
+		text := middleware.ResponseText(resp)
+		// Ids as ToolArgValidation synthesizes them, when the model sent none.
+		calls := middleware.ToolCalls(resp, len(sent))
+		if len(calls) == 0 {
+			res.Output = text
+			res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeAI, text))
+			return nil
+		}
+		steps, answers, err := a.runTools(ctx, calls)
+		res.Steps = append(res.Steps, steps...)
+		if err != nil {
+			return err
+		}
+		res.Messages = append(res.Messages, middleware.ToolCallMessages(text, calls, answers)...)
+	}
+	return fmt.Errorf("%w (%d)", ErrMaxIterations, a.maxIt)
+}
+
+// maxToolError bounds the text of a tool error shown to the model.
+const maxToolError = 2048
+
+// toolMessage returns the content of the tool message of a step that ran.
+func toolMessage(s Step) string {
+	if s.Err == nil {
+		return s.Result
+	}
+	var ve *validation.Error
+	if errors.As(s.Err, &ve) {
+		return errfmt.Feedback(ve)
+	}
+	msg := s.Err.Error()
+	if len(msg) > maxToolError {
+		cut := maxToolError
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + validation.Ellipsis
+	}
+	return "Error: " + msg
+}

@@ -1,0 +1,34 @@
+// Package agent is a tool-calling agent loop for any langchaingo llms.Model
+// whose every model call goes through a toolguard middleware chain.
+//
+//	weather := agent.NewTool("get_weather", "Current weather in a city.",
+//		func(ctx context.Context, args WeatherArgs) (string, error) { ... })
+//
+//	a := agent.New(llm, []agent.Tool{weather},
+//		agent.WithSystemPrompt("You answer weather questions."),
+//		agent.WithMiddleware(middleware.ToolArgValidation()),
+//	)
+//	res, err := a.Run(ctx, "What's the weather in Paris?")
+//	// res.Output is the answer, res.Steps the tool calls that ran.
+//
+// A run sends the system prompt and the input, with every tool's real JSON
+// Schema in llms.WithTools, then loops: it runs the tool calls of the
+// model's response (in parallel, WithMaxConcurrency), appends each call and
+// its result to the transcript and calls the model again, until the model
+// answers in text or WithMaxIterations turns have passed (ErrMaxIterations).
+//
+// Tools come from NewTool (arguments decoded into a Go struct whose schema
+// is inferred with validation.Typed), NewSchemaTool (a raw JSON Schema,
+// arguments as a map), the subpackage lctool (langchaingo tools.Tool values)
+// or any type implementing Tool.
+//
+// The transcript uses the layout every provider accepts: one AI message per
+// tool call, each followed by its tool message, with call ids synthesized
+// deterministically when the provider sends none. A tool's error and a call
+// of a tool that does not exist become tool messages the model reads, never
+// an aborted run. Cancelling the context stops a run promptly.
+//
+// Each Run starts its own count of model calls (Result.ModelCalls), so one
+// Agent serves concurrent runs. The package imports langchaingo's llms
+// package only, never agents, chains or tools.
+package agent

@@ -1,0 +1,32 @@
+// Package mcptool offers the tools of an MCP server to an agent, over the
+// official Go SDK client (github.com/modelcontextprotocol/go-sdk).
+//
+// Tools lists every tool of a connected *mcp.ClientSession and adapts each to
+// agent.Tool. A tool's Schema is the server's own inputSchema, so the model
+// is sent exactly what the server declared and middleware.ToolArgValidation
+// checks each call against it before any request reaches the server: a call
+// with bad arguments is answered with feedback and corrected by the model,
+// and never costs a network round trip.
+//
+//	client := mcp.NewClient(&mcp.Implementation{Name: "my-agent", Version: "v1"}, nil)
+//	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command("npx", "-y", "@modelcontextprotocol/server-everything")}, nil)
+//	if err != nil { ... }
+//	defer session.Close()
+//	tools, err := mcptool.Tools(ctx, session)
+//
+// Calling a tool sends its arguments with CallTool and returns the result's
+// content as text: text parts joined by newlines, other parts described in
+// brackets (for example "[image image/png, 1234 bytes]"). A result the
+// server marks as an error (IsError) is returned as a *ToolError whose text
+// is the server's message, so the agent shows the model what went wrong;
+// protocol and transport failures are returned as other errors.
+//
+// The session belongs to the caller: mcptool never closes it. The adapted
+// tools are immutable and safe for concurrent use, as is the session.
+//
+// Closing a session over mcp.CommandTransport closes the server's stdin and
+// waits for the process to exit, signalling it after five seconds. Some
+// servers only exit on a signal, and npx runs the server as a grandchild
+// that a signal to npx does not reach: examples/mcp starts npx in a process
+// group of its own and stops the group.
+package mcptool

@@ -1,0 +1,56 @@
+// Command eval measures the model calls toolguard saves on real tool calls.
+//
+// It takes the unique ground-truth calls of the Berkeley Function Calling
+// Leaderboard (../shared/corpus/bfcl), corrupts each in the ways models get
+// tool calls wrong, and sends every corrupted call through
+// ToolArgValidation in several configurations, with a simulated model that
+// fixes exactly what the feedback points at (fakemodel.SelfCorrecting). It
+// prints one Markdown table for all corrupted calls and one per kind of
+// corruption. The output is deterministic: the corruptions are drawn from a
+// fixed seed.
+//
+//	go run ./examples/eval
+//	go run ./examples/eval -corpus path/to/bfcl -seed 7 -sample 500
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/toolguard/toolguard/internal/eval"
+)
+
+// DefaultSeed is the seed of the published table.
+const DefaultSeed = 20260921
+
+func main() {
+	corpus := flag.String("corpus", "../shared/corpus/bfcl", "directory holding BFCL's tools.jsonl and calls.jsonl")
+	seed := flag.Uint64("seed", DefaultSeed, "seed of the corruptions")
+	sample := flag.Int("sample", 0, "use only the first n unique calls (0: all)")
+	flag.Parse()
+	start := time.Now()
+	if err := run(context.Background(), os.Stdout, *corpus, *seed, *sample); err != nil {
+		fmt.Fprintln(os.Stderr, "eval:", err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "eval: done in %v\n", time.Since(start).Round(time.Millisecond))
+}
+
+func run(ctx context.Context, w io.Writer, corpus string, seed uint64, sample int) error {
+	cases, err := eval.Load(corpus)
+	if err != nil {
+		return err
+	}
+	if sample > 0 && sample < len(cases) {
+		cases = cases[:sample]
+	}
+	report, err := eval.Run(ctx, cases, eval.Options{Seed: seed})
+	if err != nil {
+		return err
+	}
+	return report.Markdown(w)
+}

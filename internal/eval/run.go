@@ -1,0 +1,254 @@
+package eval
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/repair"
+	"github.com/toolguard/toolguard/strip"
+)
+
+// MaxRetries is the re-ask budget of every configuration: at most
+// 1 + MaxRetries model calls per tool call.
+const MaxRetries = 2
+
+// Config is one ToolArgValidation set-up under test.
+type Config struct {
+	Name    string
+	Options []middleware.ValidationOption
+}
+
+// Configs returns the configurations of the evaluation, toolguard's
+// default first. All re-ask up to MaxRetries times; the last two differ
+// from the default only in the feedback text.
+func Configs() []Config {
+	return []Config{
+		{Name: "toolguard default"},
+		{Name: "default + repair", Options: []middleware.ValidationOption{middleware.WithRepair(repair.Default())}},
+		{Name: "strip off", Options: []middleware.ValidationOption{middleware.WithStripEmpty(strip.Off)}},
+		{Name: "first error only (v5 Error())", Options: []middleware.ValidationOption{middleware.WithFeedback(FirstError)}},
+		{Name: "LangChain proposal format", Options: []middleware.ValidationOption{middleware.WithFeedback(LangChain)}},
+	}
+}
+
+// Stats aggregates the outcome of corrupted calls under one configuration.
+type Stats struct {
+	Calls      int   // corrupted calls run
+	Valid      int   // calls whose final arguments validate
+	ModelCalls int   // model calls made, over all calls
+	NoCall     int   // calls valid after the first model call (stripped or repaired, no re-ask)
+	Feedback   []int // the size in bytes of every feedback message sent
+}
+
+func (s *Stats) add(o *Stats) {
+	s.Calls += o.Calls
+	s.Valid += o.Valid
+	s.ModelCalls += o.ModelCalls
+	s.NoCall += o.NoCall
+	s.Feedback = append(s.Feedback, o.Feedback...)
+}
+
+// KindReport is the outcome for one corruption kind.
+type KindReport struct {
+	Kind       Kind
+	Applicable int     // calls the kind applied to
+	Skipped    int     // calls it did not apply to
+	ByConfig   []Stats // in the order of Report.Configs
+}
+
+// Report is the outcome of a run.
+type Report struct {
+	Seed    uint64
+	Cases   int
+	Configs []string
+	Kinds   []KindReport // in the order of Kinds
+}
+
+// Overall pools every kind's stats for configuration i.
+func (r *Report) Overall(i int) Stats {
+	var s Stats
+	for _, k := range r.Kinds {
+		s.add(&k.ByConfig[i])
+	}
+	return s
+}
+
+// Options configure Run.
+type Options struct {
+	Seed    uint64   // seeds every corruption (see Prepared.Corrupt)
+	Configs []Config // default: Configs()
+	Kinds   []Kind   // default: Kinds
+	Workers int      // default: GOMAXPROCS
+}
+
+// Run corrupts every case in every kind and sends each corrupted call
+// through every configuration, with fakemodel.SelfCorrecting as the model.
+// The report is the same for the same cases and seed, however many workers
+// run it.
+func Run(ctx context.Context, cases []Case, opts Options) (*Report, error) {
+	if opts.Configs == nil {
+		opts.Configs = Configs()
+	}
+	if opts.Kinds == nil {
+		opts.Kinds = Kinds
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	mws := make([]middleware.Middleware, len(opts.Configs))
+	names := make([]string, len(opts.Configs))
+	for i, c := range opts.Configs {
+		mws[i] = middleware.ToolArgValidation(append([]middleware.ValidationOption{middleware.WithMaxRetries(MaxRetries)}, c.Options...)...)
+		names[i] = c.Name
+	}
+
+	newReport := func() *Report {
+		r := &Report{Seed: opts.Seed, Configs: names, Kinds: make([]KindReport, len(opts.Kinds))}
+		for i, k := range opts.Kinds {
+			r.Kinds[i] = KindReport{Kind: k, ByConfig: make([]Stats, len(names))}
+		}
+		return r
+	}
+	total := newReport()
+	total.Cases = len(cases)
+
+	var (
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	next := make(chan int)
+	for range opts.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			local := newReport()
+			for i := range next {
+				if err := runCase(ctx, cases[i], i, opts, mws, local); err != nil {
+					mu.Lock()
+					firstErr = cmpErr(firstErr, err)
+					mu.Unlock()
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for i := range local.Kinds {
+				total.Kinds[i].Applicable += local.Kinds[i].Applicable
+				total.Kinds[i].Skipped += local.Kinds[i].Skipped
+				for j := range names {
+					total.Kinds[i].ByConfig[j].add(&local.Kinds[i].ByConfig[j])
+				}
+			}
+		}()
+	}
+	for i := range cases {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for i := range total.Kinds {
+		for j := range names {
+			slices.Sort(total.Kinds[i].ByConfig[j].Feedback)
+		}
+	}
+	return total, nil
+}
+
+// cmpErr keeps the first error in a deterministic order.
+func cmpErr(a, b error) error {
+	if a == nil || (b != nil && b.Error() < a.Error()) {
+		return b
+	}
+	return a
+}
+
+func runCase(ctx context.Context, c Case, index int, opts Options, mws []middleware.Middleware, r *Report) error {
+	p, err := Prepare(c)
+	if err != nil {
+		return err
+	}
+	for ki, kind := range opts.Kinds {
+		cor, ok := p.Corrupt(opts.Seed, index, kind)
+		kr := &r.Kinds[ki]
+		if !ok {
+			kr.Skipped++
+			continue
+		}
+		kr.Applicable++
+		for ci, mw := range mws {
+			out, err := Attempt(ctx, mw, c.Tool, cor)
+			if err != nil {
+				return fmt.Errorf("%s, %v, %s: %w", c.ID, kind, r.Configs[ci], err)
+			}
+			s := &kr.ByConfig[ci]
+			s.Calls++
+			s.ModelCalls += out.ModelCalls
+			s.Feedback = append(s.Feedback, out.Feedback...)
+			if out.Valid {
+				s.Valid++
+				if out.ModelCalls == 1 {
+					s.NoCall++
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Outcome is what became of one corrupted call.
+type Outcome struct {
+	ModelCalls int    // model calls made
+	Valid      bool   // the returned arguments validate
+	Final      string // the returned arguments
+	Feedback   []int  // the size of each feedback message sent
+}
+
+// Attempt sends one corrupted call of tool through mw, with a
+// fakemodel.SelfCorrecting model that first sends cor.First and then
+// corrects it from the feedback toward cor.Truth.
+func Attempt(ctx context.Context, mw middleware.Middleware, tool string, cor Corrupted) (Outcome, error) {
+	step := fakemodel.SelfCorrecting(tool, cor.Truth, cor.First)
+	steps := make([]fakemodel.Step, 1+MaxRetries)
+	for i := range steps {
+		steps[i] = step
+	}
+	m := fakemodel.New(steps...)
+	llm := middleware.Wrap(m, mw)
+	t := llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: tool, Parameters: cor.Schema}}
+	resp, err := llm.GenerateContent(ctx,
+		[]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Call "+tool+".")},
+		llms.WithTools([]llms.Tool{t}))
+	if err != nil {
+		return Outcome{}, err
+	}
+	reqs := m.Requests()
+	out := Outcome{ModelCalls: len(reqs)}
+	for _, req := range reqs[1:] {
+		last := req.Messages[len(req.Messages)-1]
+		for _, part := range last.Parts {
+			if tr, ok := part.(llms.ToolCallResponse); ok {
+				out.Feedback = append(out.Feedback, len(tr.Content))
+			}
+		}
+	}
+	if len(resp.Choices) > 0 && len(resp.Choices[0].ToolCalls) > 0 {
+		out.Final = resp.Choices[0].ToolCalls[0].FunctionCall.Arguments
+		out.Valid = cor.Schema.ValidateJSON([]byte(out.Final)) == nil
+	}
+	return out, nil
+}

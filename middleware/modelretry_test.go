@@ -1,0 +1,773 @@
+package middleware_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/retry"
+)
+
+// The provider's error texts, verbatim (full stops included).
+var (
+	//lint:ignore ST1005 verbatim provider error text
+	err401 = errors.New("API returned unexpected status code: 401: Incorrect API key provided: sk-abc.")
+	//lint:ignore ST1005 verbatim provider error text
+	err429 = errors.New("API returned unexpected status code: 429: Rate limit reached for gpt-4o-mini on requests per min (RPM): Limit 3, Used 3, Requested 1.")
+	err503 = errors.New("API returned unexpected status code: 503: The engine is currently overloaded, please try again later")
+)
+
+func retryQuestion() []llms.MessageContent {
+	return []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "What is the weather in Paris?")}
+}
+
+// sleepRecorder replaces ModelRetry's wait: it records the waits asked for
+// and returns at once.
+type sleepRecorder struct {
+	mu    sync.Mutex
+	waits []time.Duration
+}
+
+func (r *sleepRecorder) sleep(ctx context.Context, d time.Duration) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.waits = append(r.waits, d)
+	return ctx.Err()
+}
+
+func (r *sleepRecorder) recorded() []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Duration(nil), r.waits...)
+}
+
+type eventRecorder struct {
+	mu     sync.Mutex
+	events []middleware.Event
+}
+
+func (r *eventRecorder) record(_ context.Context, e middleware.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+func (r *eventRecorder) kinds() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ks []string
+	for _, e := range r.events {
+		ks = append(ks, fmt.Sprintf("%s:%s#%d", e.Middleware, e.Kind, e.Attempt))
+	}
+	return ks
+}
+
+func constant(d time.Duration) middleware.RetryOption {
+	return middleware.WithBackOff(func() backoff.BackOff { return backoff.NewConstantBackOff(d) })
+}
+
+func text(t *testing.T, resp *llms.ContentResponse) string {
+	t.Helper()
+	if resp == nil || len(resp.Choices) == 0 {
+		t.Fatalf("response = %v, want one choice", resp)
+	}
+	return resp.Choices[0].Content
+}
+
+func asRetryError(t *testing.T, err error) *retry.Error {
+	t.Helper()
+	var re *retry.Error
+	if !errors.As(err, &re) {
+		t.Fatalf("err = %v (%T), want a *retry.Error", err, err)
+	}
+	return re
+}
+
+func TestModelRetryRetriesTransientErrors(t *testing.T) {
+	t.Parallel()
+	model := fakemodel.New(fakemodel.Fail(err429), fakemodel.Fail(err503), fakemodel.Text("It is sunny."))
+	var sleeps sleepRecorder
+	var events eventRecorder
+	llm := middleware.Wrap(model, middleware.ModelRetry(
+		middleware.WithSleep(sleeps.sleep), middleware.WithEventHandler(events.record)))
+
+	resp, err := llm.GenerateContent(context.Background(), retryQuestion())
+	if err != nil {
+		t.Fatalf("GenerateContent() error = %v, want nil", err)
+	}
+	if got := text(t, resp); got != "It is sunny." {
+		t.Errorf("GenerateContent() text = %q, want %q", got, "It is sunny.")
+	}
+	if got := len(model.Requests()); got != 3 {
+		t.Errorf("model calls = %d, want 3", got)
+	}
+	// The default policy: about 1s, then about 2s (±25%).
+	waits := sleeps.recorded()
+	if len(waits) != 2 ||
+		waits[0] < 750*time.Millisecond || waits[0] > 1250*time.Millisecond ||
+		waits[1] < 1500*time.Millisecond || waits[1] > 2500*time.Millisecond {
+		t.Errorf("waits = %v, want [~1s ~2s] within ±25%%", waits)
+	}
+	want := []middleware.Event{
+		{Kind: middleware.EventRetry, Middleware: "ModelRetry", Attempt: 1, Err: err429},
+		{Kind: middleware.EventRetry, Middleware: "ModelRetry", Attempt: 2, Err: err503},
+	}
+	if len(events.events) != len(want) {
+		t.Fatalf("events = %v, want %v", events.kinds(), want)
+	}
+	for i, e := range events.events {
+		if e.Kind != want[i].Kind || e.Middleware != want[i].Middleware || e.Attempt != want[i].Attempt ||
+			e.Err != want[i].Err || e.Wait != waits[i] {
+			t.Errorf("event %d = %+v, want %+v with Wait %v", i, e, want[i], waits[i])
+		}
+	}
+}
+
+func TestModelRetryPermanentError(t *testing.T) {
+	t.Parallel()
+	model := fakemodel.New(fakemodel.Fail(err401), fakemodel.Text("never"))
+	var sleeps sleepRecorder
+	var events eventRecorder
+	llm := middleware.Wrap(model, middleware.ModelRetry(
+		middleware.WithSleep(sleeps.sleep), middleware.WithEventHandler(events.record)))
+
+	_, err := llm.GenerateContent(context.Background(), retryQuestion())
+	if !errors.Is(err, err401) {
+		t.Fatalf("GenerateContent() error = %v, want one that errors.Is the 401", err)
+	}
+	if re := asRetryError(t, err); re.Attempts != 1 {
+		t.Errorf("Attempts = %d, want 1", re.Attempts)
+	}
+	if got := len(model.Requests()); got != 1 {
+		t.Errorf("model calls = %d, want 1", got)
+	}
+	if waits := sleeps.recorded(); len(waits) != 0 {
+		t.Errorf("waits = %v, want none", waits)
+	}
+	if got, want := events.kinds(), []string{"ModelRetry:give_up#1"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("events = %v, want %v", got, want)
+	}
+}
+
+func TestModelRetryMaxRetries(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name         string
+		opts         []middleware.RetryOption
+		failures     int
+		wantCalls    int
+		wantAttempts int // 0: the call succeeds
+	}{
+		{name: "default gives up after 3 attempts", failures: 3, wantCalls: 3, wantAttempts: 3},
+		{name: "default succeeds on the third attempt", failures: 2, wantCalls: 3},
+		{name: "WithMaxRetries(5) succeeds on the sixth attempt", opts: []middleware.RetryOption{middleware.WithMaxRetries(5)}, failures: 5, wantCalls: 6},
+		{name: "WithMaxRetries(5) gives up after 6 attempts", opts: []middleware.RetryOption{middleware.WithMaxRetries(5)}, failures: 6, wantCalls: 6, wantAttempts: 6},
+		{name: "WithMaxRetries(0) never retries", opts: []middleware.RetryOption{middleware.WithMaxRetries(0)}, failures: 1, wantCalls: 1, wantAttempts: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var steps []fakemodel.Step
+			var errs []error
+			for i := range tc.failures {
+				err := fmt.Errorf("API returned unexpected status code: 429: attempt %d", i+1)
+				errs = append(errs, err)
+				steps = append(steps, fakemodel.Fail(err))
+			}
+			model := fakemodel.New(append(steps, fakemodel.Text("ok"))...)
+			var sleeps sleepRecorder
+			opts := append([]middleware.RetryOption{middleware.WithSleep(sleeps.sleep)}, tc.opts...)
+			llm := middleware.Wrap(model, middleware.ModelRetry(opts...))
+
+			resp, err := llm.GenerateContent(context.Background(), retryQuestion())
+			if got := len(model.Requests()); got != tc.wantCalls {
+				t.Errorf("model calls = %d, want %d", got, tc.wantCalls)
+			}
+			if tc.wantAttempts == 0 {
+				if err != nil || text(t, resp) != "ok" {
+					t.Fatalf("GenerateContent() = %v, %v, want ok", resp, err)
+				}
+				return
+			}
+			re := asRetryError(t, err)
+			if re.Attempts != tc.wantAttempts {
+				t.Errorf("Attempts = %d, want %d", re.Attempts, tc.wantAttempts)
+			}
+			last := errs[tc.wantAttempts-1]
+			if !errors.Is(err, last) || re.Err != last {
+				t.Errorf("error = %v, want the last attempt's error %v", err, last)
+			}
+			if tc.wantAttempts > 1 && errors.Is(err, errs[0]) {
+				t.Errorf("error = %v reaches the first attempt's error, want only the last", err)
+			}
+			if got := len(sleeps.recorded()); got != tc.wantAttempts-1 {
+				t.Errorf("waits = %d, want %d", got, tc.wantAttempts-1)
+			}
+		})
+	}
+}
+
+func TestModelRetryCancelDuringWait(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	waiting := make(chan struct{})
+	model := fakemodel.New(fakemodel.Fail(err503), fakemodel.Text("never"))
+	failureHandled := false
+	llm := middleware.Wrap(model, middleware.ModelRetry(
+		constant(time.Hour), // the real timer, not a fake sleep
+		middleware.WithEventHandler(func(_ context.Context, e middleware.Event) {
+			if e.Kind == middleware.EventRetry {
+				close(waiting)
+			}
+		}),
+		middleware.WithOnFailure(func(context.Context, error) (*llms.ContentResponse, error) {
+			failureHandled = true
+			return nil, errors.New("handled")
+		}),
+	))
+
+	type result struct {
+		resp *llms.ContentResponse
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := llm.GenerateContent(ctx, retryQuestion())
+		done <- result{resp, err}
+	}()
+	<-waiting
+	cancel()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second): // a guard against hanging, not a timing assertion
+		t.Fatal("GenerateContent() still waiting 10s after the context was cancelled, want it to return at once")
+	}
+	if !errors.Is(r.err, context.Canceled) || !errors.Is(r.err, err503) {
+		t.Errorf("error = %v, want one that errors.Is context.Canceled and the 503", r.err)
+	}
+	if re := asRetryError(t, r.err); re.Attempts != 1 || re.ContextErr != context.Canceled {
+		t.Errorf("retry.Error = %+v, want Attempts 1 and ContextErr context.Canceled", re)
+	}
+	if failureHandled {
+		t.Error("the failure handler was called for a cancelled call, want it bypassed")
+	}
+	if got := len(model.Requests()); got != 1 {
+		t.Errorf("model calls = %d, want 1", got)
+	}
+}
+
+func TestModelRetryDeadline(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		timeout   time.Duration
+		wantCalls int
+		wantWaits []time.Duration
+	}{
+		{"deadline before the wait ends: give up now", 200 * time.Millisecond, 1, nil},
+		{"deadline after the wait ends: wait and retry", time.Hour, 2, []time.Duration{30 * time.Second}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
+			defer cancel()
+			model := fakemodel.New(fakemodel.Fail(err503), fakemodel.Text("ok"))
+			var sleeps sleepRecorder
+			var events eventRecorder
+			llm := middleware.Wrap(model, middleware.ModelRetry(constant(30*time.Second),
+				middleware.WithSleep(sleeps.sleep), middleware.WithEventHandler(events.record)))
+
+			resp, err := llm.GenerateContent(ctx, retryQuestion())
+			if got := len(model.Requests()); got != tc.wantCalls {
+				t.Errorf("model calls = %d, want %d", got, tc.wantCalls)
+			}
+			if got := sleeps.recorded(); !reflect.DeepEqual(got, tc.wantWaits) {
+				t.Errorf("waits = %v, want %v", got, tc.wantWaits)
+			}
+			if tc.wantCalls == 2 {
+				if err != nil || text(t, resp) != "ok" {
+					t.Errorf("GenerateContent() = %v, %v, want ok", resp, err)
+				}
+				return
+			}
+			if !errors.Is(err, err503) || errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("error = %v, want the 503, not the deadline", err)
+			}
+			if re := asRetryError(t, err); re.Attempts != 1 {
+				t.Errorf("Attempts = %d, want 1", re.Attempts)
+			}
+			if got, want := events.kinds(), []string{"ModelRetry:give_up#1"}; !reflect.DeepEqual(got, want) {
+				t.Errorf("events = %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+type retryAfterError struct{ d time.Duration }
+
+func (e retryAfterError) Error() string             { return "API returned unexpected status code: 429" }
+func (e retryAfterError) RetryAfter() time.Duration { return e.d }
+
+func TestModelRetryHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		policy   []middleware.RetryOption
+		err      error
+		wantWait time.Duration
+	}{
+		{"hint above the backoff", []middleware.RetryOption{constant(time.Second)},
+			errors.New("API returned unexpected status code: 429: Rate limit reached for gpt-4o. Please try again in 20s."), 20 * time.Second},
+		{"hint below the backoff", []middleware.RetryOption{constant(5 * time.Second)},
+			errors.New("API returned unexpected status code: 429: retry after 2"), 5 * time.Second},
+		{"hint capped at the default 60s", nil,
+			errors.New("API returned unexpected status code: 429: Rate limit reached for gpt-4o on tokens per day (TPD). Please try again in 6m0s."), time.Minute},
+		{"RetryAfter method", []middleware.RetryOption{constant(time.Second)}, retryAfterError{7 * time.Second}, 7 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			model := fakemodel.New(fakemodel.Fail(tc.err), fakemodel.Text("ok"))
+			var sleeps sleepRecorder
+			opts := append([]middleware.RetryOption{middleware.WithSleep(sleeps.sleep)}, tc.policy...)
+			llm := middleware.Wrap(model, middleware.ModelRetry(opts...))
+			if _, err := llm.GenerateContent(context.Background(), retryQuestion()); err != nil {
+				t.Fatalf("GenerateContent() error = %v, want nil", err)
+			}
+			if got := sleeps.recorded(); len(got) != 1 || got[0] != tc.wantWait {
+				t.Errorf("waits = %v, want [%v]", got, tc.wantWait)
+			}
+		})
+	}
+}
+
+// streamSink collects what a caller's streaming function receives.
+type streamSink struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *streamSink) text(_ context.Context, chunk []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.Write(chunk)
+	return nil
+}
+
+func (s *streamSink) reasoning(_ context.Context, reasoningChunk, chunk []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.Write(reasoningChunk)
+	s.b.Write(chunk)
+	return nil
+}
+
+func (s *streamSink) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestModelRetryStreaming(t *testing.T) {
+	t.Parallel()
+	reasonThenFail := fakemodel.Func(func(ctx context.Context, _ []llms.MessageContent, o llms.CallOptions) (*llms.ContentResponse, error) {
+		if o.StreamingReasoningFunc != nil {
+			if err := o.StreamingReasoningFunc(ctx, []byte("thinking…"), nil); err != nil {
+				return nil, err
+			}
+		}
+		return nil, err503
+	})
+	tests := []struct {
+		name         string
+		steps        []fakemodel.Step
+		reasoning    bool // stream through WithStreamingReasoningFunc instead
+		opts         []middleware.RetryOption
+		wantCalls    int
+		wantStreamed string
+		wantErr      bool
+	}{
+		{
+			name:         "streamed then failed: not replayed",
+			steps:        []fakemodel.Step{fakemodel.StreamThenFail(err503, "Hel", "lo"), fakemodel.Text("Hello, Paris!")},
+			wantCalls:    1,
+			wantStreamed: "Hello",
+			wantErr:      true,
+		},
+		{
+			name:         "failed before streaming: retried",
+			steps:        []fakemodel.Step{fakemodel.StreamThenFail(err503), fakemodel.Text("Hello, Paris!")},
+			wantCalls:    2,
+			wantStreamed: "Hello, Paris!",
+		},
+		{
+			name:         "empty chunks only: retried",
+			steps:        []fakemodel.Step{fakemodel.StreamThenFail(err503, ""), fakemodel.Text("Hello, Paris!")},
+			wantCalls:    2,
+			wantStreamed: "Hello, Paris!",
+		},
+		{
+			name:         "WithRetryStreamed: replayed",
+			steps:        []fakemodel.Step{fakemodel.StreamThenFail(err503, "Hel", "lo"), fakemodel.Text("Hello, Paris!")},
+			opts:         []middleware.RetryOption{middleware.WithRetryStreamed()},
+			wantCalls:    2,
+			wantStreamed: "HelloHello, Paris!",
+		},
+		{
+			name:         "reasoning streamed then failed: not replayed",
+			steps:        []fakemodel.Step{reasonThenFail, fakemodel.Text("never")},
+			reasoning:    true,
+			wantCalls:    1,
+			wantStreamed: "thinking…",
+			wantErr:      true,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			model := fakemodel.New(tc.steps...)
+			var sink streamSink
+			var sleeps sleepRecorder
+			opts := append([]middleware.RetryOption{middleware.WithSleep(sleeps.sleep)}, tc.opts...)
+			llm := middleware.Wrap(model, middleware.ModelRetry(opts...))
+
+			// Spare capacity: an append by ModelRetry would write into it.
+			callOpts := make([]llms.CallOption, 1, 8)
+			callOpts[0] = llms.WithStreamingFunc(sink.text)
+			if tc.reasoning {
+				callOpts[0] = llms.WithStreamingReasoningFunc(sink.reasoning)
+			}
+			resp, err := llm.GenerateContent(context.Background(), retryQuestion(), callOpts...)
+
+			if got := len(model.Requests()); got != tc.wantCalls {
+				t.Errorf("model calls = %d, want %d", got, tc.wantCalls)
+			}
+			if got := sink.String(); got != tc.wantStreamed {
+				t.Errorf("streamed %q, want %q", got, tc.wantStreamed)
+			}
+			if tc.wantErr {
+				if !errors.Is(err, err503) {
+					t.Errorf("error = %v, want the 503", err)
+				}
+				if re := asRetryError(t, err); re.Attempts != 1 {
+					t.Errorf("Attempts = %d, want 1", re.Attempts)
+				}
+			} else if err != nil || text(t, resp) != "Hello, Paris!" {
+				t.Errorf("GenerateContent() = %v, %v, want %q", resp, err, "Hello, Paris!")
+			}
+			for i, o := range callOpts[1:cap(callOpts)] {
+				if o != nil {
+					t.Errorf("caller's options slice written at index %d, want it untouched", i+1)
+				}
+			}
+		})
+	}
+}
+
+func retryWeatherTools() []llms.Tool {
+	return []llms.Tool{{Type: "function", Function: &llms.FunctionDefinition{
+		Name: "get_weather",
+		Parameters: map[string]any{
+			"type":       "object",
+			"properties": map[string]any{"city": map[string]any{"type": "string"}},
+			"required":   []any{"city"},
+		},
+	}}}
+}
+
+// A 503 in the middle of a validation re-ask is retried by ModelRetry, and
+// the re-ask still succeeds: ModelRetry sits inside ToolArgValidation and
+// runs once per validation attempt, with a fresh attempt count.
+func TestModelRetryInsideToolArgValidation(t *testing.T) {
+	t.Parallel()
+	model := fakemodel.New(
+		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": 42}`)),
+		fakemodel.Fail(err503),
+		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`)),
+	)
+	var sleeps sleepRecorder
+	var events eventRecorder
+	llm := middleware.Wrap(model,
+		middleware.ToolArgValidation(middleware.WithEventHandler(events.record)),
+		middleware.ModelRetry(middleware.WithSleep(sleeps.sleep), middleware.WithEventHandler(events.record)),
+	)
+
+	resp, err := llm.GenerateContent(context.Background(), retryQuestion(), llms.WithTools(retryWeatherTools()))
+	if err != nil {
+		t.Fatalf("GenerateContent() error = %v, want nil", err)
+	}
+	if got := resp.Choices[0].ToolCalls[0].FunctionCall.Arguments; got != `{"city": "Paris"}` {
+		t.Errorf("tool call arguments = %s, want the corrected call", got)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("model calls = %d, want 3", len(reqs))
+	}
+	if len(reqs[0].Messages) != 1 || len(reqs[1].Messages) <= 1 {
+		t.Errorf("messages per call = %d, %d, want the question, then the re-ask with feedback", len(reqs[0].Messages), len(reqs[1].Messages))
+	}
+	if !reflect.DeepEqual(reqs[1].Messages, reqs[2].Messages) {
+		t.Error("the retried call's messages differ from the failed re-ask's, want the same re-ask sent again")
+	}
+	want := []string{
+		"ToolArgValidation:invalid#1",
+		"ToolArgValidation:reask#2",
+		"ModelRetry:retry#1", // ModelRetry counts the re-ask call's attempts afresh
+	}
+	if got := events.kinds(); !reflect.DeepEqual(got, want) {
+		t.Errorf("events = %v, want %v", got, want)
+	}
+}
+
+// Everything inside ModelRetry runs once per attempt; everything outside it,
+// once per call (the grpc-go TestRetryChainedInterceptor pattern).
+func TestModelRetryRunsInnerMiddlewaresPerAttempt(t *testing.T) {
+	t.Parallel()
+	var outer, inner atomic.Int32
+	count := func(n *atomic.Int32) middleware.Middleware {
+		return middleware.Func(func(next middleware.Handler) middleware.Handler {
+			return func(ctx context.Context, req *middleware.Request) (*llms.ContentResponse, error) {
+				n.Add(1)
+				return next(ctx, req)
+			}
+		})
+	}
+	model := fakemodel.New(fakemodel.Fail(err503), fakemodel.Fail(err429), fakemodel.Text("ok"))
+	var sleeps sleepRecorder
+	llm := middleware.Wrap(model, count(&outer), middleware.ModelRetry(middleware.WithSleep(sleeps.sleep)), count(&inner))
+	if _, err := llm.GenerateContent(context.Background(), retryQuestion()); err != nil {
+		t.Fatalf("GenerateContent() error = %v, want nil", err)
+	}
+	if outer.Load() != 1 || inner.Load() != 3 {
+		t.Errorf("outer, inner calls = %d, %d, want 1, 3", outer.Load(), inner.Load())
+	}
+}
+
+func TestModelRetryRetryIf(t *testing.T) {
+	t.Parallel()
+	always := middleware.WithRetryIf(func(error) bool { return true })
+	never := middleware.WithRetryIf(func(error) bool { return false })
+	tests := []struct {
+		name      string
+		steps     func(cancel context.CancelFunc) []fakemodel.Step
+		opt       middleware.RetryOption
+		wantCalls int
+		wantErrIs []error
+	}{
+		{"retries what the predicate accepts", func(context.CancelFunc) []fakemodel.Step {
+			return []fakemodel.Step{fakemodel.Fail(err401), fakemodel.Text("ok")}
+		}, always, 2, nil},
+		{"does not retry what the predicate refuses", func(context.CancelFunc) []fakemodel.Step {
+			return []fakemodel.Step{fakemodel.Fail(err503), fakemodel.Text("ok")}
+		}, never, 1, []error{err503}},
+		{"never retries once the caller's context is done", func(cancel context.CancelFunc) []fakemodel.Step {
+			return []fakemodel.Step{fakemodel.Func(func(context.Context, []llms.MessageContent, llms.CallOptions) (*llms.ContentResponse, error) {
+				cancel()
+				return nil, errors.New("request cancelled") // what the OpenAI client says
+			}), fakemodel.Text("ok")}
+		}, always, 1, []error{context.Canceled}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			model := fakemodel.New(tc.steps(cancel)...)
+			var sleeps sleepRecorder
+			llm := middleware.Wrap(model, middleware.ModelRetry(middleware.WithSleep(sleeps.sleep), tc.opt))
+			resp, err := llm.GenerateContent(ctx, retryQuestion())
+			if got := len(model.Requests()); got != tc.wantCalls {
+				t.Errorf("model calls = %d, want %d", got, tc.wantCalls)
+			}
+			if got := len(sleeps.recorded()); got != tc.wantCalls-1 {
+				t.Errorf("waits = %d, want %d", got, tc.wantCalls-1)
+			}
+			if tc.wantErrIs == nil {
+				if err != nil || text(t, resp) != "ok" {
+					t.Errorf("GenerateContent() = %v, %v, want ok", resp, err)
+				}
+				return
+			}
+			for _, target := range tc.wantErrIs {
+				if !errors.Is(err, target) {
+					t.Errorf("error = %v, want one that errors.Is %v", err, target)
+				}
+			}
+		})
+	}
+}
+
+func TestModelRetryOnFailure(t *testing.T) {
+	t.Parallel()
+	errCustom := errors.New("custom")
+	var gotErr error
+	tests := []struct {
+		name      string
+		steps     []fakemodel.Step
+		opt       middleware.RetryOption
+		wantText  string
+		wantErrIs error
+	}{
+		{
+			name:     "ContinueOnFailure after the retries",
+			steps:    []fakemodel.Step{fakemodel.Fail(err503), fakemodel.Fail(err503), fakemodel.Fail(err429)},
+			opt:      middleware.WithOnFailure(middleware.ContinueOnFailure),
+			wantText: "Model call failed after 3 attempts: " + err429.Error(),
+		},
+		{
+			name:     "ContinueOnFailure after a permanent error",
+			steps:    []fakemodel.Step{fakemodel.Fail(err401)},
+			opt:      middleware.WithOnFailure(middleware.ContinueOnFailure),
+			wantText: "Model call failed after 1 attempt: " + err401.Error(),
+		},
+		{
+			name:  "custom handler",
+			steps: []fakemodel.Step{fakemodel.Fail(err401)},
+			opt: middleware.WithOnFailure(func(_ context.Context, err error) (*llms.ContentResponse, error) {
+				gotErr = err
+				return nil, errCustom
+			}),
+			wantErrIs: errCustom,
+		},
+		{
+			name:  "handler returning nothing",
+			steps: []fakemodel.Step{fakemodel.Fail(err401)},
+			opt: middleware.WithOnFailure(func(context.Context, error) (*llms.ContentResponse, error) {
+				return nil, nil
+			}),
+			wantErrIs: err401,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// Not parallel: the custom handler case writes gotErr.
+			model := fakemodel.New(tc.steps...)
+			var sleeps sleepRecorder
+			llm := middleware.Wrap(model, middleware.ModelRetry(middleware.WithSleep(sleeps.sleep), tc.opt))
+			resp, err := llm.GenerateContent(context.Background(), retryQuestion())
+			if tc.wantErrIs != nil {
+				if !errors.Is(err, tc.wantErrIs) {
+					t.Errorf("error = %v, want one that errors.Is %v", err, tc.wantErrIs)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("GenerateContent() error = %v, want nil", err)
+			}
+			if got := text(t, resp); got != tc.wantText {
+				t.Errorf("text = %q, want %q", got, tc.wantText)
+			}
+			if len(resp.Choices[0].ToolCalls) != 0 {
+				t.Errorf("tool calls = %v, want none, so that an agent loop ends", resp.Choices[0].ToolCalls)
+			}
+		})
+	}
+	if re := asRetryError(t, gotErr); re.Attempts != 1 || !errors.Is(gotErr, err401) {
+		t.Errorf("handler received %v, want a *retry.Error of 1 attempt reaching the 401", gotErr)
+	}
+}
+
+func TestModelRetryStopPolicy(t *testing.T) {
+	t.Parallel()
+	model := fakemodel.New(fakemodel.Fail(err503), fakemodel.Text("never"))
+	llm := middleware.Wrap(model, middleware.ModelRetry(
+		middleware.WithBackOff(func() backoff.BackOff { return &backoff.StopBackOff{} })))
+	_, err := llm.GenerateContent(context.Background(), retryQuestion())
+	if re := asRetryError(t, err); re.Attempts != 1 || !errors.Is(err, err503) {
+		t.Errorf("error = %v, want a *retry.Error of 1 attempt reaching the 503", err)
+	}
+	if got := len(model.Requests()); got != 1 {
+		t.Errorf("model calls = %d, want 1", got)
+	}
+}
+
+// The backoff factory is called once per logical call that fails, never
+// shared between concurrent calls.
+func TestModelRetryBackOffPerCall(t *testing.T) {
+	t.Parallel()
+	var made atomic.Int32
+	var policies sync.Map // BackOff -> struct{}
+	factory := func() backoff.BackOff {
+		made.Add(1)
+		b := retry.NewExponentialBackOff()
+		policies.Store(b, struct{}{})
+		return b
+	}
+	var sleeps sleepRecorder
+	mw := middleware.ModelRetry(middleware.WithBackOff(factory), middleware.WithSleep(sleeps.sleep))
+	madeAtConstruction := made.Load()
+
+	var seen sync.Map // question -> attempts
+	h := mw.WrapModelCall(func(_ context.Context, req *middleware.Request) (*llms.ContentResponse, error) {
+		q := req.Messages[0].Parts[0].(llms.TextContent).Text
+		n, _ := seen.LoadOrStore(q, new(atomic.Int32))
+		if n.(*atomic.Int32).Add(1) == 1 && !strings.HasPrefix(q, "fine") {
+			return nil, err503
+		}
+		return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: q}}}, nil
+	})
+
+	const calls = 8
+	var wg sync.WaitGroup
+	for i := range calls + 1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			q := fmt.Sprintf("question %d", i)
+			if i == calls {
+				q = "fine question" // succeeds at once: no policy needed
+			}
+			req := &middleware.Request{Messages: []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, q)}}
+			resp, err := h(context.Background(), req)
+			if err != nil || resp.Choices[0].Content != q {
+				t.Errorf("call %q = %v, %v, want its own answer", q, resp, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := made.Load() - madeAtConstruction; got != calls {
+		t.Errorf("backoff factory calls = %d, want %d (one per failing call)", got, calls)
+	}
+}
+
+func TestModelRetryOptionPanics(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		fn   func()
+		want string
+	}{
+		{"WithBackOff(nil)", func() { middleware.WithBackOff(nil) }, "WithBackOff(nil)"},
+		{"WithRetryIf(nil)", func() { middleware.WithRetryIf(nil) }, "WithRetryIf(nil)"},
+		{"WithOnFailure(nil)", func() { middleware.WithOnFailure(nil) }, "WithOnFailure(nil)"},
+		{"factory returning nil", func() {
+			middleware.ModelRetry(middleware.WithBackOff(func() backoff.BackOff { return nil }))
+		}, "returned a nil backoff.BackOff"},
+		{"negative WithMaxRetries", func() { middleware.ModelRetry(middleware.WithMaxRetries(-1)) }, "ModelRetry: WithMaxRetries(-1)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			defer func() {
+				r := recover()
+				if msg, _ := r.(string); !strings.Contains(msg, tc.want) {
+					t.Errorf("panic = %v, want a message containing %q", r, tc.want)
+				}
+			}()
+			tc.fn()
+		})
+	}
+}

@@ -1,0 +1,90 @@
+package middleware_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/repair"
+	"github.com/toolguard/toolguard/strip"
+)
+
+func TestWithRepair(t *testing.T) {
+	t.Parallel()
+	const fixed = `{"city":"Paris"}`
+	tests := []struct {
+		name     string
+		sent     string
+		opts     []middleware.ValidationOption
+		calls    int      // model calls
+		want     string   // returned arguments
+		repaired []string // Paths of EventRepaired; nil: no such event
+		stripped []string // Paths of EventStripped; nil: no such event
+	}{
+		{name: "code fence", sent: "```json\n{\"city\": \"Paris\"}\n```", calls: 1, want: fixed,
+			repaired: []string{"code_fence"}},
+		{name: "python literal, then strip", sent: `{'city': 'Paris', 'units': None}`, calls: 1, want: fixed,
+			repaired: []string{"python_literal"}, stripped: []string{"/units"}},
+		{name: "number string", sent: `{"city": "Paris", "days": "3"}`, calls: 1, want: `{"city":"Paris","days":3}`,
+			repaired: []string{"number_string at /days"}},
+		{name: "double encoded", sent: `"{\"city\": \"Paris\"}"`, calls: 1, want: fixed,
+			repaired: []string{"double_encoded"}},
+		{name: "repaired but still invalid: the model is asked", sent: `{'city': 42}`, calls: 2, want: `{"city": "Rome"}`},
+		{name: "valid calls are not touched", sent: `{"city": "Paris", "units": "celsius"}`, calls: 1,
+			want: `{"city": "Paris", "units": "celsius"}`},
+		{name: "off by default", sent: "```json\n{\"city\": \"Paris\"}\n```", opts: []middleware.ValidationOption{}, calls: 2,
+			want: `{"city": "Rome"}`},
+		{name: "only the kinds asked for", sent: `{"city": "Paris", "days": "3"}`, calls: 2, want: `{"city": "Rome"}`,
+			opts: []middleware.ValidationOption{middleware.WithRepair(repair.Only(repair.CodeFence))}},
+		{name: "with strip off, an empty value stays and fails", sent: `{'city': 'Paris', 'units': None}`, calls: 2,
+			want: `{"city": "Rome"}`,
+			opts: []middleware.ValidationOption{middleware.WithRepair(repair.Default()), middleware.WithStripEmpty(strip.Off)}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m := fakemodel.New(
+				fakemodel.ToolCalls(fakemodel.Call("get_weather", tc.sent)),
+				fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Rome"}`)),
+			)
+			var rec recorder
+			opts := tc.opts
+			if opts == nil {
+				opts = []middleware.ValidationOption{middleware.WithRepair(repair.Default())}
+			}
+			opts = append(opts, middleware.WithEventHandler(rec.handle))
+			resp, err := run(t, m, []llms.Tool{weatherTool}, middleware.ToolArgValidation(opts...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(m.Requests()); n != tc.calls {
+				t.Errorf("model calls = %d, want %d", n, tc.calls)
+			}
+			if got := args(resp, 0); got != tc.want {
+				t.Errorf("arguments = %s, want %s", got, tc.want)
+			}
+			if fc := resp.Choices[0].FuncCall; fc == nil || fc.Arguments != args(resp, 0) {
+				t.Errorf("legacy FuncCall = %v, want it to mirror the written-back arguments", fc)
+			}
+			e, ok := rec.find(middleware.EventRepaired)
+			if ok != (tc.repaired != nil) || !slices.Equal(e.Paths, tc.repaired) {
+				t.Errorf("EventRepaired = %v (found %v), want paths %q", e.Paths, ok, tc.repaired)
+			}
+			if ok && (e.Tool != "get_weather" || e.CallID != "call_1" || e.Attempt != 1) {
+				t.Errorf("EventRepaired = %+v, want tool, call id and attempt 1", e)
+			}
+			e, ok = rec.find(middleware.EventStripped)
+			if ok != (tc.stripped != nil) || !slices.Equal(e.Paths, tc.stripped) {
+				t.Errorf("EventStripped = %v (found %v), want paths %q", e.Paths, ok, tc.stripped)
+			}
+			if tc.calls == 2 {
+				replayed := m.Requests()[1].Messages[len(question)].Parts[0].(llms.ToolCall).FunctionCall.Arguments
+				if replayed != tc.sent {
+					t.Errorf("replayed arguments = %s, want the model's own %s", replayed, tc.sent)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,768 @@
+package middleware_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/middleware/fakemodel"
+)
+
+// limAgent simulates an agent loop over model, the way langchaingo's
+// Executor and our agent package drive it: each turn appends a human
+// message, then calls the model with the whole transcript, appends its AI
+// message and one tool message per tool call, and calls it again, until the
+// model answers in text.
+type limAgent struct {
+	model llms.Model
+	msgs  []llms.MessageContent
+	ran   []string // the tool calls executed, by tool name
+}
+
+func newLimAgent(model llms.Model, mws ...middleware.Middleware) *limAgent {
+	return &limAgent{model: middleware.Wrap(model, mws...)}
+}
+
+var limTools = llms.WithTools([]llms.Tool{
+	{Type: "function", Function: &llms.FunctionDefinition{Name: "search"}},
+	{Type: "function", Function: &llms.FunctionDefinition{Name: "weather"}},
+})
+
+// turn runs one user turn and returns the model's final text.
+func (a *limAgent) turn(ctx context.Context, input string) (string, error) {
+	a.msgs = append(a.msgs, llms.TextParts(llms.ChatMessageTypeHuman, input))
+	for range 20 {
+		resp, err := a.model.GenerateContent(ctx, a.msgs, limTools)
+		if err != nil {
+			return "", err
+		}
+		var calls []llms.ToolCall
+		for _, ch := range resp.Choices {
+			calls = append(calls, ch.ToolCalls...)
+		}
+		if len(calls) == 0 {
+			text := resp.Choices[0].Content
+			a.msgs = append(a.msgs, llms.TextParts(llms.ChatMessageTypeAI, text))
+			return text, nil
+		}
+		ai := llms.MessageContent{Role: llms.ChatMessageTypeAI}
+		for _, c := range calls {
+			ai.Parts = append(ai.Parts, c)
+		}
+		a.msgs = append(a.msgs, ai)
+		for _, c := range calls {
+			a.ran = append(a.ran, c.FunctionCall.Name)
+			a.msgs = append(a.msgs, llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
+				llms.ToolCallResponse{ToolCallID: c.ID, Name: c.FunctionCall.Name, Content: "result " + strconv.Itoa(len(a.ran))},
+			}})
+		}
+	}
+	return "", errors.New("limAgent: too many iterations")
+}
+
+// limCalls is a fakemodel step answering with one call per tool name.
+func limCalls(names ...string) fakemodel.Step {
+	calls := make([]llms.ToolCall, len(names))
+	for i, n := range names {
+		calls[i] = fakemodel.Call(n, `{}`)
+	}
+	return fakemodel.ToolCalls(calls...)
+}
+
+// limReplay is what a re-ask appended to the request it repeats: for each
+// replayed call, its tool name, id and the tool message it got.
+type limReplayed struct{ Tool, ID, Answer string }
+
+// limReask checks that reask is orig followed by the re-ask layout (one AI
+// message per call, each followed by its tool message) and returns the
+// replayed calls.
+func limReask(t *testing.T, orig, reask []llms.MessageContent) []limReplayed {
+	t.Helper()
+	if len(reask) < len(orig) || !reflect.DeepEqual(reask[:len(orig)], orig) {
+		t.Fatalf("re-ask does not start with the original %d messages:\n%v", len(orig), reask)
+	}
+	tail := reask[len(orig):]
+	if len(tail)%2 != 0 {
+		t.Fatalf("re-ask appended %d messages, want AI/tool pairs: %v", len(tail), tail)
+	}
+	var got []limReplayed
+	for i := 0; i < len(tail); i += 2 {
+		ai, tm := tail[i], tail[i+1]
+		if ai.Role != llms.ChatMessageTypeAI || tm.Role != llms.ChatMessageTypeTool || len(tm.Parts) != 1 {
+			t.Fatalf("re-ask pair %d = %v, %v; want an AI message and one tool message", i/2, ai, tm)
+		}
+		tc, ok := ai.Parts[len(ai.Parts)-1].(llms.ToolCall)
+		if !ok {
+			t.Fatalf("re-ask AI message %d = %v, want it to hold a tool call", i/2, ai)
+		}
+		tr := tm.Parts[0].(llms.ToolCallResponse)
+		if tc.ID == "" || tr.ToolCallID != tc.ID || tr.Name != tc.FunctionCall.Name {
+			t.Fatalf("re-ask pair %d: call %q (%s) answered as %q (%s); want matching ids", i/2, tc.ID, tc.FunctionCall.Name, tr.ToolCallID, tr.Name)
+		}
+		got = append(got, limReplayed{Tool: tc.FunctionCall.Name, ID: tc.ID, Answer: tr.Content})
+	}
+	return got
+}
+
+// limEvents records events.
+type limEvents struct {
+	mu     sync.Mutex
+	events []middleware.Event
+}
+
+func (r *limEvents) handle(_ context.Context, e middleware.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+func (r *limEvents) all() []middleware.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
+}
+
+const (
+	globalBlocked  = "Tool call limit exceeded: at most 2 tool calls are allowed per run; do not call 'search' again."
+	perToolBlocked = "Tool call limit exceeded: 'search' may be called at most 2 times per run; do not call it again."
+	globalEnd      = "Tool call limit reached: run limit exceeded (2/2 calls)."
+	perToolEnd     = "Tool call limit reached: 'search' run limit exceeded (2/2 calls)."
+)
+
+// TestToolCallLimitContinue: with a run limit of 2, the third call is fed
+// back to the model inside the same model call, and the model answers in
+// text; the blocked call never reaches the agent.
+func TestToolCallLimitContinue(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		opts    []middleware.LimitOption
+		withRun bool
+		want    string
+	}{
+		{"global from transcript", nil, false, globalBlocked},
+		{"global with WithRun", nil, true, globalBlocked},
+		{"per tool from transcript", []middleware.LimitOption{middleware.WithToolName("search")}, false, perToolBlocked},
+		{"per tool with WithRun", []middleware.LimitOption{middleware.WithToolName("search")}, true, perToolBlocked},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m := fakemodel.New(limCalls("search"), limCalls("search"), limCalls("search"), fakemodel.Text("done"))
+			a := newLimAgent(m, middleware.ToolCallLimit(append(tc.opts, middleware.WithRunLimit(2))...))
+			ctx := context.Background()
+			if tc.withRun {
+				ctx = middleware.WithRun(ctx)
+			}
+			out, err := a.turn(ctx, "find it")
+			if err != nil || out != "done" {
+				t.Fatalf("turn = %q, %v; want %q, nil", out, err, "done")
+			}
+			if want := []string{"search", "search"}; !slices.Equal(a.ran, want) {
+				t.Errorf("ran %v, want %v", a.ran, want)
+			}
+			reqs := m.Requests()
+			if len(reqs) != 4 {
+				t.Fatalf("model calls = %d, want 4 (2 allowed, 1 blocked, 1 re-ask)", len(reqs))
+			}
+			got := limReask(t, reqs[2].Messages, reqs[3].Messages)
+			want := []limReplayed{{Tool: "search", ID: "call_3", Answer: tc.want}}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("re-ask replayed %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
+// TestToolCallLimitContinueFallsBackToEnd: a model that exceeds the limit
+// again after the re-ask gets ExitEnd's answer.
+func TestToolCallLimitContinueFallsBackToEnd(t *testing.T) {
+	t.Parallel()
+	m := fakemodel.New(limCalls("search"), limCalls("search"), limCalls("search"), limCalls("search"))
+	var ev limEvents
+	a := newLimAgent(m, middleware.ToolCallLimit(middleware.WithRunLimit(2), middleware.WithEventHandler(ev.handle)))
+	out, err := a.turn(context.Background(), "find it")
+	if err != nil || out != globalEnd {
+		t.Fatalf("turn = %q, %v; want %q, nil", out, err, globalEnd)
+	}
+	if len(a.ran) != 2 || len(m.Requests()) != 4 {
+		t.Errorf("ran %v in %d model calls, want 2 calls in 4", a.ran, len(m.Requests()))
+	}
+	events := ev.all()
+	if len(events) != 2 {
+		t.Fatalf("events = %+v, want one EventLimit per blocked response", events)
+	}
+	for i, e := range events {
+		var le *middleware.LimitExceededError
+		if e.Kind != middleware.EventLimit || e.Middleware != "ToolCallLimit" || e.Attempt != i+1 || !errors.As(e.Err, &le) {
+			t.Errorf("event %d = %+v, want EventLimit from ToolCallLimit, attempt %d, with a *LimitExceededError", i, e, i+1)
+		}
+	}
+}
+
+func TestToolCallLimitExitEnd(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		opts []middleware.LimitOption
+		want string
+	}{
+		{"global", nil, globalEnd},
+		{"per tool", []middleware.LimitOption{middleware.WithToolName("search")}, perToolEnd},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m := fakemodel.New(limCalls("search"), limCalls("search"), limCalls("search"))
+			a := newLimAgent(m, middleware.ToolCallLimit(append(tc.opts, middleware.WithRunLimit(2), middleware.WithExitBehavior(middleware.ExitEnd))...))
+			out, err := a.turn(context.Background(), "find it")
+			if err != nil || out != tc.want {
+				t.Fatalf("turn = %q, %v; want %q, nil", out, err, tc.want)
+			}
+			if len(a.ran) != 2 || len(m.Requests()) != 3 {
+				t.Errorf("ran %v in %d model calls, want 2 calls in 3 (no re-ask)", a.ran, len(m.Requests()))
+			}
+		})
+	}
+}
+
+func TestToolCallLimitExitEndResponseHasNoToolCalls(t *testing.T) {
+	t.Parallel()
+	m := fakemodel.New(fakemodel.Response(&llms.ContentResponse{Choices: []*llms.ContentChoice{
+		{Content: "searching", ToolCalls: []llms.ToolCall{fakemodel.Call("search", `{}`)}, FuncCall: &llms.FunctionCall{Name: "search"}},
+		{ToolCalls: []llms.ToolCall{fakemodel.Call("search", `{}`)}},
+	}}))
+	llm := middleware.Wrap(m, middleware.ToolCallLimit(middleware.WithRunLimit(1), middleware.WithExitBehavior(middleware.ExitEnd)))
+	resp, err := llm.GenerateContent(context.Background(), []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: "Tool call limit reached: run limit exceeded (0/1 calls).", StopReason: "stop"}}}
+	if !reflect.DeepEqual(resp, want) {
+		t.Errorf("GenerateContent = %+v, want %+v", resp.Choices[0], want.Choices[0])
+	}
+}
+
+func TestToolCallLimitExitError(t *testing.T) {
+	t.Parallel()
+	m := fakemodel.New(limCalls("search"), limCalls("weather"), limCalls("search"))
+	a := newLimAgent(m, middleware.ToolCallLimit(middleware.WithToolName("search"), middleware.WithRunLimit(1), middleware.WithExitBehavior(middleware.ExitError)))
+	_, err := a.turn(context.Background(), "find it")
+	var le *middleware.LimitExceededError
+	if !errors.As(err, &le) {
+		t.Fatalf("turn error = %v, want a *LimitExceededError", err)
+	}
+	want := middleware.LimitExceededError{Tool: "search", Scope: middleware.ScopeRun, Limit: 1, Count: 1, Requested: 1}
+	if *le != want {
+		t.Errorf("error = %+v, want %+v", *le, want)
+	}
+	if got, want := err.Error(), "middleware: tool call limit exceeded: 'search' run limit of 1 call (1 made, 1 more requested)"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	if want := []string{"search", "weather"}; !slices.Equal(a.ran, want) || len(m.Requests()) != 3 {
+		t.Errorf("ran %v in %d model calls, want %v in 3", a.ran, len(m.Requests()), want)
+	}
+}
+
+// TestToolCallLimitPerToolLeavesOtherToolsAlone: a limit on search neither
+// counts nor blocks weather.
+func TestToolCallLimitPerToolLeavesOtherToolsAlone(t *testing.T) {
+	t.Parallel()
+	m := fakemodel.New(
+		limCalls("search"),
+		limCalls("weather"),
+		limCalls("weather", "weather"),
+		limCalls("search"), // blocked
+		limCalls("weather"),
+		fakemodel.Text("done"),
+	)
+	a := newLimAgent(m, middleware.ToolCallLimit(middleware.WithToolName("search"), middleware.WithRunLimit(1)))
+	out, err := a.turn(context.Background(), "go")
+	if err != nil || out != "done" {
+		t.Fatalf("turn = %q, %v; want %q, nil", out, err, "done")
+	}
+	if want := []string{"search", "weather", "weather", "weather", "weather"}; !slices.Equal(a.ran, want) {
+		t.Errorf("ran %v, want %v", a.ran, want)
+	}
+	reqs := m.Requests()
+	got := limReask(t, reqs[3].Messages, reqs[4].Messages)
+	want := []limReplayed{{Tool: "search", ID: "call_5",
+		Answer: "Tool call limit exceeded: 'search' may be called at most 1 time per run; do not call it again."}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("re-ask replayed %+v, want %+v", got, want)
+	}
+}
+
+// TestToolCallLimitParallelBatch: a batch of 3 calls under a limit of 2 never
+// lets 3 calls out, whatever the exit behaviour.
+func TestToolCallLimitParallelBatch(t *testing.T) {
+	t.Parallel()
+	const (
+		remain  = "Not executed: this batch exceeded the tool call limit; 2 tool calls remain in this run, so re-issue at most 2."
+		blocked = "Tool call limit exceeded: at most 2 tool calls are allowed per run; do not call 'search' again."
+	)
+	for _, tc := range []struct {
+		name    string
+		exit    middleware.ExitBehavior
+		reask   []fakemodel.Step // the model's answer to the re-ask, if any
+		wantOut string
+		wantRan int
+		wantErr *middleware.LimitExceededError
+	}{
+		{name: "continue, model re-issues 2", exit: middleware.ExitContinue, reask: []fakemodel.Step{limCalls("search", "search")}, wantOut: "done", wantRan: 2},
+		{name: "continue, model re-issues 3", exit: middleware.ExitContinue, reask: []fakemodel.Step{limCalls("search", "search", "search")},
+			wantOut: "Tool call limit reached: run limit exceeded (0/2 calls).", wantRan: 0},
+		{name: "end", exit: middleware.ExitEnd, wantOut: "Tool call limit reached: run limit exceeded (0/2 calls).", wantRan: 0},
+		{name: "error", exit: middleware.ExitError, wantRan: 0,
+			wantErr: &middleware.LimitExceededError{Scope: middleware.ScopeRun, Limit: 2, Count: 0, Requested: 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			steps := append([]fakemodel.Step{limCalls("search", "search", "search")}, tc.reask...)
+			m := fakemodel.New(append(steps, fakemodel.Text("done"))...)
+			a := newLimAgent(m, middleware.ToolCallLimit(middleware.WithRunLimit(2), middleware.WithExitBehavior(tc.exit)))
+			out, err := a.turn(context.Background(), "go")
+			if tc.wantErr != nil {
+				var le *middleware.LimitExceededError
+				if !errors.As(err, &le) || *le != *tc.wantErr {
+					t.Fatalf("turn error = %v, want %+v", err, *tc.wantErr)
+				}
+			} else if err != nil || out != tc.wantOut {
+				t.Fatalf("turn = %q, %v; want %q, nil", out, err, tc.wantOut)
+			}
+			if len(a.ran) != tc.wantRan {
+				t.Errorf("ran %v, want %d calls", a.ran, tc.wantRan)
+			}
+			if tc.exit != middleware.ExitContinue {
+				return
+			}
+			reqs := m.Requests()
+			got := limReask(t, reqs[0].Messages, reqs[1].Messages)
+			want := []limReplayed{{"search", "call_1", remain}, {"search", "call_2", remain}, {"search", "call_3", blocked}}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("re-ask replayed %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
+// TestToolCallLimitBatchSiblings: in a blocked batch, a per-tool limit tells
+// its tool's calls that fit how many remain, blocks the rest, and tells other
+// tools' calls they were not executed.
+func TestToolCallLimitBatchSiblings(t *testing.T) {
+	t.Parallel()
+	m := fakemodel.New(limCalls("search"), limCalls("search", "weather", "search", "search"), fakemodel.Text("done"))
+	a := newLimAgent(m, middleware.ToolCallLimit(middleware.WithToolName("search"), middleware.WithRunLimit(3)))
+	if _, err := a.turn(context.Background(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	reqs := m.Requests()
+	got := limReask(t, reqs[1].Messages, reqs[2].Messages)
+	const remain = "Not executed: this batch exceeded the tool call limit; 2 calls of 'search' remain in this run, so re-issue at most 2."
+	want := []limReplayed{
+		{"search", "call_2", remain},
+		{"weather", "call_3", "Not executed: another call in this batch exceeded the tool call limit; re-issue this call if you still need it."},
+		{"search", "call_4", remain},
+		{"search", "call_5", "Tool call limit exceeded: 'search' may be called at most 3 times per run; do not call it again."},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("re-ask replayed\n%+v\nwant\n%+v", got, want)
+	}
+	if want := []string{"search"}; !slices.Equal(a.ran, want) {
+		t.Errorf("ran %v, want %v", a.ran, want)
+	}
+}
+
+// TestToolCallLimitCallsInEveryChoice: calls spread over several choices
+// (as Anthropic returns them), without ids, are all counted, and the re-ask
+// answers each under a synthesized id.
+func TestToolCallLimitCallsInEveryChoice(t *testing.T) {
+	t.Parallel()
+	noID := llms.ToolCall{Type: "function", FunctionCall: &llms.FunctionCall{Name: "search", Arguments: `{}`}}
+	m := fakemodel.New(fakemodel.Response(&llms.ContentResponse{Choices: []*llms.ContentChoice{
+		{Content: "Let me look."}, {ToolCalls: []llms.ToolCall{noID}}, {ToolCalls: []llms.ToolCall{noID}},
+	}}), fakemodel.Text("done"))
+	llm := middleware.Wrap(m, middleware.ToolCallLimit(middleware.WithRunLimit(1)))
+	msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")}
+	if _, err := llm.GenerateContent(context.Background(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	reqs := m.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("model calls = %d, want 2", len(reqs))
+	}
+	got := limReask(t, msgs, reqs[1].Messages)
+	if len(got) != 2 || got[0].ID == got[1].ID || !strings.HasPrefix(got[1].Answer, "Tool call limit exceeded") {
+		t.Errorf("re-ask replayed %+v, want 2 calls with distinct ids, the second blocked", got)
+	}
+	first := reqs[1].Messages[1].Parts[0]
+	if first != (llms.TextContent{Text: "Let me look."}) {
+		t.Errorf("first replayed AI message starts with %v, want the response's text", first)
+	}
+}
+
+// TestToolCallLimitRunsAreIndependent: each run has its own count, whether it
+// is read from the transcript (a new human message starts a run) or started
+// with WithRun.
+func TestToolCallLimitRunsAreIndependent(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		ctx  func() context.Context // per turn
+	}{
+		{"transcript", context.Background},
+		{"WithRun", func() context.Context { return middleware.WithRun(context.Background()) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m := fakemodel.New(limCalls("search"), limCalls("search"), fakemodel.Text("one"), limCalls("search"), limCalls("search"), fakemodel.Text("two"))
+			a := newLimAgent(m, middleware.ToolCallLimit(middleware.WithRunLimit(2), middleware.WithExitBehavior(middleware.ExitError)))
+			for _, want := range []string{"one", "two"} {
+				if out, err := a.turn(tc.ctx(), "go"); err != nil || out != want {
+					t.Fatalf("turn = %q, %v; want %q, nil", out, err, want)
+				}
+			}
+			if len(a.ran) != 4 {
+				t.Errorf("ran %v, want 4 calls", a.ran)
+			}
+		})
+	}
+
+	// One run context for two turns is one run: WithRun wins over the
+	// transcript.
+	t.Run("WithRun shared by two turns", func(t *testing.T) {
+		t.Parallel()
+		m := fakemodel.New(limCalls("search"), limCalls("search"), fakemodel.Text("one"), limCalls("search"))
+		a := newLimAgent(m, middleware.ToolCallLimit(middleware.WithRunLimit(2), middleware.WithExitBehavior(middleware.ExitEnd)))
+		ctx := middleware.WithRun(context.Background())
+		if _, err := a.turn(ctx, "go"); err != nil {
+			t.Fatal(err)
+		}
+		out, err := a.turn(ctx, "again")
+		if err != nil || out != globalEnd {
+			t.Errorf("second turn = %q, %v; want %q, nil", out, err, globalEnd)
+		}
+	})
+}
+
+// TestToolCallLimitThread: a thread limit holds across the runs of one
+// thread, and not across threads.
+func TestToolCallLimitThread(t *testing.T) {
+	t.Parallel()
+	const threadEnd = "Tool call limit reached: thread limit exceeded (3/3 calls)."
+	t.Run("WithThread", func(t *testing.T) {
+		t.Parallel()
+		store := middleware.NewMemoryThreadStore(10)
+		limit := middleware.ToolCallLimit(middleware.WithRunLimit(2), middleware.WithThreadLimit(3),
+			middleware.WithExitBehavior(middleware.ExitEnd), middleware.WithThreadStore(store))
+		run := func(thread string, steps ...fakemodel.Step) (string, []string) {
+			// A fresh agent each time: the thread count cannot come from
+			// the transcript.
+			a := newLimAgent(fakemodel.New(steps...), limit)
+			out, err := a.turn(middleware.WithThread(middleware.WithRun(context.Background()), thread), "go")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out, a.ran
+		}
+		if out, ran := run("a", limCalls("search"), limCalls("weather"), fakemodel.Text("one")); out != "one" || len(ran) != 2 {
+			t.Errorf("thread a, run 1 = %q after %v, want %q after 2 calls", out, ran, "one")
+		}
+		if out, ran := run("a", limCalls("search"), limCalls("search")); out != threadEnd || len(ran) != 1 {
+			t.Errorf("thread a, run 2 = %q after %v, want %q after 1 call", out, ran, threadEnd)
+		}
+		if out, ran := run("b", limCalls("search"), limCalls("search"), fakemodel.Text("b")); out != "b" || len(ran) != 2 {
+			t.Errorf("thread b = %q after %v, want %q after 2 calls", out, ran, "b")
+		}
+		for thread, want := range map[string]int{"a": 3, "b": 2} {
+			if got := store.Count(middleware.ThreadKey{Thread: thread}); got != want {
+				t.Errorf("store.Count(%q) = %d, want %d", thread, got, want)
+			}
+		}
+	})
+	t.Run("transcript", func(t *testing.T) {
+		t.Parallel()
+		limit := middleware.ToolCallLimit(middleware.WithRunLimit(2), middleware.WithThreadLimit(3), middleware.WithExitBehavior(middleware.ExitEnd))
+		m := fakemodel.New(limCalls("search"), limCalls("search"), fakemodel.Text("one"), limCalls("search"), limCalls("search"))
+		a := newLimAgent(m, limit)
+		if out, err := a.turn(context.Background(), "go"); err != nil || out != "one" {
+			t.Fatalf("turn 1 = %q, %v; want %q, nil", out, err, "one")
+		}
+		if out, err := a.turn(context.Background(), "again"); err != nil || out != threadEnd {
+			t.Fatalf("turn 2 = %q, %v; want %q, nil", out, err, threadEnd)
+		}
+		if len(a.ran) != 3 {
+			t.Errorf("ran %v, want 3 calls", a.ran)
+		}
+		// Another conversation through the same wrapped model is another
+		// thread.
+		b := &limAgent{model: a.model}
+		m.Append(limCalls("search"), fakemodel.Text("b"))
+		if out, err := b.turn(context.Background(), "hello"); err != nil || out != "b" || len(b.ran) != 1 {
+			t.Errorf("other conversation = %q, %v after %v; want %q after 1 call", out, err, b.ran, "b")
+		}
+	})
+}
+
+// limStubborn answers every call with a new search call.
+func limStubborn(n int) []fakemodel.Step {
+	var id atomic.Int64
+	step := fakemodel.Func(func(context.Context, []llms.MessageContent, llms.CallOptions) (*llms.ContentResponse, error) {
+		return &llms.ContentResponse{Choices: []*llms.ContentChoice{{ToolCalls: []llms.ToolCall{{
+			ID: "c" + strconv.FormatInt(id.Add(1), 10), Type: "function",
+			FunctionCall: &llms.FunctionCall{Name: "search", Arguments: `{}`},
+		}}}}}, nil
+	})
+	steps := make([]fakemodel.Step, n)
+	for i := range steps {
+		steps[i] = step
+	}
+	return steps
+}
+
+// TestToolCallLimitConcurrentRuns: 100 runs at once on one wrapped model
+// each get exactly their limit, and runs of one thread share theirs exactly.
+func TestToolCallLimitConcurrentRuns(t *testing.T) {
+	t.Parallel()
+	const runs = 100
+	for _, tc := range []struct {
+		name    string
+		opts    []middleware.LimitOption
+		ctx     func() context.Context
+		perRun  int // calls each run makes, -1: any
+		wantAll int // calls all runs make together
+	}{
+		{"runs from transcript", []middleware.LimitOption{middleware.WithRunLimit(2)},
+			context.Background, 2, 2 * runs},
+		{"runs from WithRun", []middleware.LimitOption{middleware.WithRunLimit(2)},
+			func() context.Context { return middleware.WithRun(context.Background()) }, 2, 2 * runs},
+		{"one thread", []middleware.LimitOption{middleware.WithRunLimit(1), middleware.WithThreadLimit(5)},
+			func() context.Context {
+				return middleware.WithThread(middleware.WithRun(context.Background()), "shared")
+			}, -1, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m := fakemodel.New(limStubborn(4 * runs)...)
+			limit := middleware.ToolCallLimit(tc.opts...)
+			var wg sync.WaitGroup
+			ran := make([]int, runs)
+			errs := make([]error, runs)
+			for i := range runs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					a := newLimAgent(m, limit)
+					out, err := a.turn(tc.ctx(), "go")
+					if err == nil && !strings.HasPrefix(out, "Tool call limit reached") {
+						err = fmt.Errorf("run %d answered %q, want the limit text", i, out)
+					}
+					ran[i], errs[i] = len(a.ran), err
+				}()
+			}
+			wg.Wait()
+			all := 0
+			for i := range runs {
+				if errs[i] != nil {
+					t.Error(errs[i])
+				}
+				if tc.perRun >= 0 && ran[i] != tc.perRun {
+					t.Errorf("run %d made %d calls, want %d", i, ran[i], tc.perRun)
+				}
+				all += ran[i]
+			}
+			if all != tc.wantAll {
+				t.Errorf("all runs made %d calls, want %d", all, tc.wantAll)
+			}
+		})
+	}
+}
+
+// TestToolCallLimitStacked: limiters compose. An inner limiter's count of a
+// response that an outer one blocks is taken back, and limiters sharing a
+// count (the same run, or the same store) count each call once.
+func TestToolCallLimitStacked(t *testing.T) {
+	t.Parallel()
+	t.Run("outer block releases inner count", func(t *testing.T) {
+		t.Parallel()
+		m := fakemodel.New(
+			limCalls("search"),
+			limCalls("search"),  // inner lets it out (2/2), outer blocks it
+			limCalls("weather"), // the re-ask: fits the inner limit only if the blocked search was taken back
+			fakemodel.Text("done"),
+		)
+		a := newLimAgent(m,
+			middleware.ToolCallLimit(middleware.WithToolName("search"), middleware.WithRunLimit(1)),
+			middleware.ToolCallLimit(middleware.WithRunLimit(2), middleware.WithExitBehavior(middleware.ExitError)),
+		)
+		out, err := a.turn(middleware.WithRun(context.Background()), "go")
+		if err != nil || out != "done" {
+			t.Fatalf("turn = %q, %v; want %q, nil", out, err, "done")
+		}
+		if want := []string{"search", "weather"}; !slices.Equal(a.ran, want) {
+			t.Errorf("ran %v, want %v", a.ran, want)
+		}
+	})
+	t.Run("replayed calls do not count for inner limiters", func(t *testing.T) {
+		t.Parallel()
+		m := fakemodel.New(
+			limCalls("weather"),
+			limCalls("search", "search"), // inner: 2/2, outer blocks: 3/2
+			limCalls("search"),           // the outer re-ask shows 2 searches that never ran
+			fakemodel.Text("done"),
+		)
+		a := newLimAgent(m,
+			middleware.ToolCallLimit(middleware.WithRunLimit(2)),
+			middleware.ToolCallLimit(middleware.WithToolName("search"), middleware.WithRunLimit(2), middleware.WithExitBehavior(middleware.ExitError)),
+		)
+		out, err := a.turn(context.Background(), "go")
+		if err != nil || out != "done" {
+			t.Fatalf("turn = %q, %v; want %q, nil", out, err, "done")
+		}
+		if want := []string{"weather", "search"}; !slices.Equal(a.ran, want) {
+			t.Errorf("ran %v, want %v", a.ran, want)
+		}
+	})
+	t.Run("inner block re-asks before outer sees it", func(t *testing.T) {
+		t.Parallel()
+		m := fakemodel.New(
+			limCalls("search"),
+			limCalls("search", "weather"),  // inner blocks: search 2/1
+			limCalls("weather"),            // inner's re-ask; outer: 2/3
+			limCalls("weather", "weather"), // outer blocks: 4/3
+			limCalls("weather"),            // outer's re-ask, through the inner one
+			fakemodel.Text("done"),
+		)
+		var ev limEvents
+		a := newLimAgent(m,
+			middleware.ToolCallLimit(middleware.WithRunLimit(3), middleware.WithEventHandler(ev.handle)),
+			middleware.ToolCallLimit(middleware.WithToolName("search"), middleware.WithRunLimit(1), middleware.WithEventHandler(ev.handle)),
+		)
+		out, err := a.turn(context.Background(), "go")
+		if err != nil || out != "done" {
+			t.Fatalf("turn = %q, %v; want %q, nil", out, err, "done")
+		}
+		if want := []string{"search", "weather", "weather"}; !slices.Equal(a.ran, want) {
+			t.Errorf("ran %v, want %v", a.ran, want)
+		}
+		var tools []string
+		for _, e := range ev.all() {
+			tools = append(tools, e.Tool)
+		}
+		if want := []string{"search", ""}; !slices.Equal(tools, want) {
+			t.Errorf("limit events by tool = %q, want %q (inner, then outer)", tools, want)
+		}
+	})
+	for _, tc := range []struct {
+		name         string
+		outer, inner middleware.LimitOption
+		ctx          context.Context
+	}{
+		{"same run", middleware.WithRunLimit(3), middleware.WithRunLimit(5), middleware.WithRun(context.Background())},
+		{"same thread store", middleware.WithThreadLimit(3), middleware.WithThreadLimit(5), middleware.WithThread(context.Background(), "t")},
+	} {
+		t.Run("shared count: "+tc.name, func(t *testing.T) {
+			t.Parallel()
+			store := middleware.NewMemoryThreadStore(10)
+			outer, inner := tc.outer, tc.inner
+			m := fakemodel.New(limCalls("search"), limCalls("search"), limCalls("search"), limCalls("search"))
+			llm := middleware.Wrap(m,
+				middleware.ToolCallLimit(outer, middleware.WithThreadStore(store), middleware.WithExitBehavior(middleware.ExitError)),
+				middleware.ToolCallLimit(inner, middleware.WithThreadStore(store), middleware.WithExitBehavior(middleware.ExitError)),
+			)
+			for i := range 3 {
+				if _, err := llm.GenerateContent(tc.ctx, nil); err != nil {
+					t.Fatalf("call %d: %v, want it within the outer limit of 3", i+1, err)
+				}
+			}
+			var le *middleware.LimitExceededError
+			if _, err := llm.GenerateContent(tc.ctx, nil); !errors.As(err, &le) || le.Limit != 3 || le.Count != 3 {
+				t.Errorf("call 4: %v, want the outer limit exceeded at 3/3", err)
+			}
+		})
+	}
+}
+
+type failingStore struct{ err error }
+
+func (s *failingStore) Reserve(context.Context, middleware.ThreadKey, int, int) (int, bool, error) {
+	return 0, false, s.err
+}
+func (s *failingStore) Release(context.Context, middleware.ThreadKey, int) error { return nil }
+
+func TestToolCallLimitThreadStoreErrorFailsTheCall(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("redis down")
+	m := fakemodel.New(limCalls("search"))
+	llm := middleware.Wrap(m, middleware.ToolCallLimit(middleware.WithThreadLimit(3), middleware.WithThreadStore(&failingStore{boom})))
+	_, err := llm.GenerateContent(middleware.WithThread(context.Background(), "t"), nil)
+	if !errors.Is(err, boom) || !strings.HasPrefix(err.Error(), "middleware: ") {
+		t.Errorf("GenerateContent error = %v, want a middleware: error wrapping %v", err, boom)
+	}
+}
+
+func TestToolCallLimitPassesTextAndErrors(t *testing.T) {
+	t.Parallel()
+	text := &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: "hi"}}}
+	boom := errors.New("model down")
+	m := fakemodel.New(
+		fakemodel.Func(func(context.Context, []llms.MessageContent, llms.CallOptions) (*llms.ContentResponse, error) {
+			return text, nil
+		}),
+		fakemodel.Fail(boom),
+	)
+	llm := middleware.Wrap(m, middleware.ToolCallLimit(middleware.WithRunLimit(1)))
+	if resp, err := llm.GenerateContent(context.Background(), nil); resp != text || err != nil {
+		t.Errorf("text response: GenerateContent = %v, %v; want it untouched", resp, err)
+	}
+	if _, err := llm.GenerateContent(context.Background(), nil); err != boom {
+		t.Errorf("model error: GenerateContent error = %v, want %v unchanged", err, boom)
+	}
+}
+
+func TestToolCallLimitCancelledBeforeReask(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	m := fakemodel.New(fakemodel.Func(func(context.Context, []llms.MessageContent, llms.CallOptions) (*llms.ContentResponse, error) {
+		cancel()
+		return &llms.ContentResponse{Choices: []*llms.ContentChoice{{ToolCalls: []llms.ToolCall{fakemodel.Call("search", `{}`), fakemodel.Call("search", `{}`)}}}}, nil
+	}))
+	llm := middleware.Wrap(m, middleware.ToolCallLimit(middleware.WithRunLimit(1)))
+	if _, err := llm.GenerateContent(ctx, nil); !errors.Is(err, context.Canceled) || len(m.Requests()) != 1 {
+		t.Errorf("GenerateContent = %v after %d model calls, want context.Canceled after 1", err, len(m.Requests()))
+	}
+}
+
+func TestToolCallLimitOptionPanics(t *testing.T) {
+	t.Parallel()
+	for name, f := range map[string]func(){
+		"no limit":             func() { middleware.ToolCallLimit() },
+		"only a tool name":     func() { middleware.ToolCallLimit(middleware.WithToolName("search")) },
+		"run above thread":     func() { middleware.ToolCallLimit(middleware.WithRunLimit(5), middleware.WithThreadLimit(3)) },
+		"zero run limit":       func() { middleware.WithRunLimit(0) },
+		"negative thread":      func() { middleware.WithThreadLimit(-1) },
+		"empty tool name":      func() { middleware.WithToolName("") },
+		"unknown exit":         func() { middleware.WithExitBehavior(middleware.ExitBehavior(9)) },
+		"nil store":            func() { middleware.WithThreadStore(nil) },
+		"zero-capacity memory": func() { middleware.NewMemoryThreadStore(0) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			defer func() {
+				if r := recover(); r == nil || !strings.HasPrefix(fmt.Sprint(r), "middleware: ") {
+					t.Errorf("panic = %v, want a clear middleware: message", r)
+				}
+			}()
+			f()
+		})
+	}
+	// Equal limits are fine.
+	middleware.ToolCallLimit(middleware.WithRunLimit(3), middleware.WithThreadLimit(3))
+}

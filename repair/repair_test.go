@@ -1,0 +1,198 @@
+package repair_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/toolguard/toolguard/repair"
+	"github.com/toolguard/toolguard/validation"
+)
+
+var schema = mustCompile(`{
+	"type": "object",
+	"properties": {
+		"city":  {"type": "string"},
+		"days":  {"type": "integer"},
+		"temp":  {"type": "number"},
+		"ok":    {"type": "boolean"},
+		"code":  {"type": "string"},
+		"maybe": {"type": ["integer", "null"]},
+		"ids":   {"type": "array", "items": {"type": "integer"}},
+		"units": {"type": "string", "enum": ["celsius", "fahrenheit"]}
+	},
+	"required": ["city"]
+}`)
+
+func mustCompile(s string) *validation.Schema {
+	c, err := validation.Compile(s)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+func decode(t *testing.T, s string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatalf("bad test JSON %q: %v", s, err)
+	}
+	return m
+}
+
+// normalize re-decodes v so json.Number and float64 compare equal.
+func normalize(t *testing.T, v map[string]any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decode(t, string(b))
+}
+
+func TestRepair(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, in, want string
+		repairs        []string
+	}{
+		{"code fence", "```json\n{\"city\": \"Paris\"}\n```", `{"city":"Paris"}`, []string{"code_fence"}},
+		{"code fence without info string", "```\n{\"city\": \"Paris\"}\n```", `{"city":"Paris"}`, []string{"code_fence"}},
+		{"code fence on one line", "```{\"city\": \"Paris\"}```", `{"city":"Paris"}`, []string{"code_fence"}},
+		{"code fence with prose", "Here you go:\n```json\n{\"city\": \"Paris\"}\n```\nDone.", `{"city":"Paris"}`,
+			[]string{"code_fence", "prose"}},
+		{"prose after", "{\"city\": \"Paris\"}\n\nLet me know if you need anything else!", `{"city":"Paris"}`, []string{"prose"}},
+		{"prose before", "Sure! Here's the call: {\"city\": \"Paris\"}", `{"city":"Paris"}`, []string{"prose"}},
+		{"braces inside strings", "{\"city\": \"Paris {center}\"} is what I'd send", `{"city":"Paris {center}"}`, []string{"prose"}},
+		{"trailing commas", `{"city": "Paris", "ids": [1, 2,],}`, `{"city":"Paris","ids":[1,2]}`, []string{"trailing_comma"}},
+		{"python dict", `{'city': 'Paris', 'ok': True, 'maybe': None, 'code': 'False'}`,
+			`{"city":"Paris","ok":true,"maybe":null,"code":"False"}`, []string{"python_literal"}},
+		{"python quoting", `{'city': "O'Brien", 'code': 'it\'s \\ "x"'}`, `{"city":"O'Brien","code":"it's \\ \"x\""}`,
+			[]string{"python_literal"}},
+		{"python escapes", `{'city': 'a\x41\u00e9\n', 'code': 'C:\dir'}`, `{"city":"aAé\n","code":"C:\\dir"}`,
+			[]string{"python_literal"}},
+		{"python with trailing comma", `{'city': 'Paris', 'ids': [1, 2,],}`, `{"city":"Paris","ids":[1,2]}`,
+			[]string{"trailing_comma", "python_literal"}},
+		{"python in a fence", "```python\n{'city': 'Paris'}\n```", `{"city":"Paris"}`, []string{"code_fence", "python_literal"}},
+		{"double encoded", `"{\"city\": \"Paris\", \"days\": 3}"`, `{"city":"Paris","days":3}`, []string{"double_encoded"}},
+		{"number strings", `{"city": "Paris", "days": "3", "temp": "-2.5e1", "ids": ["1", 2]}`,
+			`{"city":"Paris","days":3,"temp":-25,"ids":[1,2]}`,
+			[]string{"number_string at /days", "number_string at /ids/0", "number_string at /temp"}},
+		{"bool string", `{"city": "Paris", "ok": "true"}`, `{"city":"Paris","ok":true}`, []string{"bool_string at /ok"}},
+		{"number string for a nullable integer", `{"city": "Paris", "maybe": "7"}`, `{"city":"Paris","maybe":7}`,
+			[]string{"number_string at /maybe"}},
+		{"text and value repairs together", `{'city': 'Paris', 'days': '3'}`, `{"city":"Paris","days":3}`,
+			[]string{"python_literal", "number_string at /days"}},
+		{"other violations stay", `{"city": 5, "days": "3"}`, `{"city":5,"days":3}`, []string{"number_string at /days"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, reps := repair.Default().Repair([]byte(tc.in), schema)
+			if got == nil {
+				t.Fatalf("Repair(%q) refused, want %s", tc.in, tc.want)
+			}
+			if !reflect.DeepEqual(normalize(t, got), decode(t, tc.want)) {
+				b, _ := json.Marshal(got)
+				t.Errorf("Repair(%q) = %s, want %s", tc.in, b, tc.want)
+			}
+			var names []string
+			for _, r := range reps {
+				names = append(names, r.String())
+			}
+			if !slices.Equal(names, tc.repairs) {
+				t.Errorf("Repair(%q) repairs = %q, want %q", tc.in, names, tc.repairs)
+			}
+		})
+	}
+}
+
+// TestRepairRefusesAmbiguity: input with more than one plausible reading,
+// or nothing to repair, is left alone.
+func TestRepairRefusesAmbiguity(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{
+		`{"city": "Paris"}`,                                  // nothing to repair
+		`{"city": "Par`,                                      // truncated
+		`{city: "Paris"}`,                                    // unquoted key
+		`{"city": Paris}`,                                    // unquoted string
+		`{"city": "Paris"} {"city": "Rome"}`,                 // two objects
+		`Use {city} like {"city": "Paris"}`,                  // braces in the prose
+		"```json\n{\"a\": 1}\n```\n```json\n{\"b\": 2}\n```", // two fences
+		`{"city": "Paris", // a comment
+		}`,
+		`{"city": "Paris",, "days": 1}`, // double comma
+		`{"days": 0x10, "city": "x"}`,   // hex
+		`{"days": NaN, "city": "x"}`,    // NaN
+		`{"city": "line
+break"}`, // raw newline in a string
+		`{'city': 'Paris', 'days': true_}`,      // identifier
+		`"just a string"`,                       // double encoded, but not an object
+		`[{"city": "Paris"}]`,                   // an array
+		`{"city": "Paris", "days": "three"}`,    // a word is not a number
+		`{"city": "Paris", "days": " 3"}`,       // nor a padded number
+		`{"city": "Paris", "days": "3.5"}`,      // a number, but not an integer: the repair would not help
+		`{"city": "Paris", "ok": "True"}`,       // only JSON's spelling of booleans
+		`{"city": "Paris", "code": 5}`,          // number to string is not a repair we make
+		`{"city": "Paris", "units": "Celsius"}`, // nor enum case folding
+	} {
+		if got, reps := repair.Default().Repair([]byte(in), schema); got != nil || reps != nil {
+			b, _ := json.Marshal(got)
+			t.Errorf("Repair(%q) = %s, %v; want it refused", in, b, reps)
+		}
+	}
+}
+
+func TestOnly(t *testing.T) {
+	t.Parallel()
+	r := repair.Only(repair.CodeFence)
+	if got, _ := r.Repair([]byte("```json\n{\"city\": \"Paris\"}\n```"), schema); got == nil {
+		t.Error("Only(CodeFence) refused a fenced object")
+	}
+	for _, in := range []string{
+		"```json\n{'city': 'Paris'}\n```",            // needs python_literal too
+		"Here:\n```json\n{\"city\": \"Paris\"}\n```", // needs prose too
+		`{"city": "Paris", "days": "3"}`,
+	} {
+		if got, reps := r.Repair([]byte(in), schema); got != nil {
+			t.Errorf("Only(CodeFence).Repair(%q) = %v, %v; want refused", in, got, reps)
+		}
+	}
+	if got, _ := repair.Only(repair.NumberString).Repair([]byte(`{"city": "x", "ok": "true", "days": "2"}`), schema); got == nil ||
+		got["ok"] != "true" {
+		t.Errorf("Only(NumberString) = %v, want days repaired and ok left alone", got)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("Only(\"bogus\") did not panic")
+		}
+	}()
+	repair.Only("bogus")
+}
+
+func TestRepairWithoutSchema(t *testing.T) {
+	t.Parallel()
+	got, reps := repair.Default().Repair([]byte(`{'days': '3'}`), nil)
+	if got == nil || got["days"] != "3" || len(reps) != 1 || reps[0].Kind != repair.PythonLiteral {
+		t.Errorf("Repair without schema = %v, %v; want only the text repaired", got, reps)
+	}
+}
+
+func FuzzRepair(f *testing.F) {
+	for _, s := range []string{"```json\n{\"a\": 1}\n```", `{'a': True,}`, `"{\"a\":1}"`, `{"days": "3"}`, `x {"a": [1,]} y`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		got, reps := repair.Default().Repair([]byte(in), schema)
+		if (got == nil) != (reps == nil) {
+			t.Fatalf("Repair(%q) = %v, %v: result and repairs disagree", in, got, reps)
+		}
+		if got != nil {
+			if _, err := json.Marshal(got); err != nil {
+				t.Fatalf("Repair(%q) result does not marshal: %v", in, err)
+			}
+		}
+	})
+}

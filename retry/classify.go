@@ -1,0 +1,311 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/tmc/langchaingo/llms"
+)
+
+// IsRetryable reports whether a model call that failed with err may succeed
+// if it is made again unchanged. It decides on the first of these that
+// applies:
+//
+//  1. nil, and an *Error (a retry loop already gave up on it, so nested loops
+//     do not multiply): not retryable.
+//  2. An error from the caller's own streaming function ("streaming func
+//     returned an error"): not retryable.
+//  3. An *llms.Error with a code: rate_limit, timeout and
+//     provider_unavailable are retryable; authentication, invalid_request,
+//     resource_not_found, content_filter, token_limit, quota_exceeded,
+//     not_implemented and canceled are not; unknown goes on.
+//  4. context.Canceled: not retryable.
+//  5. An HTTP status from a typed error in the chain (a method
+//     HTTPStatusCode() int as in the AWS SDK, HTTPCode() int as in Google's
+//     apierror, or StatusCode() int): see below.
+//  6. An AWS error code (a method ErrorCode() string): throttling codes,
+//     ServiceUnavailableException, InternalServerException,
+//     ModelNotReadyException, ModelTimeoutException,
+//     ModelStreamErrorException and RequestTimeout are retryable.
+//  7. context.DeadlineExceeded, a net.Error whose Timeout() is true, a
+//     temporary DNS failure, a refused, reset or aborted connection, a broken
+//     pipe, io.ErrUnexpectedEOF, and an HTTP request that ended in io.EOF:
+//     retryable. A host that does not exist is not.
+//  8. The message: an HTTP status in it ("status code: 429", "(HTTP Error
+//     503)", "googleapi: Error 429", "StatusCode: 503", "503 Service
+//     Unavailable"), then a gRPC code ("rpc error: code = Unavailable"), then
+//     phrases: rate limits, "overloaded", "service unavailable", "server
+//     busy", "internal server error", timeouts, broken connections,
+//     "unexpected EOF" are retryable; a billing quota ("exceeded your current
+//     quota") and AWS's client-side "retry quota exceeded" are not.
+//  9. Anything else: not retryable.
+//
+// HTTP statuses: 408, 409 and 429 are retryable, as is every 5xx but 501
+// and 505 (so Anthropic's 529 "overloaded" is); every other status is not.
+// A 429 (or gRPC ResourceExhausted) whose message says a billing quota is
+// exhausted is not retryable unless the error also carries a retry hint
+// (After): Google answers per-minute limits with the same words and a
+// "retry in 24s".
+//
+// context.DeadlineExceeded counts as a timeout, hence retryable: an inner
+// HTTP client or per-attempt timeout expired. Whether it is the caller's
+// own deadline only the caller's context can tell, so a retry loop must stop
+// when ctx.Err() != nil whatever IsRetryable says; middleware.ModelRetry
+// does.
+func IsRetryable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var re *Error
+	if errors.As(err, &re) {
+		return false
+	}
+	msg := err.Error()
+	lower := strings.ToLower(msg)
+	if strings.Contains(lower, "streaming func returned an error") ||
+		strings.Contains(lower, "streaming reasoning func returned an error") {
+		return false
+	}
+	var le *llms.Error
+	if errors.As(err, &le) {
+		switch le.Code {
+		case llms.ErrCodeRateLimit, llms.ErrCodeTimeout, llms.ErrCodeProviderUnavailable:
+			return true
+		case llms.ErrCodeUnknown, "":
+			// Nothing known: look further.
+		default:
+			return false
+		}
+	}
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	if code, ok := typedStatus(err); ok {
+		return retryableStatus(code, err, lower)
+	}
+	if retryable, ok := awsCode(err); ok {
+		return retryable
+	}
+	if retryable, ok := transportError(err); ok {
+		return retryable
+	}
+	return retryableMessage(err, msg, lower)
+}
+
+// typedStatus returns the HTTP status of the first error in err's chain that
+// exposes one.
+func typedStatus(err error) (int, bool) {
+	var aws interface{ HTTPStatusCode() int } // AWS smithy-go *http.ResponseError
+	if errors.As(err, &aws) && validStatus(aws.HTTPStatusCode()) {
+		return aws.HTTPStatusCode(), true
+	}
+	var google interface{ HTTPCode() int } // Google gax *apierror.APIError (-1 for gRPC)
+	if errors.As(err, &google) && validStatus(google.HTTPCode()) {
+		return google.HTTPCode(), true
+	}
+	var other interface{ StatusCode() int }
+	if errors.As(err, &other) && validStatus(other.StatusCode()) {
+		return other.StatusCode(), true
+	}
+	return 0, false
+}
+
+// validStatus accepts the error statuses; a 1xx–3xx on an error says
+// nothing about retrying it.
+func validStatus(code int) bool { return code >= 400 && code <= 599 }
+
+func retryableStatus(code int, err error, lower string) bool {
+	switch {
+	case code == http.StatusTooManyRequests:
+		return !billingQuota(err, lower)
+	case code == http.StatusRequestTimeout, code == http.StatusConflict:
+		return true
+	case code == http.StatusNotImplemented, code == http.StatusHTTPVersionNotSupported:
+		return false
+	case code >= 500 && code <= 599:
+		return true
+	default:
+		return false
+	}
+}
+
+// billingQuota reports whether a rate-limit error is in fact an exhausted
+// billing quota, which no wait fixes: OpenAI's insufficient_quota 429 "You
+// exceeded your current quota, please check your plan and billing details".
+// A retry hint overrides it (Google uses the same words for per-minute
+// limits and adds "retry in 24s").
+func billingQuota(err error, lower string) bool {
+	if _, ok := After(err); ok {
+		return false
+	}
+	for _, p := range billingPatterns {
+		if strings.Contains(lower, p) {
+			return true
+		}
+	}
+	return false
+}
+
+var billingPatterns = []string{
+	"exceeded your current quota",
+	"insufficient_quota",
+	"check your plan and billing",
+	"credit balance",
+}
+
+// AWS error codes worth a retry: the SDK's own throttle and retryable codes
+// (aws/retry.DefaultThrottleErrorCodes, DefaultRetryableErrorCodes) and the
+// transient Bedrock Runtime exceptions.
+var awsRetryableCodes = map[string]bool{
+	"Throttling":                             true,
+	"ThrottlingException":                    true,
+	"ThrottledException":                     true,
+	"RequestThrottledException":              true,
+	"TooManyRequestsException":               true,
+	"ProvisionedThroughputExceededException": true,
+	"TransactionInProgressException":         true,
+	"RequestLimitExceeded":                   true,
+	"BandwidthLimitExceeded":                 true,
+	"LimitExceededException":                 true,
+	"RequestThrottled":                       true,
+	"SlowDown":                               true,
+	"PriorRequestNotComplete":                true,
+	"EC2ThrottledException":                  true,
+	"RequestTimeout":                         true,
+	"RequestTimeoutException":                true,
+	"ServiceUnavailableException":            true,
+	"InternalServerException":                true,
+	"ModelNotReadyException":                 true,
+	"ModelTimeoutException":                  true,
+	"ModelStreamErrorException":              true,
+}
+
+// awsCode classifies an error carrying an AWS error code. Codes not listed
+// decide nothing (ok false), so a status or message may still.
+func awsCode(err error) (retryable, ok bool) {
+	var e interface{ ErrorCode() string }
+	if !errors.As(err, &e) || !awsRetryableCodes[e.ErrorCode()] {
+		return false, false
+	}
+	return true, true
+}
+
+// transportError classifies timeouts and broken connections.
+func transportError(err error) (retryable, ok bool) {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true, true
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return dns.IsTimeout || dns.IsTemporary, true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true, true
+	}
+	for _, target := range []error{syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.ECONNABORTED, syscall.EPIPE, syscall.ETIMEDOUT, io.ErrUnexpectedEOF} {
+		if errors.Is(err, target) {
+			return true, true
+		}
+	}
+	// The server closed the connection before answering: Go's HTTP client
+	// reports `Post "…": EOF`.
+	var ue *url.Error
+	if errors.As(err, &ue) && errors.Is(ue.Err, io.EOF) {
+		return true, true
+	}
+	return false, false
+}
+
+var (
+	// "API returned unexpected status code: 429" (OpenAI, Anthropic),
+	// "(HTTP Error 429)" (Mistral), "googleapi: Error 429:" and "googleapi:
+	// got HTTP response code 503" (Google), "StatusCode: 429" (AWS),
+	// "status 503", "status=503".
+	statusInText = regexp.MustCompile(`(?i)(?:status ?code|\bstatus|http error|googleapi: error|response code)\s*[:=]?\s*(\d{3})\b`)
+	// "503 Service Unavailable" (Ollama's StatusError, net/http's Status).
+	statusLineInText = regexp.MustCompile(`\b([45]\d\d) ([A-Za-z][A-Za-z' -]*)`)
+	// "rpc error: code = Unavailable desc = …" (gRPC, Vertex AI).
+	grpcCodeInText = regexp.MustCompile(`rpc error: code = (\w+)`)
+)
+
+// textStatus finds an HTTP status written in an error message.
+func textStatus(msg string) (int, bool) {
+	if m := statusInText.FindStringSubmatch(msg); m != nil {
+		if code, err := strconv.Atoi(m[1]); err == nil && validStatus(code) {
+			return code, true
+		}
+	}
+	for _, m := range statusLineInText.FindAllStringSubmatch(msg, -1) {
+		code, err := strconv.Atoi(m[1])
+		if err != nil || !validStatus(code) {
+			continue
+		}
+		if text := http.StatusText(code); text != "" && strings.HasPrefix(strings.ToLower(m[2]), strings.ToLower(text)) {
+			return code, true
+		}
+	}
+	return 0, false
+}
+
+func retryableMessage(err error, msg, lower string) bool {
+	if code, ok := textStatus(msg); ok {
+		return retryableStatus(code, err, lower)
+	}
+	if m := grpcCodeInText.FindStringSubmatch(msg); m != nil {
+		switch m[1] {
+		case "ResourceExhausted":
+			return !billingQuota(err, lower)
+		case "Unavailable", "DeadlineExceeded", "Aborted", "Internal":
+			return true
+		default:
+			return false
+		}
+	}
+	for _, p := range permanentPhrases {
+		if strings.Contains(lower, p) {
+			return false
+		}
+	}
+	if billingQuota(err, lower) {
+		return false
+	}
+	for _, p := range retryablePhrases {
+		if strings.Contains(lower, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// permanentPhrases win over retryablePhrases in a message without a status.
+var permanentPhrases = []string{
+	"retry quota exceeded", // AWS SDK: its client-side retry budget is spent; respect it
+	"request cancelled",    // OpenAI client: the request's context was cancelled
+	"context canceled",
+}
+
+var retryablePhrases = []string{
+	"rate limit", "rate_limit", "ratelimit", "too many requests",
+	"overloaded", // Anthropic 529 "Overloaded", stream "overloaded_error"; Gemini "The model is overloaded"
+	"resource has been exhausted", "resource_exhausted",
+	"service unavailable", "temporarily unavailable", "server busy",
+	"internal server error", "bad gateway", "gateway timeout",
+	"api_error", // Anthropic stream error event type for a 500
+	"try again later",
+	"throttl", // AWS ThrottlingException, "Throttling"
+	"serviceunavailableexception", "internalserverexception", "modelnotreadyexception",
+	"modeltimeoutexception", "modelstreamerrorexception",
+	"timeout", "timed out", "deadline exceeded",
+	"connection reset", "connection refused", "broken pipe", "unexpected eof",
+	"failed to reach api server", // OpenAI client's sanitised network error
+	"goaway",                     // HTTP/2 server shutting the connection down
+}
