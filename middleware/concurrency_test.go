@@ -8,11 +8,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/retry"
 )
 
 var errTransient = errors.New("transient: 503 from the provider")
@@ -104,6 +107,112 @@ func TestThousandGoroutinesShareOneModel(t *testing.T) {
 				if got, want := args(resp, 0), fmt.Sprintf(k.wantArgs, i); got != want {
 					errs <- fmt.Errorf("caller %d (%s): arguments %s, want %s", i, k.name, got, want)
 				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n, left := len(m.Requests()), m.Remaining(); n != total || left != 0 {
+		t.Errorf("model calls = %d (%d steps left), want exactly %d", n, left, total)
+	}
+}
+
+// TestThousandGoroutinesFullStack: 1,000 goroutines share the recommended
+// stack, Wrap(fake, ToolCallLimit, ToolArgValidation, ModelRetry), each in
+// its own run, with valid, invalid-then-fixed, always-invalid, transient
+// failures (absorbed by ModelRetry, also on a re-ask), permanent 503s and
+// batches over the run limit mixed. Each caller gets exactly its outcome
+// and the model is called exactly as often as the outcomes need; clean
+// under -race.
+func TestThousandGoroutinesFullStack(t *testing.T) {
+	t.Parallel()
+	const callers = 1000
+	kinds := []struct {
+		name       string
+		modelCalls int
+		wantArgs   string // "%d" is the caller's number
+		wantErr    bool   // a *retry.Error after 3 attempts
+		wantLimit  bool   // ExitEnd's text, no tool calls
+	}{
+		{name: "valid", modelCalls: 1, wantArgs: `{"city": "c%d"}`},
+		{name: "invalid-once", modelCalls: 2, wantArgs: `{"city": "c%d"}`},
+		{name: "invalid", modelCalls: 3, wantArgs: `{"city":%d}`},
+		{name: "503-once", modelCalls: 2, wantArgs: `{"city": "c%d"}`},
+		{name: "503-on-reask", modelCalls: 3, wantArgs: `{"city": "c%d"}`},
+		{name: "503-always", modelCalls: 3, wantErr: true},
+		{name: "too-many", modelCalls: 1, wantLimit: true},
+	}
+	total := 0
+	for i := range callers {
+		total += kinds[i%len(kinds)].modelCalls
+	}
+	attempts := make([]atomic.Int32, callers) // model calls per caller
+	unavailable := errors.New("API returned unexpected status code: 503: Service Unavailable")
+	answer := func(_ context.Context, msgs []llms.MessageContent, _ llms.CallOptions) (*llms.ContentResponse, error) {
+		ns, kind, _ := strings.Cut(lastHuman(msgs), " ")
+		n, _ := strconv.Atoi(ns)
+		attempt := attempts[n].Add(1)
+		reask := msgs[len(msgs)-1].Role == llms.ChatMessageTypeTool
+		valid := `{"city": "c` + ns + `"}`
+		a := valid
+		switch {
+		case kind == "503-always", kind == "503-once" && attempt == 1, kind == "503-on-reask" && attempt == 2:
+			return nil, unavailable
+		case kind == "invalid", kind == "invalid-once" && !reask, kind == "503-on-reask" && !reask:
+			a = `{"city": ` + ns + `, "units": null}`
+		}
+		calls := []llms.ToolCall{{ID: "call_" + ns, Type: "function", FunctionCall: &llms.FunctionCall{Name: "get_weather", Arguments: a}}}
+		if kind == "too-many" {
+			for j := range 2 {
+				calls = append(calls, llms.ToolCall{ID: fmt.Sprintf("call_%s_%d", ns, j), Type: "function",
+					FunctionCall: &llms.FunctionCall{Name: "get_weather", Arguments: valid}})
+			}
+		}
+		return &llms.ContentResponse{Choices: []*llms.ContentChoice{{ToolCalls: calls}}}, nil
+	}
+	steps := make([]fakemodel.Step, total)
+	for i := range steps {
+		steps[i] = fakemodel.Func(answer)
+	}
+	m := fakemodel.New(steps...)
+	llm := middleware.Wrap(m,
+		middleware.ToolCallLimit(middleware.WithRunLimit(2), middleware.WithExitBehavior(middleware.ExitEnd)),
+		middleware.ToolArgValidation(),
+		middleware.ModelRetry(middleware.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} })),
+	)
+	tools := llms.WithTools([]llms.Tool{weatherTool})
+
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k := kinds[i%len(kinds)]
+			msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, strconv.Itoa(i)+" "+k.name)}
+			resp, err := llm.GenerateContent(middleware.WithRun(context.Background()), msgs, tools)
+			var rerr *retry.Error
+			switch {
+			case k.wantErr:
+				if !errors.As(err, &rerr) || rerr.Attempts != 3 || !errors.Is(err, unavailable) {
+					errs <- fmt.Errorf("caller %d (%s): error %v, want a *retry.Error after 3 attempts wrapping the 503", i, k.name, err)
+				}
+			case err != nil:
+				errs <- fmt.Errorf("caller %d (%s): %v", i, k.name, err)
+			case k.wantLimit:
+				if ch := resp.Choices[0]; len(ch.ToolCalls) != 0 || !strings.Contains(ch.Content, "limit") {
+					errs <- fmt.Errorf("caller %d (%s): %+v, want the limit text and no tool calls", i, k.name, ch)
+				}
+			default:
+				if got, want := args(resp, 0), fmt.Sprintf(k.wantArgs, i); got != want {
+					errs <- fmt.Errorf("caller %d (%s): arguments %s, want %s", i, k.name, got, want)
+				}
+			}
+			if got := int(attempts[i].Load()); got != k.modelCalls {
+				errs <- fmt.Errorf("caller %d (%s): %d model calls, want %d", i, k.name, got, k.modelCalls)
 			}
 		}()
 	}
