@@ -7,6 +7,21 @@ import (
 	"unicode/utf8"
 )
 
+// CheckJSON reports what DecodeArgs refuses in JSON text beyond its syntax
+// and its type: nesting deeper than MaxDepth, an object with the same key
+// twice, more than MaxValues values, a number longer than MaxNumberLength
+// or with an exponent beyond ±MaxNumberExponent. It returns nil or a *Error
+// with one violation, as DecodeArgs would. data must be valid JSON of any
+// type (json.Valid); on other input the result means nothing, but CheckJSON
+// does not panic. Code that decodes arguments by other means (repair) uses
+// it to keep DecodeArgs's limits.
+func CheckJSON(data []byte) error {
+	if e := scanArgs(data); e != nil {
+		return e
+	}
+	return nil
+}
+
 // scanArgs returns a violation when data, which must be valid JSON
 // (it is called after a successful decode), nests deeper than MaxDepth, has
 // an object with the same key twice (both at the root) or a number out of
