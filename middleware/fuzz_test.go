@@ -13,6 +13,7 @@ import (
 	"github.com/toolguard/toolguard/errfmt"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/repair"
 )
 
 // fuzzTools are the tools FuzzReask offers: the eight BFCL tools of
@@ -47,7 +48,7 @@ var fuzzTools = sync.OnceValues(func() ([]llms.Tool, error) {
 //
 // calls holds records separated by \x1e, each "name\x1fid\x1farguments";
 // the name "\x00" stands for a nil FunctionCall. shape's bits choose the
-// layout and the options (see below).
+// layout and the options (see below), WithRepair included.
 func FuzzReask(f *testing.F) {
 	tools, err := fuzzTools()
 	if err != nil {
@@ -57,13 +58,15 @@ func FuzzReask(f *testing.F) {
 	f.Add("thinking", "get_weather\x1fa\x1f{\"city\": \"x\"}\x1esearch\x1fa\x1f{}\x1e\x00\x1f\x1f", uint8(0b0110))
 	f.Add("", "get_wether\x1f\x1f{}\x1ebroken\x1fb\x1f[]", uint8(0b11001))
 	f.Add("x", "anything\x1f\x1f{\"a\": 1, \"a\": 2}\x1eget_weather\x1f\x1f{\"city\": \"P\", \"city\": 1}", uint8(0b100000))
+	f.Add("", "get_weather\x1f\x1f```json\n{'city': 'Paris', 'days': '3',}\n```\x1eget_weather\x1f\x1f{'city': 'Rome', 'city': 'Paris'}", uint8(0b10100000))
 	f.Fuzz(func(t *testing.T, text, calls string, shape uint8) {
-		perChoice := shape&1 != 0    // one choice per call, as Anthropic answers
-		nilChoice := shape&2 != 0    // a nil choice in front
-		legacy := shape&4 != 0       // a first choice with only the legacy FuncCall
-		failClosed := shape&8 != 0   // WithFailClosed
-		reject := shape&16 != 0      // WithUnknownTools(UnknownReject)
-		retries := int(shape>>5) % 3 // WithMaxRetries(0..2)
+		perChoice := shape&1 != 0      // one choice per call, as Anthropic answers
+		nilChoice := shape&2 != 0      // a nil choice in front
+		legacy := shape&4 != 0         // a first choice with only the legacy FuncCall
+		failClosed := shape&8 != 0     // WithFailClosed
+		reject := shape&16 != 0        // WithUnknownTools(UnknownReject)
+		retries := int(shape>>5&3) % 3 // WithMaxRetries(0..2)
+		repairs := shape&128 != 0      // WithRepair(repair.Default())
 
 		var tcs []llms.ToolCall
 		if calls != "" {
@@ -110,6 +113,9 @@ func FuzzReask(f *testing.F) {
 		}
 		if reject {
 			opts = append(opts, middleware.WithUnknownTools(middleware.UnknownReject))
+		}
+		if repairs {
+			opts = append(opts, middleware.WithRepair(repair.Default()))
 		}
 		out, err := middleware.Wrap(m, middleware.ToolArgValidation(opts...)).
 			GenerateContent(context.Background(), question, llms.WithTools(tools))

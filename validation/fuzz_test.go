@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/repair"
 	"github.com/toolguard/toolguard/strip"
 	"github.com/toolguard/toolguard/validation"
 )
@@ -60,9 +61,10 @@ var fuzzSchemas = sync.OnceValues(func() ([]*validation.Schema, error) {
 
 // FuzzValidateArgs runs arbitrary argument bytes through what
 // ToolArgValidation does with them — DecodeArgs, stripping, validation,
-// feedback — and checks that nothing panics, that the feedback is bounded
-// and well-formed, and that stripped arguments written back as JSON decode
-// to exactly the stripped value.
+// feedback, and (WithRepair) repair — and checks that nothing panics, that
+// the feedback is bounded and well-formed, that stripped arguments written
+// back as JSON decode to exactly the stripped value, and that repaired
+// arguments keep DecodeArgs's limits.
 func FuzzValidateArgs(f *testing.F) {
 	schemas, err := fuzzSchemas()
 	if err != nil {
@@ -83,10 +85,21 @@ func FuzzValidateArgs(f *testing.F) {
 	} {
 		f.Add([]byte(seed.args), "get_weather", seed.schema, uint8(0))
 	}
+	for _, seed := range []string{
+		"```json\n{'city': 'Paris', 'days': '5', 'tags': ['a',],}\n```",
+		`Sure: {"city": "Rome", "city": "Paris"} hope it helps`,
+		`"{\"city\": \"Paris\", \"note\": None}"`,
+		`{'city': 'Paris', 'days': 1e999999, 'note': True}`,
+	} {
+		f.Add([]byte(seed), "get_weather", uint8(0), uint8(4))
+	}
 	f.Fuzz(func(t *testing.T, args []byte, tool string, schemaIndex, modeIndex uint8) {
 		s := schemas[int(schemaIndex)%len(schemas)]
 		mode := []strip.Mode{strip.SchemaAware, strip.Recursive, strip.Off}[int(modeIndex)%3]
 
+		if modeIndex&4 != 0 {
+			checkRepair(t, args, s)
+		}
 		v, err := validation.DecodeArgs(args)
 		if err != nil {
 			var ve *validation.Error
@@ -172,5 +185,34 @@ func checkFeedback(t *testing.T, tool string, ve *validation.Error) {
 		if !strings.HasPrefix(l, "- ") {
 			t.Fatalf("line %q, want a violation line starting with \"- \"", l)
 		}
+	}
+}
+
+// checkRepair: whatever repair makes of args is a JSON object that,
+// written back, DecodeArgs accepts and decodes to the same value.
+func checkRepair(t *testing.T, args []byte, s *validation.Schema) {
+	t.Helper()
+	v, reps := repair.Default().Repair(args, s)
+	if v == nil {
+		if reps != nil {
+			t.Fatalf("Repair(%q) = nil value with repairs %v", args, reps)
+		}
+		return
+	}
+	if len(reps) == 0 {
+		t.Fatalf("Repair(%q) = %v without saying which repairs", args, v)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Fatalf("repaired arguments do not encode: %v", err)
+	}
+	back, err := validation.DecodeArgs(buf.Bytes())
+	if err != nil {
+		t.Fatalf("Repair(%q) = %s, which DecodeArgs refuses: %v", args, buf.Bytes(), err)
+	}
+	if !reflect.DeepEqual(back, v) {
+		t.Fatalf("repaired arguments %s decode to %#v, want %#v", buf.Bytes(), back, v)
 	}
 }
