@@ -22,21 +22,24 @@ func CheckJSON(data []byte) error {
 	return nil
 }
 
-// scanArgs returns a violation when data, which must be valid JSON
-// (it is called after a successful decode), nests deeper than MaxDepth, has
-// an object with the same key twice (both at the root) or a number out of
-// range (at the number); nil otherwise.
+// scanArgs returns a violation when data, which must be valid JSON (it is
+// called after a successful decode), nests deeper than MaxDepth, has an
+// object with the same key twice, holds more than MaxValues values (all
+// three at the root) or a number out of range (at the number); nil
+// otherwise.
 //
 // encoding/json keeps the last of duplicate keys; other parsers (a tool's
 // own, a provider's) may keep the first, so a validator that passed such
 // arguments would have validated a value the tool may never see. The scan is
-// one pass over the bytes and allocates only for objects with many keys and
+// one pass over the bytes; it allocates only for deep or wide arguments and
 // for keys that contain escapes or invalid UTF-8 (which are compared as
 // decoded, as the decoder would).
 func scanArgs(data []byte) *Error {
-	var stack []frame
+	var stackBuf [16]frame
+	var keysBuf [64][]byte
+	stack := stackBuf[:0]
+	keys := keysBuf[:0]   // keys of the open objects, normalized
 	const linearKeys = 16 // compare linearly up to this many keys per object
-	var keys [][]byte     // keys of the open objects, normalized
 	values := 0
 	for i := 0; i < len(data); i++ {
 		switch c := data[i]; c {
@@ -81,17 +84,7 @@ func scanArgs(data []byte) *Error {
 			}
 		case '"':
 			start := i
-			escaped, high := false, false
-			for i++; i < len(data) && data[i] != '"'; i++ {
-				switch {
-				case data[i] == '\\':
-					escaped = true
-					i++ // skip the escaped byte; \uXXXX digits need no care
-				case data[i] >= utf8.RuneSelf:
-					high = true
-				}
-			}
-			if i >= len(data) {
+			if i = stringEnd(data, i+1); i < 0 {
 				return nil // unterminated: not valid JSON, not our concern
 			}
 			if len(stack) == 0 {
@@ -105,7 +98,7 @@ func scanArgs(data []byte) *Error {
 			}
 			top.expectKey = false
 			k := data[start+1 : i]
-			if escaped || (high && !utf8.Valid(k)) {
+			if bytes.IndexByte(k, '\\') >= 0 || !utf8.Valid(k) {
 				var s string
 				if err := json.Unmarshal(data[start:i+1], &s); err == nil {
 					k = []byte(s)
@@ -173,6 +166,27 @@ func pointer(stack []frame) string {
 		}
 	}
 	return string(p)
+}
+
+// stringEnd returns the index of the quote that closes the string whose
+// content starts at data[from], or -1.
+func stringEnd(data []byte, from int) int {
+	for j := from; j <= len(data); {
+		q := bytes.IndexByte(data[j:], '"')
+		if q < 0 {
+			return -1
+		}
+		q += j
+		backslashes := 0
+		for b := q - 1; b >= from && data[b] == '\\'; b-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return q
+		}
+		j = q + 1
+	}
+	return -1
 }
 
 func isNumberByte(c byte) bool {
