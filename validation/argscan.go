@@ -16,7 +16,7 @@ import (
 // does not panic. Code that decodes arguments by other means (repair) uses
 // it to keep DecodeArgs's limits.
 func CheckJSON(data []byte) error {
-	if e := scanArgs(data); e != nil {
+	if _, e := scanArgs(data); e != nil {
 		return e
 	}
 	return nil
@@ -33,27 +33,26 @@ func CheckJSON(data []byte) error {
 // arguments would have validated a value the tool may never see. The scan is
 // one pass over the bytes; it allocates only for deep or wide arguments and
 // for keys that contain escapes or invalid UTF-8 (which are compared as
-// decoded, as the decoder would).
-func scanArgs(data []byte) *Error {
+// decoded, as the decoder would). It also returns the number of values.
+func scanArgs(data []byte) (values int, problem *Error) {
 	var stackBuf [16]frame
 	var keysBuf [64][]byte
 	stack := stackBuf[:0]
 	keys := keysBuf[:0]   // keys of the open objects, normalized
 	const linearKeys = 16 // compare linearly up to this many keys per object
-	values := 0
 	for i := 0; i < len(data); i++ {
 		switch c := data[i]; c {
 		case 't', 'f', 'n':
 			values++
 		case '{', '[':
 			if len(stack) == MaxDepth {
-				return tooDeep()
+				return values, tooDeep()
 			}
 			values++
 			stack = append(stack, frame{object: c == '{', expectKey: c == '{', keysFrom: len(keys)})
 		case '}', ']':
 			if len(stack) == 0 {
-				return nil
+				return values, nil
 			}
 			top := &stack[len(stack)-1]
 			if top.object {
@@ -62,7 +61,7 @@ func scanArgs(data []byte) *Error {
 			stack = stack[:len(stack)-1]
 		case ',':
 			if len(stack) == 0 {
-				return nil
+				return values, nil
 			}
 			top := &stack[len(stack)-1]
 			if top.object {
@@ -80,12 +79,12 @@ func scanArgs(data []byte) *Error {
 				v := Violation{Path: pointer(stack), Keyword: "json", Got: Preview(json.Number(num), maxGot),
 					Message: "number out of range: at most " + strconv.Itoa(MaxNumberLength) +
 						" characters and an exponent within ±" + strconv.Itoa(MaxNumberExponent) + " are accepted"}
-				return &Error{Violations: []Violation{v}}
+				return values, &Error{Violations: []Violation{v}}
 			}
 		case '"':
 			start := i
 			if i = stringEnd(data, i+1); i < 0 {
-				return nil // unterminated: not valid JSON, not our concern
+				return values, nil // unterminated: not valid JSON, not our concern
 			}
 			if len(stack) == 0 {
 				values++
@@ -127,7 +126,7 @@ func scanArgs(data []byte) *Error {
 				top.set[string(k)] = struct{}{}
 			}
 			if dup {
-				return rootViolation("arguments are ambiguous JSON: the key "+quoteJSON(string(k), maxPath)+
+				return values, rootViolation("arguments are ambiguous JSON: the key "+quoteJSON(string(k), maxPath)+
 					" appears more than once in the object at "+PathLabel(pointer(stack[:len(stack)-1]))+
 					" (byte "+strconv.Itoa(start)+"); send each key once", "")
 			}
@@ -137,10 +136,9 @@ func scanArgs(data []byte) *Error {
 		}
 	}
 	if values > MaxValues {
-		return rootViolation("arguments hold "+strconv.Itoa(values)+" values, more than the "+
-			strconv.Itoa(MaxValues)+" accepted; send fewer", "")
+		return values, tooMany(values, MaxValues)
 	}
-	return nil
+	return values, nil
 }
 
 // frame is one open object or array during scanArgs.

@@ -85,9 +85,10 @@ func newSchemaGraph(root *jsonschema.Schema) *schemaGraph {
 	return g
 }
 
-// applicationsExceed reports whether some value at most depth levels below
-// the root of the arguments can have more than limit subschemas applied to
-// it, or whether subschemas apply to the same value in a cycle.
+// maxApplications returns the largest number of subschemas that can apply
+// to one value at most depth levels below the root of the arguments,
+// saturated at limit+1; limit+1 also when subschemas apply to the same
+// value in a cycle.
 //
 // a[s] at level k counts the subschema applications that applying s to a
 // value causes at one value exactly k levels below it, on the worst path.
@@ -98,7 +99,7 @@ func newSchemaGraph(root *jsonschema.Schema) *schemaGraph {
 // the same child — plus what its in-place subschemas cause at level k for
 // the same kind of value; a[s] is the worse of the two kinds. Counts
 // saturate at limit+1.
-func (g *schemaGraph) applicationsExceed(depth, limit int) bool {
+func (g *schemaGraph) maxApplications(depth, limit int) int {
 	n := len(g.inPlace)
 	prev := make([]int, n) // level k-1
 	cur := make([]int, n)  // level k
@@ -106,6 +107,7 @@ func (g *schemaGraph) applicationsExceed(depth, limit int) bool {
 	kind[0], kind[1] = make([]int, n), make([]int, n)
 	state := make([]uint8, n)
 	sat := func(x int) int { return min(x, limit+1) }
+	most := 0
 	for k := 0; k <= depth; k++ {
 		kinds := 2
 		if k == 0 {
@@ -153,12 +155,13 @@ func (g *schemaGraph) applicationsExceed(depth, limit int) bool {
 			}
 		}
 		if cyclic || cur[0] > limit {
-			return true
+			return limit + 1
 		}
 		if cur[0] == 0 {
-			return false // nothing applies this deep, nor deeper
+			return most // nothing applies this deep, nor deeper
 		}
+		most = max(most, cur[0])
 		prev, cur = cur, prev
 	}
-	return false
+	return most
 }

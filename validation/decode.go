@@ -25,29 +25,36 @@ import (
 // validated as one value could reach the tool as another. Keys are compared
 // as decoded ("a" and "\u0061" are the same key).
 func DecodeArgs(args []byte) (map[string]any, error) {
+	m, _, err := decodeArgs(args)
+	return m, err
+}
+
+// decodeArgs is DecodeArgs, also returning the number of values.
+func decodeArgs(args []byte) (map[string]any, int, error) {
 	trimmed := bytes.TrimSpace(args)
 	if len(trimmed) == 0 {
-		return map[string]any{}, nil
+		return map[string]any{}, 1, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, notJSON(err, len(trimmed))
+		return nil, 0, notJSON(err, len(trimmed))
 	}
 	end := dec.InputOffset()
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, rootViolation("arguments are not valid JSON: unexpected data after the JSON value at byte "+
+		return nil, 0, rootViolation("arguments are not valid JSON: unexpected data after the JSON value at byte "+
 			strconv.FormatInt(end, 10), "")
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, rootViolation("arguments are not a JSON object but "+article(jsonType(v)), Preview(v, maxGot))
+		return nil, 0, rootViolation("arguments are not a JSON object but "+article(jsonType(v)), Preview(v, maxGot))
 	}
-	if e := scanArgs(trimmed); e != nil {
-		return nil, e
+	values, e := scanArgs(trimmed)
+	if e != nil {
+		return nil, values, e
 	}
-	return m, nil
+	return m, values, nil
 }
 
 func notJSON(err error, size int) error {

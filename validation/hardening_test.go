@@ -1,6 +1,7 @@
 package validation_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -265,5 +266,50 @@ func TestArgumentDepth(t *testing.T) {
 	}
 	if err := s.Validate(deep); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Validate(%d nested arrays) = %v, want the depth violation", validation.MaxDepth+1, err)
+	}
+}
+
+// TestWorkBound: a schema whose subschemas apply many times to each value
+// accepts fewer values (MaxWork / applications), so that a 500-way anyOf
+// cannot be run against 100,000 keys; ordinary schemas keep MaxValues.
+func TestWorkBound(t *testing.T) {
+	t.Parallel()
+	alts := make([]string, 500)
+	for i := range alts {
+		alts[i] = fmt.Sprintf(`{"const": %d}`, i)
+	}
+	wide, err := validation.Compile(`{"anyOf": [` + strings.Join(alts, ",") + `]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	object := func(keys int) map[string]any {
+		m := make(map[string]any, keys)
+		for i := range keys {
+			m[fmt.Sprintf("k%d", i)] = json.Number("1")
+		}
+		return m
+	}
+	// 501 applications to the arguments object: 2^20 / 501 = 2,092 values.
+	if got := validation.MaxValuesOf(wide); got != 2092 {
+		t.Errorf("MaxValuesOf(500-way anyOf) = %d, want 2092", got)
+	}
+	for keys, want := range map[int]string{
+		2091: `(root): expected 0, got {"k0":1`,
+		2092: "(root): arguments hold 2093 values, more than the 2092 accepted; send fewer",
+	} {
+		v := object(keys)
+		b, _ := json.Marshal(v)
+		for name, err := range map[string]error{"Validate": wide.Validate(v), "ValidateJSON": wide.ValidateJSON(b)} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s(%d keys) = %.120v, want %q", name, keys, err, want)
+			}
+		}
+	}
+	weather, err := validation.Compile(`{"type": "object", "properties": {"city": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := validation.MaxValuesOf(weather); got != validation.MaxValues {
+		t.Errorf("MaxValuesOf(weather) = %d, want MaxValues", got)
 	}
 }

@@ -48,6 +48,25 @@ const MaxValues = 100_000
 // for an argument n arrays deep.
 const MaxApplications = 1 << 16
 
+// MaxWork bounds the validator's work for one call, counted as the number
+// of values in the arguments times the most subschemas that can apply to
+// one value (at most MaxApplications). The validator's cost for each
+// subschema applied to an object or array grows with its number of members
+// (it tracks which were evaluated), so a schema whose subschemas apply
+// 10,000 times to the arguments object (an anyOf of 10,000 alternatives)
+// takes seconds on arguments with 20,000 keys. A schema accepts arguments of
+// up to MaxWork / (that number) values, and never more than MaxValues: for
+// schemas where each value meets at most 10 subschemas (every BFCL tool
+// schema), MaxValues is the bound. At the bound a call costs about half a
+// second.
+const MaxWork = 1 << 20
+
+// valuesFor returns how many values arguments may hold for a schema whose
+// subschemas apply at most apps times to one value.
+func valuesFor(apps int) int {
+	return min(MaxValues, MaxWork/max(apps, 1))
+}
+
 // ErrTooComplex is reported (wrapped) by Compile for a schema nested deeper
 // than MaxDepth or whose subschemas would apply more than MaxApplications
 // times to one value.
@@ -76,33 +95,42 @@ func depthExceeds(data []byte, max int) bool {
 	return false
 }
 
-// valueDepthExceeds reports whether a decoded JSON value nests arrays and
-// objects deeper than max. It stops as soon as it knows.
-func valueDepthExceeds(v any, max int) bool {
-	if max < 0 {
+// measure counts the values in a decoded JSON value (itself, members and
+// elements at any depth) and reports whether it nests arrays and objects
+// deeper than max, in which case it stops counting.
+func measure(v any, max int) (values int, tooDeep bool) {
+	var walk func(v any, room int) bool
+	walk = func(v any, room int) bool {
+		values++
+		switch x := v.(type) {
+		case map[string]any:
+			if room == 0 {
+				return false
+			}
+			for _, e := range x {
+				if !walk(e, room-1) {
+					return false
+				}
+			}
+		case []any:
+			if room == 0 {
+				return false
+			}
+			for _, e := range x {
+				if !walk(e, room-1) {
+					return false
+				}
+			}
+		}
 		return true
 	}
-	switch x := v.(type) {
-	case map[string]any:
-		if max == 0 {
-			return true
-		}
-		for _, e := range x {
-			if valueDepthExceeds(e, max-1) {
-				return true
-			}
-		}
-	case []any:
-		if max == 0 {
-			return true
-		}
-		for _, e := range x {
-			if valueDepthExceeds(e, max-1) {
-				return true
-			}
-		}
-	}
-	return false
+	return values, !walk(v, max)
+}
+
+// tooMany is the violation for arguments holding more values than accepted.
+func tooMany(values, limit int) *Error {
+	return rootViolation("arguments hold "+strconv.Itoa(values)+" values, more than the "+
+		strconv.Itoa(limit)+" accepted; send fewer", "")
 }
 
 // tooDeep is the violation for arguments nested deeper than MaxDepth.

@@ -26,6 +26,9 @@ type Schema struct {
 	// ignoredMeta is the root "$schema" that named no known draft and no
 	// supplied resource, and was ignored in favour of the default draft.
 	ignoredMeta string
+	// maxValues is how many values arguments may hold for this schema
+	// (MaxValues, or fewer when many subschemas apply to each value).
+	maxValues int
 
 	nodesOnce sync.Once
 	nodes     map[string]*jsonschema.Schema // compiled sub-schemas by location
@@ -186,11 +189,12 @@ func compileBytes(raw []byte, cfg *compileConfig) (s *Schema, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("validation: compile: %w", err)
 	}
-	if newSchemaGraph(compiled).applicationsExceed(MaxDepth, MaxApplications) {
+	apps := newSchemaGraph(compiled).maxApplications(MaxDepth, MaxApplications)
+	if apps > MaxApplications {
 		return nil, fmt.Errorf("%w: its subschemas would apply more than %d times to one value "+
 			"(through $ref, allOf, anyOf, oneOf, if/then/else, ...)", ErrTooComplex, MaxApplications)
 	}
-	return &Schema{raw: raw, compiled: compiled, ignoredMeta: ignored}, nil
+	return &Schema{raw: raw, compiled: compiled, ignoredMeta: ignored, maxValues: valuesFor(apps)}, nil
 }
 
 // withoutUnknownMetaSchema returns raw without its root "$schema" keyword,
@@ -280,11 +284,16 @@ func (s *Schema) String() string { return string(s.raw) }
 // ValidateJSON validates tool-call arguments: a JSON object, where empty
 // input means {}. It returns nil or a *Error listing every violation.
 // Arguments that are not JSON, or not a JSON object, are one violation at the
-// root ("") whose message says so and gives the parser's reason.
+// root ("") whose message says so and gives the parser's reason; so are
+// arguments DecodeArgs refuses for another reason, and arguments holding more
+// values than this schema accepts (see MaxWork).
 func (s *Schema) ValidateJSON(args []byte) error {
-	v, err := DecodeArgs(args)
+	v, values, err := decodeArgs(args)
 	if err != nil {
 		return err
+	}
+	if e := s.checkValues(values); e != nil {
+		return e
 	}
 	return s.validate(v, args)
 }
@@ -293,12 +302,30 @@ func (s *Schema) ValidateJSON(args []byte) error {
 // json.Decoder with UseNumber (float64 numbers are accepted too). It returns
 // nil or a *Error listing every violation. Unlike ValidateJSON, it accepts any
 // JSON value at the root, not only an object. A value nested deeper than
-// MaxDepth is one violation at the root, like in ValidateJSON.
+// MaxDepth, or holding more values than the schema accepts (see MaxWork), is
+// one violation at the root, like in ValidateJSON.
 func (s *Schema) Validate(v any) error {
-	if valueDepthExceeds(v, MaxDepth) {
+	values, deep := measure(v, MaxDepth)
+	if deep {
 		return tooDeep()
 	}
+	if e := s.checkValues(values); e != nil {
+		return e
+	}
 	return s.validate(v, nil)
+}
+
+// checkValues refuses arguments holding more values than this schema
+// accepts (see MaxWork).
+func (s *Schema) checkValues(values int) *Error {
+	limit := s.maxValues
+	if limit == 0 {
+		limit = MaxValues
+	}
+	if values <= limit {
+		return nil
+	}
+	return tooMany(values, limit)
 }
 
 // validate checks v against the schema and, for typed schemas, decodes raw
