@@ -29,6 +29,11 @@ const (
 	// EventSchemaError: a tool's schema could not be compiled. Err says why.
 	// The tool's calls pass unvalidated, or fail with WithFailClosed.
 	EventSchemaError EventKind = "schema_error"
+	// EventSchemaFallback: a tool's schema declares a "$schema" that names
+	// no draft toolguard knows; it was compiled and is enforced with the
+	// default draft (WithDefaultDraft) instead. Err says which URL. It is
+	// reported for each call of the tool, like EventSchemaError.
+	EventSchemaFallback EventKind = "schema_fallback"
 	// EventReask: ToolArgValidation calls the model again with feedback.
 	// Attempt is the number of the attempt about to be made (2 for the
 	// first re-ask).
@@ -92,7 +97,7 @@ func LogEvents(l *slog.Logger) func(ctx context.Context, e Event) {
 	return func(ctx context.Context, e Event) {
 		level := slog.LevelInfo
 		switch e.Kind {
-		case EventSchemaError, EventGiveUp, EventLimit:
+		case EventSchemaError, EventSchemaFallback, EventGiveUp, EventLimit:
 			level = slog.LevelWarn
 		}
 		l.LogAttrs(ctx, level, "toolguard: "+string(e.Kind), slog.Any("event", e))

@@ -201,8 +201,10 @@ func (e *SchemaError) Unwrap() error { return e.Err }
 // Tool calls without an id get a deterministic one, written back into the
 // response. Calls of unknown tools are left alone (WithUnknownTools). A tool
 // whose schema cannot be compiled is reported with EventSchemaError and its
-// calls pass unvalidated, or fail with WithFailClosed. Model errors pass
-// through unchanged.
+// calls pass unvalidated, or fail with WithFailClosed; the other tools'
+// calls are validated as usual. A schema whose "$schema" names an unknown
+// meta-schema is enforced with the default draft (EventSchemaFallback).
+// Model errors pass through unchanged.
 //
 // The middleware is safe for concurrent use.
 func ToolArgValidation(opts ...ValidationOption) Middleware {
@@ -370,6 +372,10 @@ func (m *toolArgValidation) check(ctx context.Context, c *toolCall, tools toolSc
 				return verdict{}, &SchemaError{Tool: c.fn.Name, Err: err}
 			}
 			return verdict{}, nil // fail open: the call passes unvalidated
+		}
+		if u := s.IgnoredMetaSchema(); u != "" {
+			m.emit(ctx, Event{Kind: EventSchemaFallback, Attempt: attempt, Tool: c.fn.Name, CallID: c.id,
+				Err: fmt.Errorf("middleware: unknown $schema %s ignored; validated with the default draft", validation.Quote(u, 200))})
 		}
 		schema = s
 	}

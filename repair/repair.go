@@ -6,12 +6,13 @@
 // ("5", "true") where the schema wants a number, integer or boolean.
 //
 // Nothing else is guessed at. Truncated JSON, unquoted keys or strings,
-// comments, several JSON objects in one text, and a string such as "five"
-// for a number are left alone: each has more than one plausible reading,
-// and the model is better asked again. ToolArgValidation (WithRepair) calls
+// comments, several JSON objects in one text, a key given twice, and a
+// string such as "five" for a number are left alone: each has more than one
+// plausible reading, and the model is better asked again. ToolArgValidation (WithRepair) calls
 // a Repairer only for arguments that fail, and uses its result only when
 // the repaired arguments then validate, so a repair can never turn an
-// invalid call into a different invalid call.
+// invalid call into a different invalid call. Repaired arguments are held
+// to validation.DecodeArgs's limits (validation.CheckJSON).
 //
 // repair imports only validation; it never imports middleware.
 package repair
@@ -115,16 +116,25 @@ func (r *repairer) enabled(k Kind) bool { return r.on[k] }
 // and boolean strings that the schema rejects.
 func (r *repairer) Repair(args []byte, schema *validation.Schema) (map[string]any, []Repair) {
 	v, reps, ok := r.repairText(args)
-	if !ok {
+	if !ok || !withinLimits(v) {
 		return nil, nil
 	}
 	if schema != nil {
 		reps = append(reps, r.repairValues(v, schema)...)
 	}
-	if len(reps) == 0 {
+	if len(reps) == 0 || !withinLimits(v) { // again: a string may have become a number
 		return nil, nil
 	}
 	return v, reps
+}
+
+// withinLimits reports whether v, re-encoded, passes what
+// validation.DecodeArgs enforces on any arguments (depth, number of values,
+// number range), so that repaired arguments are held to the same limits as
+// arguments that needed no repair.
+func withinLimits(v any) bool {
+	b, err := json.Marshal(v)
+	return err == nil && validation.CheckJSON(b) == nil
 }
 
 // repairText returns args decoded as a JSON object, after the text repairs
@@ -183,6 +193,11 @@ func decodeStrict(b []byte) (any, error) {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("repair: data after the JSON value")
+	}
+	// A key twice has two readings (encoding/json keeps the last, other
+	// parsers the first): no repair guesses between them.
+	if err := validation.CheckJSON(b); err != nil {
+		return nil, err
 	}
 	return v, nil
 }

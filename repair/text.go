@@ -208,6 +208,9 @@ func (p *lenient) object(depth int) (any, bool) {
 		if !ok {
 			return nil, false
 		}
+		if _, dup := obj[k.(string)]; dup {
+			return nil, false // a key twice: two readings, no guess
+		}
 		obj[k.(string)] = v
 		p.ws()
 		switch p.peek() {

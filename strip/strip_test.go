@@ -149,6 +149,25 @@ func TestSchemaAwareStripIsBounded(t *testing.T) {
 			t.Errorf("%d keys: result error %v", tc.keys, err)
 		}
 	}
+
+	// A large value gets fewer trials: 99,302 values leave room for
+	// 524,288 / 99,302 = 5 validations, so 5 of 300 helpful removals.
+	s, err = validation.Compile(`{"type": "object", "properties": {"data": {"type": "array"}}, "additionalProperties": {"type": "string"}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]any, 99000)
+	for i := range data {
+		data[i] = "x"
+	}
+	v := map[string]any{"data": data}
+	for i := range 300 {
+		v[fmt.Sprintf("k%05d", i)] = nil
+	}
+	removed, _ := strip.SchemaAwareStrip(v, s, s.Validate(v))
+	if len(removed) != 5 || len(v) != 301-5 {
+		t.Errorf("large value: removed %d, want 5 (the trial budget) and nothing else lost", len(removed))
+	}
 }
 
 func TestModeString(t *testing.T) {

@@ -6,41 +6,63 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"strings"
 )
 
 // DecodeArgs decodes tool-call arguments: one JSON object, numbers as
 // json.Number so that no precision is lost. Empty or all-blank input is the
-// empty object. Input that is not JSON, has data after the value, or is a
-// JSON value other than an object yields a *Error with one violation at the
-// root (keyword "json") whose message says what is wrong and gives the
-// parser's reason.
+// empty object. Input that is not JSON, has data after the value, is a JSON
+// value other than an object, or has an object with the same key twice
+// yields a *Error with one violation at the root (keyword "json") whose
+// message says what is wrong and gives the parser's reason. So does input
+// that nests arrays and objects deeper than MaxDepth or holds more than
+// MaxValues values. A number longer than
+// MaxNumberLength or with an exponent beyond ±MaxNumberExponent is one
+// violation (keyword "json") at the number's path.
+//
+// Duplicate keys are refused because parsers disagree about them:
+// encoding/json keeps the last value, other parsers the first, so arguments
+// validated as one value could reach the tool as another. Keys are compared
+// as decoded ("a" and "\u0061" are the same key).
 func DecodeArgs(args []byte) (map[string]any, error) {
+	m, _, err := decodeArgs(args)
+	return m, err
+}
+
+// decodeArgs is DecodeArgs, also returning the number of values.
+func decodeArgs(args []byte) (map[string]any, int, error) {
 	trimmed := bytes.TrimSpace(args)
 	if len(trimmed) == 0 {
-		return map[string]any{}, nil
+		return map[string]any{}, 1, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, notJSON(err, len(trimmed))
+		return nil, 0, notJSON(err, len(trimmed))
 	}
 	end := dec.InputOffset()
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, rootViolation("arguments are not valid JSON: unexpected data after the JSON value at byte "+
+		return nil, 0, rootViolation("arguments are not valid JSON: unexpected data after the JSON value at byte "+
 			strconv.FormatInt(end, 10), "")
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, rootViolation("arguments are not a JSON object but "+article(jsonType(v)), Preview(v, maxGot))
+		return nil, 0, rootViolation("arguments are not a JSON object but "+article(jsonType(v)), Preview(v, maxGot))
 	}
-	return m, nil
+	values, e := scanArgs(trimmed)
+	if e != nil {
+		return nil, values, e
+	}
+	return m, values, nil
 }
 
 func notJSON(err error, size int) error {
 	reason := err.Error()
 	var syn *json.SyntaxError
 	switch {
+	case errors.As(err, &syn) && strings.HasSuffix(syn.Error(), "exceeded max depth"):
+		return tooDeep() // encoding/json's own limit, 10,000 levels
 	case errors.As(err, &syn):
 		reason += " at byte " + strconv.FormatInt(syn.Offset, 10)
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):

@@ -12,7 +12,9 @@ type Violation struct {
 	// unexpected property are reported at the property's own path.
 	Path string
 	// Keyword is the JSON Schema keyword that failed ("type", "required",
-	// "enum", ...), "json" for arguments that are not a JSON object, or
+	// "enum", ...), "json" for arguments that DecodeArgs refuses (not a
+	// JSON object, a key twice, too deep, too many values, a number out of
+	// range) or that hold more values than the schema accepts, or
 	// "validate" for an error from a Go type's Validate method.
 	Keyword string
 	// Message says what was expected, in words written by toolguard or by

@@ -120,7 +120,8 @@ func Sanitize(s string, max int) string { return sanitize(s, max) }
 // Preview renders a decoded JSON value as compact JSON of about max bytes at
 // most, object keys sorted; a longer value is cut and followed by Ellipsis.
 // Strings are escaped as by Quote. The cost is bounded by max, not by the
-// size of v, except for sorting the keys of a large object.
+// size of v, except for finding the smallest keys of a large object (one
+// pass over its keys).
 func Preview(v any, max int) string {
 	p := previewer{max: max}
 	p.value(v)
@@ -179,11 +180,9 @@ func (p *previewer) value(v any) {
 		}
 		p.b.WriteByte(']')
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
+		// Each member shown takes at least 4 bytes ("":0) plus a comma,
+		// so no more than room/4+1 keys can be written before the cut.
+		keys := smallestKeys(x, p.room()/4+2)
 		p.b.WriteByte('{')
 		for i, k := range keys {
 			if i > 0 {
@@ -206,6 +205,32 @@ func (p *previewer) value(v any) {
 		}
 		p.literal(string(b))
 	}
+}
+
+// smallestKeys returns the m smallest keys of x in order (all of them when
+// x has no more than m), in O(len(x)·m) time at worst and O(m) space, so
+// that previewing a huge object does not sort all of its keys.
+func smallestKeys(x map[string]any, m int) []string {
+	if len(x) <= m {
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		return keys
+	}
+	keys := make([]string, 0, m)
+	for k := range x {
+		if len(keys) == m && k >= keys[m-1] {
+			continue
+		}
+		i, _ := slices.BinarySearch(keys, k)
+		if len(keys) == m {
+			keys = keys[:m-1]
+		}
+		keys = slices.Insert(keys, i, k)
+	}
+	return keys
 }
 
 // literal writes a number or other token, cutting it if it does not fit.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -22,6 +23,12 @@ type Schema struct {
 	raw      []byte
 	compiled *jsonschema.Schema
 	typed    *typedHook // set by Typed: decode into T and run its Validate hook
+	// ignoredMeta is the root "$schema" that named no known draft and no
+	// supplied resource, and was ignored in favour of the default draft.
+	ignoredMeta string
+	// maxValues is how many values arguments may hold for this schema
+	// (MaxValues, or fewer when many subschemas apply to each value).
+	maxValues int
 
 	nodesOnce sync.Once
 	nodes     map[string]*jsonschema.Schema // compiled sub-schemas by location
@@ -82,11 +89,22 @@ func WithResource(url string, doc any) Option {
 // *jsonschema.Schema of github.com/google/jsonschema-go.
 //
 // The draft is the schema's "$schema" if it has one, else the default
-// (WithDefaultDraft, Draft7). Formats ("date", "email", "uuid", ...) are
+// (WithDefaultDraft, Draft7). A root "$schema" that names neither a draft
+// toolguard knows (draft-04 to 2020-12, over http or https, with or without
+// a trailing "#") nor a document supplied with WithResource is ignored: the
+// schema is compiled with the default draft, and IgnoredMetaSchema reports
+// the URL. Refusing such a schema would leave its tool unvalidated (or
+// unusable with fail-closed), and the keywords tool schemas use mean the
+// same in every draft. Formats ("date", "email", "uuid", ...) are
 // asserted for every draft; unknown formats are ignored. "$ref"s to documents
 // other than the schema itself and those given with WithResource are refused
 // with an error wrapping ErrRefused: nothing is loaded from the network or
 // the disk.
+//
+// A schema nested deeper than MaxDepth, or whose subschemas could apply more
+// than MaxApplications times to one value, is refused with an error wrapping
+// ErrTooComplex, so that no schema can make validation take exponential
+// time.
 //
 // Compile does the work each time; ToolArgValidation and Cache compile each
 // schema once.
@@ -134,7 +152,13 @@ func schemaBytes(schema any) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
+		if syn := (*json.SyntaxError)(nil); errors.As(err, &syn) && strings.HasSuffix(syn.Error(), "exceeded max depth") {
+			return nil, fmt.Errorf("%w: nested deeper than %d levels", ErrTooComplex, MaxDepth)
+		}
 		return nil, fmt.Errorf("validation: schema is not valid JSON: %w", err)
+	}
+	if depthExceeds(buf.Bytes(), MaxDepth) {
+		return nil, fmt.Errorf("%w: nested deeper than %d levels", ErrTooComplex, MaxDepth)
 	}
 	return buf.Bytes(), nil
 }
@@ -157,15 +181,81 @@ func compileBytes(raw []byte, cfg *compileConfig) (s *Schema, err error) {
 			return nil, fmt.Errorf("validation: resource %q: %w", url, err)
 		}
 	}
-	if err := c.AddResource(baseURL, bytes.NewReader(raw)); err != nil {
+	doc, ignored := withoutUnknownMetaSchema(raw, cfg.resources)
+	if err := c.AddResource(baseURL, bytes.NewReader(doc)); err != nil {
 		return nil, fmt.Errorf("validation: %w", err)
 	}
 	compiled, err := c.Compile(baseURL)
 	if err != nil {
 		return nil, fmt.Errorf("validation: compile: %w", err)
 	}
-	return &Schema{raw: raw, compiled: compiled}, nil
+	apps := newSchemaGraph(compiled).maxApplications(MaxDepth, MaxApplications)
+	if apps > MaxApplications {
+		return nil, fmt.Errorf("%w: its subschemas would apply more than %d times to one value "+
+			"(through $ref, allOf, anyOf, oneOf, if/then/else, ...)", ErrTooComplex, MaxApplications)
+	}
+	return &Schema{raw: raw, compiled: compiled, ignoredMeta: ignored, maxValues: valuesFor(apps)}, nil
 }
+
+// withoutUnknownMetaSchema returns raw without its root "$schema" keyword,
+// and that keyword's value, when the value is a string that names no draft
+// the compiler knows and no supplied resource. Otherwise it returns raw as
+// is and "".
+func withoutUnknownMetaSchema(raw []byte, resources map[string][]byte) ([]byte, string) {
+	if !bytes.Contains(raw, []byte(`"$schema"`)) {
+		return raw, ""
+	}
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&m) != nil || m == nil {
+		return raw, ""
+	}
+	url, ok := m["$schema"].(string)
+	if !ok || knownDraftURL(url) {
+		return raw, ""
+	}
+	if _, ok := resources[url]; ok {
+		return raw, ""
+	}
+	if base, _, _ := strings.Cut(url, "#"); base != url {
+		if _, ok := resources[base]; ok {
+			return raw, ""
+		}
+	}
+	delete(m, "$schema")
+	doc, err := json.Marshal(m)
+	if err != nil {
+		return raw, ""
+	}
+	return doc, url
+}
+
+// knownDraftURL reports whether url is a meta-schema URL the compiler
+// recognizes without loading it (the same rule as the compiler's).
+func knownDraftURL(url string) bool {
+	if rest, ok := strings.CutPrefix(url, "http://"); ok {
+		url = "https://" + rest
+	}
+	if i := strings.IndexByte(url, '#'); i >= 0 && (url[i:] == "#" || url[i:] == "#/") {
+		url = url[:i]
+	}
+	switch url {
+	case "https://json-schema.org/schema",
+		"https://json-schema.org/draft/2020-12/schema",
+		"https://json-schema.org/draft/2019-09/schema",
+		"https://json-schema.org/draft-07/schema",
+		"https://json-schema.org/draft-06/schema",
+		"https://json-schema.org/draft-04/schema":
+		return true
+	}
+	return false
+}
+
+// IgnoredMetaSchema returns the root "$schema" URL that Compile did not
+// recognize and ignored, validating with the default draft instead, or ""
+// when the schema declares a known draft, a supplied meta-schema or none.
+func (s *Schema) IgnoredMetaSchema() string { return s.ignoredMeta }
 
 // MarshalJSON returns the schema's JSON text (compacted, keys in the order
 // given).
@@ -194,11 +284,16 @@ func (s *Schema) String() string { return string(s.raw) }
 // ValidateJSON validates tool-call arguments: a JSON object, where empty
 // input means {}. It returns nil or a *Error listing every violation.
 // Arguments that are not JSON, or not a JSON object, are one violation at the
-// root ("") whose message says so and gives the parser's reason.
+// root ("") whose message says so and gives the parser's reason; so are
+// arguments DecodeArgs refuses for another reason, and arguments holding more
+// values than this schema accepts (see MaxWork).
 func (s *Schema) ValidateJSON(args []byte) error {
-	v, err := DecodeArgs(args)
+	v, values, err := decodeArgs(args)
 	if err != nil {
 		return err
+	}
+	if e := s.checkValues(values); e != nil {
+		return e
 	}
 	return s.validate(v, args)
 }
@@ -206,9 +301,31 @@ func (s *Schema) ValidateJSON(args []byte) error {
 // Validate validates a decoded JSON value, as produced by DecodeArgs or by a
 // json.Decoder with UseNumber (float64 numbers are accepted too). It returns
 // nil or a *Error listing every violation. Unlike ValidateJSON, it accepts any
-// JSON value at the root, not only an object.
+// JSON value at the root, not only an object. A value nested deeper than
+// MaxDepth, or holding more values than the schema accepts (see MaxWork), is
+// one violation at the root, like in ValidateJSON.
 func (s *Schema) Validate(v any) error {
+	values, deep := measure(v, MaxDepth)
+	if deep {
+		return tooDeep()
+	}
+	if e := s.checkValues(values); e != nil {
+		return e
+	}
 	return s.validate(v, nil)
+}
+
+// checkValues refuses arguments holding more values than this schema
+// accepts (see MaxWork).
+func (s *Schema) checkValues(values int) *Error {
+	limit := s.maxValues
+	if limit == 0 {
+		limit = MaxValues
+	}
+	if values <= limit {
+		return nil
+	}
+	return tooMany(values, limit)
 }
 
 // validate checks v against the schema and, for typed schemas, decodes raw

@@ -23,12 +23,16 @@ const maxViolations = 1000
 // The result is sorted by path, keyword and message, without duplicates.
 func (s *Schema) violations(root *jsonschema.ValidationError, instance any) *Error {
 	var out []Violation
+	// Leaves at one path share their preview: 10,000 failing anyOf
+	// alternatives would otherwise preview (and sort) the same large
+	// object 10,000 times.
+	previews := map[string]string{}
 	stack := []*jsonschema.ValidationError{root}
 	for len(stack) > 0 {
 		e := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		if len(e.Causes) == 0 {
-			out = s.leaf(out, e, instance)
+			out = s.leaf(out, e, instance, previews)
 			continue
 		}
 		for i := len(e.Causes) - 1; i >= 0; i-- {
@@ -127,12 +131,16 @@ func (s *Schema) indexNodes() {
 }
 
 // leaf appends the violations one failing leaf stands for.
-func (s *Schema) leaf(out []Violation, e *jsonschema.ValidationError, instance any) []Violation {
+func (s *Schema) leaf(out []Violation, e *jsonschema.ValidationError, instance any, previews map[string]string) []Violation {
 	path := normalizePointer(e.InstanceLocation)
 	val, found := pointerGet(instance, path)
 	got := ""
 	if found {
-		got = Preview(val, maxGot)
+		var seen bool
+		if got, seen = previews[path]; !seen {
+			got = Preview(val, maxGot)
+			previews[path] = got
+		}
 	}
 	n, kwPath := s.node(e.AbsoluteKeywordLocation)
 	keyword, rest, _ := strings.Cut(kwPath, "/")
