@@ -29,7 +29,7 @@ type WeatherArgs struct {
 }
 
 // render writes a transcript one message per line, so that tests can compare
-// it exactly: "ai: text | call_1 get_weather({...})", "tool: call_1
+// it exactly: "ai: call_1 get_weather({...}) | text", "tool: call_1
 // get_weather -> result".
 func render(msgs []llms.MessageContent) []string {
 	out := make([]string, len(msgs))
@@ -289,7 +289,7 @@ func TestParallelCallsKeepCallOrder(t *testing.T) {
 	}
 	transcript := []string{
 		"human: run three",
-		`ai: Running three. | call_a slow({"n": 1})`,
+		`ai: call_a slow({"n": 1}) | Running three.`,
 		"tool: call_a slow -> result 1",
 		`ai: call_b slow({"n": 2})`,
 		"tool: call_b slow -> result 2",
@@ -535,7 +535,7 @@ func TestCallsFromEveryChoice(t *testing.T) {
 	}
 	diffLines(t, "Messages", render(res.Messages), []string{
 		"human: echo",
-		`ai: Let me echo. | toolu_1 echo({"s": "x"})`,
+		`ai: toolu_1 echo({"s": "x"}) | Let me echo.`,
 		"tool: toolu_1 echo -> x",
 		`ai: toolu_2 echo({"s": "y"})`,
 		"tool: toolu_2 echo -> y",

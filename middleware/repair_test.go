@@ -1,7 +1,9 @@
 package middleware_test
 
 import (
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
@@ -9,6 +11,7 @@ import (
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/repair"
 	"github.com/toolguard/toolguard/strip"
+	"github.com/toolguard/toolguard/validation"
 )
 
 func TestWithRepair(t *testing.T) {
@@ -80,9 +83,18 @@ func TestWithRepair(t *testing.T) {
 				t.Errorf("EventStripped = %v (found %v), want paths %q", e.Paths, ok, tc.stripped)
 			}
 			if tc.calls == 2 {
-				replayed := m.Requests()[1].Messages[len(question)].Parts[0].(llms.ToolCall).FunctionCall.Arguments
-				if replayed != tc.sent {
-					t.Errorf("replayed arguments = %s, want the model's own %s", replayed, tc.sent)
+				// The model's own arguments come back: in the replayed call
+				// when they are a JSON object, else ({} replayed) in the
+				// feedback.
+				msgs := m.Requests()[1].Messages[len(question):]
+				replayed := msgs[0].Parts[0].(llms.ToolCall).FunctionCall.Arguments
+				feedback := msgs[1].Parts[0].(llms.ToolCallResponse).Content
+				if json.Valid([]byte(tc.sent)) {
+					if replayed != tc.sent {
+						t.Errorf("replayed arguments = %s, want the model's own %s", replayed, tc.sent)
+					}
+				} else if replayed != "{}" || !strings.Contains(feedback, "got "+validation.Quote(tc.sent, 1000)) {
+					t.Errorf("replayed %s with feedback %q; want {} and the model's own text in the feedback", replayed, feedback)
 				}
 			}
 		})

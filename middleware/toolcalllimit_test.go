@@ -100,7 +100,7 @@ func limReask(t *testing.T, orig, reask []llms.MessageContent) []limReplayed {
 		if ai.Role != llms.ChatMessageTypeAI || tm.Role != llms.ChatMessageTypeTool || len(tm.Parts) != 1 {
 			t.Fatalf("re-ask pair %d = %v, %v; want an AI message and one tool message", i/2, ai, tm)
 		}
-		tc, ok := ai.Parts[len(ai.Parts)-1].(llms.ToolCall)
+		tc, ok := ai.Parts[0].(llms.ToolCall) // first: Anthropic reads only the first part
 		if !ok {
 			t.Fatalf("re-ask AI message %d = %v, want it to hold a tool call", i/2, ai)
 		}
@@ -402,9 +402,9 @@ func TestToolCallLimitCallsInEveryChoice(t *testing.T) {
 	if len(got) != 2 || got[0].ID == got[1].ID || !strings.HasPrefix(got[1].Answer, "Tool call limit exceeded") {
 		t.Errorf("re-ask replayed %+v, want 2 calls with distinct ids, the second blocked", got)
 	}
-	first := reqs[1].Messages[1].Parts[0]
-	if first != (llms.TextContent{Text: "Let me look."}) {
-		t.Errorf("first replayed AI message starts with %v, want the response's text", first)
+	first := reqs[1].Messages[1].Parts
+	if len(first) != 2 || first[1] != (llms.TextContent{Text: "Let me look."}) {
+		t.Errorf("first replayed AI message = %v, want the call, then the response's text", first)
 	}
 }
 

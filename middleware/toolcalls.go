@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"encoding/json"
 	"hash/fnv"
 	"strconv"
 	"strings"
@@ -134,12 +135,19 @@ func toToolCalls(calls []toolCall) []llms.ToolCall {
 }
 
 // ToolCallMessages returns the messages that record tool calls and what each
-// returned, in the layout OpenAI, Anthropic and Google all accept: for each
-// call, in order, one AI message holding that single call (the first also
-// carries text, the response's text content, when it is not empty) followed
-// by one tool message whose content is results[i]. ToolArgValidation and
-// ToolCallLimit replay rejected responses this way; an agent loop records
-// executed calls this way.
+// returned, in a layout OpenAI, Anthropic and Google all accept: for each
+// call, in order, one AI message holding that single call followed by one
+// tool message whose content is results[i]. The first AI message also
+// carries text, the response's text content, when it is not empty.
+// ToolArgValidation and ToolCallLimit replay rejected responses this way; an
+// agent loop records executed calls this way.
+//
+// The layout is shaped by what langchaingo's providers send: the Anthropic
+// provider reads only the first part of an AI message, so the tool call comes
+// before the text (the text may be dropped there; the call never is), and
+// the Anthropic and Google providers refuse a recorded call whose arguments
+// are not a JSON object, so such arguments are recorded as {} (the tool
+// message, or ToolArgValidation's feedback, says what was wrong with them).
 //
 // Calls without a function cannot be shown as tool calls: they are reported
 // in one human message at the end asking the model to call again, and their
@@ -153,17 +161,20 @@ func ToolCallMessages(text string, calls []llms.ToolCall, results []string) []ll
 			broken++
 			continue
 		}
-		parts := make([]llms.ContentPart, 0, 2)
-		if text != "" {
-			parts = append(parts, llms.TextContent{Text: text})
-			text = ""
-		}
 		fn := *c.FunctionCall
+		if !isJSONObject(fn.Arguments) {
+			fn.Arguments = "{}"
+		}
 		typ := c.Type
 		if typ == "" {
 			typ = "function"
 		}
-		parts = append(parts, llms.ToolCall{ID: c.ID, Type: typ, FunctionCall: &fn})
+		parts := make([]llms.ContentPart, 1, 2)
+		parts[0] = llms.ToolCall{ID: c.ID, Type: typ, FunctionCall: &fn}
+		if text != "" {
+			parts = append(parts, llms.TextContent{Text: text})
+			text = ""
+		}
 		msgs = append(msgs,
 			llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: parts},
 			llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
@@ -181,6 +192,13 @@ func ToolCallMessages(text string, calls []llms.ToolCall, results []string) []ll
 				"Call the tools again, each with its name and a JSON object of arguments."))
 	}
 	return msgs
+}
+
+// isJSONObject reports whether s is one JSON object (surrounding blanks
+// allowed), the only arguments every provider accepts in a recorded call.
+func isJSONObject(s string) bool {
+	t := strings.TrimSpace(s)
+	return len(t) >= 2 && t[0] == '{' && json.Valid([]byte(t))
 }
 
 // replay shows the model its rejected response, each call answered by

@@ -38,7 +38,7 @@ func TestToolCallsAndMessages(t *testing.T) {
 	msgs := middleware.ToolCallMessages(middleware.ResponseText(resp), calls, []string{"ra", "rb", "ignored", "rl"})
 	var got []string
 	for _, m := range msgs {
-		switch p := m.Parts[len(m.Parts)-1].(type) {
+		switch p := m.Parts[0].(type) {
 		case llms.ToolCall:
 			got = append(got, string(m.Role)+":"+p.ID)
 		case llms.ToolCallResponse:
@@ -51,11 +51,30 @@ func TestToolCallsAndMessages(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ToolCallMessages layout = %v, want %v", got, want)
 	}
-	if first := msgs[0].Parts[0].(llms.TextContent).Text; first != "Let me check." {
-		t.Errorf("first AI message text = %q", first)
+	// The call comes first: langchaingo's Anthropic provider reads only the
+	// first part of an AI message.
+	if len(msgs[0].Parts) != 2 || msgs[0].Parts[1].(llms.TextContent).Text != "Let me check." {
+		t.Errorf("first AI message parts = %v, want the call then the text", msgs[0].Parts)
 	}
-	msgs[0].Parts[1].(llms.ToolCall).FunctionCall.Arguments = "changed"
+	msgs[0].Parts[0].(llms.ToolCall).FunctionCall.Arguments = "changed"
 	if resp.Choices[1].ToolCalls[0].FunctionCall.Arguments != "{}" {
 		t.Errorf("ToolCallMessages shares FunctionCalls with the response")
+	}
+
+	// Arguments that are not a JSON object are recorded as {}.
+	bad := []llms.ToolCall{
+		{ID: "1", FunctionCall: &llms.FunctionCall{Name: "a", Arguments: `{"city": "Par`}},
+		{ID: "2", FunctionCall: &llms.FunctionCall{Name: "a", Arguments: `["x"]`}},
+		{ID: "3", FunctionCall: &llms.FunctionCall{Name: "a", Arguments: ` {"ok": 1} `}},
+		{ID: "4", FunctionCall: &llms.FunctionCall{Name: "a", Arguments: ``}},
+	}
+	msgs = middleware.ToolCallMessages("", bad, []string{"", "", "", ""})
+	for i, want := range []string{"{}", "{}", ` {"ok": 1} `, "{}"} {
+		if got := msgs[2*i].Parts[0].(llms.ToolCall).FunctionCall.Arguments; got != want {
+			t.Errorf("call %d recorded with arguments %q, want %q", i+1, got, want)
+		}
+	}
+	if bad[0].FunctionCall.Arguments != `{"city": "Par` {
+		t.Errorf("ToolCallMessages changed the caller's call")
 	}
 }

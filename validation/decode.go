@@ -39,12 +39,12 @@ func decodeArgs(args []byte) (map[string]any, int, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, 0, notJSON(err, len(trimmed))
+		return nil, 0, notJSON(err, trimmed)
 	}
 	end := dec.InputOffset()
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, 0, rootViolation("arguments are not valid JSON: unexpected data after the JSON value at byte "+
-			strconv.FormatInt(end, 10), "")
+			strconv.FormatInt(end, 10), Quote(string(trimmed), maxGot))
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -57,7 +57,12 @@ func decodeArgs(args []byte) (map[string]any, int, error) {
 	return m, values, nil
 }
 
-func notJSON(err error, size int) error {
+// notJSON reports arguments the JSON parser refused. Got holds the raw text
+// as a JSON string: providers are not sent arguments that are not a JSON
+// object when a call is replayed (see middleware.ToolCallMessages), so the
+// feedback is where the model sees what it sent.
+func notJSON(err error, raw []byte) error {
+	size := len(raw)
 	reason := err.Error()
 	var syn *json.SyntaxError
 	switch {
@@ -68,7 +73,7 @@ func notJSON(err error, size int) error {
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 		reason = "unexpected end of input after byte " + strconv.Itoa(size) + " (truncated?)"
 	}
-	return rootViolation("arguments are not valid JSON: "+sanitize(reason, maxMessage), "")
+	return rootViolation("arguments are not valid JSON: "+sanitize(reason, maxMessage), Quote(string(raw), maxGot))
 }
 
 func rootViolation(msg, got string) *Error {

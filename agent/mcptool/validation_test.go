@@ -52,7 +52,7 @@ func TestToolArgValidationBeforeCallTool(t *testing.T) {
 		{"hand-written draft-07 schema", "media", `{"caption": "far too long for twenty chars"}`, `{"caption": "short"}`,
 			[]string{`- /caption: expected at most 20 characters (got 29), got "far too long for twenty chars"`}, mediaResult},
 		{"not JSON", "ping", `{"x":`, `{}`,
-			[]string{`- (root): arguments are not valid JSON: unexpected end of input after byte 5 (truncated?)`}, "pong"},
+			[]string{`- (root): arguments are not valid JSON: unexpected end of input after byte 5 (truncated?), got "{\"x\":"`}, "pong"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -87,8 +87,12 @@ func lastFeedback(msgs []llms.MessageContent, tool string) (args, feedback strin
 // truth must be a JSON object; the result is compact JSON with sorted keys,
 // or prev or truth unchanged.
 func Correct(truth, prev, feedback string) string {
+	// A replayed call whose arguments were not a JSON object shows {}
+	// (middleware.ToolCallMessages: langchaingo's Anthropic and Google
+	// providers accept nothing else), so {} stands for arguments that may
+	// not have been JSON; the feedback decides.
 	cur, err := decodeObject(prev)
-	if err != nil {
+	if err != nil || (len(cur) == 0 && strings.TrimSpace(prev) == "{}") {
 		if ExplainsNotJSON(feedback) {
 			return truth
 		}
