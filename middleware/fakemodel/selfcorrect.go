@@ -92,10 +92,11 @@ func Correct(truth, prev, feedback string) string {
 	// providers accept nothing else), so {} stands for arguments that may
 	// not have been JSON; the feedback decides.
 	cur, err := decodeObject(prev)
-	if err != nil || (len(cur) == 0 && strings.TrimSpace(prev) == "{}") {
-		if ExplainsNotJSON(feedback) {
-			return truth
-		}
+	placeholder := err == nil && len(cur) == 0 && strings.TrimSpace(prev) == "{}"
+	if (err != nil || placeholder) && ExplainsNotJSON(feedback) {
+		return truth
+	}
+	if err != nil {
 		return prev
 	}
 	want, err := decodeObject(truth)

@@ -250,3 +250,21 @@ func TestSelfCorrectingStep(t *testing.T) {
 		t.Errorf("re-ask naming /units = %s, want only /units fixed", got)
 	}
 }
+
+// TestCorrectEmptyObject: {} is both what a model sends when it drops its
+// only argument and what the middleware replays for arguments that were not
+// a JSON object. Path feedback fixes the first; only a not-JSON explanation
+// replaces it wholesale.
+func TestCorrectEmptyObject(t *testing.T) {
+	t.Parallel()
+	const truth = `{"city":"Paris"}`
+	if got := fakemodel.Correct(truth, `{}`, "- /city: missing required property (string)"); !sameJSON(t, got, truth) {
+		t.Errorf("Correct({}, missing /city) = %s, want %s", got, truth)
+	}
+	if got := fakemodel.Correct(truth, `{}`, "- (root): arguments are not valid JSON: unexpected end of input after byte 9 (truncated?)"); !sameJSON(t, got, truth) {
+		t.Errorf("Correct({} replayed for broken JSON, told why) = %s, want %s", got, truth)
+	}
+	if got := fakemodel.Correct(truth, `{}`, "Something is wrong."); !sameJSON(t, got, `{}`) {
+		t.Errorf("Correct({}, no path, no reason) = %s, want {} unchanged", got)
+	}
+}
