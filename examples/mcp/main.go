@@ -160,10 +160,15 @@ func (l logged) Call(ctx context.Context, args string) (string, error) {
 // closes the session and stops the server.
 func connect(ctx context.Context, out io.Writer, client *mcp.Client, server string) (*mcp.ClientSession, func(), error) {
 	if server == "auto" {
-		server = "inprocess"
 		if _, err := exec.LookPath("npx"); err == nil {
-			server = "npx"
+			session, stop, err := connect(ctx, out, client, "npx")
+			if err == nil {
+				return session, stop, nil
+			}
+			// No access to the npm registry, say: the example still runs.
+			fmt.Fprintf(out, "could not start it (%v); falling back to the in-process server\n", err)
 		}
+		server = "inprocess"
 	}
 	switch server {
 	case "npx":
