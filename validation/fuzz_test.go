@@ -103,8 +103,11 @@ func FuzzValidateArgs(f *testing.F) {
 		v, err := validation.DecodeArgs(args)
 		if err != nil {
 			var ve *validation.Error
-			if !errors.As(err, &ve) || len(ve.Violations) != 1 || ve.Violations[0].Path != "" || ve.Violations[0].Keyword != "json" {
-				t.Fatalf("DecodeArgs(%q) = %v, want one root json violation", args, err)
+			// One "json" violation: at the root, or at the number that
+			// is out of range (the key "" has the pointer "/").
+			if !errors.As(err, &ve) || len(ve.Violations) != 1 || ve.Violations[0].Keyword != "json" ||
+				(ve.Violations[0].Path != "" && !strings.Contains(ve.Violations[0].Message, "number out of range")) {
+				t.Fatalf("DecodeArgs(%q) = %v, want one json violation, at the root unless a number is out of range", args, err)
 			}
 			if verr := s.ValidateJSON(args); verr == nil {
 				t.Fatalf("ValidateJSON(%q) = nil after DecodeArgs refused it", args)
