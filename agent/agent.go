@@ -1,9 +1,7 @@
 package agent
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -107,37 +105,15 @@ func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 
 // parameters returns schema in the form sent as FunctionDefinition.Parameters.
 func parameters(schema any) any {
-	switch s := schema.(type) {
-	case nil:
+	if schema == nil {
 		return map[string]any{"type": "object", "properties": map[string]any{}}
-	case map[string]any:
-		return s
-	case *validation.Schema:
-		if s == nil {
-			return parameters(nil)
-		}
-		return s.Map()
 	}
-	var raw []byte
-	switch s := schema.(type) {
-	case json.RawMessage:
-		raw = s
-	case []byte:
-		raw = s
-	case string:
-		raw = []byte(s)
-	default:
-		b, err := json.Marshal(schema)
-		if err != nil {
-			return schema // let ToolArgValidation report the schema error
-		}
-		raw = b
+	if s, ok := schema.(*validation.Schema); ok && s == nil {
+		return parameters(nil)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil || m == nil {
-		return schema
+	m, err := validation.AsMap(schema)
+	if err != nil {
+		return schema // let ToolArgValidation report the schema error
 	}
 	return m
 }

@@ -281,6 +281,33 @@ func (s *Schema) Map() map[string]any {
 // String returns the schema's JSON text.
 func (s *Schema) String() string { return string(s.raw) }
 
+// AsMap returns schema, in any form Compile accepts, as a map[string]any
+// (numbers as json.Number), without compiling it: a map is returned as is, a
+// *Schema as its Map(). It is for APIs that want a map, such as
+// langchaingo's googleai provider; it fails for a value that is not JSON or
+// not a JSON object.
+func AsMap(schema any) (map[string]any, error) {
+	switch s := schema.(type) {
+	case map[string]any:
+		return s, nil
+	case *Schema:
+		if s != nil {
+			return s.Map(), nil
+		}
+	}
+	raw, err := schemaBytes(schema)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return nil, fmt.Errorf("validation: schema is not a JSON object: %s", sanitize(string(raw), 60))
+	}
+	return m, nil
+}
+
 // ValidateJSON validates tool-call arguments: a JSON object, where empty
 // input means {}. It returns nil or a *Error listing every violation.
 // Arguments that are not JSON, or not a JSON object, are one violation at the
