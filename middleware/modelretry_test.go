@@ -51,27 +51,6 @@ func (r *sleepRecorder) recorded() []time.Duration {
 	return append([]time.Duration(nil), r.waits...)
 }
 
-type eventRecorder struct {
-	mu     sync.Mutex
-	events []middleware.Event
-}
-
-func (r *eventRecorder) record(_ context.Context, e middleware.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, e)
-}
-
-func (r *eventRecorder) kinds() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var ks []string
-	for _, e := range r.events {
-		ks = append(ks, fmt.Sprintf("%s:%s#%d", e.Middleware, e.Kind, e.Attempt))
-	}
-	return ks
-}
-
 func constant(d time.Duration) middleware.RetryOption {
 	return middleware.WithBackOff(func() backoff.BackOff { return backoff.NewConstantBackOff(d) })
 }
@@ -97,9 +76,9 @@ func TestModelRetryRetriesTransientErrors(t *testing.T) {
 	t.Parallel()
 	model := fakemodel.New(fakemodel.Fail(err429), fakemodel.Fail(err503), fakemodel.Text("It is sunny."))
 	var sleeps sleepRecorder
-	var events eventRecorder
+	var events recorder
 	llm := middleware.Wrap(model, middleware.ModelRetry(
-		middleware.WithSleep(sleeps.sleep), middleware.WithEventHandler(events.record)))
+		middleware.WithSleep(sleeps.sleep), middleware.WithEventHandler(events.handle)))
 
 	resp, err := llm.GenerateContent(context.Background(), retryQuestion())
 	if err != nil {
@@ -123,7 +102,7 @@ func TestModelRetryRetriesTransientErrors(t *testing.T) {
 		{Kind: middleware.EventRetry, Middleware: "ModelRetry", Attempt: 2, Err: err503},
 	}
 	if len(events.events) != len(want) {
-		t.Fatalf("events = %v, want %v", events.kinds(), want)
+		t.Fatalf("events = %v, want %v", events.trace(), want)
 	}
 	for i, e := range events.events {
 		if e.Kind != want[i].Kind || e.Middleware != want[i].Middleware || e.Attempt != want[i].Attempt ||
@@ -137,9 +116,9 @@ func TestModelRetryPermanentError(t *testing.T) {
 	t.Parallel()
 	model := fakemodel.New(fakemodel.Fail(err401), fakemodel.Text("never"))
 	var sleeps sleepRecorder
-	var events eventRecorder
+	var events recorder
 	llm := middleware.Wrap(model, middleware.ModelRetry(
-		middleware.WithSleep(sleeps.sleep), middleware.WithEventHandler(events.record)))
+		middleware.WithSleep(sleeps.sleep), middleware.WithEventHandler(events.handle)))
 
 	_, err := llm.GenerateContent(context.Background(), retryQuestion())
 	if !errors.Is(err, err401) {
@@ -154,7 +133,7 @@ func TestModelRetryPermanentError(t *testing.T) {
 	if waits := sleeps.recorded(); len(waits) != 0 {
 		t.Errorf("waits = %v, want none", waits)
 	}
-	if got, want := events.kinds(), []string{"ModelRetry:give_up#1"}; !reflect.DeepEqual(got, want) {
+	if got, want := events.trace(), []string{"ModelRetry:give_up#1"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("events = %v, want %v", got, want)
 	}
 }
@@ -286,9 +265,9 @@ func TestModelRetryDeadline(t *testing.T) {
 			defer cancel()
 			model := fakemodel.New(fakemodel.Fail(err503), fakemodel.Text("ok"))
 			var sleeps sleepRecorder
-			var events eventRecorder
+			var events recorder
 			llm := middleware.Wrap(model, middleware.ModelRetry(constant(30*time.Second),
-				middleware.WithSleep(sleeps.sleep), middleware.WithEventHandler(events.record)))
+				middleware.WithSleep(sleeps.sleep), middleware.WithEventHandler(events.handle)))
 
 			resp, err := llm.GenerateContent(ctx, retryQuestion())
 			if got := len(model.Requests()); got != tc.wantCalls {
@@ -309,7 +288,7 @@ func TestModelRetryDeadline(t *testing.T) {
 			if re := asRetryError(t, err); re.Attempts != 1 {
 				t.Errorf("Attempts = %d, want 1", re.Attempts)
 			}
-			if got, want := events.kinds(), []string{"ModelRetry:give_up#1"}; !reflect.DeepEqual(got, want) {
+			if got, want := events.trace(), []string{"ModelRetry:give_up#1"}; !reflect.DeepEqual(got, want) {
 				t.Errorf("events = %v, want %v", got, want)
 			}
 		})
@@ -499,10 +478,10 @@ func TestModelRetryInsideToolArgValidation(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`)),
 	)
 	var sleeps sleepRecorder
-	var events eventRecorder
+	var events recorder
 	llm := middleware.Wrap(model,
-		middleware.ToolArgValidation(middleware.WithEventHandler(events.record)),
-		middleware.ModelRetry(middleware.WithSleep(sleeps.sleep), middleware.WithEventHandler(events.record)),
+		middleware.ToolArgValidation(middleware.WithEventHandler(events.handle)),
+		middleware.ModelRetry(middleware.WithSleep(sleeps.sleep), middleware.WithEventHandler(events.handle)),
 	)
 
 	resp, err := llm.GenerateContent(context.Background(), retryQuestion(), llms.WithTools(retryWeatherTools()))
@@ -527,7 +506,7 @@ func TestModelRetryInsideToolArgValidation(t *testing.T) {
 		"ToolArgValidation:reask#2",
 		"ModelRetry:retry#1", // ModelRetry counts the re-ask call's attempts afresh
 	}
-	if got := events.kinds(); !reflect.DeepEqual(got, want) {
+	if got := events.trace(); !reflect.DeepEqual(got, want) {
 		t.Errorf("events = %v, want %v", got, want)
 	}
 }

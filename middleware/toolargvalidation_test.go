@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -70,6 +71,21 @@ func (r *recorder) handle(_ context.Context, e middleware.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)
+}
+
+func (r *recorder) all() []middleware.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
+}
+
+// trace renders the events as "Middleware:kind#attempt".
+func (r *recorder) trace() []string {
+	var ts []string
+	for _, e := range r.all() {
+		ts = append(ts, fmt.Sprintf("%s:%s#%d", e.Middleware, e.Kind, e.Attempt))
+	}
+	return ts
 }
 
 func (r *recorder) kinds() []middleware.EventKind {

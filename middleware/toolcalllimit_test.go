@@ -113,24 +113,6 @@ func limReask(t *testing.T, orig, reask []llms.MessageContent) []limReplayed {
 	return got
 }
 
-// limEvents records events.
-type limEvents struct {
-	mu     sync.Mutex
-	events []middleware.Event
-}
-
-func (r *limEvents) handle(_ context.Context, e middleware.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, e)
-}
-
-func (r *limEvents) all() []middleware.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.events)
-}
-
 const (
 	globalBlocked  = "Tool call limit exceeded: at most 2 tool calls are allowed per run; do not call 'search' again."
 	perToolBlocked = "Tool call limit exceeded: 'search' may be called at most 2 times per run; do not call it again."
@@ -187,7 +169,7 @@ func TestToolCallLimitContinue(t *testing.T) {
 func TestToolCallLimitContinueFallsBackToEnd(t *testing.T) {
 	t.Parallel()
 	m := fakemodel.New(limCalls("search"), limCalls("search"), limCalls("search"), limCalls("search"))
-	var ev limEvents
+	var ev recorder
 	a := newLimAgent(m, middleware.ToolCallLimit(middleware.WithRunLimit(2), middleware.WithEventHandler(ev.handle)))
 	out, err := a.turn(context.Background(), "find it")
 	if err != nil || out != globalEnd {
@@ -640,7 +622,7 @@ func TestToolCallLimitStacked(t *testing.T) {
 			limCalls("weather"),            // outer's re-ask, through the inner one
 			fakemodel.Text("done"),
 		)
-		var ev limEvents
+		var ev recorder
 		a := newLimAgent(m,
 			middleware.ToolCallLimit(middleware.WithRunLimit(3), middleware.WithEventHandler(ev.handle)),
 			middleware.ToolCallLimit(middleware.WithToolName("search"), middleware.WithRunLimit(1), middleware.WithEventHandler(ev.handle)),
