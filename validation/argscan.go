@@ -5,22 +5,10 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
-)
 
-// CheckJSON reports what DecodeArgs refuses in JSON text beyond its syntax
-// and its type: nesting deeper than MaxDepth, an object with the same key
-// twice, more than MaxValues values, a number longer than MaxNumberLength
-// or with an exponent beyond ±MaxNumberExponent. It returns nil or a *Error
-// with one violation, as DecodeArgs would. data must be valid JSON of any
-// type (json.Valid); on other input the result means nothing, but CheckJSON
-// does not panic. Code that decodes arguments by other means (repair) uses
-// it to keep DecodeArgs's limits.
-func CheckJSON(data []byte) error {
-	if _, e := scanArgs(data); e != nil {
-		return e
-	}
-	return nil
-}
+	"github.com/toolguard/toolguard/internal/jsonptr"
+	"github.com/toolguard/toolguard/internal/safetext"
+)
 
 // scanArgs returns a violation when data, which must be valid JSON (it is
 // called after a successful decode), nests deeper than MaxDepth, has an
@@ -76,7 +64,7 @@ func scanArgs(data []byte) (values int, problem *Error) {
 				i++
 			}
 			if num := data[start : i+1]; !numberInRange(num) {
-				v := Violation{Path: pointer(stack), Keyword: "json", Got: Preview(json.Number(num), maxGot),
+				v := Violation{Path: pointer(stack), Keyword: "json", Got: safetext.Preview(json.Number(num), maxGot),
 					Message: "number out of range: at most " + strconv.Itoa(MaxNumberLength) +
 						" characters and an exponent within ±" + strconv.Itoa(MaxNumberExponent) + " are accepted"}
 				return values, &Error{Violations: []Violation{v}}
@@ -126,8 +114,8 @@ func scanArgs(data []byte) (values int, problem *Error) {
 				top.set[string(k)] = struct{}{}
 			}
 			if dup {
-				return values, rootViolation("arguments are ambiguous JSON: the key "+quoteJSON(string(k), maxPath)+
-					" appears more than once in the object at "+PathLabel(pointer(stack[:len(stack)-1]))+
+				return values, rootViolation("arguments are ambiguous JSON: the key "+safetext.Quote(string(k), maxPath)+
+					" appears more than once in the object at "+safetext.PathLabel(pointer(stack[:len(stack)-1]))+
 					" (byte "+strconv.Itoa(start)+"); send each key once", "")
 			}
 			if top.set == nil {
@@ -158,7 +146,7 @@ func pointer(stack []frame) string {
 	for _, f := range stack {
 		p = append(p, '/')
 		if f.object {
-			p = append(p, escapeToken(string(f.key))...)
+			p = append(p, jsonptr.Escape(string(f.key))...)
 		} else {
 			p = strconv.AppendInt(p, int64(f.index), 10)
 		}

@@ -74,9 +74,6 @@ func (c *Cache) Get(schema any) (*Schema, error) {
 		if e, ok := c.byID.Load(id); ok {
 			return e.(*cacheEntry).get(c.opts)
 		}
-		if s := rememberedMap(schema); s != nil {
-			return s, nil
-		}
 	}
 	raw, err := schemaBytes(schema)
 	if err != nil {
@@ -184,26 +181,3 @@ func (b *boundedMap) Len() int { return int(b.n.Load()) }
 
 // Len returns how many compiled schemas the cache holds.
 func (c *Cache) Len() int { return c.byHash.Len() }
-
-// mapOrigins remembers which *Schema each map returned by Schema.Map came
-// from, so that a typed schema sent to a provider as a map keeps its
-// Validate hook.
-var mapOrigins = boundedMap{max: DefaultCacheSize}
-
-func rememberMap(m map[string]any, s *Schema) {
-	if s.typed == nil {
-		return // a plain schema compiles to the same thing from the map
-	}
-	mapOrigins.LoadOrStore(reflect.ValueOf(m).UnsafePointer(), s)
-}
-
-func rememberedMap(schema any) *Schema {
-	m, ok := schema.(map[string]any)
-	if !ok || m == nil {
-		return nil
-	}
-	if s, ok := mapOrigins.Load(reflect.ValueOf(m).UnsafePointer()); ok {
-		return s.(*Schema)
-	}
-	return nil
-}

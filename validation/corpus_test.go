@@ -276,7 +276,7 @@ func TestBFCLViolations(t *testing.T) {
 				topEmpty["/"+k] = true
 			}
 		}
-		removed, serr := strip.SchemaAwareStrip(v, s, s.Validate(v))
+		removed, serr := schemaAwareStrip(v, s)
 		for _, p := range removed {
 			if !topEmpty[p] {
 				t.Errorf("violation %s: SchemaAwareStrip removed %q, not a top-level empty value", call.ID, p)
@@ -503,7 +503,7 @@ func checkCorruption(t *testing.T, tc corruption, call bfcl.Call, s *validation.
 	if derr != nil {
 		t.Fatalf("DecodeArgs(%s) = %v", raw, derr)
 	}
-	removed, serr := strip.SchemaAwareStrip(v, s, s.Validate(v))
+	removed, serr := schemaAwareStrip(v, s)
 	if serr != nil || !slices.Equal(removed, []string{path}) {
 		t.Errorf("%s: call %s: SchemaAwareStrip(%s) = %q, %v; want [%q], nil", tc.name, call.ID, raw, removed, serr, path)
 		return false
@@ -536,7 +536,7 @@ func TestBFCLEmptyValuesKept(t *testing.T) {
 		if err != nil {
 			t.Fatalf("DecodeArgs(%s) = %v", call.Args, err)
 		}
-		if removed, serr := strip.SchemaAwareStrip(v, s, s.Validate(v)); len(removed) > 0 || serr != nil {
+		if removed, serr := schemaAwareStrip(v, s); len(removed) > 0 || serr != nil {
 			t.Errorf("call %s %s: SchemaAwareStrip = %q, %v; want nothing removed, nil", call.ID, call.Args, removed, serr)
 		}
 		if !reflect.DeepEqual(any(v), bfcl.Decode(call.Args)) {
@@ -573,4 +573,18 @@ func TestBFCLCorpusSizes(t *testing.T) {
 	if got != want {
 		t.Errorf("corpus sizes (tools calls unique violations) = %s, want %s", got, want)
 	}
+}
+
+// schemaAwareStrip runs strip.SchemaAwareStrip on v's violations against s
+// and returns what it removed and the remaining violations as an error.
+func schemaAwareStrip(v any, s *validation.Schema) ([]string, error) {
+	e := s.Check(v)
+	if e == nil {
+		return nil, nil
+	}
+	removed, remaining := strip.SchemaAwareStrip(v, s, e.Violations)
+	if len(remaining) == 0 {
+		return removed, nil
+	}
+	return removed, &validation.Error{Violations: remaining}
 }

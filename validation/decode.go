@@ -7,6 +7,9 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/toolguard/toolguard/internal/exactjson"
+	"github.com/toolguard/toolguard/internal/safetext"
 )
 
 // DecodeArgs decodes tool-call arguments: one JSON object, numbers as
@@ -25,30 +28,30 @@ import (
 // validated as one value could reach the tool as another. Keys are compared
 // as decoded ("a" and "\u0061" are the same key).
 func DecodeArgs(args []byte) (map[string]any, error) {
-	m, _, err := decodeArgs(args)
-	return m, err
+	m, _, e := decodeArgs(args)
+	if e != nil {
+		return nil, e
+	}
+	return m, nil
 }
 
 // decodeArgs is DecodeArgs, also returning the number of values.
-func decodeArgs(args []byte) (map[string]any, int, error) {
+func decodeArgs(args []byte) (map[string]any, int, *Error) {
 	trimmed := bytes.TrimSpace(args)
 	if len(trimmed) == 0 {
 		return map[string]any{}, 1, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := exactjson.Decode(trimmed)
+	var trailing *exactjson.TrailingDataError
+	switch {
+	case errors.As(err, &trailing):
+		return nil, 0, rootViolation("arguments are not valid JSON: "+trailing.Error(), safetext.Quote(string(trimmed), maxGot))
+	case err != nil:
 		return nil, 0, notJSON(err, trimmed)
-	}
-	end := dec.InputOffset()
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, 0, rootViolation("arguments are not valid JSON: unexpected data after the JSON value at byte "+
-			strconv.FormatInt(end, 10), Quote(string(trimmed), maxGot))
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, 0, rootViolation("arguments are not a JSON object but "+article(jsonType(v)), Preview(v, maxGot))
+		return nil, 0, rootViolation("arguments are not a JSON object but "+article(jsonType(v)), safetext.Preview(v, maxGot))
 	}
 	values, e := scanArgs(trimmed)
 	if e != nil {
@@ -61,7 +64,7 @@ func decodeArgs(args []byte) (map[string]any, int, error) {
 // as a JSON string: providers are not sent arguments that are not a JSON
 // object when a call is replayed (see middleware.ToolCallMessages), so the
 // feedback is where the model sees what it sent.
-func notJSON(err error, raw []byte) error {
+func notJSON(err error, raw []byte) *Error {
 	size := len(raw)
 	reason := err.Error()
 	var syn *json.SyntaxError
@@ -73,7 +76,7 @@ func notJSON(err error, raw []byte) error {
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 		reason = "unexpected end of input after byte " + strconv.Itoa(size) + " (truncated?)"
 	}
-	return rootViolation("arguments are not valid JSON: "+sanitize(reason, maxMessage), Quote(string(raw), maxGot))
+	return rootViolation("arguments are not valid JSON: "+safetext.Sanitize(reason, maxMessage), safetext.Quote(string(raw), maxGot))
 }
 
 func rootViolation(msg, got string) *Error {

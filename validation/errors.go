@@ -3,6 +3,8 @@ package validation
 import (
 	"strconv"
 	"strings"
+
+	"github.com/toolguard/toolguard/internal/safetext"
 )
 
 // Violation is one way a tool call's arguments break their schema.
@@ -30,7 +32,7 @@ type Violation struct {
 // Model-supplied parts are quoted, so the line cannot be broken by them.
 func (v Violation) String() string {
 	var b strings.Builder
-	b.WriteString(PathLabel(v.Path))
+	b.WriteString(safetext.PathLabel(v.Path))
 	b.WriteString(": ")
 	b.WriteString(v.Message)
 	if v.Got != "" {
@@ -38,25 +40,6 @@ func (v Violation) String() string {
 		b.WriteString(v.Got)
 	}
 	return b.String()
-}
-
-// PathLabel renders a JSON Pointer for a message: "(root)" for "", the
-// pointer itself when it is plain printable ASCII without quotes or spaces,
-// and the pointer as a quoted JSON string otherwise.
-func PathLabel(p string) string {
-	if p == "" {
-		return "(root)"
-	}
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		if c <= ' ' || c >= 0x7f || c == '"' || c == '\\' {
-			return quoteJSON(p, maxPath)
-		}
-	}
-	if len(p) > maxPath {
-		return quoteJSON(p, maxPath)
-	}
-	return p
 }
 
 // Error reports every violation of one tool call. ToolArgValidation fills
@@ -78,10 +61,10 @@ func (e *Error) Error() string {
 	b.WriteString("validation: ")
 	if e.Tool != "" {
 		b.WriteString("tool ")
-		b.WriteString(quoteJSON(e.Tool, maxPath))
+		b.WriteString(safetext.Quote(e.Tool, maxPath))
 		if e.CallID != "" {
 			b.WriteString(" (call ")
-			b.WriteString(quoteJSON(e.CallID, maxPath))
+			b.WriteString(safetext.Quote(e.CallID, maxPath))
 			b.WriteString(")")
 		}
 		b.WriteString(": ")

@@ -9,21 +9,10 @@ import (
 	"github.com/toolguard/toolguard/validation"
 )
 
-// TestPreviewOfHugeObject: previewing an object of 100,000 keys shows its
-// smallest keys in order, as sorting them all would, and the violations of
-// 2,000 failing alternatives at one path share one preview.
-func TestPreviewOfHugeObject(t *testing.T) {
+// TestFailingAlternativesShareOnePreview: the violations of 2,000 failing
+// alternatives at one path share one preview of the value.
+func TestFailingAlternativesShareOnePreview(t *testing.T) {
 	t.Parallel()
-	m := make(map[string]any, 100000)
-	for i := range 100000 {
-		m[fmt.Sprintf("k%05d", i)] = json.Number(fmt.Sprint(i))
-	}
-	got := validation.Preview(m, 60)
-	const want = `{"k00000":0,"k00001":1,"k00002":2,"k00003":3,"k00004":4,"k0"…`
-	if got != want {
-		t.Errorf("Preview = %s, want %s", got, want)
-	}
-
 	alts := make([]string, 2000)
 	for i := range alts {
 		alts[i] = fmt.Sprintf(`{"const": %d}`, i)

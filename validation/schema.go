@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/toolguard/toolguard/internal/exactjson"
+	"github.com/toolguard/toolguard/internal/safetext"
 )
 
 // Schema is a compiled JSON Schema for one tool's arguments. It is immutable
@@ -205,10 +207,8 @@ func withoutUnknownMetaSchema(raw []byte, resources map[string][]byte) ([]byte, 
 	if !bytes.Contains(raw, []byte(`"$schema"`)) {
 		return raw, ""
 	}
-	var m map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if dec.Decode(&m) != nil || m == nil {
+	m, err := exactjson.DecodeObject(raw)
+	if err != nil {
 		return raw, ""
 	}
 	url, ok := m["$schema"].(string)
@@ -265,73 +265,75 @@ func (s *Schema) MarshalJSON() ([]byte, error) {
 
 // Map returns a new map holding the schema's JSON, for APIs that want a
 // map[string]any (langchaingo's googleai provider). Numbers are json.Number.
-// A map returned by Map is recognized by Cache (and so by ToolArgValidation)
-// as this schema, Validate hook included, as long as it is not modified.
+// The map is plain JSON: compiled again, it validates what the schema does
+// but has no [Validator] hook. To keep the hook of a [Typed] schema sent as
+// a map, give ToolArgValidation the *Schema itself (WithSchema, or the
+// agent package, which does so for its tools).
 func (s *Schema) Map() map[string]any {
-	m := map[string]any{}
-	dec := json.NewDecoder(bytes.NewReader(s.raw))
-	dec.UseNumber()
-	if err := dec.Decode(&m); err != nil {
+	m, err := exactjson.DecodeObject(s.raw)
+	if err != nil {
 		return map[string]any{} // a boolean schema: no map form
 	}
-	rememberMap(m, s)
 	return m
 }
 
 // String returns the schema's JSON text.
 func (s *Schema) String() string { return string(s.raw) }
 
-// AsMap returns schema, in any form Compile accepts, as a map[string]any
-// (numbers as json.Number), without compiling it: a map is returned as is, a
-// *Schema as its Map(). It is for APIs that want a map, such as
-// langchaingo's googleai provider; it fails for a value that is not JSON or
-// not a JSON object.
-func AsMap(schema any) (map[string]any, error) {
-	switch s := schema.(type) {
-	case map[string]any:
-		return s, nil
-	case *Schema:
-		if s != nil {
-			return s.Map(), nil
-		}
-	}
-	raw, err := schemaBytes(schema)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&m); err != nil || m == nil {
-		return nil, fmt.Errorf("validation: schema is not a JSON object: %s", sanitize(string(raw), 60))
-	}
-	return m, nil
-}
-
 // ValidateJSON validates tool-call arguments: a JSON object, where empty
-// input means {}. It returns nil or a *Error listing every violation.
+// input means {}. It returns nil or a *[Error] listing every violation.
 // Arguments that are not JSON, or not a JSON object, are one violation at the
 // root ("") whose message says so and gives the parser's reason; so are
-// arguments DecodeArgs refuses for another reason, and arguments holding more
-// values than this schema accepts (see MaxWork).
+// arguments [DecodeArgs] refuses for another reason, and arguments holding
+// more values than this schema accepts (see [MaxWork]).
 func (s *Schema) ValidateJSON(args []byte) error {
-	v, values, err := decodeArgs(args)
-	if err != nil {
-		return err
-	}
-	if e := s.checkValues(values); e != nil {
+	if _, e := s.Parse(args); e != nil {
 		return e
 	}
-	return s.validate(v, args)
+	return nil
 }
 
-// Validate validates a decoded JSON value, as produced by DecodeArgs or by a
-// json.Decoder with UseNumber (float64 numbers are accepted too). It returns
-// nil or a *Error listing every violation. Unlike ValidateJSON, it accepts any
-// JSON value at the root, not only an object. A value nested deeper than
-// MaxDepth, or holding more values than the schema accepts (see MaxWork), is
-// one violation at the root, like in ValidateJSON.
+// Parse is [Schema.ValidateJSON] for code that goes on to use the
+// arguments: it returns them decoded as by [DecodeArgs] together with nil
+// or the *[Error] listing every violation, as a typed value. The decoded
+// arguments are nil when they are refused before validation: not JSON, not
+// an object, beyond DecodeArgs's limits or holding more values than the
+// schema accepts. A nil *Schema accepts any JSON object: Parse then only
+// decodes.
+func (s *Schema) Parse(args []byte) (map[string]any, *Error) {
+	v, values, e := decodeArgs(args)
+	if e != nil {
+		return nil, e
+	}
+	if s == nil {
+		return v, nil
+	}
+	if e := s.checkValues(values); e != nil {
+		return nil, e
+	}
+	return v, s.validate(v, args)
+}
+
+// Validate validates a decoded JSON value, as produced by [DecodeArgs] or by
+// a json.Decoder with UseNumber (float64 numbers are accepted too). It
+// returns nil or a *[Error] listing every violation. Unlike
+// [Schema.ValidateJSON], it accepts any JSON value at the root, not only an
+// object. A value nested deeper than [MaxDepth], or holding more values than
+// the schema accepts (see [MaxWork]), is one violation at the root, like in
+// ValidateJSON.
 func (s *Schema) Validate(v any) error {
+	if e := s.Check(v); e != nil {
+		return e
+	}
+	return nil
+}
+
+// Check is [Schema.Validate] returning the *[Error] itself: nil when v is
+// valid. A nil *Schema accepts any value.
+func (s *Schema) Check(v any) *Error {
+	if s == nil {
+		return nil
+	}
 	values, deep := measure(v, MaxDepth)
 	if deep {
 		return tooDeep()
@@ -357,9 +359,9 @@ func (s *Schema) checkValues(values int) *Error {
 
 // validate checks v against the schema and, for typed schemas, decodes raw
 // (v marshaled when raw is nil) into the Go type and runs its Validate hook.
-func (s *Schema) validate(v any, raw []byte) error {
-	if err := s.validateSchema(v); err != nil {
-		return err
+func (s *Schema) validate(v any, raw []byte) *Error {
+	if e := s.validateSchema(v); e != nil {
+		return e
 	}
 	if s.typed != nil {
 		return s.typed.check(v, raw)
@@ -367,10 +369,10 @@ func (s *Schema) validate(v any, raw []byte) error {
 	return nil
 }
 
-func (s *Schema) validateSchema(v any) (err error) {
+func (s *Schema) validateSchema(v any) (e *Error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = &Error{Violations: []Violation{{Keyword: "schema", Message: fmt.Sprintf("the validator failed on this value: %v", r)}}}
+			e = &Error{Violations: []Violation{{Keyword: "schema", Message: fmt.Sprintf("the validator failed on this value: %v", r)}}}
 		}
 	}()
 	verr := s.compiled.Validate(v)
@@ -382,5 +384,5 @@ func (s *Schema) validateSchema(v any) (err error) {
 		return s.violations(ve, v)
 	}
 	// An infinite $ref loop or a value that is not JSON.
-	return &Error{Violations: []Violation{{Keyword: "schema", Message: sanitize(verr.Error(), maxMessage)}}}
+	return &Error{Violations: []Violation{{Keyword: "schema", Message: safetext.Sanitize(verr.Error(), maxMessage)}}}
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	gjs "github.com/google/jsonschema-go/jsonschema"
+	"github.com/toolguard/toolguard/internal/jsonptr"
+	"github.com/toolguard/toolguard/internal/safetext"
 )
 
 // SchemaProvider is implemented by named Go types that describe their own
@@ -40,7 +42,7 @@ type Validator interface {
 // FieldError returns an error for a Validate method that points the model at
 // one argument: path is a JSON Pointer such as "/end_date".
 func FieldError(path, message string) error {
-	return &Error{Violations: []Violation{{Path: path, Keyword: "validate", Message: sanitize(message, maxMessage)}}}
+	return &Error{Violations: []Violation{{Path: path, Keyword: "validate", Message: safetext.Sanitize(message, maxMessage)}}}
 }
 
 type typedEntry struct {
@@ -187,21 +189,21 @@ func singleTypes(s *gjs.Schema) {
 // typedHook checks what a JSON Schema cannot: that the arguments decode into
 // the Go type, and the type's own Validate method.
 type typedHook struct {
-	decode func(raw []byte) error
+	decode func(raw []byte) *Error
 }
 
-func (h *typedHook) check(v any, raw []byte) error {
+func (h *typedHook) check(v any, raw []byte) *Error {
 	if raw == nil {
 		b, err := json.Marshal(v)
 		if err != nil {
-			return &Error{Violations: []Violation{{Keyword: "json", Message: "arguments cannot be encoded: " + sanitize(err.Error(), maxMessage)}}}
+			return &Error{Violations: []Violation{{Keyword: "json", Message: "arguments cannot be encoded: " + safetext.Sanitize(err.Error(), maxMessage)}}}
 		}
 		raw = b
 	}
 	return h.decode(raw)
 }
 
-func decodeTyped[T any](raw []byte) error {
+func decodeTyped[T any](raw []byte) *Error {
 	var x T
 	if len(strings.TrimSpace(string(raw))) > 0 {
 		if err := json.Unmarshal(raw, &x); err != nil {
@@ -219,10 +221,10 @@ func decodeTyped[T any](raw []byte) error {
 	var ve *Error
 	if errors.As(err, &ve) && len(ve.Violations) > 0 {
 		out := slices.Clone(ve.Violations)
-		SortViolations(out)
+		slices.SortFunc(out, compareViolations)
 		return &Error{Violations: out}
 	}
-	return &Error{Violations: []Violation{{Keyword: "validate", Message: sanitize(err.Error(), maxMessage)}}}
+	return &Error{Violations: []Violation{{Keyword: "validate", Message: safetext.Sanitize(err.Error(), maxMessage)}}}
 }
 
 // decodeViolation turns a json.Unmarshal error into a violation at the path
@@ -233,11 +235,11 @@ func decodeViolation(err error) Violation {
 		path := ""
 		if te.Field != "" {
 			for _, tok := range strings.Split(te.Field, ".") {
-				path += "/" + escapeToken(tok)
+				path += "/" + jsonptr.Escape(tok)
 			}
 		}
 		return Violation{Path: path, Keyword: "type",
-			Message: "expected a value that fits Go type " + te.Type.String() + " (got " + sanitize(te.Value, 60) + ")"}
+			Message: "expected a value that fits Go type " + te.Type.String() + " (got " + safetext.Sanitize(te.Value, 60) + ")"}
 	}
-	return Violation{Keyword: "type", Message: "arguments do not decode into the Go type: " + sanitize(err.Error(), maxMessage)}
+	return Violation{Keyword: "type", Message: "arguments do not decode into the Go type: " + safetext.Sanitize(err.Error(), maxMessage)}
 }

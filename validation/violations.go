@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/toolguard/toolguard/internal/jsonptr"
+	"github.com/toolguard/toolguard/internal/safetext"
 )
 
 // maxViolations bounds the violations kept for one call; the rest of a huge
@@ -56,10 +58,6 @@ func compareViolations(a, b Violation) int {
 		cmp.Compare(a.Got, b.Got),
 	)
 }
-
-// SortViolations sorts vs in the canonical order (path, keyword, message,
-// got) used by every *Error.
-func SortViolations(vs []Violation) { slices.SortFunc(vs, compareViolations) }
 
 // node finds the compiled schema that owns the keyword at abs (an absolute
 // keyword location) and returns it with the keyword path relative to it.
@@ -133,12 +131,12 @@ func (s *Schema) indexNodes() {
 // leaf appends the violations one failing leaf stands for.
 func (s *Schema) leaf(out []Violation, e *jsonschema.ValidationError, instance any, previews map[string]string) []Violation {
 	path := normalizePointer(e.InstanceLocation)
-	val, found := pointerGet(instance, path)
+	val, found := jsonptr.Get(instance, path)
 	got := ""
 	if found {
 		var seen bool
 		if got, seen = previews[path]; !seen {
-			got = Preview(val, maxGot)
+			got = safetext.Preview(val, maxGot)
 			previews[path] = got
 		}
 	}
@@ -148,7 +146,7 @@ func (s *Schema) leaf(out []Violation, e *jsonschema.ValidationError, instance a
 		return append(out, Violation{Path: path, Keyword: kw, Message: msg, Got: got})
 	}
 	if n == nil {
-		return add(lastSegment(e.KeywordLocation), sanitize(e.Message, maxMessage))
+		return add(lastSegment(e.KeywordLocation), safetext.Sanitize(e.Message, maxMessage))
 	}
 	obj, _ := val.(map[string]any)
 	switch keyword {
@@ -164,7 +162,7 @@ func (s *Schema) leaf(out []Violation, e *jsonschema.ValidationError, instance a
 			out = append(out, Violation{Path: path, Keyword: "enum", Message: enumMessage(n.Enum), Got: got})
 		}
 		if len(n.Constant) > 0 && !jsonEqual(n.Constant[0], val) {
-			out = append(out, Violation{Path: path, Keyword: "const", Message: "expected " + Preview(n.Constant[0], 200), Got: got})
+			out = append(out, Violation{Path: path, Keyword: "const", Message: "expected " + safetext.Preview(n.Constant[0], 200), Got: got})
 		}
 		return out
 	case "required":
@@ -176,7 +174,7 @@ func (s *Schema) leaf(out []Violation, e *jsonschema.ValidationError, instance a
 			if p := n.Properties[name]; p != nil && len(p.Types) > 0 {
 				msg += " (" + strings.Join(p.Types, " or ") + ")"
 			}
-			out = append(out, Violation{Path: path + "/" + escapeToken(name), Keyword: keyword, Message: msg})
+			out = append(out, Violation{Path: path + "/" + jsonptr.Escape(name), Keyword: keyword, Message: msg})
 		}
 		return out
 	case "additionalProperties":
@@ -193,12 +191,12 @@ func (s *Schema) leaf(out []Violation, e *jsonschema.ValidationError, instance a
 			if _, ok := n.Properties[name]; ok || matchesPattern(n, name) {
 				continue
 			}
-			out = append(out, Violation{Path: path + "/" + escapeToken(name), Keyword: keyword, Message: msg, Got: Preview(v, maxGot)})
+			out = append(out, Violation{Path: path + "/" + jsonptr.Escape(name), Keyword: keyword, Message: msg, Got: safetext.Preview(v, maxGot)})
 		}
 		return out
 	case "dependencies", "dependentRequired":
 		dep, idx, _ := strings.Cut(rest, "/")
-		dep = unescapeToken(urlUnescape(dep))
+		dep = jsonptr.Unescape(urlUnescape(dep))
 		i, _ := strconv.Atoi(idx)
 		var names []string
 		if keyword == "dependentRequired" {
@@ -207,17 +205,17 @@ func (s *Schema) leaf(out []Violation, e *jsonschema.ValidationError, instance a
 			names = list
 		}
 		if i < len(names) {
-			return append(out, Violation{Path: path + "/" + escapeToken(names[i]), Keyword: keyword,
-				Message: "missing property, required when " + quoteJSON(dep, maxPath) + " is present"})
+			return append(out, Violation{Path: path + "/" + jsonptr.Escape(names[i]), Keyword: keyword,
+				Message: "missing property, required when " + safetext.Quote(dep, maxPath) + " is present"})
 		}
 	case "enum":
 		return add(keyword, enumMessage(n.Enum))
 	case "const":
 		if len(n.Constant) > 0 {
-			return add(keyword, "expected "+Preview(n.Constant[0], 200))
+			return add(keyword, "expected "+safetext.Preview(n.Constant[0], 200))
 		}
 	case "format":
-		return add(keyword, "expected a string in format "+quoteJSON(n.Format, 60))
+		return add(keyword, "expected a string in format "+safetext.Quote(n.Format, 60))
 	case "minimum":
 		return add(keyword, "expected a number >= "+ratString(n.Minimum))
 	case "exclusiveMinimum":
@@ -234,7 +232,7 @@ func (s *Schema) leaf(out []Violation, e *jsonschema.ValidationError, instance a
 		return add(keyword, "expected at most "+strconv.Itoa(n.MaxLength)+" characters"+countOf(val))
 	case "pattern":
 		if n.Pattern != nil {
-			return add(keyword, "expected a string matching the pattern "+quoteJSON(n.Pattern.String(), maxPath))
+			return add(keyword, "expected a string matching the pattern "+safetext.Quote(n.Pattern.String(), maxPath))
 		}
 	case "minItems":
 		return add(keyword, "expected at least "+strconv.Itoa(n.MinItems)+" items"+countOf(val))
@@ -249,13 +247,13 @@ func (s *Schema) leaf(out []Violation, e *jsonschema.ValidationError, instance a
 	case "maxProperties":
 		return add(keyword, "expected at most "+strconv.Itoa(n.MaxProperties)+" properties"+countOf(val))
 	case "uniqueItems":
-		return add(keyword, "expected unique items; "+sanitize(e.Message, maxMessage))
+		return add(keyword, "expected unique items; "+safetext.Sanitize(e.Message, maxMessage))
 	case "not":
 		return add(keyword, "the value must not match the schema under \"not\"")
 	case "oneOf":
-		return add(keyword, "expected exactly one alternative of \"oneOf\" to match, but "+sanitize(e.Message, maxMessage))
+		return add(keyword, "expected exactly one alternative of \"oneOf\" to match, but "+safetext.Sanitize(e.Message, maxMessage))
 	}
-	return add(keyword, sanitize(e.Message, maxMessage))
+	return add(keyword, safetext.Sanitize(e.Message, maxMessage))
 }
 
 // enumMessage says which values an enum allows, at most 20 of them.
@@ -266,7 +264,7 @@ func enumMessage(enum []any) string {
 			vals = append(vals, "and "+strconv.Itoa(len(enum)-i)+" more")
 			break
 		}
-		vals = append(vals, Preview(ev, 80))
+		vals = append(vals, safetext.Preview(ev, 80))
 	}
 	return "expected one of " + strings.Join(vals, ", ")
 }
@@ -374,28 +372,13 @@ func quoteList(names []string, max int) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(quoteJSON(name, 60))
+		b.WriteString(safetext.Quote(name, 60))
 	}
 	return b.String()
 }
 
 func lastSegment(p string) string {
 	return p[strings.LastIndexByte(p, '/')+1:]
-}
-
-// escapeToken escapes one JSON Pointer reference token.
-func escapeToken(s string) string {
-	if !strings.ContainsAny(s, "~/") {
-		return s
-	}
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
-
-func unescapeToken(s string) string {
-	if !strings.Contains(s, "~") {
-		return s
-	}
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
 }
 
 // normalizePointer turns the validator's instance locations, whose tokens
@@ -416,32 +399,4 @@ func urlUnescape(s string) string {
 		return u
 	}
 	return s
-}
-
-// pointerGet resolves a JSON Pointer in a decoded JSON value.
-func pointerGet(v any, ptr string) (any, bool) {
-	if ptr == "" {
-		return v, true
-	}
-	if ptr[0] != '/' {
-		return nil, false
-	}
-	for _, tok := range strings.Split(ptr[1:], "/") {
-		switch x := v.(type) {
-		case map[string]any:
-			var ok bool
-			if v, ok = x[unescapeToken(tok)]; !ok {
-				return nil, false
-			}
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(x) {
-				return nil, false
-			}
-			v = x[i]
-		default:
-			return nil, false
-		}
-	}
-	return v, true
 }

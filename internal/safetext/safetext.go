@@ -1,4 +1,8 @@
-package validation
+// Package safetext renders model-supplied text so that it cannot break the
+// text around it: JSON-quoted strings, one-line sanitized messages, bounded
+// previews of decoded JSON values and JSON Pointer labels. Every bound is in
+// bytes, and cut text is marked with Ellipsis outside any quotes.
+package safetext
 
 import (
 	"encoding/json"
@@ -9,13 +13,6 @@ import (
 	"unicode/utf8"
 )
 
-// Bounds on model-supplied text kept in violations, in bytes.
-const (
-	maxGot     = 256 // Violation.Got
-	maxPath    = 200 // a quoted path or name
-	maxMessage = 300 // a message that may echo a Validate hook's error
-)
-
 // Ellipsis marks text cut short. It always stands outside quotes, so it
 // cannot be mistaken for part of a value.
 const Ellipsis = "…"
@@ -23,14 +20,13 @@ const Ellipsis = "…"
 // Quote renders s as a JSON string of at most about max bytes of s: control
 // characters, quotes and backslashes are escaped and invalid UTF-8 becomes
 // U+FFFD, so the result cannot break the structure of the text around it.
-// When s is cut, Ellipsis follows the closing quote.
-func Quote(s string, max int) string { return quoteJSON(s, max) }
-
-func quoteJSON(s string, max int) string {
+// When s is cut, Ellipsis follows the closing quote. A negative max means no
+// bound.
+func Quote(s string, max int) string {
 	var b strings.Builder
 	cut := false
 	if max >= 0 && len(s) > max {
-		s, cut = truncateUTF8(s, max), true
+		s, cut = Truncate(s, max), true
 	}
 	appendQuoted(&b, s)
 	if cut {
@@ -70,9 +66,9 @@ func appendQuoted(b *strings.Builder, s string) {
 	b.WriteByte('"')
 }
 
-// truncateUTF8 returns the longest prefix of s of at most max bytes that does
+// Truncate returns the longest prefix of s of at most max bytes that does
 // not split a UTF-8 sequence.
-func truncateUTF8(s string, max int) string {
+func Truncate(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
@@ -83,13 +79,13 @@ func truncateUTF8(s string, max int) string {
 	return s[:i]
 }
 
-// sanitize makes text safe to embed in one line of a message: line breaks and
+// Sanitize makes text safe to embed in one line of a message: line breaks and
 // other control characters become spaces, invalid UTF-8 becomes U+FFFD, and
 // text longer than max bytes is cut with Ellipsis.
-func sanitize(s string, max int) string {
+func Sanitize(s string, max int) string {
 	cut := false
 	if len(s) > max {
-		s, cut = truncateUTF8(s, max), true
+		s, cut = Truncate(s, max), true
 	}
 	clean := true
 	for i := 0; i < len(s); i++ {
@@ -113,9 +109,6 @@ func sanitize(s string, max int) string {
 	}
 	return s
 }
-
-// Sanitize is sanitize for other packages (errfmt): text safe for one line.
-func Sanitize(s string, max int) string { return sanitize(s, max) }
 
 // Preview renders a decoded JSON value as compact JSON of about max bytes at
 // most, object keys sorted; a longer value is cut and followed by Ellipsis.
@@ -165,7 +158,7 @@ func (p *previewer) value(v any) {
 		}
 	case string:
 		if room := max(p.room()-2, 0); len(x) > room {
-			x, p.cut = truncateUTF8(x, room), true
+			x, p.cut = Truncate(x, room), true
 		}
 		appendQuoted(&p.b, x)
 	case []any:
@@ -239,4 +232,26 @@ func (p *previewer) literal(s string) {
 		s, p.cut = s[:max(room, 0)], true
 	}
 	p.b.WriteString(s)
+}
+
+// maxPathLabel bounds a quoted path in PathLabel, in bytes.
+const maxPathLabel = 200
+
+// PathLabel renders a JSON Pointer for a message: "(root)" for "", the
+// pointer itself when it is plain printable ASCII without quotes or spaces
+// and at most 200 bytes, and the pointer as a quoted JSON string otherwise.
+func PathLabel(p string) string {
+	if p == "" {
+		return "(root)"
+	}
+	if len(p) > maxPathLabel {
+		return Quote(p, maxPathLabel)
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if c <= ' ' || c >= 0x7f || c == '"' || c == '\\' {
+			return Quote(p, maxPathLabel)
+		}
+	}
+	return p
 }

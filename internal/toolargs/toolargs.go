@@ -1,0 +1,125 @@
+// Package toolargs is the one argument pipeline of toolguard: decode a tool
+// call's arguments, strip empty values, validate, and repair. ToolArgValidation
+// runs it on every tool call leaving the model; the agent's typed and schema
+// tools run it again before their function sees the arguments.
+package toolargs
+
+import (
+	"github.com/toolguard/toolguard/internal/exactjson"
+	"github.com/toolguard/toolguard/repair"
+	"github.com/toolguard/toolguard/strip"
+	"github.com/toolguard/toolguard/validation"
+)
+
+// Options says how Check cleans arguments. The zero value strips
+// schema-aware and does not repair.
+type Options struct {
+	Strip  strip.Mode
+	Repair repair.Repairer // nil: no repair
+}
+
+// Result is what Check made of one call's arguments.
+type Result struct {
+	// Args are the arguments to pass on: the input itself when Changed is
+	// false, else the cleaned arguments as compact JSON.
+	Args []byte
+	// Value is Args decoded, numbers as json.Number; nil when the arguments
+	// could not be decoded.
+	Value map[string]any
+	// Changed reports that empty values were stripped or the arguments
+	// repaired, so Args differ from the input.
+	Changed bool
+	// Stripped lists the JSON Pointers of the empty values removed, sorted.
+	Stripped []string
+	// Repairs lists the repairs made; when it is not empty, the repaired
+	// arguments validate.
+	Repairs []repair.Repair
+	// Err lists the violations that remain; nil when the arguments are
+	// valid.
+	Err *validation.Error
+}
+
+// Check runs the pipeline on raw, the arguments of one call, against s (nil:
+// any JSON object):
+//
+//  1. decode (empty means {}) and validate; with strip.Recursive, every
+//     empty value is removed first;
+//  2. if invalid, strip.SchemaAware removes the empty values whose removal
+//     fixes violations and adds none;
+//  3. if still invalid and o.Repair is set, the repaired arguments, stripped
+//     the same way, are used when they validate.
+//
+// Arguments that cannot be decoded (not JSON, not an object, beyond
+// validation's limits) are never stripped.
+func Check(s *validation.Schema, raw []byte, o Options) Result {
+	res := Result{Args: raw}
+	v, verr := parse(s, raw, o.Strip, &res)
+	res.Value = v
+	if verr != nil && o.Strip == strip.SchemaAware && v != nil && verr.Omitted == 0 {
+		var removed []string
+		removed, verr = stripSchemaAware(s, v, verr)
+		res.Stripped = removed
+	}
+	if verr != nil && o.Repair != nil {
+		if rv, reps := o.Repair.Repair(raw, s); len(reps) > 0 && rv != nil {
+			rres := Result{Value: rv}
+			if rerr := clean(s, rv, o.Strip, &rres); rerr == nil {
+				rres.Repairs = reps
+				return rres.withArgs(rv)
+			}
+		}
+	}
+	res.Err = verr
+	if len(res.Stripped) > 0 {
+		return res.withArgs(v)
+	}
+	return res
+}
+
+// parse decodes and validates raw. It strips recursively first with
+// strip.Recursive, recording what it removed in res.
+func parse(s *validation.Schema, raw []byte, mode strip.Mode, res *Result) (map[string]any, *validation.Error) {
+	if mode != strip.Recursive {
+		return s.Parse(raw)
+	}
+	v, verr := (*validation.Schema)(nil).Parse(raw)
+	if verr != nil {
+		return nil, verr
+	}
+	return v, clean(s, v, mode, res)
+}
+
+// clean strips v (decoded arguments, in place) per mode and validates it,
+// recording what it removed in res.
+func clean(s *validation.Schema, v map[string]any, mode strip.Mode, res *Result) *validation.Error {
+	if mode == strip.Recursive {
+		res.Stripped = strip.RecursiveStrip(v)
+	}
+	verr := s.Check(v)
+	if verr != nil && mode == strip.SchemaAware && verr.Omitted == 0 {
+		res.Stripped, verr = stripSchemaAware(s, v, verr)
+	}
+	return verr
+}
+
+// stripSchemaAware runs strip.SchemaAwareStrip on v's complete violations.
+func stripSchemaAware(s *validation.Schema, v map[string]any, verr *validation.Error) ([]string, *validation.Error) {
+	removed, remaining := strip.SchemaAwareStrip(v, s, verr.Violations)
+	if len(remaining) == 0 {
+		return removed, nil
+	}
+	if len(removed) == 0 {
+		return nil, verr
+	}
+	return removed, &validation.Error{Violations: remaining}
+}
+
+// withArgs sets Args to v as compact JSON and marks the result changed.
+func (r Result) withArgs(v map[string]any) Result {
+	b, err := exactjson.Encode(v)
+	if err != nil {
+		b = []byte("{}") // decoded JSON always encodes; keep the call usable regardless
+	}
+	r.Args, r.Changed = b, true
+	return r
+}
