@@ -7,10 +7,12 @@
 package errfmt
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/toolguard/toolguard/internal/safetext"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -61,10 +63,10 @@ func Feedback(e *validation.Error) string { return Options{}.Feedback(e) }
 func (o Options) Feedback(e *validation.Error) string {
 	o = o.normalized()
 	vs := slices.Clone(e.Violations)
-	validation.SortViolations(vs)
+	slices.SortFunc(vs, compareViolations)
 	vs = slices.Compact(vs)
 
-	tool := validation.Quote(e.Tool, 64)
+	tool := safetext.Quote(e.Tool, 64)
 	var head strings.Builder
 	head.WriteString("Invalid arguments for tool ")
 	head.WriteString(tool)
@@ -105,16 +107,24 @@ func (o Options) Feedback(e *validation.Error) string {
 	return b.String()
 }
 
+// compareViolations orders violations by path, keyword, message and value,
+// the order validation reports them in, so that the text does not depend on
+// the order of the input.
+func compareViolations(a, b validation.Violation) int {
+	return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Keyword, b.Keyword),
+		cmp.Compare(a.Message, b.Message), cmp.Compare(a.Got, b.Got))
+}
+
 // line renders one violation as "- path: message, got value\n".
 func (o Options) line(v validation.Violation) string {
 	var b strings.Builder
 	b.WriteString("- ")
-	b.WriteString(validation.PathLabel(v.Path))
+	b.WriteString(safetext.PathLabel(v.Path))
 	b.WriteString(": ")
-	b.WriteString(validation.Sanitize(v.Message, 300))
+	b.WriteString(safetext.Sanitize(v.Message, 300))
 	if v.Got != "" {
 		b.WriteString(", got ")
-		got := validation.Sanitize(v.Got, o.MaxValueBytes)
+		got := safetext.Sanitize(v.Got, o.MaxValueBytes)
 		b.WriteString(got)
 	}
 	b.WriteByte('\n')
@@ -130,7 +140,7 @@ func UnknownTool(name string, available []string) string {
 	tools = slices.Compact(tools)
 	var b strings.Builder
 	b.WriteString("Tool ")
-	b.WriteString(validation.Quote(name, 64))
+	b.WriteString(safetext.Quote(name, 64))
 	b.WriteString(" does not exist.")
 	if len(tools) == 0 {
 		b.WriteString(" No tools are available; answer without calling a tool.")
@@ -145,12 +155,12 @@ func UnknownTool(name string, available []string) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(validation.Quote(t, 64))
+		b.WriteString(safetext.Quote(t, 64))
 	}
 	b.WriteString(".")
 	if c := Closest(name, tools); c != "" {
 		b.WriteString(" Did you mean ")
-		b.WriteString(validation.Quote(c, 64))
+		b.WriteString(safetext.Quote(c, 64))
 		b.WriteString("?")
 	}
 	b.WriteString(" Call one of the available tools by its exact name.")

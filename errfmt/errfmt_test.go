@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/internal/safetext"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -41,7 +42,7 @@ func manyViolations(n, valueBytes int) []validation.Violation {
 			Path:    "/items/" + string(rune('a'+i%26)) + "/" + strings.Repeat("x", i%7),
 			Keyword: "type",
 			Message: "expected integer",
-			Got:     validation.Quote(raw, 256),
+			Got:     safetext.Quote(raw, 256),
 		}
 	}
 	return vs

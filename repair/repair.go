@@ -21,8 +21,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 
+	"github.com/toolguard/toolguard/internal/exactjson"
+	"github.com/toolguard/toolguard/internal/safetext"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -72,7 +73,7 @@ func (r Repair) String() string {
 	if r.Path == "" {
 		return string(r.Kind)
 	}
-	return string(r.Kind) + " at " + validation.PathLabel(r.Path)
+	return string(r.Kind) + " at " + safetext.PathLabel(r.Path)
 }
 
 // Repairer repairs tool-call arguments.
@@ -132,9 +133,13 @@ func (r *repairer) Repair(args []byte, schema *validation.Schema) (map[string]an
 // validation.DecodeArgs enforces on any arguments (depth, number of values,
 // number range), so that repaired arguments are held to the same limits as
 // arguments that needed no repair.
-func withinLimits(v any) bool {
+func withinLimits(v map[string]any) bool {
 	b, err := json.Marshal(v)
-	return err == nil && validation.CheckJSON(b) == nil
+	if err != nil {
+		return false
+	}
+	_, err = validation.DecodeArgs(b)
+	return err == nil
 }
 
 // repairText returns args decoded as a JSON object, after the text repairs
@@ -183,21 +188,17 @@ func (r *repairer) repairText(args []byte) (map[string]any, []Repair, bool) {
 	return obj, reps, true
 }
 
-// decodeStrict decodes exactly one JSON value, numbers as json.Number.
+// decodeStrict decodes exactly one JSON value, numbers as json.Number. An
+// object is held to validation.DecodeArgs's limits: a key twice has two
+// readings (encoding/json keeps the last, other parsers the first), and no
+// repair guesses between them.
 func decodeStrict(b []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
+	if b = bytes.TrimSpace(b); len(b) > 0 && b[0] == '{' {
+		m, err := validation.DecodeArgs(b)
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("repair: data after the JSON value")
-	}
-	// A key twice has two readings (encoding/json keeps the last, other
-	// parsers the first): no repair guesses between them.
-	if err := validation.CheckJSON(b); err != nil {
-		return nil, err
-	}
-	return v, nil
+	return exactjson.Decode(b)
 }

@@ -3,9 +3,9 @@ package repair
 import (
 	"encoding/json"
 	"slices"
-	"strconv"
-	"strings"
 
+	"github.com/toolguard/toolguard/internal/improve"
+	"github.com/toolguard/toolguard/internal/jsonptr"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -17,17 +17,17 @@ func (r *repairer) repairValues(v map[string]any, s *validation.Schema) []Repair
 	if !r.enabled(NumberString) && !r.enabled(BoolString) {
 		return nil
 	}
-	verr := s.Validate(v)
-	ve, ok := verr.(*validation.Error)
-	if !ok || ve.Omitted > 0 {
+	verr := s.Check(v)
+	if verr == nil || verr.Omitted > 0 {
 		return nil // valid, or violations that cannot be compared
 	}
+	vs := verr.Violations
 	var reps []Repair
-	for _, viol := range slices.Clone(ve.Violations) {
+	for _, viol := range slices.Clone(vs) {
 		if viol.Keyword != "type" || viol.Path == "" {
 			continue
 		}
-		parent, key, found := locate(v, viol.Path)
+		parent, key, found := jsonptr.Locate(v, viol.Path)
 		if !found {
 			continue
 		}
@@ -45,15 +45,17 @@ func (r *repairer) repairValues(v map[string]any, s *validation.Schema) []Repair
 		default:
 			continue
 		}
-		set(parent, key, repl)
-		if after := s.Validate(v); validation.Improves(after, verr) {
+		var kept bool
+		vs, kept = improve.Try(s, v, vs, func() func() {
+			jsonptr.Set(parent, key, repl)
+			return func() { jsonptr.Set(parent, key, str) }
+		})
+		if kept {
 			reps = append(reps, Repair{Kind: kind, Path: viol.Path})
-			if verr = after; verr == nil {
+			if len(vs) == 0 {
 				break
 			}
-			continue
 		}
-		set(parent, key, str)
 	}
 	return reps
 }
@@ -98,50 +100,8 @@ func isJSONNumber(s string) bool {
 	return i == len(s)
 }
 
-// locate finds the container holding the value at ptr (a non-root JSON
-// Pointer) and the value's key or index in it.
-func locate(v any, ptr string) (parent any, key string, ok bool) {
-	toks := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
-	for i, t := range toks {
-		toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
-	}
-	cur := v
-	for _, t := range toks[:len(toks)-1] {
-		cur = get(cur, t)
-		if cur == nil {
-			return nil, "", false
-		}
-	}
-	last := toks[len(toks)-1]
-	switch c := cur.(type) {
-	case map[string]any:
-		_, ok = c[last]
-	case []any:
-		i, err := strconv.Atoi(last)
-		ok = err == nil && i >= 0 && i < len(c)
-	}
-	return cur, last, ok
-}
-
+// get returns the member or element key of container.
 func get(container any, key string) any {
-	switch c := container.(type) {
-	case map[string]any:
-		return c[key]
-	case []any:
-		if i, err := strconv.Atoi(key); err == nil && i >= 0 && i < len(c) {
-			return c[i]
-		}
-	}
-	return nil
-}
-
-func set(container any, key string, v any) {
-	switch c := container.(type) {
-	case map[string]any:
-		c[key] = v
-	case []any:
-		if i, err := strconv.Atoi(key); err == nil && i >= 0 && i < len(c) {
-			c[i] = v
-		}
-	}
+	v, _ := jsonptr.GetTokens(container, []string{key})
+	return v
 }

@@ -19,6 +19,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolguard/toolguard/internal/improve"
+	"github.com/toolguard/toolguard/internal/jsonptr"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -76,7 +78,7 @@ func RecursiveStrip(v any) []string {
 		switch x := v.(type) {
 		case map[string]any:
 			for k, e := range x {
-				p := path + "/" + escapeToken(k)
+				p := jsonptr.Append(path, k)
 				walk(e, p)
 				if IsEmpty(e) {
 					delete(x, k)
@@ -85,7 +87,7 @@ func RecursiveStrip(v any) []string {
 			}
 		case []any:
 			for i, e := range x {
-				walk(e, path+"/"+strconv.Itoa(i))
+				walk(e, jsonptr.AppendIndex(path, i))
 			}
 		}
 	}
@@ -133,50 +135,35 @@ func trialBudget(v any) int {
 }
 
 // SchemaAwareStrip removes empty values from v, an invalid call's decoded
-// arguments, where that helps: a candidate (an empty value under an object
-// key, inside or at a path some violation points at or below) is removed if
-// validating without it yields a strict subset of the violations. Candidates
-// are tried deepest first, so an object emptied by a removal becomes a
-// candidate in turn. verr is s.Validate(v) (nil if valid, in which case
-// nothing is done).
+// arguments, where that helps. vs lists the violations of v against s
+// (s.Check(v).Violations). A candidate — an empty value under an object key,
+// inside or at a path some violation points at or below — is removed if
+// validating without it removes violations and adds none. Candidates are
+// tried deepest first, so an object emptied by a removal becomes a candidate
+// in turn.
 //
 // It runs at most 256 validations, fewer for a large v (about 500,000
 // divided by the number of values in v), and returns the JSON Pointers
-// removed, sorted, and the validation result of what remains. A call with more violations than a *validation.Error lists
-// (Omitted > 0) is left alone: its violations cannot be compared.
-func SchemaAwareStrip(v any, s *validation.Schema, verr error) (removed []string, err error) {
-	if verr == nil {
-		return nil, nil
-	}
-	current := violationsOf(verr)
-	if current == nil {
-		return nil, verr // not violations we can reason about
-	}
+// removed, sorted, and the violations that remain (vs itself when nothing
+// was removed, none when v is now valid).
+func SchemaAwareStrip(v any, s *validation.Schema, vs []validation.Violation) (removed []string, remaining []validation.Violation) {
 	trials, budget := 0, trialBudget(v)
-	for progress := true; progress && len(current) > 0 && trials < budget; {
+	for progress := true; progress && len(vs) > 0 && trials < budget; {
 		progress = false
-		for _, c := range candidates(v, current) {
-			if trials == budget {
+		for _, c := range candidates(v, vs) {
+			if trials == budget || len(vs) == 0 {
 				break
 			}
 			trials++
-			old := c.parent[c.key]
-			delete(c.parent, c.key)
-			after := s.Validate(v)
-			if validation.Improves(after, verr) {
+			var kept bool
+			if vs, kept = improve.Try(s, v, vs, c.remove); kept {
 				removed = append(removed, c.path)
-				current, verr = violationsOf(after), after
 				progress = true
-				if after == nil {
-					break
-				}
-				continue
 			}
-			c.parent[c.key] = old
 		}
 	}
 	slices.Sort(removed)
-	return removed, verr
+	return removed, vs
 }
 
 type candidate struct {
@@ -184,6 +171,14 @@ type candidate struct {
 	key    string
 	path   string
 	depth  int
+}
+
+// remove deletes the candidate from its object and returns how to put it
+// back.
+func (c candidate) remove() (undo func()) {
+	old := c.parent[c.key]
+	delete(c.parent, c.key)
+	return func() { c.parent[c.key] = old }
 }
 
 // candidates lists the empty values under object keys in v that lie at,
@@ -199,7 +194,7 @@ func candidates(v any, vs []validation.Violation) []candidate {
 		switch x := v.(type) {
 		case map[string]any:
 			for k, e := range x {
-				p := path + "/" + escapeToken(k)
+				p := jsonptr.Append(path, k)
 				if IsEmpty(e) {
 					if rel.relevant(p) {
 						out = append(out, candidate{parent: x, key: k, path: p, depth: depth + 1})
@@ -210,7 +205,7 @@ func candidates(v any, vs []validation.Violation) []candidate {
 			}
 		case []any:
 			for i, e := range x {
-				walk(e, path+"/"+strconv.Itoa(i), depth+1)
+				walk(e, jsonptr.AppendIndex(path, i), depth+1)
 			}
 		}
 	}
@@ -236,7 +231,7 @@ func newRelevance(vs []validation.Violation) relevance {
 	r := relevance{at: make(map[string]bool, len(vs)), above: make(map[string]bool, 2*len(vs))}
 	for _, v := range vs {
 		r.at[v.Path] = true
-		for p := v.Path; !r.above[p]; p = parent(p) {
+		for p := v.Path; !r.above[p]; p = jsonptr.Parent(p) {
 			r.above[p] = true
 			if p == "" {
 				break
@@ -250,7 +245,7 @@ func (r relevance) relevant(path string) bool {
 	if r.above[path] {
 		return true // a violation at or below path
 	}
-	for p := path; ; p = parent(p) {
+	for p := path; ; p = jsonptr.Parent(p) {
 		if r.at[p] {
 			return true // a violation at an ancestor of path
 		}
@@ -258,26 +253,4 @@ func (r relevance) relevant(path string) bool {
 			return false
 		}
 	}
-}
-
-// parent returns the JSON Pointer of p's parent ("" for the root's children).
-func parent(p string) string {
-	return p[:max(strings.LastIndexByte(p, '/'), 0)]
-}
-
-// violationsOf returns the violations of err when they are complete, nil
-// otherwise.
-func violationsOf(err error) []validation.Violation {
-	ve, ok := err.(*validation.Error)
-	if !ok || ve.Omitted > 0 {
-		return nil
-	}
-	return ve.Violations
-}
-
-func escapeToken(s string) string {
-	if !strings.ContainsAny(s, "~/") {
-		return s
-	}
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }

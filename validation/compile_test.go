@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -245,35 +244,5 @@ func TestMarshalJSONAndMap(t *testing.T) {
 	m["type"] = "changed"
 	if s.Map()["type"] != "object" {
 		t.Errorf("modifying a Map() result changed the schema")
-	}
-}
-
-func TestAsMap(t *testing.T) {
-	t.Parallel()
-	m := map[string]any{"type": "object"}
-	for name, tc := range map[string]struct {
-		in      any
-		wantErr bool
-	}{
-		"map as is":       {m, false},
-		"raw":             {json.RawMessage(`{"type":"object","properties":{"n":{"maximum":12345678901234567890}}}`), false},
-		"string":          {`{"type":"object"}`, false},
-		"struct":          {jsonschema.Definition{Type: jsonschema.Object}, false},
-		"*Schema":         {validation.Typed[struct{ A int }](), false},
-		"not JSON":        {`{"type":`, true},
-		"not an object":   {`true`, true},
-		"not marshalable": {func() {}, true},
-	} {
-		got, err := validation.AsMap(tc.in)
-		if (err != nil) != tc.wantErr || (err == nil && got["type"] != "object") {
-			t.Errorf("AsMap(%s) = %v, %v; want error %v", name, got, err, tc.wantErr)
-		}
-	}
-	if got, _ := validation.AsMap(m); reflect.ValueOf(got).UnsafePointer() != reflect.ValueOf(m).UnsafePointer() {
-		t.Errorf("AsMap(map) returned a copy")
-	}
-	got, _ := validation.AsMap(json.RawMessage(`{"n":12345678901234567890}`))
-	if got["n"] != json.Number("12345678901234567890") {
-		t.Errorf("AsMap lost a number's digits: %#v", got["n"])
 	}
 }

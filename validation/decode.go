@@ -42,11 +42,7 @@ func decodeArgs(args []byte) (map[string]any, int, *Error) {
 		return map[string]any{}, 1, nil
 	}
 	v, err := exactjson.Decode(trimmed)
-	var trailing *exactjson.TrailingDataError
-	switch {
-	case errors.As(err, &trailing):
-		return nil, 0, rootViolation("arguments are not valid JSON: "+trailing.Error(), safetext.Quote(string(trimmed), maxGot))
-	case err != nil:
+	if err != nil {
 		return nil, 0, notJSON(err, trimmed)
 	}
 	m, ok := v.(map[string]any)
@@ -68,7 +64,10 @@ func notJSON(err error, raw []byte) *Error {
 	size := len(raw)
 	reason := err.Error()
 	var syn *json.SyntaxError
+	var trailing *exactjson.TrailingDataError
 	switch {
+	case errors.As(err, &trailing):
+		reason = trailing.Error()
 	case errors.As(err, &syn) && strings.HasSuffix(syn.Error(), "exceeded max depth"):
 		return tooDeep() // encoding/json's own limit, 10,000 levels
 	case errors.As(err, &syn):

@@ -174,7 +174,11 @@ func TestTypedPanics(t *testing.T) {
 	}
 }
 
-func TestTypedMapKeepsHook(t *testing.T) {
+// TestTypedMapIsPlainJSON: Map() is the typed schema's JSON and nothing
+// more. Compiled again it validates what the JSON Schema says, but not what
+// the Validate hook checks: no process-wide table links maps back to their
+// *Schema (the hook travels with the *Schema itself).
+func TestTypedMapIsPlainJSON(t *testing.T) {
 	t.Parallel()
 	m := validation.Typed[rangeArgs]().Map()
 	if m["type"] != "object" {
@@ -184,7 +188,13 @@ func TestTypedMapKeepsHook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ValidateJSON([]byte(`{"from": 2, "to": 1}`)); err == nil {
-		t.Errorf("schema from a typed Map() lost the Validate hook")
+	if err := s.ValidateJSON([]byte(`{"from": 2, "to": 1}`)); err != nil {
+		t.Errorf("compiled Map() = %v, want valid: a map carries no Validate hook", err)
+	}
+	if err := s.ValidateJSON([]byte(`{"from": "2"}`)); err == nil {
+		t.Errorf("compiled Map() accepted a string for an integer")
+	}
+	if err := validation.Typed[rangeArgs]().ValidateJSON([]byte(`{"from": 2, "to": 1}`)); err == nil {
+		t.Errorf("the typed *Schema lost its Validate hook")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolguard/toolguard/internal/safetext"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -125,7 +126,7 @@ func TestGotIsQuotedAndTruncated(t *testing.T) {
 	s := mustCompile(t, `{"properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}`)
 	long := strings.Repeat("x", 10_000)
 	got := violations(t, s, `{"a": "`+long+`", "b": "line\nbreak\"quote"}`)
-	if n := len(got[0].Got); n > 300 || !strings.HasPrefix(got[0].Got, `"xxx`) || !strings.HasSuffix(got[0].Got, validation.Ellipsis) {
+	if n := len(got[0].Got); n > 300 || !strings.HasPrefix(got[0].Got, `"xxx`) || !strings.HasSuffix(got[0].Got, safetext.Ellipsis) {
 		t.Errorf("Got for a 10 kB string has %d bytes (%q...), want it cut to a few hundred and marked", n, got[0].Got[:20])
 	}
 	if got[1].Got != `"line\nbreak\"quote"` {
