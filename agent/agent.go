@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/internal/exactjson"
+	"github.com/toolguard/toolguard/internal/safetext"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/validation"
 )
@@ -34,6 +37,7 @@ type Agent struct {
 	tools    map[string]Tool
 	names    []string          // the tools' names, sorted, for the unknown-tool message
 	defs     []llms.Tool       // what the model is sent, built once
+	schemas  map[string]any    // each tool's Schema(), for ToolArgValidation (middleware.WithToolSchemas)
 	callOpts []llms.CallOption // llms.WithTools(defs), or none without tools
 	system   string
 	maxIt    int
@@ -66,12 +70,13 @@ func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 		}
 	}
 	a := &Agent{
-		tools:  make(map[string]Tool, len(tools)),
-		names:  make([]string, 0, len(tools)),
-		defs:   make([]llms.Tool, 0, len(tools)),
-		system: cfg.systemPrompt,
-		maxIt:  cfg.maxIterations,
-		maxPar: cfg.maxConcurrency,
+		tools:   make(map[string]Tool, len(tools)),
+		schemas: make(map[string]any, len(tools)),
+		names:   make([]string, 0, len(tools)),
+		defs:    make([]llms.Tool, 0, len(tools)),
+		system:  cfg.systemPrompt,
+		maxIt:   cfg.maxIterations,
+		maxPar:  cfg.maxConcurrency,
 	}
 	for i, t := range tools {
 		if t == nil {
@@ -85,6 +90,7 @@ func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 			panic(fmt.Sprintf("agent: New: two tools are named %q", name))
 		}
 		a.tools[name] = t
+		a.schemas[name] = t.Schema()
 		a.names = append(a.names, name)
 		a.defs = append(a.defs, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 			Name:        name,
@@ -103,15 +109,34 @@ func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 	return a
 }
 
-// parameters returns schema in the form sent as FunctionDefinition.Parameters.
+// parameters returns schema in the form sent as FunctionDefinition.Parameters:
+// a map, which every provider takes (googleai takes nothing else).
 func parameters(schema any) any {
-	if schema == nil {
+	var raw []byte
+	switch s := schema.(type) {
+	case nil:
 		return map[string]any{"type": "object", "properties": map[string]any{}}
+	case map[string]any:
+		return s
+	case *validation.Schema:
+		if s == nil {
+			return parameters(nil)
+		}
+		return s.Map()
+	case json.RawMessage:
+		raw = s
+	case []byte:
+		raw = s
+	case string:
+		raw = []byte(s)
+	default:
+		b, err := json.Marshal(s)
+		if err != nil {
+			return schema // let ToolArgValidation report the schema error
+		}
+		raw = b
 	}
-	if s, ok := schema.(*validation.Schema); ok && s == nil {
-		return parameters(nil)
-	}
-	m, err := validation.AsMap(schema)
+	m, err := exactjson.DecodeObject(raw)
 	if err != nil {
 		return schema // let ToolArgValidation report the schema error
 	}
@@ -206,6 +231,7 @@ type Step struct {
 // panic value and stack.
 func (a *Agent) Run(ctx context.Context, input string) (*Result, error) {
 	ctx = middleware.WithRun(ctx)
+	ctx = middleware.WithToolSchemas(ctx, a.schemas)
 	calls := new(atomic.Int64)
 	ctx = context.WithValue(ctx, modelCallsKey{}, calls)
 	res := &Result{}
@@ -269,7 +295,7 @@ func toolMessage(s Step) string {
 		for cut > 0 && !utf8.RuneStart(msg[cut]) {
 			cut--
 		}
-		msg = msg[:cut] + validation.Ellipsis
+		msg = msg[:cut] + safetext.Ellipsis
 	}
 	return "Error: " + msg
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/internal/safetext"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/validation"
@@ -426,7 +427,7 @@ func TestToolErrorIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	msg := model.Requests()[1].Messages[2].Parts[0].(llms.ToolCallResponse).Content
-	if !strings.HasPrefix(msg, "Error: éé") || !strings.HasSuffix(msg, validation.Ellipsis) || len(msg) > 2100 {
+	if !strings.HasPrefix(msg, "Error: éé") || !strings.HasSuffix(msg, safetext.Ellipsis) || len(msg) > 2100 {
 		t.Errorf("tool message of a %d-byte error: %d bytes, %q...%q; want it cut to about 2 KiB", len(long.Error()), len(msg), msg[:12], msg[len(msg)-8:])
 	}
 }

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
+	"github.com/toolguard/toolguard/internal/toolargs"
 	"github.com/toolguard/toolguard/strip"
 	"github.com/toolguard/toolguard/validation"
 )
@@ -69,17 +69,11 @@ func (t *typedTool[T]) Description() string { return t.description }
 func (t *typedTool[T]) Schema() any { return t.schema }
 
 func (t *typedTool[T]) Call(ctx context.Context, args string) (string, error) {
-	raw := []byte(args)
-	if err := t.schema.ValidateJSON(raw); err != nil {
-		v, err := checkArgs(t.name, t.schema, raw)
-		if err != nil {
-			return "", err
-		}
-		raw, err = json.Marshal(v) // the arguments with empty values removed
-		if err != nil {
-			return "", fmt.Errorf("agent: tool %q: %w", t.name, err)
-		}
+	res, err := checkArgs(t.name, t.schema, []byte(args))
+	if err != nil {
+		return "", err
 	}
+	raw := res.Args
 	var x T
 	if len(bytes.TrimSpace(raw)) > 0 {
 		if err := json.Unmarshal(raw, &x); err != nil {
@@ -132,31 +126,23 @@ func (t *schemaTool) Description() string { return t.description }
 func (t *schemaTool) Schema() any { return t.schema }
 
 func (t *schemaTool) Call(ctx context.Context, args string) (string, error) {
-	v, err := checkArgs(t.name, t.compiled, []byte(args))
+	res, err := checkArgs(t.name, t.compiled, []byte(args))
 	if err != nil {
 		return "", err
 	}
-	return t.fn(ctx, v)
+	return t.fn(ctx, res.Value)
 }
 
-// checkArgs decodes a call's arguments and, when s is not nil, validates
-// them, removing empty values where that fixes violations (strip.SchemaAware,
-// ToolArgValidation's default). Errors are *validation.Error naming tool.
-func checkArgs(tool string, s *validation.Schema, raw []byte) (map[string]any, error) {
-	v, err := validation.DecodeArgs(raw)
-	if err == nil && s != nil {
-		if err = s.Validate(v); err != nil {
-			_, err = strip.SchemaAwareStrip(v, s, err)
-		}
+// checkArgs runs the arguments of a call through the pipeline
+// ToolArgValidation uses with its defaults (schema-aware stripping, no
+// repair) against s (nil: any JSON object), and returns the result, or a
+// *validation.Error naming tool.
+func checkArgs(tool string, s *validation.Schema, raw []byte) (toolargs.Result, error) {
+	res := toolargs.Check(s, raw, toolargs.Options{Strip: strip.SchemaAware})
+	if res.Err != nil {
+		named := *res.Err
+		named.Tool = tool
+		return res, &named
 	}
-	if err != nil {
-		var ve *validation.Error
-		if errors.As(err, &ve) {
-			named := *ve
-			named.Tool = tool
-			return nil, &named
-		}
-		return nil, fmt.Errorf("agent: tool %q: %w", tool, err)
-	}
-	return v, nil
+	return res, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/internal/safetext"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/strip"
@@ -251,10 +252,10 @@ func TestOddToolNames(t *testing.T) {
 			invalid := msgs[len(msgs)-3].Parts[0].(llms.ToolCallResponse).Content
 			unknown := msgs[len(msgs)-1].Parts[0].(llms.ToolCallResponse).Content
 			checkBoundedFeedback(t, invalid)
-			if !strings.HasPrefix(invalid, "Invalid arguments for tool "+validation.Quote(name, 64)+": 1 error.\n- /city: expected string, got 1\n") {
+			if !strings.HasPrefix(invalid, "Invalid arguments for tool "+safetext.Quote(name, 64)+": 1 error.\n- /city: expected string, got 1\n") {
 				t.Errorf("feedback:\n%s\nwant the quoted name", invalid)
 			}
-			if !strings.HasPrefix(unknown, "Tool "+validation.Quote(name+"?", 64)+" does not exist.") || len(unknown) > errfmt.DefaultMaxBytes ||
+			if !strings.HasPrefix(unknown, "Tool "+safetext.Quote(name+"?", 64)+" does not exist.") || len(unknown) > errfmt.DefaultMaxBytes ||
 				strings.ContainsAny(unknown, "\n\x00\x1b") {
 				t.Errorf("unknown-tool answer:\n%s\nwant the quoted name on one bounded line", unknown)
 			}

@@ -7,11 +7,11 @@ import (
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/internal/safetext"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/repair"
 	"github.com/toolguard/toolguard/strip"
-	"github.com/toolguard/toolguard/validation"
 )
 
 func TestWithRepair(t *testing.T) {
@@ -93,7 +93,7 @@ func TestWithRepair(t *testing.T) {
 					if replayed != tc.sent {
 						t.Errorf("replayed arguments = %s, want the model's own %s", replayed, tc.sent)
 					}
-				} else if replayed != "{}" || !strings.Contains(feedback, "got "+validation.Quote(tc.sent, 1000)) {
+				} else if replayed != "{}" || !strings.Contains(feedback, "got "+safetext.Quote(tc.sent, 1000)) {
 					t.Errorf("replayed %s with feedback %q; want {} and the model's own text in the feedback", replayed, feedback)
 				}
 			}

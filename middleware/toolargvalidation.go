@@ -1,15 +1,15 @@
 package middleware
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/internal/safetext"
+	"github.com/toolguard/toolguard/internal/toolargs"
 	"github.com/toolguard/toolguard/repair"
 	"github.com/toolguard/toolguard/strip"
 	"github.com/toolguard/toolguard/validation"
@@ -246,7 +246,7 @@ func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
 				return resp, nil
 			}
 			if tools == nil {
-				tools = m.toolSchemas(req)
+				tools = m.toolSchemas(ctx, req)
 			}
 			verdicts, err := m.checkAll(ctx, calls, tools, attempt)
 			if err != nil {
@@ -282,20 +282,42 @@ func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
 	}
 }
 
+// toolSchemasKey is the context key of WithToolSchemas.
+type toolSchemasKey struct{}
+
+// WithToolSchemas returns a copy of ctx that gives ToolArgValidation the
+// schema of each named tool, to use instead of the Parameters of the
+// request's tool of that name ([WithSchema] still wins). A schema is any
+// form [validation.Compile] takes; a *[validation.Schema] keeps its
+// [validation.Validator] hook.
+//
+// It is for code that sends the model its tools' schemas in another form:
+// langchaingo's googleai provider needs Parameters to be a map, and a
+// [validation.Typed] schema's Map has no hook, so an agent sends the map and
+// passes the *Schema here. Package agent does this on every run. schemas must
+// not be modified after the call.
+func WithToolSchemas(ctx context.Context, schemas map[string]any) context.Context {
+	return context.WithValue(ctx, toolSchemasKey{}, schemas)
+}
+
 // toolSchemas maps tool names to their schema sources: the request's tools,
-// overridden by WithSchema. A nil value means "no schema: any object".
+// overridden by WithToolSchemas, overridden by WithSchema. A nil value means
+// "no schema: any object".
 type toolSchemas map[string]any
 
-func (m *toolArgValidation) toolSchemas(req *Request) toolSchemas {
+func (m *toolArgValidation) toolSchemas(ctx context.Context, req *Request) toolSchemas {
 	tools := req.Tools()
-	ts := make(toolSchemas, len(tools)+len(m.cfg.schemas))
+	fromCtx, _ := ctx.Value(toolSchemasKey{}).(map[string]any)
+	ts := make(toolSchemas, len(tools)+len(fromCtx)+len(m.cfg.schemas))
 	for _, t := range tools {
 		if t.Function != nil {
 			ts[t.Function.Name] = t.Function.Parameters
 		}
 	}
-	for name, s := range m.cfg.schemas {
-		ts[name] = s
+	for _, layer := range []map[string]any{fromCtx, m.cfg.schemas} {
+		for name, s := range layer {
+			ts[name] = s
+		}
 	}
 	return ts
 }
@@ -375,109 +397,27 @@ func (m *toolArgValidation) check(ctx context.Context, c *toolCall, tools toolSc
 		}
 		if u := s.IgnoredMetaSchema(); u != "" {
 			m.emit(ctx, Event{Kind: EventSchemaFallback, Attempt: attempt, Tool: c.fn.Name, CallID: c.id,
-				Err: fmt.Errorf("middleware: unknown $schema %s ignored; validated with the default draft", validation.Quote(u, 200))})
+				Err: fmt.Errorf("middleware: unknown $schema %s ignored; validated with the default draft", safetext.Quote(u, 200))})
 		}
 		schema = s
 	}
 
-	args := []byte(c.fn.Arguments)
-	v, removed, verr := m.inspect(args, schema)
-	if verr != nil && m.cfg.repair != nil {
-		if rv, reps := m.cfg.repair.Repair(args, schema); len(reps) > 0 && rv != nil {
-			if rremoved, rerr := m.inspectValue(rv, schema); rerr == nil {
-				m.setArgs(c, rv)
-				names := make([]string, len(reps))
-				for i, r := range reps {
-					names[i] = r.String()
-				}
-				m.emit(ctx, Event{Kind: EventRepaired, Attempt: attempt, Tool: c.fn.Name, CallID: c.id, Paths: names})
-				if len(rremoved) > 0 {
-					m.emit(ctx, Event{Kind: EventStripped, Attempt: attempt, Tool: c.fn.Name, CallID: c.id, Paths: rremoved})
-				}
-				return verdict{}, nil
-			}
+	res := toolargs.Check(schema, []byte(c.fn.Arguments), toolargs.Options{Strip: m.cfg.strip, Repair: m.cfg.repair})
+	if res.Changed {
+		c.setArgs(string(res.Args))
+	}
+	if len(res.Repairs) > 0 {
+		names := make([]string, len(res.Repairs))
+		for i, r := range res.Repairs {
+			names[i] = r.String()
 		}
+		m.emit(ctx, Event{Kind: EventRepaired, Attempt: attempt, Tool: c.fn.Name, CallID: c.id, Paths: names})
 	}
-	if len(removed) > 0 {
-		m.setArgs(c, v)
-		m.emit(ctx, Event{Kind: EventStripped, Attempt: attempt, Tool: c.fn.Name, CallID: c.id, Paths: removed})
+	if len(res.Stripped) > 0 {
+		m.emit(ctx, Event{Kind: EventStripped, Attempt: attempt, Tool: c.fn.Name, CallID: c.id, Paths: res.Stripped})
 	}
-	if verr == nil {
+	if res.Err == nil {
 		return verdict{}, nil
 	}
-	ve, ok := verr.(*validation.Error)
-	if !ok {
-		ve = &validation.Error{Violations: []validation.Violation{{Keyword: "schema", Message: verr.Error()}}}
-	}
-	return reject(ve, ""), nil
-}
-
-// inspect decodes, strips (per the mode) and validates a call's arguments,
-// without touching the call. It returns the decoded arguments when empty
-// values were removed from them, the removed paths, and the validation
-// result of what remains. A nil schema accepts any JSON object.
-func (m *toolArgValidation) inspect(args []byte, schema *validation.Schema) (any, []string, error) {
-	if m.cfg.strip == strip.Recursive || schema == nil {
-		v, err := validation.DecodeArgs(args)
-		if err != nil {
-			return nil, nil, err
-		}
-		removed, err := m.inspectValue(v, schema)
-		return v, removed, err
-	}
-	verr := schema.ValidateJSON(args)
-	if verr == nil || m.cfg.strip == strip.Off || isRootJSONError(verr) {
-		return nil, nil, verr
-	}
-	v, err := validation.DecodeArgs(args)
-	if err != nil {
-		return nil, nil, err
-	}
-	removed, verr := strip.SchemaAwareStrip(v, schema, schema.Validate(v))
-	return v, removed, verr
-}
-
-// inspectValue strips (per the mode, in place) and validates decoded
-// arguments, returning the removed paths and the validation result.
-func (m *toolArgValidation) inspectValue(v map[string]any, schema *validation.Schema) ([]string, error) {
-	var removed []string
-	if m.cfg.strip == strip.Recursive {
-		removed = strip.RecursiveStrip(v)
-	}
-	if schema == nil {
-		return removed, nil
-	}
-	verr := schema.Validate(v)
-	if verr != nil && m.cfg.strip == strip.SchemaAware {
-		removed, verr = strip.SchemaAwareStrip(v, schema, verr)
-	}
-	return removed, verr
-}
-
-func isRootJSONError(err error) bool {
-	ve, ok := err.(*validation.Error)
-	return ok && len(ve.Violations) == 1 && ve.Violations[0].Keyword == "json"
-}
-
-// setArgs replaces the call's arguments with v as compact JSON, in the
-// response (and in a legacy FuncCall that mirrors the call).
-func (m *toolArgValidation) setArgs(c *toolCall, v any) {
-	args := compactJSON(v)
-	if c.mirror != nil {
-		c.mirror.Arguments = args
-	}
-	c.fn.Arguments = args
-}
-
-// compactJSON encodes a decoded JSON value without HTML escaping, numbers
-// exactly as they were sent.
-func compactJSON(v any) string {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		// Decoded JSON always encodes; keep the call usable regardless.
-		return "{}"
-	}
-	return strings.TrimSuffix(buf.String(), "\n")
+	return reject(res.Err, ""), nil
 }

@@ -512,27 +512,88 @@ func TestSchemaForms(t *testing.T) {
 	})
 }
 
+// TestTypedValidateHook: a typed schema's Validate hook rejects a call the
+// JSON Schema accepts, whether the request carries the *validation.Schema
+// itself or a plain map with the *Schema given through WithToolSchemas (as
+// the agent package does). A Map() alone is plain JSON: it has no hook.
 func TestTypedValidateHook(t *testing.T) {
 	t.Parallel()
-	for name, params := range map[string]any{
-		"schema": validation.Typed[forecastArgs](),
-		"map":    validation.Typed[forecastArgs]().Map(),
+	typed := validation.Typed[forecastArgs]()
+	for _, tc := range []struct {
+		name      string
+		params    any
+		ctx       context.Context
+		wantCalls int
+	}{
+		{"schema in the request", typed, context.Background(), 2},
+		{"map in the request, schema in the context", typed.Map(),
+			middleware.WithToolSchemas(context.Background(), map[string]any{"forecast": typed}), 2},
+		{"map alone has no hook", typed.Map(), context.Background(), 1},
 	} {
-		t.Run(name, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			m := fakemodel.New(
 				fakemodel.ToolCalls(fakemodel.Call("forecast", `{"city": "Paris", "from": "2025-02-01", "to": "2025-01-01"}`)),
 				fakemodel.ToolCalls(fakemodel.Call("forecast", `{"city": "Paris", "from": "2025-01-01", "to": "2025-02-01"}`)),
 			)
-			if _, err := run(t, m, []llms.Tool{tool("forecast", params)}, middleware.ToolArgValidation()); err != nil {
+			llm := middleware.Wrap(m, middleware.ToolArgValidation())
+			if _, err := llm.GenerateContent(tc.ctx, question, llms.WithTools([]llms.Tool{tool("forecast", tc.params)})); err != nil {
 				t.Fatal(err)
 			}
-			if n := len(m.Requests()); n != 2 {
-				t.Fatalf("model calls = %d, want 2 (the Validate hook rejects the first)", n)
+			if n := len(m.Requests()); n != tc.wantCalls {
+				t.Fatalf("model calls = %d, want %d", n, tc.wantCalls)
+			}
+			if tc.wantCalls == 1 {
+				return
 			}
 			fb := m.Requests()[1].Messages[len(question)+1].Parts[0].(llms.ToolCallResponse).Content
 			if !strings.Contains(fb, "- /to: must not be before from\n") {
 				t.Errorf("feedback = %q, want the Validate hook's error at /to", fb)
+			}
+		})
+	}
+}
+
+// TestWithToolSchemasPrecedence: WithSchema wins over WithToolSchemas, which
+// wins over the request's Parameters.
+func TestWithToolSchemasPrecedence(t *testing.T) {
+	t.Parallel()
+	wantString := `{"type":"object","properties":{"city":{"type":"string"}}}`
+	wantInt := `{"type":"object","properties":{"city":{"type":"integer"}}}`
+	anything := `{"type":"object"}`
+	for _, tc := range []struct {
+		name    string
+		request string
+		ctx     map[string]any
+		opts    []middleware.ValidationOption
+		valid   string // the call that passes first
+	}{
+		{"request only", wantString, nil, nil, `{"city":"Paris"}`},
+		{"context over request", anything, map[string]any{"get_weather": wantInt}, nil, `{"city":75001}`},
+		{"WithSchema over context", anything, map[string]any{"get_weather": wantInt},
+			[]middleware.ValidationOption{middleware.WithSchema("get_weather", wantString)}, `{"city":"Paris"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			invalid := `{"city":75001}`
+			if tc.valid == invalid {
+				invalid = `{"city":"Paris"}`
+			}
+			m := fakemodel.New(
+				fakemodel.ToolCalls(fakemodel.Call("get_weather", invalid)),
+				fakemodel.ToolCalls(fakemodel.Call("get_weather", tc.valid)),
+			)
+			ctx := context.Background()
+			if tc.ctx != nil {
+				ctx = middleware.WithToolSchemas(ctx, tc.ctx)
+			}
+			llm := middleware.Wrap(m, middleware.ToolArgValidation(tc.opts...))
+			resp, err := llm.GenerateContent(ctx, question, llms.WithTools([]llms.Tool{tool("get_weather", tc.request)}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(m.Requests()); n != 2 || args(resp, 0) != tc.valid {
+				t.Errorf("%d model calls, final %s; want %s rejected once, then %s", n, args(resp, 0), invalid, tc.valid)
 			}
 		})
 	}

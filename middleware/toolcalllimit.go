@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/tmc/langchaingo/llms"
-	"github.com/toolguard/toolguard/validation"
+	"github.com/toolguard/toolguard/internal/safetext"
 )
 
 // ExitBehavior says what ToolCallLimit does with a model response whose tool
@@ -373,7 +373,7 @@ func (l *toolCallLimit) answers(calls []toolCall, e *LimitExceededError) []strin
 				l.callsOf(remaining), plural(remaining, "s", ""), e.Scope, remaining)
 		default:
 			// The name comes from the model: keep it to one short line.
-			answers[i] = blockedText(validation.Sanitize(c.fn.Name, 64), e)
+			answers[i] = blockedText(safetext.Sanitize(c.fn.Name, 64), e)
 		}
 	}
 	return answers

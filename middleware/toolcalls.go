@@ -31,6 +31,15 @@ func (c *toolCall) name() string {
 	return c.fn.Name
 }
 
+// setArgs replaces the call's arguments in the response, and in a legacy
+// FuncCall that mirrors the call.
+func (c *toolCall) setArgs(args string) {
+	if c.mirror != nil {
+		c.mirror.Arguments = args
+	}
+	c.fn.Arguments = args
+}
+
 func (c *toolCall) args() string {
 	if c.fn == nil {
 		return ""
