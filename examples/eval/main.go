@@ -4,7 +4,7 @@
 // Leaderboard (../shared/corpus/bfcl), corrupts each in the ways models get
 // tool calls wrong, and sends every corrupted call through
 // ToolArgValidation in several configurations, with a simulated model that
-// fixes exactly what the feedback points at (fakemodel.SelfCorrecting). It
+// fixes exactly what the feedback points at (internal/eval.SelfCorrecting). It
 // prints one Markdown table for all corrupted calls and one per kind of
 // corruption. The output is deterministic: the corruptions are drawn from a
 // fixed seed.

@@ -1,19 +1,17 @@
 package bfcl
 
 import (
-	"bytes"
-	"encoding/json"
 	"slices"
+
+	"github.com/toolguard/toolguard/internal/exactjson"
 )
 
 // Decode decodes JSON text with numbers as json.Number, as
 // validation.DecodeArgs does. It panics on invalid JSON: the corpus is
 // checked when loaded.
 func Decode(raw []byte) any {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := exactjson.Decode(raw)
+	if err != nil {
 		panic("bfcl: " + err.Error())
 	}
 	return v

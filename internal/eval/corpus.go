@@ -1,6 +1,6 @@
 // Package eval measures what ToolArgValidation saves: it corrupts real
 // ground-truth tool calls from the BFCL corpus in the ways models get them
-// wrong, lets a literal-minded self-correcting model (fakemodel.Correct)
+// wrong, lets a literal-minded self-correcting model (Correct)
 // repair them from toolguard's feedback or from other feedback formats, and
 // counts model calls, calls ending valid and feedback bytes. The runnable
 // entry point is examples/eval.
@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/toolguard/toolguard/internal/exactjson"
 )
 
 // Case is one unique ground-truth call: a tool's parameters schema and
@@ -108,21 +110,13 @@ func canonical(raw []byte) ([]byte, error) {
 	return marshal(v), nil
 }
 
-func decode(raw []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	err := dec.Decode(&v)
-	return v, err
-}
+func decode(raw []byte) (any, error) { return exactjson.Decode(raw) }
 
 // marshal encodes decoded JSON compactly, keys sorted, without HTML escaping.
 func marshal(v any) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := exactjson.Encode(v)
+	if err != nil {
 		panic(err) // decoded JSON always encodes
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	return b
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolguard/toolguard/internal/jsonptr"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -314,7 +315,7 @@ func (g *gen) slots() []slot {
 		for _, k := range keys {
 			prop, _ := props[k].(map[string]any)
 			v, present := obj[k]
-			s := slot{path: prefix + "/" + escape(k), parent: obj, key: k, prop: prop,
+			s := slot{path: jsonptr.Append(prefix, k), parent: obj, key: k, prop: prop,
 				required: slices.Contains(required, k), present: present}
 			out = append(out, s)
 			if child, ok := v.(map[string]any); ok && prop != nil {
@@ -326,15 +327,11 @@ func (g *gen) slots() []slot {
 	return out
 }
 
-func escape(tok string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1")
-}
-
 // free reports whether path is clear of the corruptions made so far: not
 // one of them, not inside one, not holding one.
 func (g *gen) free(path string) bool {
 	for _, t := range g.touched {
-		if path == t || strings.HasPrefix(path, t+"/") || strings.HasPrefix(t, path+"/") {
+		if jsonptr.IsWithin(path, t) || jsonptr.IsWithin(t, path) {
 			return false
 		}
 	}
@@ -361,7 +358,7 @@ func (g *gen) violatedAt(path string) bool {
 		return false
 	}
 	for _, v := range ve.Violations {
-		if v.Path == path || strings.HasPrefix(v.Path, path+"/") {
+		if jsonptr.IsWithin(v.Path, path) {
 			return true
 		}
 	}
@@ -528,7 +525,7 @@ func (g *gen) extraKey() bool {
 		}
 		prev := g.schema
 		g.schema = g.p.closed
-		if g.try(slot{path: "/" + escape(e.key), parent: g.w, key: e.key}, e.value, false) {
+		if g.try(slot{path: jsonptr.Append("", e.key), parent: g.w, key: e.key}, e.value, false) {
 			return true
 		}
 		g.schema = prev

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/toolguard/toolguard/internal/jsonptr"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -37,19 +38,19 @@ func FirstError(e *validation.Error) string {
 		return v.Message
 	}
 	msg := v.Message
-	name := lastToken(v.Path)
+	name := jsonptr.Last(v.Path)
 	kwloc := keywordLocation(v.Path) + "/" + v.Keyword
 	switch v.Keyword {
 	case "type":
 		msg += ", but got " + gotType(v.Got)
 	case "required":
 		msg = "missing properties: " + v5quote(name)
-		kwloc = keywordLocation(parentPointer(v.Path)) + "/required"
+		kwloc = keywordLocation(jsonptr.Parent(v.Path)) + "/required"
 	case "enum":
 		msg = "value must be one of " + strings.TrimPrefix(msg, "expected one of ")
 	case "additionalProperties":
 		msg = "additionalProperties " + v5quote(name) + " not allowed"
-		kwloc = keywordLocation(parentPointer(v.Path)) + "/additionalProperties"
+		kwloc = keywordLocation(jsonptr.Parent(v.Path)) + "/additionalProperties"
 	}
 	return fmt.Sprintf("jsonschema: %s does not validate with file:///tool.json#%s: %s", v5quote(v.Path), kwloc, msg)
 }
@@ -78,18 +79,6 @@ func keywordLocation(ptr string) string {
 		b.WriteString(tok)
 	}
 	return b.String()
-}
-
-func parentPointer(ptr string) string {
-	if i := strings.LastIndexByte(ptr, '/'); i >= 0 {
-		return ptr[:i]
-	}
-	return ""
-}
-
-func lastToken(ptr string) string {
-	tok := ptr[strings.LastIndexByte(ptr, '/')+1:]
-	return strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
 }
 
 // gotType names the JSON type of a violation's Got preview, as v5 does.
@@ -142,11 +131,7 @@ func arrowLoc(ptr string) string {
 	if ptr == "" {
 		return ""
 	}
-	toks := strings.Split(ptr[1:], "/")
-	for i, t := range toks {
-		toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
-	}
-	return strings.Join(toks, " → ")
+	return strings.Join(jsonptr.Tokens(ptr), " → ")
 }
 
 var pydanticTypes = map[string]string{

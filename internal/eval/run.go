@@ -88,7 +88,7 @@ type Options struct {
 }
 
 // Run corrupts every case in every kind and sends each corrupted call
-// through every configuration, with fakemodel.SelfCorrecting as the model.
+// through every configuration, with SelfCorrecting as the model.
 // The report is the same for the same cases and seed, however many workers
 // run it.
 func Run(ctx context.Context, cases []Case, opts Options) (*Report, error) {
@@ -219,10 +219,10 @@ type Outcome struct {
 }
 
 // Attempt sends one corrupted call of tool through mw, with a
-// fakemodel.SelfCorrecting model that first sends cor.First and then
+// SelfCorrecting model that first sends cor.First and then
 // corrects it from the feedback toward cor.Truth.
 func Attempt(ctx context.Context, mw middleware.Middleware, tool string, cor Corrupted) (Outcome, error) {
-	step := fakemodel.SelfCorrecting(tool, cor.Truth, cor.First)
+	step := SelfCorrecting(tool, cor.Truth, cor.First)
 	steps := make([]fakemodel.Step, 1+MaxRetries)
 	for i := range steps {
 		steps[i] = step

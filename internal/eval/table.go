@@ -12,7 +12,7 @@ import (
 func (r *Report) Markdown(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s unique BFCL calls (schema, arguments), corrupted with seed %d; "+
-		"model: fakemodel.SelfCorrecting; max_retries = %d.\n", thousands(r.Cases), r.Seed, MaxRetries)
+		"model: eval.SelfCorrecting; max_retries = %d.\n", thousands(r.Cases), r.Seed, MaxRetries)
 
 	all := make([]Stats, len(r.Configs))
 	for i := range r.Configs {

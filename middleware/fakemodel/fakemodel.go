@@ -11,10 +11,6 @@
 //
 // Each GenerateContent call consumes the next step. Running past the script
 // returns ErrExhausted. fakemodel imports only langchaingo's llms package.
-//
-// SelfCorrecting is a step that plays a model fixing its tool call from
-// feedback, literally: it fixes only what the feedback points at, which
-// makes it a yardstick for feedback formats.
 package fakemodel
 
 import (

@@ -1,14 +1,16 @@
-package fakemodel
+package eval
 
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/internal/exactjson"
+	"github.com/toolguard/toolguard/internal/jsonptr"
+	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 
 // SelfCorrecting returns a Step that plays a model which corrects its own
@@ -27,16 +29,18 @@ import (
 // The step keeps no state of its own, so one Step may be repeated to script
 // as many turns as a middleware may take:
 //
-//	step := fakemodel.SelfCorrecting("get_weather", `{"city":"Paris"}`, `{"city":75001}`)
+//	step := eval.SelfCorrecting("get_weather", `{"city":"Paris"}`, `{"city":75001}`)
 //	m := fakemodel.New(step, step, step)
-func SelfCorrecting(tool, truth, first string) Step {
-	return Step{run: func(ctx context.Context, m *Model, req Request) (*llms.ContentResponse, error) {
+func SelfCorrecting(tool, truth, first string) fakemodel.Step {
+	return fakemodel.Func(func(_ context.Context, msgs []llms.MessageContent, _ llms.CallOptions) (*llms.ContentResponse, error) {
 		args := first
-		if prev, feedback, ok := lastFeedback(req.Messages, tool); ok {
+		if prev, feedback, ok := lastFeedback(msgs, tool); ok {
 			args = Correct(truth, prev, feedback)
 		}
-		return ToolCalls(Call(tool, args)).run(ctx, m, req)
-	}}
+		call := llms.ToolCall{ID: "call_" + strconv.Itoa(len(msgs)), Type: "function",
+			FunctionCall: &llms.FunctionCall{Name: tool, Arguments: args}}
+		return &llms.ContentResponse{Choices: []*llms.ContentChoice{{StopReason: "tool_calls", ToolCalls: []llms.ToolCall{call}}}}, nil
+	})
 }
 
 // lastFeedback finds the last tool message answering a call of tool and the
@@ -111,13 +115,13 @@ func Correct(truth, prev, feedback string) string {
 		if p == "" {
 			continue
 		}
-		toks := splitPointer(p)
-		parent, ok := lookup(cur, toks[:len(toks)-1])
+		toks := jsonptr.Tokens(p)
+		parent, ok := jsonptr.GetTokens(cur, toks[:len(toks)-1])
 		if !ok {
 			continue
 		}
 		last := toks[len(toks)-1]
-		v, inTruth := lookup(want, toks)
+		v, inTruth := jsonptr.GetTokens(want, toks)
 		switch c := parent.(type) {
 		case map[string]any:
 			if inTruth {
@@ -271,57 +275,9 @@ func arrowPath(loc string) (string, bool) {
 	if strings.HasPrefix(loc, " ") || strings.HasSuffix(loc, " ") {
 		return "", false
 	}
-	var b strings.Builder
-	for _, part := range strings.Split(loc, " → ") {
-		b.WriteByte('/')
-		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(part, "~", "~0"), "/", "~1"))
-	}
-	return b.String(), true
+	return jsonptr.FromTokens(strings.Split(loc, " → ")), true
 }
 
 func decodeObject(s string) (map[string]any, error) {
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
-		return nil, err
-	}
-	if m == nil {
-		return nil, io.ErrUnexpectedEOF // JSON null
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, io.ErrUnexpectedEOF // data after the object
-	}
-	return m, nil
-}
-
-// splitPointer splits a non-root JSON Pointer into unescaped tokens.
-func splitPointer(p string) []string {
-	toks := strings.Split(strings.TrimPrefix(p, "/"), "/")
-	for i, t := range toks {
-		toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
-	}
-	return toks
-}
-
-// lookup resolves tokens in a decoded JSON value.
-func lookup(v any, toks []string) (any, bool) {
-	for _, t := range toks {
-		switch x := v.(type) {
-		case map[string]any:
-			var ok bool
-			if v, ok = x[t]; !ok {
-				return nil, false
-			}
-		case []any:
-			i, err := strconv.Atoi(t)
-			if err != nil || i < 0 || i >= len(x) {
-				return nil, false
-			}
-			v = x[i]
-		default:
-			return nil, false
-		}
-	}
-	return v, true
+	return exactjson.DecodeObject([]byte(s))
 }

@@ -1,4 +1,4 @@
-package fakemodel_test
+package eval_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/internal/eval"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 
@@ -40,7 +41,7 @@ Call get_weather again with corrected arguments.`
 // every error's path fixes the call in one re-ask.
 func TestCorrectAllErrorsNamedFixesInOneRound(t *testing.T) {
 	t.Parallel()
-	got := fakemodel.Correct(truth, broken, allErrors)
+	got := eval.Correct(truth, broken, allErrors)
 	if !sameJSON(t, got, truth) {
 		t.Fatalf("Correct(all errors named) = %s, want %s", got, truth)
 	}
@@ -83,7 +84,7 @@ func TestCorrectFirstErrorOnlyCostsOneRoundPerError(t *testing.T) {
 		if fb == "" {
 			break
 		}
-		next := fakemodel.Correct(truth, prev, fb)
+		next := eval.Correct(truth, prev, fb)
 		if sameJSON(t, next, prev) {
 			t.Fatalf("round %d: Correct(%q) changed nothing", rounds+1, fb)
 		}
@@ -105,7 +106,7 @@ func TestCorrectNoPathFixesNothing(t *testing.T) {
 		"jsonschema: does not validate with file:///tool.json#/properties/city/type: expected string",
 		"- (root): missing properties: 'city'",
 	} {
-		if got := fakemodel.Correct(truth, broken, fb); !sameJSON(t, got, broken) {
+		if got := eval.Correct(truth, broken, fb); !sameJSON(t, got, broken) {
 			t.Errorf("Correct(feedback %q) = %s, want the arguments unchanged", fb, got)
 		}
 	}
@@ -134,7 +135,7 @@ func TestCorrectRootRule(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := fakemodel.Correct(truth, tc.prev, tc.feedback)
+			got := eval.Correct(truth, tc.prev, tc.feedback)
 			if fixed := sameJSON(t, got, truth); fixed != tc.fixed {
 				t.Fatalf("Correct(%q, %q) = %s, fixed %v, want fixed %v", tc.prev, tc.feedback, got, fixed, tc.fixed)
 			}
@@ -169,7 +170,7 @@ func TestCorrectPathsAreExact(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if got := fakemodel.Correct(truth, tc.prev, tc.feedback); !sameJSON(t, got, tc.want) {
+			if got := eval.Correct(truth, tc.prev, tc.feedback); !sameJSON(t, got, tc.want) {
 				t.Fatalf("Correct(%s, %q) = %s, want %s", tc.prev, tc.feedback, got, tc.want)
 			}
 		})
@@ -195,7 +196,7 @@ func TestFeedbackPaths(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := fakemodel.FeedbackPaths(tc.feedback)
+			got := eval.FeedbackPaths(tc.feedback)
 			for _, w := range tc.want {
 				if !slices.Contains(got, w) {
 					t.Errorf("FeedbackPaths(%q) = %q, want it to contain %q", tc.feedback, got, w)
@@ -213,7 +214,7 @@ func TestFeedbackPaths(t *testing.T) {
 // replayed call, and feedback for another tool is ignored.
 func TestSelfCorrectingStep(t *testing.T) {
 	t.Parallel()
-	step := fakemodel.SelfCorrecting("get_weather", truth, broken)
+	step := eval.SelfCorrecting("get_weather", truth, broken)
 	m := fakemodel.New(step, step, step, step)
 	ctx := context.Background()
 	human := llms.TextParts(llms.ChatMessageTypeHuman, "Weather in Paris?")
@@ -258,13 +259,13 @@ func TestSelfCorrectingStep(t *testing.T) {
 func TestCorrectEmptyObject(t *testing.T) {
 	t.Parallel()
 	const truth = `{"city":"Paris"}`
-	if got := fakemodel.Correct(truth, `{}`, "- /city: missing required property (string)"); !sameJSON(t, got, truth) {
+	if got := eval.Correct(truth, `{}`, "- /city: missing required property (string)"); !sameJSON(t, got, truth) {
 		t.Errorf("Correct({}, missing /city) = %s, want %s", got, truth)
 	}
-	if got := fakemodel.Correct(truth, `{}`, "- (root): arguments are not valid JSON: unexpected end of input after byte 9 (truncated?)"); !sameJSON(t, got, truth) {
+	if got := eval.Correct(truth, `{}`, "- (root): arguments are not valid JSON: unexpected end of input after byte 9 (truncated?)"); !sameJSON(t, got, truth) {
 		t.Errorf("Correct({} replayed for broken JSON, told why) = %s, want %s", got, truth)
 	}
-	if got := fakemodel.Correct(truth, `{}`, "Something is wrong."); !sameJSON(t, got, `{}`) {
+	if got := eval.Correct(truth, `{}`, "Something is wrong."); !sameJSON(t, got, `{}`) {
 		t.Errorf("Correct({}, no path, no reason) = %s, want {} unchanged", got)
 	}
 }
