@@ -748,3 +748,55 @@ func TestToolCallLimitOptionPanics(t *testing.T) {
 	// Equal limits are fine.
 	middleware.ToolCallLimit(middleware.WithRunLimit(3), middleware.WithThreadLimit(3))
 }
+
+// valueStore is a ThreadStore used by value: equal values share one count.
+type valueStore struct{ s *middleware.MemoryThreadStore }
+
+func (v valueStore) Reserve(ctx context.Context, key middleware.ThreadKey, n, limit int) (int, bool, error) {
+	return v.s.Reserve(ctx, key, n, limit)
+}
+func (v valueStore) Release(ctx context.Context, key middleware.ThreadKey, n int) error {
+	return v.s.Release(ctx, key, n)
+}
+
+// unhashableStore cannot be compared with ==: stacked limiters never take
+// two of them for one store, whatever they hold.
+type unhashableStore struct {
+	valueStore
+	tags []string
+}
+
+// TestToolCallLimitStackedStoreIdentity: stacked limiters recognise a shared
+// store by ==, with no requirement on how the store is implemented: a
+// pointer, a comparable value, or a value that cannot be compared (never
+// recognised, so each limiter counts, and nothing panics).
+func TestToolCallLimitStackedStoreIdentity(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		store     func(*middleware.MemoryThreadStore) middleware.ThreadStore
+		wantCount int // the shared count after one call
+	}{
+		{"one pointer", func(m *middleware.MemoryThreadStore) middleware.ThreadStore { return m }, 1},
+		{"equal values", func(m *middleware.MemoryThreadStore) middleware.ThreadStore { return valueStore{m} }, 1},
+		{"values that cannot be compared", func(m *middleware.MemoryThreadStore) middleware.ThreadStore {
+			return unhashableStore{valueStore{m}, []string{"a"}}
+		}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			mem := middleware.NewMemoryThreadStore(10)
+			m := fakemodel.New(limCalls("search"))
+			llm := middleware.Wrap(m,
+				middleware.ToolCallLimit(middleware.WithThreadLimit(5), middleware.WithThreadStore(tc.store(mem))),
+				middleware.ToolCallLimit(middleware.WithThreadLimit(5), middleware.WithThreadStore(tc.store(mem))),
+			)
+			if _, err := llm.GenerateContent(middleware.WithThread(context.Background(), "t"), nil); err != nil {
+				t.Fatal(err)
+			}
+			if got := mem.Count(middleware.ThreadKey{Thread: "t"}); got != tc.wantCount {
+				t.Errorf("count after one call = %d, want %d", got, tc.wantCount)
+			}
+		})
+	}
+}

@@ -56,8 +56,11 @@ const (
 	BoolString Kind = "bool_string"
 )
 
-// Kinds lists every Kind, in the order a Repairer applies them.
-var Kinds = []Kind{CodeFence, Prose, TrailingComma, PythonLiteral, DoubleEncoded, NumberString, BoolString}
+// Kinds returns every Kind, in the order a Repairer applies them, in a new
+// slice.
+func Kinds() []Kind {
+	return []Kind{CodeFence, Prose, TrailingComma, PythonLiteral, DoubleEncoded, NumberString, BoolString}
+}
 
 // Repair is one repair made to a call's arguments.
 type Repair struct {
@@ -89,7 +92,7 @@ type Repairer interface {
 }
 
 // Default returns a Repairer that makes every Kind of repair.
-func Default() Repairer { return Only(Kinds...) }
+func Default() Repairer { return Only(Kinds()...) }
 
 // Only returns a Repairer that makes only the given kinds of repair. It
 // panics on a Kind it does not know.

@@ -161,38 +161,29 @@ var billingPatterns = []string{
 	"credit balance",
 }
 
-// AWS error codes worth a retry: the SDK's own throttle and retryable codes
+// isAWSRetryableCode reports the AWS error codes worth a retry: the SDK's own throttle and retryable codes
 // (aws/retry.DefaultThrottleErrorCodes, DefaultRetryableErrorCodes) and the
 // transient Bedrock Runtime exceptions.
-var awsRetryableCodes = map[string]bool{
-	"Throttling":                             true,
-	"ThrottlingException":                    true,
-	"ThrottledException":                     true,
-	"RequestThrottledException":              true,
-	"TooManyRequestsException":               true,
-	"ProvisionedThroughputExceededException": true,
-	"TransactionInProgressException":         true,
-	"RequestLimitExceeded":                   true,
-	"BandwidthLimitExceeded":                 true,
-	"LimitExceededException":                 true,
-	"RequestThrottled":                       true,
-	"SlowDown":                               true,
-	"PriorRequestNotComplete":                true,
-	"EC2ThrottledException":                  true,
-	"RequestTimeout":                         true,
-	"RequestTimeoutException":                true,
-	"ServiceUnavailableException":            true,
-	"InternalServerException":                true,
-	"ModelNotReadyException":                 true,
-	"ModelTimeoutException":                  true,
-	"ModelStreamErrorException":              true,
+func isAWSRetryableCode(code string) bool {
+	switch code {
+	case "Throttling", "ThrottlingException", "ThrottledException",
+		"RequestThrottledException", "TooManyRequestsException",
+		"ProvisionedThroughputExceededException", "TransactionInProgressException",
+		"RequestLimitExceeded", "BandwidthLimitExceeded", "LimitExceededException",
+		"RequestThrottled", "SlowDown", "PriorRequestNotComplete", "EC2ThrottledException",
+		"RequestTimeout", "RequestTimeoutException", "ServiceUnavailableException",
+		"InternalServerException", "ModelNotReadyException", "ModelTimeoutException",
+		"ModelStreamErrorException":
+		return true
+	}
+	return false
 }
 
 // awsCode classifies an error carrying an AWS error code. Codes not listed
 // decide nothing (ok false), so a status or message may still.
 func awsCode(err error) (retryable, ok bool) {
 	var e interface{ ErrorCode() string }
-	if !errors.As(err, &e) || !awsRetryableCodes[e.ErrorCode()] {
+	if !errors.As(err, &e) || !isAWSRetryableCode(e.ErrorCode()) {
 		return false, false
 	}
 	return true, true

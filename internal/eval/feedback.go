@@ -134,9 +134,25 @@ func arrowLoc(ptr string) string {
 	return strings.Join(jsonptr.Tokens(ptr), " → ")
 }
 
-var pydanticTypes = map[string]string{
-	"string": "a valid string", "integer": "a valid integer", "number": "a valid number",
-	"boolean": "a valid boolean", "array": "a valid list", "object": "a valid dictionary", "null": "None",
+// pydanticType is pydantic v2's wording for a JSON type.
+func pydanticType(t string) (string, bool) {
+	switch t {
+	case "string":
+		return "a valid string", true
+	case "integer":
+		return "a valid integer", true
+	case "number":
+		return "a valid number", true
+	case "boolean":
+		return "a valid boolean", true
+	case "array":
+		return "a valid list", true
+	case "object":
+		return "a valid dictionary", true
+	case "null":
+		return "None", true
+	}
+	return "", false
 }
 
 func pydanticMessage(v validation.Violation) string {
@@ -147,7 +163,7 @@ func pydanticMessage(v validation.Violation) string {
 		return "Extra inputs are not permitted"
 	case "type":
 		first, _, _ := strings.Cut(strings.TrimPrefix(v.Message, "expected "), " or ")
-		if t, ok := pydanticTypes[first]; ok {
+		if t, ok := pydanticType(first); ok {
 			return "Input should be " + t
 		}
 	case "enum":
