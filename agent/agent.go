@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
 	"github.com/toolguard/toolguard/internal/exactjson"
-	"github.com/toolguard/toolguard/internal/safetext"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/validation"
 )
@@ -277,9 +275,6 @@ func (a *Agent) loop(ctx context.Context, res *Result) error {
 	return fmt.Errorf("%w (%d)", ErrMaxIterations, a.maxIt)
 }
 
-// maxToolError bounds the text of a tool error shown to the model.
-const maxToolError = 2048
-
 // toolMessage returns the content of the tool message of a step that ran.
 func toolMessage(s Step) string {
 	if s.Err == nil {
@@ -289,13 +284,5 @@ func toolMessage(s Step) string {
 	if errors.As(s.Err, &ve) {
 		return errfmt.Feedback(ve)
 	}
-	msg := s.Err.Error()
-	if len(msg) > maxToolError {
-		cut := maxToolError
-		for cut > 0 && !utf8.RuneStart(msg[cut]) {
-			cut--
-		}
-		msg = msg[:cut] + safetext.Ellipsis
-	}
-	return "Error: " + msg
+	return errfmt.ToolError(s.Err)
 }

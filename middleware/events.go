@@ -21,7 +21,8 @@ const (
 	// ("code_fence", "number_string at /days").
 	EventRepaired EventKind = "repaired"
 	// EventInvalid: a tool call failed validation. Err is a
-	// *validation.Error naming every violation.
+	// *validation.Error naming every violation, Feedback the text the model
+	// is sent about the call if it is asked again.
 	EventInvalid EventKind = "invalid"
 	// EventUnknownTool: a tool call names a tool that has no schema. It is
 	// passed on untouched (UnknownPass) or rejected (UnknownReject).
@@ -64,6 +65,9 @@ type Event struct {
 	Paths      []string
 	Wait       time.Duration
 	Err        error
+	// Feedback is the tool message toolguard writes for the model about the
+	// call (EventInvalid). It quotes what the model sent.
+	Feedback string
 }
 
 // LogValue renders the event as a group of attributes, omitting zero fields.

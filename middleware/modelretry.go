@@ -3,12 +3,12 @@ package middleware
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/errfmt"
 	"github.com/toolguard/toolguard/retry"
 )
 
@@ -94,16 +94,11 @@ func WithRetryStreamed() RetryOption {
 // loop then ends with that text as the model's answer instead of failing,
 // as with LangChain's ModelRetryMiddleware(on_failure="continue").
 func ContinueOnFailure(_ context.Context, err error) (*llms.ContentResponse, error) {
-	text := fmt.Sprintf("Model call failed: %v", err)
 	var re *retry.Error
 	if errors.As(err, &re) {
-		attempts := "attempts"
-		if re.Attempts == 1 {
-			attempts = "attempt"
-		}
-		text = fmt.Sprintf("Model call failed after %d %s: %v", re.Attempts, attempts, re.Err)
+		return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: errfmt.ModelFailed(re.Attempts, re.Err)}}}, nil
 	}
-	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: text}}}, nil
+	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: errfmt.ModelFailed(0, err)}}}, nil
 }
 
 // ModelRetry returns a middleware that calls the model again when a call

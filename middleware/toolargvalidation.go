@@ -364,15 +364,14 @@ func (m *toolArgValidation) checkAll(ctx context.Context, calls []toolCall, tool
 func (m *toolArgValidation) check(ctx context.Context, c *toolCall, tools toolSchemas, attempt int) (verdict, error) {
 	reject := func(e *validation.Error, answer string) verdict {
 		e.Tool, e.CallID = c.name(), c.id
-		m.emit(ctx, Event{Kind: EventInvalid, Attempt: attempt, Tool: e.Tool, CallID: e.CallID, Err: e})
 		if answer == "" {
 			answer = m.cfg.feedback(e)
 		}
+		m.emit(ctx, Event{Kind: EventInvalid, Attempt: attempt, Tool: e.Tool, CallID: e.CallID, Err: e, Feedback: answer})
 		return verdict{err: e, answer: answer}
 	}
 	if c.fn == nil {
-		return reject(&validation.Error{Violations: []validation.Violation{{Keyword: "tool",
-			Message: "the tool call has no function name or arguments"}}}, ""), nil
+		return reject(&validation.Error{Violations: []validation.Violation{{Keyword: "tool", Message: errfmt.NoFunction}}}, ""), nil
 	}
 	src, known := tools[c.fn.Name]
 	if !known {

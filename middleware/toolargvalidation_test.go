@@ -142,7 +142,8 @@ func TestInvalidCallIsReaskedWithFeedback(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", bad)),
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", good)),
 	)
-	resp, err := run(t, m, []llms.Tool{weatherTool}, middleware.ToolArgValidation())
+	var rec recorder
+	resp, err := run(t, m, []llms.Tool{weatherTool}, middleware.ToolArgValidation(middleware.WithEventHandler(rec.handle)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,6 +176,9 @@ func TestInvalidCallIsReaskedWithFeedback(t *testing.T) {
 	)
 	if !reflect.DeepEqual(reqs[1].Messages, want) {
 		t.Errorf("re-ask messages:\n%s\nwant:\n%s", dump(reqs[1].Messages), dump(want))
+	}
+	if e, ok := rec.find(middleware.EventInvalid); !ok || e.Feedback != wantFeedback || e.CallID != "call_1" {
+		t.Errorf("invalid event = %+v, want call_1 with the feedback the model was sent", e)
 	}
 	if len(reqs[1].Options.Tools) != 1 {
 		t.Errorf("re-ask offered %d tools, want the original options (1 tool)", len(reqs[1].Options.Tools))

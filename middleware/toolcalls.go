@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/errfmt"
 )
 
 // toolCall locates one tool call in a response. Providers put tool calls in
@@ -195,10 +196,7 @@ func ToolCallMessages(text string, calls []llms.ToolCall, results []string) []ll
 		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeAI, text))
 	}
 	if broken > 0 {
-		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeHuman,
-			"Your previous response contained "+strconv.Itoa(broken)+
-				" tool call(s) without a function name; they were not executed. "+
-				"Call the tools again, each with its name and a JSON object of arguments."))
+		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeHuman, errfmt.NoFunctionCalls(broken)))
 	}
 	return msgs
 }

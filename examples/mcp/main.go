@@ -124,6 +124,7 @@ func run(ctx context.Context, out io.Writer, server string, model llms.Model) er
 			middleware.ToolArgValidation(middleware.WithEventHandler(func(_ context.Context, e middleware.Event) {
 				if e.Kind == middleware.EventInvalid {
 					fmt.Fprintf(out, "  toolguard: %s has invalid arguments; nothing is sent to the MCP server\n", e.CallID)
+					printFeedback(out, e)
 				}
 			})),
 			trace(out), // innermost: sees every raw model call
@@ -245,20 +246,10 @@ func errorResult(s string) *mcp.CallToolResult {
 	return r
 }
 
-// trace is a middleware that prints the feedback a re-ask carries and the
-// model's raw answer.
+// trace is a middleware that prints the model's raw answers.
 func trace(out io.Writer) middleware.Middleware {
 	return middleware.Func(func(next middleware.Handler) middleware.Handler {
 		return func(ctx context.Context, req *middleware.Request) (*llms.ContentResponse, error) {
-			last := req.Messages[len(req.Messages)-1]
-			if last.Role == llms.ChatMessageTypeTool {
-				if r, ok := last.Parts[0].(llms.ToolCallResponse); ok && strings.HasPrefix(r.Content, "Invalid arguments") {
-					fmt.Fprintf(out, "  toolguard -> model, tool message for %s:\n", r.ToolCallID)
-					for _, line := range strings.Split(r.Content, "\n") {
-						fmt.Fprintf(out, "    | %s\n", line)
-					}
-				}
-			}
 			resp, err := next(ctx, req)
 			if err != nil {
 				return nil, err
@@ -274,4 +265,13 @@ func trace(out io.Writer) middleware.Middleware {
 			return resp, nil
 		}
 	})
+}
+
+// printFeedback prints the tool message a re-ask sends the model about an
+// invalid call.
+func printFeedback(out io.Writer, e middleware.Event) {
+	fmt.Fprintf(out, "  toolguard -> model, tool message for %s:\n", e.CallID)
+	for _, line := range strings.Split(e.Feedback, "\n") {
+		fmt.Fprintf(out, "    | %s\n", line)
+	}
 }
