@@ -15,8 +15,8 @@ import (
 	"github.com/toolguard/toolguard/validation"
 )
 
-// ErrMaxIterations is returned by Run, with the partial *Result, when the
-// model still calls tools after the last iteration (WithMaxIterations).
+// ErrMaxIterations is returned by Run, with the partial *[Result], when the
+// model still calls tools after the last iteration ([WithMaxIterations]).
 var ErrMaxIterations = errors.New("agent: the model did not finish within the maximum number of iterations")
 
 // ErrUnknownTool is wrapped by the Step.Err of a tool call that names no tool
@@ -48,12 +48,11 @@ type Agent struct {
 // llms.FunctionDefinition.Parameters — is built once, here, and sent with
 // every model call through llms.WithTools. Parameters is always a
 // map[string]any, the one form every langchaingo provider accepts (googleai
-// requires it): a *validation.Schema becomes its Map(), which
-// ToolArgValidation still recognizes as the typed schema with its Validate
-// hook; a map is sent as is; any other schema value is converted to a map
-// once; a nil schema becomes {"type": "object", "properties": {}}. Because the
-// same values are sent on every call, ToolArgValidation compiles each schema
-// once.
+// requires it): a *[validation.Schema] becomes its Map(), a map is sent as
+// is, any other schema value is converted to a map once, and a nil schema
+// becomes {"type": "object", "properties": {}}. The original schemas reach
+// ToolArgValidation through the run's context, so a typed tool's Validate
+// hook is enforced by a re-ask, before the tool runs.
 //
 // New panics if model is nil, a tool is nil, has an empty name, or two tools
 // share a name.
@@ -196,37 +195,23 @@ type Step struct {
 // every tool, runs the tool calls of each response and sends their results
 // back, until the model answers without calling a tool.
 //
-// The tool calls of one response run in parallel, at most WithMaxConcurrency
-// at a time, and are recorded in call order. A tool's error, and a call
-// naming no tool of the agent, do not end the run: they become the call's
-// tool message ("Error: ..." for a tool error, the ToolArgValidation feedback
-// for a *validation.Error, the list of available tools for an unknown name),
-// so the model can react. A response's text is kept in the transcript.
+// The tool calls of one response run in parallel, at most
+// [WithMaxConcurrency] at a time, and are recorded in call order. A tool's
+// error and a call naming no tool of the agent become the call's tool
+// message (see [errfmt.ToolError], [errfmt.Feedback], [errfmt.UnknownTool]),
+// never an aborted run. Run returns a non-nil *[Result] holding what was
+// done, and nil when the model answered; [ErrMaxIterations] when it still
+// called tools after [WithMaxIterations] turns; ctx's error at once when ctx
+// is done (running tools were given ctx; calls not started never start;
+// Messages ends before the interrupted turn); else an error wrapping the
+// failed model call.
 //
-// Run returns a non-nil *Result in every case, holding what was done so far:
-//
-//   - nil error: the model answered; Output is its text.
-//   - ErrMaxIterations: the model still called tools after WithMaxIterations
-//     turns.
-//   - ctx's error (errors.Is(err, context.Canceled) or
-//     context.DeadlineExceeded): ctx was done. Run returns at once, without
-//     waiting for tools still running; they were given ctx and should stop.
-//     Tool calls not yet started never start. Messages then ends before the
-//     interrupted turn; Steps holds the calls that finished.
-//   - any other error: the model call failed (after the middlewares' own
-//     retries); the error wraps it.
-//
-// Each Run starts a run scope (middleware.WithRun), so a ToolCallLimit with
-// WithRunLimit among the agent's middlewares counts the tool calls of this
-// run only, however the transcript looks; a thread named in ctx with
-// middleware.WithThread carries over from run to run (WithThreadLimit).
-// With ToolCallLimit's ExitEnd, the limit's text answer ends the run as its
-// Output; with ExitError, Run returns an error wrapping the
-// *middleware.LimitExceededError.
-//
-// Run starts a fresh count of ModelCalls. A tool that panics makes Run panic
-// on the caller's goroutine, with a message naming the tool and giving its
-// panic value and stack.
+// Each Run starts a run scope ([middleware.WithRun]), so ToolCallLimit's run
+// limit counts this run only; a thread named in ctx with
+// [middleware.WithThread] carries over from run to run. It hands
+// ToolArgValidation its tools' schemas ([middleware.WithToolSchemas]) and
+// starts a fresh count of ModelCalls. A tool that panics makes Run panic on
+// the caller's goroutine, naming the tool.
 func (a *Agent) Run(ctx context.Context, input string) (*Result, error) {
 	ctx = middleware.WithRun(ctx)
 	ctx = middleware.WithToolSchemas(ctx, a.schemas)

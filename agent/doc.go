@@ -13,14 +13,14 @@
 //
 // A run sends the system prompt and the input, with every tool's real JSON
 // Schema in llms.WithTools, then loops: it runs the tool calls of the
-// model's response (in parallel, WithMaxConcurrency), appends each call and
+// model's response (in parallel, [WithMaxConcurrency]), appends each call and
 // its result to the transcript and calls the model again, until the model
-// answers in text or WithMaxIterations turns have passed (ErrMaxIterations).
+// answers in text or [WithMaxIterations] turns have passed ([ErrMaxIterations]).
 //
-// Tools come from NewTool (arguments decoded into a Go struct whose schema
-// is inferred with validation.Typed), NewSchemaTool (a raw JSON Schema,
+// Tools come from [NewTool] (arguments decoded into a Go struct whose schema
+// is inferred with validation.Typed), [NewSchemaTool] (a raw JSON Schema,
 // arguments as a map), the subpackage lctool (langchaingo tools.Tool values)
-// or any type implementing Tool.
+// or any type implementing [Tool].
 //
 // The transcript uses the layout every provider accepts: one AI message per
 // tool call, each followed by its tool message, with call ids synthesized
@@ -29,6 +29,6 @@
 // an aborted run. Cancelling the context stops a run promptly.
 //
 // Each Run starts its own count of model calls (Result.ModelCalls), so one
-// Agent serves concurrent runs. The package imports langchaingo's llms
+// [Agent] serves concurrent runs. The package imports langchaingo's llms
 // package only, never agents, chains or tools.
 package agent

@@ -6,7 +6,7 @@ import (
 	"github.com/toolguard/toolguard/middleware"
 )
 
-// Option configures an Agent. Options are applied in order by New. An option
+// Option configures an [Agent]. Options are applied in order by [New]. An option
 // given an invalid value panics when it is made, with a message naming it.
 type Option func(*config)
 
@@ -24,17 +24,10 @@ const (
 )
 
 // WithMiddleware adds middlewares around every model call of the agent, in
-// middleware.Chain order: the first is the outermost. Each call of
-// WithMiddleware appends to the middlewares of earlier calls; nil
-// middlewares are skipped. The default is none: the model is called as is.
-//
-// The recommended stack (see the README and middleware.ModelRetry):
-//
-//	agent.WithMiddleware(
-//		middleware.ToolCallLimit(middleware.WithRunLimit(20)),
-//		middleware.ToolArgValidation(),
-//		middleware.ModelRetry(),
-//	)
+// [middleware.Chain] order (the first is the outermost; Chain also gives the
+// order to use). Each call of WithMiddleware appends to the middlewares of
+// earlier calls; nil middlewares are skipped. The default is none: the model
+// is called as is.
 func WithMiddleware(mws ...middleware.Middleware) Option {
 	return func(c *config) { c.middlewares = append(c.middlewares, mws...) }
 }
@@ -46,10 +39,10 @@ func WithSystemPrompt(s string) Option {
 }
 
 // WithMaxIterations sets how many model turns a run may take (default
-// DefaultMaxIterations, 10). A turn is one model call through the middleware
+// [DefaultMaxIterations], 10). A turn is one model call through the middleware
 // chain — which may reach the model several times when a middleware re-asks
 // or retries — followed by the tool calls it asked for. A run whose model
-// still calls tools after n turns ends with ErrMaxIterations. It panics if n
+// still calls tools after n turns ends with [ErrMaxIterations]. It panics if n
 // is less than 1.
 func WithMaxIterations(n int) Option {
 	if n < 1 {
@@ -59,7 +52,7 @@ func WithMaxIterations(n int) Option {
 }
 
 // WithMaxConcurrency sets how many tool calls of one model response run at
-// the same time (default DefaultMaxConcurrency, 4). 1 runs them one after
+// the same time (default [DefaultMaxConcurrency], 4). 1 runs them one after
 // the other. Results are placed in the transcript in call order whatever the
 // order they finish in. It panics if n is less than 1.
 func WithMaxConcurrency(n int) Option {

@@ -14,7 +14,7 @@ import (
 // Tool is a tool the agent offers the model.
 //
 // Implementations must be safe for concurrent use: the agent runs the tool
-// calls of one model response in parallel (WithMaxConcurrency).
+// calls of one model response in parallel ([WithMaxConcurrency]).
 type Tool interface {
 	// Name is the function name the model calls.
 	Name() string
@@ -32,17 +32,17 @@ type Tool interface {
 	Call(ctx context.Context, args string) (string, error)
 }
 
-// NewTool returns a Tool whose arguments are the Go type T: its schema is
+// NewTool returns a [Tool] whose arguments are the Go type T: its schema is
 // validation.Typed[T]() (inferred from T's fields and json tags, see
-// validation.Typed), and fn receives the call's arguments decoded into T with
+// [validation.Typed]), and fn receives the call's arguments decoded into T with
 // encoding/json.
 //
 // Before fn runs, Call checks the arguments the way ToolArgValidation does —
-// schema, decoding into T and T's Validate method (validation.Validator),
+// schema, decoding into T and T's Validate method ([validation.Validator]),
 // after removing empty values (null, {}, []) only where that fixes the call
-// (strip.SchemaAware) — so fn never sees arguments its schema rejects, with
+// ([strip.SchemaAware]) — so fn never sees arguments its schema rejects, with
 // or without the middleware. Arguments that still fail are returned as a
-// *validation.Error naming the tool, which the agent reports to the model in
+// *[validation.Error] naming the tool, which the agent reports to the model in
 // the same words ToolArgValidation uses. With ToolArgValidation installed the
 // check normally passes at once: it costs one more validation per call.
 //
@@ -65,7 +65,7 @@ type typedTool[T any] struct {
 func (t *typedTool[T]) Name() string        { return t.name }
 func (t *typedTool[T]) Description() string { return t.description }
 
-// Schema returns validation.Typed[T](), a *validation.Schema.
+// Schema returns validation.Typed[T](), a *[validation.Schema].
 func (t *typedTool[T]) Schema() any { return t.schema }
 
 func (t *typedTool[T]) Call(ctx context.Context, args string) (string, error) {
@@ -85,16 +85,16 @@ func (t *typedTool[T]) Call(ctx context.Context, args string) (string, error) {
 	return t.fn(ctx, x)
 }
 
-// NewSchemaTool returns a Tool described by a raw JSON Schema — a
-// map[string]any, json.RawMessage, string, *validation.Schema or any value
-// validation.Compile accepts, such as an MCP tool's inputSchema — whose fn
+// NewSchemaTool returns a [Tool] described by a raw JSON Schema — a
+// map[string]any, json.RawMessage, string, *[validation.Schema] or any value
+// [validation.Compile] accepts, such as an MCP tool's inputSchema — whose fn
 // receives the call's arguments as a map. Numbers in the map are
 // json.Number, so that no precision is lost (use its Int64, Float64 or
 // String methods). A nil schema accepts any JSON object.
 //
 // The schema is compiled once, here. Before fn runs, Call checks the
 // arguments the way ToolArgValidation does (schema-aware removal of empty
-// values, then the schema) and returns a *validation.Error naming the tool
+// values, then the schema) and returns a *[validation.Error] naming the tool
 // when they fail. A schema that does not compile is not an error here (the
 // tool stays usable, as ToolArgValidation fails open on it): Call then only
 // checks that the arguments are a JSON object.
@@ -122,7 +122,7 @@ type schemaTool struct {
 func (t *schemaTool) Name() string        { return t.name }
 func (t *schemaTool) Description() string { return t.description }
 
-// Schema returns the schema as given to NewSchemaTool.
+// Schema returns the schema as given to [NewSchemaTool].
 func (t *schemaTool) Schema() any { return t.schema }
 
 func (t *schemaTool) Call(ctx context.Context, args string) (string, error) {
@@ -136,7 +136,7 @@ func (t *schemaTool) Call(ctx context.Context, args string) (string, error) {
 // checkArgs runs the arguments of a call through the pipeline
 // ToolArgValidation uses with its defaults (schema-aware stripping, no
 // repair) against s (nil: any JSON object), and returns the result, or a
-// *validation.Error naming tool.
+// *[validation.Error] naming tool.
 func checkArgs(tool string, s *validation.Schema, raw []byte) (toolargs.Result, error) {
 	res := toolargs.Check(s, raw, toolargs.Options{Strip: strip.SchemaAware})
 	if res.Err != nil {

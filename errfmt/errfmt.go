@@ -24,7 +24,7 @@ type Options struct {
 	MaxValueBytes int
 }
 
-// Defaults for Options.
+// Defaults for [Options].
 const (
 	DefaultMaxBytes      = 4096
 	DefaultMaxValueBytes = 80
@@ -41,7 +41,7 @@ func (o Options) normalized() Options {
 	return o
 }
 
-// Feedback formats e with the default Options.
+// Feedback formats e with the default [Options].
 func Feedback(e *validation.Error) string { return Options{}.Feedback(e) }
 
 // Feedback formats the violations of one tool call:

@@ -38,11 +38,11 @@ func NoFunctionCalls(n int) string {
 		"Call the tools again, each with its name and a JSON object of arguments."
 }
 
-// MaxToolErrorBytes bounds the error text of ToolError.
+// MaxToolErrorBytes bounds the error text of [ToolError].
 const MaxToolErrorBytes = 2048
 
 // ToolError is the tool message of a tool that failed with err: "Error: "
-// and the error's text, cut to MaxToolErrorBytes.
+// and the error's text, cut to [MaxToolErrorBytes].
 func ToolError(err error) string {
 	msg := err.Error()
 	if len(msg) > MaxToolErrorBytes {

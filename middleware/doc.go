@@ -2,15 +2,15 @@
 // wrap-model-call middlewares that make sure only well-formed, allowed tool
 // calls leave the model:
 //
-//   - ToolArgValidation validates every tool call against its tool's JSON
+//   - [ToolArgValidation] validates every tool call against its tool's JSON
 //     Schema, strips hallucinated empty values, and re-asks the model with
 //     feedback naming every violation;
-//   - ModelRetry retries transient model errors (429, 5xx, timeouts) with
+//   - [ModelRetry] retries transient model errors (429, 5xx, timeouts) with
 //     backoff, jitter and Retry-After;
-//   - ToolCallLimit caps tool calls per run and per thread, for all tools or
-//     one.
+//   - [ToolCallLimit] caps tool calls per run and per thread, for all tools
+//     or one.
 //
-// Wrap returns an llms.Model, so the result drops into langchaingo's agents
+// [Wrap] returns an llms.Model, so the result drops into langchaingo's agents
 // and chains or any loop of your own:
 //
 //	guarded := middleware.Wrap(llm,
@@ -19,16 +19,50 @@
 //		middleware.ModelRetry(),
 //	)
 //
-// The first middleware is the outermost: it sees the request first and the
-// response last (see Chain). Everything inside a middleware that calls the
-// model again runs once per attempt. The order above is the recommended one:
-// the limiter counts only calls that passed validation, validation sees every
-// raw response, and retry absorbs the transient errors of each attempt.
+// The order matters; [Chain] states the rule and why this order is the one
+// to use. Writing a middleware takes one function ([Func], [Handler]);
+// events from the built-in ones reach [WithEventHandler] ([LogEvents] adapts
+// slog). Everything in the package is safe for concurrent use. The package
+// imports langchaingo's llms only: not its agents, chains or tools. For
+// tests, package fakemodel provides a scripted tool-calling model.
 //
-// Writing a middleware takes one function (see Func and Handler); events
-// from the built-in ones reach WithEventHandler (LogEvents adapts slog).
-// Everything in the package is safe for concurrent use. The package imports
-// langchaingo's llms only: not its agents, chains or tools.
+// # Validation
 //
-// For tests, package fakemodel provides a scripted tool-calling model.
+// A tool's schema may be a map[string]any, json.RawMessage, []byte, string,
+// a *[validation.Schema] (from [validation.Typed] or [validation.Compile]) or
+// any JSON-marshalable value such as langchaingo's jsonschema.Definition.
+// [WithSchema] overrides the request's schema for a tool, and
+// [WithToolSchemas] lets an agent that sends maps (langchaingo's googleai
+// provider takes nothing else) hand over the originals, so that a typed
+// schema keeps its [validation.Validator] hook. Schemas are compiled lazily,
+// once per middleware value, and recognised by identity with a content
+// fingerprint behind it; a schema whose "$schema" names no known draft is
+// enforced with the default draft ([EventSchemaFallback]).
+//
+// Empty values are stripped per [strip.Mode]: strip.SchemaAware (the
+// default) touches only invalid calls and removes a null, {} or [] only where
+// that removes violations and adds none; strip.Recursive applies LangChain's
+// rule to every call; strip.Off never strips. A re-ask is not cumulative:
+// the model sees the original messages and its latest rejected response,
+// one AI message per tool call (the first also carrying the response's
+// text), each followed by a tool message — the layout OpenAI, Anthropic and
+// Google accept alike ([ToolCallMessages]).
+//
+// # Limits
+//
+// ToolCallLimit and the limits of one model call share a ledger in the
+// context: when a limiter blocks a response, everything the limiters inside
+// it counted for that response is taken back. So limiters stack:
+//
+//	Wrap(model,
+//		ToolCallLimit(WithRunLimit(10)),
+//		ToolCallLimit(WithToolName("search"), WithRunLimit(3)),
+//	)
+//
+// caps all calls at 10 and searches at 3 per run. Each layer sees the
+// response the layers inside it let out and re-asks through them. Limiters
+// sharing a count (the same run, or a [ThreadStore] both were given) count
+// each call once. Place limiters outside re-invoking middlewares: a
+// middleware outside a limiter that discards its response would leave
+// counted calls that never ran.
 package middleware

@@ -6,16 +6,16 @@ import (
 	"time"
 )
 
-// EventKind says what an Event reports.
+// EventKind says what an [Event] reports.
 type EventKind string
 
-// The events the built-in middlewares report through WithEventHandler.
+// The events the built-in middlewares report through [WithEventHandler].
 const (
-	// EventStripped: ToolArgValidation removed empty values (null, {}, [])
+	// EventStripped: [ToolArgValidation] removed empty values (null, {}, [])
 	// from a call's arguments. Paths lists the JSON Pointers removed.
 	EventStripped EventKind = "stripped"
-	// EventRepaired: ToolArgValidation repaired a call's arguments
-	// (WithRepair) and the repaired arguments validate. Paths lists the
+	// EventRepaired: [ToolArgValidation] repaired a call's arguments
+	// ([WithRepair]) and the repaired arguments validate. Paths lists the
 	// repairs, each as repair.Repair.String(): the kind, followed by " at "
 	// and a JSON Pointer for a repair inside the arguments
 	// ("code_fence", "number_string at /days").
@@ -25,32 +25,32 @@ const (
 	// is sent about the call if it is asked again.
 	EventInvalid EventKind = "invalid"
 	// EventUnknownTool: a tool call names a tool that has no schema. It is
-	// passed on untouched (UnknownPass) or rejected (UnknownReject).
+	// passed on untouched ([UnknownPass]) or rejected ([UnknownReject]).
 	EventUnknownTool EventKind = "unknown_tool"
 	// EventSchemaError: a tool's schema could not be compiled. Err says why.
-	// The tool's calls pass unvalidated, or fail with WithFailClosed.
+	// The tool's calls pass unvalidated, or fail with [WithFailClosed].
 	EventSchemaError EventKind = "schema_error"
 	// EventSchemaFallback: a tool's schema declares a "$schema" that names
 	// no draft toolguard knows; it was compiled and is enforced with the
-	// default draft (WithDefaultDraft) instead. Err says which URL. It is
-	// reported for each call of the tool, like EventSchemaError.
+	// default draft ([WithDefaultDraft]) instead. Err says which URL. It is
+	// reported for each call of the tool, like [EventSchemaError].
 	EventSchemaFallback EventKind = "schema_fallback"
-	// EventReask: ToolArgValidation calls the model again with feedback.
+	// EventReask: [ToolArgValidation] calls the model again with feedback.
 	// Attempt is the number of the attempt about to be made (2 for the
 	// first re-ask).
 	EventReask EventKind = "reask"
-	// EventRetry: a model call failed with an error ModelRetry retries.
+	// EventRetry: a model call failed with an error [ModelRetry] retries.
 	// Attempt is the failed attempt, Err its error, Wait the pause before
 	// the next attempt.
 	EventRetry EventKind = "retry"
-	// EventGiveUp: a middleware gave up on a model call: ToolArgValidation
-	// after its last re-ask (even when it fails open), ModelRetry on every
+	// EventGiveUp: a middleware gave up on a model call: [ToolArgValidation]
+	// after its last re-ask (even when it fails open), [ModelRetry] on every
 	// failure it returns (a permanent error after one attempt included).
 	// Attempt is the number of model calls made, Err the last error (for
 	// ToolArgValidation, the last *validation.Error).
 	EventGiveUp EventKind = "give_up"
-	// EventLimit: ToolCallLimit blocked tool calls. Err is a
-	// *LimitExceededError.
+	// EventLimit: [ToolCallLimit] blocked tool calls. Err is a
+	// *[LimitExceededError].
 	EventLimit EventKind = "limit"
 )
 
@@ -95,7 +95,7 @@ func (e Event) LogValue() slog.Value {
 	return slog.GroupValue(attrs...)
 }
 
-// LogEvents returns an event handler for WithEventHandler that logs each
+// LogEvents returns an event handler for [WithEventHandler] that logs each
 // event to l: schema errors, give-ups and limits at Warn, the rest at Info.
 func LogEvents(l *slog.Logger) func(ctx context.Context, e Event) {
 	return func(ctx context.Context, e Event) {

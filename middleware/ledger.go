@@ -6,7 +6,7 @@ import (
 )
 
 // counter is a count a limiter reserves calls in: a run's, or a
-// ThreadStore's.
+// [ThreadStore]'s.
 type counter interface {
 	reserve(ctx context.Context, key ThreadKey, n, limit int) (count int, ok bool, err error)
 	release(ctx context.Context, key ThreadKey, n int) error
@@ -18,7 +18,7 @@ type counter interface {
 // limitCallKey is the context key of the *limitCall of a model call.
 type limitCallKey struct{}
 
-// limitCall is the state that the ToolCallLimit layers of one model call
+// limitCall is the state that the [ToolCallLimit] layers of one model call
 // share, created by the outermost of them.
 //
 // Its ledger lists the reservations made for the response on its way out.

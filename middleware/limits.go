@@ -7,7 +7,7 @@ import (
 	"github.com/toolguard/toolguard/errfmt"
 )
 
-// ExitBehavior says what ToolCallLimit does with a model response whose tool
+// ExitBehavior says what [ToolCallLimit] does with a model response whose tool
 // calls would exceed a limit.
 type ExitBehavior int
 
@@ -17,13 +17,13 @@ const (
 	// "Tool call limit exceeded: …", each other call is told it was not
 	// executed (and, for calls of the limited tool, how many remain). If
 	// the new response fits, it is returned; if it still exceeds a limit,
-	// ExitEnd applies. This is the default.
+	// [ExitEnd] applies. This is the default.
 	ExitContinue ExitBehavior = iota
 	// ExitEnd returns a response without tool calls whose text says which
 	// limit was reached ("Tool call limit reached: run limit exceeded (2/2
 	// calls)."), so that the agent loop ends with it as its answer.
 	ExitEnd
-	// ExitError returns a *LimitExceededError.
+	// ExitError returns a *[LimitExceededError].
 	ExitError
 )
 
@@ -44,16 +44,16 @@ func (b ExitBehavior) String() string {
 type LimitScope string
 
 const (
-	// ScopeRun counts the calls of one run (WithRun, or the transcript after
+	// ScopeRun counts the calls of one run ([WithRun], or the transcript after
 	// the last human message).
 	ScopeRun LimitScope = "run"
-	// ScopeThread counts the calls of one thread (WithThread, or the whole
+	// ScopeThread counts the calls of one thread ([WithThread], or the whole
 	// transcript).
 	ScopeThread LimitScope = "thread"
 )
 
-// LimitExceededError reports a model response that ToolCallLimit blocked.
-// ExitError returns it; every exit behaviour reports it in an EventLimit.
+// LimitExceededError reports a model response that [ToolCallLimit] blocked.
+// [ExitError] returns it; every exit behaviour reports it in an [EventLimit].
 type LimitExceededError struct {
 	Tool      string     // the limited tool; "" when the limit covers all tools
 	Scope     LimitScope // the scope whose limit the response would exceed
@@ -82,7 +82,7 @@ func (e *LimitExceededError) text() errfmt.Limit {
 	return errfmt.Limit{Tool: e.Tool, Scope: string(e.Scope), Limit: e.Limit, Count: e.Count}
 }
 
-// limitConfig holds ToolCallLimit's options.
+// limitConfig holds [ToolCallLimit]'s options.
 type limitConfig struct {
 	events eventOption
 	run    int // 0: no run limit
@@ -96,15 +96,15 @@ type limitOption func(*limitConfig)
 
 func (o limitOption) applyLimit(c *limitConfig) { o(c) }
 
-// WithRunLimit caps the tool calls of one run (see WithRun) at n. n must be
+// WithRunLimit caps the tool calls of one run (see [WithRun]) at n. n must be
 // at least 1, and no larger than a thread limit given with it; WithRunLimit
-// and ToolCallLimit panic otherwise. The default is no run limit.
+// and [ToolCallLimit] panic otherwise. The default is no run limit.
 func WithRunLimit(n int) LimitOption {
 	checkLimit("WithRunLimit", n)
 	return limitOption(func(c *limitConfig) { c.run = n })
 }
 
-// WithThreadLimit caps the tool calls of one thread (see WithThread) at n. n
+// WithThreadLimit caps the tool calls of one thread (see [WithThread]) at n. n
 // must be at least 1; WithThreadLimit panics otherwise. The default is no
 // thread limit.
 func WithThreadLimit(n int) LimitOption {
@@ -129,7 +129,7 @@ func WithToolName(name string) LimitOption {
 }
 
 // WithExitBehavior sets what happens to a response that would exceed a limit
-// (default ExitContinue).
+// (default [ExitContinue]).
 func WithExitBehavior(b ExitBehavior) LimitOption {
 	switch b {
 	case ExitContinue, ExitEnd, ExitError:
@@ -139,8 +139,8 @@ func WithExitBehavior(b ExitBehavior) LimitOption {
 	return limitOption(func(c *limitConfig) { c.exit = b })
 }
 
-// WithThreadStore sets where ToolCallLimit keeps its thread counts. The
-// default is a MemoryThreadStore of its own, of DefaultThreadStoreCapacity
+// WithThreadStore sets where [ToolCallLimit] keeps its thread counts. The
+// default is a [MemoryThreadStore] of its own, of [DefaultThreadStoreCapacity]
 // keys. Limiters may share a store: a limiter nested in another recognises
 // the store (by ==) and does not count the same calls twice.
 func WithThreadStore(s ThreadStore) LimitOption {

@@ -57,14 +57,14 @@ func toolsOf(o llms.CallOptions) []llms.Tool {
 //
 // A Handler must be safe for concurrent use. It returns either a non-nil
 // response or a non-nil error. The response it returns belongs to the caller,
-// which may modify it (ToolArgValidation writes corrected arguments back into
+// which may modify it ([ToolArgValidation] writes corrected arguments back into
 // it); a Handler must therefore not return a response it keeps or returns
 // again.
 type Handler func(ctx context.Context, req *Request) (*llms.ContentResponse, error)
 
-// Middleware wraps a Handler with behaviour of its own: it sees each request
+// Middleware wraps a [Handler] with behaviour of its own: it sees each request
 // before the model and each response after it, and may call next again
-// (re-invoking middlewares such as ToolArgValidation and ModelRetry do).
+// (re-invoking middlewares such as [ToolArgValidation] and [ModelRetry] do).
 //
 // Implementations must be safe for concurrent use: one Middleware value serves
 // every call of every goroutine that uses the wrapped model, so per-call state
@@ -73,7 +73,7 @@ type Middleware interface {
 	WrapModelCall(next Handler) Handler
 }
 
-// Func adapts a function to the Middleware interface.
+// Func adapts a function to the [Middleware] interface.
 type Func func(next Handler) Handler
 
 // WrapModelCall calls f(next).
@@ -93,6 +93,15 @@ func (f Func) WrapModelCall(next Handler) Handler { return f(next) }
 // Everything inside a middleware that calls next more than once runs once per
 // attempt: in Chain(validation, retry), a validation re-ask goes through retry
 // again, and retry's backoff starts afresh for it.
+//
+// The built-in middlewares go in this order:
+//
+//	Chain(ToolCallLimit(...), ToolArgValidation(...), ModelRetry(...))
+//
+// The limiter counts only the tool calls that passed validation and will
+// run; validation sees every raw response; retry absorbs the transient errors
+// of each attempt, re-asks included. [ModelRetry] outside [ToolArgValidation]
+// would repeat a whole validation sequence for one transient error.
 func Chain(mws ...Middleware) Middleware {
 	kept := make([]Middleware, 0, len(mws))
 	for _, mw := range mws {

@@ -12,7 +12,7 @@ import (
 	"github.com/toolguard/toolguard/retry"
 )
 
-// retryConfig holds ModelRetry's options.
+// retryConfig holds [ModelRetry]'s options.
 type retryConfig struct {
 	maxRetries    int
 	events        eventOption
@@ -29,15 +29,15 @@ type retryOption func(*retryConfig)
 
 func (o retryOption) applyRetry(c *retryConfig) { o(c) }
 
-// WithBackOff sets the policy for the waits between ModelRetry's attempts.
+// WithBackOff sets the policy for the waits between [ModelRetry]'s attempts.
 // newBackOff is a factory: a backoff.BackOff is stateful and one ModelRetry
 // serves concurrent callers, so ModelRetry calls newBackOff at most once per
 // logical model call (on its first failure), calls Reset on the result and
 // asks it for each wait. backoff.Stop from the policy means give up.
 //
-// The default is retry.DefaultBackOff: exponential, 1s, 2s, 4s, … capped at
-// 60s, each wait randomised by ±25%. A server's retry hint (retry.After)
-// raises a wait up to the policy's maximum delay (see retry.NextWait): the
+// The default is [retry.DefaultBackOff]: exponential, 1s, 2s, 4s, … capped at
+// 60s, each wait randomised by ±25%. A server's retry hint ([retry.After])
+// raises a wait up to the policy's maximum delay (see [retry.NextWait]): the
 // MaxInterval of an *backoff.ExponentialBackOff, otherwise 60s. Tests can
 // pass func() backoff.BackOff { return &backoff.ZeroBackOff{} } to retry
 // without waiting.
@@ -51,10 +51,10 @@ func WithBackOff(newBackOff func() backoff.BackOff) RetryOption {
 	return retryOption(func(c *retryConfig) { c.newBackOff = newBackOff })
 }
 
-// WithRetryIf sets which errors ModelRetry retries (default
-// retry.IsRetryable). Whatever fn says, ModelRetry never retries once the
+// WithRetryIf sets which errors [ModelRetry] retries (default
+// [retry.IsRetryable]). Whatever fn says, ModelRetry never retries once the
 // caller's context is done, nor after an attempt that already streamed
-// chunks to the caller (see WithRetryStreamed). fn must be safe for
+// chunks to the caller (see [WithRetryStreamed]). fn must be safe for
 // concurrent use; nil panics.
 func WithRetryIf(fn func(error) bool) RetryOption {
 	if fn == nil {
@@ -63,10 +63,10 @@ func WithRetryIf(fn func(error) bool) RetryOption {
 	return retryOption(func(c *retryConfig) { c.retryIf = fn })
 }
 
-// WithOnFailure sets what ModelRetry returns when it gives up on a model
-// call: fn receives the *retry.Error (errors.As reaches it; its Unwrap, the
+// WithOnFailure sets what [ModelRetry] returns when it gives up on a model
+// call: fn receives the *[retry.Error] (errors.As reaches it; its Unwrap, the
 // last attempt's error) and its result is returned to the caller. The
-// default returns the *retry.Error. ContinueOnFailure answers with an AI
+// default returns the *retry.Error. [ContinueOnFailure] answers with an AI
 // message instead, like LangChain's on_failure="continue".
 //
 // fn is not called when the caller's context is done: the *retry.Error is
@@ -79,7 +79,7 @@ func WithOnFailure(fn func(ctx context.Context, err error) (*llms.ContentRespons
 	return retryOption(func(c *retryConfig) { c.onFailure = fn })
 }
 
-// WithRetryStreamed lets ModelRetry retry an attempt that failed after it
+// WithRetryStreamed lets [ModelRetry] retry an attempt that failed after it
 // had streamed chunks to the caller's llms.WithStreamingFunc (or
 // WithStreamingReasoningFunc). The caller then sees the start of the answer
 // twice, so use it only when the streaming function can discard a failed
@@ -88,7 +88,7 @@ func WithRetryStreamed() RetryOption {
 	return retryOption(func(c *retryConfig) { c.retryStreamed = true })
 }
 
-// ContinueOnFailure is a failure handler for WithOnFailure that turns a
+// ContinueOnFailure is a failure handler for [WithOnFailure] that turns a
 // failed model call into an answer: a single AI text choice reading "Model
 // call failed after N attempts: <last error>", and a nil error. The agent
 // loop then ends with that text as the model's answer instead of failing,
@@ -103,63 +103,28 @@ func ContinueOnFailure(_ context.Context, err error) (*llms.ContentResponse, err
 
 // ModelRetry returns a middleware that calls the model again when a call
 // fails with a transient error: a rate limit, an overloaded or failing
-// server, a timeout, a broken connection (retry.IsRetryable; WithRetryIf).
+// server, a timeout, a broken connection ([retry.IsRetryable], or
+// [WithRetryIf]).
 //
-// It makes at most 1 + WithMaxRetries (default 2) attempts per call and
-// waits between them as the backoff policy says (WithBackOff; default 1s,
+// It makes at most 1 + [WithMaxRetries] (default 2) attempts per call and
+// waits between them as the backoff policy says ([WithBackOff]; default 1s,
 // 2s, … capped at 60s, ±25% jitter), longer when the server asked for it
-// ("Please try again in 20s"), never longer than the policy's maximum delay.
-// It gives up at once, without waiting, on an error that is not retryable,
-// when the policy says backoff.Stop, and when the caller's context has a
-// deadline that would pass before the wait ends. A cancelled context stops
-// a wait at once. An attempt that failed after streaming chunks to the
-// caller's llms.WithStreamingFunc is not retried, so the caller never sees
-// text twice (WithRetryStreamed).
+// ([retry.NextWait]). It gives up at once on an error that is not retryable,
+// when the policy says backoff.Stop, and when the wait would end after the
+// context's deadline; a cancelled context stops a wait at once. An attempt
+// that already streamed chunks to the caller is not retried
+// ([WithRetryStreamed]).
 //
-// When it gives up, ModelRetry returns a *retry.Error holding the number of
-// attempts, whose Unwrap is the last attempt's error (errors.Is reaches it,
-// and context.Canceled or context.DeadlineExceeded when the caller's context
-// ended the call), or what WithOnFailure makes of it. Every failure it
-// returns is a *retry.Error, a non-retryable error after one attempt
-// included.
+// When it gives up it returns a *[retry.Error] (the attempts made; its
+// Unwrap is the last attempt's error), or what [WithOnFailure] makes of it.
+// It reports [EventRetry] before each wait and [EventGiveUp] when it returns
+// a failure. Each attempt gets a new [Request]; the caller's options are
+// never modified.
 //
-// Each attempt gets a new Request with the caller's messages and options
-// (plus, when it watches a stream, a streaming function that counts chunks
-// and forwards them to the caller's); the caller's options are never
-// modified. WithEventHandler receives EventRetry before each wait (the
-// failed attempt, its error, the wait) and EventGiveUp when ModelRetry
-// returns a failure (the attempts made, the last error).
+// Place it innermost (see [Chain]). Provider clients that retry on their own
+// multiply with it: see the README, "Retries multiply across layers".
 //
-// # Retries multiply across layers
-//
-// Everything inside a re-invoking middleware runs once per attempt, and so
-// does every retry below it. Some langchaingo providers' clients retry on
-// their own: the AWS SDK behind Bedrock makes up to 3 attempts on
-// throttling and 5xx, Google's genai client retries 503 with its own backoff
-// for up to 10 minutes, the Mistral client makes up to 5 attempts on 429 and
-// 5xx; the OpenAI, Anthropic and Ollama clients make one. With the defaults,
-//
-//	Wrap(bedrockModel, ToolArgValidation(), ModelRetry())
-//
-// may send one GenerateContent call to Bedrock 3 × 3 × 3 = 27 times:
-// ToolArgValidation makes up to 3 model calls (the first and 2 re-asks),
-// ModelRetry up to 3 attempts of each, the AWS SDK up to 3 HTTP requests of
-// each, with up to about 3.75s of ModelRetry's waits per model call on top
-// of the SDK's. Lower WithMaxRetries (or the client's own retries) where a
-// client already retries, and bound the whole call with a context deadline.
-//
-// The recommended order is
-//
-//	Wrap(model, ToolCallLimit(...), ToolArgValidation(...), ModelRetry(...))
-//
-// so that the limiter counts only tool calls that will run, validation sees
-// every raw response, and each of validation's model calls (re-asks
-// included) is retried on its own, with a fresh backoff. ModelRetry outside
-// ToolArgValidation would repeat a whole validation sequence for one
-// transient error.
-//
-// The middleware is safe for concurrent use; the state of a call (attempts,
-// backoff, stream counters) lives in the call.
+// The middleware is safe for concurrent use.
 func ModelRetry(opts ...RetryOption) Middleware {
 	cfg := retryConfig{
 		maxRetries: 2,

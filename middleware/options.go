@@ -5,13 +5,13 @@ import (
 	"fmt"
 )
 
-// ValidationOption configures ToolArgValidation.
+// ValidationOption configures [ToolArgValidation].
 type ValidationOption interface{ applyValidation(*validationConfig) }
 
-// RetryOption configures ModelRetry.
+// RetryOption configures [ModelRetry].
 type RetryOption interface{ applyRetry(*retryConfig) }
 
-// LimitOption configures ToolCallLimit.
+// LimitOption configures [ToolCallLimit].
 type LimitOption interface{ applyLimit(*limitConfig) }
 
 // Option is accepted by every built-in middleware.
@@ -22,8 +22,8 @@ type Option interface {
 }
 
 // WithMaxRetries sets how many times a middleware may call the model again
-// after the first call: ToolArgValidation re-asks after invalid tool calls,
-// ModelRetry retries after transient errors. The default is 2 for both, so at
+// after the first call: [ToolArgValidation] re-asks after invalid tool calls,
+// [ModelRetry] retries after transient errors. The default is 2 for both, so at
 // most 3 model calls per layer. n must not be negative; the constructor
 // panics otherwise.
 func WithMaxRetries(n int) interface {
@@ -51,9 +51,9 @@ func (o maxRetriesOption) applyRetry(c *retryConfig) {
 }
 
 // WithEventHandler sets a function that every built-in middleware calls, on
-// the caller's goroutine, for each notable thing it does (see EventKind). It
+// the caller's goroutine, for each notable thing it does (see [EventKind]). It
 // is called concurrently when the wrapped model is used concurrently and must
-// not block; LogEvents adapts a *slog.Logger. The default is to report
+// not block; [LogEvents] adapts a *slog.Logger. The default is to report
 // nothing. A nil fn restores the default.
 func WithEventHandler(fn func(ctx context.Context, e Event)) Option {
 	return eventOption(fn)

@@ -5,15 +5,15 @@ import (
 	"sync"
 )
 
-// runKey and threadKey are the context keys of WithRun and WithThread.
+// runKey and threadKey are the context keys of [WithRun] and [WithThread].
 type (
 	runKey    struct{}
 	threadKey struct{}
 )
 
 // WithRun returns a copy of ctx that starts a new run: one user turn of an
-// agent, however many model calls it takes. Every ToolCallLimit that sees a
-// context derived from it counts its run limit (WithRunLimit) against this
+// agent, however many model calls it takes. Every [ToolCallLimit] that sees a
+// context derived from it counts its run limit ([WithRunLimit]) against this
 // run; calls made under different WithRun contexts never share a run count.
 //
 // Without a run in the context, ToolCallLimit reads the run from the
@@ -33,8 +33,8 @@ func WithRun(ctx context.Context) context.Context {
 }
 
 // WithThread returns a copy of ctx that names the conversation thread id
-// (a chat session, say) the calls made with it belong to. ToolCallLimit
-// counts its thread limit (WithThreadLimit) per thread id in its ThreadStore,
+// (a chat session, say) the calls made with it belong to. [ToolCallLimit]
+// counts its thread limit ([WithThreadLimit]) per thread id in its [ThreadStore],
 // so the count holds across runs and, with a shared store, across replicas.
 // An empty id means no thread: ToolCallLimit then counts the thread from the
 // transcript, every tool call in the AI messages passed in.

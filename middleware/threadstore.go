@@ -8,8 +8,8 @@ import (
 	"sync"
 )
 
-// ThreadKey names one count of a ThreadStore: the tool calls made in Thread
-// (the id given to WithThread) of Tool, or of every tool when Tool is "".
+// ThreadKey names one count of a [ThreadStore]: the tool calls made in Thread
+// (the id given to [WithThread]) of Tool, or of every tool when Tool is "".
 // Limiters with the same tool name that share a store share its key, and so
 // its count; that is sound, because every limiter counts exactly the calls
 // that left the model node.
@@ -18,10 +18,10 @@ type ThreadKey struct {
 	Tool   string
 }
 
-// ThreadStore keeps ToolCallLimit's thread counts. The default is a
-// MemoryThreadStore of DefaultThreadStoreCapacity keys per limiter; a
+// ThreadStore keeps [ToolCallLimit]'s thread counts. The default is a
+// [MemoryThreadStore] of [DefaultThreadStoreCapacity] keys per limiter; a
 // deployment whose replicas serve the same threads plugs in a shared store
-// (a Redis or SQL counter) with WithThreadStore.
+// (a Redis or SQL counter) with [WithThreadStore].
 //
 // Implementations must be safe for concurrent use, and Reserve must be
 // atomic: two concurrent runs of one thread must not both pass a limit of 1.
@@ -46,7 +46,7 @@ type ThreadStore interface {
 	Release(ctx context.Context, key ThreadKey, n int) error
 }
 
-// storeCounter adapts a ThreadStore to the counter interface.
+// storeCounter adapts a [ThreadStore] to the counter interface.
 type storeCounter struct{ s ThreadStore }
 
 func (c storeCounter) reserve(ctx context.Context, key ThreadKey, n, limit int) (int, bool, error) {
@@ -58,7 +58,7 @@ func (c storeCounter) release(ctx context.Context, key ThreadKey, n int) error {
 }
 
 // same reports whether c counts in the same store as this one: equal
-// store values of a comparable type (see ThreadStore).
+// store values of a comparable type (see [ThreadStore]).
 func (c storeCounter) same(other counter) bool {
 	o, ok := other.(storeCounter)
 	if !ok {
@@ -68,18 +68,18 @@ func (c storeCounter) same(other counter) bool {
 	return a.Type() == b.Type() && a.Comparable() && a.Equal(b)
 }
 
-// DefaultThreadStoreCapacity is the capacity of the MemoryThreadStore a
-// ToolCallLimit uses when WithThreadStore is not given.
+// DefaultThreadStoreCapacity is the capacity of the [MemoryThreadStore] a
+// [ToolCallLimit] uses when [WithThreadStore] is not given.
 const DefaultThreadStoreCapacity = 10000
 
-// MemoryThreadStore is an in-process ThreadStore bounded by the number of
+// MemoryThreadStore is an in-process [ThreadStore] bounded by the number of
 // keys (thread and tool) it remembers: when a new key would exceed its
 // capacity, the least recently used key is forgotten, and that thread's
 // count restarts from 0 if it comes back. Keep the capacity above the number
 // of threads active at once (a key costs about 100 bytes plus its strings).
 // A count that falls to 0 is forgotten at once.
 //
-// The zero value is an empty store of DefaultThreadStoreCapacity keys. A
+// The zero value is an empty store of [DefaultThreadStoreCapacity] keys. A
 // MemoryThreadStore is safe for concurrent use and must not be copied after
 // first use. Its counts live in one process: replicas serving the same
 // threads need a shared ThreadStore.
@@ -95,7 +95,7 @@ type memoryCount struct {
 	count int
 }
 
-// NewMemoryThreadStore returns an empty MemoryThreadStore that remembers at
+// NewMemoryThreadStore returns an empty [MemoryThreadStore] that remembers at
 // most capacity keys. It panics if capacity is less than 1.
 func NewMemoryThreadStore(capacity int) *MemoryThreadStore {
 	if capacity < 1 {
@@ -104,7 +104,7 @@ func NewMemoryThreadStore(capacity int) *MemoryThreadStore {
 	return &MemoryThreadStore{capacity: capacity, keys: make(map[ThreadKey]*list.Element)}
 }
 
-// Reserve implements ThreadStore. It never fails.
+// Reserve implements [ThreadStore]. It never fails.
 func (s *MemoryThreadStore) Reserve(_ context.Context, key ThreadKey, n, limit int) (int, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -139,7 +139,7 @@ func (s *MemoryThreadStore) Reserve(_ context.Context, key ThreadKey, n, limit i
 	return count, true, nil
 }
 
-// Release implements ThreadStore. It never fails; releasing a forgotten key
+// Release implements [ThreadStore]. It never fails; releasing a forgotten key
 // does nothing.
 func (s *MemoryThreadStore) Release(_ context.Context, key ThreadKey, n int) error {
 	s.mu.Lock()

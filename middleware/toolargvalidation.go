@@ -15,8 +15,8 @@ import (
 	"github.com/toolguard/toolguard/validation"
 )
 
-// UnknownToolPolicy says what ToolArgValidation does with a tool call whose
-// name has no schema: neither a tool of the request nor a WithSchema.
+// UnknownToolPolicy says what [ToolArgValidation] does with a tool call whose
+// name has no schema: neither a tool of the request nor a [WithSchema].
 type UnknownToolPolicy int
 
 const (
@@ -45,9 +45,9 @@ type validationOption func(*validationConfig)
 
 func (o validationOption) applyValidation(c *validationConfig) { o(c) }
 
-// WithStripEmpty sets how ToolArgValidation removes the empty values (null,
+// WithStripEmpty sets how [ToolArgValidation] removes the empty values (null,
 // {}, []) models send for optional arguments. The default is
-// strip.SchemaAware: only invalid calls are touched, and only where removing
+// [strip.SchemaAware]: only invalid calls are touched, and only where removing
 // a value fixes violations without adding any.
 func WithStripEmpty(mode strip.Mode) ValidationOption {
 	switch mode {
@@ -59,7 +59,7 @@ func WithStripEmpty(mode strip.Mode) ValidationOption {
 }
 
 // WithDefaultDraft sets the JSON Schema draft for schemas without "$schema"
-// (default validation.Draft7). A schema's own "$schema" always wins.
+// (default [validation.Draft7]). A schema's own "$schema" always wins.
 func WithDefaultDraft(d validation.Draft) ValidationOption {
 	if !d.Known() {
 		panic(fmt.Sprintf("middleware: WithDefaultDraft(%d): unknown draft", int(d)))
@@ -68,7 +68,7 @@ func WithDefaultDraft(d validation.Draft) ValidationOption {
 }
 
 // WithSchema validates calls of tool against schema (any form
-// validation.Compile takes, or a *validation.Schema), whatever schema the
+// [validation.Compile] takes, or a *[validation.Schema]), whatever schema the
 // request's tools declare for it. Use it for tools whose schema the model is
 // not sent, or to validate more strictly than the schema the model sees.
 func WithSchema(tool string, schema any) ValidationOption {
@@ -84,7 +84,7 @@ func WithSchema(tool string, schema any) ValidationOption {
 }
 
 // WithUnknownTools sets what to do with calls of tools that have no schema
-// (default UnknownPass).
+// (default [UnknownPass]).
 func WithUnknownTools(p UnknownToolPolicy) ValidationOption {
 	if p != UnknownPass && p != UnknownReject {
 		panic(fmt.Sprintf("middleware: WithUnknownTools(%d): unknown policy", int(p)))
@@ -92,9 +92,9 @@ func WithUnknownTools(p UnknownToolPolicy) ValidationOption {
 	return validationOption(func(c *validationConfig) { c.unknown = p })
 }
 
-// WithFailClosed makes ToolArgValidation return an *InvalidToolCallsError
+// WithFailClosed makes [ToolArgValidation] return an *[InvalidToolCallsError]
 // instead of the last response when the model's tool calls are still invalid
-// after the last re-ask, and a *SchemaError when a tool's schema cannot be
+// after the last re-ask, and a *[SchemaError] when a tool's schema cannot be
 // compiled. The default is to fail open: hand on the last response (with
 // empty values stripped) and let the tool report the problem. Fail closed
 // where a human approves tool calls or a tool has side effects that bad
@@ -104,8 +104,8 @@ func WithFailClosed() ValidationOption {
 }
 
 // WithFeedback replaces the text the model receives for an invalid call
-// (default errfmt.Feedback). fn must be deterministic and bound its output;
-// errfmt.Options{...}.Feedback is a ready-made choice with other bounds.
+// (default [errfmt.Feedback]). fn must be deterministic and bound its output;
+// [errfmt.Options]{...}.Feedback is a ready-made choice with other bounds.
 func WithFeedback(fn func(*validation.Error) string) ValidationOption {
 	if fn == nil {
 		panic("middleware: WithFeedback(nil)")
@@ -113,11 +113,11 @@ func WithFeedback(fn func(*validation.Error) string) ValidationOption {
 	return validationOption(func(c *validationConfig) { c.feedback = fn })
 }
 
-// WithRepair makes ToolArgValidation repair the arguments of a call that
+// WithRepair makes [ToolArgValidation] repair the arguments of a call that
 // fails (not JSON, or invalid) before asking the model again, with r (for
 // example repair.Default()). A repair is kept only when the repaired
-// arguments, stripped per WithStripEmpty, validate; then they are written
-// back into the response and an EventRepaired lists the repairs (one
+// arguments, stripped per [WithStripEmpty], validate; then they are written
+// back into the response and an [EventRepaired] lists the repairs (one
 // repair.Repair.String() per entry of Paths). Otherwise the call is handled
 // as without repair: the original arguments are stripped, validated and, if
 // still invalid, fed back to the model.
@@ -134,9 +134,9 @@ func WithRepair(r repair.Repairer) ValidationOption {
 	return validationOption(func(c *validationConfig) { c.repair = r })
 }
 
-// InvalidToolCallsError is returned by ToolArgValidation with WithFailClosed
+// InvalidToolCallsError is returned by [ToolArgValidation] with [WithFailClosed]
 // when tool calls are still invalid after the last re-ask. errors.As reaches
-// each call's *validation.Error.
+// each call's *[validation.Error].
 type InvalidToolCallsError struct {
 	Attempts int                 // model calls made
 	Errors   []*validation.Error // one per invalid call of the last response
@@ -151,7 +151,7 @@ func (e *InvalidToolCallsError) Error() string {
 	return fmt.Sprintf("middleware: tool calls still invalid after %d model calls: %s", e.Attempts, strings.Join(msgs, "; "))
 }
 
-// Unwrap returns the *validation.Error of each invalid call.
+// Unwrap returns the *[validation.Error] of each invalid call.
 func (e *InvalidToolCallsError) Unwrap() []error {
 	errs := make([]error, len(e.Errors))
 	for i, err := range e.Errors {
@@ -160,7 +160,7 @@ func (e *InvalidToolCallsError) Unwrap() []error {
 	return errs
 }
 
-// SchemaError is returned by ToolArgValidation with WithFailClosed when a
+// SchemaError is returned by [ToolArgValidation] with [WithFailClosed] when a
 // called tool's schema cannot be compiled.
 type SchemaError struct {
 	Tool string
@@ -176,37 +176,26 @@ func (e *SchemaError) Unwrap() error { return e.Err }
 // ToolArgValidation returns a middleware that makes sure the tool calls
 // leaving the model have arguments their tool accepts.
 //
-// For each model response it collects the tool calls of every choice and
-// checks each against its tool's schema: the schema given with WithSchema,
-// else the request tool's Function.Parameters (a map, json.RawMessage,
-// []byte, string, *validation.Schema or any JSON-marshalable value such as a
-// jsonschema.Definition; nil accepts any JSON object). Schemas are compiled
-// once and cached; they must not be modified after they are passed.
+// It checks each tool call of every choice against its tool's schema:
+// [WithSchema], else the context's [WithToolSchemas], else the request
+// tool's Function.Parameters (any form [validation.Compile] takes; nil
+// accepts any JSON object). Schemas are compiled once per middleware and
+// must not be modified after they are passed.
 //
-// Arguments must be a JSON object (empty means {}); numbers are decoded
-// exactly. Empty values are stripped per WithStripEmpty, and the stripped
-// arguments are written back into the response. With WithRepair (off by
-// default), a failing call whose arguments can be repaired into valid ones
-// (a code fence, a Python dict, "5" for a number, ...) is repaired and
-// written back instead of being sent back to the model. When every call is valid,
-// the response is returned. Otherwise, while retries remain (WithMaxRetries,
-// default 2), the model is called again with the original messages followed
-// by the rejected response — one AI message per tool call, each followed by
-// a tool message holding the call's violations, or, for a valid sibling, a
-// note that it was not executed — so that it can correct every error at
-// once. Each re-ask shows only the latest rejected response. When retries
-// run out, the last response is returned as is (fail open) or, with
-// WithFailClosed, an *InvalidToolCallsError.
+// Arguments must be a JSON object (empty means {}), decoded exactly. Empty
+// values are stripped per [WithStripEmpty] and, with [WithRepair], formatting
+// slips are repaired; cleaned arguments are written back into the response.
+// While a call is invalid the model is asked again, up to [WithMaxRetries]
+// times (default 2), with its rejected response replayed and each call
+// answered by its violations ([errfmt.Feedback]) or, for a valid sibling, a
+// note that it was not executed. Then it fails open, returning the last
+// response, or with [WithFailClosed] an *[InvalidToolCallsError].
 //
-// Tool calls without an id get a deterministic one, written back into the
-// response. Calls of unknown tools are left alone (WithUnknownTools). A tool
-// whose schema cannot be compiled is reported with EventSchemaError and its
-// calls pass unvalidated, or fail with WithFailClosed; the other tools'
-// calls are validated as usual. A schema whose "$schema" names an unknown
-// meta-schema is enforced with the default draft (EventSchemaFallback).
-// Model errors pass through unchanged.
-//
-// The middleware is safe for concurrent use.
+// Calls of unknown tools pass untouched ([WithUnknownTools]); calls of a
+// tool whose schema does not compile pass too ([EventSchemaError]) unless
+// WithFailClosed. Missing call ids are synthesized and written back.
+// Model errors pass through. The package documentation, "Validation", has
+// the details. The middleware is safe for concurrent use.
 func ToolArgValidation(opts ...ValidationOption) Middleware {
 	cfg := validationConfig{maxRetries: 2, strip: strip.SchemaAware, draft: validation.Draft7}
 	for _, o := range opts {
@@ -282,10 +271,10 @@ func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
 	}
 }
 
-// toolSchemasKey is the context key of WithToolSchemas.
+// toolSchemasKey is the context key of [WithToolSchemas].
 type toolSchemasKey struct{}
 
-// WithToolSchemas returns a copy of ctx that gives ToolArgValidation the
+// WithToolSchemas returns a copy of ctx that gives [ToolArgValidation] the
 // schema of each named tool, to use instead of the Parameters of the
 // request's tool of that name ([WithSchema] still wins). A schema is any
 // form [validation.Compile] takes; a *[validation.Schema] keeps its
@@ -301,7 +290,7 @@ func WithToolSchemas(ctx context.Context, schemas map[string]any) context.Contex
 }
 
 // toolSchemas maps tool names to their schema sources: the request's tools,
-// overridden by WithToolSchemas, overridden by WithSchema. A nil value means
+// overridden by [WithToolSchemas], overridden by [WithSchema]. A nil value means
 // "no schema: any object".
 type toolSchemas map[string]any
 

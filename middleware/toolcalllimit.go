@@ -10,42 +10,25 @@ import (
 
 // ToolCallLimit returns a middleware that caps the tool calls leaving the
 // model node per run and per thread, for every tool together or, with
-// WithToolName, for one tool. Give it WithRunLimit, WithThreadLimit or both
-// (the run limit no larger than the thread limit); it panics otherwise.
+// [WithToolName], for one tool. Give it [WithRunLimit], [WithThreadLimit] or
+// both (the run limit no larger than the thread limit); it panics otherwise.
 //
-// Counting. A call counts when it leaves the model node in a response the
-// middleware returns; a blocked call never counts. The run is the one the
-// context started with WithRun; without one, it is read from the
-// transcript: the tool calls in AI messages after the last human message,
-// which is what makes an unchanged langchaingo agents.Executor work. The
-// thread is the one named with WithThread, its count kept in the
-// ThreadStore (WithThreadStore); without one, it is the whole transcript
-// passed in. Reserving calls in a run or a ThreadStore is atomic, so
-// concurrent runs of one thread never pass a limit together.
+// A call counts when it leaves the model node in a response the middleware
+// returns; a blocked call never counts. The run is the one started with
+// [WithRun], else the tool calls in AI messages after the last human message
+// (so an unchanged langchaingo agents.Executor works). The thread is the one
+// named with [WithThread], counted in a [ThreadStore] ([WithThreadStore]),
+// else the whole transcript. Reserving calls is atomic: concurrent runs of
+// one thread never pass a limit together.
 //
-// When a response would exceed a limit (its calls plus those already made,
-// for the limit with the fewest calls left), the whole response is blocked,
-// an EventLimit reports a *LimitExceededError, and the exit behaviour
-// (WithExitBehavior) decides what comes back: ExitContinue (the default)
-// re-asks the model once, in the layout ToolArgValidation uses, and falls
-// back to ExitEnd if the model still exceeds; ExitEnd returns a text
-// response "Tool call limit reached: …" without tool calls; ExitError
-// returns the *LimitExceededError. Model errors pass through unchanged, and
-// so do responses without tool calls. Tool calls without an id get a
-// deterministic one, written back into the response.
+// A response that would exceed a limit is blocked whole and reported in an
+// [EventLimit]; [WithExitBehavior] decides what comes back: [ExitContinue]
+// (the default) re-asks the model once and falls back to [ExitEnd], a text
+// response without tool calls; [ExitError] returns a *[LimitExceededError].
+// Limiters stack (see the package documentation, "Limits"). Place them
+// outermost (see [Chain]).
 //
-// Limiters stack: Wrap(model, ToolCallLimit(WithRunLimit(10)),
-// ToolCallLimit(WithToolName("search"), WithRunLimit(3))) caps all calls at
-// 10 and searches at 3 per run. Each layer sees the response the layers
-// inside it let out and re-asks through them; when an outer layer blocks a
-// response, the inner layers' counts of it are taken back. Place
-// ToolCallLimit outside re-invoking middlewares (before ToolArgValidation
-// and ModelRetry in Wrap), so that it counts only calls that will run: a
-// middleware outside it that discards its response would leave counted
-// calls that never ran.
-//
-// The middleware is safe for concurrent use; one value may serve any number
-// of concurrent runs and threads.
+// The middleware is safe for concurrent use.
 func ToolCallLimit(opts ...LimitOption) Middleware {
 	var cfg limitConfig
 	for _, o := range opts {
@@ -245,7 +228,7 @@ func (l *toolCallLimit) answers(calls []toolCall, e *LimitExceededError) []strin
 	return answers
 }
 
-// endResponse is ExitEnd's answer: a text response without tool calls.
+// endResponse is [ExitEnd]'s answer: a text response without tool calls.
 func endResponse(e *LimitExceededError) *llms.ContentResponse {
 	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: e.text().Reached(), StopReason: "stop"}}}
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // toolCall locates one tool call in a response. Providers put tool calls in
-// ToolCalls; Anthropic returns one choice per content block, so the calls of
+// [ToolCalls]; Anthropic returns one choice per content block, so the calls of
 // one response may be spread over several choices. A choice that only has the
 // legacy FuncCall (no ToolCalls) contributes that call too.
 type toolCall struct {
@@ -123,8 +123,8 @@ func ResponseText(resp *llms.ContentResponse) string {
 // an ID: a call that came without one gets a deterministic id, the same for
 // the same call at the same place of the same conversation, and the id is
 // written back into resp. salt tells apart the turns of a conversation: pass
-// the number of messages the model was sent. ToolArgValidation,
-// ToolCallLimit and the agent loop all use it, so they agree on ids.
+// the number of messages the model was sent. [ToolArgValidation],
+// [ToolCallLimit] and the agent loop all use it, so they agree on ids.
 //
 // A returned call shares its FunctionCall with resp; it is nil when the
 // provider sent a call without a function.
@@ -149,7 +149,7 @@ func toToolCalls(calls []toolCall) []llms.ToolCall {
 // call, in order, one AI message holding that single call followed by one
 // tool message whose content is results[i]. The first AI message also
 // carries text, the response's text content, when it is not empty.
-// ToolArgValidation and ToolCallLimit replay rejected responses this way; an
+// [ToolArgValidation] and [ToolCallLimit] replay rejected responses this way; an
 // agent loop records executed calls this way.
 //
 // The layout is shaped by what langchaingo's providers send: the Anthropic
@@ -209,7 +209,7 @@ func isJSONObject(s string) bool {
 }
 
 // replay shows the model its rejected response, each call answered by
-// answers[i], in the ToolCallMessages layout.
+// answers[i], in the [ToolCallMessages] layout.
 func replay(resp *llms.ContentResponse, calls []toolCall, answers []string) []llms.MessageContent {
 	return ToolCallMessages(ResponseText(resp), toToolCalls(calls), answers)
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // Wrap returns an llms.Model that sends every GenerateContent call (and every
-// deprecated Call) through mws, in Chain order, before it reaches model.
+// deprecated Call) through mws, in [Chain] order, before it reaches model.
 //
 // The result drops into any code that takes an llms.Model, langchaingo's
 // agents and chains included. When model implements llms.ReasoningModel, so

@@ -9,10 +9,10 @@
 // comments, several JSON objects in one text, a key given twice, and a
 // string such as "five" for a number are left alone: each has more than one
 // plausible reading, and the model is better asked again. ToolArgValidation (WithRepair) calls
-// a Repairer only for arguments that fail, and uses its result only when
+// a [Repairer] only for arguments that fail, and uses its result only when
 // the repaired arguments then validate, so a repair can never turn an
 // invalid call into a different invalid call. Repaired arguments are held
-// to validation.DecodeArgs's limits (validation.CheckJSON).
+// to [validation.DecodeArgs]'s limits (validation.CheckJSON).
 //
 // repair imports only validation; it never imports middleware.
 package repair
@@ -30,13 +30,13 @@ import (
 // Kind names one kind of repair.
 type Kind string
 
-// The repairs a Repairer from Default or Only can make.
+// The repairs a [Repairer] from [Default] or [Only] can make.
 const (
 	// CodeFence: the arguments came inside a Markdown code fence
 	// ("```json ... ```"); the fence is removed.
 	CodeFence Kind = "code_fence"
 	// Prose: the arguments came with text before or after them; the text
-	// is removed. Only when the text outside holds no other brace, so
+	// is removed. [Only] when the text outside holds no other brace, so
 	// there is exactly one object to take.
 	Prose Kind = "prose"
 	// TrailingComma: a comma before a closing } or ] is removed.
@@ -56,7 +56,7 @@ const (
 	BoolString Kind = "bool_string"
 )
 
-// Kinds returns every Kind, in the order a Repairer applies them, in a new
+// Kinds returns every [Kind], in the order a [Repairer] applies them, in a new
 // slice.
 func Kinds() []Kind {
 	return []Kind{CodeFence, Prose, TrailingComma, PythonLiteral, DoubleEncoded, NumberString, BoolString}
@@ -81,9 +81,9 @@ func (r Repair) String() string {
 
 // Repairer repairs tool-call arguments.
 //
-// Repair is given arguments that are not a JSON object or fail schema (nil
+// [Repair] is given arguments that are not a JSON object or fail schema (nil
 // when the tool has no schema). It returns the repaired arguments, decoded
-// as by validation.DecodeArgs (numbers as json.Number), and the repairs it
+// as by [validation.DecodeArgs] (numbers as json.Number), and the repairs it
 // made, or nil and no repairs when it cannot repair args unambiguously. The
 // repaired arguments need not validate: the caller checks. Implementations
 // must be safe for concurrent use and must not keep args or the result.
@@ -91,11 +91,11 @@ type Repairer interface {
 	Repair(args []byte, schema *validation.Schema) (map[string]any, []Repair)
 }
 
-// Default returns a Repairer that makes every Kind of repair.
+// Default returns a [Repairer] that makes every [Kind] of repair.
 func Default() Repairer { return Only(Kinds()...) }
 
-// Only returns a Repairer that makes only the given kinds of repair. It
-// panics on a Kind it does not know.
+// Only returns a [Repairer] that makes only the given kinds of repair. It
+// panics on a [Kind] it does not know.
 func Only(kinds ...Kind) Repairer {
 	r := &repairer{on: make(map[Kind]bool, len(kinds))}
 	for _, k := range kinds {
@@ -115,7 +115,7 @@ type repairer struct {
 
 func (r *repairer) enabled(k Kind) bool { return r.on[k] }
 
-// Repair implements Repairer: text repairs first (fence, prose, trailing
+// Repair implements [Repairer]: text repairs first (fence, prose, trailing
 // commas, Python literals, double encoding), then, with a schema, number
 // and boolean strings that the schema rejects.
 func (r *repairer) Repair(args []byte, schema *validation.Schema) (map[string]any, []Repair) {
@@ -133,7 +133,7 @@ func (r *repairer) Repair(args []byte, schema *validation.Schema) (map[string]an
 }
 
 // withinLimits reports whether v, re-encoded, passes what
-// validation.DecodeArgs enforces on any arguments (depth, number of values,
+// [validation.DecodeArgs] enforces on any arguments (depth, number of values,
 // number range), so that repaired arguments are held to the same limits as
 // arguments that needed no repair.
 func withinLimits(v map[string]any) bool {
@@ -192,7 +192,7 @@ func (r *repairer) repairText(args []byte) (map[string]any, []Repair, bool) {
 }
 
 // decodeStrict decodes exactly one JSON value, numbers as json.Number. An
-// object is held to validation.DecodeArgs's limits: a key twice has two
+// object is held to [validation.DecodeArgs]'s limits: a key twice has two
 // readings (encoding/json keeps the last, other parsers the first), and no
 // repair guesses between them.
 func decodeStrict(b []byte) (any, error) {

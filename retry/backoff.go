@@ -15,8 +15,8 @@ const (
 )
 
 // NewExponentialBackOff returns a fresh *backoff.ExponentialBackOff set to
-// the defaults: waits of about 1s, 2s, 4s, 8s, … up to DefaultMaxDelay, each
-// randomised by ±DefaultJitter, and no limit on the total time
+// the defaults: waits of about 1s, 2s, 4s, 8s, … up to [DefaultMaxDelay], each
+// randomised by ±[DefaultJitter], and no limit on the total time
 // (MaxElapsedTime 0: the number of attempts and the caller's deadline bound
 // it). Change its fields before first use to tune it:
 //
@@ -44,10 +44,10 @@ func DefaultBackOff() backoff.BackOff { return NewExponentialBackOff() }
 // NextWait returns how long to wait before retrying after err, and false
 // when b says to stop (backoff.Stop).
 //
-// The wait is b.NextBackOff(), raised to the server's hint (After) when the
+// The wait is b.NextBackOff(), raised to the server's hint ([After]) when the
 // hint is longer, and never longer than b's maximum delay: MaxInterval for
 // an *backoff.ExponentialBackOff (which also trims the jitter above it, so
-// the default policy never waits more than 60s), DefaultMaxDelay for any
+// the default policy never waits more than 60s), [DefaultMaxDelay] for any
 // other policy. The maximum delay only limits how far a hint raises the
 // wait; a custom policy's own waits are used as they are.
 func NextWait(b backoff.BackOff, err error) (time.Duration, bool) {

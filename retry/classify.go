@@ -16,50 +16,17 @@ import (
 )
 
 // IsRetryable reports whether a model call that failed with err may succeed
-// if it is made again unchanged. It decides on the first of these that
-// applies:
-//
-//  1. nil, and an *Error (a retry loop already gave up on it, so nested loops
-//     do not multiply): not retryable.
-//  2. An error from the caller's own streaming function ("streaming func
-//     returned an error"): not retryable.
-//  3. An *llms.Error with a code: rate_limit, timeout and
-//     provider_unavailable are retryable; authentication, invalid_request,
-//     resource_not_found, content_filter, token_limit, quota_exceeded,
-//     not_implemented and canceled are not; unknown goes on.
-//  4. context.Canceled: not retryable.
-//  5. An HTTP status from a typed error in the chain (a method
-//     HTTPStatusCode() int as in the AWS SDK, HTTPCode() int as in Google's
-//     apierror, or StatusCode() int): see below.
-//  6. An AWS error code (a method ErrorCode() string): throttling codes,
-//     ServiceUnavailableException, InternalServerException,
-//     ModelNotReadyException, ModelTimeoutException,
-//     ModelStreamErrorException and RequestTimeout are retryable.
-//  7. context.DeadlineExceeded, a net.Error whose Timeout() is true, a
-//     temporary DNS failure, a refused, reset or aborted connection, a broken
-//     pipe, io.ErrUnexpectedEOF, and an HTTP request that ended in io.EOF:
-//     retryable. A host that does not exist is not.
-//  8. The message: an HTTP status in it ("status code: 429", "(HTTP Error
-//     503)", "googleapi: Error 429", "StatusCode: 503", "503 Service
-//     Unavailable"), then a gRPC code ("rpc error: code = Unavailable"), then
-//     phrases: rate limits, "overloaded", "service unavailable", "server
-//     busy", "internal server error", timeouts, broken connections,
-//     "unexpected EOF" are retryable; a billing quota ("exceeded your current
-//     quota") and AWS's client-side "retry quota exceeded" are not.
-//  9. Anything else: not retryable.
-//
-// HTTP statuses: 408, 409 and 429 are retryable, as is every 5xx but 501
-// and 505 (so Anthropic's 529 "overloaded" is); every other status is not.
-// A 429 (or gRPC ResourceExhausted) whose message says a billing quota is
-// exhausted is not retryable unless the error also carries a retry hint
-// (After): Google answers per-minute limits with the same words and a
-// "retry in 24s".
+// if it is made again unchanged: rate limits, overloaded or failing servers,
+// timeouts and broken connections are retryable; authentication, invalid
+// requests, content filters, context length, billing quotas, an *[Error]
+// (a retry loop already gave up on it) and anything it does not recognise
+// are not. The package documentation ("Classification") lists the rules in
+// the order they are applied.
 //
 // context.DeadlineExceeded counts as a timeout, hence retryable: an inner
-// HTTP client or per-attempt timeout expired. Whether it is the caller's
-// own deadline only the caller's context can tell, so a retry loop must stop
-// when ctx.Err() != nil whatever IsRetryable says; middleware.ModelRetry
-// does.
+// HTTP client or per-attempt timeout expired. Whether it is the caller's own
+// deadline only the caller's context can tell, so a retry loop must stop when
+// ctx.Err() != nil whatever IsRetryable says; middleware.ModelRetry does.
 func IsRetryable(err error) bool {
 	if err == nil {
 		return false

@@ -1,6 +1,6 @@
 // Package retry decides whether a failed model call is worth another attempt
 // and how long to wait before it. It is the engine behind
-// middleware.ModelRetry and has no dependency on it: use it in any retry loop
+// [github.com/toolguard/toolguard/middleware.ModelRetry] and has no dependency on it: use it in any retry loop
 // around an llms.Model.
 //
 // # Classification
@@ -10,21 +10,55 @@
 //	API returned unexpected status code: 429: Rate limit reached for gpt-4o ...
 //
 // and never call the MapError helpers that would turn them into *llms.Error.
-// IsRetryable reads what is there: an *llms.Error code, a status code from a
-// typed error (the AWS and Google SDKs expose one), a net.Error timeout or a
-// broken connection, and failing those the message text of every provider
+// [IsRetryable] reads what is there: an *llms.Error code, a status code from
+// a typed error (the AWS and Google SDKs expose one), a net.Error timeout or
+// a broken connection, and failing those the message text of every provider
 // (OpenAI, Azure OpenAI, Anthropic, Google AI, Vertex AI, Ollama, Mistral,
-// Bedrock). Rate limits, overloads, server errors and timeouts are
-// retryable; authentication, invalid requests, content filters, context
-// length, billing quotas and anything it does not recognise are not.
+// Bedrock). It decides on the first of these that applies:
+//
+//  1. nil, and an *[Error] (a retry loop already gave up on it, so nested
+//     loops do not multiply): not retryable.
+//  2. An error from the caller's own streaming function ("streaming func
+//     returned an error"): not retryable.
+//  3. An *llms.Error with a code: rate_limit, timeout and
+//     provider_unavailable are retryable; authentication, invalid_request,
+//     resource_not_found, content_filter, token_limit, quota_exceeded,
+//     not_implemented and canceled are not; unknown goes on.
+//  4. context.Canceled: not retryable.
+//  5. An HTTP status from a typed error in the chain (a method
+//     HTTPStatusCode() int as in the AWS SDK, HTTPCode() int as in Google's
+//     apierror, or StatusCode() int): see below.
+//  6. An AWS error code (a method ErrorCode() string): throttling codes,
+//     ServiceUnavailableException, InternalServerException,
+//     ModelNotReadyException, ModelTimeoutException,
+//     ModelStreamErrorException and RequestTimeout are retryable.
+//  7. context.DeadlineExceeded, a net.Error whose Timeout() is true, a
+//     temporary DNS failure, a refused, reset or aborted connection, a
+//     broken pipe, io.ErrUnexpectedEOF, and an HTTP request that ended in
+//     io.EOF: retryable. A host that does not exist is not.
+//  8. The message: an HTTP status in it ("status code: 429", "(HTTP Error
+//     503)", "googleapi: Error 429", "StatusCode: 503", "503 Service
+//     Unavailable"), then a gRPC code ("rpc error: code = Unavailable"),
+//     then phrases: rate limits, "overloaded", "service unavailable", "server
+//     busy", "internal server error", timeouts, broken connections,
+//     "unexpected EOF" are retryable; a billing quota ("exceeded your current
+//     quota") and AWS's client-side "retry quota exceeded" are not.
+//  9. Anything else: not retryable.
+//
+// HTTP statuses: 408, 409 and 429 are retryable, as is every 5xx but 501
+// and 505 (so Anthropic's 529 "overloaded" is); every other status is not.
+// A 429 (or gRPC ResourceExhausted) whose message says a billing quota is
+// exhausted is not retryable unless the error also carries a retry hint
+// ([After]): Google answers per-minute limits with the same words and a
+// "retry in 24s".
 //
 // # Waiting
 //
 // The wait before the next attempt comes from a backoff.BackOff (package
 // github.com/cenkalti/backoff/v4). A BackOff is stateful, so a retry loop
-// gets a fresh one per logical call from a factory such as DefaultBackOff:
+// gets a fresh one per logical call from a factory such as [DefaultBackOff]:
 // exponential, 1s, 2s, 4s, … capped at 60s, each wait jittered by ±25% (the
-// defaults of LangChain's ModelRetryMiddleware). NextWait combines the
+// defaults of LangChain's ModelRetryMiddleware). [NextWait] combines the
 // policy's wait with the server's own hint (After): "Please try again in
 // 1.2s", "retry after 6 seconds", "retry in 24s", a RetryAfter method. The
 // hint is a floor on the wait, capped at the policy's maximum delay.

@@ -25,7 +25,7 @@ import (
 //     RetryInfo; "try again in 20 seconds");
 //   - a JSON "retryDelay": "24s" field, as in a Google API error body.
 //
-// Hints of zero or less are ignored. After does not cap the hint; NextWait
+// Hints of zero or less are ignored. After does not cap the hint; [NextWait]
 // does.
 func After(err error) (time.Duration, bool) {
 	if err == nil {

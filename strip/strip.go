@@ -1,16 +1,16 @@
 // Package strip removes the empty values models hallucinate for optional
 // tool arguments: null, {} and [].
 //
-// Three modes: Off leaves arguments alone; Recursive applies LangChain's rule
+// Three modes: [Off] leaves arguments alone; [Recursive] applies LangChain's rule
 // to every call (no null, {} or [] remains under any key, at any depth);
-// SchemaAware, the default of ToolArgValidation, touches only calls that fail
+// [SchemaAware], the default of ToolArgValidation, touches only calls that fail
 // validation and removes an empty value only where that removes violations
 // and adds none, so that a valid call is never changed, a required key is
 // never removed and a value the schema accepts (null on a nullable field)
 // stays.
 //
 // Array elements are never removed in any mode: their position is meaning.
-// Values are decoded JSON as produced by validation.DecodeArgs; the functions
+// Values are decoded JSON as produced by [validation.DecodeArgs]; the functions
 // modify them in place.
 package strip
 
@@ -96,7 +96,7 @@ func RecursiveStrip(v any) []string {
 	return removed
 }
 
-// maxTrials bounds the validations SchemaAwareStrip runs for one call, so a
+// maxTrials bounds the validations [SchemaAwareStrip] runs for one call, so a
 // huge argument full of empty values costs a bounded amount of work.
 const maxTrials = 256
 
@@ -106,7 +106,7 @@ const maxTrials = 256
 // 100,000 values took 256 times one validation (87 s in a test).
 const maxTrialWork = 1 << 19
 
-// trialBudget returns how many validations SchemaAwareStrip may run on v.
+// trialBudget returns how many validations [SchemaAwareStrip] may run on v.
 func trialBudget(v any) int {
 	n := 0
 	var count func(v any) bool // false once n reaches maxTrialWork

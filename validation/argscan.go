@@ -11,8 +11,8 @@ import (
 )
 
 // scanArgs returns a violation when data, which must be valid JSON (it is
-// called after a successful decode), nests deeper than MaxDepth, has an
-// object with the same key twice, holds more than MaxValues values (all
+// called after a successful decode), nests deeper than [MaxDepth], has an
+// object with the same key twice, holds more than [MaxValues] values (all
 // three at the root) or a number out of range (at the number); nil
 // otherwise.
 //

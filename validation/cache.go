@@ -8,22 +8,22 @@ import (
 	"unsafe"
 )
 
-// DefaultCacheSize is the number of schemas a Cache keeps when NewCache is
+// DefaultCacheSize is the number of schemas a [Cache] keeps when [NewCache] is
 // not told otherwise.
 const DefaultCacheSize = 4096
 
 // Cache compiles schemas on first use and keeps them, so that a tool's schema
 // is compiled once however often, and however concurrently, it is seen. It is
-// safe for concurrent use; the zero value is not usable, call NewCache.
+// safe for concurrent use; the zero value is not usable, call [NewCache].
 //
-// Schema values passed to Get are treated as immutable: Get recognizes a
+// [Schema] values passed to Get are treated as immutable: Get recognizes a
 // schema it has seen by its identity (the map, slice, string or pointer
 // itself) and only fingerprints the content (one marshal and one SHA-256) the
 // first time it sees an identity. Modifying a map after passing it is not
 // noticed; pass a new map instead.
 //
 // A Cache is bounded: it keeps about size identities and size compiled
-// schemas (DefaultCacheSize by default; concurrent inserts may overshoot by
+// schemas ([DefaultCacheSize] by default; concurrent inserts may overshoot by
 // the number of goroutines inserting at once); when an insert finds it full
 // it forgets about an eighth of its entries, which are compiled again if
 // they come back. A schema whose value is rebuilt for every call (as
@@ -50,19 +50,19 @@ type cacheEntry struct {
 // maxIdentities bounds the identities recorded for one schema content.
 const maxIdentities = 8
 
-// NewCache returns an empty Cache whose schemas are compiled with opts.
+// NewCache returns an empty [Cache] whose schemas are compiled with opts.
 func NewCache(opts ...Option) *Cache {
 	return NewCacheSize(DefaultCacheSize, opts...)
 }
 
-// NewCacheSize is NewCache with room for size schemas (at least 8).
+// NewCacheSize is [NewCache] with room for size schemas (at least 8).
 func NewCacheSize(size int, opts ...Option) *Cache {
 	size = max(size, 8)
 	return &Cache{opts: opts, byID: boundedMap{max: size}, byHash: boundedMap{max: size}, maxSize: size}
 }
 
 // Get returns the compiled schema for schema, compiling it on first use. It
-// accepts everything Compile does; a *Schema is returned as is. A schema that
+// accepts everything [Compile] does; a *[Schema] is returned as is. A schema that
 // does not compile yields the same error each time without being compiled
 // again.
 func (c *Cache) Get(schema any) (*Schema, error) {

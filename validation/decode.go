@@ -16,11 +16,11 @@ import (
 // json.Number so that no precision is lost. Empty or all-blank input is the
 // empty object. Input that is not JSON, has data after the value, is a JSON
 // value other than an object, or has an object with the same key twice
-// yields a *Error with one violation at the root (keyword "json") whose
+// yields a *[Error] with one violation at the root (keyword "json") whose
 // message says what is wrong and gives the parser's reason. So does input
-// that nests arrays and objects deeper than MaxDepth or holds more than
-// MaxValues values. A number longer than
-// MaxNumberLength or with an exponent beyond ±MaxNumberExponent is one
+// that nests arrays and objects deeper than [MaxDepth] or holds more than
+// [MaxValues] values. A number longer than
+// [MaxNumberLength] or with an exponent beyond ±[MaxNumberExponent] is one
 // violation (keyword "json") at the number's path.
 //
 // Duplicate keys are refused because parsers disagree about them:
@@ -35,7 +35,7 @@ func DecodeArgs(args []byte) (map[string]any, error) {
 	return m, nil
 }
 
-// decodeArgs is DecodeArgs, also returning the number of values.
+// decodeArgs is [DecodeArgs], also returning the number of values.
 func decodeArgs(args []byte) (map[string]any, int, *Error) {
 	trimmed := bytes.TrimSpace(args)
 	if len(trimmed) == 0 {

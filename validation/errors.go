@@ -43,7 +43,7 @@ func (v Violation) String() string {
 }
 
 // Error reports every violation of one tool call. ToolArgValidation fills
-// Tool and CallID; Schema methods leave them empty.
+// Tool and CallID; [Schema] methods leave them empty.
 type Error struct {
 	Tool, CallID string
 	Violations   []Violation

@@ -6,8 +6,8 @@ import (
 )
 
 // MaxDepth is the deepest nesting of arrays and objects toolguard accepts,
-// in tool-call arguments (DecodeArgs, Validate) and in schema documents
-// (Compile). The underlying validator's cost grows faster than linearly with
+// in tool-call arguments ([DecodeArgs], Validate) and in schema documents
+// ([Compile]). The underlying validator's cost grows faster than linearly with
 // nesting (it builds a location string per level, per error): a 2,000-level
 // schema takes minutes to compile and a 2,000-level invalid argument seconds
 // to validate. Deeper input is refused up front with a clear message. 128 is
@@ -19,7 +19,7 @@ const MaxDepth = 128
 // (math/big) to check "integer", "minimum", "multipleOf", "enum" and
 // "uniqueItems". That costs time and memory growing with the literal's
 // length and exponent — 1e1000000 takes 60 ms and 3 MB, a longer exponent
-// makes the validator panic — so DecodeArgs refuses a number longer than
+// makes the validator panic — so [DecodeArgs] refuses a number longer than
 // MaxNumberLength bytes or with an exponent beyond ±MaxNumberExponent, with
 // a violation at the number. Both are far beyond float64 (about 1e±308,
 // 17 significant digits) and 64-bit integers (20 digits), which are kept
@@ -40,8 +40,8 @@ const MaxValues = 100_000
 // MaxApplications bounds how many times a schema's subschemas may apply to a
 // single value of the arguments, counted over every path through "$ref",
 // "allOf", "anyOf", "oneOf", "if"/"then"/"else" and the like, for arguments
-// up to MaxDepth deep. A schema above the bound is refused by Compile with
-// an error wrapping ErrTooComplex. Without it, a 1.4 KB schema of 18
+// up to [MaxDepth] deep. A schema above the bound is refused by [Compile] with
+// an error wrapping [ErrTooComplex]. Without it, a 1.4 KB schema of 18
 // definitions that each reference the next twice ("allOf": [{"$ref": d},
 // {"$ref": d}]) costs 2^18 subschema checks per call, and a 90-byte
 // recursive schema ("anyOf" of two "items": {"$ref": "#"}) costs 2^n checks
@@ -50,12 +50,12 @@ const MaxApplications = 1 << 16
 
 // MaxWork bounds the validator's work for one call, counted as the number
 // of values in the arguments times the most subschemas that can apply to
-// one value (at most MaxApplications). The validator's cost for each
+// one value (at most [MaxApplications]). The validator's cost for each
 // subschema applied to an object or array grows with its number of members
 // (it tracks which were evaluated), so a schema whose subschemas apply
 // 10,000 times to the arguments object (an anyOf of 10,000 alternatives)
 // takes seconds on arguments with 20,000 keys. A schema accepts arguments of
-// up to MaxWork / (that number) values, and never more than MaxValues: for
+// up to MaxWork / (that number) values, and never more than [MaxValues]: for
 // schemas where each value meets at most 10 subschemas (every BFCL tool
 // schema), MaxValues is the bound. At the bound a call costs about half a
 // second.
@@ -67,8 +67,8 @@ func valuesFor(apps int) int {
 	return min(MaxValues, MaxWork/max(apps, 1))
 }
 
-// ErrTooComplex is reported (wrapped) by Compile for a schema nested deeper
-// than MaxDepth or whose subschemas would apply more than MaxApplications
+// ErrTooComplex is reported (wrapped) by [Compile] for a schema nested deeper
+// than [MaxDepth] or whose subschemas would apply more than [MaxApplications]
 // times to one value.
 var ErrTooComplex = errors.New("validation: schema too complex")
 
@@ -133,7 +133,7 @@ func tooMany(values, limit int) *Error {
 		strconv.Itoa(limit)+" accepted; send fewer", "")
 }
 
-// tooDeep is the violation for arguments nested deeper than MaxDepth.
+// tooDeep is the violation for arguments nested deeper than [MaxDepth].
 func tooDeep() *Error {
 	return rootViolation("arguments are nested deeper than "+strconv.Itoa(MaxDepth)+
 		" levels of arrays and objects; send a flatter value", "")

@@ -36,17 +36,17 @@ type Schema struct {
 	nodes     map[string]*jsonschema.Schema // compiled sub-schemas by location
 }
 
-// ErrRefused is reported (wrapped) by Compile for a schema whose "$ref" or
-// "$schema" names a document that was not supplied with WithResource.
+// ErrRefused is reported (wrapped) by [Compile] for a schema whose "$ref" or
+// "$schema" names a document that was not supplied with [WithResource].
 // Compilation never reads the network or the file system.
 var ErrRefused = errors.New("validation: schema loading refused")
 
 // baseURL is the location given to every compiled schema. Relative "$ref"s
 // resolve against it and, like any other document not supplied with
-// WithResource, are refused.
+// [WithResource], are refused.
 const baseURL = "toolguard:///tool-schema.json"
 
-// Option configures Compile.
+// Option configures [Compile].
 type Option func(*compileConfig)
 
 type compileConfig struct {
@@ -56,7 +56,7 @@ type compileConfig struct {
 }
 
 // WithDefaultDraft sets the draft for schemas that do not declare one with
-// "$schema" (default Draft7).
+// "$schema" (default [Draft7]).
 func WithDefaultDraft(d Draft) Option {
 	return func(c *compileConfig) {
 		if _, ok := d.engine(); !ok {
@@ -67,7 +67,7 @@ func WithDefaultDraft(d Draft) Option {
 	}
 }
 
-// WithResource makes the JSON document doc (in any form Compile takes)
+// WithResource makes the JSON document doc (in any form [Compile] takes)
 // available to "$ref" under the absolute URL url, without any network or
 // file access. Use it for shared definitions that several tool schemas
 // reference.
@@ -91,24 +91,24 @@ func WithResource(url string, doc any) Option {
 // *jsonschema.Schema of github.com/google/jsonschema-go.
 //
 // The draft is the schema's "$schema" if it has one, else the default
-// (WithDefaultDraft, Draft7). A root "$schema" that names neither a draft
+// ([WithDefaultDraft], [Draft7]). A root "$schema" that names neither a draft
 // toolguard knows (draft-04 to 2020-12, over http or https, with or without
-// a trailing "#") nor a document supplied with WithResource is ignored: the
+// a trailing "#") nor a document supplied with [WithResource] is ignored: the
 // schema is compiled with the default draft, and IgnoredMetaSchema reports
 // the URL. Refusing such a schema would leave its tool unvalidated (or
 // unusable with fail-closed), and the keywords tool schemas use mean the
 // same in every draft. Formats ("date", "email", "uuid", ...) are
 // asserted for every draft; unknown formats are ignored. "$ref"s to documents
 // other than the schema itself and those given with WithResource are refused
-// with an error wrapping ErrRefused: nothing is loaded from the network or
+// with an error wrapping [ErrRefused]: nothing is loaded from the network or
 // the disk.
 //
-// A schema nested deeper than MaxDepth, or whose subschemas could apply more
-// than MaxApplications times to one value, is refused with an error wrapping
-// ErrTooComplex, so that no schema can make validation take exponential
+// A schema nested deeper than [MaxDepth], or whose subschemas could apply more
+// than [MaxApplications] times to one value, is refused with an error wrapping
+// [ErrTooComplex], so that no schema can make validation take exponential
 // time.
 //
-// Compile does the work each time; ToolArgValidation and Cache compile each
+// Compile does the work each time; ToolArgValidation and [Cache] compile each
 // schema once.
 func Compile(schema any, opts ...Option) (*Schema, error) {
 	if s, ok := schema.(*Schema); ok && s != nil {
@@ -252,7 +252,7 @@ func knownDraftURL(url string) bool {
 	return false
 }
 
-// IgnoredMetaSchema returns the root "$schema" URL that Compile did not
+// IgnoredMetaSchema returns the root "$schema" URL that [Compile] did not
 // recognize and ignored, validating with the default draft instead, or ""
 // when the schema declares a known draft, a supplied meta-schema or none.
 func (s *Schema) IgnoredMetaSchema() string { return s.ignoredMeta }
@@ -267,7 +267,7 @@ func (s *Schema) MarshalJSON() ([]byte, error) {
 // map[string]any (langchaingo's googleai provider). Numbers are json.Number.
 // The map is plain JSON: compiled again, it validates what the schema does
 // but has no [Validator] hook. To keep the hook of a [Typed] schema sent as
-// a map, give ToolArgValidation the *Schema itself (WithSchema, or the
+// a map, give ToolArgValidation the *[Schema] itself (WithSchema, or the
 // agent package, which does so for its tools).
 func (s *Schema) Map() map[string]any {
 	m, err := exactjson.DecodeObject(s.raw)
@@ -298,7 +298,7 @@ func (s *Schema) ValidateJSON(args []byte) error {
 // or the *[Error] listing every violation, as a typed value. The decoded
 // arguments are nil when they are refused before validation: not JSON, not
 // an object, beyond DecodeArgs's limits or holding more values than the
-// schema accepts. A nil *Schema accepts any JSON object: Parse then only
+// schema accepts. A nil *[Schema] accepts any JSON object: Parse then only
 // decodes.
 func (s *Schema) Parse(args []byte) (map[string]any, *Error) {
 	v, values, e := decodeArgs(args)
@@ -329,7 +329,7 @@ func (s *Schema) Validate(v any) error {
 }
 
 // Check is [Schema.Validate] returning the *[Error] itself: nil when v is
-// valid. A nil *Schema accepts any value.
+// valid. A nil *[Schema] accepts any value.
 func (s *Schema) Check(v any) *Error {
 	if s == nil {
 		return nil
@@ -345,7 +345,7 @@ func (s *Schema) Check(v any) *Error {
 }
 
 // checkValues refuses arguments holding more values than this schema
-// accepts (see MaxWork).
+// accepts (see [MaxWork]).
 func (s *Schema) checkValues(values int) *Error {
 	limit := s.maxValues
 	if limit == 0 {

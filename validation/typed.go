@@ -15,7 +15,7 @@ import (
 )
 
 // SchemaProvider is implemented by named Go types that describe their own
-// JSON Schema — an enum, bounds, a format — for Typed to use wherever the
+// JSON Schema — an enum, bounds, a format — for [Typed] to use wherever the
 // type appears, instead of the schema inferred from its kind:
 //
 //	type Unit string
@@ -32,9 +32,9 @@ type SchemaProvider interface {
 }
 
 // Validator is implemented by argument types with checks a JSON Schema
-// cannot express. Typed schemas call Validate after the arguments pass the
+// cannot express. [Typed] schemas call Validate after the arguments pass the
 // schema and decode into the type; a non-nil error becomes a violation, at
-// the root or, for an error made with FieldError, at the path it names.
+// the root or, for an error made with [FieldError], at the path it names.
 type Validator interface {
 	Validate() error
 }
@@ -59,7 +59,7 @@ var typedCache sync.Map // reflect.Type -> *typedEntry
 //   - properties are the fields' json names; a field tagged omitempty or
 //     omitzero is optional, every other field is required;
 //   - a field's `jsonschema:"..."` tag is its description;
-//   - a named type implementing SchemaProvider supplies its own schema
+//   - a named type implementing [SchemaProvider] supplies its own schema
 //     (enums, bounds, formats);
 //   - structs allow no additional properties;
 //   - everything is inlined (no "$ref") and every property has a single
@@ -67,7 +67,7 @@ var typedCache sync.Map // reflect.Type -> *typedEntry
 //     Anthropic and Gemini accept alike.
 //
 // Validating against a typed schema checks the inferred schema, then decodes
-// the arguments into T and, if T or *T implements Validator, calls Validate.
+// the arguments into T and, if T or *T implements [Validator], calls Validate.
 //
 // Typed panics if T cannot be expressed as a JSON Schema (channels, funcs,
 // cyclic types) or is not a JSON object (a struct or a map with string keys).
@@ -104,7 +104,7 @@ func inferTyped[T any](t reflect.Type) (*Schema, error) {
 }
 
 // providedSchemas collects the schemas of the named types reachable from t
-// that implement SchemaProvider.
+// that implement [SchemaProvider].
 func providedSchemas(t reflect.Type) map[reflect.Type]*gjs.Schema {
 	found := map[reflect.Type]*gjs.Schema{}
 	seen := map[reflect.Type]bool{}

@@ -270,7 +270,7 @@ func enumMessage(enum []any) string {
 }
 
 // jsonEqual reports whether two decoded JSON values are equal as JSON
-// Schema's enum and const compare them: numbers by value (1 equals 1.0),
+// [Schema]'s enum and const compare them: numbers by value (1 equals 1.0),
 // objects regardless of key order.
 func jsonEqual(a, b any) bool {
 	switch x := a.(type) {

@@ -1,4 +1,4 @@
-// Package lctool adapts langchaingo tools to agent.Tool, so that tools
+// Package lctool adapts langchaingo tools to [agent.Tool], so that tools
 // written for langchaingo's agents (tools.Calculator, SerpAPI, your own
 // tools.Tool) run in a toolguard agent.
 //
@@ -15,7 +15,7 @@ import (
 	"github.com/toolguard/toolguard/agent"
 )
 
-// FromLangchain returns t as an agent.Tool with t's name and description.
+// FromLangchain returns t as an [agent.Tool] with t's name and description.
 //
 // A langchaingo tool takes one string. The adapted tool offers it to the
 // model the way langchaingo's OpenAIFunctionsAgent does, as one required

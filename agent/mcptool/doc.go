@@ -1,7 +1,7 @@
 // Package mcptool offers the tools of an MCP server to an agent, over the
 // official Go SDK client (github.com/modelcontextprotocol/go-sdk).
 //
-// Tools lists every tool of a connected *mcp.ClientSession and adapts each to
+// [Tools] lists every tool of a connected *mcp.ClientSession and adapts each to
 // agent.Tool. A tool's Schema is the server's own inputSchema, so the model
 // is sent exactly what the server declared and middleware.ToolArgValidation
 // checks each call against it before any request reaches the server: a call
@@ -17,7 +17,7 @@
 // Calling a tool sends its arguments with CallTool and returns the result's
 // content as text: text parts joined by newlines, other parts described in
 // brackets (for example "[image image/png, 1234 bytes]"). A result the
-// server marks as an error (IsError) is returned as a *ToolError whose text
+// server marks as an error (IsError) is returned as a *[ToolError] whose text
 // is the server's message, so the agent shows the model what went wrong;
 // protocol and transport failures are returned as other errors.
 //

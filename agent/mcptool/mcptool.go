@@ -12,7 +12,7 @@ import (
 )
 
 // Tools lists every tool of the session, following pagination, and adapts
-// each with New (keeping only those WithFilter accepts). The tools are in the
+// each with [New] (keeping only those [WithFilter] accepts). The tools are in the
 // server's order. A listing error, or a server that lists the same name
 // twice (which providers reject and which a looping cursor would cause), is
 // returned as an error and no tools.
@@ -42,8 +42,8 @@ func Tools(ctx context.Context, s *mcp.ClientSession, opts ...Option) ([]agent.T
 	return tools, nil
 }
 
-// New adapts t, a tool listed by the session's server, to agent.Tool.
-// Calls go to s. t is read once, here; it must not be nil. WithFilter does
+// New adapts t, a tool listed by the session's server, to [agent.Tool].
+// Calls go to s. t is read once, here; it must not be nil. [WithFilter] does
 // not apply.
 func New(s *mcp.ClientSession, t *mcp.Tool, opts ...Option) *Tool {
 	if s == nil || t == nil {
@@ -52,7 +52,7 @@ func New(s *mcp.ClientSession, t *mcp.Tool, opts ...Option) *Tool {
 	return newTool(s, t, newConfig(opts))
 }
 
-// Tool is an MCP server's tool as an agent.Tool. It is immutable and safe for
+// Tool is an MCP server's tool as an [agent.Tool]. It is immutable and safe for
 // concurrent use.
 type Tool struct {
 	session     *mcp.ClientSession
@@ -105,8 +105,8 @@ func (t *Tool) MCP() *mcp.Tool { return t.def }
 
 // Call calls the tool on the server with args, a JSON object (empty means
 // {}), sent exactly as given. It returns the result's content as text (see
-// the package documentation), bounded by WithMaxResultBytes. A result the
-// server marks as an error is returned as a *ToolError; arguments that are
+// the package documentation), bounded by [WithMaxResultBytes]. A result the
+// server marks as an error is returned as a *[ToolError]; arguments that are
 // not a JSON object, a protocol error or a broken connection as an error
 // prefixed "mcptool: ".
 func (t *Tool) Call(ctx context.Context, args string) (string, error) {
@@ -128,7 +128,7 @@ func (t *Tool) Call(ctx context.Context, args string) (string, error) {
 	return text, nil
 }
 
-// ToolError is returned by (*Tool).Call when the server answers with a
+// ToolError is returned by (*[Tool]).Call when the server answers with a
 // result marked as an error (CallToolResult.IsError): the tool ran and
 // failed, for example on an argument it could not use. Its Error text is the
 // server's message unchanged — not prefixed, because it is what the agent

@@ -6,13 +6,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// DefaultMaxResultBytes is how much of a tool result's text a Tool returns
-// unless WithMaxResultBytes says otherwise: 64 KiB, about 16k tokens. A
+// DefaultMaxResultBytes is how much of a tool result's text a [Tool] returns
+// unless [WithMaxResultBytes] says otherwise: 64 KiB, about 16k tokens. A
 // result lands in the transcript and is sent again with every later model
 // call, so one verbose server must not be able to fill the context window.
 const DefaultMaxResultBytes = 64 << 10
 
-// Option configures Tools and New.
+// Option configures [Tools] and [New].
 type Option interface{ apply(*config) }
 
 type config struct {
@@ -35,9 +35,9 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 // WithMaxResultBytes bounds the text a tool call returns (its result, or
-// the text of a *ToolError) to n bytes, cut at a UTF-8 boundary and followed
+// the text of a *[ToolError]) to n bytes, cut at a UTF-8 boundary and followed
 // by one line saying how much was cut. The default is
-// DefaultMaxResultBytes; pass math.MaxInt for no bound. n must be positive;
+// [DefaultMaxResultBytes]; pass math.MaxInt for no bound. n must be positive;
 // WithMaxResultBytes panics otherwise.
 func WithMaxResultBytes(n int) Option {
 	if n <= 0 {
@@ -46,9 +46,9 @@ func WithMaxResultBytes(n int) Option {
 	return optionFunc(func(c *config) { c.maxResultBytes = n })
 }
 
-// WithFilter makes Tools adapt only the listed tools for which keep returns
+// WithFilter makes [Tools] adapt only the listed tools for which keep returns
 // true, for example to offer the model a few tools of a large server. The
-// default is to adapt every tool. keep must not modify the tool. New ignores
+// default is to adapt every tool. keep must not modify the tool. [New] ignores
 // this option. A nil keep restores the default.
 func WithFilter(keep func(t *mcp.Tool) bool) Option {
 	return optionFunc(func(c *config) { c.keep = keep })

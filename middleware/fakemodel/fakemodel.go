@@ -10,7 +10,7 @@
 //	)
 //
 // Each GenerateContent call consumes the next step. Running past the script
-// returns ErrExhausted. fakemodel imports only langchaingo's llms package.
+// returns [ErrExhausted]. fakemodel imports only langchaingo's llms package.
 package fakemodel
 
 import (
@@ -22,7 +22,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 )
 
-// ErrExhausted is returned by a Model called more times than it has steps.
+// ErrExhausted is returned by a [Model] called more times than it has steps.
 var ErrExhausted = errors.New("fakemodel: script exhausted: the model was called more times than it has steps")
 
 // Request is what one GenerateContent call received: its messages and its
@@ -32,8 +32,8 @@ type Request struct {
 	Options  llms.CallOptions
 }
 
-// Step is one scripted model turn. Build steps with Text, ToolCalls,
-// Response, Fail and Func.
+// Step is one scripted model turn. Build steps with [Text], [ToolCalls],
+// [Response], [Fail] and [Func].
 type Step struct {
 	run func(ctx context.Context, m *Model, req Request) (*llms.ContentResponse, error)
 }
@@ -48,7 +48,7 @@ type Model struct {
 	requests []Request
 }
 
-// New returns a Model that answers its calls with steps, in order.
+// New returns a [Model] that answers its calls with steps, in order.
 func New(steps ...Step) *Model {
 	return &Model{steps: append([]Step(nil), steps...)}
 }
@@ -130,7 +130,7 @@ func Text(s string) Step {
 
 // ToolCalls answers with one choice holding calls, the way OpenAI does: the
 // legacy FuncCall field points at the first call's function. Calls without an
-// id get the model's next id (call_1, call_2, ...); use Response to send calls
+// id get the model's next id (call_1, call_2, ...); use [Response] to send calls
 // without ids.
 func ToolCalls(calls ...llms.ToolCall) Step {
 	return Step{run: func(_ context.Context, m *Model, _ Request) (*llms.ContentResponse, error) {
