@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -109,7 +108,6 @@ func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 // parameters returns schema in the form sent as FunctionDefinition.Parameters:
 // a map, which every provider takes (googleai takes nothing else).
 func parameters(schema any) any {
-	var raw []byte
 	switch s := schema.(type) {
 	case nil:
 		return map[string]any{"type": "object", "properties": map[string]any{}}
@@ -120,18 +118,10 @@ func parameters(schema any) any {
 			return parameters(nil)
 		}
 		return s.Map()
-	case json.RawMessage:
-		raw = s
-	case []byte:
-		raw = s
-	case string:
-		raw = []byte(s)
-	default:
-		b, err := json.Marshal(s)
-		if err != nil {
-			return schema // let ToolArgValidation report the schema error
-		}
-		raw = b
+	}
+	raw, err := exactjson.Text(schema)
+	if err != nil {
+		return schema // let ToolArgValidation report the schema error
 	}
 	m, err := exactjson.DecodeObject(raw)
 	if err != nil {

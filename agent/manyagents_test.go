@@ -2,9 +2,12 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
+	"reflect"
 	"slices"
 	"testing"
 
+	"github.com/tmc/langchaingo/jsonschema"
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
@@ -43,5 +46,46 @@ func TestValidateHookSurvivesManyAgents(t *testing.T) {
 	}
 	if got, want := rec.got(), []Booking{{From: "2025-05-01", To: "2025-05-02"}}; !slices.Equal(got, want) {
 		t.Errorf("tool ran with %+v, want %+v", got, want)
+	}
+}
+
+// TestParametersForms: whatever form a tool's schema takes, the model is
+// sent a map with every number as written; a schema that is not a JSON
+// object is sent as given, so that ToolArgValidation reports it.
+func TestParametersForms(t *testing.T) {
+	t.Parallel()
+	noop := func(context.Context, map[string]any) (string, error) { return "", nil }
+	for _, tc := range []struct {
+		name   string
+		schema any
+		want   string // canonical JSON of the map, or "" for "sent as given"
+	}{
+		{"string", `{"type":"object","properties":{"n":{"maximum":12345678901234567890}}}`, `{"properties":{"n":{"maximum":12345678901234567890}},"type":"object"}`},
+		{"[]byte", []byte(`{"type":"object"}`), `{"type":"object"}`},
+		{"struct", jsonschema.Definition{Type: jsonschema.Object}, `{"properties":{},"type":"object"}`},
+		{"not JSON", `{"type":`, ""},
+		{"not an object", `true`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			model := fakemodel.New(fakemodel.Text("ok"))
+			if _, err := agent.New(model, []agent.Tool{agent.NewSchemaTool("t", "T.", tc.schema, noop)}).Run(context.Background(), "go"); err != nil {
+				t.Fatal(err)
+			}
+			params := model.Requests()[0].Options.Tools[0].Function.Parameters
+			if tc.want == "" {
+				if !reflect.DeepEqual(params, tc.schema) {
+					t.Errorf("Parameters = %#v, want the schema as given", params)
+				}
+				return
+			}
+			m, ok := params.(map[string]any)
+			if !ok {
+				t.Fatalf("Parameters is %T, want a map", params)
+			}
+			if got, _ := json.Marshal(m); string(got) != tc.want {
+				t.Errorf("Parameters = %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

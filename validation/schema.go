@@ -130,7 +130,6 @@ func Compile(schema any, opts ...Option) (*Schema, error) {
 
 // schemaBytes returns the JSON text of a schema given in any accepted form.
 func schemaBytes(schema any) ([]byte, error) {
-	var raw []byte
 	switch s := schema.(type) {
 	case nil:
 		return nil, errors.New("validation: no schema (nil)")
@@ -139,18 +138,10 @@ func schemaBytes(schema any) ([]byte, error) {
 			return nil, errors.New("validation: no schema (nil *Schema)")
 		}
 		return s.raw, nil
-	case json.RawMessage:
-		raw = s
-	case []byte:
-		raw = s
-	case string:
-		raw = []byte(s)
-	default:
-		b, err := json.Marshal(schema)
-		if err != nil {
-			return nil, fmt.Errorf("validation: schema of type %T cannot be marshaled to JSON: %w", schema, err)
-		}
-		raw = b
+	}
+	raw, err := exactjson.Text(schema)
+	if err != nil {
+		return nil, fmt.Errorf("validation: schema of type %T cannot be marshaled to JSON: %w", schema, err)
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {

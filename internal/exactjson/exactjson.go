@@ -65,3 +65,18 @@ func Encode(v any) ([]byte, error) {
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
+
+// Text returns the JSON text of v: v itself for JSON text given as a
+// json.RawMessage, []byte or string, else v marshaled with encoding/json.
+// The text is not checked.
+func Text(v any) ([]byte, error) {
+	switch x := v.(type) {
+	case json.RawMessage:
+		return x, nil
+	case []byte:
+		return x, nil
+	case string:
+		return []byte(x), nil
+	}
+	return json.Marshal(v)
+}

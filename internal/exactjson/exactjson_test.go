@@ -43,3 +43,26 @@ func TestDecodeErrors(t *testing.T) {
 		t.Errorf("DecodeObject({}) = %v, %v", m, err)
 	}
 }
+
+func TestText(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   any
+		want string
+	}{
+		{json.RawMessage(`{"a":1}`), `{"a":1}`},
+		{[]byte(`{"a":1}`), `{"a":1}`},
+		{`{"a":1}`, `{"a":1}`},
+		{map[string]any{"a": 1}, `{"a":1}`},
+		{struct {
+			A int `json:"a"`
+		}{1}, `{"a":1}`},
+	} {
+		if got, err := Text(tc.in); err != nil || string(got) != tc.want {
+			t.Errorf("Text(%T) = %s, %v; want %s", tc.in, got, err, tc.want)
+		}
+	}
+	if _, err := Text(func() {}); err == nil {
+		t.Error("Text(func) succeeded")
+	}
+}
