@@ -142,118 +142,155 @@ func (s *Schema) leaf(out []Violation, e *jsonschema.ValidationError, instance a
 	}
 	n, kwPath := s.node(e.AbsoluteKeywordLocation)
 	keyword, rest, _ := strings.Cut(kwPath, "/")
-	add := func(kw, msg string) []Violation {
-		return append(out, Violation{Path: path, Keyword: kw, Message: msg, Got: got})
+	at := Violation{Path: path, Keyword: keyword, Got: got}
+	switch {
+	case n == nil:
+		at.Keyword = lastSegment(e.KeywordLocation)
+	case keyword == "":
+		at.Keyword, at.Message = "false", "no value is allowed here"
+	case keyword == "type":
+		return typeViolations(out, at, n, val)
+	case keyword == "required":
+		return requiredViolations(out, at, n, val)
+	case keyword == "additionalProperties":
+		return unexpectedProperties(out, at, n, val)
+	case keyword == "dependencies" || keyword == "dependentRequired":
+		if v, ok := dependencyViolation(at, n, rest); ok {
+			return append(out, v)
+		}
+	default:
+		at.Message = keywordMessage(n, keyword, val, e)
 	}
-	if n == nil {
-		return add(lastSegment(e.KeywordLocation), safetext.Sanitize(e.Message, maxMessage))
+	if at.Message == "" {
+		at.Message = safetext.Sanitize(e.Message, maxMessage)
+	}
+	return append(out, at)
+}
+
+// typeViolations reports a type failure and, because the validator skips
+// every other keyword of a node once its type fails, the node's enum and
+// const too: otherwise the model would learn the allowed values only after
+// another re-ask.
+func typeViolations(out []Violation, at Violation, n *jsonschema.Schema, val any) []Violation {
+	at.Message = "expected " + strings.Join(n.Types, " or ")
+	out = append(out, at)
+	if len(n.Enum) > 0 && !slices.ContainsFunc(n.Enum, func(e any) bool { return jsonEqual(e, val) }) {
+		out = append(out, Violation{Path: at.Path, Keyword: "enum", Message: enumMessage(n.Enum), Got: at.Got})
+	}
+	if len(n.Constant) > 0 && !jsonEqual(n.Constant[0], val) {
+		out = append(out, Violation{Path: at.Path, Keyword: "const", Message: "expected " + safetext.Preview(n.Constant[0], 200), Got: at.Got})
+	}
+	return out
+}
+
+// requiredViolations reports each missing required property at its own
+// path.
+func requiredViolations(out []Violation, at Violation, n *jsonschema.Schema, val any) []Violation {
+	obj, _ := val.(map[string]any)
+	for _, name := range n.Required {
+		if _, ok := obj[name]; ok {
+			continue
+		}
+		msg := "missing required property"
+		if p := n.Properties[name]; p != nil && len(p.Types) > 0 {
+			msg += " (" + strings.Join(p.Types, " or ") + ")"
+		}
+		out = append(out, Violation{Path: jsonptr.Append(at.Path, name), Keyword: at.Keyword, Message: msg})
+	}
+	return out
+}
+
+// unexpectedProperties reports each property additionalProperties refuses,
+// at its own path, naming the allowed ones.
+func unexpectedProperties(out []Violation, at Violation, n *jsonschema.Schema, val any) []Violation {
+	allowed := make([]string, 0, len(n.Properties))
+	for name := range n.Properties {
+		allowed = append(allowed, name)
+	}
+	slices.Sort(allowed)
+	msg := "unexpected property; no properties are allowed here"
+	if len(allowed) > 0 {
+		msg = "unexpected property; allowed properties: " + quoteList(allowed, 20)
 	}
 	obj, _ := val.(map[string]any)
+	for name, v := range obj {
+		if _, ok := n.Properties[name]; ok || matchesPattern(n, name) {
+			continue
+		}
+		out = append(out, Violation{Path: jsonptr.Append(at.Path, name), Keyword: at.Keyword, Message: msg, Got: safetext.Preview(v, maxGot)})
+	}
+	return out
+}
+
+// dependencyViolation reports the property a dependency requires, at its
+// own path; rest is the keyword location after the keyword.
+func dependencyViolation(at Violation, n *jsonschema.Schema, rest string) (Violation, bool) {
+	dep, idx, _ := strings.Cut(rest, "/")
+	dep = jsonptr.Unescape(urlUnescape(dep))
+	i, _ := strconv.Atoi(idx)
+	var names []string
+	if at.Keyword == "dependentRequired" {
+		names = n.DependentRequired[dep]
+	} else if list, ok := n.Dependencies[dep].([]string); ok {
+		names = list
+	}
+	if i >= len(names) {
+		return Violation{}, false
+	}
+	return Violation{Path: jsonptr.Append(at.Path, names[i]), Keyword: at.Keyword,
+		Message: "missing property, required when " + safetext.Quote(dep, maxPath) + " is present"}, true
+}
+
+// keywordMessage says what a keyword of n expected, or "" to use the
+// validator's own message.
+func keywordMessage(n *jsonschema.Schema, keyword string, val any, e *jsonschema.ValidationError) string {
 	switch keyword {
-	case "":
-		return add("false", "no value is allowed here")
-	case "type":
-		out = add(keyword, "expected "+strings.Join(n.Types, " or "))
-		// The validator skips every other keyword of a node once its type
-		// fails, so a value that also breaks the node's enum or const would
-		// be reported as a type error alone, and the model would learn the
-		// allowed values only after another re-ask. Report them at once.
-		if len(n.Enum) > 0 && !slices.ContainsFunc(n.Enum, func(e any) bool { return jsonEqual(e, val) }) {
-			out = append(out, Violation{Path: path, Keyword: "enum", Message: enumMessage(n.Enum), Got: got})
-		}
-		if len(n.Constant) > 0 && !jsonEqual(n.Constant[0], val) {
-			out = append(out, Violation{Path: path, Keyword: "const", Message: "expected " + safetext.Preview(n.Constant[0], 200), Got: got})
-		}
-		return out
-	case "required":
-		for _, name := range n.Required {
-			if _, ok := obj[name]; ok {
-				continue
-			}
-			msg := "missing required property"
-			if p := n.Properties[name]; p != nil && len(p.Types) > 0 {
-				msg += " (" + strings.Join(p.Types, " or ") + ")"
-			}
-			out = append(out, Violation{Path: path + "/" + jsonptr.Escape(name), Keyword: keyword, Message: msg})
-		}
-		return out
-	case "additionalProperties":
-		allowed := make([]string, 0, len(n.Properties))
-		for name := range n.Properties {
-			allowed = append(allowed, name)
-		}
-		slices.Sort(allowed)
-		msg := "unexpected property; no properties are allowed here"
-		if len(allowed) > 0 {
-			msg = "unexpected property; allowed properties: " + quoteList(allowed, 20)
-		}
-		for name, v := range obj {
-			if _, ok := n.Properties[name]; ok || matchesPattern(n, name) {
-				continue
-			}
-			out = append(out, Violation{Path: path + "/" + jsonptr.Escape(name), Keyword: keyword, Message: msg, Got: safetext.Preview(v, maxGot)})
-		}
-		return out
-	case "dependencies", "dependentRequired":
-		dep, idx, _ := strings.Cut(rest, "/")
-		dep = jsonptr.Unescape(urlUnescape(dep))
-		i, _ := strconv.Atoi(idx)
-		var names []string
-		if keyword == "dependentRequired" {
-			names = n.DependentRequired[dep]
-		} else if list, ok := n.Dependencies[dep].([]string); ok {
-			names = list
-		}
-		if i < len(names) {
-			return append(out, Violation{Path: path + "/" + jsonptr.Escape(names[i]), Keyword: keyword,
-				Message: "missing property, required when " + safetext.Quote(dep, maxPath) + " is present"})
-		}
 	case "enum":
-		return add(keyword, enumMessage(n.Enum))
+		return enumMessage(n.Enum)
 	case "const":
 		if len(n.Constant) > 0 {
-			return add(keyword, "expected "+safetext.Preview(n.Constant[0], 200))
+			return "expected " + safetext.Preview(n.Constant[0], 200)
 		}
 	case "format":
-		return add(keyword, "expected a string in format "+safetext.Quote(n.Format, 60))
+		return "expected a string in format " + safetext.Quote(n.Format, 60)
 	case "minimum":
-		return add(keyword, "expected a number >= "+ratString(n.Minimum))
+		return "expected a number >= " + ratString(n.Minimum)
 	case "exclusiveMinimum":
-		return add(keyword, "expected a number > "+ratString(n.ExclusiveMinimum))
+		return "expected a number > " + ratString(n.ExclusiveMinimum)
 	case "maximum":
-		return add(keyword, "expected a number <= "+ratString(n.Maximum))
+		return "expected a number <= " + ratString(n.Maximum)
 	case "exclusiveMaximum":
-		return add(keyword, "expected a number < "+ratString(n.ExclusiveMaximum))
+		return "expected a number < " + ratString(n.ExclusiveMaximum)
 	case "multipleOf":
-		return add(keyword, "expected a multiple of "+ratString(n.MultipleOf))
+		return "expected a multiple of " + ratString(n.MultipleOf)
 	case "minLength":
-		return add(keyword, "expected at least "+strconv.Itoa(n.MinLength)+" characters"+countOf(val))
+		return "expected at least " + strconv.Itoa(n.MinLength) + " characters" + countOf(val)
 	case "maxLength":
-		return add(keyword, "expected at most "+strconv.Itoa(n.MaxLength)+" characters"+countOf(val))
+		return "expected at most " + strconv.Itoa(n.MaxLength) + " characters" + countOf(val)
 	case "pattern":
 		if n.Pattern != nil {
-			return add(keyword, "expected a string matching the pattern "+safetext.Quote(n.Pattern.String(), maxPath))
+			return "expected a string matching the pattern " + safetext.Quote(n.Pattern.String(), maxPath)
 		}
 	case "minItems":
-		return add(keyword, "expected at least "+strconv.Itoa(n.MinItems)+" items"+countOf(val))
+		return "expected at least " + strconv.Itoa(n.MinItems) + " items" + countOf(val)
 	case "maxItems":
-		return add(keyword, "expected at most "+strconv.Itoa(n.MaxItems)+" items"+countOf(val))
+		return "expected at most " + strconv.Itoa(n.MaxItems) + " items" + countOf(val)
 	case "additionalItems":
 		if items, ok := n.Items.([]*jsonschema.Schema); ok {
-			return add(keyword, "expected at most "+strconv.Itoa(len(items))+" items"+countOf(val))
+			return "expected at most " + strconv.Itoa(len(items)) + " items" + countOf(val)
 		}
 	case "minProperties":
-		return add(keyword, "expected at least "+strconv.Itoa(n.MinProperties)+" properties"+countOf(val))
+		return "expected at least " + strconv.Itoa(n.MinProperties) + " properties" + countOf(val)
 	case "maxProperties":
-		return add(keyword, "expected at most "+strconv.Itoa(n.MaxProperties)+" properties"+countOf(val))
+		return "expected at most " + strconv.Itoa(n.MaxProperties) + " properties" + countOf(val)
 	case "uniqueItems":
-		return add(keyword, "expected unique items; "+safetext.Sanitize(e.Message, maxMessage))
+		return "expected unique items; " + safetext.Sanitize(e.Message, maxMessage)
 	case "not":
-		return add(keyword, "the value must not match the schema under \"not\"")
+		return "the value must not match the schema under \"not\""
 	case "oneOf":
-		return add(keyword, "expected exactly one alternative of \"oneOf\" to match, but "+safetext.Sanitize(e.Message, maxMessage))
+		return "expected exactly one alternative of \"oneOf\" to match, but " + safetext.Sanitize(e.Message, maxMessage)
 	}
-	return add(keyword, safetext.Sanitize(e.Message, maxMessage))
+	return ""
 }
 
 // enumMessage says which values an enum allows, at most 20 of them.
