@@ -156,7 +156,7 @@ func returnRetryError(_ context.Context, err error) (*llms.ContentResponse, erro
 
 func (m *modelRetry) emit(ctx context.Context, e Event) {
 	e.Middleware = retryName
-	m.cfg.events.emit(ctx, e)
+	report(ctx, m.cfg.events, e)
 }
 
 func (m *modelRetry) WrapModelCall(next Handler) Handler {

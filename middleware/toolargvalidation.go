@@ -218,7 +218,7 @@ const validationName = "ToolArgValidation"
 
 func (m *toolArgValidation) emit(ctx context.Context, e Event) {
 	e.Middleware = validationName
-	m.cfg.events.emit(ctx, e)
+	report(ctx, m.cfg.events, e)
 }
 
 func (m *toolArgValidation) WrapModelCall(next Handler) Handler {

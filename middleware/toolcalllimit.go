@@ -85,7 +85,7 @@ func (l *toolCallLimit) WrapModelCall(next Handler) Handler {
 				return resp, nil
 			}
 			call.rollback(ctx, mark)
-			l.cfg.events.emit(ctx, Event{Kind: EventLimit, Middleware: limitName, Attempt: attempt, Tool: l.cfg.tool, Err: exceeded})
+			report(ctx, l.cfg.events, Event{Kind: EventLimit, Middleware: limitName, Attempt: attempt, Tool: l.cfg.tool, Err: exceeded})
 			switch {
 			case l.cfg.exit == ExitError:
 				return nil, exceeded

@@ -32,9 +32,16 @@ type wrapped struct {
 }
 
 func (w *wrapped) call(ctx context.Context, req *Request) (*llms.ContentResponse, error) {
+	var done func(*llms.ContentResponse, error)
+	if o := ObserverFrom(ctx); o != nil {
+		ctx, done = o.OnModelCall(ctx, req)
+	}
 	resp, err := w.model.GenerateContent(ctx, req.Messages, req.Options...)
 	if err == nil && resp == nil {
-		return nil, errNilResponse
+		err = errNilResponse
+	}
+	if done != nil {
+		done(resp, err)
 	}
 	return resp, err
 }
