@@ -232,6 +232,7 @@ func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
 			}
 			calls := collectToolCalls(resp, len(req.Messages))
 			if len(calls) == 0 {
+				m.reportEmpty(ctx, req, resp, attempt)
 				return resp, nil
 			}
 			if tools == nil {

@@ -50,13 +50,15 @@ func ToolCallLimit(opts ...LimitOption) Middleware {
 }
 
 type toolCallLimit struct {
-	cfg limitConfig
+	cfg   limitConfig
+	names nameCheck // reports a WithToolName that names no offered tool
 }
 
 const limitName = "ToolCallLimit"
 
 func (l *toolCallLimit) WrapModelCall(next Handler) Handler {
 	return func(ctx context.Context, req *Request) (*llms.ContentResponse, error) {
+		l.names.check(ctx, l, req)
 		call := callFrom(ctx)
 		if call == nil { // the outermost limiter of this model call
 			call = &limitCall{base: len(req.Messages)}
