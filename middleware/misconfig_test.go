@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
@@ -175,4 +176,46 @@ func TestLogEventsWarnsOnMisconfiguration(t *testing.T) {
 			t.Errorf("LogEvents(%s) logged %q, want level WARN", k, buf.String())
 		}
 	}
+}
+
+// TestReadmeStackLogsMistakes wires the README's stack with LogEvents first
+// and makes both newcomer mistakes it names: a Go struct value as a tool's
+// Parameters and a WithToolName with the wrong spelling. Both reach the log
+// at Warn.
+func TestReadmeStackLogsMistakes(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &buf}, nil))
+	logEvents := middleware.WithEventHandler(middleware.LogEvents(logger))
+	m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": 1}`)))
+	guarded := middleware.Wrap(m,
+		middleware.ToolCallLimit(middleware.WithRunLimit(20), middleware.WithToolName("getWeather"), logEvents),
+		middleware.ToolArgValidation(logEvents),
+		middleware.ModelRetry(logEvents),
+	)
+	_, err := guarded.GenerateContent(context.Background(), question,
+		llms.WithTools([]llms.Tool{tool("get_weather", cityArgs{})}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	out := buf.String()
+	mu.Unlock()
+	for _, want := range []string{`level=WARN msg="toolguard: misconfigured"`, `level=WARN msg="toolguard: schema_error"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log = %q, want a line with %s", out, want)
+		}
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
