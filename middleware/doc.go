@@ -81,5 +81,6 @@
 //
 // Mistakes in wiring are reported, never guessed around: a schema that is
 // not one (a Go struct value as Parameters), a [WithToolName] that names no
-// offered tool. Wire [LogEvents] (or an [Observer]) first, so they are seen.
+// offered tool, a ToolCallLimit inside a ToolArgValidation. Wire
+// [LogEvents] (or an [Observer]) first, so they are seen.
 package middleware

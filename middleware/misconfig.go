@@ -16,9 +16,11 @@ import (
 const (
 	// EventMisconfigured: a middleware's configuration does not fit the
 	// requests it sees. [ToolCallLimit] reports it, once per middleware
-	// value, when its [WithToolName] names none of the tools a request
-	// offers (so its limits count nothing); Tool is that name and Err wraps
-	// [ErrToolNotOffered].
+	// value and mistake, when its [WithToolName] names none of the tools a
+	// request offers, so its limits count nothing (Err wraps
+	// [ErrToolNotOffered]), and when it is placed inside a
+	// [ToolArgValidation], so it counts calls that are rejected (Err wraps
+	// [ErrLimitInsideValidation]). Tool is the limiter's WithToolName.
 	EventMisconfigured EventKind = "misconfigured"
 	// EventEmptyResponse: [ToolArgValidation] got a response to a request
 	// that offers tools with neither a tool call nor any text. The
@@ -37,15 +39,23 @@ var ErrToolNotOffered = errors.New("middleware: the limited tool is not offered"
 // ErrEmptyResponse is wrapped by the Err of an [EventEmptyResponse].
 var ErrEmptyResponse = errors.New("middleware: empty response to a request offering tools")
 
-// nameCheck reports, once per [ToolCallLimit] value, a [WithToolName] that
-// names none of the tools a request offers. Once a request offers the tool,
-// the name is known to be right and nothing more is checked.
-type nameCheck struct {
-	done atomic.Bool // reported, or the name was seen among the offered tools
+// wiringChecks are the checks a [ToolCallLimit] value makes of how it is
+// wired, each reported once per value.
+type wiringChecks struct {
+	name      atomic.Bool // reported, or the limited tool was seen among the offered tools
+	placement atomic.Bool // reported
 }
 
-func (c *nameCheck) check(ctx context.Context, l *toolCallLimit, req *Request) {
-	if l.cfg.tool == "" || c.done.Load() {
+func (w *wiringChecks) check(ctx context.Context, l *toolCallLimit, req *Request) {
+	w.checkName(ctx, l, req)
+	w.checkPlacement(ctx, l)
+}
+
+// checkName reports a [WithToolName] that names none of the tools a request
+// offers. Once a request offers the tool, the name is known to be right and
+// nothing more is checked.
+func (w *wiringChecks) checkName(ctx context.Context, l *toolCallLimit, req *Request) {
+	if l.cfg.tool == "" || w.name.Load() {
 		return
 	}
 	tools := req.Tools()
@@ -55,12 +65,12 @@ func (c *nameCheck) check(ctx context.Context, l *toolCallLimit, req *Request) {
 			continue
 		}
 		if l.covers(&toolCall{fn: &llms.FunctionCall{Name: t.Function.Name}}) {
-			c.done.Store(true)
+			w.name.Store(true)
 			return
 		}
 		names = append(names, safetext.Quote(t.Function.Name, 80))
 	}
-	if len(names) == 0 || !c.done.CompareAndSwap(false, true) {
+	if len(names) == 0 || !w.name.CompareAndSwap(false, true) {
 		return // a request without tools says nothing about the name
 	}
 	const shown = 10

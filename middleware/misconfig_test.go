@@ -219,3 +219,51 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestLimitInsideValidation: a ToolCallLimit placed inside a
+// ToolArgValidation counts the calls validation rejects; it is reported once
+// per limiter. The README's order is not.
+func TestLimitInsideValidation(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		stack func(lim middleware.Middleware) []middleware.Middleware
+		want  int
+	}{
+		{"limiter inside validation", func(lim middleware.Middleware) []middleware.Middleware {
+			return []middleware.Middleware{middleware.ToolArgValidation(), lim}
+		}, 1},
+		{"limiter outside validation", func(lim middleware.Middleware) []middleware.Middleware {
+			return []middleware.Middleware{lim, middleware.ToolArgValidation()}
+		}, 0},
+		{"limiter alone", func(lim middleware.Middleware) []middleware.Middleware {
+			return []middleware.Middleware{lim}
+		}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rec := &recorder{}
+			lim := middleware.ToolCallLimit(middleware.WithRunLimit(5), middleware.WithEventHandler(rec.handle))
+			m := fakemodel.New(fakemodel.Text("a"), fakemodel.Text("b"))
+			guarded := middleware.Wrap(m, tc.stack(lim)...)
+			for range 2 {
+				if _, err := guarded.GenerateContent(context.Background(), question, llms.WithTools([]llms.Tool{weatherTool})); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got []middleware.Event
+			for _, e := range rec.all() {
+				if e.Kind == middleware.EventMisconfigured {
+					got = append(got, e)
+				}
+			}
+			if len(got) != tc.want {
+				t.Fatalf("%s, 2 calls: %d EventMisconfigured (%v), want %d", tc.name, len(got), got, tc.want)
+			}
+			if tc.want > 0 && !errors.Is(got[0].Err, middleware.ErrLimitInsideValidation) {
+				t.Errorf("event error = %v, want ErrLimitInsideValidation", got[0].Err)
+			}
+		})
+	}
+}

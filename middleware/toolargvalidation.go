@@ -223,6 +223,8 @@ func (m *toolArgValidation) emit(ctx context.Context, e Event) {
 
 func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
 	return func(ctx context.Context, req *Request) (*llms.ContentResponse, error) {
+		// Lets a ToolCallLimit inside report its misplacement.
+		ctx = insideValidation(ctx)
 		var tools toolSchemas // built on the first response with tool calls
 		attemptReq := req
 		for attempt := 1; ; attempt++ {
