@@ -12,6 +12,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/anthropic"
+	"github.com/tmc/langchaingo/llms/ollama"
 	"github.com/tmc/langchaingo/llms/openai"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/retry"
@@ -59,6 +60,9 @@ const (
 	anthropic429 = `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`
 	anthropicOK  = `{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","stop_reason":"end_turn",
 		"usage":{"input_tokens":1,"output_tokens":1},"content":[{"type":"text","text":"Sunny."}]}`
+	// Ollama answers an overloaded server with 503 and one NDJSON line.
+	ollama503 = `{"error":"server busy, please try again.  maximum pending requests exceeded"}` + "\n"
+	ollamaOK  = `{"model":"qwen3","created_at":"2026-11-24T05:00:00Z","done":true,"message":{"role":"assistant","content":"Sunny."}}` + "\n"
 )
 
 // providerClient builds a real langchaingo client against srv, with hc.
@@ -71,6 +75,19 @@ func openAIClient(t *testing.T, srv *httptest.Server, hc *http.Client) llms.Mode
 		opts = append(opts, openai.WithHTTPClient(hc))
 	}
 	llm, err := openai.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return llm
+}
+
+func ollamaClient(t *testing.T, srv *httptest.Server, hc *http.Client) llms.Model {
+	t.Helper()
+	opts := []ollama.Option{ollama.WithServerURL(srv.URL), ollama.WithModel("qwen3")}
+	if hc != nil {
+		opts = append(opts, ollama.WithHTTPClient(hc))
+	}
+	llm, err := ollama.New(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,8 +125,9 @@ func recordWaits() (middleware.RetryOption, func() []time.Duration) {
 }
 
 // TestRetryAfterHeaderThroughProviders sends a call through langchaingo's
-// real OpenAI and Anthropic clients to a loopback server that answers 429
-// with a Retry-After header and a body without any hint, then 200. With
+// real OpenAI, Anthropic and Ollama clients to a loopback server that
+// answers 429 (Ollama: 503) with a Retry-After header and a body without any
+// hint, then 200. With
 // retry.HTTPClient the wait ModelRetry chooses is the header's; without it
 // the header is lost and the wait is the backoff's own (at most 1.25 s).
 func TestRetryAfterHeaderThroughProviders(t *testing.T) {
@@ -117,10 +135,12 @@ func TestRetryAfterHeaderThroughProviders(t *testing.T) {
 	providers := []struct {
 		name      string
 		client    providerClient
+		status    int
 		limit, ok string
 	}{
-		{"openai", openAIClient, openAI429, openAIOK},
-		{"anthropic", anthropicClient, anthropic429, anthropicOK},
+		{"openai", openAIClient, http.StatusTooManyRequests, openAI429, openAIOK},
+		{"anthropic", anthropicClient, http.StatusTooManyRequests, anthropic429, anthropicOK},
+		{"ollama", ollamaClient, http.StatusServiceUnavailable, ollama503, ollamaOK},
 	}
 	tests := []struct {
 		name   string
@@ -138,7 +158,7 @@ func TestRetryAfterHeaderThroughProviders(t *testing.T) {
 			t.Run(p.name+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
 				srv, requests := scriptedServer(t,
-					reply{status: http.StatusTooManyRequests, header: tc.header, body: p.limit},
+					reply{status: p.status, header: tc.header, body: p.limit},
 					reply{status: http.StatusOK, body: p.ok})
 				var hc *http.Client
 				if tc.hinted {
