@@ -20,7 +20,7 @@ import (
 
 // reply is one scripted HTTP answer of a loopback provider.
 type reply struct {
-	status int
+	status int // 0: close the connection without answering
 	header map[string]string
 	body   string
 }
@@ -40,6 +40,12 @@ func scriptedServer(t *testing.T, replies ...reply) (*httptest.Server, func() in
 		}
 		rep := replies[n]
 		n++
+		if rep.status == 0 { // drop the connection: a transport error, no response
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				conn.Close()
+			}
+			return
+		}
 		for k, v := range rep.header {
 			w.Header().Set(k, v)
 		}
@@ -212,5 +218,31 @@ func TestRetryAfterHeaderPastDeadline(t *testing.T) {
 	}
 	if w := waits(); len(w) != 0 || requests() != 1 {
 		t.Errorf("ModelRetry waited %v and made %d requests, want no wait and 1 request", w, requests())
+	}
+}
+
+// TestRetryAfterHeaderPerAttempt: each attempt gets its own hint, so a
+// header of the first failure does not stretch the wait after the second,
+// a dropped connection that records nothing.
+func TestRetryAfterHeaderPerAttempt(t *testing.T) {
+	t.Parallel()
+	srv, requests := scriptedServer(t,
+		reply{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "7"}, body: openAI429},
+		reply{status: 0},
+		reply{status: http.StatusOK, body: openAIOK})
+	sleep, waits := recordWaits()
+	guarded := middleware.Wrap(openAIClient(t, srv, retry.HTTPClient(srv.Client())), middleware.ModelRetry(sleep))
+	if _, err := guarded.GenerateContent(context.Background(), []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Weather?")}); err != nil {
+		t.Fatalf("GenerateContent = %v, want the answer after two retries", err)
+	}
+	w := waits()
+	if len(w) != 2 || requests() != 3 {
+		t.Fatalf("waits %v over %d requests, want 2 waits over 3 requests", w, requests())
+	}
+	if w[0] != 7*time.Second {
+		t.Errorf("first wait = %v, want the header's 7s", w[0])
+	}
+	if w[1] < 1500*time.Millisecond || w[1] > 2500*time.Millisecond {
+		t.Errorf("second wait = %v, want the backoff's 2s ±25%%, not the first attempt's header", w[1])
 	}
 }
