@@ -6,7 +6,8 @@
 //     Schema, strips hallucinated empty values, and re-asks the model with
 //     feedback naming every violation;
 //   - [ModelRetry] retries transient model errors (429, 5xx, timeouts) with
-//     backoff, jitter and Retry-After;
+//     backoff, jitter and the server's retry hint (Retry-After headers
+//     through [retry.HTTPClient]);
 //   - [ToolCallLimit] caps tool calls per run and per thread, for all tools
 //     or one.
 //
@@ -65,4 +66,21 @@
 // each call once. Place limiters outside re-invoking middlewares: a
 // middleware outside a limiter that discards its response would leave
 // counted calls that never ran.
+//
+// # Provider clients
+//
+// langchaingo's clients hide two things the middlewares need. Their errors
+// carry no response headers, so ModelRetry reads a Retry-After header only
+// when the provider client was given a [retry.HTTPClient]
+// (openai.WithHTTPClient(retry.HTTPClient(nil)), likewise for anthropic and
+// ollama). And the native ollama client sends no tools and drops the tool
+// calls of Ollama's answer, with no error: use langchaingo's openai client
+// with Ollama's OpenAI-compatible endpoint
+// (openai.WithBaseURL("http://localhost:11434/v1")) for tool calling.
+// ToolArgValidation reports such an answer ([EventEmptyResponse]).
+//
+// Mistakes in wiring are reported, never guessed around: a schema that is
+// not one (a Go struct value as Parameters), a [WithToolName] that names no
+// offered tool, a ToolCallLimit inside a ToolArgValidation. Wire
+// [LogEvents] (or an [Observer]) first, so they are seen.
 package middleware

@@ -109,11 +109,12 @@ func ContinueOnFailure(_ context.Context, err error) (*llms.ContentResponse, err
 // It makes at most 1 + [WithMaxRetries] (default 2) attempts per call and
 // waits between them as the backoff policy says ([WithBackOff]; default 1s,
 // 2s, … capped at 60s, ±25% jitter), longer when the server asked for it
-// ([retry.NextWait]). It gives up at once on an error that is not retryable,
-// when the policy says backoff.Stop, and when the wait would end after the
-// context's deadline; a cancelled context stops a wait at once. An attempt
-// that already streamed chunks to the caller is not retried
-// ([WithRetryStreamed]).
+// ([retry.NextWait]: the error's hint, or the Retry-After header recorded
+// by a [retry.HTTPClient] given to the provider client). It gives up at
+// once on an error that is not retryable, when the policy says
+// backoff.Stop, and when the wait would end after the context's deadline;
+// a cancelled context stops a wait at once. An attempt that already
+// streamed chunks to the caller is not retried ([WithRetryStreamed]).
 //
 // When it gives up it returns a *[retry.Error] (the attempts made; its
 // Unwrap is the last attempt's error), or what [WithOnFailure] makes of it.
@@ -172,7 +173,8 @@ func (m *modelRetry) WrapModelCall(next Handler) Handler {
 			if watch != nil {
 				attemptReq.Options, chunks = watch.options(req.Options)
 			}
-			resp, err := next(ctx, attemptReq)
+			attemptCtx, hint := retry.WithHeaderHint(ctx) // filled by a retry.HTTPClient
+			resp, err := next(attemptCtx, attemptReq)
 			if err == nil {
 				return resp, nil
 			}
@@ -186,7 +188,7 @@ func (m *modelRetry) WrapModelCall(next Handler) Handler {
 				policy = m.cfg.newBackOff()
 				policy.Reset()
 			}
-			wait, ok := retry.NextWait(policy, err)
+			wait, ok := retry.NextWait(policy, hint.Annotate(err))
 			if !ok {
 				return m.giveUp(ctx, attempt, err)
 			}

@@ -223,6 +223,8 @@ func (m *toolArgValidation) emit(ctx context.Context, e Event) {
 
 func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
 	return func(ctx context.Context, req *Request) (*llms.ContentResponse, error) {
+		// Lets a ToolCallLimit inside report its misplacement.
+		ctx = insideValidation(ctx)
 		var tools toolSchemas // built on the first response with tool calls
 		attemptReq := req
 		for attempt := 1; ; attempt++ {
@@ -232,6 +234,7 @@ func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
 			}
 			calls := collectToolCalls(resp, len(req.Messages))
 			if len(calls) == 0 {
+				m.reportEmpty(ctx, req, resp, attempt)
 				return resp, nil
 			}
 			if tools == nil {

@@ -50,13 +50,15 @@ func ToolCallLimit(opts ...LimitOption) Middleware {
 }
 
 type toolCallLimit struct {
-	cfg limitConfig
+	cfg    limitConfig
+	wiring wiringChecks // reports a misnamed tool or a misplaced limiter
 }
 
 const limitName = "ToolCallLimit"
 
 func (l *toolCallLimit) WrapModelCall(next Handler) Handler {
 	return func(ctx context.Context, req *Request) (*llms.ContentResponse, error) {
+		l.wiring.check(ctx, l, req)
 		call := callFrom(ctx)
 		if call == nil { // the outermost limiter of this model call
 			call = &limitCall{base: len(req.Messages)}

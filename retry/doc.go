@@ -59,9 +59,29 @@
 // gets a fresh one per logical call from a factory such as [DefaultBackOff]:
 // exponential, 1s, 2s, 4s, … capped at 60s, each wait jittered by ±25% (the
 // defaults of LangChain's ModelRetryMiddleware). [NextWait] combines the
-// policy's wait with the server's own hint (After): "Please try again in
-// 1.2s", "retry after 6 seconds", "retry in 24s", a RetryAfter method. The
-// hint is a floor on the wait, capped at the policy's maximum delay.
+// policy's wait with the server's own hint: the hint is a floor on the
+// wait, capped at the policy's maximum delay.
+//
+// # Retry hints
+//
+// These sources of a hint are honoured, and nothing else:
+//
+//   - the error's text ([After]): "Please try again in 1.2s" and "try again
+//     in 20ms" (OpenAI's body), "retry after 6 seconds" (Azure OpenAI),
+//     "Retry-After: 20", "retry in 24s" (Google AI's RetryInfo as the genai
+//     client prints it), and a "retryDelay": "24s" field of a Google API
+//     error body;
+//   - a method RetryAfter() time.Duration of an error in the chain ([After]);
+//   - the "retry-after-ms" (milliseconds) or else "Retry-After" (seconds or
+//     an HTTP date) header of a failed response (408, 409, 429, 5xx but 501
+//     and 505), recorded by a client made with [HTTPClient] into the
+//     [HeaderHint] of the request's context ([WithHeaderHint]).
+//     langchaingo's provider clients drop response headers, so the header
+//     is honoured only when the provider client is given such a client
+//     (openai.WithHTTPClient, anthropic.WithHTTPClient, ollama.WithHTTPClient)
+//     and the retry loop puts a HeaderHint in each attempt's context, as
+//     middleware.ModelRetry does. When the header and the error both carry
+//     a hint, the longer wins.
 //
 // # Errors
 //

@@ -13,9 +13,10 @@ import (
 //
 // The hint is taken from the first of:
 //
-//   - an error in err's chain with a method RetryAfter() time.Duration (a
-//     custom model or HTTP client can surface the Retry-After header this
-//     way; langchaingo's providers drop their response headers);
+//   - an error in err's chain with a method RetryAfter() time.Duration
+//     (such as [HeaderHint.Annotate]'s: langchaingo's providers drop their
+//     response headers, so a Retry-After header reaches After only through
+//     an [HTTPClient] and a HeaderHint);
 //   - "retry after N" or "Retry-After: N" in the message, N in seconds unless
 //     a unit follows ("retry after 1.5s", "Please retry after 6 seconds",
 //     as Azure OpenAI writes);

@@ -103,6 +103,9 @@ func WithResource(url string, doc any) Option {
 // with an error wrapping [ErrRefused]: nothing is loaded from the network or
 // the disk.
 //
+// A schema object with keys but no JSON Schema keyword ({"city": ""}, a Go
+// value marshaled) is refused with an error wrapping [ErrNoKeyword].
+//
 // A schema nested deeper than [MaxDepth], or whose subschemas could apply more
 // than [MaxApplications] times to one value, is refused with an error wrapping
 // [ErrTooComplex], so that no schema can make validation take exponential
@@ -162,6 +165,9 @@ func compileBytes(raw []byte, cfg *compileConfig) (s *Schema, err error) {
 			s, err = nil, fmt.Errorf("validation: the schema compiler failed on this schema: %v", r)
 		}
 	}()
+	if err := checkKeywords(raw); err != nil {
+		return nil, err
+	}
 	draft, _ := cfg.draft.engine()
 	c := jsonschema.NewCompiler()
 	c.Draft = draft

@@ -1,0 +1,101 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/internal/safetext"
+)
+
+// Events that point at a mistake in how the stack is wired rather than at
+// something the model did. [LogEvents] logs them at Warn.
+const (
+	// EventMisconfigured: a middleware's configuration does not fit the
+	// requests it sees. [ToolCallLimit] reports it, once per middleware
+	// value and mistake, when its [WithToolName] names none of the tools a
+	// request offers, so its limits count nothing (Err wraps
+	// [ErrToolNotOffered]), and when it is placed inside a
+	// [ToolArgValidation], so it counts calls that are rejected (Err wraps
+	// [ErrLimitInsideValidation]). Tool is the limiter's WithToolName.
+	EventMisconfigured EventKind = "misconfigured"
+	// EventEmptyResponse: [ToolArgValidation] got a response to a request
+	// that offers tools with neither a tool call nor any text. The
+	// response is returned as is; Err wraps [ErrEmptyResponse]. The usual
+	// cause is langchaingo's native ollama client, which sends no tools and
+	// drops the tool calls of Ollama's answer: use langchaingo's openai
+	// client with Ollama's OpenAI-compatible endpoint (base URL
+	// http://localhost:11434/v1) instead.
+	EventEmptyResponse EventKind = "empty_response"
+)
+
+// ErrToolNotOffered is wrapped by the Err of an [EventMisconfigured] that
+// [ToolCallLimit] reports for a [WithToolName] naming no offered tool.
+var ErrToolNotOffered = errors.New("middleware: the limited tool is not offered")
+
+// ErrEmptyResponse is wrapped by the Err of an [EventEmptyResponse].
+var ErrEmptyResponse = errors.New("middleware: empty response to a request offering tools")
+
+// wiringChecks are the checks a [ToolCallLimit] value makes of how it is
+// wired, each reported once per value.
+type wiringChecks struct {
+	name      atomic.Bool // reported, or the limited tool was seen among the offered tools
+	placement atomic.Bool // reported
+}
+
+func (w *wiringChecks) check(ctx context.Context, l *toolCallLimit, req *Request) {
+	w.checkName(ctx, l, req)
+	w.checkPlacement(ctx, l)
+}
+
+// checkName reports a [WithToolName] that names none of the tools a request
+// offers. Once a request offers the tool, the name is known to be right and
+// nothing more is checked.
+func (w *wiringChecks) checkName(ctx context.Context, l *toolCallLimit, req *Request) {
+	if l.cfg.tool == "" || w.name.Load() {
+		return
+	}
+	tools := req.Tools()
+	names := make([]string, 0, len(tools))
+	for _, t := range tools {
+		if t.Function == nil {
+			continue
+		}
+		if l.covers(&toolCall{fn: &llms.FunctionCall{Name: t.Function.Name}}) {
+			w.name.Store(true)
+			return
+		}
+		names = append(names, safetext.Quote(t.Function.Name, 80))
+	}
+	if len(names) == 0 || !w.name.CompareAndSwap(false, true) {
+		return // a request without tools says nothing about the name
+	}
+	const shown = 10
+	if len(names) > shown {
+		names = append(names[:shown], fmt.Sprintf("and %d more", len(names)-shown))
+	}
+	err := fmt.Errorf("%w: ToolCallLimit's WithToolName(%s) names none of the request's tools (%s), so its limits count no call",
+		ErrToolNotOffered, safetext.Quote(l.cfg.tool, 80), strings.Join(names, ", "))
+	report(ctx, l.cfg.events, Event{Kind: EventMisconfigured, Middleware: limitName, Tool: l.cfg.tool, Err: err})
+}
+
+// reportEmpty reports an [EventEmptyResponse] when resp, which has no tool
+// calls, has no text either although req offers tools.
+func (m *toolArgValidation) reportEmpty(ctx context.Context, req *Request, resp *llms.ContentResponse, attempt int) {
+	if resp != nil {
+		for _, c := range resp.Choices {
+			if c != nil && strings.TrimSpace(c.Content) != "" {
+				return
+			}
+		}
+	}
+	if len(req.Tools()) == 0 {
+		return
+	}
+	err := fmt.Errorf("%w: no tool call and no text (langchaingo's native ollama client drops tool calls: "+
+		"use its openai client with Ollama's /v1 endpoint)", ErrEmptyResponse)
+	m.emit(ctx, Event{Kind: EventEmptyResponse, Attempt: attempt, Err: err})
+}

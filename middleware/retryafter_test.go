@@ -1,0 +1,248 @@
+package middleware_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/anthropic"
+	"github.com/tmc/langchaingo/llms/ollama"
+	"github.com/tmc/langchaingo/llms/openai"
+	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/retry"
+)
+
+// reply is one scripted HTTP answer of a loopback provider.
+type reply struct {
+	status int // 0: close the connection without answering
+	header map[string]string
+	body   string
+}
+
+// scriptedServer answers each request with the next reply and counts them.
+func scriptedServer(t *testing.T, replies ...reply) (*httptest.Server, func() int) {
+	t.Helper()
+	var mu sync.Mutex
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		if n >= len(replies) {
+			http.Error(w, `{"error":{"message":"script exhausted"}}`, http.StatusBadRequest)
+			return
+		}
+		rep := replies[n]
+		n++
+		if rep.status == 0 { // drop the connection: a transport error, no response
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				conn.Close()
+			}
+			return
+		}
+		for k, v := range rep.header {
+			w.Header().Set(k, v)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(rep.status)
+		_, _ = io.WriteString(w, rep.body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() int { mu.Lock(); defer mu.Unlock(); return n }
+}
+
+// The bodies carry no hint: only the headers say how long to wait.
+const (
+	openAI429 = `{"error":{"message":"Rate limit reached for requests","type":"requests","code":"rate_limit_exceeded"}}`
+	openAIOK  = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-test",
+		"choices":[{"index":0,"message":{"role":"assistant","content":"Sunny."},"finish_reason":"stop"}],
+		"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
+	anthropic429 = `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`
+	anthropicOK  = `{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","stop_reason":"end_turn",
+		"usage":{"input_tokens":1,"output_tokens":1},"content":[{"type":"text","text":"Sunny."}]}`
+	// Ollama answers an overloaded server with 503 and one NDJSON line.
+	ollama503 = `{"error":"server busy, please try again.  maximum pending requests exceeded"}` + "\n"
+	ollamaOK  = `{"model":"qwen3","created_at":"2026-11-24T05:00:00Z","done":true,"message":{"role":"assistant","content":"Sunny."}}` + "\n"
+)
+
+// providerClient builds a real langchaingo client against srv, with hc.
+type providerClient func(t *testing.T, srv *httptest.Server, hc *http.Client) llms.Model
+
+func openAIClient(t *testing.T, srv *httptest.Server, hc *http.Client) llms.Model {
+	t.Helper()
+	opts := []openai.Option{openai.WithToken("test"), openai.WithBaseURL(srv.URL), openai.WithModel("gpt-test")}
+	if hc != nil {
+		opts = append(opts, openai.WithHTTPClient(hc))
+	}
+	llm, err := openai.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return llm
+}
+
+func ollamaClient(t *testing.T, srv *httptest.Server, hc *http.Client) llms.Model {
+	t.Helper()
+	opts := []ollama.Option{ollama.WithServerURL(srv.URL), ollama.WithModel("qwen3")}
+	if hc != nil {
+		opts = append(opts, ollama.WithHTTPClient(hc))
+	}
+	llm, err := ollama.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return llm
+}
+
+func anthropicClient(t *testing.T, srv *httptest.Server, hc *http.Client) llms.Model {
+	t.Helper()
+	opts := []anthropic.Option{anthropic.WithToken("test"), anthropic.WithBaseURL(srv.URL), anthropic.WithModel("claude-test")}
+	if hc != nil {
+		opts = append(opts, anthropic.WithHTTPClient(hc))
+	}
+	llm, err := anthropic.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return llm
+}
+
+// recordWaits returns a ModelRetry sleep that records each wait and returns
+// at once.
+func recordWaits() (middleware.RetryOption, func() []time.Duration) {
+	var mu sync.Mutex
+	var waits []time.Duration
+	return middleware.WithSleep(func(ctx context.Context, d time.Duration) error {
+			mu.Lock()
+			defer mu.Unlock()
+			waits = append(waits, d)
+			return ctx.Err()
+		}), func() []time.Duration {
+			mu.Lock()
+			defer mu.Unlock()
+			return append([]time.Duration(nil), waits...)
+		}
+}
+
+// TestRetryAfterHeaderThroughProviders sends a call through langchaingo's
+// real OpenAI, Anthropic and Ollama clients to a loopback server that
+// answers 429 (Ollama: 503) with a Retry-After header and a body without any
+// hint, then 200. With
+// retry.HTTPClient the wait ModelRetry chooses is the header's; without it
+// the header is lost and the wait is the backoff's own (at most 1.25 s).
+func TestRetryAfterHeaderThroughProviders(t *testing.T) {
+	t.Parallel()
+	providers := []struct {
+		name      string
+		client    providerClient
+		status    int
+		limit, ok string
+	}{
+		{"openai", openAIClient, http.StatusTooManyRequests, openAI429, openAIOK},
+		{"anthropic", anthropicClient, http.StatusTooManyRequests, anthropic429, anthropicOK},
+		{"ollama", ollamaClient, http.StatusServiceUnavailable, ollama503, ollamaOK},
+	}
+	tests := []struct {
+		name   string
+		header map[string]string
+		hinted bool // install retry.HTTPClient
+		want   time.Duration
+	}{
+		{"Retry-After seconds", map[string]string{"Retry-After": "3"}, true, 3 * time.Second},
+		{"retry-after-ms wins over Retry-After", map[string]string{"Retry-After": "3", "Retry-After-Ms": "2500"}, true, 2500 * time.Millisecond},
+		{"Retry-After capped at the policy maximum", map[string]string{"Retry-After": "600"}, true, 60 * time.Second},
+		{"without retry.HTTPClient the header is lost", map[string]string{"Retry-After": "3"}, false, 0},
+	}
+	for _, p := range providers {
+		for _, tc := range tests {
+			t.Run(p.name+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				srv, requests := scriptedServer(t,
+					reply{status: p.status, header: tc.header, body: p.limit},
+					reply{status: http.StatusOK, body: p.ok})
+				var hc *http.Client
+				if tc.hinted {
+					hc = retry.HTTPClient(srv.Client())
+				}
+				sleep, waits := recordWaits()
+				guarded := middleware.Wrap(p.client(t, srv, hc), middleware.ModelRetry(sleep))
+				resp, err := guarded.GenerateContent(context.Background(),
+					[]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Weather?")})
+				if err != nil {
+					t.Fatalf("GenerateContent = %v, want the answer after one retry", err)
+				}
+				if got := resp.Choices[0].Content; got != "Sunny." {
+					t.Errorf("answer = %q, want %q", got, "Sunny.")
+				}
+				if n := requests(); n != 2 {
+					t.Errorf("server got %d requests, want 2", n)
+				}
+				w := waits()
+				if len(w) != 1 {
+					t.Fatalf("ModelRetry waited %v, want one wait", w)
+				}
+				t.Logf("%s, %s: ModelRetry waited %v", p.name, tc.name, w[0])
+				switch {
+				case tc.want != 0 && w[0] != tc.want:
+					t.Errorf("ModelRetry waited %v, want %v (the header's)", w[0], tc.want)
+				case tc.want == 0 && (w[0] < 750*time.Millisecond || w[0] > 1250*time.Millisecond):
+					t.Errorf("ModelRetry waited %v without the header, want the backoff's 1s ±25%%", w[0])
+				}
+			})
+		}
+	}
+}
+
+// TestRetryAfterHeaderPastDeadline: when the header asks for a wait that
+// would end after the caller's deadline, ModelRetry gives up at once rather
+// than sleep in vain.
+func TestRetryAfterHeaderPastDeadline(t *testing.T) {
+	t.Parallel()
+	srv, requests := scriptedServer(t,
+		reply{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "30"}, body: openAI429},
+		reply{status: http.StatusOK, body: openAIOK})
+	sleep, waits := recordWaits()
+	guarded := middleware.Wrap(openAIClient(t, srv, retry.HTTPClient(srv.Client())), middleware.ModelRetry(sleep))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := guarded.GenerateContent(ctx, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Weather?")})
+	var re *retry.Error
+	if !errors.As(err, &re) || re.Attempts != 1 {
+		t.Fatalf("GenerateContent = %v, want a *retry.Error after 1 attempt", err)
+	}
+	if w := waits(); len(w) != 0 || requests() != 1 {
+		t.Errorf("ModelRetry waited %v and made %d requests, want no wait and 1 request", w, requests())
+	}
+}
+
+// TestRetryAfterHeaderPerAttempt: each attempt gets its own hint, so a
+// header of the first failure does not stretch the wait after the second,
+// a dropped connection that records nothing.
+func TestRetryAfterHeaderPerAttempt(t *testing.T) {
+	t.Parallel()
+	srv, requests := scriptedServer(t,
+		reply{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "7"}, body: openAI429},
+		reply{status: 0},
+		reply{status: http.StatusOK, body: openAIOK})
+	sleep, waits := recordWaits()
+	guarded := middleware.Wrap(openAIClient(t, srv, retry.HTTPClient(srv.Client())), middleware.ModelRetry(sleep))
+	if _, err := guarded.GenerateContent(context.Background(), []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Weather?")}); err != nil {
+		t.Fatalf("GenerateContent = %v, want the answer after two retries", err)
+	}
+	w := waits()
+	if len(w) != 2 || requests() != 3 {
+		t.Fatalf("waits %v over %d requests, want 2 waits over 3 requests", w, requests())
+	}
+	if w[0] != 7*time.Second {
+		t.Errorf("first wait = %v, want the header's 7s", w[0])
+	}
+	if w[1] < 1500*time.Millisecond || w[1] > 2500*time.Millisecond {
+		t.Errorf("second wait = %v, want the backoff's 2s ±25%%, not the first attempt's header", w[1])
+	}
+}
