@@ -224,9 +224,10 @@ func (m *toolArgValidation) emit(ctx context.Context, e Event) {
 func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
 	return func(ctx context.Context, req *Request) (*llms.ContentResponse, error) {
 		var tools toolSchemas // built on the first response with tool calls
-		attemptReq := req
+		attemptReq, st := req, streamOf(req)
 		for attempt := 1; ; attempt++ {
-			resp, err := next(ctx, attemptReq)
+			streamReq, gate := st.attempt(attemptReq)
+			resp, err := next(ctx, streamReq)
 			if err != nil {
 				return nil, err
 			}
@@ -243,14 +244,14 @@ func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
 			}
 			invalid := invalidErrors(verdicts)
 			if len(invalid) == 0 {
-				return resp, nil
+				return gate.deliver(ctx, resp)
 			}
 			if attempt > m.cfg.maxRetries {
 				m.emit(ctx, Event{Kind: EventGiveUp, Attempt: attempt, Err: invalid[0]})
 				if m.cfg.failClosed {
 					return nil, &InvalidToolCallsError{Attempts: attempt, Errors: invalid, Response: resp}
 				}
-				return resp, nil
+				return gate.deliver(ctx, resp)
 			}
 			if err := ctx.Err(); err != nil {
 				return nil, err

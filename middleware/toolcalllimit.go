@@ -63,10 +63,11 @@ func (l *toolCallLimit) WrapModelCall(next Handler) Handler {
 			ctx = context.WithValue(ctx, limitCallKey{}, call)
 		}
 		sc := l.scopes(ctx, req.Messages[:min(call.base, len(req.Messages))])
-		attemptReq := req
+		attemptReq, st := req, streamOf(req)
 		for attempt := 1; ; attempt++ {
 			mark := call.mark()
-			resp, err := next(ctx, attemptReq)
+			streamReq, gate := st.attempt(attemptReq)
+			resp, err := next(ctx, streamReq)
 			if err != nil {
 				call.rollback(ctx, mark)
 				return nil, err
@@ -74,7 +75,7 @@ func (l *toolCallLimit) WrapModelCall(next Handler) Handler {
 			calls := collectToolCalls(resp, len(req.Messages))
 			n := l.countCovered(calls)
 			if n == 0 {
-				return resp, nil
+				return gate.deliver(ctx, resp)
 			}
 			exceeded, err := l.admit(ctx, call, mark, sc, n)
 			if err != nil {
@@ -82,7 +83,10 @@ func (l *toolCallLimit) WrapModelCall(next Handler) Handler {
 				return nil, err
 			}
 			if exceeded == nil {
-				return resp, nil
+				if resp, err = gate.deliver(ctx, resp); err != nil {
+					call.rollback(ctx, mark)
+				}
+				return resp, err
 			}
 			call.rollback(ctx, mark)
 			report(ctx, l.cfg.events, Event{Kind: EventLimit, Middleware: limitName, Attempt: attempt, Tool: l.cfg.tool, Err: exceeded})
@@ -95,6 +99,7 @@ func (l *toolCallLimit) WrapModelCall(next Handler) Handler {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
+			report(ctx, l.cfg.events, Event{Kind: EventReask, Middleware: limitName, Attempt: attempt + 1, Tool: l.cfg.tool})
 			attemptReq = &Request{
 				Messages: withReplay(req.Messages, replay(resp, calls, l.answers(calls, exceeded))),
 				Options:  req.Options,
