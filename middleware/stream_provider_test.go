@@ -84,16 +84,28 @@ func oaiDelta(delta, finish string) string {
 // oaiAnswer streams text (if any) then one tool call (if name is set)
 // whose arguments arrive in two deltas, as OpenAI sends them.
 func oaiAnswer(text, id, name, args string) reply {
+	if name == "" {
+		return oaiCalls(text)
+	}
+	return oaiCalls(text, oaiCall{id, name, args})
+}
+
+type oaiCall struct{ id, name, args string }
+
+// oaiCalls streams text (if any) then each call, its arguments in a second
+// delta.
+func oaiCalls(text string, calls ...oaiCall) reply {
 	events := []string{oaiDelta(`{"role":"assistant","content":""}`, "")}
 	if text != "" {
 		events = append(events, oaiDelta(`{"content":`+jsonString(text)+`}`, ""))
 	}
 	finish := "stop"
-	if name != "" {
+	for i, c := range calls {
 		finish = "tool_calls"
+		idx := fmt.Sprint(i)
 		events = append(events,
-			oaiDelta(`{"tool_calls":[{"index":0,"id":"`+id+`","type":"function","function":{"name":"`+name+`","arguments":""}}]}`, ""),
-			oaiDelta(`{"tool_calls":[{"index":0,"function":{"arguments":`+jsonString(args)+`}}]}`, ""))
+			oaiDelta(`{"tool_calls":[{"index":`+idx+`,"id":"`+c.id+`","type":"function","function":{"name":"`+c.name+`","arguments":""}}]}`, ""),
+			oaiDelta(`{"tool_calls":[{"index":`+idx+`,"function":{"arguments":`+jsonString(c.args)+`}}]}`, ""))
 	}
 	events = append(events, oaiDelta(`{}`, finish),
 		`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`+"\n\n",
@@ -308,6 +320,26 @@ func TestStreamingThroughOpenAIProvider(t *testing.T) {
 			want:     []string{"", "It is sunny.", ""},
 			text:     "It is sunny.",
 			requests: 1,
+		},
+		{
+			name: "ToolCallLimit blocks, re-asks, lets the next through",
+			replies: []reply{
+				oaiCalls("Two at once.", oaiCall{"call_1", "get_weather", `{"city": "Paris"}`}, oaiCall{"call_2", "get_weather", `{"city": "Rome"}`}),
+				oaiCalls("One then.", oaiCall{"call_3", "get_weather", `{"city": "Paris"}`}),
+			},
+			mws: []middleware.Middleware{middleware.ToolCallLimit(middleware.WithRunLimit(1)), middleware.ToolArgValidation()},
+			want: []string{"", "Two at once.", "", "<reask>", "", "One then.", "",
+				`[{"id":"call_3","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}]`},
+			text: "One then.", call: `get_weather {"city": "Paris"}`, requests: 2,
+		},
+		{
+			name: "ToolCallLimit ends: no tool call streamed",
+			replies: []reply{
+				oaiCalls("Two at once.", oaiCall{"call_1", "get_weather", `{"city": "Paris"}`}, oaiCall{"call_2", "get_weather", `{"city": "Rome"}`}),
+			},
+			mws:  []middleware.Middleware{middleware.ToolCallLimit(middleware.WithRunLimit(1), middleware.WithExitBehavior(middleware.ExitEnd)), middleware.ToolArgValidation()},
+			want: []string{"", "Two at once.", ""},
+			text: "Tool call limit reached: run limit exceeded (0/1 calls).", requests: 1,
 		},
 		{
 			name: "503 then a stream, under ModelRetry",
