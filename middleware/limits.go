@@ -120,7 +120,9 @@ func checkLimit(who string, n int) {
 
 // WithToolName makes the limits count the calls of the named tool only;
 // calls of other tools pass untouched and do not count. The default is to
-// count the calls of every tool together. Names match exactly.
+// count the calls of every tool together. Names match regardless of case,
+// as langchaingo's agents.Executor matches them (it runs a call of "Search"
+// with the tool "search"), so changing case never escapes the limit.
 func WithToolName(name string) LimitOption {
 	if name == "" {
 		panic("middleware: WithToolName(\"\"): the tool name must not be empty (leave the option out to limit all tools)")

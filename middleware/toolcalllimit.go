@@ -110,7 +110,7 @@ func (l *toolCallLimit) WrapModelCall(next Handler) Handler {
 
 // covers reports whether the limits count c.
 func (l *toolCallLimit) covers(c *toolCall) bool {
-	return c.fn != nil && (l.cfg.tool == "" || c.fn.Name == l.cfg.tool)
+	return c.fn != nil && (l.cfg.tool == "" || sameTool(c.fn.Name, l.cfg.tool))
 }
 
 func (l *toolCallLimit) countCovered(calls []toolCall) int {
@@ -163,7 +163,7 @@ func (l *toolCallLimit) countTranscript(msgs []llms.MessageContent) (run, thread
 						fn = tc.FunctionCall
 					}
 				}
-				if fn != nil && (l.cfg.tool == "" || fn.Name == l.cfg.tool) {
+				if fn != nil && (l.cfg.tool == "" || sameTool(fn.Name, l.cfg.tool)) {
 					run++
 					thread++
 				}
