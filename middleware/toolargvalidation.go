@@ -195,7 +195,13 @@ func (e *SchemaError) Unwrap() error { return e.Err }
 // tool whose schema does not compile pass too ([EventSchemaError]) unless
 // WithFailClosed. Missing call ids are synthesized and written back.
 // Model errors pass through. The package documentation, "Validation", has
-// the details. The middleware is safe for concurrent use.
+// the details.
+//
+// Streaming: text streams at once; tool-call chunks are held and only the
+// returned calls, as stripped, are streamed when an attempt is accepted;
+// [EventReask] tells the context's observers to discard what the call
+// streamed so far (package documentation, "Streaming"). The middleware is
+// safe for concurrent use.
 func ToolArgValidation(opts ...ValidationOption) Middleware {
 	cfg := validationConfig{maxRetries: 2, strip: strip.SchemaAware, draft: validation.Draft7}
 	for _, o := range opts {

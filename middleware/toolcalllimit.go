@@ -26,7 +26,9 @@ import (
 // (the default) re-asks the model once and falls back to [ExitEnd], a text
 // response without tool calls; [ExitError] returns a *[LimitExceededError].
 // Limiters stack (see the package documentation, "Limits"). Place them
-// outermost (see [Chain]).
+// outermost (see [Chain]). ExitContinue reports [EventReask] before it
+// re-asks, and a streamed tool call reaches the caller only once its
+// response is let through (package documentation, "Streaming").
 //
 // The middleware is safe for concurrent use.
 func ToolCallLimit(opts ...LimitOption) Middleware {
