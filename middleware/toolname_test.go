@@ -31,4 +31,18 @@ func TestToolNameMatchesAsTheExecutor(t *testing.T) {
 	if got, want := search.calls(), []string{"a", "b"}; !slices.Equal(got, want) {
 		t.Errorf("search ran with %q, want %q (Search and SEARCH run it)", got, want)
 	}
+
+	// The Executor upper-cases both names: "fınd" (dotless ı) runs "find",
+	// although strings.EqualFold tells them apart.
+	m = fakemodel.New(call("fınd", "a"), call("fınd", "b"), call("find", "c"))
+	find := &execTool{name: "find"}
+	ex = newExecutor(m, find, middleware.ToolCallLimit(middleware.WithToolName("find"), middleware.WithRunLimit(2),
+		middleware.WithExitBehavior(middleware.ExitEnd)))
+	out, err = chains.Run(context.Background(), ex, "find a, b and c")
+	if want := "Tool call limit reached: 'find' run limit exceeded (2/2 calls)."; err != nil || out != want {
+		t.Fatalf("Executor answered %q, %v; want %q, nil", out, err, want)
+	}
+	if got, want := find.calls(), []string{"a", "b"}; !slices.Equal(got, want) {
+		t.Errorf("find ran with %q, want %q", got, want)
+	}
 }
