@@ -27,12 +27,14 @@ func streamOf(req *Request) *stream {
 	return &stream{text: o.StreamingFunc, reasoning: o.StreamingReasoningFunc}
 }
 
-// attempt returns the request of one attempt, whose streaming functions
-// pass text through at once and hold tool-call chunks in g, and g. On a nil
-// s it returns req and a nil gate.
-func (s *stream) attempt(req *Request) (*Request, *streamGate) {
+// attempt returns the context and request of one attempt, whose streaming
+// functions pass text through at once and hold tool-call chunks in g, and
+// g. The context tells [ModelRetry] inside that tool-call chunks are held
+// (so they never reached the caller). On a nil s it returns ctx, req and a
+// nil gate.
+func (s *stream) attempt(ctx context.Context, req *Request) (context.Context, *Request, *streamGate) {
 	if s == nil {
-		return req, nil
+		return ctx, req, nil
 	}
 	g := &streamGate{s: s}
 	opts := make([]llms.CallOption, len(req.Options), len(req.Options)+2)
@@ -43,7 +45,17 @@ func (s *stream) attempt(req *Request) (*Request, *streamGate) {
 	if s.reasoning != nil {
 		opts = append(opts, llms.WithStreamingReasoningFunc(g.onReasoning))
 	}
-	return &Request{Messages: req.Messages, Options: opts}, g
+	return context.WithValue(ctx, toolChunksHeldKey{}, true), &Request{Messages: req.Messages, Options: opts}, g
+}
+
+// toolChunksHeldKey marks a context whose streamed tool-call chunks a
+// middleware outside holds back from the caller.
+type toolChunksHeldKey struct{}
+
+// toolChunksHeld reports whether ctx is marked with toolChunksHeldKey.
+func toolChunksHeld(ctx context.Context) bool {
+	held, _ := ctx.Value(toolChunksHeldKey{}).(bool)
+	return held
 }
 
 // streamGate sits between a provider (or an inner middleware) and the

@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"github.com/tmc/langchaingo/llms/ollama"
 	"github.com/tmc/langchaingo/llms/openai"
 	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/retry"
 	"github.com/toolguard/toolguard/strip"
 )
 
@@ -27,6 +29,7 @@ type reply struct {
 	status int
 	ctype  string
 	body   string
+	cut    bool // break the connection after the body, mid-stream
 }
 
 // streamServer answers each request with the next reply, whole, and keeps
@@ -55,6 +58,10 @@ func (s *streamServer) serve(t *testing.T) string {
 		w.Header().Set("Content-Type", rp.ctype)
 		w.WriteHeader(rp.status)
 		io.WriteString(w, rp.body)
+		if rp.cut {
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler) // the connection drops mid-stream
+		}
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
@@ -352,6 +359,50 @@ func TestStreamingThroughOpenAIProvider(t *testing.T) {
 				`[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}]`},
 			text: "Let me check.", call: `get_weather {"city": "Paris"}`, requests: 2,
 		},
+	})
+}
+
+// cutAfter is the start of answer r, up to and including its n-th event,
+// on a connection that then drops.
+func cutAfter(r reply, n int) reply {
+	events := strings.SplitAfter(r.body, "\n\n")
+	r.body, r.cut = strings.Join(events[:n], ""), true
+	return r
+}
+
+// TestStreamingBrokenMidStreamUnderModelRetry: a connection that drops
+// mid-stream is retried when only held tool-call chunks were streamed
+// (they never reached the caller), and not once text has reached it.
+func TestStreamingBrokenMidStreamUnderModelRetry(t *testing.T) {
+	t.Parallel()
+	t.Run("retried", func(t *testing.T) {
+		t.Parallel()
+		runStreamCases(t, openaiClient, []streamCase{{
+			name: "after tool-call deltas only",
+			replies: []reply{
+				cutAfter(oaiAnswer("", "call_1", "get_weather", `{"city": "Paris"}`), 3),
+				oaiAnswer("", "call_2", "get_weather", `{"city": "Paris"}`),
+			},
+			mws: []middleware.Middleware{middleware.ToolArgValidation(), middleware.ModelRetry(noWait())},
+			want: []string{"", "<retry>", "", "",
+				`[{"id":"call_2","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}]`},
+			call: `get_weather {"city": "Paris"}`, requests: 2,
+		}})
+	})
+	t.Run("not retried after text", func(t *testing.T) {
+		t.Parallel()
+		srv := &streamServer{replies: []reply{cutAfter(oaiAnswer("Let me check.", "call_1", "get_weather", `{"city": "Paris"}`), 3)}}
+		llm := middleware.Wrap(openaiClient(t, srv.serve(t)), middleware.ToolArgValidation(), middleware.ModelRetry(noWait()))
+		var tp tape
+		_, err := llm.GenerateContent(tp.observe(context.Background()), question,
+			llms.WithTools([]llms.Tool{weatherTool}), llms.WithStreamingFunc(tp.chunk))
+		var rerr *retry.Error
+		if !errors.As(err, &rerr) || rerr.Attempts != 1 {
+			t.Errorf("GenerateContent() error = %v, want a *retry.Error after 1 attempt", err)
+		}
+		if got, want := tp.all(), []string{"", "Let me check."}; !slices.Equal(got, want) {
+			t.Errorf("streamed chunks = %q, want %q", got, want)
+		}
 	})
 }
 

@@ -232,8 +232,8 @@ func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
 		var tools toolSchemas // built on the first response with tool calls
 		attemptReq, st := req, streamOf(req)
 		for attempt := 1; ; attempt++ {
-			streamReq, gate := st.attempt(attemptReq)
-			resp, err := next(ctx, streamReq)
+			streamCtx, streamReq, gate := st.attempt(ctx, attemptReq)
+			resp, err := next(streamCtx, streamReq)
 			if err != nil {
 				return nil, err
 			}

@@ -68,8 +68,8 @@ func (l *toolCallLimit) WrapModelCall(next Handler) Handler {
 		attemptReq, st := req, streamOf(req)
 		for attempt := 1; ; attempt++ {
 			mark := call.mark()
-			streamReq, gate := st.attempt(attemptReq)
-			resp, err := next(ctx, streamReq)
+			streamCtx, streamReq, gate := st.attempt(ctx, attemptReq)
+			resp, err := next(streamCtx, streamReq)
 			if err != nil {
 				call.rollback(ctx, mark)
 				return nil, err
