@@ -64,8 +64,9 @@ func SafeToolName(name string) string {
 // provider-safe names alone. The model's calls of the sent name run the
 // tool, which never sees the sent name (an MCP tool calls the server with
 // its own name). fn must be deterministic and give distinct tools distinct
-// non-empty names; [New] panics otherwise. Pass an identity function to
-// send names unchanged. WithToolNames panics if fn is nil.
+// non-empty names; [New] panics otherwise. The sent name is the one the
+// transcript, Result.Steps and the unknown-tool message show. Pass an
+// identity function to send names unchanged. WithToolNames panics if fn is nil.
 func WithToolNames(fn func(name string) string) Option {
 	if fn == nil {
 		panic("agent: WithToolNames(nil)")
