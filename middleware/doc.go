@@ -76,7 +76,7 @@
 // holds what an inner validator flushes. Providers that stream no tool
 // calls (in langchaingo v0.1.14: Anthropic, Google AI, Ollama, Mistral,
 // Bedrock stream text only) have nothing held; their tool calls are in the
-// response only. A caller's streaming error while flushing fails the call.
+// response only (Ollama's client returns none). A caller's streaming error while flushing fails the call.
 //
 // # Limits
 //
