@@ -53,8 +53,9 @@ type Agent struct {
 // ToolArgValidation through the run's context, so a typed tool's Validate
 // hook is enforced by a re-ask, before the tool runs.
 //
-// New panics if model is nil, a tool is nil, has an empty name, or two tools
-// share a name.
+// A tool whose name providers reject is sent under [SafeToolName] (see
+// [WithToolNames]). New panics if model is nil, a tool is nil, has an empty
+// name, or two tools share a (sent) name.
 func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 	if model == nil {
 		panic("agent: New called with a nil model")
@@ -78,10 +79,11 @@ func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 		if t == nil {
 			panic(fmt.Sprintf("agent: New: tool %d is nil", i))
 		}
-		name := t.Name()
-		if name == "" {
+		if t.Name() == "" {
 			panic(fmt.Sprintf("agent: New: tool %d has no name", i))
 		}
+		t = cfg.sentName(t) // a provider-safe name, see WithToolNames
+		name := t.Name()
 		if _, dup := a.tools[name]; dup {
 			panic(fmt.Sprintf("agent: New: two tools are named %q", name))
 		}

@@ -17,6 +17,9 @@
 // its result to the transcript and calls the model again, until the model
 // answers in text or [WithMaxIterations] turns have passed ([ErrMaxIterations]).
 //
+// A tool whose name providers reject (outside ^[a-zA-Z0-9_-]{1,64}$) is
+// offered under [SafeToolName] ([WithToolNames]).
+//
 // Tools come from [NewTool] (arguments decoded into a Go struct whose schema
 // is inferred with validation.Typed), [NewSchemaTool] (a raw JSON Schema,
 // arguments as a map), the subpackage lctool (langchaingo tools.Tool values)

@@ -15,6 +15,7 @@ type config struct {
 	systemPrompt   string
 	maxIterations  int
 	maxConcurrency int
+	toolName       func(string) string // WithToolNames; nil: SafeToolName
 }
 
 // Defaults of the options.

@@ -49,6 +49,36 @@
 // text), each followed by a tool message — the layout OpenAI, Anthropic and
 // Google accept alike ([ToolCallMessages]).
 //
+// # Streaming
+//
+// With llms.WithStreamingFunc (or WithStreamingReasoningFunc) each attempt
+// of a re-invoking middleware streams. [ToolArgValidation] and
+// [ToolCallLimit] give every attempt streaming functions of their own:
+//
+//   - text chunks (and reasoning) reach the caller at once, unchanged;
+//   - tool-call chunks are held back: chunks shaped exactly as
+//     langchaingo's OpenAI client streams tool-call deltas (a JSON array of
+//     {"id"?, "type", "function": {"name", "arguments"}}, or a legacy
+//     {"name", "arguments"} object). Text never has that shape in practice;
+//   - when the attempt is accepted, each returned tool call — stripped,
+//     repaired, with its synthesized id — is streamed once, whole, as one
+//     chunk in that shape: [{"id":"call_2","type":"function","function":
+//     {"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]. A
+//     rejected or blocked call is never streamed, and a consumer that
+//     accumulates deltas as the OpenAI client does ends with the returned
+//     calls;
+//   - before a re-ask, [EventReask] reaches the context's observers
+//     ([WithObserver], [ObserverFunc]) before any chunk of the new attempt.
+//
+// So a streaming UI installs an observer on the request's context and, on
+// EventReask (and EventRetry, for [WithRetryStreamed]), discards what it
+// streamed for the call: everything after the last such event is the
+// answer that is returned. Stacked middlewares compose: an outer limiter
+// holds what an inner validator flushes. Providers that stream no tool
+// calls (in langchaingo v0.1.14: Anthropic, Google AI, Ollama, Mistral,
+// Bedrock stream text only) have nothing held; their tool calls are in the
+// response only (Ollama's client returns none). A caller's streaming error while flushing fails the call.
+//
 // # Limits
 //
 // ToolCallLimit and the limits of one model call share a ledger in the

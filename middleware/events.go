@@ -35,9 +35,12 @@ const (
 	// default draft ([WithDefaultDraft]) instead. Err says which URL. It is
 	// reported for each call of the tool, like [EventSchemaError].
 	EventSchemaFallback EventKind = "schema_fallback"
-	// EventReask: [ToolArgValidation] calls the model again with feedback.
+	// EventReask: [ToolArgValidation] calls the model again with feedback,
+	// or [ToolCallLimit] ([ExitContinue]) with its blocked calls answered.
 	// Attempt is the number of the attempt about to be made (2 for the
-	// first re-ask).
+	// first re-ask). It is reported before the re-ask's request is made: a
+	// streaming caller discards what it streamed for the call so far
+	// (package documentation, "Streaming").
 	EventReask EventKind = "reask"
 	// EventRetry: a model call failed with an error [ModelRetry] retries.
 	// Attempt is the failed attempt, Err its error, Wait the pause before

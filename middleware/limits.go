@@ -120,9 +120,11 @@ func checkLimit(who string, n int) {
 
 // WithToolName makes the limits count the calls of the named tool only;
 // calls of other tools pass untouched and do not count. The default is to
-// count the calls of every tool together. Names match exactly.
-// A name that none of a request's tools has is reported, once per
-// limiter, in an [EventMisconfigured].
+// count the calls of every tool together. Names match regardless of case,
+// as langchaingo's agents.Executor matches them (it runs a call of "Search"
+// with the tool "search"), so changing case never escapes the limit. A name
+// that none of a request's tools has is reported, once per limiter, in an
+// [EventMisconfigured].
 func WithToolName(name string) LimitOption {
 	if name == "" {
 		panic("middleware: WithToolName(\"\"): the tool name must not be empty (leave the option out to limit all tools)")

@@ -114,7 +114,9 @@ func ContinueOnFailure(_ context.Context, err error) (*llms.ContentResponse, err
 // once on an error that is not retryable, when the policy says
 // backoff.Stop, and when the wait would end after the context's deadline;
 // a cancelled context stops a wait at once. An attempt that already
-// streamed chunks to the caller is not retried ([WithRetryStreamed]).
+// streamed chunks to the caller is not retried ([WithRetryStreamed]);
+// tool-call chunks that [ToolArgValidation] or [ToolCallLimit] outside holds
+// back never reached it and do not count.
 //
 // When it gives up it returns a *[retry.Error] (the attempts made; its
 // Unwrap is the last attempt's error), or what [WithOnFailure] makes of it.
@@ -164,7 +166,7 @@ func (m *modelRetry) WrapModelCall(next Handler) Handler {
 	return func(ctx context.Context, req *Request) (*llms.ContentResponse, error) {
 		var watch *streamWatch
 		if !m.cfg.retryStreamed {
-			watch = watchStream(req)
+			watch = watchStream(ctx, req)
 		}
 		var policy backoff.BackOff // made on the first failure
 		for attempt := 1; ; attempt++ {
@@ -246,15 +248,21 @@ func sleepContext(ctx context.Context, d time.Duration) error {
 type streamWatch struct {
 	text      func(ctx context.Context, chunk []byte) error
 	reasoning func(ctx context.Context, reasoningChunk, chunk []byte) error
+	held      bool // tool-call chunks are held back from the caller (stream.go)
 }
 
 // watchStream returns nil when the request streams nothing to the caller.
-func watchStream(req *Request) *streamWatch {
+func watchStream(ctx context.Context, req *Request) *streamWatch {
 	o := req.CallOptions()
 	if o.StreamingFunc == nil && o.StreamingReasoningFunc == nil {
 		return nil
 	}
-	return &streamWatch{text: o.StreamingFunc, reasoning: o.StreamingReasoningFunc}
+	return &streamWatch{text: o.StreamingFunc, reasoning: o.StreamingReasoningFunc, held: toolChunksHeld(ctx)}
+}
+
+// reaches reports whether chunk reaches the caller.
+func (w *streamWatch) reaches(chunk []byte) bool {
+	return len(chunk) > 0 && !(w.held && isToolCallChunk(chunk))
 }
 
 // options returns a copy of opts followed by streaming functions that count
@@ -265,7 +273,7 @@ func (w *streamWatch) options(opts []llms.CallOption) ([]llms.CallOption, *atomi
 	copy(out, opts)
 	if f := w.text; f != nil {
 		out = append(out, llms.WithStreamingFunc(func(ctx context.Context, chunk []byte) error {
-			if len(chunk) > 0 {
+			if w.reaches(chunk) {
 				chunks.Add(1)
 			}
 			return f(ctx, chunk)
@@ -273,7 +281,7 @@ func (w *streamWatch) options(opts []llms.CallOption) ([]llms.CallOption, *atomi
 	}
 	if f := w.reasoning; f != nil {
 		out = append(out, llms.WithStreamingReasoningFunc(func(ctx context.Context, reasoningChunk, chunk []byte) error {
-			if len(reasoningChunk) > 0 || len(chunk) > 0 {
+			if len(reasoningChunk) > 0 || w.reaches(chunk) {
 				chunks.Add(1)
 			}
 			return f(ctx, reasoningChunk, chunk)

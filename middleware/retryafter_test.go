@@ -18,15 +18,15 @@ import (
 	"github.com/toolguard/toolguard/retry"
 )
 
-// reply is one scripted HTTP answer of a loopback provider.
-type reply struct {
+// httpReply is one scripted HTTP answer of a loopback provider.
+type httpReply struct {
 	status int // 0: close the connection without answering
 	header map[string]string
 	body   string
 }
 
 // scriptedServer answers each request with the next reply and counts them.
-func scriptedServer(t *testing.T, replies ...reply) (*httptest.Server, func() int) {
+func scriptedServer(t *testing.T, replies ...httpReply) (*httptest.Server, func() int) {
 	t.Helper()
 	var mu sync.Mutex
 	n := 0
@@ -74,7 +74,7 @@ const (
 // providerClient builds a real langchaingo client against srv, with hc.
 type providerClient func(t *testing.T, srv *httptest.Server, hc *http.Client) llms.Model
 
-func openAIClient(t *testing.T, srv *httptest.Server, hc *http.Client) llms.Model {
+func hintedOpenAI(t *testing.T, srv *httptest.Server, hc *http.Client) llms.Model {
 	t.Helper()
 	opts := []openai.Option{openai.WithToken("test"), openai.WithBaseURL(srv.URL), openai.WithModel("gpt-test")}
 	if hc != nil {
@@ -87,7 +87,7 @@ func openAIClient(t *testing.T, srv *httptest.Server, hc *http.Client) llms.Mode
 	return llm
 }
 
-func ollamaClient(t *testing.T, srv *httptest.Server, hc *http.Client) llms.Model {
+func hintedOllama(t *testing.T, srv *httptest.Server, hc *http.Client) llms.Model {
 	t.Helper()
 	opts := []ollama.Option{ollama.WithServerURL(srv.URL), ollama.WithModel("qwen3")}
 	if hc != nil {
@@ -100,7 +100,7 @@ func ollamaClient(t *testing.T, srv *httptest.Server, hc *http.Client) llms.Mode
 	return llm
 }
 
-func anthropicClient(t *testing.T, srv *httptest.Server, hc *http.Client) llms.Model {
+func hintedAnthropic(t *testing.T, srv *httptest.Server, hc *http.Client) llms.Model {
 	t.Helper()
 	opts := []anthropic.Option{anthropic.WithToken("test"), anthropic.WithBaseURL(srv.URL), anthropic.WithModel("claude-test")}
 	if hc != nil {
@@ -144,9 +144,9 @@ func TestRetryAfterHeaderThroughProviders(t *testing.T) {
 		status    int
 		limit, ok string
 	}{
-		{"openai", openAIClient, http.StatusTooManyRequests, openAI429, openAIOK},
-		{"anthropic", anthropicClient, http.StatusTooManyRequests, anthropic429, anthropicOK},
-		{"ollama", ollamaClient, http.StatusServiceUnavailable, ollama503, ollamaOK},
+		{"openai", hintedOpenAI, http.StatusTooManyRequests, openAI429, openAIOK},
+		{"anthropic", hintedAnthropic, http.StatusTooManyRequests, anthropic429, anthropicOK},
+		{"ollama", hintedOllama, http.StatusServiceUnavailable, ollama503, ollamaOK},
 	}
 	tests := []struct {
 		name   string
@@ -164,8 +164,8 @@ func TestRetryAfterHeaderThroughProviders(t *testing.T) {
 			t.Run(p.name+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
 				srv, requests := scriptedServer(t,
-					reply{status: p.status, header: tc.header, body: p.limit},
-					reply{status: http.StatusOK, body: p.ok})
+					httpReply{status: p.status, header: tc.header, body: p.limit},
+					httpReply{status: http.StatusOK, body: p.ok})
 				var hc *http.Client
 				if tc.hinted {
 					hc = retry.HTTPClient(srv.Client())
@@ -205,10 +205,10 @@ func TestRetryAfterHeaderThroughProviders(t *testing.T) {
 func TestRetryAfterHeaderPastDeadline(t *testing.T) {
 	t.Parallel()
 	srv, requests := scriptedServer(t,
-		reply{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "30"}, body: openAI429},
-		reply{status: http.StatusOK, body: openAIOK})
+		httpReply{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "30"}, body: openAI429},
+		httpReply{status: http.StatusOK, body: openAIOK})
 	sleep, waits := recordWaits()
-	guarded := middleware.Wrap(openAIClient(t, srv, retry.HTTPClient(srv.Client())), middleware.ModelRetry(sleep))
+	guarded := middleware.Wrap(hintedOpenAI(t, srv, retry.HTTPClient(srv.Client())), middleware.ModelRetry(sleep))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err := guarded.GenerateContent(ctx, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Weather?")})
@@ -227,11 +227,11 @@ func TestRetryAfterHeaderPastDeadline(t *testing.T) {
 func TestRetryAfterHeaderPerAttempt(t *testing.T) {
 	t.Parallel()
 	srv, requests := scriptedServer(t,
-		reply{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "7"}, body: openAI429},
-		reply{status: 0},
-		reply{status: http.StatusOK, body: openAIOK})
+		httpReply{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "7"}, body: openAI429},
+		httpReply{status: 0},
+		httpReply{status: http.StatusOK, body: openAIOK})
 	sleep, waits := recordWaits()
-	guarded := middleware.Wrap(openAIClient(t, srv, retry.HTTPClient(srv.Client())), middleware.ModelRetry(sleep))
+	guarded := middleware.Wrap(hintedOpenAI(t, srv, retry.HTTPClient(srv.Client())), middleware.ModelRetry(sleep))
 	if _, err := guarded.GenerateContent(context.Background(), []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Weather?")}); err != nil {
 		t.Fatalf("GenerateContent = %v, want the answer after two retries", err)
 	}

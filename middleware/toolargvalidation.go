@@ -195,7 +195,13 @@ func (e *SchemaError) Unwrap() error { return e.Err }
 // tool whose schema does not compile pass too ([EventSchemaError]) unless
 // WithFailClosed. Missing call ids are synthesized and written back.
 // Model errors pass through. The package documentation, "Validation", has
-// the details. The middleware is safe for concurrent use.
+// the details.
+//
+// Streaming: text streams at once; tool-call chunks are held and only the
+// returned calls, as stripped, are streamed when an attempt is accepted;
+// [EventReask] tells the context's observers to discard what the call
+// streamed so far (package documentation, "Streaming"). The middleware is
+// safe for concurrent use.
 func ToolArgValidation(opts ...ValidationOption) Middleware {
 	cfg := validationConfig{maxRetries: 2, strip: strip.SchemaAware, draft: validation.Draft7}
 	for _, o := range opts {
@@ -226,9 +232,10 @@ func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
 		// Lets a ToolCallLimit inside report its misplacement.
 		ctx = insideValidation(ctx)
 		var tools toolSchemas // built on the first response with tool calls
-		attemptReq := req
+		attemptReq, st := req, streamOf(req)
 		for attempt := 1; ; attempt++ {
-			resp, err := next(ctx, attemptReq)
+			streamCtx, streamReq, gate := st.attempt(ctx, attemptReq)
+			resp, err := next(streamCtx, streamReq)
 			if err != nil {
 				return nil, err
 			}
@@ -246,14 +253,14 @@ func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
 			}
 			invalid := invalidErrors(verdicts)
 			if len(invalid) == 0 {
-				return resp, nil
+				return gate.deliver(ctx, resp)
 			}
 			if attempt > m.cfg.maxRetries {
 				m.emit(ctx, Event{Kind: EventGiveUp, Attempt: attempt, Err: invalid[0]})
 				if m.cfg.failClosed {
 					return nil, &InvalidToolCallsError{Attempts: attempt, Errors: invalid, Response: resp}
 				}
-				return resp, nil
+				return gate.deliver(ctx, resp)
 			}
 			if err := ctx.Err(); err != nil {
 				return nil, err

@@ -26,7 +26,9 @@ import (
 // (the default) re-asks the model once and falls back to [ExitEnd], a text
 // response without tool calls; [ExitError] returns a *[LimitExceededError].
 // Limiters stack (see the package documentation, "Limits"). Place them
-// outermost (see [Chain]).
+// outermost (see [Chain]). ExitContinue reports [EventReask] before it
+// re-asks, and a streamed tool call reaches the caller only once its
+// response is let through (package documentation, "Streaming").
 //
 // The middleware is safe for concurrent use.
 func ToolCallLimit(opts ...LimitOption) Middleware {
@@ -65,10 +67,11 @@ func (l *toolCallLimit) WrapModelCall(next Handler) Handler {
 			ctx = context.WithValue(ctx, limitCallKey{}, call)
 		}
 		sc := l.scopes(ctx, req.Messages[:min(call.base, len(req.Messages))])
-		attemptReq := req
+		attemptReq, st := req, streamOf(req)
 		for attempt := 1; ; attempt++ {
 			mark := call.mark()
-			resp, err := next(ctx, attemptReq)
+			streamCtx, streamReq, gate := st.attempt(ctx, attemptReq)
+			resp, err := next(streamCtx, streamReq)
 			if err != nil {
 				call.rollback(ctx, mark)
 				return nil, err
@@ -76,7 +79,7 @@ func (l *toolCallLimit) WrapModelCall(next Handler) Handler {
 			calls := collectToolCalls(resp, len(req.Messages))
 			n := l.countCovered(calls)
 			if n == 0 {
-				return resp, nil
+				return gate.deliver(ctx, resp)
 			}
 			exceeded, err := l.admit(ctx, call, mark, sc, n)
 			if err != nil {
@@ -84,7 +87,10 @@ func (l *toolCallLimit) WrapModelCall(next Handler) Handler {
 				return nil, err
 			}
 			if exceeded == nil {
-				return resp, nil
+				if resp, err = gate.deliver(ctx, resp); err != nil {
+					call.rollback(ctx, mark)
+				}
+				return resp, err
 			}
 			call.rollback(ctx, mark)
 			report(ctx, l.cfg.events, Event{Kind: EventLimit, Middleware: limitName, Attempt: attempt, Tool: l.cfg.tool, Err: exceeded})
@@ -97,6 +103,7 @@ func (l *toolCallLimit) WrapModelCall(next Handler) Handler {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
+			report(ctx, l.cfg.events, Event{Kind: EventReask, Middleware: limitName, Attempt: attempt + 1, Tool: l.cfg.tool})
 			attemptReq = &Request{
 				Messages: withReplay(req.Messages, replay(resp, calls, l.answers(calls, exceeded))),
 				Options:  req.Options,
@@ -107,7 +114,7 @@ func (l *toolCallLimit) WrapModelCall(next Handler) Handler {
 
 // covers reports whether the limits count c.
 func (l *toolCallLimit) covers(c *toolCall) bool {
-	return c.fn != nil && (l.cfg.tool == "" || c.fn.Name == l.cfg.tool)
+	return c.fn != nil && (l.cfg.tool == "" || sameTool(c.fn.Name, l.cfg.tool))
 }
 
 func (l *toolCallLimit) countCovered(calls []toolCall) int {
@@ -160,7 +167,7 @@ func (l *toolCallLimit) countTranscript(msgs []llms.MessageContent) (run, thread
 						fn = tc.FunctionCall
 					}
 				}
-				if fn != nil && (l.cfg.tool == "" || fn.Name == l.cfg.tool) {
+				if fn != nil && (l.cfg.tool == "" || sameTool(fn.Name, l.cfg.tool)) {
 					run++
 					thread++
 				}

@@ -178,14 +178,23 @@ func TestToolCallLimitContinueFallsBackToEnd(t *testing.T) {
 	if len(a.ran) != 2 || len(m.Requests()) != 4 {
 		t.Errorf("ran %v in %d model calls, want 2 calls in 4", a.ran, len(m.Requests()))
 	}
+	// One EventLimit per blocked response, and the re-ask between them
+	// announced (a streaming caller resets on it).
 	events := ev.all()
-	if len(events) != 2 {
-		t.Fatalf("events = %+v, want one EventLimit per blocked response", events)
+	want := []struct {
+		kind    middleware.EventKind
+		attempt int
+	}{{middleware.EventLimit, 1}, {middleware.EventReask, 2}, {middleware.EventLimit, 2}}
+	if len(events) != len(want) {
+		t.Fatalf("events = %+v, want limit, reask, limit", events)
 	}
 	for i, e := range events {
+		if e.Kind != want[i].kind || e.Middleware != "ToolCallLimit" || e.Attempt != want[i].attempt {
+			t.Errorf("event %d = %+v, want %s from ToolCallLimit, attempt %d", i, e, want[i].kind, want[i].attempt)
+		}
 		var le *middleware.LimitExceededError
-		if e.Kind != middleware.EventLimit || e.Middleware != "ToolCallLimit" || e.Attempt != i+1 || !errors.As(e.Err, &le) {
-			t.Errorf("event %d = %+v, want EventLimit from ToolCallLimit, attempt %d, with a *LimitExceededError", i, e, i+1)
+		if e.Kind == middleware.EventLimit && !errors.As(e.Err, &le) {
+			t.Errorf("event %d = %+v, want a *LimitExceededError", i, e)
 		}
 	}
 }
@@ -636,10 +645,10 @@ func TestToolCallLimitStacked(t *testing.T) {
 		}
 		var tools []string
 		for _, e := range ev.all() {
-			tools = append(tools, e.Tool)
+			tools = append(tools, string(e.Kind)+":"+e.Tool)
 		}
-		if want := []string{"search", ""}; !slices.Equal(tools, want) {
-			t.Errorf("limit events by tool = %q, want %q (inner, then outer)", tools, want)
+		if want := []string{"limit:search", "reask:search", "limit:", "reask:"}; !slices.Equal(tools, want) {
+			t.Errorf("events by kind:tool = %q, want %q (inner blocks and re-asks, then outer)", tools, want)
 		}
 	})
 	for _, tc := range []struct {

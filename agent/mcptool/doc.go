@@ -21,6 +21,12 @@
 // is the server's message, so the agent shows the model what went wrong;
 // protocol and transport failures are returned as other errors.
 //
+// MCP tool names may contain characters OpenAI and Anthropic reject
+// ("files.read", "a/b"; they accept ^[a-zA-Z0-9_-]{1,64}$). Such a tool is
+// offered to the model under agent.SafeToolName of its name, stable and
+// distinct ("files_read_601e4eb6"), and still called on the server by its
+// own name; [WithToolNames] supplies another mapping.
+//
 // The session belongs to the caller: mcptool never closes it. The adapted
 // tools are immutable and safe for concurrent use, as is the session.
 //

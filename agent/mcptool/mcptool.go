@@ -14,7 +14,8 @@ import (
 // Tools lists every tool of the session, following pagination, and adapts
 // each with [New] (keeping only those [WithFilter] accepts). The tools are in the
 // server's order. A listing error, or a server that lists the same name
-// twice (which providers reject and which a looping cursor would cause), is
+// twice (which providers reject and which a looping cursor would cause), or
+// two tools whose names map to one name for the model ([WithToolNames]), is
 // returned as an error and no tools.
 //
 // Tools lists once: tools the server adds later are not seen until Tools is
@@ -26,6 +27,7 @@ func Tools(ctx context.Context, s *mcp.ClientSession, opts ...Option) ([]agent.T
 	cfg := newConfig(opts)
 	var tools []agent.Tool
 	seen := make(map[string]bool)
+	sent := make(map[string]string) // name sent to the model -> server's name
 	for t, err := range s.Tools(ctx, nil) {
 		if err != nil {
 			return nil, fmt.Errorf("mcptool: list tools: %w", err)
@@ -37,7 +39,15 @@ func Tools(ctx context.Context, s *mcp.ClientSession, opts ...Option) ([]agent.T
 			return nil, fmt.Errorf("mcptool: the server lists tool %q twice", t.Name)
 		}
 		seen[t.Name] = true
-		tools = append(tools, newTool(s, t, cfg))
+		tool := newTool(s, t, cfg)
+		if tool.name == "" {
+			return nil, fmt.Errorf("mcptool: WithToolNames maps tool %q to an empty name", t.Name)
+		}
+		if other, dup := sent[tool.name]; dup {
+			return nil, fmt.Errorf("mcptool: tools %q and %q are both named %q for the model; choose names with WithToolNames", other, t.Name, tool.name)
+		}
+		sent[tool.name] = t.Name
+		tools = append(tools, tool)
 	}
 	return tools, nil
 }
@@ -49,7 +59,11 @@ func New(s *mcp.ClientSession, t *mcp.Tool, opts ...Option) *Tool {
 	if s == nil || t == nil {
 		panic("mcptool: New needs a session and a tool")
 	}
-	return newTool(s, t, newConfig(opts))
+	tool := newTool(s, t, newConfig(opts))
+	if tool.name == "" {
+		panic(fmt.Sprintf("mcptool: New: WithToolNames maps tool %q to an empty name", t.Name))
+	}
+	return tool
 }
 
 // Tool is an MCP server's tool as an [agent.Tool]. It is immutable and safe for
@@ -57,7 +71,8 @@ func New(s *mcp.ClientSession, t *mcp.Tool, opts ...Option) *Tool {
 type Tool struct {
 	session     *mcp.ClientSession
 	def         *mcp.Tool
-	name        string
+	name        string // sent to the model
+	server      string // the server's name, used in tools/call
 	description string
 	schema      any
 	maxResult   int
@@ -76,14 +91,19 @@ func newTool(s *mcp.ClientSession, t *mcp.Tool, cfg config) *Tool {
 	return &Tool{
 		session:     s,
 		def:         t,
-		name:        t.Name,
+		name:        cfg.sentName(t.Name),
+		server:      t.Name,
 		description: desc,
 		schema:      inputSchema(t.InputSchema),
 		maxResult:   cfg.maxResultBytes,
 	}
 }
 
-// Name returns the tool's name as the server lists it.
+// Name returns the name the model sees and calls: the server's name when
+// providers accept it (agent.IsSafeToolName), else agent.SafeToolName of it
+// ("files.read" becomes "files_read_" and 8 hex digits), or what
+// [WithToolNames] makes of it. [Tool.Call] calls the server's tool by the
+// server's name, MCP().Name.
 func (t *Tool) Name() string { return t.name }
 
 // Description returns the server's description of the tool, or its title
@@ -114,7 +134,7 @@ func (t *Tool) Call(ctx context.Context, args string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("mcptool: tool %q: %w", t.name, err)
 	}
-	res, err := t.session.CallTool(ctx, &mcp.CallToolParams{Name: t.name, Arguments: raw})
+	res, err := t.session.CallTool(ctx, &mcp.CallToolParams{Name: t.server, Arguments: raw})
 	if err != nil {
 		return "", fmt.Errorf("mcptool: tool %q: %w", t.name, err)
 	}

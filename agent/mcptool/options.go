@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolguard/toolguard/agent"
 )
 
 // DefaultMaxResultBytes is how much of a tool result's text a [Tool] returns
@@ -18,6 +19,7 @@ type Option interface{ apply(*config) }
 type config struct {
 	maxResultBytes int
 	keep           func(*mcp.Tool) bool
+	toolName       func(string) string // WithToolNames; nil: agent.SafeToolName
 }
 
 func newConfig(opts []Option) config {
@@ -52,4 +54,26 @@ func WithMaxResultBytes(n int) Option {
 // this option. A nil keep restores the default.
 func WithFilter(keep func(t *mcp.Tool) bool) Option {
 	return optionFunc(func(c *config) { c.keep = keep })
+}
+
+// WithToolNames sets the name each tool is offered to the model under: for
+// a server tool named n, fn(n). The default is agent.SafeToolName, which
+// keeps names providers accept (^[a-zA-Z0-9_-]{1,64}$) and maps the others
+// to a stable, provider-safe name. Calls still reach the server under its
+// own name. fn must be deterministic and give distinct tools distinct
+// non-empty names ([Tools] returns an error otherwise; [New] panics on an
+// empty name). WithToolNames panics if fn is nil.
+func WithToolNames(fn func(name string) string) Option {
+	if fn == nil {
+		panic("mcptool: WithToolNames(nil)")
+	}
+	return optionFunc(func(c *config) { c.toolName = fn })
+}
+
+func (c config) sentName(server string) string {
+	fn := c.toolName
+	if fn == nil {
+		fn = agent.SafeToolName
+	}
+	return fn(server)
 }
