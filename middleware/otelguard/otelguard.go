@@ -1,0 +1,198 @@
+package otelguard
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/middleware"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ScopeName is the instrumentation scope of otelguard's tracer and meter.
+const ScopeName = "github.com/toolguard/toolguard/middleware/otelguard"
+
+// CallSpanName is the name of the span of one logical call through the
+// stack (one GenerateContent of the wrapped model).
+const CallSpanName = "toolguard.generate_content"
+
+// Middleware returns a middleware that makes everything the stack inside it
+// does visible to OpenTelemetry. Place it outermost:
+//
+//	middleware.Wrap(model, otelguard.Middleware(), middleware.ToolCallLimit(...),
+//		middleware.ToolArgValidation(...), middleware.ModelRetry(...))
+//
+// Each call gets a [CallSpanName] span carrying the toolguard events of the
+// call as span events; each request that reaches the model gets a
+// "chat {model}" span under it (see the package doc for the attributes and
+// metrics). It installs its observer in the call's context
+// ([middleware.WithObserver]) and also implements
+// [middleware.ObserverInstaller], so an agent.Agent given it with
+// agent.WithMiddleware adds an invoke_agent span per run and an
+// execute_tool span per tool call. Options are [WithTracerProvider],
+// [WithMeterProvider] and [WithCaptureContent]; without them the global
+// providers are used and no content is recorded. It is safe for concurrent
+// use.
+func Middleware(opts ...Option) middleware.Middleware {
+	var cfg config
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if cfg.tp == nil {
+		cfg.tp = otel.GetTracerProvider()
+	}
+	if cfg.mp == nil {
+		cfg.mp = otel.GetMeterProvider()
+	}
+	o := &observer{
+		tracer:  cfg.tp.Tracer(ScopeName),
+		capture: cfg.capture,
+	}
+	o.metrics = newMetrics(cfg.mp.Meter(ScopeName))
+	return &guard{obs: o}
+}
+
+// guard is the middleware Middleware returns.
+type guard struct{ obs *observer }
+
+// installedKey marks a context in which a guard's observer is installed.
+type installedKey struct{}
+
+// InstallObserver returns ctx carrying the middleware's observer, unless it
+// does already.
+func (g *guard) InstallObserver(ctx context.Context) context.Context {
+	if ctx.Value(installedKey{}) == g.obs {
+		return ctx
+	}
+	ctx = middleware.WithObserver(ctx, g.obs)
+	return context.WithValue(ctx, installedKey{}, g.obs)
+}
+
+// WrapModelCall wraps next in the call's span.
+func (g *guard) WrapModelCall(next middleware.Handler) middleware.Handler {
+	return func(ctx context.Context, req *middleware.Request) (*llms.ContentResponse, error) {
+		ctx = g.InstallObserver(ctx)
+		model := req.CallOptions().Model
+		attrs := make([]attribute.KeyValue, 0, 2)
+		if model != "" {
+			attrs = append(attrs, semconv.GenAIRequestModel(model))
+		}
+		ctx, span := g.obs.tracer.Start(ctx, CallSpanName, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+		c := &call{span: span, owner: g.obs}
+		ctx = context.WithValue(ctx, callKey{}, c)
+		resp, err := next(ctx, req)
+		if span.IsRecording() {
+			span.SetAttributes(keyRequests.Int64(c.requests.Load()))
+			if err != nil {
+				g.obs.fail(span, err)
+			}
+		}
+		span.End()
+		return resp, err
+	}
+}
+
+// callKey is the context key of the logical call in progress.
+type callKey struct{}
+
+// call is one logical call's state.
+type call struct {
+	span     trace.Span
+	owner    *observer
+	requests atomic.Int64
+}
+
+// callOf returns the logical call of o in ctx, or nil.
+func (o *observer) callOf(ctx context.Context) *call {
+	if c, ok := ctx.Value(callKey{}).(*call); ok && c.owner == o {
+		return c
+	}
+	return nil
+}
+
+// observer is the middleware.Observer and middleware.RunObserver a guard
+// installs.
+type observer struct {
+	tracer  trace.Tracer
+	metrics metrics
+	capture bool
+}
+
+// fail marks span failed with err: error.type and an error status, and the
+// error's text only with WithCaptureContent.
+func (o *observer) fail(span trace.Span, err error) {
+	typ := errorType(err)
+	span.SetAttributes(semconv.ErrorTypeKey.String(typ))
+	if o.capture {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		return
+	}
+	span.SetStatus(codes.Error, typ)
+}
+
+// OnModelCall starts a "chat {model}" span for a request that reaches the
+// model; the returned function ends it and records the request's metrics.
+func (o *observer) OnModelCall(ctx context.Context, req *middleware.Request) (context.Context, func(*llms.ContentResponse, error)) {
+	if c := o.callOf(ctx); c != nil {
+		c.requests.Add(1)
+	}
+	model := req.CallOptions().Model
+	name := semconv.GenAIOperationNameChat.Value.AsString()
+	attrs := make([]attribute.KeyValue, 0, 2)
+	attrs = append(attrs, semconv.GenAIOperationNameChat)
+	if model != "" {
+		name += " " + model
+		attrs = append(attrs, semconv.GenAIRequestModel(model))
+	}
+	ctx, span := o.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	start := time.Now()
+	return ctx, func(resp *llms.ContentResponse, err error) {
+		o.endChat(ctx, span, model, start, resp, err)
+	}
+}
+
+// endChat ends a chat span with the request's outcome and records its
+// duration and token usage.
+func (o *observer) endChat(ctx context.Context, span trace.Span, model string, start time.Time, resp *llms.ContentResponse, err error) {
+	elapsed := time.Since(start)
+	u := usage{-1, -1}
+	if err == nil {
+		u = usageOf(resp)
+	}
+	if span.IsRecording() {
+		if err != nil {
+			o.fail(span, err)
+		} else {
+			if u.input >= 0 {
+				span.SetAttributes(semconv.GenAIUsageInputTokens(int(u.input)))
+			}
+			if u.output >= 0 {
+				span.SetAttributes(semconv.GenAIUsageOutputTokens(int(u.output)))
+			}
+			if reasons := finishReasons(resp); len(reasons) > 0 {
+				span.SetAttributes(semconv.GenAIResponseFinishReasons(reasons...))
+			}
+		}
+	}
+	span.End()
+	o.metrics.request(ctx, model, elapsed, u, err)
+}
+
+// finishReasons returns the stop reasons of resp's choices that have one.
+func finishReasons(resp *llms.ContentResponse) []string {
+	var reasons []string
+	for _, ch := range resp.Choices {
+		if ch != nil && ch.StopReason != "" {
+			reasons = append(reasons, ch.StopReason)
+		}
+	}
+	return reasons
+}
