@@ -21,6 +21,9 @@ const ScopeName = "github.com/toolguard/toolguard/middleware/otelguard"
 // stack (one GenerateContent of the wrapped model).
 const CallSpanName = "toolguard.generate_content"
 
+// chatName is the name of a request's span without a model.
+const chatName = "chat"
+
 // Middleware returns a middleware that makes everything the stack inside it
 // does visible to OpenTelemetry. Place it outermost:
 //
@@ -52,8 +55,10 @@ func Middleware(opts ...Option) middleware.Middleware {
 		cfg.mp = otel.GetMeterProvider()
 	}
 	o := &observer{
-		tracer:  cfg.tp.Tracer(ScopeName),
-		capture: cfg.capture,
+		tracer:   cfg.tp.Tracer(ScopeName),
+		capture:  cfg.capture,
+		client:   trace.WithSpanKind(trace.SpanKindClient),
+		internal: trace.WithSpanKind(trace.SpanKindInternal),
 	}
 	o.metrics = newMetrics(cfg.mp.Meter(ScopeName))
 	return &guard{obs: o}
@@ -62,31 +67,40 @@ func Middleware(opts ...Option) middleware.Middleware {
 // guard is the middleware Middleware returns.
 type guard struct{ obs *observer }
 
-// installedKey marks a context in which a guard's observer is installed.
-type installedKey struct{}
+// stateKey is the context key of a guard's state in a context: which
+// observer is installed, and the logical call in progress.
+type stateKey struct{}
+
+// state is the value of stateKey.
+type state struct {
+	obs  *observer
+	call *call // nil outside a call
+}
 
 // InstallObserver returns ctx carrying the middleware's observer, unless it
 // does already.
 func (g *guard) InstallObserver(ctx context.Context) context.Context {
-	if ctx.Value(installedKey{}) == g.obs {
+	if st, ok := ctx.Value(stateKey{}).(*state); ok && st.obs == g.obs {
 		return ctx
 	}
 	ctx = middleware.WithObserver(ctx, g.obs)
-	return context.WithValue(ctx, installedKey{}, g.obs)
+	return context.WithValue(ctx, stateKey{}, &state{obs: g.obs})
 }
 
 // WrapModelCall wraps next in the call's span.
 func (g *guard) WrapModelCall(next middleware.Handler) middleware.Handler {
 	return func(ctx context.Context, req *middleware.Request) (*llms.ContentResponse, error) {
-		ctx = g.InstallObserver(ctx)
-		model := req.CallOptions().Model
-		attrs := make([]attribute.KeyValue, 0, 2)
-		if model != "" {
-			attrs = append(attrs, semconv.GenAIRequestModel(model))
+		if st, ok := ctx.Value(stateKey{}).(*state); !ok || st.obs != g.obs {
+			ctx = middleware.WithObserver(ctx, g.obs)
 		}
-		ctx, span := g.obs.tracer.Start(ctx, CallSpanName, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
-		c := &call{span: span, owner: g.obs}
-		ctx = context.WithValue(ctx, callKey{}, c)
+		model := req.CallOptions().Model
+		opts := []trace.SpanStartOption{g.obs.internal}
+		if model != "" {
+			opts = append(opts, trace.WithAttributes(semconv.GenAIRequestModel(model)))
+		}
+		ctx, span := g.obs.tracer.Start(ctx, CallSpanName, opts...)
+		c := &call{span: span, req: req, model: model}
+		ctx = context.WithValue(ctx, stateKey{}, &state{obs: g.obs, call: c})
 		resp, err := next(ctx, req)
 		if span.IsRecording() {
 			span.SetAttributes(keyRequests.Int64(c.requests.Load()))
@@ -99,20 +113,18 @@ func (g *guard) WrapModelCall(next middleware.Handler) middleware.Handler {
 	}
 }
 
-// callKey is the context key of the logical call in progress.
-type callKey struct{}
-
 // call is one logical call's state.
 type call struct {
 	span     trace.Span
-	owner    *observer
+	req      *middleware.Request // the request the call was made with
+	model    string              // its model
 	requests atomic.Int64
 }
 
 // callOf returns the logical call of o in ctx, or nil.
 func (o *observer) callOf(ctx context.Context) *call {
-	if c, ok := ctx.Value(callKey{}).(*call); ok && c.owner == o {
-		return c
+	if st, ok := ctx.Value(stateKey{}).(*state); ok && st.obs == o {
+		return st.call
 	}
 	return nil
 }
@@ -120,9 +132,10 @@ func (o *observer) callOf(ctx context.Context) *call {
 // observer is the middleware.Observer and middleware.RunObserver a guard
 // installs.
 type observer struct {
-	tracer  trace.Tracer
-	metrics metrics
-	capture bool
+	tracer           trace.Tracer
+	metrics          metrics
+	capture          bool
+	client, internal trace.SpanStartOption // the span kinds, made once
 }
 
 // fail marks span failed with err: error.type and an error status, and the
@@ -141,18 +154,23 @@ func (o *observer) fail(span trace.Span, err error) {
 // OnModelCall starts a "chat {model}" span for a request that reaches the
 // model; the returned function ends it and records the request's metrics.
 func (o *observer) OnModelCall(ctx context.Context, req *middleware.Request) (context.Context, func(*llms.ContentResponse, error)) {
-	if c := o.callOf(ctx); c != nil {
+	c := o.callOf(ctx)
+	if c != nil {
 		c.requests.Add(1)
 	}
-	model := req.CallOptions().Model
-	name := semconv.GenAIOperationNameChat.Value.AsString()
-	attrs := make([]attribute.KeyValue, 0, 2)
-	attrs = append(attrs, semconv.GenAIOperationNameChat)
+	var model string
+	if c != nil && c.req == req {
+		model = c.model // the call's own request: its options are read already
+	} else {
+		model = req.CallOptions().Model
+	}
+	name := chatName
+	attrs := []attribute.KeyValue{semconv.GenAIOperationNameChat}
 	if model != "" {
 		name += " " + model
 		attrs = append(attrs, semconv.GenAIRequestModel(model))
 	}
-	ctx, span := o.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	ctx, span := o.tracer.Start(ctx, name, o.client, trace.WithAttributes(attrs...))
 	start := time.Now()
 	return ctx, func(resp *llms.ContentResponse, err error) {
 		o.endChat(ctx, span, model, start, resp, err)

@@ -13,7 +13,7 @@ import (
 // OnRun starts the "invoke_agent" span of an agent run.
 func (o *observer) OnRun(ctx context.Context) (context.Context, func(error)) {
 	ctx, span := o.tracer.Start(ctx, semconv.GenAIOperationNameInvokeAgent.Value.AsString(),
-		trace.WithSpanKind(trace.SpanKindInternal),
+		o.internal,
 		trace.WithAttributes(semconv.GenAIOperationNameInvokeAgent))
 	return ctx, func(err error) {
 		if err != nil && span.IsRecording() {
@@ -42,7 +42,7 @@ func (o *observer) OnToolCall(ctx context.Context, call llms.ToolCall) (context.
 		attrs = append(attrs, semconv.GenAIToolCallArgumentsKey.String(call.FunctionCall.Arguments))
 	}
 	ctx, span := o.tracer.Start(ctx, semconv.GenAIOperationNameExecuteTool.Value.AsString()+" "+name,
-		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+		o.internal, trace.WithAttributes(attrs...))
 	return ctx, func(result string, err error) {
 		if span.IsRecording() {
 			switch {
