@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 )
@@ -56,5 +57,29 @@ func TestOtelStdout(t *testing.T) {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("stdout exporter output lacks %s", w)
 		}
+	}
+}
+
+// TestReadmeTree: the span tree the README's "Tracing" section shows is the
+// one the example prints.
+func TestReadmeTree(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(readme), "`go run ./examples/otel` runs")
+	if !ok {
+		t.Fatal("README has no Tracing paragraph about go run ./examples/otel")
+	}
+	_, block, _ := strings.Cut(after, "```\n")
+	block, _, _ = strings.Cut(block, "```")
+	var out strings.Builder
+	if err := run(context.Background(), &out, scriptedModel(), false); err != nil {
+		t.Fatal(err)
+	}
+	_, tree, _ := strings.Cut(out.String(), "spans:\n")
+	tree, _, _ = strings.Cut(tree, "\nmetrics:")
+	if block != tree {
+		t.Errorf("README span tree:\n%s\nwant what the example prints:\n%s", block, tree)
 	}
 }
