@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/middleware"
@@ -37,9 +38,19 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// WeatherArgs are the arguments of the get_weather tool.
+// WeatherArgs are the arguments of the get_weather tool: city is required,
+// units is optional.
 type WeatherArgs struct {
-	City string `json:"city" jsonschema:"the city, e.g. Paris"`
+	City  string `json:"city" jsonschema:"the city, e.g. Paris"`
+	Units Units  `json:"units,omitempty"`
+}
+
+// Units is a temperature unit.
+type Units string
+
+// JSONSchema restricts Units to the values the tool understands.
+func (Units) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "string", Enum: []any{"celsius", "fahrenheit"}}
 }
 
 func main() {
@@ -55,7 +66,7 @@ func main() {
 func scriptedModel() *fakemodel.Model {
 	return fakemodel.New(
 		fakemodel.Fail(errors.New("API returned unexpected status code: 503: overloaded")),
-		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": 75001}`)),
+		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": 75001, "units": null}`)),
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`)),
 		fakemodel.Text("It is 18 °C and sunny in Paris."),
 	)

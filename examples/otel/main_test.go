@@ -20,6 +20,8 @@ func TestOtelTree(t *testing.T) {
 		"invoke_agent [internal]",
 		"\n    toolguard.generate_content [internal] toolguard.requests=3",
 		"\n      * toolguard.retry ",
+		"\n      * toolguard.stripped ",
+		"toolguard.paths=[\"/units\"]",
 		"\n      * toolguard.invalid ",
 		"toolguard.paths=[\"/city\"]",
 		"\n      * toolguard.reask ",
