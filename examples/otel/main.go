@@ -161,7 +161,7 @@ func printTree(out io.Writer, spans []sdktrace.ReadOnlySpan) {
 func attrs(kvs []attribute.KeyValue) string {
 	parts := make([]string, 0, len(kvs))
 	for _, kv := range kvs {
-		parts = append(parts, string(kv.Key)+"="+kv.Value.Emit())
+		parts = append(parts, string(kv.Key)+"="+kv.Value.String())
 	}
 	slices.Sort(parts)
 	return strings.Join(parts, " ")

@@ -80,7 +80,7 @@ func find(rm metricdata.ResourceMetrics, name string) *metricdata.Metrics {
 func attr(attrs []attribute.KeyValue, key string) string {
 	for _, kv := range attrs {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""
@@ -104,7 +104,7 @@ func (tel *telemetry) everything(t *testing.T) string {
 	var b strings.Builder
 	add := func(attrs []attribute.KeyValue) {
 		for _, kv := range attrs {
-			b.WriteString(string(kv.Key) + "=" + kv.Value.Emit() + "\n")
+			b.WriteString(string(kv.Key) + "=" + kv.Value.String() + "\n")
 		}
 	}
 	for _, s := range tel.spans.Ended() {
