@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tmc/langchaingo/llms"
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 )
@@ -25,11 +26,17 @@ const (
 	keyErrorMessage = attribute.Key("toolguard.error.message") // WithCaptureContent: the error's text
 )
 
-// errorType returns the error.type of err: "canceled" or "timeout" for a
-// context's errors, "_OTHER" for errors of no type of their own (errors.New,
+// errorType returns the error.type of err: the code of an *llms.Error in
+// its chain (langchaingo's providers map their errors to one: "rate_limit",
+// "provider_unavailable", …), "canceled" or "timeout" for a context's
+// errors, "_OTHER" for errors of no type of their own (errors.New,
 // fmt.Errorf), else the Go type, such as "*retry.Error". It never includes
 // the error's text, which may quote the model.
 func errorType(err error) string {
+	var le *llms.Error
+	if errors.As(err, &le) && le.Code != "" {
+		return string(le.Code)
+	}
 	switch {
 	case errors.Is(err, context.Canceled):
 		return "canceled"

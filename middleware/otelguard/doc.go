@@ -30,7 +30,10 @@
 //     per run and, under it, one per tool execution with gen_ai.tool.name,
 //     gen_ai.tool.call.id, gen_ai.tool.type and error.type on a tool error.
 //
-// error.type is "canceled" or "timeout" for a context's errors, "_OTHER"
+// error.type is the code of an *llms.Error in the error's chain
+// (langchaingo's providers map their errors to one: "rate_limit",
+// "provider_unavailable", "authentication", …), "canceled" or "timeout"
+// for a context's errors, "_OTHER"
 // for untyped errors (errors.New, fmt.Errorf), else the error's Go type
 // ("*retry.Error", "*validation.Error", "*middleware.LimitExceededError").
 // gen_ai.provider.name is not set: the middleware does not know the

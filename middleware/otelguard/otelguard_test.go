@@ -255,3 +255,37 @@ func TestFailedCall(t *testing.T) {
 		t.Errorf("call span events = %v, want one toolguard.give_up", parent.Events())
 	}
 }
+
+// TestErrorType: error.type names the error without its text: a provider's
+// *llms.Error code, a context's error, toolguard's typed errors by type.
+func TestErrorType(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		err       error
+		chat, run string // error.type of the chat span and of the call span
+	}{
+		{"provider rate limit", llms.NewError(llms.ErrCodeRateLimit, "openai", "slow down "+secret), "rate_limit", "rate_limit"},
+		{"untyped", errors.New("boom " + secret), "_OTHER", "*retry.Error"},
+		{"deadline", context.DeadlineExceeded, "timeout", "timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tel := newTelemetry(t)
+			llm := middleware.Wrap(fakemodel.New(fakemodel.Fail(tc.err)), tel.middleware(),
+				middleware.ModelRetry(middleware.WithMaxRetries(0)))
+			if _, err := llm.GenerateContent(context.Background(), human("hi")); err == nil {
+				t.Fatal("GenerateContent succeeded, want the model's error")
+			}
+			if got := attr(tel.ended("chat")[0].Attributes(), "error.type"); got != tc.chat {
+				t.Errorf("chat span error.type = %q, want %q", got, tc.chat)
+			}
+			if got := attr(tel.ended(otelguard.CallSpanName)[0].Attributes(), "error.type"); got != tc.run {
+				t.Errorf("call span error.type = %q, want %q", got, tc.run)
+			}
+			if all := tel.everything(t); strings.Contains(all, secret) {
+				t.Errorf("telemetry holds the error's text:\n%s", all)
+			}
+		})
+	}
+}
