@@ -36,8 +36,11 @@
 // for a context's errors, "_OTHER"
 // for untyped errors (errors.New, fmt.Errorf), else the error's Go type
 // ("*retry.Error", "*validation.Error", "*middleware.LimitExceededError").
-// gen_ai.provider.name is not set: the middleware does not know the
-// provider.
+// gen_ai.provider.name is set on chat spans and the GenAI metrics only
+// with [WithProviderName]: the middleware cannot tell which provider the
+// wrapped model calls. gen_ai.request.model is the model a request names
+// (llms.WithModel); a model configured on the client only (openai.WithModel)
+// is not seen.
 //
 // # Metrics
 //

@@ -66,12 +66,15 @@ func (m metrics) event(ctx context.Context, e middleware.Event) {
 }
 
 // request records one request's duration and token usage.
-func (m metrics) request(ctx context.Context, model string, elapsed time.Duration, u usage, err error) {
+func (m metrics) request(ctx context.Context, provider, model string, elapsed time.Duration, u usage, err error) {
 	if !m.duration.Enabled(ctx) && !m.tokens.Enabled(ctx) {
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, 4)
+	attrs := make([]attribute.KeyValue, 0, 5)
 	attrs = append(attrs, semconv.GenAIOperationNameChat)
+	if provider != "" {
+		attrs = append(attrs, semconv.GenAIProviderNameKey.String(provider))
+	}
 	if model != "" {
 		attrs = append(attrs, semconv.GenAIRequestModel(model))
 	}

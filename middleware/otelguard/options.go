@@ -9,9 +9,10 @@ import (
 type Option func(*config)
 
 type config struct {
-	tp      trace.TracerProvider // nil: otel.GetTracerProvider()
-	mp      metric.MeterProvider // nil: otel.GetMeterProvider()
-	capture bool
+	tp       trace.TracerProvider // nil: otel.GetTracerProvider()
+	mp       metric.MeterProvider // nil: otel.GetMeterProvider()
+	capture  bool
+	provider string
 }
 
 // WithTracerProvider sets where the spans go. The default, and a nil tp, is
@@ -34,4 +35,13 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // types only.
 func WithCaptureContent() Option {
 	return func(c *config) { c.capture = true }
+}
+
+// WithProviderName sets gen_ai.provider.name on the chat spans and the
+// GenAI metrics: "openai", "anthropic", "gcp.gemini", "aws.bedrock", … as
+// the GenAI semantic conventions name them. The default, "", leaves the
+// attribute out: the middleware cannot tell which provider the wrapped
+// model calls.
+func WithProviderName(name string) Option {
+	return func(c *config) { c.provider = name }
 }

@@ -38,9 +38,9 @@ const chatName = "chat"
 // [middleware.ObserverInstaller], so an agent.Agent given it with
 // agent.WithMiddleware adds an invoke_agent span per run and an
 // execute_tool span per tool call. Options are [WithTracerProvider],
-// [WithMeterProvider] and [WithCaptureContent]; without them the global
-// providers are used and no content is recorded. It is safe for concurrent
-// use.
+// [WithMeterProvider], [WithCaptureContent] and [WithProviderName]; without
+// them the global providers are used, no content is recorded and no
+// provider is named. It is safe for concurrent use.
 func Middleware(opts ...Option) middleware.Middleware {
 	var cfg config
 	for _, o := range opts {
@@ -57,6 +57,7 @@ func Middleware(opts ...Option) middleware.Middleware {
 	o := &observer{
 		tracer:   cfg.tp.Tracer(ScopeName),
 		capture:  cfg.capture,
+		provider: cfg.provider,
 		client:   trace.WithSpanKind(trace.SpanKindClient),
 		internal: trace.WithSpanKind(trace.SpanKindInternal),
 	}
@@ -135,6 +136,7 @@ type observer struct {
 	tracer           trace.Tracer
 	metrics          metrics
 	capture          bool
+	provider         string                // gen_ai.provider.name, or ""
 	client, internal trace.SpanStartOption // the span kinds, made once
 }
 
@@ -166,6 +168,9 @@ func (o *observer) OnModelCall(ctx context.Context, req *middleware.Request) (co
 	}
 	name := chatName
 	attrs := []attribute.KeyValue{semconv.GenAIOperationNameChat}
+	if o.provider != "" {
+		attrs = append(attrs, semconv.GenAIProviderNameKey.String(o.provider))
+	}
 	if model != "" {
 		name += " " + model
 		attrs = append(attrs, semconv.GenAIRequestModel(model))
@@ -201,7 +206,7 @@ func (o *observer) endChat(ctx context.Context, span trace.Span, model string, s
 		}
 	}
 	span.End()
-	o.metrics.request(ctx, model, elapsed, u, err)
+	o.metrics.request(ctx, o.provider, model, elapsed, u, err)
 }
 
 // finishReasons returns the stop reasons of resp's choices that have one.

@@ -289,3 +289,34 @@ func TestErrorType(t *testing.T) {
 		})
 	}
 }
+
+// TestProviderName: WithProviderName names the provider on chat spans and
+// on the duration metric; without it the attribute is absent.
+func TestProviderName(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		opts []otelguard.Option
+		want string
+	}{
+		{"default", nil, ""},
+		{"WithProviderName", []otelguard.Option{otelguard.WithProviderName("openai")}, "openai"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tel := newTelemetry(t)
+			llm := middleware.Wrap(fakemodel.New(fakemodel.Text("hi")), tel.middleware(tc.opts...))
+			if _, err := llm.GenerateContent(context.Background(), human("hi")); err != nil {
+				t.Fatal(err)
+			}
+			if got := attr(tel.ended("chat")[0].Attributes(), "gen_ai.provider.name"); got != tc.want {
+				t.Errorf("chat span gen_ai.provider.name = %q, want %q", got, tc.want)
+			}
+			p := find(tel.metrics(t), otelguard.DurationMetric).Data.(metricdata.Histogram[float64]).DataPoints[0]
+			got, _ := p.Attributes.Value("gen_ai.provider.name")
+			if got.AsString() != tc.want {
+				t.Errorf("%s gen_ai.provider.name = %q, want %q", otelguard.DurationMetric, got.AsString(), tc.want)
+			}
+		})
+	}
+}
