@@ -75,7 +75,9 @@
 // model or the user sent: not the arguments, not values echoed from them
 // (validation violations quote them), not the feedback text, and not error
 // texts, which may quote the model's output (a status description is then
-// the error.type). [WithCaptureContent] opts in: feedback and error texts on
-// the span events, error texts as span errors, and gen_ai.tool.call.arguments
-// and gen_ai.tool.call.result on execute_tool spans.
+// the error.type). [WithCaptureContent] opts in: gen_ai.output.messages
+// (the answer's text and tool calls, in the conventions' JSON form) on chat
+// spans, feedback and error texts on the span events, error texts as span
+// errors, and gen_ai.tool.call.arguments and gen_ai.tool.call.result on
+// execute_tool spans.
 package otelguard

@@ -28,9 +28,10 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 }
 
 // WithCaptureContent makes the spans record what the model and the user
-// sent: the feedback text the model is sent about an invalid call, error
-// texts (which may quote the model's output), and each tool call's
-// arguments and result. The default is off: spans, span events and metrics
+// sent: what each request's answer holds (gen_ai.output.messages on its
+// chat span: text and tool calls with their arguments), the feedback text
+// the model is sent about an invalid call, error texts (which may quote the
+// model's output), and each tool execution's arguments and result. The default is off: spans, span events and metrics
 // then carry names, ids, counts, JSON Pointer paths, durations and error
 // types only.
 func WithCaptureContent() Option {

@@ -203,6 +203,9 @@ func (o *observer) endChat(ctx context.Context, span trace.Span, model string, s
 			if reasons := finishReasons(resp); len(reasons) > 0 {
 				span.SetAttributes(semconv.GenAIResponseFinishReasons(reasons...))
 			}
+			if o.capture {
+				span.SetAttributes(keyOutputMessages.String(outputMessages(resp)))
+			}
 		}
 	}
 	span.End()

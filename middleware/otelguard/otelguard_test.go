@@ -209,7 +209,8 @@ func TestPrivacy(t *testing.T) {
 				}
 			}
 			if tc.capture {
-				for _, want := range []string{"toolguard.feedback=", `kelvin-` + secret, "toolguard.error.message=", secret + " overloaded"} {
+				for _, want := range []string{"toolguard.feedback=", `kelvin-` + secret, "toolguard.error.message=", secret + " overloaded",
+					`gen_ai.output.messages=[{"role":"assistant","parts":[{"type":"tool_call","id":"call_1","name":"get_weather","arguments":{"city":75001,"units":"kelvin-SECRET"}}]`} {
 					if !strings.Contains(all, want) {
 						t.Errorf("with capture, telemetry lacks %q:\n%s", want, all)
 					}
