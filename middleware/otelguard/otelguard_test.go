@@ -321,3 +321,27 @@ func TestProviderName(t *testing.T) {
 		})
 	}
 }
+
+// TestEventHandlerKeepsWorking: a WithEventHandler beside otelguard is told
+// the same events the span records.
+func TestEventHandlerKeepsWorking(t *testing.T) {
+	t.Parallel()
+	tel := newTelemetry(t)
+	var handled []string
+	m := fakemodel.New(
+		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": 1}`)),
+		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`)),
+	)
+	llm := middleware.Wrap(m, tel.middleware(), middleware.ToolArgValidation(
+		middleware.WithEventHandler(func(_ context.Context, e middleware.Event) { handled = append(handled, otelguard.EventPrefix+string(e.Kind)) })))
+	if _, err := llm.GenerateContent(context.Background(), human("hi"), llms.WithTools([]llms.Tool{weatherTool})); err != nil {
+		t.Fatal(err)
+	}
+	var recorded []string
+	for _, e := range tel.ended(otelguard.CallSpanName)[0].Events() {
+		recorded = append(recorded, e.Name)
+	}
+	if want := []string{"toolguard.invalid", "toolguard.reask"}; !slices.Equal(handled, want) || !slices.Equal(recorded, want) {
+		t.Errorf("handler got %q and the span recorded %q, want %q for both", handled, recorded, want)
+	}
+}
