@@ -333,7 +333,9 @@ func TestEventHandlerKeepsWorking(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`)),
 	)
 	llm := middleware.Wrap(m, tel.middleware(), middleware.ToolArgValidation(
-		middleware.WithEventHandler(func(_ context.Context, e middleware.Event) { handled = append(handled, otelguard.EventPrefix+string(e.Kind)) })))
+		middleware.WithEventHandler(func(_ context.Context, e middleware.Event) {
+			handled = append(handled, otelguard.EventPrefix+string(e.Kind))
+		})))
 	if _, err := llm.GenerateContent(context.Background(), human("hi"), llms.WithTools([]llms.Tool{weatherTool})); err != nil {
 		t.Fatal(err)
 	}
