@@ -39,6 +39,9 @@ type Agent struct {
 	system   string
 	maxIt    int
 	maxPar   int
+	// installers are the middlewares that install an observer, installed
+	// for each whole run (observe.go).
+	installers []middleware.ObserverInstaller
 }
 
 // New returns an agent that drives model with tools.
@@ -97,6 +100,7 @@ func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 		}})
 	}
 	slices.Sort(a.names)
+	a.installers = installers(cfg.middlewares)
 	if len(a.defs) > 0 {
 		a.callOpts = []llms.CallOption{llms.WithTools(a.defs)}
 	}
@@ -219,7 +223,9 @@ func (a *Agent) Run(ctx context.Context, input string) (*Result, error) {
 	return res, err
 }
 
-func (a *Agent) loop(ctx context.Context, res *Result) error {
+func (a *Agent) loop(ctx context.Context, res *Result) (err error) {
+	ctx, endRun := a.observeRun(ctx)
+	defer func() { endRun(err) }()
 	for range a.maxIt {
 		if err := ctx.Err(); err != nil {
 			return err

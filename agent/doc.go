@@ -31,6 +31,12 @@
 // of a tool that does not exist become tool messages the model reads, never
 // an aborted run. Cancelling the context stops a run promptly.
 //
+// A middleware that installs a middleware.Observer (otelguard.Middleware
+// does: it implements middleware.ObserverInstaller) is installed for each
+// whole run, and the run's observers that implement middleware.RunObserver
+// are told of the run and of each tool execution: with otelguard, an
+// invoke_agent span per run and an execute_tool span per tool call.
+//
 // Each Run starts its own count of model calls (Result.ModelCalls), so one
 // [Agent] serves concurrent runs. The package imports langchaingo's llms
 // package only, never agents, chains or tools.

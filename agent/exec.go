@@ -55,7 +55,7 @@ func (a *Agent) runTools(ctx context.Context, calls []llms.ToolCall) ([]Step, []
 			i := todo[0]
 			todo = todo[1:]
 			running++
-			go callTool(ctx, a.tools[calls[i].FunctionCall.Name], i, calls[i].FunctionCall.Arguments, results)
+			go callTool(ctx, a.tools[calls[i].FunctionCall.Name], i, calls[i], results)
 			continue
 		}
 		select {
@@ -80,7 +80,7 @@ func (a *Agent) runTools(ctx context.Context, calls []llms.ToolCall) ([]Step, []
 }
 
 // callTool runs one tool call and reports its outcome on results.
-func callTool(ctx context.Context, t Tool, index int, args string, results chan<- finished) {
+func callTool(ctx context.Context, t Tool, index int, call llms.ToolCall, results chan<- finished) {
 	f := finished{index: index}
 	defer func() {
 		if p := recover(); p != nil {
@@ -88,7 +88,7 @@ func callTool(ctx context.Context, t Tool, index int, args string, results chan<
 		}
 		results <- f
 	}()
-	f.result, f.err = t.Call(ctx, args)
+	f.result, f.err = runObserved(ctx, t, call)
 	if f.err != nil {
 		f.result = ""
 	}

@@ -28,7 +28,8 @@ const (
 // [middleware.Chain] order (the first is the outermost; Chain also gives the
 // order to use). Each call of WithMiddleware appends to the middlewares of
 // earlier calls; nil middlewares are skipped. The default is none: the model
-// is called as is.
+// is called as is. A middleware that implements
+// [middleware.ObserverInstaller] also observes each run and its tool calls.
 func WithMiddleware(mws ...middleware.Middleware) Option {
 	return func(c *config) { c.middlewares = append(c.middlewares, mws...) }
 }

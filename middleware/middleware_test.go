@@ -179,8 +179,9 @@ func TestWrapForwardsReasoningModel(t *testing.T) {
 }
 
 // TestCoreImportsStayLight: importing middleware must not pull in
-// langchaingo's agents, chains or tools packages, and the engines must not
-// import middleware or agent.
+// langchaingo's agents, chains or tools packages, neither middleware nor
+// agent may depend on OpenTelemetry, and the engines must not import
+// middleware or agent.
 func TestCoreImportsStayLight(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -201,6 +202,15 @@ func TestCoreImportsStayLight(t *testing.T) {
 		for _, banned := range []string{"/langchaingo/agents", "/langchaingo/chains", "/langchaingo/tools", "toolguard/agent", "go.starlark.net"} {
 			if strings.Contains(d, banned) {
 				t.Errorf("middleware depends on %s", d)
+			}
+		}
+	}
+	// OpenTelemetry is for middleware/otelguard alone: the core and the
+	// agent reach it only through middleware.Observer.
+	for _, pkg := range []string{"middleware", "agent"} {
+		for _, d := range deps("github.com/toolguard/toolguard/" + pkg) {
+			if strings.HasPrefix(d, "go.opentelemetry.io/") {
+				t.Errorf("%s depends on %s", pkg, d)
 			}
 		}
 	}

@@ -1,0 +1,52 @@
+package agent
+
+import (
+	"context"
+	"errors"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/middleware"
+)
+
+// errToolPanicked is what run observers are told of a tool that panicked.
+var errToolPanicked = errors.New("agent: the tool panicked")
+
+// installers returns the middlewares among mws that install an observer
+// ([middleware.ObserverInstaller], as otelguard's does), in order.
+func installers(mws []middleware.Middleware) []middleware.ObserverInstaller {
+	var list []middleware.ObserverInstaller
+	for _, mw := range mws {
+		if in, ok := mw.(middleware.ObserverInstaller); ok {
+			list = append(list, in)
+		}
+	}
+	return list
+}
+
+// observeRun installs the observers of the agent's middlewares in ctx and
+// tells the run observers ctx then carries that a run starts
+// ([middleware.ObserveRun]). It returns the run's context and the function
+// to call with its outcome.
+func (a *Agent) observeRun(ctx context.Context) (context.Context, func(error)) {
+	for _, in := range a.installers {
+		ctx = in.InstallObserver(ctx)
+	}
+	return middleware.ObserveRun(ctx)
+}
+
+// runObserved runs one tool call, telling the run observers in ctx about it
+// ([middleware.ObserveToolCall]); a panic is reported as an error before it
+// goes on.
+func runObserved(ctx context.Context, t Tool, call llms.ToolCall) (result string, err error) {
+	ctx, end := middleware.ObserveToolCall(ctx, call)
+	panicked := true
+	defer func() {
+		if panicked {
+			end("", errToolPanicked)
+		}
+	}()
+	result, err = t.Call(ctx, call.FunctionCall.Arguments)
+	panicked = false
+	end(result, err)
+	return result, err
+}

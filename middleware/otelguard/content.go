@@ -1,0 +1,59 @@
+package otelguard
+
+import (
+	"encoding/json"
+
+	"github.com/tmc/langchaingo/llms"
+	"go.opentelemetry.io/otel/attribute"
+)
+
+// keyOutputMessages is the GenAI attribute holding what the model answered,
+// recorded only with WithCaptureContent.
+const keyOutputMessages = attribute.Key("gen_ai.output.messages")
+
+// outputMessages renders resp's choices in the GenAI conventions' output
+// messages form: one assistant message per choice, whose parts are its
+// text and its tool calls (arguments as JSON when they parse, else as the
+// text the model sent).
+func outputMessages(resp *llms.ContentResponse) string {
+	type part struct {
+		Type      string `json:"type"`
+		Content   string `json:"content,omitempty"`
+		ID        string `json:"id,omitempty"`
+		Name      string `json:"name,omitempty"`
+		Arguments any    `json:"arguments,omitempty"`
+	}
+	type message struct {
+		Role         string `json:"role"`
+		Parts        []part `json:"parts"`
+		FinishReason string `json:"finish_reason,omitempty"`
+	}
+	msgs := make([]message, 0, len(resp.Choices))
+	for _, ch := range resp.Choices {
+		if ch == nil {
+			continue
+		}
+		m := message{Role: "assistant", Parts: []part{}, FinishReason: ch.StopReason}
+		if ch.Content != "" {
+			m.Parts = append(m.Parts, part{Type: "text", Content: ch.Content})
+		}
+		for _, tc := range ch.ToolCalls {
+			p := part{Type: "tool_call", ID: tc.ID}
+			if tc.FunctionCall != nil {
+				p.Name = tc.FunctionCall.Name
+				var args any = tc.FunctionCall.Arguments
+				if json.Valid([]byte(tc.FunctionCall.Arguments)) {
+					args = json.RawMessage(tc.FunctionCall.Arguments)
+				}
+				p.Arguments = args
+			}
+			m.Parts = append(m.Parts, p)
+		}
+		msgs = append(msgs, m)
+	}
+	out, err := json.Marshal(msgs)
+	if err != nil {
+		return ""
+	}
+	return string(out)
+}

@@ -1,0 +1,83 @@
+package middleware_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/middleware"
+)
+
+// runTracer is a traceObserver that is also a RunObserver.
+type runTracer struct{ traceObserver }
+
+func (o runTracer) OnRun(ctx context.Context) (context.Context, func(error)) {
+	o.add("run, ctx mark " + mark(ctx))
+	return context.WithValue(ctx, ctxMark{}, o.name), func(err error) { o.add("run ended: " + errText(err)) }
+}
+
+func (o runTracer) OnToolCall(ctx context.Context, call llms.ToolCall) (context.Context, func(string, error)) {
+	o.add("tool " + call.FunctionCall.Name + " " + call.ID + ", ctx mark " + mark(ctx))
+	return context.WithValue(ctx, ctxMark{}, o.name), func(result string, err error) {
+		o.add("tool ended: " + result + errText(err))
+	}
+}
+
+func mark(ctx context.Context) string {
+	s, _ := ctx.Value(ctxMark{}).(string)
+	return s
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// TestObserveRunAndToolCall: ObserveRun and ObserveToolCall tell each
+// RunObserver in the context, outermost first, pass each the context the
+// previous one returned, and end them innermost first; observers that are
+// not RunObservers are skipped.
+func TestObserveRunAndToolCall(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var log []string
+	ctx := middleware.WithObserver(context.Background(), runTracer{traceObserver{"outer", &mu, &log}})
+	ctx = middleware.WithObserver(ctx, traceObserver{"plain", &mu, &log})
+	ctx = middleware.WithObserver(ctx, runTracer{traceObserver{"inner", &mu, &log}})
+
+	runCtx, endRun := middleware.ObserveRun(ctx)
+	toolCtx, endTool := middleware.ObserveToolCall(runCtx, llms.ToolCall{ID: "c1", FunctionCall: &llms.FunctionCall{Name: "search"}})
+	if got := mark(toolCtx); got != "inner" {
+		t.Errorf("ObserveToolCall ctx mark = %q, want the innermost observer's", got)
+	}
+	endTool("found", nil)
+	endRun(errors.New("boom"))
+	want := []string{
+		"outer run, ctx mark ", "inner run, ctx mark outer",
+		"outer tool search c1, ctx mark inner", "inner tool search c1, ctx mark outer",
+		"inner tool ended: found", "outer tool ended: found",
+		"inner run ended: boom", "outer run ended: boom",
+	}
+	if !slices.Equal(log, want) {
+		t.Errorf("run observers were told:\n%q\nwant:\n%q", log, want)
+	}
+}
+
+// Without a RunObserver, ObserveRun and ObserveToolCall return ctx and a
+// function that does nothing.
+func TestObserveRunWithoutObserver(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	got, end := middleware.ObserveRun(ctx)
+	end(nil)
+	got2, endTool := middleware.ObserveToolCall(ctx, llms.ToolCall{})
+	endTool("", nil)
+	if got != ctx || got2 != ctx {
+		t.Errorf("ObserveRun/ObserveToolCall without observers changed the context")
+	}
+}
