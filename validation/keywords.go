@@ -20,34 +20,57 @@ import (
 // purpose.
 var ErrNoKeyword = errors.New("validation: schema has no JSON Schema keyword")
 
-// schemaKeywords are the keywords of every draft toolguard knows (draft-04 to
+// isKeyword reports the keywords of every draft toolguard knows (draft-04 to
 // 2020-12) and the OpenAPI schema-object keywords that providers' schemas use.
-var schemaKeywords = map[string]bool{
+func isKeyword(key string) bool {
+	switch key {
 	// Core.
-	"$schema": true, "$id": true, "id": true, "$ref": true, "$anchor": true,
-	"$dynamicRef": true, "$dynamicAnchor": true, "$recursiveRef": true,
-	"$recursiveAnchor": true, "$vocabulary": true, "$comment": true,
-	"$defs": true, "definitions": true,
+	case "$schema", "$id", "id", "$ref", "$anchor":
+		return true
+	case "$dynamicRef", "$dynamicAnchor", "$recursiveRef":
+		return true
+	case "$recursiveAnchor", "$vocabulary", "$comment":
+		return true
+	case "$defs", "definitions":
+		return true
 	// Applicators.
-	"allOf": true, "anyOf": true, "oneOf": true, "not": true, "if": true,
-	"then": true, "else": true, "dependentSchemas": true, "dependencies": true,
-	"prefixItems": true, "items": true, "additionalItems": true, "contains": true,
-	"properties": true, "patternProperties": true, "additionalProperties": true,
-	"propertyNames": true, "unevaluatedItems": true, "unevaluatedProperties": true,
+	case "allOf", "anyOf", "oneOf", "not", "if":
+		return true
+	case "then", "else", "dependentSchemas", "dependencies":
+		return true
+	case "prefixItems", "items", "additionalItems", "contains":
+		return true
+	case "properties", "patternProperties", "additionalProperties":
+		return true
+	case "propertyNames", "unevaluatedItems", "unevaluatedProperties":
+		return true
 	// Validation.
-	"type": true, "enum": true, "const": true, "multipleOf": true,
-	"maximum": true, "exclusiveMaximum": true, "minimum": true,
-	"exclusiveMinimum": true, "maxLength": true, "minLength": true,
-	"pattern": true, "maxItems": true, "minItems": true, "uniqueItems": true,
-	"maxContains": true, "minContains": true, "maxProperties": true,
-	"minProperties": true, "required": true, "dependentRequired": true,
+	case "type", "enum", "const", "multipleOf":
+		return true
+	case "maximum", "exclusiveMaximum", "minimum":
+		return true
+	case "exclusiveMinimum", "maxLength", "minLength":
+		return true
+	case "pattern", "maxItems", "minItems", "uniqueItems":
+		return true
+	case "maxContains", "minContains", "maxProperties":
+		return true
+	case "minProperties", "required", "dependentRequired":
+		return true
 	// Annotations, formats, content.
-	"title": true, "description": true, "default": true, "deprecated": true,
-	"readOnly": true, "writeOnly": true, "examples": true, "format": true,
-	"contentEncoding": true, "contentMediaType": true, "contentSchema": true,
+	case "title", "description", "default", "deprecated":
+		return true
+	case "readOnly", "writeOnly", "examples", "format":
+		return true
+	case "contentEncoding", "contentMediaType", "contentSchema":
+		return true
 	// OpenAPI schema objects (Gemini's function declarations use them).
-	"nullable": true, "discriminator": true, "example": true, "xml": true,
-	"externalDocs": true, "propertyOrdering": true,
+	case "nullable", "discriminator", "example", "xml":
+		return true
+	case "externalDocs", "propertyOrdering":
+		return true
+	}
+	return false
 }
 
 // checkKeywords refuses a root schema object that has keys and no keyword.
@@ -61,7 +84,7 @@ func checkKeywords(raw []byte) error {
 	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
-		if schemaKeywords[k] {
+		if isKeyword(k) {
 			return nil
 		}
 		keys = append(keys, k)
