@@ -52,23 +52,23 @@ func threadFrom(ctx context.Context) string {
 	return id
 }
 
-// runScope holds the counts of one run, per tool filter ("" = all tools).
+// runScope holds the counts of one run, per key (Thread is always "").
 type runScope struct {
 	mu     sync.Mutex
-	counts map[string]int
+	counts map[ThreadKey]int
 }
 
 func (r *runScope) reserve(_ context.Context, key ThreadKey, n, limit int) (int, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	count := r.counts[key.Tool]
+	count := r.counts[key]
 	if count+n > limit {
 		return count, false, nil
 	}
 	if r.counts == nil {
-		r.counts = make(map[string]int)
+		r.counts = make(map[ThreadKey]int)
 	}
-	r.counts[key.Tool] = count + n
+	r.counts[key] = count + n
 	return count, true, nil
 }
 
@@ -76,7 +76,7 @@ func (r *runScope) release(_ context.Context, key ThreadKey, n int) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.counts != nil {
-		r.counts[key.Tool] = max(r.counts[key.Tool]-n, 0)
+		r.counts[key] = max(r.counts[key]-n, 0)
 	}
 	return nil
 }

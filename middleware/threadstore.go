@@ -8,15 +8,30 @@ import (
 	"sync"
 )
 
-// ThreadKey names one count of a [ThreadStore]: the tool calls made in Thread
-// (the id given to [WithThread]) of Tool, or of every tool when Tool is "".
-// Limiters with the same tool name that share a store share its key, and so
-// its count; that is sound, because every limiter counts exactly the calls
-// that left the model node.
+// ThreadKey names one count of a [ThreadStore]: what Kind counts made in
+// Thread (the id given to [WithThread]): the calls of Tool, or of every tool
+// when Tool is "", for [ToolCallLimit]; the model calls ([CountModelCalls],
+// Tool "") for [ModelCallLimit]. Keys of different kinds never share a count,
+// so both limiters may use one store. Limiters of one kind with the same tool
+// name that share a store share its key, and so its count; that is sound,
+// because every limiter counts exactly the calls that left the model node
+// (or, for model calls, reached the model).
 type ThreadKey struct {
 	Thread string
 	Tool   string
+	Kind   CountKind
 }
+
+// CountKind names what a [ThreadKey] counts. A store that lays keys out as
+// strings must keep kinds apart: "" and "model" never name the same count.
+type CountKind string
+
+const (
+	// CountToolCalls ("", the zero value) counts tool calls ([ToolCallLimit]).
+	CountToolCalls CountKind = ""
+	// CountModelCalls counts model calls ([ModelCallLimit]).
+	CountModelCalls CountKind = "model"
+)
 
 // ThreadStore keeps [ToolCallLimit]'s thread counts. The default is a
 // [MemoryThreadStore] of [DefaultThreadStoreCapacity] keys per limiter; a
