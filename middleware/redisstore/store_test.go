@@ -151,4 +151,3 @@ func TestTTL(t *testing.T) {
 		t.Errorf("Reserve after expiry = %d, %v, %v; want 0, true, nil", count, ok, err)
 	}
 }
-
