@@ -13,7 +13,16 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// go-redis logs each failed redial of a stopped server; the tests
+	// check the errors themselves.
+	redis.SetLogger(quiet{})
+	goleak.VerifyTestMain(m)
+}
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
 
 // requireEnv turns a missing redis-server from a skip into a failure.
 const requireEnv = "TOOLGUARD_REQUIRE_REDIS"
