@@ -71,11 +71,14 @@ func TestTwoReplicasShareAThreadLimit(t *testing.T) {
 	}
 }
 
+// The concurrency test's sizes, quoted by the README.
+const concurrentCalls, concurrentReplicas, concurrentLimit = 400, 4, 150
+
 // Hundreds of concurrent calls over several replicas hit one thread: exactly
 // the limit passes, and Redis holds exactly that count.
 func TestConcurrentReplicasExactCount(t *testing.T) {
 	t.Parallel()
-	const calls, replicas, limit = 400, 4, 150
+	const calls, replicas, limit = concurrentCalls, concurrentReplicas, concurrentLimit
 	srv := startRedis(t)
 	var rs []*replica
 	for range replicas {
