@@ -60,7 +60,7 @@ func (c *limitConfig) admit(ctx context.Context, who string, sc scopes, n int, r
 		}
 		return nil
 	}
-	key := ThreadKey{Tool: c.tool, Kind: c.kind}
+	key := ThreadKey{Thread: c.runOwner, Tool: c.tool, Kind: c.kind}
 	if err := check(ScopeRun, c.run, sc.transcriptRun, sc.run, key); err != nil {
 		return nil, err
 	}

@@ -108,6 +108,10 @@ type limitConfig struct {
 	store    ThreadStore
 	failOpen bool      // WithStoreFailOpen
 	kind     CountKind // set by the constructor, not an option
+	// runOwner, when set, keeps this limiter's run count apart from other
+	// limiters' in the same run (the Thread of its run key): stacked
+	// ModelCallLimits count different things (steps, requests).
+	runOwner string
 }
 
 // newLimitConfig applies opts over the defaults (exit behaviour exit) and

@@ -31,7 +31,12 @@ import (
 // steps: one per call of the wrapped model. Inside [ToolArgValidation] or
 // [ModelRetry], it counts every request that would reach the model, re-asks
 // and retries included (without WithRun, a re-ask counts as the AI messages
-// it replays). The middleware is safe for concurrent use.
+// it replays). Each ModelCallLimit keeps its own run count, so an outer one
+// (steps) and an inner one (requests) may be stacked in one run; stacked
+// ones with thread limits in one store share the thread's count, each
+// adding every request it sees: give such layers separate stores
+// ([WithThreadStore], a redisstore with its own prefix, say). The
+// middleware is safe for concurrent use.
 func ModelCallLimit(opts ...LimitOption) Middleware {
 	cfg := newLimitConfig(modelLimitName, CountModelCalls, ExitEnd, opts)
 	switch {
@@ -40,7 +45,9 @@ func ModelCallLimit(opts ...LimitOption) Middleware {
 	case cfg.exit == ExitContinue:
 		panic("middleware: ModelCallLimit: WithExitBehavior(ExitContinue) does not apply: there is nothing to re-ask (use ExitEnd or ExitError)")
 	}
-	return &modelCallLimit{cfg: cfg}
+	l := &modelCallLimit{cfg: cfg}
+	l.cfg.runOwner = fmt.Sprintf("ModelCallLimit@%p", l)
+	return l
 }
 
 const modelLimitName = "ModelCallLimit"

@@ -239,3 +239,39 @@ func TestModelCallLimitPanics(t *testing.T) {
 		})
 	}
 }
+
+// Stacked in one run, an outer ModelCallLimit counts steps and an inner one
+// (inside ToolArgValidation) requests, each against its own count.
+func TestModelCallLimitStackedRunCountsApart(t *testing.T) {
+	t.Parallel()
+	bad := fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": 75001}`))
+	good := fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`))
+	m := fakemodel.New(bad, good, good, bad, good)
+	llm := middleware.Wrap(m,
+		middleware.ModelCallLimit(middleware.WithRunLimit(3)), // steps
+		middleware.ToolArgValidation(),
+		middleware.ModelCallLimit(middleware.WithRunLimit(4)), // requests
+	)
+	ctx := middleware.WithRun(context.Background())
+	var got []string
+	for range 3 {
+		resp, err := llm.GenerateContent(ctx, question, llms.WithTools([]llms.Tool{weatherTool}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ch := resp.Choices[0]; len(ch.ToolCalls) > 0 {
+			got = append(got, ch.ToolCalls[0].FunctionCall.Arguments)
+		} else {
+			got = append(got, ch.Content)
+		}
+	}
+	// Step 1 takes 2 requests, step 2 one; step 3's re-ask is the fifth
+	// request, over the inner limit of 4, though only the third step.
+	want := []string{`{"city": "Paris"}`, `{"city": "Paris"}`, "Model call limit reached: run limit exceeded (4/4 calls)."}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("three steps answered %q, want %q", got, want)
+	}
+	if n := len(m.Requests()); n != 4 {
+		t.Errorf("the model saw %d requests, want 4", n)
+	}
+}

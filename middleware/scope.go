@@ -52,7 +52,10 @@ func threadFrom(ctx context.Context) string {
 	return id
 }
 
-// runScope holds the counts of one run, per key (Thread is always "").
+// runScope holds the counts of one run, per key: Thread is "" for
+// ToolCallLimit's counts, which stacked limiters share, and names the
+// limiter for ModelCallLimit's, which each layer keeps apart (see
+// limitConfig.runOwner).
 type runScope struct {
 	mu     sync.Mutex
 	counts map[ThreadKey]int
