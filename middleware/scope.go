@@ -12,9 +12,9 @@ type (
 )
 
 // WithRun returns a copy of ctx that starts a new run: one user turn of an
-// agent, however many model calls it takes. Every [ToolCallLimit] that sees a
-// context derived from it counts its run limit ([WithRunLimit]) against this
-// run; calls made under different WithRun contexts never share a run count.
+// agent, however many model calls it takes. Every [ToolCallLimit] and
+// [ModelCallLimit] that sees a context derived from it counts its run limit
+// ([WithRunLimit]) against this run; calls made under different WithRun contexts never share a run count.
 //
 // Without a run in the context, ToolCallLimit reads the run from the
 // transcript instead: the tool calls in AI messages after the last human
@@ -34,10 +34,11 @@ func WithRun(ctx context.Context) context.Context {
 
 // WithThread returns a copy of ctx that names the conversation thread id
 // (a chat session, say) the calls made with it belong to. [ToolCallLimit]
-// counts its thread limit ([WithThreadLimit]) per thread id in its [ThreadStore],
-// so the count holds across runs and, with a shared store, across replicas.
-// An empty id means no thread: ToolCallLimit then counts the thread from the
-// transcript, every tool call in the AI messages passed in.
+// and [ModelCallLimit] count their thread limit ([WithThreadLimit]) per
+// thread id in their [ThreadStore], so the count holds across runs and, with
+// a shared store, across replicas. An empty id means no thread: the limiters
+// then count the thread from the transcript, every tool call (or, for
+// ModelCallLimit, every AI message) passed in.
 func WithThread(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, threadKey{}, id)
 }

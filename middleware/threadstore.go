@@ -33,7 +33,7 @@ const (
 	CountModelCalls CountKind = "model"
 )
 
-// ThreadStore keeps [ToolCallLimit]'s thread counts. The default is a
+// ThreadStore keeps the thread counts of [ToolCallLimit] and [ModelCallLimit]. The default is a
 // [MemoryThreadStore] of [DefaultThreadStoreCapacity] keys per limiter; a
 // deployment whose replicas serve the same threads plugs in a shared store
 // (a Redis or SQL counter) with [WithThreadStore].
@@ -50,8 +50,8 @@ type ThreadStore interface {
 	// Reserve adds n to the count of key if the result is at most limit,
 	// in one atomic step, and reports the count before the call and
 	// whether n was added. A missing key counts 0. An error makes the
-	// model call fail with it: a limiter that cannot count does not let
-	// calls out.
+	// model call fail with a *[StoreError] wrapping it: a limiter that
+	// cannot count does not let calls out (unless [WithStoreFailOpen]).
 	Reserve(ctx context.Context, key ThreadKey, n, limit int) (count int, ok bool, err error)
 	// Release subtracts n from the count of key (never below 0): calls it
 	// reserved did not leave the model node after all, because an outer

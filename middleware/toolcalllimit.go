@@ -18,7 +18,8 @@ import (
 // (so an unchanged langchaingo agents.Executor works). The thread is the one
 // named with [WithThread], counted in a [ThreadStore] ([WithThreadStore]),
 // else the whole transcript. Reserving calls is atomic: concurrent runs of
-// one thread never pass a limit together.
+// one thread never pass a limit together. A store that fails fails the
+// model call with a *[StoreError], unless [WithStoreFailOpen].
 //
 // A response that would exceed a limit is blocked whole and reported in an
 // [EventLimit]; [WithExitBehavior] decides what comes back: [ExitContinue]
