@@ -9,7 +9,8 @@
 //     backoff, jitter and the server's retry hint (Retry-After headers
 //     through [retry.HTTPClient]);
 //   - [ToolCallLimit] caps tool calls per run and per thread, for all tools
-//     or one.
+//     or one;
+//   - [ModelCallLimit] caps model calls per run and per thread.
 //
 // [Wrap] returns an llms.Model, so the result drops into langchaingo's agents
 // and chains or any loop of your own:
@@ -96,6 +97,14 @@
 // each call once. Place limiters outside re-invoking middlewares: a
 // middleware outside a limiter that discards its response would leave
 // counted calls that never ran.
+//
+// Thread counts live in a [ThreadStore]: in each limiter's memory by
+// default, or shared by replicas serving the same threads (package
+// redisstore keeps them in Redis). ToolCallLimit and ModelCallLimit may
+// share one store: their counts have different keys ([ThreadKey].Kind). A
+// store that fails fails the model call with a *[StoreError], so that
+// nothing leaves unlimited; [WithStoreFailOpen] lets calls through instead
+// ([EventStoreError]).
 //
 // # Provider clients
 //

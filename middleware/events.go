@@ -52,16 +52,20 @@ const (
 	// Attempt is the number of model calls made, Err the last error (for
 	// ToolArgValidation, the last *validation.Error).
 	EventGiveUp EventKind = "give_up"
-	// EventLimit: [ToolCallLimit] blocked tool calls. Err is a
-	// *[LimitExceededError].
+	// EventLimit: [ToolCallLimit] blocked tool calls, or [ModelCallLimit]
+	// a model call. Err is a *[LimitExceededError].
 	EventLimit EventKind = "limit"
+	// EventStoreError: a limiter's [ThreadStore] failed to reserve calls.
+	// Err is a *[StoreError]. The model call fails with it, or passes
+	// uncounted in the thread with [WithStoreFailOpen].
+	EventStoreError EventKind = "store_error"
 )
 
 // Event is one notable thing a middleware did during a model call. Fields
 // that do not apply to its Kind are zero.
 type Event struct {
 	Kind       EventKind
-	Middleware string // "ToolArgValidation", "ModelRetry" or "ToolCallLimit"
+	Middleware string // "ToolArgValidation", "ModelRetry", "ToolCallLimit" or "ModelCallLimit"
 	Attempt    int    // 1-based model-call attempt within this middleware
 	Tool       string // the tool call's function name, when the event concerns one call
 	CallID     string // the tool call's id (synthesized when the model sent none)
@@ -99,12 +103,12 @@ func (e Event) LogValue() slog.Value {
 }
 
 // LogEvents returns an event handler for [WithEventHandler] that logs each
-// event to l: schema errors, give-ups and limits at Warn, the rest at Info.
+// event to l: schema errors, give-ups, limits and store errors at Warn, the rest at Info.
 func LogEvents(l *slog.Logger) func(ctx context.Context, e Event) {
 	return func(ctx context.Context, e Event) {
 		level := slog.LevelInfo
 		switch e.Kind {
-		case EventSchemaError, EventSchemaFallback, EventGiveUp, EventLimit, EventMisconfigured, EventEmptyResponse:
+		case EventSchemaError, EventSchemaFallback, EventGiveUp, EventLimit, EventMisconfigured, EventEmptyResponse, EventStoreError:
 			level = slog.LevelWarn
 		}
 		l.LogAttrs(ctx, level, "toolguard: "+string(e.Kind), slog.Any("event", e))

@@ -127,3 +127,30 @@ func TestToolCallLimitInLangchainExecutor(t *testing.T) {
 		}
 	})
 }
+
+// TestModelCallLimitInLangchainExecutor: an unchanged Executor, no run
+// scope; the limiter reads the run's model calls from the AI messages the
+// Executor resends, and its ExitEnd answer ends the Executor's loop.
+func TestModelCallLimitInLangchainExecutor(t *testing.T) {
+	t.Parallel()
+	m := fakemodel.New(execSearch("a"), execSearch("b"), execSearch("c"), execSearch("d"), fakemodel.Text("c it is"))
+	search := &execTool{name: "search"}
+	ex := newExecutor(m, search, middleware.ModelCallLimit(middleware.WithRunLimit(2)))
+	// Each Executor run is a run: the first is cut at its third model call,
+	// the second starts afresh.
+	for _, tc := range []struct{ input, want string }{
+		{"find a and b", "Model call limit reached: run limit exceeded (2/2 calls)."},
+		{"find c and d", "Model call limit reached: run limit exceeded (2/2 calls)."},
+	} {
+		out, err := chains.Run(context.Background(), ex, tc.input)
+		if err != nil || out != tc.want {
+			t.Fatalf("Executor(%q) answered %q, %v; want %q, nil", tc.input, out, err, tc.want)
+		}
+	}
+	if got, want := search.calls(), []string{"a", "b", "c", "d"}; !slices.Equal(got, want) {
+		t.Errorf("search ran with %q, want %q", got, want)
+	}
+	if n := len(m.Requests()); n != 4 {
+		t.Errorf("the model saw %d requests, want 4: the blocked calls never reach it", n)
+	}
+}

@@ -52,19 +52,23 @@ const (
 	ScopeThread LimitScope = "thread"
 )
 
-// LimitExceededError reports a model response that [ToolCallLimit] blocked.
-// [ExitError] returns it; every exit behaviour reports it in an [EventLimit].
+// LimitExceededError reports a model response that [ToolCallLimit] blocked,
+// or a model call that [ModelCallLimit] blocked (Kind [CountModelCalls],
+// Tool "", Requested 1). [ExitError] returns it; every exit behaviour
+// reports it in an [EventLimit].
 type LimitExceededError struct {
 	Tool      string     // the limited tool; "" when the limit covers all tools
 	Scope     LimitScope // the scope whose limit the response would exceed
 	Limit     int        // the limit of that scope
 	Count     int        // calls made in the scope before the response
 	Requested int        // calls of the response that the limit covers
+	Kind      CountKind  // what the limit counts: tool calls ("") or model calls
 }
 
 // Error says which limit the response would exceed, e.g. "middleware: tool
 // call limit exceeded: 'search' run limit of 2 calls (2 made, 1 more
-// requested)".
+// requested)", or "middleware: model call limit exceeded: …" for
+// [ModelCallLimit].
 func (e *LimitExceededError) Error() string {
 	tool, calls := "", "calls"
 	if e.Tool != "" {
@@ -73,8 +77,12 @@ func (e *LimitExceededError) Error() string {
 	if e.Limit == 1 {
 		calls = "call"
 	}
-	return fmt.Sprintf("middleware: tool call limit exceeded: %s%s limit of %d %s (%d made, %d more requested)",
-		tool, e.Scope, e.Limit, calls, e.Count, e.Requested)
+	what := "tool"
+	if e.Kind == CountModelCalls {
+		what = "model"
+	}
+	return fmt.Sprintf("middleware: %s call limit exceeded: %s%s limit of %d %s (%d made, %d more requested)",
+		what, tool, e.Scope, e.Limit, calls, e.Count, e.Requested)
 }
 
 // text describes the limit for the texts the model reads.
@@ -82,21 +90,58 @@ func (e *LimitExceededError) text() errfmt.Limit {
 	return errfmt.Limit{Tool: e.Tool, Scope: string(e.Scope), Limit: e.Limit, Count: e.Count}
 }
 
-// limitConfig holds [ToolCallLimit]'s options.
+// reached is the [ExitEnd] answer's text.
+func (e *LimitExceededError) reached() string {
+	if e.Kind == CountModelCalls {
+		return errfmt.ModelCallLimit{Scope: string(e.Scope), Limit: e.Limit, Count: e.Count}.Reached()
+	}
+	return e.text().Reached()
+}
+
+// limitConfig holds the options of [ToolCallLimit] and [ModelCallLimit].
 type limitConfig struct {
-	events eventOption
-	run    int // 0: no run limit
-	thread int // 0: no thread limit
-	tool   string
-	exit   ExitBehavior
-	store  ThreadStore
+	events   eventOption
+	run      int // 0: no run limit
+	thread   int // 0: no thread limit
+	tool     string
+	exit     ExitBehavior
+	store    ThreadStore
+	failOpen bool      // WithStoreFailOpen
+	kind     CountKind // set by the constructor, not an option
+	// runOwner, when set, keeps this limiter's run count apart from other
+	// limiters' in the same run (the Thread of its run key): stacked
+	// ModelCallLimits count different things (steps, requests).
+	runOwner string
+}
+
+// newLimitConfig applies opts over the defaults (exit behaviour exit) and
+// panics, naming who, if the limits given make no sense.
+func newLimitConfig(who string, kind CountKind, exit ExitBehavior, opts []LimitOption) limitConfig {
+	cfg := limitConfig{exit: exit, kind: kind}
+	for _, o := range opts {
+		if o != nil {
+			o.applyLimit(&cfg)
+		}
+	}
+	switch {
+	case cfg.run == 0 && cfg.thread == 0:
+		panic("middleware: " + who + ": set WithRunLimit, WithThreadLimit or both")
+	case cfg.run != 0 && cfg.thread != 0 && cfg.run > cfg.thread:
+		panic(fmt.Sprintf("middleware: %s: the run limit (%d) exceeds the thread limit (%d); a run is part of a thread, so it can never be reached",
+			who, cfg.run, cfg.thread))
+	}
+	if cfg.store == nil {
+		cfg.store = NewMemoryThreadStore(DefaultThreadStoreCapacity)
+	}
+	return cfg
 }
 
 type limitOption func(*limitConfig)
 
 func (o limitOption) applyLimit(c *limitConfig) { o(c) }
 
-// WithRunLimit caps the tool calls of one run (see [WithRun]) at n. n must be
+// WithRunLimit caps the calls (tool calls for [ToolCallLimit], model calls
+// for [ModelCallLimit]) of one run (see [WithRun]) at n. n must be
 // at least 1, and no larger than a thread limit given with it; WithRunLimit
 // and [ToolCallLimit] panic otherwise. The default is no run limit.
 func WithRunLimit(n int) LimitOption {
@@ -104,7 +149,7 @@ func WithRunLimit(n int) LimitOption {
 	return limitOption(func(c *limitConfig) { c.run = n })
 }
 
-// WithThreadLimit caps the tool calls of one thread (see [WithThread]) at n. n
+// WithThreadLimit caps the calls of one thread (see [WithThread]) at n. n
 // must be at least 1; WithThreadLimit panics otherwise. The default is no
 // thread limit.
 func WithThreadLimit(n int) LimitOption {
@@ -133,7 +178,7 @@ func WithToolName(name string) LimitOption {
 }
 
 // WithExitBehavior sets what happens to a response that would exceed a limit
-// (default [ExitContinue]).
+// (default [ExitContinue] for [ToolCallLimit], [ExitEnd] for [ModelCallLimit]).
 func WithExitBehavior(b ExitBehavior) LimitOption {
 	switch b {
 	case ExitContinue, ExitEnd, ExitError:
@@ -143,7 +188,8 @@ func WithExitBehavior(b ExitBehavior) LimitOption {
 	return limitOption(func(c *limitConfig) { c.exit = b })
 }
 
-// WithThreadStore sets where [ToolCallLimit] keeps its thread counts. The
+// WithThreadStore sets where [ToolCallLimit] or [ModelCallLimit] keeps its
+// thread counts. The
 // default is a [MemoryThreadStore] of its own, of [DefaultThreadStoreCapacity]
 // keys. Limiters may share a store: a limiter nested in another recognises
 // the store (by ==) and does not count the same calls twice.

@@ -11,7 +11,7 @@ type ValidationOption interface{ applyValidation(*validationConfig) }
 // RetryOption configures [ModelRetry].
 type RetryOption interface{ applyRetry(*retryConfig) }
 
-// LimitOption configures [ToolCallLimit].
+// LimitOption configures [ToolCallLimit] and [ModelCallLimit].
 type LimitOption interface{ applyLimit(*limitConfig) }
 
 // Option is accepted by every built-in middleware.

@@ -12,9 +12,9 @@ type (
 )
 
 // WithRun returns a copy of ctx that starts a new run: one user turn of an
-// agent, however many model calls it takes. Every [ToolCallLimit] that sees a
-// context derived from it counts its run limit ([WithRunLimit]) against this
-// run; calls made under different WithRun contexts never share a run count.
+// agent, however many model calls it takes. Every [ToolCallLimit] and
+// [ModelCallLimit] that sees a context derived from it counts its run limit
+// ([WithRunLimit]) against this run; calls made under different WithRun contexts never share a run count.
 //
 // Without a run in the context, ToolCallLimit reads the run from the
 // transcript instead: the tool calls in AI messages after the last human
@@ -34,10 +34,11 @@ func WithRun(ctx context.Context) context.Context {
 
 // WithThread returns a copy of ctx that names the conversation thread id
 // (a chat session, say) the calls made with it belong to. [ToolCallLimit]
-// counts its thread limit ([WithThreadLimit]) per thread id in its [ThreadStore],
-// so the count holds across runs and, with a shared store, across replicas.
-// An empty id means no thread: ToolCallLimit then counts the thread from the
-// transcript, every tool call in the AI messages passed in.
+// and [ModelCallLimit] count their thread limit ([WithThreadLimit]) per
+// thread id in their [ThreadStore], so the count holds across runs and, with
+// a shared store, across replicas. An empty id means no thread: the limiters
+// then count the thread from the transcript, every tool call (or, for
+// ModelCallLimit, every AI message) passed in.
 func WithThread(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, threadKey{}, id)
 }
@@ -52,23 +53,26 @@ func threadFrom(ctx context.Context) string {
 	return id
 }
 
-// runScope holds the counts of one run, per tool filter ("" = all tools).
+// runScope holds the counts of one run, per key: Thread is "" for
+// ToolCallLimit's counts, which stacked limiters share, and names the
+// limiter for ModelCallLimit's, which each layer keeps apart (see
+// limitConfig.runOwner).
 type runScope struct {
 	mu     sync.Mutex
-	counts map[string]int
+	counts map[ThreadKey]int
 }
 
 func (r *runScope) reserve(_ context.Context, key ThreadKey, n, limit int) (int, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	count := r.counts[key.Tool]
+	count := r.counts[key]
 	if count+n > limit {
 		return count, false, nil
 	}
 	if r.counts == nil {
-		r.counts = make(map[string]int)
+		r.counts = make(map[ThreadKey]int)
 	}
-	r.counts[key.Tool] = count + n
+	r.counts[key] = count + n
 	return count, true, nil
 }
 
@@ -76,7 +80,7 @@ func (r *runScope) release(_ context.Context, key ThreadKey, n int) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.counts != nil {
-		r.counts[key.Tool] = max(r.counts[key.Tool]-n, 0)
+		r.counts[key] = max(r.counts[key]-n, 0)
 	}
 	return nil
 }

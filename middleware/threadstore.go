@@ -8,17 +8,32 @@ import (
 	"sync"
 )
 
-// ThreadKey names one count of a [ThreadStore]: the tool calls made in Thread
-// (the id given to [WithThread]) of Tool, or of every tool when Tool is "".
-// Limiters with the same tool name that share a store share its key, and so
-// its count; that is sound, because every limiter counts exactly the calls
-// that left the model node.
+// ThreadKey names one count of a [ThreadStore]: what Kind counts made in
+// Thread (the id given to [WithThread]): the calls of Tool, or of every tool
+// when Tool is "", for [ToolCallLimit]; the model calls ([CountModelCalls],
+// Tool "") for [ModelCallLimit]. Keys of different kinds never share a count,
+// so both limiters may use one store. Limiters of one kind with the same tool
+// name that share a store share its key, and so its count; that is sound,
+// because every limiter counts exactly the calls that left the model node
+// (or, for model calls, reached the model).
 type ThreadKey struct {
 	Thread string
 	Tool   string
+	Kind   CountKind
 }
 
-// ThreadStore keeps [ToolCallLimit]'s thread counts. The default is a
+// CountKind names what a [ThreadKey] counts. A store that lays keys out as
+// strings must keep kinds apart: "" and "model" never name the same count.
+type CountKind string
+
+const (
+	// CountToolCalls ("", the zero value) counts tool calls ([ToolCallLimit]).
+	CountToolCalls CountKind = ""
+	// CountModelCalls counts model calls ([ModelCallLimit]).
+	CountModelCalls CountKind = "model"
+)
+
+// ThreadStore keeps the thread counts of [ToolCallLimit] and [ModelCallLimit]. The default is a
 // [MemoryThreadStore] of [DefaultThreadStoreCapacity] keys per limiter; a
 // deployment whose replicas serve the same threads plugs in a shared store
 // (a Redis or SQL counter) with [WithThreadStore].
@@ -35,8 +50,8 @@ type ThreadStore interface {
 	// Reserve adds n to the count of key if the result is at most limit,
 	// in one atomic step, and reports the count before the call and
 	// whether n was added. A missing key counts 0. An error makes the
-	// model call fail with it: a limiter that cannot count does not let
-	// calls out.
+	// model call fail with a *[StoreError] wrapping it: a limiter that
+	// cannot count does not let calls out (unless [WithStoreFailOpen]).
 	Reserve(ctx context.Context, key ThreadKey, n, limit int) (count int, ok bool, err error)
 	// Release subtracts n from the count of key (never below 0): calls it
 	// reserved did not leave the model node after all, because an outer

@@ -2,7 +2,6 @@ package middleware
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
@@ -19,7 +18,8 @@ import (
 // (so an unchanged langchaingo agents.Executor works). The thread is the one
 // named with [WithThread], counted in a [ThreadStore] ([WithThreadStore]),
 // else the whole transcript. Reserving calls is atomic: concurrent runs of
-// one thread never pass a limit together.
+// one thread never pass a limit together. A store that fails fails the
+// model call with a *[StoreError], unless [WithStoreFailOpen].
 //
 // A response that would exceed a limit is blocked whole and reported in an
 // [EventLimit]; [WithExitBehavior] decides what comes back: [ExitContinue]
@@ -32,23 +32,7 @@ import (
 //
 // The middleware is safe for concurrent use.
 func ToolCallLimit(opts ...LimitOption) Middleware {
-	var cfg limitConfig
-	for _, o := range opts {
-		if o != nil {
-			o.applyLimit(&cfg)
-		}
-	}
-	switch {
-	case cfg.run == 0 && cfg.thread == 0:
-		panic("middleware: ToolCallLimit: set WithRunLimit, WithThreadLimit or both")
-	case cfg.run != 0 && cfg.thread != 0 && cfg.run > cfg.thread:
-		panic(fmt.Sprintf("middleware: ToolCallLimit: the run limit (%d) exceeds the thread limit (%d); a run is part of a thread, so it can never be reached",
-			cfg.run, cfg.thread))
-	}
-	if cfg.store == nil {
-		cfg.store = NewMemoryThreadStore(DefaultThreadStoreCapacity)
-	}
-	return &toolCallLimit{cfg: cfg}
+	return &toolCallLimit{cfg: newLimitConfig(limitName, CountToolCalls, ExitContinue, opts)}
 }
 
 type toolCallLimit struct {
@@ -66,7 +50,8 @@ func (l *toolCallLimit) WrapModelCall(next Handler) Handler {
 			call = &limitCall{base: len(req.Messages)}
 			ctx = context.WithValue(ctx, limitCallKey{}, call)
 		}
-		sc := l.scopes(ctx, req.Messages[:min(call.base, len(req.Messages))])
+		msgs := req.Messages[:min(call.base, len(req.Messages))]
+		sc := l.cfg.scopes(ctx, func() (int, int) { return l.countTranscript(msgs) })
 		attemptReq, st := req, streamOf(req)
 		for attempt := 1; ; attempt++ {
 			mark := call.mark()
@@ -81,7 +66,9 @@ func (l *toolCallLimit) WrapModelCall(next Handler) Handler {
 			if n == 0 {
 				return gate.deliver(ctx, resp)
 			}
-			exceeded, err := l.admit(ctx, call, mark, sc, n)
+			exceeded, err := l.cfg.admit(ctx, limitName, sc, n, func(ctx context.Context, ctr counter, key ThreadKey, n, limit int) (int, bool, error) {
+				return call.reserve(ctx, mark, ctr, key, n, limit)
+			})
 			if err != nil {
 				call.rollback(ctx, mark)
 				return nil, err
@@ -127,28 +114,6 @@ func (l *toolCallLimit) countCovered(calls []toolCall) int {
 	return n
 }
 
-// scopes says where the counts of one model call come from.
-type scopes struct {
-	run    counter // nil: the run is read from the transcript
-	thread counter // nil: the thread is the whole transcript
-	// The transcript counts, used where the counter is nil.
-	transcriptRun, transcriptThread int
-}
-
-func (l *toolCallLimit) scopes(ctx context.Context, msgs []llms.MessageContent) scopes {
-	var sc scopes
-	if r := runFrom(ctx); r != nil {
-		sc.run = r
-	}
-	if id := threadFrom(ctx); id != "" {
-		sc.thread = storeCounter{l.cfg.store}
-	}
-	if sc.run == nil || sc.thread == nil {
-		sc.transcriptRun, sc.transcriptThread = l.countTranscript(msgs)
-	}
-	return sc
-}
-
 // countTranscript counts the covered tool calls in the AI messages of msgs:
 // after the last human message (the run), and in all (the thread).
 func (l *toolCallLimit) countTranscript(msgs []llms.MessageContent) (run, thread int) {
@@ -177,42 +142,6 @@ func (l *toolCallLimit) countTranscript(msgs []llms.MessageContent) (run, thread
 	return run, thread
 }
 
-// admit reserves n covered calls in every limited scope. It returns nil if
-// they all fit, else the exceeded limit with the fewest calls left (the
-// thread's on a tie); the caller then rolls the reservations back.
-func (l *toolCallLimit) admit(ctx context.Context, call *limitCall, mark int, sc scopes, n int) (*LimitExceededError, error) {
-	var worst *LimitExceededError
-	exceed := func(scope LimitScope, limit, count int) {
-		e := &LimitExceededError{Tool: l.cfg.tool, Scope: scope, Limit: limit, Count: count, Requested: n}
-		if worst == nil || e.Limit-e.Count <= worst.Limit-worst.Count {
-			worst = e
-		}
-	}
-	if limit := l.cfg.run; limit > 0 {
-		count, ok := sc.transcriptRun, sc.transcriptRun+n <= limit
-		if sc.run != nil {
-			count, ok, _ = call.reserve(ctx, mark, sc.run, ThreadKey{Tool: l.cfg.tool}, n, limit) // a run never fails
-		}
-		if !ok {
-			exceed(ScopeRun, limit, count)
-		}
-	}
-	if limit := l.cfg.thread; limit > 0 {
-		count, ok := sc.transcriptThread, sc.transcriptThread+n <= limit
-		if sc.thread != nil {
-			var err error
-			count, ok, err = call.reserve(ctx, mark, sc.thread, ThreadKey{Thread: threadFrom(ctx), Tool: l.cfg.tool}, n, limit)
-			if err != nil {
-				return nil, fmt.Errorf("middleware: %s: thread store: %w", limitName, err)
-			}
-		}
-		if !ok {
-			exceed(ScopeThread, limit, count)
-		}
-	}
-	return worst, nil
-}
-
 // answers returns the tool message for each call of a blocked response. The
 // covered calls that would still fit (the first ones) are told they were
 // not executed and how many calls remain; the covered calls beyond them are
@@ -239,5 +168,5 @@ func (l *toolCallLimit) answers(calls []toolCall, e *LimitExceededError) []strin
 
 // endResponse is [ExitEnd]'s answer: a text response without tool calls.
 func endResponse(e *LimitExceededError) *llms.ContentResponse {
-	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: e.text().Reached(), StopReason: "stop"}}}
+	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: e.reached(), StopReason: "stop"}}}
 }

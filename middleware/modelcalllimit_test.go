@@ -1,0 +1,277 @@
+package middleware_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/middleware/fakemodel"
+)
+
+// modelEnd is ModelCallLimit's ExitEnd answer for a limit of 2.
+const modelEnd = "Model call limit reached: run limit exceeded (2/2 calls)."
+
+// calls makes n model calls through llm with ctx and returns the texts of
+// the answers (the ExitEnd text, or "tools" for a tool-call response) and
+// the first error.
+func modelCalls(ctx context.Context, llm llms.Model, n int) ([]string, error) {
+	var got []string
+	for range n {
+		resp, err := llm.GenerateContent(ctx, question, limTools)
+		if err != nil {
+			return got, err
+		}
+		if len(resp.Choices[0].ToolCalls) > 0 {
+			got = append(got, "tools")
+		} else {
+			got = append(got, resp.Choices[0].Content)
+		}
+	}
+	return got, nil
+}
+
+func TestModelCallLimitBlocksBeforeTheModel(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		opts      []middleware.LimitOption
+		ctx       func() context.Context
+		wantTexts []string
+		wantCalls int
+	}{
+		{"run limit, ExitEnd by default", []middleware.LimitOption{middleware.WithRunLimit(2)},
+			func() context.Context { return middleware.WithRun(context.Background()) },
+			[]string{"tools", "tools", modelEnd, modelEnd}, 2},
+		{"thread limit", []middleware.LimitOption{middleware.WithThreadLimit(3)},
+			func() context.Context { return middleware.WithThread(context.Background(), "chat-1") },
+			[]string{"tools", "tools", "tools", "Model call limit reached: thread limit exceeded (3/3 calls)."}, 3},
+		{"run within thread: the run's is reached first", []middleware.LimitOption{middleware.WithRunLimit(2), middleware.WithThreadLimit(5)},
+			func() context.Context {
+				return middleware.WithRun(middleware.WithThread(context.Background(), "chat-1"))
+			},
+			[]string{"tools", "tools", modelEnd}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m := fakemodel.New(limCalls("search"), limCalls("search"), limCalls("search"), limCalls("search"))
+			llm := middleware.Wrap(m, middleware.ModelCallLimit(tc.opts...))
+			got, err := modelCalls(tc.ctx(), llm, len(tc.wantTexts))
+			if err != nil || strings.Join(got, "|") != strings.Join(tc.wantTexts, "|") {
+				t.Errorf("ModelCallLimit answers = %q, %v; want %q, nil", got, err, tc.wantTexts)
+			}
+			if n := len(m.Requests()); n != tc.wantCalls {
+				t.Errorf("the model saw %d requests, want %d", n, tc.wantCalls)
+			}
+		})
+	}
+}
+
+func TestModelCallLimitExitError(t *testing.T) {
+	t.Parallel()
+	var rec recorder
+	m := fakemodel.New(limCalls("search"), limCalls("search"))
+	llm := middleware.Wrap(m, middleware.ModelCallLimit(middleware.WithRunLimit(1),
+		middleware.WithExitBehavior(middleware.ExitError), middleware.WithEventHandler(rec.handle)))
+	ctx := middleware.WithRun(context.Background())
+	_, err := modelCalls(ctx, llm, 2)
+	var le *middleware.LimitExceededError
+	if !errors.As(err, &le) {
+		t.Fatalf("second call error = %v, want a *LimitExceededError", err)
+	}
+	want := middleware.LimitExceededError{Scope: middleware.ScopeRun, Limit: 1, Count: 1, Requested: 1, Kind: middleware.CountModelCalls}
+	if *le != want {
+		t.Errorf("LimitExceededError = %+v, want %+v", *le, want)
+	}
+	if got, want := err.Error(), "middleware: model call limit exceeded: run limit of 1 call (1 made, 1 more requested)"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	if n := len(m.Requests()); n != 1 {
+		t.Errorf("the model saw %d requests, want 1", n)
+	}
+	if e, ok := rec.find(middleware.EventLimit); !ok || e.Middleware != "ModelCallLimit" || !errors.Is(e.Err, le) {
+		t.Errorf("EventLimit = %+v, %v; want one from ModelCallLimit carrying the error", e, ok)
+	}
+}
+
+// Without a run scope, the AI messages after the last human message are
+// the run's model calls; every AI message is the thread's.
+func TestModelCallLimitReadsTheTranscript(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		opt  middleware.LimitOption
+		want []string // answers of the first turn, then of the second
+	}{
+		{"run limit resets each turn", middleware.WithRunLimit(2), []string{modelEnd, modelEnd}},
+		{"thread limit spans the turns", middleware.WithThreadLimit(3), []string{
+			"Model call limit reached: thread limit exceeded (3/3 calls).",
+			"Model call limit reached: thread limit exceeded (4/3 calls)."}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m := fakemodel.New(limCalls("search"), limCalls("search"), limCalls("search"), limCalls("search"), limCalls("search"))
+			a := newLimAgent(m, middleware.ModelCallLimit(tc.opt))
+			var got []string
+			for _, input := range []string{"first", "second"} {
+				out, err := a.turn(context.Background(), input)
+				if err != nil {
+					t.Fatalf("turn(%q) error %v", input, err)
+				}
+				got = append(got, out)
+			}
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("turns answered %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestModelCallLimitErrorsDoNotCount(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("503 service unavailable")
+	store := middleware.NewMemoryThreadStore(10)
+	m := fakemodel.New(fakemodel.Fail(boom), limCalls("search"), fakemodel.Fail(boom), limCalls("search"))
+	llm := middleware.Wrap(m, middleware.ModelCallLimit(middleware.WithRunLimit(2), middleware.WithThreadLimit(2), middleware.WithThreadStore(store)))
+	ctx := middleware.WithRun(middleware.WithThread(context.Background(), "t"))
+	for i, wantErr := range []bool{true, false, true, false} {
+		_, err := llm.GenerateContent(ctx, question, limTools)
+		if (err != nil) != wantErr {
+			t.Fatalf("call %d: error %v, want error: %v", i+1, err, wantErr)
+		}
+	}
+	key := middleware.ThreadKey{Thread: "t", Kind: middleware.CountModelCalls}
+	if got := store.Count(key); got != 2 {
+		t.Errorf("store.Count(%+v) = %d, want 2: failed calls are released", key, got)
+	}
+}
+
+// Outermost, a logical call is one step however many re-asks it takes;
+// inside ToolArgValidation, every request counts.
+func TestModelCallLimitPlacement(t *testing.T) {
+	t.Parallel()
+	bad := fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": 75001}`))
+	good := fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`))
+	for _, tc := range []struct {
+		name     string
+		stack    func(limit middleware.Middleware) []middleware.Middleware
+		wantText string // "" for the corrected tool call
+		wantReqs int
+	}{
+		{"outermost counts the step", func(l middleware.Middleware) []middleware.Middleware {
+			return []middleware.Middleware{l, middleware.ToolArgValidation()}
+		}, "", 2},
+		{"inside validation counts the re-ask", func(l middleware.Middleware) []middleware.Middleware {
+			return []middleware.Middleware{middleware.ToolArgValidation(), l}
+		}, "Model call limit reached: run limit exceeded (1/1 calls).", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m := fakemodel.New(bad, good)
+			llm := middleware.Wrap(m, tc.stack(middleware.ModelCallLimit(middleware.WithRunLimit(1)))...)
+			resp, err := llm.GenerateContent(middleware.WithRun(context.Background()), question, llms.WithTools([]llms.Tool{weatherTool}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ch := resp.Choices[0]
+			if tc.wantText == "" && (len(ch.ToolCalls) != 1 || ch.ToolCalls[0].FunctionCall.Arguments != `{"city": "Paris"}`) {
+				t.Errorf("answer = %+v, want the corrected call", ch)
+			}
+			if tc.wantText != "" && ch.Content != tc.wantText {
+				t.Errorf("answer = %q, want %q", ch.Content, tc.wantText)
+			}
+			if n := len(m.Requests()); n != tc.wantReqs {
+				t.Errorf("the model saw %d requests, want %d", n, tc.wantReqs)
+			}
+		})
+	}
+}
+
+// ModelCallLimit and ToolCallLimit count in one store under different keys.
+func TestModelCallLimitSharesAStoreWithToolCallLimit(t *testing.T) {
+	t.Parallel()
+	store := middleware.NewMemoryThreadStore(10)
+	m := fakemodel.New(limCalls("search", "search"), limCalls("search"), fakemodel.Text("done"))
+	a := newLimAgent(m,
+		middleware.ModelCallLimit(middleware.WithThreadLimit(3), middleware.WithThreadStore(store)),
+		middleware.ToolCallLimit(middleware.WithThreadLimit(3), middleware.WithThreadStore(store)),
+	)
+	out, err := a.turn(middleware.WithThread(context.Background(), "chat"), "go")
+	if err != nil || out != "done" {
+		t.Fatalf("turn = %q, %v; want %q, nil", out, err, "done")
+	}
+	for _, tc := range []struct {
+		key  middleware.ThreadKey
+		want int
+	}{
+		{middleware.ThreadKey{Thread: "chat"}, 3},
+		{middleware.ThreadKey{Thread: "chat", Kind: middleware.CountModelCalls}, 3},
+	} {
+		if got := store.Count(tc.key); got != tc.want {
+			t.Errorf("store.Count(%+v) = %d, want %d", tc.key, got, tc.want)
+		}
+	}
+}
+
+func TestModelCallLimitPanics(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		opts []middleware.LimitOption
+		want string
+	}{
+		{"no limit", nil, "set WithRunLimit, WithThreadLimit or both"},
+		{"tool name", []middleware.LimitOption{middleware.WithRunLimit(1), middleware.WithToolName("search")}, "WithToolName(\"search\") does not apply"},
+		{"ExitContinue", []middleware.LimitOption{middleware.WithRunLimit(1), middleware.WithExitBehavior(middleware.ExitContinue)}, "ExitContinue) does not apply"},
+		{"run over thread", []middleware.LimitOption{middleware.WithRunLimit(3), middleware.WithThreadLimit(2)}, "the run limit (3) exceeds the thread limit (2)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			defer func() {
+				msg, _ := recover().(string)
+				if !strings.HasPrefix(msg, "middleware: ModelCallLimit: ") || !strings.Contains(msg, tc.want) {
+					t.Errorf("ModelCallLimit(%s) panicked with %q, want a middleware: ModelCallLimit: message containing %q", tc.name, msg, tc.want)
+				}
+			}()
+			middleware.ModelCallLimit(tc.opts...)
+		})
+	}
+}
+
+// Stacked in one run, an outer ModelCallLimit counts steps and an inner one
+// (inside ToolArgValidation) requests, each against its own count.
+func TestModelCallLimitStackedRunCountsApart(t *testing.T) {
+	t.Parallel()
+	bad := fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": 75001}`))
+	good := fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`))
+	m := fakemodel.New(bad, good, good, bad, good)
+	llm := middleware.Wrap(m,
+		middleware.ModelCallLimit(middleware.WithRunLimit(3)), // steps
+		middleware.ToolArgValidation(),
+		middleware.ModelCallLimit(middleware.WithRunLimit(4)), // requests
+	)
+	ctx := middleware.WithRun(context.Background())
+	var got []string
+	for range 3 {
+		resp, err := llm.GenerateContent(ctx, question, llms.WithTools([]llms.Tool{weatherTool}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ch := resp.Choices[0]; len(ch.ToolCalls) > 0 {
+			got = append(got, ch.ToolCalls[0].FunctionCall.Arguments)
+		} else {
+			got = append(got, ch.Content)
+		}
+	}
+	// Step 1 takes 2 requests, step 2 one; step 3's re-ask is the fifth
+	// request, over the inner limit of 4, though only the third step.
+	want := []string{`{"city": "Paris"}`, `{"city": "Paris"}`, "Model call limit reached: run limit exceeded (4/4 calls)."}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("three steps answered %q, want %q", got, want)
+	}
+	if n := len(m.Requests()); n != 4 {
+		t.Errorf("the model saw %d requests, want 4", n)
+	}
+}

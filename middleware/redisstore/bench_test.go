@@ -1,0 +1,60 @@
+package redisstore_test
+
+import (
+	"context"
+	"runtime"
+	"testing"
+
+	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/middleware/redisstore"
+)
+
+// BenchmarkToolCallLimit is one model call through a ToolCallLimit with a
+// thread limit, its count kept in Redis (a loopback redis-server) or in a
+// MemoryThreadStore: what the shared store adds per call.
+func BenchmarkToolCallLimit(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		store func(b *testing.B) middleware.ThreadStore
+	}{
+		{"store=memory", func(*testing.B) middleware.ThreadStore { return middleware.NewMemoryThreadStore(1000) }},
+		{"store=redis", func(b *testing.B) middleware.ThreadStore {
+			return redisstore.New(newClient(b, startRedis(b).Addr()))
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			llm := middleware.Wrap(newSearchModel(0), middleware.ToolCallLimit(
+				middleware.WithThreadLimit(1<<40), middleware.WithThreadStore(tc.store(b))))
+			ctx := middleware.WithThread(context.Background(), "bench")
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := llm.GenerateContent(ctx, question); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRedisStoreParallel: 64 goroutines make model calls through
+// ToolCallLimits sharing one Redis-backed store and one thread (one hot
+// key, the worst case); calls/s is the throughput of the whole.
+func BenchmarkRedisStoreParallel(b *testing.B) {
+	const goroutines = 64
+	store := redisstore.New(newClient(b, startRedis(b).Addr()))
+	llm := middleware.Wrap(newSearchModel(0), middleware.ToolCallLimit(
+		middleware.WithThreadLimit(1<<40), middleware.WithThreadStore(store)))
+	ctx := middleware.WithThread(context.Background(), "bench")
+	b.SetParallelism((goroutines + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := llm.GenerateContent(ctx, question); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+}
