@@ -3,19 +3,19 @@ package main
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolguard/toolguard/internal/corpus"
 )
 
-// TestEvalSample runs the program on the first calls of the corpus: it
-// prints the overall tables and one per kind, for every configuration.
+// TestEvalSample runs the program on the first calls of the shipped
+// corpus: it prints the overall tables and one per kind, for every
+// configuration.
 func TestEvalSample(t *testing.T) {
-	const corpus = "../../../shared/corpus/bfcl"
-	if _, err := os.Stat(corpus); err != nil {
-		t.Skipf("BFCL corpus not found at %s (shared/ beside the checkout): %v", corpus, err)
-	}
 	var out strings.Builder
-	if err := run(context.Background(), &out, corpus, DefaultSeed, 20); err != nil {
+	if err := run(context.Background(), &out, "", DefaultSeed, 20); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()
@@ -34,5 +34,35 @@ func TestEvalSample(t *testing.T) {
 	}
 	if err := run(context.Background(), &out, "testdata/none", DefaultSeed, 0); err == nil {
 		t.Error("run with a missing corpus succeeded, want an error")
+	}
+}
+
+// TestEvalCorpusFlag: with the full corpus at hand ($TOOLGUARD_CORPUS, or
+// ../shared/corpus beside the checkout), -corpus reads it, and the tables
+// are byte for byte those of the shipped subset.
+func TestEvalCorpusFlag(t *testing.T) {
+	dir := os.Getenv(corpus.EnvDir)
+	if dir == "" {
+		dir = "../../../shared/corpus"
+	} else if !filepath.IsAbs(dir) {
+		dir = filepath.Join("..", "..", dir)
+	}
+	dir = filepath.Join(dir, corpus.BFCL)
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("full corpus not found at %s (set $%s): nothing to compare the shipped tables with", dir, corpus.EnvDir)
+	}
+	n := 400
+	if testing.Short() {
+		n = 50
+	}
+	var shipped, full strings.Builder
+	if err := run(context.Background(), &shipped, "", DefaultSeed, n); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(context.Background(), &full, dir, DefaultSeed, n); err != nil {
+		t.Fatal(err)
+	}
+	if shipped.String() != full.String() {
+		t.Errorf("run(-corpus %s) differs from run on the shipped subset:\n%s\nshipped:\n%s", dir, full.String(), shipped.String())
 	}
 }
