@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 
+	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/middleware"
 )
 
@@ -15,6 +16,7 @@ type config struct {
 	systemPrompt   string
 	maxIterations  int
 	maxConcurrency int
+	callOptions    []llms.CallOption // WithCallOptions
 }
 
 // Defaults of the options.
