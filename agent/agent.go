@@ -95,10 +95,11 @@ func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 		}})
 	}
 	slices.Sort(a.names)
-	a.callOpts = slices.Clip(slices.Clone(cfg.callOptions)) // WithCallOptions, then the tools
+	a.callOpts = slices.Clone(cfg.callOptions) // WithCallOptions, then the tools
 	if len(a.defs) > 0 {
 		a.callOpts = append(a.callOpts, llms.WithTools(a.defs))
 	}
+	a.callOpts = slices.Clip(a.callOpts) // shared by concurrent runs: no spare capacity to append into
 	// The counter is the innermost middleware: it sees every call that
 	// reaches the model, re-asks and retries included.
 	mws := append(slices.Clone(cfg.middlewares), middleware.Func(countModelCalls))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -177,5 +178,50 @@ func TestEmptyArgumentsInAgent(t *testing.T) {
 	}
 	if got := res.Messages[1].Parts[0].(llms.ToolCall).FunctionCall.Arguments; got != "{}" {
 		t.Errorf("transcript tool call arguments = %q, want %q", got, "{}")
+	}
+}
+
+// TestRunMessagesConcurrentStreams: concurrent runs of one agent, each with
+// its own streaming function, stream their own answer only.
+func TestRunMessagesConcurrentStreams(t *testing.T) {
+	t.Parallel()
+	const runs = 16
+	echo := fakemodel.Func(func(ctx context.Context, msgs []llms.MessageContent, opts llms.CallOptions) (*llms.ContentResponse, error) {
+		text := "echo: " + msgs[len(msgs)-1].Parts[0].(llms.TextContent).Text
+		if opts.StreamingFunc != nil {
+			if err := opts.StreamingFunc(ctx, []byte(text)); err != nil {
+				return nil, err
+			}
+		}
+		return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: text}}}, nil
+	})
+	steps := make([]fakemodel.Step, runs)
+	for i := range steps {
+		steps[i] = echo
+	}
+	a := agent.New(fakemodel.New(steps...), []agent.Tool{pingTool()}, agent.WithCallOptions(llms.WithModel("m")))
+	got := make([]string, runs)
+	errs := make(chan error, runs)
+	for i := range runs {
+		go func() {
+			var b strings.Builder
+			msg := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, strconv.Itoa(i))}
+			_, err := a.RunMessages(context.Background(), msg, llms.WithStreamingFunc(func(_ context.Context, c []byte) error {
+				b.Write(c)
+				return nil
+			}))
+			got[i] = b.String()
+			errs <- err
+		}()
+	}
+	for range runs {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, g := range got {
+		if want := "echo: " + strconv.Itoa(i); g != want {
+			t.Errorf("run %d streamed %q, want %q", i, g, want)
+		}
 	}
 }
