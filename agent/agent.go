@@ -101,9 +101,11 @@ func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 	}
 	slices.Sort(a.names)
 	a.installers = installers(cfg.middlewares)
+	a.callOpts = slices.Clone(cfg.callOptions) // WithCallOptions, then the tools
 	if len(a.defs) > 0 {
-		a.callOpts = []llms.CallOption{llms.WithTools(a.defs)}
+		a.callOpts = append(a.callOpts, llms.WithTools(a.defs))
 	}
+	a.callOpts = slices.Clip(a.callOpts) // shared by concurrent runs: no spare capacity to append into
 	// The counter is the innermost middleware: it sees every call that
 	// reaches the model, re-asks and retries included.
 	mws := append(slices.Clone(cfg.middlewares), middleware.Func(countModelCalls))
@@ -153,8 +155,9 @@ type Result struct {
 	// Output is the model's final text answer; "" when the run did not
 	// finish.
 	Output string
-	// Messages is the whole transcript: the system prompt (if any), the
-	// input, then for each model turn with tool calls one AI message per
+	// Messages is the whole transcript, the history to continue from with
+	// [Agent.RunMessages]: the system prompt (if any), the input (or the
+	// messages given to RunMessages), then for each model turn with tool calls one AI message per
 	// call followed by its tool message, and the final AI answer. Re-asks
 	// made inside a middleware are not part of it: it holds only the calls
 	// that ran.
@@ -208,22 +211,13 @@ type Step struct {
 // ToolArgValidation its tools' schemas ([middleware.WithToolSchemas]) and
 // starts a fresh count of ModelCalls. A tool that panics makes Run panic on
 // the caller's goroutine, naming the tool.
+//
+// Run is [Agent.RunMessages] with one human message, input.
 func (a *Agent) Run(ctx context.Context, input string) (*Result, error) {
-	ctx = middleware.WithRun(ctx)
-	ctx = middleware.WithToolSchemas(ctx, a.schemas)
-	calls := new(atomic.Int64)
-	ctx = context.WithValue(ctx, modelCallsKey{}, calls)
-	res := &Result{}
-	if a.system != "" {
-		res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeSystem, a.system))
-	}
-	res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeHuman, input))
-	err := a.loop(ctx, res)
-	res.ModelCalls = int(calls.Load())
-	return res, err
+	return a.RunMessages(ctx, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, input)})
 }
 
-func (a *Agent) loop(ctx context.Context, res *Result) (err error) {
+func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption) (err error) {
 	ctx, endRun := a.observeRun(ctx)
 	defer func() { endRun(err) }()
 	for range a.maxIt {
@@ -233,7 +227,7 @@ func (a *Agent) loop(ctx context.Context, res *Result) (err error) {
 		// The model gets its own copy of the transcript: a middleware or
 		// model that appends to it must not write into ours.
 		sent := slices.Clip(res.Messages)
-		resp, err := a.model.GenerateContent(ctx, sent, a.callOpts...)
+		resp, err := a.model.GenerateContent(ctx, sent, opts...)
 		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				return ctxErr

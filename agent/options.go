@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 
+	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/middleware"
 )
 
@@ -16,6 +17,7 @@ type config struct {
 	maxIterations  int
 	maxConcurrency int
 	toolName       func(string) string // WithToolNames; nil: SafeToolName
+	callOptions    []llms.CallOption   // WithCallOptions
 }
 
 // Defaults of the options.

@@ -7,8 +7,8 @@ import (
 	"github.com/toolguard/toolguard/validation"
 )
 
-// The benchmarks cycle through real BFCL calls (../shared/corpus/bfcl), one
-// call per op; they skip when the corpus is absent. Schemas are compiled
+// The benchmarks cycle through real BFCL calls (internal/bfcl: shipped, or
+// the full corpus with $TOOLGUARD_CORPUS), one call per op. Schemas are compiled
 // before the timed loop.
 
 type benchCall struct {

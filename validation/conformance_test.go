@@ -4,18 +4,26 @@ import (
 	"bytes"
 	"encoding/json"
 	"io/fs"
-	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/toolguard/toolguard/internal/corpus"
 	"github.com/toolguard/toolguard/validation"
 )
 
-// suiteDir is the official JSON-Schema-Test-Suite (see
-// ../shared/corpus/README.md).
-const suiteDir = "../../shared/corpus/json-schema-test-suite"
+// openSuite returns the official JSON-Schema-Test-Suite: the cases shipped
+// in internal/corpus, or the full suite when $TOOLGUARD_CORPUS names a
+// corpus directory (see ../shared/corpus/README.md).
+func openSuite(t *testing.T) fs.FS {
+	t.Helper()
+	d, err := corpus.Open(corpus.JSONSchemaSuite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
 
 // conformance pins what TestConformance measures, per draft: the required
 // tests that pass, and every one that fails with the reason. A change in
@@ -96,20 +104,18 @@ type suiteGroup struct {
 // suiteRemotes returns a WithResource option for every document under
 // remotes/, at the http://localhost:1234/ URL the suite expects: served
 // from memory, nothing from the network.
-func suiteRemotes(t *testing.T) []validation.Option {
+func suiteRemotes(t *testing.T, suite fs.FS) []validation.Option {
 	t.Helper()
-	root := filepath.Join(suiteDir, "remotes")
 	var opts []validation.Option
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".json") {
+	err := fs.WalkDir(suite, "remotes", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".json") {
 			return err
 		}
-		b, err := os.ReadFile(path)
+		b, err := fs.ReadFile(suite, p)
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(root, path)
-		opts = append(opts, validation.WithResource("http://localhost:1234/"+filepath.ToSlash(rel), json.RawMessage(b)))
+		opts = append(opts, validation.WithResource("http://localhost:1234/"+strings.TrimPrefix(p, "remotes/"), json.RawMessage(b)))
 		return nil
 	})
 	if err != nil {
@@ -120,11 +126,11 @@ func suiteRemotes(t *testing.T) []validation.Option {
 
 // runSuiteFiles runs every test of the given files and returns the
 // passing count and the failures with what went wrong.
-func runSuiteFiles(t *testing.T, files []string, opts []validation.Option) (passed int, failed map[string]string) {
+func runSuiteFiles(t *testing.T, suite fs.FS, files []string, opts []validation.Option) (passed int, failed map[string]string) {
 	t.Helper()
 	failed = map[string]string{}
 	for _, file := range files {
-		b, err := os.ReadFile(file)
+		b, err := fs.ReadFile(suite, file)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +143,7 @@ func runSuiteFiles(t *testing.T, files []string, opts []validation.Option) (pass
 		for _, g := range groups {
 			s, cerr := validation.Compile(g.Schema, opts...)
 			for _, tc := range g.Tests {
-				key := filepath.Base(file) + ": " + g.Description + " / " + tc.Description
+				key := path.Base(file) + ": " + g.Description + " / " + tc.Description
 				if cerr != nil {
 					failed[key] = "compile: " + cerr.Error()
 					continue
@@ -161,19 +167,17 @@ func runSuiteFiles(t *testing.T, files []string, opts []validation.Option) (pass
 // TestConformance runs every required test of the official suite for
 // draft-07 and 2020-12 through Compile and Schema.Validate.
 func TestConformance(t *testing.T) {
-	if _, err := os.Stat(suiteDir); err != nil {
-		t.Skipf("JSON-Schema-Test-Suite not found at %s (see ../shared/corpus/README.md): %v", suiteDir, err)
-	}
 	t.Parallel()
+	suite := openSuite(t)
 	for name, want := range conformance {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			files, err := filepath.Glob(filepath.Join(suiteDir, "tests", name, "*.json"))
+			files, err := fs.Glob(suite, path.Join("tests", name, "*.json"))
 			if err != nil || len(files) == 0 {
 				t.Fatalf("no test files for %s: %v", name, err)
 			}
-			opts := append(suiteRemotes(t), validation.WithDefaultDraft(want.draft))
-			passed, failed := runSuiteFiles(t, files, opts)
+			opts := append(suiteRemotes(t, suite), validation.WithDefaultDraft(want.draft))
+			passed, failed := runSuiteFiles(t, suite, files, opts)
 			t.Logf("%s: %d of %d required tests pass", name, passed, passed+len(failed))
 			keys := slices.Sorted(func(yield func(string) bool) {
 				for k := range failed {
@@ -203,13 +207,14 @@ func TestConformance(t *testing.T) {
 // information only: formats are asserted for every draft, and the
 // validator's checks are not all as strict as the suite.
 func TestConformanceFormats(t *testing.T) {
-	if _, err := os.Stat(suiteDir); err != nil {
-		t.Skipf("JSON-Schema-Test-Suite not found at %s: %v", suiteDir, err)
-	}
 	t.Parallel()
+	suite := openSuite(t)
 	for name, want := range conformance {
-		files, _ := filepath.Glob(filepath.Join(suiteDir, "tests", name, "optional", "format", "*.json"))
-		passed, failed := runSuiteFiles(t, files, append(suiteRemotes(t), validation.WithDefaultDraft(want.draft)))
+		files, err := fs.Glob(suite, path.Join("tests", name, "optional", "format", "*.json"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no optional/format test files for %s: %v", name, err)
+		}
+		passed, failed := runSuiteFiles(t, suite, files, append(suiteRemotes(t, suite), validation.WithDefaultDraft(want.draft)))
 		perFile := map[string]int{}
 		for k := range failed {
 			perFile[k[:strings.IndexByte(k, ':')]]++

@@ -17,9 +17,10 @@ import (
 )
 
 // The tests in this file run toolguard's validator over the real-world BFCL
-// corpus in ../shared/corpus/bfcl (see ../shared/corpus/README.md). They skip
-// when it is absent. Under -short they check every shortStride-th call
-// instead of all of them.
+// corpus: the subset shipped in internal/corpus, or the full corpus when
+// $TOOLGUARD_CORPUS names it (e.g. TOOLGUARD_CORPUS=../shared/corpus); the
+// counts they expect are the loaded corpus's Want figures. Under -short they
+// check every shortStride-th call instead of all of them.
 
 const shortStride = 7
 
@@ -98,8 +99,8 @@ func TestBFCLSchemasCompile(t *testing.T) {
 		t.Errorf("Compile(tool %s) = %v, want nil", id, err)
 	}
 	t.Logf("BFCL: %d/%d schemas compiled", len(c.schemas), len(c.Tools))
-	if len(c.Tools) != bfcl.NumTools || len(c.schemas) != bfcl.NumTools {
-		t.Errorf("compiled %d of %d schemas, want %d of %d", len(c.schemas), len(c.Tools), bfcl.NumTools, bfcl.NumTools)
+	if len(c.Tools) != c.Want.Tools || len(c.schemas) != c.Want.Tools {
+		t.Errorf("compiled %d of %d schemas, want %d of %d", len(c.schemas), len(c.Tools), c.Want.Tools, c.Want.Tools)
 	}
 }
 
@@ -150,10 +151,10 @@ func TestBFCLSchemaQuirks(t *testing.T) {
 		}
 	}
 	want := map[string]int{
-		"no properties":                     80,
-		"optional keyword":                  44,
+		"no properties":                     c.Pick(80, 29),
+		"optional keyword":                  c.Pick(44, 24),
 		"required names a missing property": 1,
-		"default of another type":           308,
+		"default of another type":           c.Pick(308, 93),
 	}
 	for _, kind := range bfcl.SortedKeys(want) {
 		t.Logf("BFCL quirk %q: %d tools, %d ground-truth calls against them", kind, len(quirks[kind]), calls[kind])
@@ -227,8 +228,8 @@ func TestBFCLCallsAccepted(t *testing.T) {
 	if accepted != len(calls) {
 		t.Errorf("accepted %d of %d calls, want all", accepted, len(calls))
 	}
-	if !testing.Short() && accepted != bfcl.NumCalls {
-		t.Errorf("accepted %d calls, want %d", accepted, bfcl.NumCalls)
+	if !testing.Short() && accepted != c.Want.Calls {
+		t.Errorf("accepted %d calls, want %d", accepted, c.Want.Calls)
 	}
 }
 
@@ -294,10 +295,10 @@ func TestBFCLViolations(t *testing.T) {
 		}
 	}
 	t.Logf("BFCL: %d/%d violations rejected; %d/%d python-jsonschema errors matched by %d toolguard violations; %d repaired by SchemaAwareStrip (BFCL marks %d valid_after_strip_top_level)",
-		rejected, len(c.Violations), pyMatched, pyErrors, ours, repaired, bfcl.NumStripRepairable)
-	if rejected != bfcl.NumViolations || repaired != bfcl.NumStripRepairable || pyMatched != pyErrors || ours != pyErrors {
+		rejected, len(c.Violations), pyMatched, pyErrors, ours, repaired, c.Want.StripRepairable)
+	if rejected != c.Want.Violations || repaired != c.Want.StripRepairable || pyMatched != pyErrors || ours != pyErrors {
 		t.Errorf("rejected %d, repaired %d, matched %d/%d python errors with %d violations; want %d, %d, all with as many",
-			rejected, repaired, pyMatched, pyErrors, ours, bfcl.NumViolations, bfcl.NumStripRepairable)
+			rejected, repaired, pyMatched, pyErrors, ours, c.Want.Violations, c.Want.StripRepairable)
 	}
 }
 
@@ -338,9 +339,10 @@ type corruption struct {
 	repaired bool
 	// keyword is a keyword that must be among the violations.
 	keyword string
-	// corrupted is how many of the 9,523 calls offer something to corrupt
-	// this way (checked on full runs, not under -short).
-	corrupted int
+	// corrupted is how many calls offer something to corrupt this way, of
+	// the full corpus's 9,523 and of the 4,439 shipped (checked on full
+	// runs, not under -short).
+	corrupted [2]int
 }
 
 // corruptions of a valid call. Each picks the first property, in sorted
@@ -364,7 +366,7 @@ type corruption struct {
 //     is valid and equal to the original call. Skipped when no such property
 //     exists.
 var corruptions = []corruption{
-	{name: "drop-required", keyword: "required", corrupted: 8659, apply: func(params, args map[string]any) (string, string) {
+	{name: "drop-required", keyword: "required", corrupted: [2]int{8659, 4184}, apply: func(params, args map[string]any) (string, string) {
 		req := bfcl.Required(params)
 		slices.Sort(req)
 		for _, name := range req {
@@ -375,7 +377,7 @@ var corruptions = []corruption{
 		}
 		return "", "no required property"
 	}},
-	{name: "change-type", keyword: "type", corrupted: 8938, apply: func(params, args map[string]any) (string, string) {
+	{name: "change-type", keyword: "type", corrupted: [2]int{8938, 4371}, apply: func(params, args map[string]any) (string, string) {
 		for _, name := range bfcl.SortedKeys(args) {
 			typ, ok := bfcl.Property(params, name)["type"].(string)
 			if !ok {
@@ -390,7 +392,7 @@ var corruptions = []corruption{
 		}
 		return "", "no property in the call has a single type"
 	}},
-	{name: "break-enum", keyword: "enum", corrupted: 988, apply: func(params, args map[string]any) (string, string) {
+	{name: "break-enum", keyword: "enum", corrupted: [2]int{988, 954}, apply: func(params, args map[string]any) (string, string) {
 		for _, name := range bfcl.SortedKeys(args) {
 			enum, ok := bfcl.Property(params, name)["enum"].([]any)
 			if !ok || len(enum) == 0 || !allStrings(enum) {
@@ -401,12 +403,12 @@ var corruptions = []corruption{
 		}
 		return "", "no property in the call has a string enum"
 	}},
-	emptyOnOptional("null-on-optional", nil, "null", 568),
-	emptyOnOptional("object-on-optional", map[string]any{}, "object", 568),
-	emptyOnOptional("array-on-optional", []any{}, "array", 448),
+	emptyOnOptional("null-on-optional", nil, "null", [2]int{568, 353}),
+	emptyOnOptional("object-on-optional", map[string]any{}, "object", [2]int{568, 353}),
+	emptyOnOptional("array-on-optional", []any{}, "array", [2]int{448, 294}),
 }
 
-func emptyOnOptional(name string, empty any, jsonType string, corrupted int) corruption {
+func emptyOnOptional(name string, empty any, jsonType string, corrupted [2]int) corruption {
 	return corruption{name: name, repaired: true, keyword: "type", corrupted: corrupted, apply: func(params, args map[string]any) (string, string) {
 		key, skip := bfcl.AbsentOptional(params, args, jsonType)
 		if key != "" {
@@ -461,8 +463,8 @@ func TestBFCLCorruptions(t *testing.T) {
 			if caught != corrupted || corrupted+skipped != len(calls) {
 				t.Errorf("%d of %d corrupted calls %s, want all", caught, corrupted, verb)
 			}
-			if !testing.Short() && corrupted != tc.corrupted {
-				t.Errorf("%d calls corrupted, want %d", corrupted, tc.corrupted)
+			if want := c.Pick(tc.corrupted[0], tc.corrupted[1]); !testing.Short() && corrupted != want {
+				t.Errorf("%d calls corrupted, want %d", corrupted, want)
 			}
 		})
 	}
@@ -559,20 +561,22 @@ func TestBFCLEmptyValuesKept(t *testing.T) {
 	}
 	t.Logf("BFCL: %d calls with legitimate empty values: SchemaAwareStrip kept all; RecursiveStrip makes %d of them invalid; %d also got a null on an optional key, stripped alone",
 		withEmpty, brokenByRecursive, withNull)
-	if withEmpty != bfcl.NumCallsWithEmptyValue {
-		t.Errorf("%d calls have has_empty_values, want %d", withEmpty, bfcl.NumCallsWithEmptyValue)
+	if withEmpty != c.Want.CallsWithEmptyValue {
+		t.Errorf("%d calls have has_empty_values, want %d", withEmpty, c.Want.CallsWithEmptyValue)
 	}
 }
 
-// TestBFCLCorpusSizes checks that the loader sees the corpus as published.
+// TestBFCLCorpusSizes checks that the loader sees the corpus as published
+// (bfcl.Full) or as shipped (bfcl.Shipped).
 func TestBFCLCorpusSizes(t *testing.T) {
 	t.Parallel()
 	c := openCorpus(t)
 	got := fmt.Sprint(len(c.Tools), len(c.Calls), len(c.UniqueCalls()), len(c.Violations))
-	want := fmt.Sprint(bfcl.NumTools, bfcl.NumCalls, bfcl.NumUniqueCalls, bfcl.NumViolations)
+	want := fmt.Sprint(c.Want.Tools, c.Want.Calls, c.Want.UniqueCalls, c.Want.Violations)
 	if got != want {
 		t.Errorf("corpus sizes (tools calls unique violations) = %s, want %s", got, want)
 	}
+	t.Logf("BFCL corpus from %s: %+v", c.Source, c.Want)
 }
 
 // schemaAwareStrip runs strip.SchemaAwareStrip on v's violations against s

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -33,8 +34,11 @@ type SchemaProvider interface {
 
 // Validator is implemented by argument types with checks a JSON Schema
 // cannot express. [Typed] schemas call Validate after the arguments pass the
-// schema and decode into the type; a non-nil error becomes a violation, at
-// the root or, for an error made with [FieldError], at the path it names.
+// schema and decode into the type, on T and on every field, element and map
+// value whose type has the method; a non-nil error becomes a violation at
+// that value's path (the root for T) or, for an error made with
+// [FieldError], at the path it names below it. A value that does not decode
+// into its Go type is likewise a violation at its own path.
 type Validator interface {
 	Validate() error
 }
@@ -60,7 +64,8 @@ var typedCache sync.Map // reflect.Type -> *typedEntry
 //     omitzero is optional, every other field is required;
 //   - a field's `jsonschema:"..."` tag is its description;
 //   - a named type implementing [SchemaProvider] supplies its own schema
-//     (enums, bounds, formats);
+//     (enums, bounds, formats); time.Time is a "date-time" string, big.Int
+//     an integer, slog.Level a level name;
 //   - structs allow no additional properties;
 //   - everything is inlined (no "$ref") and every property has a single
 //     "type" (pointers and slices do not add "null"), which is what OpenAI,
@@ -83,7 +88,9 @@ func Typed[T any]() *Schema {
 }
 
 func inferTyped[T any](t reflect.Type) (*Schema, error) {
-	js, err := gjs.ForType(t, &gjs.ForOptions{TypeSchemas: providedSchemas(t)})
+	types := stdSchemas()
+	maps.Copy(types, providedSchemas(t))
+	js, err := gjs.ForType(t, &gjs.ForOptions{TypeSchemas: types})
 	if err != nil {
 		return nil, fmt.Errorf("validation: Typed[%v]: %v", t, err)
 	}
@@ -203,33 +210,35 @@ func (h *typedHook) check(v any, raw []byte) *Error {
 	return h.decode(raw)
 }
 
+// decodeTyped decodes raw into a T and runs the Validate methods of its
+// fields, elements and map values (at their paths) and of T itself (at the
+// root); see validateFields.
 func decodeTyped[T any](raw []byte) *Error {
 	var x T
 	if len(strings.TrimSpace(string(raw))) > 0 {
 		if err := json.Unmarshal(raw, &x); err != nil {
-			return &Error{Violations: []Violation{decodeViolation(err)}}
+			return &Error{Violations: []Violation{decodeViolation(reflect.TypeFor[T](), raw, err)}}
 		}
 	}
-	v, ok := any(&x).(Validator)
-	if !ok {
+	var out []Violation
+	root := reflect.ValueOf(&x).Elem()
+	validateFields(root, "", &out)
+	callValidate(root, "", &out)
+	if len(out) == 0 {
 		return nil
 	}
-	err := v.Validate()
-	if err == nil {
-		return nil
-	}
-	var ve *Error
-	if errors.As(err, &ve) && len(ve.Violations) > 0 {
-		out := slices.Clone(ve.Violations)
-		slices.SortFunc(out, compareViolations)
-		return &Error{Violations: out}
-	}
-	return &Error{Violations: []Violation{{Keyword: "validate", Message: safetext.Sanitize(err.Error(), maxMessage)}}}
+	slices.SortFunc(out, compareViolations)
+	return &Error{Violations: out}
 }
 
 // decodeViolation turns a json.Unmarshal error into a violation at the path
-// of the field that could not be decoded, when the error names one.
-func decodeViolation(err error) Violation {
+// of the value that could not be decoded into t's part: the one the error
+// names, else the one found by decoding part by part (locateDecodeError),
+// else the root.
+func decodeViolation(t reflect.Type, raw []byte, err error) Violation {
+	if f := locateDecodeError(t, raw, ""); f != nil {
+		return f.violation()
+	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		path := ""

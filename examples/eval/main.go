@@ -1,7 +1,8 @@
 // Command eval measures the model calls toolguard saves on real tool calls.
 //
 // It takes the unique ground-truth calls of the Berkeley Function Calling
-// Leaderboard (../shared/corpus/bfcl), corrupts each in the ways models get
+// Leaderboard (BFCL; the subset shipped with the module in
+// internal/corpus/testdata, or a full corpus with -corpus), corrupts each in the ways models get
 // tool calls wrong, and sends every corrupted call through
 // ToolArgValidation in several configurations, with a simulated model that
 // fixes exactly what the feedback points at (internal/eval.SelfCorrecting). It
@@ -10,7 +11,7 @@
 // fixed seed.
 //
 //	go run ./examples/eval
-//	go run ./examples/eval -corpus path/to/bfcl -seed 7 -sample 500
+//	go run ./examples/eval -corpus ../shared/corpus/bfcl -seed 7 -sample 500
 package main
 
 import (
@@ -21,6 +22,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/toolguard/toolguard/internal/corpus"
 	"github.com/toolguard/toolguard/internal/eval"
 )
 
@@ -28,7 +30,7 @@ import (
 const DefaultSeed = 20260921
 
 func main() {
-	corpus := flag.String("corpus", "../shared/corpus/bfcl", "directory holding BFCL's tools.jsonl and calls.jsonl")
+	corpus := flag.String("corpus", "", "directory holding BFCL's tools.jsonl and calls.jsonl (default: the subset shipped with the module)")
 	seed := flag.Uint64("seed", DefaultSeed, "seed of the corruptions")
 	sample := flag.Int("sample", 0, "use only the first n unique calls (0: all)")
 	flag.Parse()
@@ -40,8 +42,16 @@ func main() {
 	fmt.Fprintf(os.Stderr, "eval: done in %v\n", time.Since(start).Round(time.Millisecond))
 }
 
-func run(ctx context.Context, w io.Writer, corpus string, seed uint64, sample int) error {
-	cases, err := eval.Load(corpus)
+// run prints the tables for the BFCL calls in dir ("": the shipped subset).
+func run(ctx context.Context, w io.Writer, dir string, seed uint64, sample int) error {
+	data, err := corpus.Shipped(corpus.BFCL)
+	if dir != "" {
+		data, err = corpus.FromDir(dir)
+	}
+	if err != nil {
+		return err
+	}
+	cases, err := eval.LoadFS(data)
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,10 @@
-// Package bfcl loads the Berkeley Function Calling Leaderboard corpus that
-// lives beside the checkout in ../shared/corpus/bfcl (see
-// ../shared/corpus/README.md) for toolguard's tests and benchmarks.
+// Package bfcl loads the Berkeley Function Calling Leaderboard corpus for
+// toolguard's tests and benchmarks: the subset shipped in
+// internal/corpus/testdata by default, the full corpus (see
+// ../shared/corpus/README.md) when $TOOLGUARD_CORPUS names it.
 //
-// Only test files import it. Tests that need the corpus call Open, which
-// skips the test when the corpus is absent, so that `go test ./...` still
-// runs elsewhere.
+// Only test files import it. Tests call Open, and check counts against the
+// corpus's Want figures, which depend on which of the two was loaded.
 package bfcl
 
 import (
@@ -14,13 +14,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/toolguard/toolguard/internal/corpus"
 )
 
-// The sizes of the corpus as published (BFCL v4, commit 6ea57973).
+// The sizes of the full corpus as published (BFCL v4, commit 6ea57973).
 const (
 	NumTools               = 3526
 	NumCalls               = 9523
@@ -29,6 +29,23 @@ const (
 	NumStripRepairable     = 106 // violations marked valid_after_strip_top_level
 	NumCallsWithEmptyValue = 31  // calls marked has_empty_values
 )
+
+// Figures are the sizes of a corpus, as its tests expect them.
+type Figures struct {
+	Tools, Calls, UniqueCalls, Violations, StripRepairable, CallsWithEmptyValue int
+}
+
+// Full returns the figures of the full corpus.
+func Full() Figures {
+	return Figures{NumTools, NumCalls, NumUniqueCalls, NumViolations, NumStripRepairable, NumCallsWithEmptyValue}
+}
+
+// Shipped returns the figures of the shipped subset: the unique calls (so
+// one of the 31 calls with empty values, a repeat, is gone) and the 1,884
+// tools they and the violations refer to.
+func Shipped() Figures {
+	return Figures{1884, NumUniqueCalls, NumUniqueCalls, NumViolations, NumStripRepairable, 30}
+}
 
 // Tool is one line of tools.jsonl: a real function definition.
 type Tool struct {
@@ -65,14 +82,25 @@ type PythonError struct {
 	Message   string `json:"message"`
 }
 
-// Corpus is the whole BFCL corpus.
+// Corpus is the BFCL corpus, full or shipped.
 type Corpus struct {
-	Dir        string
+	Source     string  // where it was read from
+	Full       bool    // the full corpus, not the shipped subset
+	Want       Figures // its expected sizes: Full() or Shipped()
 	Tools      []Tool
 	Calls      []Call
 	Violations []Call
 
 	byID map[string]*Tool
+}
+
+// Pick returns full for the full corpus and shipped for the shipped subset:
+// a figure a test pins for both.
+func (c *Corpus) Pick(full, shipped int) int {
+	if c.Full {
+		return full
+	}
+	return shipped
 }
 
 // ToolOf returns the tool whose schema c refers to, or nil.
@@ -102,46 +130,26 @@ func (c *Corpus) UniqueCalls() []Call {
 // ErrAbsent is returned by Load when the corpus directory does not exist.
 var ErrAbsent = errors.New("bfcl: corpus not found")
 
-// Dir returns the corpus directory: ../shared/corpus/bfcl relative to the
-// module root (the nearest directory above the working directory holding
-// go.mod).
-func Dir() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := wd; ; {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return filepath.Join(d, "..", "shared", "corpus", "bfcl"), nil
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return "", fmt.Errorf("bfcl: no go.mod above %s", wd)
-		}
-		d = parent
-	}
-}
-
 var (
 	loadOnce sync.Once
 	loaded   *Corpus
 	loadErr  error
 )
 
-// Load reads the corpus once per process. It returns an error wrapping
-// ErrAbsent when the directory is missing.
+// Load reads the corpus once per process: the directory named by
+// $TOOLGUARD_CORPUS (its bfcl subdirectory), else the shipped subset. It
+// returns an error wrapping ErrAbsent when that directory is missing.
 func Load() (*Corpus, error) {
 	loadOnce.Do(func() { loaded, loadErr = load() })
 	return loaded, loadErr
 }
 
-// Open returns the corpus, skipping tb when it is absent and failing it when
-// it cannot be read.
+// Open returns the corpus, failing tb when it cannot be read.
 func Open(tb testing.TB) *Corpus {
 	tb.Helper()
 	c, err := Load()
 	if errors.Is(err, ErrAbsent) {
-		tb.Skipf("BFCL corpus not available: %v (it lives in ../shared/corpus/bfcl beside the checkout)", err)
+		tb.Fatalf("BFCL corpus not available: %v (unset $%s to use the shipped subset)", err, corpus.EnvDir)
 	}
 	if err != nil {
 		tb.Fatal(err)
@@ -150,21 +158,21 @@ func Open(tb testing.TB) *Corpus {
 }
 
 func load() (*Corpus, error) {
-	dir, err := Dir()
+	d, err := corpus.Open(corpus.BFCL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrAbsent, err)
 	}
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s does not exist", ErrAbsent, dir)
+	c := &Corpus{Source: d.Source, Full: d.Full, Want: Shipped()}
+	if d.Full {
+		c.Want = Full()
 	}
-	c := &Corpus{Dir: dir}
-	if c.Tools, err = readLines[Tool](filepath.Join(dir, "tools.jsonl")); err != nil {
+	if c.Tools, err = readLines[Tool](d, "tools.jsonl"); err != nil {
 		return nil, err
 	}
-	if c.Calls, err = readLines[Call](filepath.Join(dir, "calls.jsonl")); err != nil {
+	if c.Calls, err = readLines[Call](d, "calls.jsonl"); err != nil {
 		return nil, err
 	}
-	if c.Violations, err = readLines[Call](filepath.Join(dir, "violations.jsonl")); err != nil {
+	if c.Violations, err = readLines[Call](d, "violations.jsonl"); err != nil {
 		return nil, err
 	}
 	c.byID = make(map[string]*Tool, len(c.Tools))
@@ -181,8 +189,8 @@ func load() (*Corpus, error) {
 	return c, nil
 }
 
-func readLines[T any](path string) ([]T, error) {
-	f, err := os.Open(path)
+func readLines[T any](fsys fs.FS, path string) ([]T, error) {
+	f, err := fsys.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("bfcl: %w", err)
 	}

@@ -11,8 +11,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/toolguard/toolguard/internal/exactjson"
 )
@@ -29,14 +29,18 @@ type Case struct {
 // Load reads tools.jsonl and calls.jsonl from dir (the corpus's bfcl
 // directory) and returns the unique (schema, arguments) pairs in file
 // order.
-func Load(dir string) ([]Case, error) {
+func Load(dir string) ([]Case, error) { return LoadFS(os.DirFS(dir)) }
+
+// LoadFS is Load on a file system holding tools.jsonl and calls.jsonl, such
+// as the shipped subset (internal/corpus).
+func LoadFS(fsys fs.FS) ([]Case, error) {
 	type tool struct {
 		ID         string          `json:"id"`
 		Name       string          `json:"name"`
 		Parameters json.RawMessage `json:"parameters"`
 	}
 	tools := map[string]tool{}
-	if err := eachLine(filepath.Join(dir, "tools.jsonl"), func(line []byte) error {
+	if err := eachLine(fsys, "tools.jsonl", func(line []byte) error {
 		var t tool
 		if err := json.Unmarshal(line, &t); err != nil {
 			return err
@@ -55,7 +59,7 @@ func Load(dir string) ([]Case, error) {
 	}
 	seen := map[string]bool{}
 	var cases []Case
-	if err := eachLine(filepath.Join(dir, "calls.jsonl"), func(line []byte) error {
+	if err := eachLine(fsys, "calls.jsonl", func(line []byte) error {
 		var c call
 		if err := json.Unmarshal(line, &c); err != nil {
 			return err
@@ -81,8 +85,8 @@ func Load(dir string) ([]Case, error) {
 	return cases, nil
 }
 
-func eachLine(path string, fn func([]byte) error) error {
-	f, err := os.Open(path)
+func eachLine(fsys fs.FS, path string, fn func([]byte) error) error {
+	f, err := fsys.Open(path)
 	if err != nil {
 		return err
 	}

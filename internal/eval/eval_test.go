@@ -3,25 +3,25 @@ package eval_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/toolguard/toolguard/internal/corpus"
 	"github.com/toolguard/toolguard/internal/eval"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/validation"
 )
 
-// corpusDir is the BFCL corpus, beside the checkout.
-const corpusDir = "../../../shared/corpus/bfcl"
-
+// loadCorpus returns the unique BFCL calls: shipped, or from the full corpus
+// when $TOOLGUARD_CORPUS names it; both hold the same 4,439.
 func loadCorpus(t *testing.T) []eval.Case {
 	t.Helper()
-	if _, err := os.Stat(corpusDir); err != nil {
-		t.Skipf("BFCL corpus not found at %s (shared/ beside the checkout): %v", corpusDir, err)
+	d, err := corpus.Open(corpus.BFCL)
+	if err != nil {
+		t.Fatal(err)
 	}
-	cases, err := eval.Load(corpusDir)
+	cases, err := eval.LoadFS(d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@
 package toolargs
 
 import (
+	"bytes"
+
 	"github.com/toolguard/toolguard/internal/exactjson"
 	"github.com/toolguard/toolguard/repair"
 	"github.com/toolguard/toolguard/strip"
@@ -21,7 +23,8 @@ type Options struct {
 // Result is what Check made of one call's arguments.
 type Result struct {
 	// Args are the arguments to pass on: the input itself when Changed is
-	// false, else the cleaned arguments as compact JSON.
+	// false, else the cleaned arguments as compact JSON. Empty (or blank)
+	// input becomes {}, so that whoever reads the call back can unmarshal it.
 	Args []byte
 	// Value is Args decoded, numbers as json.Number; nil when the arguments
 	// could not be decoded.
@@ -70,7 +73,7 @@ func Check(s *validation.Schema, raw []byte, o Options) Result {
 		}
 	}
 	res.Err = verr
-	if len(res.Stripped) > 0 {
+	if len(res.Stripped) > 0 || v != nil && len(bytes.TrimSpace(raw)) == 0 {
 		return res.withArgs(v)
 	}
 	return res

@@ -31,7 +31,10 @@ func TestCheck(t *testing.T) {
 		wantErr      []string // violation paths
 	}{
 		{name: "valid untouched", schema: s, raw: `{"city": "Paris", "tags": []}`, wantArgs: `{"city": "Paris", "tags": []}`},
-		{name: "empty means {} but is invalid here", schema: s, raw: ``, wantArgs: ``, wantErr: []string{"/city"}},
+		{name: "empty means {} but is invalid here", schema: s, raw: ``, wantArgs: `{}`, wantChanged: true, wantErr: []string{"/city"}},
+		{name: "empty is written back as {} (no schema)", raw: ``, wantArgs: `{}`, wantChanged: true},
+		{name: "blank is written back as {}", schema: validation.Typed[struct{}](), raw: " \n", wantArgs: `{}`, wantChanged: true},
+		{name: "not JSON is left as it is", raw: `nope`, wantArgs: `nope`, wantErr: []string{""}},
 		{name: "schema-aware strip of an optional null", schema: s, raw: `{"city": "Paris", "days": null}`,
 			wantArgs: `{"city":"Paris"}`, wantChanged: true, wantStripped: []string{"/days"}},
 		{name: "nullable null stays", schema: s, raw: `{"city": "Paris", "note": null, "days": null}`,

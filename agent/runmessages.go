@@ -1,0 +1,91 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync/atomic"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/middleware"
+)
+
+// ErrNoMessages is returned by [Agent.RunMessages] when it is given no
+// message to answer.
+var ErrNoMessages = errors.New("agent: RunMessages: no messages to answer")
+
+// WithCallOptions adds options passed on every model call of the agent —
+// llms.WithModel, llms.WithTemperature, llms.WithMaxTokens,
+// llms.WithStreamingFunc, … — before the agent's own llms.WithTools, so
+// the model is always offered the agent's tools. Each call of
+// WithCallOptions appends to earlier ones; nil options are skipped. The
+// default is none: the provider's defaults. A streaming function is called
+// for every model call of every run, concurrently when runs are; pass one
+// per run to [Agent.RunMessages] instead to stream a single run.
+func WithCallOptions(opts ...llms.CallOption) Option {
+	return func(c *config) {
+		for _, o := range opts {
+			if o != nil {
+				c.callOptions = append(c.callOptions, o)
+			}
+		}
+	}
+}
+
+// RunMessages continues a conversation: it answers msgs — the history so
+// far, such as the Messages of an earlier [Result], followed by the new
+// human message — as [Agent.Run] answers its input, and returns a Result
+// whose Messages are msgs followed by this run's turns, the history to pass
+// to the next RunMessages. msgs itself is not modified. The system prompt
+// ([WithSystemPrompt]) is put first unless msgs already starts with a
+// system message.
+//
+// opts are call options for this run only, applied after [WithCallOptions]
+// (so they win) and before the agent's tools: for instance a
+// llms.WithStreamingFunc that streams this run's model calls to one
+// client.
+//
+// Each RunMessages is a run of its own ([middleware.WithRun]); name a thread
+// with [middleware.WithThread] in ctx so that ToolCallLimit's thread limit
+// spans the conversation. It returns [ErrNoMessages] (and a nil Result) when
+// msgs is empty.
+func (a *Agent) RunMessages(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*Result, error) {
+	if len(msgs) == 0 {
+		return nil, ErrNoMessages
+	}
+	ctx = middleware.WithRun(ctx)
+	ctx = middleware.WithToolSchemas(ctx, a.schemas)
+	calls := new(atomic.Int64)
+	ctx = context.WithValue(ctx, modelCallsKey{}, calls)
+	res := &Result{Messages: make([]llms.MessageContent, 0, len(msgs)+4)}
+	if a.system != "" && msgs[0].Role != llms.ChatMessageTypeSystem {
+		res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeSystem, a.system))
+	}
+	res.Messages = append(res.Messages, msgs...)
+	callOpts := a.callOpts
+	if len(opts) > 0 {
+		callOpts = slices.Concat(a.callOpts[:len(a.callOpts)-a.toolOpts()], nonNil(opts), a.callOpts[len(a.callOpts)-a.toolOpts():])
+	}
+	err := a.loop(ctx, res, callOpts)
+	res.ModelCalls = int(calls.Load())
+	return res, err
+}
+
+// toolOpts is the number of options at the end of a.callOpts that offer the
+// tools: 1 with tools, 0 without.
+func (a *Agent) toolOpts() int {
+	if len(a.defs) > 0 {
+		return 1
+	}
+	return 0
+}
+
+func nonNil(opts []llms.CallOption) []llms.CallOption {
+	out := make([]llms.CallOption, 0, len(opts))
+	for _, o := range opts {
+		if o != nil {
+			out = append(out, o)
+		}
+	}
+	return out
+}
