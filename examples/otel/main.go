@@ -93,6 +93,9 @@ func run(ctx context.Context, out io.Writer, model llms.Model, stdout bool) erro
 			return `{"temperature_c": 18, "sky": "sunny"}`, nil
 		})
 	a := agent.New(model, []agent.Tool{weather},
+		// The model the request names becomes the chat spans' name and
+		// gen_ai.request.model.
+		agent.WithCallOptions(llms.WithModel("gpt-4o-mini")),
 		agent.WithMiddleware(
 			// Outermost: it sees the whole stack, and the agent finds it
 			// and adds invoke_agent and execute_tool spans.
