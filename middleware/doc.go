@@ -98,6 +98,13 @@
 // middleware outside a limiter that discards its response would leave
 // counted calls that never ran.
 //
+// Each [ModelCallLimit] keeps its own run count, so an outer one (agent
+// steps) and an inner one (requests, re-asks included; without [WithRun] a
+// re-ask counts as the AI messages it replays) may be stacked in one run.
+// Stacked ones with thread limits in one store share the thread's count,
+// each adding every request it sees: give such layers separate stores
+// ([WithThreadStore], a redisstore with its own prefix, say).
+//
 // Thread counts live in a [ThreadStore]: in each limiter's memory by
 // default, or shared by replicas serving the same threads (package
 // redisstore keeps them in Redis). ToolCallLimit and ModelCallLimit may

@@ -30,13 +30,9 @@ import (
 // Placement decides what counts. Outermost (see [Chain]), it counts agent
 // steps: one per call of the wrapped model. Inside [ToolArgValidation] or
 // [ModelRetry], it counts every request that would reach the model, re-asks
-// and retries included (without WithRun, a re-ask counts as the AI messages
-// it replays). Each ModelCallLimit keeps its own run count, so an outer one
-// (steps) and an inner one (requests) may be stacked in one run; stacked
-// ones with thread limits in one store share the thread's count, each
-// adding every request it sees: give such layers separate stores
-// ([WithThreadStore], a redisstore with its own prefix, say). The
-// middleware is safe for concurrent use.
+// and retries included. Stacking one of each is fine; see the package
+// documentation ("Limits") for their counts. The middleware is safe for
+// concurrent use.
 func ModelCallLimit(opts ...LimitOption) Middleware {
 	cfg := newLimitConfig(modelLimitName, CountModelCalls, ExitEnd, opts)
 	switch {

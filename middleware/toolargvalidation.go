@@ -193,15 +193,12 @@ func (e *SchemaError) Unwrap() error { return e.Err }
 //
 // Calls of unknown tools pass untouched ([WithUnknownTools]); calls of a
 // tool whose schema does not compile pass too ([EventSchemaError]) unless
-// WithFailClosed. Missing call ids are synthesized and written back.
-// Model errors pass through. The package documentation, "Validation", has
-// the details.
-//
-// Streaming: text streams at once; tool-call chunks are held and only the
-// returned calls, as stripped, are streamed when an attempt is accepted;
-// [EventReask] tells the context's observers to discard what the call
-// streamed so far (package documentation, "Streaming"). The middleware is
-// safe for concurrent use.
+// WithFailClosed. Missing call ids are synthesized and written back. Model
+// errors pass through. When streaming, text streams at once and only the
+// returned calls are streamed, once accepted; [EventReask] tells the
+// context's observers to discard what the call streamed so far. The package
+// documentation ("Validation", "Streaming") has the details. The middleware
+// is safe for concurrent use.
 func ToolArgValidation(opts ...ValidationOption) Middleware {
 	cfg := validationConfig{maxRetries: 2, strip: strip.SchemaAware, draft: validation.Draft7}
 	for _, o := range opts {

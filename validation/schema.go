@@ -95,21 +95,17 @@ func WithResource(url string, doc any) Option {
 // toolguard knows (draft-04 to 2020-12, over http or https, with or without
 // a trailing "#") nor a document supplied with [WithResource] is ignored: the
 // schema is compiled with the default draft, and IgnoredMetaSchema reports
-// the URL. Refusing such a schema would leave its tool unvalidated (or
-// unusable with fail-closed), and the keywords tool schemas use mean the
-// same in every draft. Formats ("date", "email", "uuid", ...) are
+// the URL (the keywords tool schemas use mean the same in every draft).
+// Formats ("date", "email", "uuid", ...) are
 // asserted for every draft; unknown formats are ignored. "$ref"s to documents
 // other than the schema itself and those given with WithResource are refused
 // with an error wrapping [ErrRefused]: nothing is loaded from the network or
 // the disk.
 //
 // A schema object with keys but no JSON Schema keyword ({"city": ""}, a Go
-// value marshaled) is refused with an error wrapping [ErrNoKeyword].
-//
-// A schema nested deeper than [MaxDepth], or whose subschemas could apply more
-// than [MaxApplications] times to one value, is refused with an error wrapping
-// [ErrTooComplex], so that no schema can make validation take exponential
-// time.
+// value marshaled) is refused with an error wrapping [ErrNoKeyword]; one
+// nested deeper than [MaxDepth], or whose subschemas could apply more than
+// [MaxApplications] times to one value, with [ErrTooComplex].
 //
 // Compile does the work each time; ToolArgValidation and [Cache] compile each
 // schema once.
