@@ -125,9 +125,8 @@ func ContinueOnFailure(_ context.Context, err error) (*llms.ContentResponse, err
 // never modified.
 //
 // Place it innermost (see [Chain]). Provider clients that retry on their own
-// multiply with it: see the README, "Retries multiply across layers".
-//
-// The middleware is safe for concurrent use.
+// multiply with it: see the README, "Retries multiply across layers". The
+// middleware is safe for concurrent use.
 func ModelRetry(opts ...RetryOption) Middleware {
 	cfg := retryConfig{
 		maxRetries: 2,
