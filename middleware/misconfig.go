@@ -83,8 +83,8 @@ func (w *wiringChecks) checkName(ctx context.Context, l *toolCallLimit, req *Req
 }
 
 // reportEmpty reports an [EventEmptyResponse] when resp, which has no tool
-// calls, has no text either although req offers tools.
-func (m *toolArgValidation) reportEmpty(ctx context.Context, req *Request, resp *llms.ContentResponse, attempt int) {
+// calls, has no text either although the request offers tools.
+func (m *toolArgValidation) reportEmpty(ctx context.Context, tools []llms.Tool, resp *llms.ContentResponse, attempt int) {
 	if resp != nil {
 		for _, c := range resp.Choices {
 			if c != nil && strings.TrimSpace(c.Content) != "" {
@@ -92,7 +92,7 @@ func (m *toolArgValidation) reportEmpty(ctx context.Context, req *Request, resp 
 			}
 		}
 	}
-	if len(req.Tools()) == 0 {
+	if len(tools) == 0 {
 		return
 	}
 	err := fmt.Errorf("%w: no tool call and no text (langchaingo's native ollama client drops tool calls: "+

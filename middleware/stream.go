@@ -19,8 +19,10 @@ type stream struct {
 }
 
 // streamOf returns nil when req streams nothing to the caller.
-func streamOf(req *Request) *stream {
-	o := req.CallOptions()
+func streamOf(req *Request) *stream { return streamFrom(req.CallOptions()) }
+
+// streamFrom is streamOf for options already applied.
+func streamFrom(o llms.CallOptions) *stream {
 	if o.StreamingFunc == nil && o.StreamingReasoningFunc == nil {
 		return nil
 	}

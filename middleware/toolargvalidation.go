@@ -228,8 +228,9 @@ func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
 	return func(ctx context.Context, req *Request) (*llms.ContentResponse, error) {
 		// Lets a ToolCallLimit inside report its misplacement.
 		ctx = insideValidation(ctx)
-		var tools toolSchemas // built on the first response with tool calls
-		attemptReq, st := req, streamOf(req)
+		var tools toolSchemas     // built on the first response with tool calls
+		opts := req.CallOptions() // once per call: it allocates
+		attemptReq, st := req, streamFrom(opts)
 		for attempt := 1; ; attempt++ {
 			streamCtx, streamReq, gate := st.attempt(ctx, attemptReq)
 			resp, err := next(streamCtx, streamReq)
@@ -238,11 +239,11 @@ func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
 			}
 			calls := collectToolCalls(resp, len(req.Messages))
 			if len(calls) == 0 {
-				m.reportEmpty(ctx, req, resp, attempt)
+				m.reportEmpty(ctx, toolsOf(opts), resp, attempt)
 				return resp, nil
 			}
 			if tools == nil {
-				tools = m.toolSchemas(ctx, req)
+				tools = m.toolSchemas(ctx, toolsOf(opts))
 			}
 			verdicts, err := m.checkAll(ctx, calls, tools, attempt)
 			if err != nil {
@@ -301,8 +302,7 @@ func WithToolSchemas(ctx context.Context, schemas map[string]any) context.Contex
 // "no schema: any object".
 type toolSchemas map[string]any
 
-func (m *toolArgValidation) toolSchemas(ctx context.Context, req *Request) toolSchemas {
-	tools := req.Tools()
+func (m *toolArgValidation) toolSchemas(ctx context.Context, tools []llms.Tool) toolSchemas {
 	fromCtx, _ := ctx.Value(toolSchemasKey{}).(map[string]any)
 	ts := make(toolSchemas, len(tools)+len(fromCtx)+len(m.cfg.schemas))
 	for _, t := range tools {
