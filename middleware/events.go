@@ -61,11 +61,43 @@ const (
 	EventStoreError EventKind = "store_error"
 )
 
+// Events of the tool stage: what happens between an accepted tool call and
+// its tool, in an agent loop's tool middlewares (package agent). They reach
+// the agent's event handler (agent.WithEventHandler) and the observers of
+// the run (otelguard adds them to the execute_tool span). Middleware names
+// the tool middleware ("ToolRetry", …) or "agent"; Attempt is the tool
+// attempt.
+const (
+	// EventToolRetry: a failed tool call is run again. Attempt is the
+	// failed attempt, Err its error, Wait the pause before the next one.
+	EventToolRetry EventKind = "tool_retry"
+	// EventToolOutcomeUnknown: a call of a tool that is not idempotent
+	// failed in a way that leaves its outcome unknown (a timeout, a
+	// connection lost after the request went out). It is not repeated; the
+	// model is told to check before calling again. Err is the error.
+	EventToolOutcomeUnknown EventKind = "tool_outcome_unknown"
+	// EventToolDenied: the tool middlewares answered a call with an error
+	// without running the tool (a policy refused it). Err is the error the
+	// model reads.
+	EventToolDenied EventKind = "tool_denied"
+	// EventArgsRewritten: a tool middleware replaced a call's arguments and
+	// the tool ran with them. Paths lists the top-level properties that
+	// changed, as JSON Pointers.
+	EventArgsRewritten EventKind = "args_rewritten"
+	// EventArgsRejected: arguments a tool middleware put in a call do not
+	// validate against the tool's schema, so the tool did not run. Err is
+	// the *validation.Error.
+	EventArgsRejected EventKind = "args_rejected"
+	// EventRunStopped: a tool middleware ended the run (agent.ErrStopRun).
+	// Err is its error.
+	EventRunStopped EventKind = "run_stopped"
+)
+
 // Event is one notable thing a middleware did during a model call. Fields
 // that do not apply to its Kind are zero.
 type Event struct {
 	Kind       EventKind
-	Middleware string // "ToolArgValidation", "ModelRetry", "ToolCallLimit" or "ModelCallLimit"
+	Middleware string // "ToolArgValidation", "ModelRetry", "ToolCallLimit", "ModelCallLimit"; in the tool stage "agent" or the tool middleware's name
 	Attempt    int    // 1-based model-call attempt within this middleware
 	Tool       string // the tool call's function name, when the event concerns one call
 	CallID     string // the tool call's id (synthesized when the model sent none)
@@ -103,12 +135,15 @@ func (e Event) LogValue() slog.Value {
 }
 
 // LogEvents returns an event handler for [WithEventHandler] that logs each
-// event to l: schema errors, give-ups, limits and store errors at Warn, the rest at Info.
+// event to l: schema errors, give-ups, limits, store errors, misconfiguration
+// and the tool stage's refusals (a denied call, rejected replaced arguments,
+// an unknown outcome, a stopped run) at Warn, the rest at Info.
 func LogEvents(l *slog.Logger) func(ctx context.Context, e Event) {
 	return func(ctx context.Context, e Event) {
 		level := slog.LevelInfo
 		switch e.Kind {
-		case EventSchemaError, EventSchemaFallback, EventGiveUp, EventLimit, EventMisconfigured, EventEmptyResponse, EventStoreError:
+		case EventSchemaError, EventSchemaFallback, EventGiveUp, EventLimit, EventMisconfigured, EventEmptyResponse, EventStoreError,
+			EventToolOutcomeUnknown, EventToolDenied, EventArgsRejected, EventRunStopped:
 			level = slog.LevelWarn
 		}
 		l.LogAttrs(ctx, level, "toolguard: "+string(e.Kind), slog.Any("event", e))

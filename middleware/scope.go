@@ -48,7 +48,11 @@ func runFrom(ctx context.Context) *runScope {
 	return r
 }
 
-func threadFrom(ctx context.Context) string {
+func threadFrom(ctx context.Context) string { return ThreadFrom(ctx) }
+
+// ThreadFrom returns the thread id ctx names ([WithThread]), or "" when it
+// names none.
+func ThreadFrom(ctx context.Context) string {
 	id, _ := ctx.Value(threadKey{}).(string)
 	return id
 }

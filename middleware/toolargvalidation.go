@@ -8,6 +8,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/internal/checked"
 	"github.com/toolguard/toolguard/internal/safetext"
 	"github.com/toolguard/toolguard/internal/toolargs"
 	"github.com/toolguard/toolguard/repair"
@@ -412,7 +413,23 @@ func (m *toolArgValidation) check(ctx context.Context, c *toolCall, tools toolSc
 		m.emit(ctx, Event{Kind: EventStripped, Attempt: attempt, Tool: c.fn.Name, CallID: c.id, Paths: res.Stripped})
 	}
 	if res.Err == nil {
+		if m.runSchema(ctx, c.fn.Name) {
+			checked.Record(ctx, c.id, c.fn.Name, c.fn.Arguments)
+		}
 		return verdict{}, nil
 	}
 	return reject(res.Err, ""), nil
+}
+
+// runSchema reports whether name's schema is the one the context's
+// [WithToolSchemas] gives (not overridden by [WithSchema]): only then does a
+// call this middleware accepted need no second check by the agent's tool
+// stage.
+func (m *toolArgValidation) runSchema(ctx context.Context, name string) bool {
+	if _, over := m.cfg.schemas[name]; over {
+		return false
+	}
+	fromCtx, _ := ctx.Value(toolSchemasKey{}).(map[string]any)
+	_, ok := fromCtx[name]
+	return ok
 }
