@@ -42,6 +42,11 @@ type Agent struct {
 	// installers are the middlewares that install an observer, installed
 	// for each whole run (observe.go).
 	installers []middleware.ObserverInstaller
+	// compiled is each tool's schema compiled once, for the tool stage's
+	// check of calls the model stage did not validate (nil: any object).
+	compiled  map[string]*validation.Schema
+	toolStage ToolHandler // the tool middlewares around execute
+	events    func(context.Context, middleware.Event)
 }
 
 // New returns an agent that drives model with tools.
@@ -70,13 +75,15 @@ func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 		}
 	}
 	a := &Agent{
-		tools:   make(map[string]Tool, len(tools)),
-		schemas: make(map[string]any, len(tools)),
-		names:   make([]string, 0, len(tools)),
-		defs:    make([]llms.Tool, 0, len(tools)),
-		system:  cfg.systemPrompt,
-		maxIt:   cfg.maxIterations,
-		maxPar:  cfg.maxConcurrency,
+		tools:    make(map[string]Tool, len(tools)),
+		schemas:  make(map[string]any, len(tools)),
+		names:    make([]string, 0, len(tools)),
+		defs:     make([]llms.Tool, 0, len(tools)),
+		system:   cfg.systemPrompt,
+		maxIt:    cfg.maxIterations,
+		maxPar:   cfg.maxConcurrency,
+		compiled: make(map[string]*validation.Schema, len(tools)),
+		events:   cfg.events,
 	}
 	for i, t := range tools {
 		if t == nil {
@@ -92,6 +99,7 @@ func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 		}
 		a.tools[name] = t
 		a.schemas[name] = t.Schema()
+		a.compiled[name] = compiledSchema(t)
 		a.names = append(a.names, name)
 		a.defs = append(a.defs, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 			Name:        name,
@@ -100,6 +108,7 @@ func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 		}})
 	}
 	slices.Sort(a.names)
+	a.toolStage = chainTools(cfg.toolMiddlewares, a.execute)
 	a.installers = installers(cfg.middlewares)
 	a.callOpts = slices.Clone(cfg.callOptions) // WithCallOptions, then the tools
 	if len(a.defs) > 0 {
@@ -111,6 +120,24 @@ func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 	mws := append(slices.Clone(cfg.middlewares), middleware.Func(countModelCalls))
 	a.model = middleware.Wrap(model, mws...)
 	return a
+}
+
+// compiledSchema returns t's schema compiled for the tool stage's check:
+// the tool's own when it has one (NewTool, NewSchemaTool), else Schema()
+// compiled; nil (any object) when there is none or it does not compile, as
+// ToolArgValidation fails open on it.
+func compiledSchema(t Tool) *validation.Schema {
+	if c, ok := t.(interface{ compiledSchema() *validation.Schema }); ok {
+		return c.compiledSchema()
+	}
+	if t.Schema() == nil {
+		return nil
+	}
+	s, err := validation.Compile(t.Schema())
+	if err != nil {
+		return nil
+	}
+	return s
 }
 
 // parameters returns schema in the form sent as FunctionDefinition.Parameters:
@@ -162,7 +189,8 @@ type Result struct {
 	// made inside a middleware are not part of it: it holds only the calls
 	// that ran.
 	Messages []llms.MessageContent
-	// Steps lists every tool call the agent handled, in order.
+	// Steps lists every tool call the agent handled, in order; Step.Turn
+	// and Step.Message tell the model turns' batches apart.
 	Steps []Step
 	// ModelCalls counts the calls that reached the agent's model, including
 	// those made by middlewares that re-ask (ToolArgValidation,
@@ -178,15 +206,35 @@ type Step struct {
 	CallID string
 	// Tool is the name the model called.
 	Tool string
-	// Arguments is the JSON object of arguments the tool received (after
-	// the middlewares, so with empty values stripped where needed).
+	// Arguments is the JSON object of arguments the tool ran with: after
+	// the tool middlewares (which may replace them) and the tool stage's
+	// check (which strips empty values where that fixes a call). For a
+	// call whose tool did not run, the model's arguments.
 	Arguments string
-	// Result is what the tool returned; "" when Err is not nil.
+	// ModelArguments is the JSON object of arguments as the model stage
+	// returned them (validated, stripped or repaired by its middlewares),
+	// the ones recorded in Result.Messages.
+	ModelArguments string
+	// Result is what the model read as the call's result: the tool's
+	// content (ToolResult.Content); "" when Err is not nil.
 	Result string
-	// Err is the tool's error (a *validation.Error for arguments a
-	// NewTool or NewSchemaTool tool rejects), an error wrapping
-	// ErrUnknownTool, or, for a call that came without a function, an
-	// error saying so. The model was told about it.
+	// Artifact is the ToolResult's Artifact, for the program only: never
+	// sent to the model.
+	Artifact any
+	// Turn is the model turn, from 1, whose response asked for the call:
+	// steps with the same Turn are one batch.
+	Turn int
+	// Message is the index in Result.Messages of the AI message recording
+	// the call (its tool message follows it), or -1 when the call is not
+	// recorded there (a call without a function, or a turn the run did
+	// not finish).
+	Message int
+	// Err is the call's error: the tool's or a tool middleware's, a
+	// *validation.Error for model arguments the tool stage rejects, an
+	// *ArgsRejectedError for arguments a tool middleware replaced that do
+	// not validate, an error wrapping ErrUnknownTool or ErrStopRun, or,
+	// for a call that came without a function, an error saying so. Unless
+	// it wraps ErrStopRun, the model was told about it.
 	Err error
 }
 
@@ -220,7 +268,7 @@ func (a *Agent) Run(ctx context.Context, input string) (*Result, error) {
 func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption) (err error) {
 	ctx, endRun := a.observeRun(ctx)
 	defer func() { endRun(err) }()
-	for range a.maxIt {
+	for turn := range a.maxIt {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -242,12 +290,25 @@ func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption) (
 			res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeAI, text))
 			return nil
 		}
-		steps, answers, err := a.runTools(ctx, calls)
-		res.Steps = append(res.Steps, steps...)
+		b, err := a.runTools(ctx, turn+1, res.Messages, calls)
 		if err != nil {
+			res.Steps = append(res.Steps, b.steps...)
 			return err
 		}
-		res.Messages = append(res.Messages, middleware.ToolCallMessages(text, calls, answers)...)
+		at := len(res.Messages)
+		res.Messages = append(res.Messages, middleware.ToolCallMessages(text, calls, b.answers)...)
+		for i := range b.steps {
+			if calls[i].FunctionCall != nil {
+				b.steps[i].Message = at
+				at += 2
+			}
+		}
+		res.Steps = append(res.Steps, b.steps...)
+		if b.direct >= 0 {
+			res.Output = b.steps[b.direct].Result
+			res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeAI, res.Output))
+			return nil
+		}
 	}
 	return fmt.Errorf("%w (%d)", ErrMaxIterations, a.maxIt)
 }
@@ -256,6 +317,10 @@ func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption) (
 func toolMessage(s Step) string {
 	if s.Err == nil {
 		return s.Result
+	}
+	var rejected *ArgsRejectedError
+	if errors.As(s.Err, &rejected) {
+		return errfmt.ToolError(rejected) // never the violations
 	}
 	var ve *validation.Error
 	if errors.As(s.Err, &ve) {

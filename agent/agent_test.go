@@ -114,7 +114,7 @@ func TestTypedToolCorrectedByValidation(t *testing.T) {
 	if got, want := rec.got(), []WeatherArgs{{City: "Paris"}}; !slices.Equal(got, want) {
 		t.Errorf("tool ran with %+v, want %+v", got, want)
 	}
-	wantSteps := []agent.Step{{CallID: "call_2", Tool: "get_weather", Arguments: `{"city": "Paris"}`, Result: `{"sky": "sunny"}`}}
+	wantSteps := []agent.Step{{CallID: "call_2", Tool: "get_weather", Arguments: `{"city": "Paris"}`, ModelArguments: `{"city": "Paris"}`, Result: `{"sky": "sunny"}`, Turn: 1, Message: 2}}
 	if !slices.Equal(res.Steps, wantSteps) {
 		t.Errorf("Steps = %+v, want %+v", res.Steps, wantSteps)
 	}

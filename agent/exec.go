@@ -1,13 +1,21 @@
 package agent
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/internal/checked"
+	"github.com/toolguard/toolguard/internal/exactjson"
+	"github.com/toolguard/toolguard/internal/jsonptr"
+	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/validation"
 )
 
 // errNoFunction is the Step.Err of a tool call that came without a function.
@@ -16,80 +24,254 @@ var errNoFunction = errors.New("agent: the tool call has no function name")
 // finished is one tool call's outcome, sent by the goroutine that ran it.
 type finished struct {
 	index  int
-	result string
-	err    error
+	step   Step
+	result *ToolResult
 	panic  any // the tool's panic value, re-raised on Run's goroutine
 	stack  []byte
 }
 
-// runTools runs calls, at most a.maxPar at a time, and returns their steps
-// and tool-message contents in call order. When ctx is done it returns
-// ctx.Err() at once with the steps of the calls that finished; calls not yet
-// started are not started, and running ones are left to honour ctx (their
-// results are dropped: the channel they report to has room for all of them,
-// so they never block).
-func (a *Agent) runTools(ctx context.Context, calls []llms.ToolCall) ([]Step, []string, error) {
-	steps := make([]Step, len(calls))
-	answers := make([]string, len(calls))
+// batch is what the tool stage made of one model turn's calls, in call
+// order.
+type batch struct {
+	steps   []Step
+	answers []string // the tool messages' contents
+	direct  int      // index of the first Direct result; -1 if none
+}
+
+// runTools runs calls through the tool stage, at most a.maxPar at a time,
+// and returns their steps and tool-message contents in call order. history
+// is the transcript before the turn (CallInfo.Messages).
+//
+// When ctx is done it returns ctx.Err() at once with the steps of the calls
+// that finished; calls not yet started are not started, and running ones
+// are left to honour ctx (their results are dropped: the channel they
+// report to has room for all of them, so they never block). When a call
+// returns an error wrapping ErrStopRun, calls not yet started are not
+// started, running ones finish, and it returns that error with the steps of
+// the calls that finished.
+func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageContent, calls []llms.ToolCall) (batch, error) {
+	b := batch{steps: make([]Step, len(calls)), answers: make([]string, len(calls)), direct: -1}
 	done := make([]bool, len(calls))
 	var todo []int // calls of known tools, in order
 	for i, c := range calls {
-		steps[i] = Step{CallID: c.ID}
+		b.steps[i] = Step{CallID: c.ID, Turn: turn, Message: -1}
 		switch {
 		case c.FunctionCall == nil:
-			steps[i].Err, done[i] = errNoFunction, true
+			b.steps[i].Err, done[i] = errNoFunction, true
 		case a.tools[c.FunctionCall.Name] == nil:
-			steps[i].Tool, steps[i].Arguments = c.FunctionCall.Name, c.FunctionCall.Arguments
-			steps[i].Err = fmt.Errorf("%w %q", ErrUnknownTool, c.FunctionCall.Name)
-			answers[i], done[i] = errfmt.UnknownTool(c.FunctionCall.Name, a.names), true
+			b.steps[i].Tool, b.steps[i].Arguments = c.FunctionCall.Name, c.FunctionCall.Arguments
+			b.steps[i].ModelArguments = c.FunctionCall.Arguments
+			b.steps[i].Err = fmt.Errorf("%w %q", ErrUnknownTool, c.FunctionCall.Name)
+			b.answers[i], done[i] = errfmt.UnknownTool(c.FunctionCall.Name, a.names), true
 		default:
-			steps[i].Tool, steps[i].Arguments = c.FunctionCall.Name, c.FunctionCall.Arguments
 			todo = append(todo, i)
 		}
 	}
 
+	history = slices.Clone(history)
+	ledger := checkedLedger(ctx)
+	thread := middleware.ThreadFrom(ctx)
 	results := make(chan finished, len(todo))
 	running := 0
+	var stop error
 	for len(todo) > 0 || running > 0 {
-		if len(todo) > 0 && running < a.maxPar && ctx.Err() == nil {
+		if len(todo) > 0 && running < a.maxPar && ctx.Err() == nil && stop == nil {
 			i := todo[0]
 			todo = todo[1:]
 			running++
-			go callTool(ctx, a.tools[calls[i].FunctionCall.Name], i, calls[i], results)
+			c := calls[i]
+			st := &callState{
+				info:      CallInfo{ID: c.ID, Tool: c.FunctionCall.Name, Thread: thread, Messages: history, Attempt: 1},
+				modelArgs: c.FunctionCall.Arguments,
+				tool:      a.tools[c.FunctionCall.Name],
+				checked:   ledger.Has(c.ID, c.FunctionCall.Name, c.FunctionCall.Arguments),
+				out:       &callDone{},
+			}
+			go a.callTool(ctx, i, c, st, results)
 			continue
+		}
+		if len(todo) > 0 && stop != nil && running == 0 {
+			break
 		}
 		select {
 		case f := <-results:
 			running--
 			if f.panic != nil {
-				panic(fmt.Sprintf("agent: tool %q panicked: %v\n\n%s", steps[f.index].Tool, f.panic, f.stack))
+				panic(fmt.Sprintf("agent: tool %q panicked: %v\n\n%s", f.step.Tool, f.panic, f.stack))
 			}
-			steps[f.index].Result, steps[f.index].Err = f.result, f.err
-			answers[f.index], done[f.index] = toolMessage(steps[f.index]), true
+			f.step.Turn = turn
+			b.steps[f.index] = f.step
+			b.answers[f.index], done[f.index] = toolMessage(f.step), true
+			if f.step.Err != nil && errors.Is(f.step.Err, ErrStopRun) && stop == nil {
+				stop = f.step.Err
+			}
+			if f.result != nil && f.result.Direct && f.step.Err == nil && (b.direct < 0 || f.index < b.direct) {
+				b.direct = f.index
+			}
 		case <-ctx.Done():
-			var finishedSteps []Step
-			for i, s := range steps {
-				if done[i] && calls[i].FunctionCall != nil {
-					finishedSteps = append(finishedSteps, s)
-				}
-			}
-			return finishedSteps, nil, ctx.Err()
+			return b.finished(done, calls), ctx.Err()
 		}
 	}
-	return steps, answers, nil
+	ledger.Forget()
+	if stop != nil {
+		return b.finished(done, calls), stop
+	}
+	return b, nil
 }
 
-// callTool runs one tool call and reports its outcome on results.
-func callTool(ctx context.Context, t Tool, index int, call llms.ToolCall, results chan<- finished) {
+// finished returns the batch's steps of calls that finished (calls without
+// a function excluded), for a run that ends inside the batch.
+func (b batch) finished(done []bool, calls []llms.ToolCall) batch {
+	var steps []Step
+	for i, s := range b.steps {
+		if done[i] && calls[i].FunctionCall != nil {
+			steps = append(steps, s)
+		}
+	}
+	return batch{steps: steps, direct: -1}
+}
+
+// callTool runs one tool call through the tool stage and reports its
+// outcome on results. The run's observers see the whole stage as the call's
+// execution (otelguard's execute_tool span).
+func (a *Agent) callTool(ctx context.Context, index int, c llms.ToolCall, st *callState, results chan<- finished) {
 	f := finished{index: index}
+	ctx = withCallState(ctx, st)
+	ctx, end := middleware.ObserveToolCall(ctx, c)
 	defer func() {
 		if p := recover(); p != nil {
 			f.panic, f.stack = p, debug.Stack()
+			f.step.Tool = st.info.Tool
+			end("", errToolPanicked)
 		}
 		results <- f
 	}()
-	f.result, f.err = runObserved(ctx, t, call)
-	if f.err != nil {
-		f.result = ""
+	call := &ToolCall{ID: c.ID, Name: c.FunctionCall.Name, Args: json.RawMessage(st.modelArgs), Tool: st.tool}
+	res, err := a.toolStage(ctx, call)
+	if err == nil && res == nil {
+		err = errNoResult
+	}
+	f.step = Step{
+		CallID:         c.ID,
+		Tool:           st.info.Tool,
+		ModelArguments: st.modelArgs,
+		Arguments:      st.modelArgs,
+		Message:        -1,
+	}
+	if st.out.ran {
+		f.step.Arguments = st.out.args
+	}
+	switch {
+	case err != nil:
+		f.step.Err = err
+		if errors.Is(err, ErrStopRun) {
+			ReportEvent(ctx, middleware.Event{Kind: middleware.EventRunStopped, Err: err})
+		} else if !st.out.ran {
+			var rejected *ArgsRejectedError
+			var ve *validation.Error
+			if !errors.As(err, &rejected) && !errors.As(err, &ve) {
+				ReportEvent(ctx, middleware.Event{Kind: middleware.EventToolDenied, Err: err})
+			}
+		}
+		end("", err)
+	default:
+		f.step.Result, f.step.Artifact = res.Content, res.Artifact
+		f.result = res
+		end(res.Content, nil)
 	}
 }
+
+// execute is the innermost handler of the tool stage: it checks the call's
+// arguments unless the model stage already validated exactly these against
+// the tool's schema, and runs the tool.
+func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error) {
+	st := callStateFrom(ctx)
+	if st == nil || call == nil {
+		return nil, errors.New("agent: tool handler called outside the tool stage")
+	}
+	if call.Name != st.info.Tool {
+		return nil, errToolChanged
+	}
+	t := call.Tool
+	if t == nil {
+		t = st.tool
+	}
+	args := []byte(call.Args)
+	replaced := string(args) != st.modelArgs
+	var value map[string]any // the decoded arguments, when checked here
+	if replaced || !st.checked {
+		res, err := checkArgs(call.Name, a.compiled[call.Name], args)
+		if err != nil {
+			if replaced {
+				ReportEvent(ctx, middleware.Event{Kind: middleware.EventArgsRejected, Err: err})
+				return nil, &ArgsRejectedError{Tool: call.Name, Err: err}
+			}
+			return nil, err
+		}
+		args, value = res.Args, res.Value
+	}
+	if replaced {
+		ReportEvent(ctx, middleware.Event{Kind: middleware.EventArgsRewritten, Paths: changedPaths(st.modelArgs, args)})
+	}
+	st.out.ran, st.out.args = true, string(args)
+	var content string
+	var err error
+	if u, ok := t.(uncheckedCaller); ok {
+		content, err = u.callChecked(ctx, args, value)
+	} else {
+		content, err = t.Call(ctx, string(args))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &ToolResult{Content: content}, nil
+}
+
+// uncheckedCaller is implemented by the agent's own tool types: a call
+// whose arguments the tool stage has checked skips the tool's own check.
+// value is the arguments decoded (numbers as json.Number) when the stage
+// has them, else nil.
+type uncheckedCaller interface {
+	callChecked(ctx context.Context, args []byte, value map[string]any) (string, error)
+}
+
+// changedPaths returns the top-level properties that differ between two
+// JSON objects, as JSON Pointers, sorted; nil when either is not an object.
+func changedPaths(before string, after []byte) []string {
+	b, err1 := exactjson.DecodeObject([]byte(before))
+	a, err2 := exactjson.DecodeObject(after)
+	if err1 != nil || err2 != nil {
+		return nil
+	}
+	var paths []string
+	for k, v := range a {
+		if old, ok := b[k]; !ok || !jsonEqual(old, v) {
+			paths = append(paths, "/"+jsonptr.Escape(k))
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			paths = append(paths, "/"+jsonptr.Escape(k))
+		}
+	}
+	slices.Sort(paths)
+	return paths
+}
+
+func jsonEqual(x, y any) bool {
+	bx, err1 := json.Marshal(x)
+	by, err2 := json.Marshal(y)
+	return err1 == nil && err2 == nil && bytes.Equal(bx, by)
+}
+
+// checkedLedger returns the run's ledger of calls the model stage
+// validated (nil outside a run).
+func checkedLedger(ctx context.Context) *checked.Ledger {
+	l, _ := ctx.Value(ledgerKey{}).(*checked.Ledger)
+	return l
+}
+
+// ledgerKey is the context key under which a run keeps its ledger for the
+// tool stage (the ledger itself is found by ToolArgValidation through
+// package checked's own key).
+type ledgerKey struct{}

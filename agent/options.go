@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/tmc/langchaingo/llms"
@@ -12,12 +13,14 @@ import (
 type Option func(*config)
 
 type config struct {
-	middlewares    []middleware.Middleware
-	systemPrompt   string
-	maxIterations  int
-	maxConcurrency int
-	toolName       func(string) string // WithToolNames; nil: SafeToolName
-	callOptions    []llms.CallOption   // WithCallOptions
+	middlewares     []middleware.Middleware
+	systemPrompt    string
+	maxIterations   int
+	maxConcurrency  int
+	toolName        func(string) string                     // WithToolNames; nil: SafeToolName
+	callOptions     []llms.CallOption                       // WithCallOptions
+	toolMiddlewares []ToolMiddleware                        // WithToolMiddleware
+	events          func(context.Context, middleware.Event) // WithEventHandler
 }
 
 // Defaults of the options.

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/internal/checked"
 	"github.com/toolguard/toolguard/middleware"
 )
 
@@ -55,6 +56,11 @@ func (a *Agent) RunMessages(ctx context.Context, msgs []llms.MessageContent, opt
 	}
 	ctx = middleware.WithRun(ctx)
 	ctx = middleware.WithToolSchemas(ctx, a.schemas)
+	ctx, ledger := checked.With(ctx)
+	ctx = context.WithValue(ctx, ledgerKey{}, ledger)
+	if a.events != nil {
+		ctx = context.WithValue(ctx, eventsKey{}, a.events)
+	}
 	calls := new(atomic.Int64)
 	ctx = context.WithValue(ctx, modelCallsKey{}, calls)
 	res := &Result{Messages: make([]llms.MessageContent, 0, len(msgs)+4)}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/toolguard/toolguard/internal/exactjson"
 	"github.com/toolguard/toolguard/internal/toolargs"
 	"github.com/toolguard/toolguard/strip"
 	"github.com/toolguard/toolguard/validation"
@@ -73,7 +74,14 @@ func (t *typedTool[T]) Call(ctx context.Context, args string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	raw := res.Args
+	return t.callChecked(ctx, res.Args, nil)
+}
+
+func (t *typedTool[T]) compiledSchema() *validation.Schema { return t.schema }
+
+// callChecked runs fn with raw, arguments already checked against the
+// schema (and so decodable into T).
+func (t *typedTool[T]) callChecked(ctx context.Context, raw []byte, _ map[string]any) (string, error) {
 	var x T
 	if len(bytes.TrimSpace(raw)) > 0 {
 		if err := json.Unmarshal(raw, &x); err != nil {
@@ -131,6 +139,22 @@ func (t *schemaTool) Call(ctx context.Context, args string) (string, error) {
 		return "", err
 	}
 	return t.fn(ctx, res.Value)
+}
+
+func (t *schemaTool) compiledSchema() *validation.Schema { return t.compiled }
+
+// callChecked runs fn with arguments already checked against the schema;
+// value is them decoded, or nil to decode them here.
+func (t *schemaTool) callChecked(ctx context.Context, raw []byte, value map[string]any) (string, error) {
+	if value == nil {
+		v, err := exactjson.DecodeObject(raw)
+		if err != nil {
+			// Unreachable for checked arguments; kept so a failure is never silent.
+			return "", fmt.Errorf("agent: tool %q: decode arguments: %w", t.name, err)
+		}
+		value = v
+	}
+	return t.fn(ctx, value)
 }
 
 // checkArgs runs the arguments of a call through the pipeline

@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/toolguard/toolguard/validation"
 	"strings"
 )
 
@@ -94,6 +96,15 @@ type renamedTool struct {
 }
 
 func (t *renamedTool) Name() string { return t.name }
+
+func (t *renamedTool) compiledSchema() *validation.Schema { return compiledSchema(t.Tool) }
+
+func (t *renamedTool) callChecked(ctx context.Context, args []byte, value map[string]any) (string, error) {
+	if u, ok := t.Tool.(uncheckedCaller); ok {
+		return u.callChecked(ctx, args, value)
+	}
+	return t.Tool.Call(ctx, string(args))
+}
 
 // sentName applies the configured mapping (default [SafeToolName]) to t.
 func (c *config) sentName(t Tool) Tool {

@@ -1,0 +1,114 @@
+package agent
+
+import (
+	"context"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/middleware"
+)
+
+// CallInfo is what a tool or a tool middleware can know about the call it
+// is handling (LangGraph's ToolRuntime). See [CallFrom].
+type CallInfo struct {
+	// ID is the call's id; Tool the tool's name as sent to the model;
+	// Thread the thread id the run's context names
+	// ([middleware.WithThread]), "" if none.
+	ID, Tool, Thread string
+	// Messages is the run's transcript before the call's model turn: a
+	// copy of the slice, shared by the calls of one batch, whose elements
+	// must not be modified.
+	Messages []llms.MessageContent
+	// Attempt is 1 for the first run of the call, then 2, … when
+	// [ToolRetry] runs it again.
+	Attempt int
+}
+
+// callState is what the tool stage keeps of one call in its context.
+type callState struct {
+	info      CallInfo
+	modelArgs string    // the arguments as the model stage left them
+	tool      Tool      // the agent's tool of that name
+	checked   bool      // the model stage validated exactly modelArgs against the tool's schema
+	out       *callDone // shared by every attempt of the call
+}
+
+// callDone is what the innermost handler reports of a call.
+type callDone struct {
+	ran  bool   // the tool was called
+	args string // the arguments it was called with, last attempt
+}
+
+type callStateKey struct{}
+
+func withCallState(ctx context.Context, st *callState) context.Context {
+	return context.WithValue(ctx, callStateKey{}, st)
+}
+
+func callStateFrom(ctx context.Context) *callState {
+	st, _ := ctx.Value(callStateKey{}).(*callState)
+	return st
+}
+
+// withAttempt returns ctx whose call is at attempt n.
+func withAttempt(ctx context.Context, n int) context.Context {
+	st := callStateFrom(ctx)
+	if st == nil {
+		return ctx
+	}
+	next := *st
+	next.info.Attempt = n
+	return withCallState(ctx, &next)
+}
+
+// CallFrom returns the call that ctx is running, inside a tool's Call or a
+// [ToolMiddleware] of an agent's run; false elsewhere.
+func CallFrom(ctx context.Context) (CallInfo, bool) {
+	st := callStateFrom(ctx)
+	if st == nil {
+		return CallInfo{}, false
+	}
+	return st.info, true
+}
+
+// WithEventHandler sets a function the agent calls for each event of its
+// tool stage (the kinds documented with [middleware.EventToolRetry]):
+// those the agent reports itself and those its tool middlewares report
+// with [ReportEvent]. Pass the function given to the model stage's
+// [middleware.WithEventHandler] (such as [middleware.LogEvents]) to see
+// both stages in one place. It is called on the tool call's goroutine,
+// concurrently, and must not block. The default reports nothing; the run's
+// observers (otelguard) are told either way.
+func WithEventHandler(fn func(ctx context.Context, e middleware.Event)) Option {
+	return func(c *config) { c.events = fn }
+}
+
+type eventsKey struct{}
+
+// ReportEvent reports e from the tool stage: to the observers ctx carries
+// (otelguard adds it to the tool call's execute_tool span) and to the
+// agent's [WithEventHandler]. A tool middleware calls it with the context
+// it was given; e.Tool, e.CallID and e.Attempt are filled from [CallFrom]
+// when zero, and e.Middleware is "agent" when empty. Outside an agent's run
+// it tells only the observers.
+func ReportEvent(ctx context.Context, e middleware.Event) {
+	if st := callStateFrom(ctx); st != nil {
+		if e.Tool == "" {
+			e.Tool = st.info.Tool
+		}
+		if e.CallID == "" {
+			e.CallID = st.info.ID
+		}
+		if e.Attempt == 0 {
+			e.Attempt = st.info.Attempt
+		}
+	}
+	if e.Middleware == "" {
+		e.Middleware = "agent"
+	}
+	if o := middleware.ObserverFrom(ctx); o != nil {
+		o.OnEvent(ctx, e)
+	}
+	if fn, _ := ctx.Value(eventsKey{}).(func(context.Context, middleware.Event)); fn != nil {
+		fn(ctx, e)
+	}
+}

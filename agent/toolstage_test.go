@@ -1,0 +1,361 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/validation"
+)
+
+// eventLog collects events from the agent's WithEventHandler.
+type eventLog struct {
+	mu     sync.Mutex
+	events []middleware.Event
+}
+
+func (l *eventLog) handle(_ context.Context, e middleware.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+}
+
+func (l *eventLog) kinds() []middleware.EventKind {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var ks []middleware.EventKind
+	for _, e := range l.events {
+		ks = append(ks, e.Kind)
+	}
+	return ks
+}
+
+func (l *eventLog) find(k middleware.EventKind) (middleware.Event, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.events {
+		if e.Kind == k {
+			return e, true
+		}
+	}
+	return middleware.Event{}, false
+}
+
+// toolMessages returns the content of every tool message of msgs.
+func toolMessages(msgs []llms.MessageContent) []string {
+	var out []string
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			if r, ok := p.(llms.ToolCallResponse); ok {
+				out = append(out, r.Content)
+			}
+		}
+	}
+	return out
+}
+
+func TestToolMiddlewareOrder(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var trace []string
+	note := func(s string) { mu.Lock(); trace = append(trace, s); mu.Unlock() }
+	layer := func(name string) agent.ToolMiddleware {
+		return agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
+			return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+				note(name + " in")
+				res, err := next(ctx, call)
+				note(name + " out")
+				return res, err
+			}
+		})
+	}
+	tool := agent.NewTool("get_weather", "Weather.", func(context.Context, WeatherArgs) (string, error) {
+		note("tool")
+		return "sunny", nil
+	})
+	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city":"Paris"}`)), fakemodel.Text("done"))
+	a := agent.New(model, []agent.Tool{tool}, agent.WithToolMiddleware(layer("a"), nil, layer("b")))
+	if _, err := a.Run(context.Background(), "x"); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"a in", "b in", "tool", "b out", "a out"}; !slices.Equal(trace, want) {
+		t.Errorf("order = %v, want %v", trace, want)
+	}
+}
+
+// A policy middleware that refuses a tool: the tool never runs, the model
+// reads the refusal, the run goes on, and tool_denied is reported.
+func TestToolMiddlewareDenies(t *testing.T) {
+	t.Parallel()
+	ran := false
+	tool := agent.NewTool("delete_user", "Deletes.", func(context.Context, struct {
+		ID string `json:"id"`
+	}) (string, error) {
+		ran = true
+		return "deleted", nil
+	})
+	deny := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
+		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+			if call.Name == "delete_user" {
+				return nil, errors.New("policy: delete_user needs an administrator")
+			}
+			return next(ctx, call)
+		}
+	})
+	var log eventLog
+	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("delete_user", `{"id":"u1"}`)), fakemodel.Text("I could not."))
+	a := agent.New(model, []agent.Tool{tool}, agent.WithToolMiddleware(deny), agent.WithEventHandler(log.handle))
+	res, err := a.Run(context.Background(), "delete u1")
+	if err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if ran {
+		t.Error("the denied tool ran")
+	}
+	if got := toolMessages(res.Messages); len(got) != 1 || !strings.Contains(got[0], "needs an administrator") {
+		t.Errorf("tool messages = %q, want the refusal", got)
+	}
+	if e, ok := log.find(middleware.EventToolDenied); !ok || e.Tool != "delete_user" || e.CallID != "call_1" {
+		t.Errorf("events = %v, want tool_denied for delete_user call_1", log.kinds())
+	}
+}
+
+// A middleware that replaces arguments: valid replacements reach the tool
+// and Step records both; invalid ones never reach it, and the model is not
+// shown their violations.
+func TestToolMiddlewareRewritesArguments(t *testing.T) {
+	t.Parallel()
+	rewrite := func(args string) agent.ToolMiddleware {
+		return agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
+			return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+				call.Args = json.RawMessage(args)
+				return next(ctx, call)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name, args string
+		wantRan    bool
+	}{
+		{"valid", `{"city":"Paris","units":"metric"}`, true},
+		{"schema rejects", `{"city":"Paris","units":7}`, false},
+		{"not an object", `["Paris"]`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var got []WeatherArgs
+			var mu sync.Mutex
+			tool := agent.NewTool("get_weather", "Weather.", func(_ context.Context, w WeatherArgs) (string, error) {
+				mu.Lock()
+				got = append(got, w)
+				mu.Unlock()
+				return "sunny", nil
+			})
+			var log eventLog
+			model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city":"Paris"}`)), fakemodel.Text("done"))
+			a := agent.New(model, []agent.Tool{tool}, agent.WithToolMiddleware(rewrite(tc.args)), agent.WithEventHandler(log.handle),
+				agent.WithMiddleware(middleware.ToolArgValidation()))
+			res, err := a.Run(context.Background(), "weather")
+			if err != nil {
+				t.Fatalf("Run = %v", err)
+			}
+			step := res.Steps[0]
+			if step.ModelArguments != `{"city":"Paris"}` {
+				t.Errorf("ModelArguments = %s, want the model's", step.ModelArguments)
+			}
+			if !tc.wantRan {
+				if len(got) != 0 {
+					t.Fatalf("tool ran with %+v; a rewrite its schema rejects must never reach it", got)
+				}
+				var rejected *agent.ArgsRejectedError
+				var ve *validation.Error
+				if !errors.As(step.Err, &rejected) || !errors.As(step.Err, &ve) {
+					t.Errorf("Step.Err = %v, want an *ArgsRejectedError wrapping the *validation.Error", step.Err)
+				}
+				msg := toolMessages(res.Messages)[0]
+				if strings.Contains(msg, "units") || strings.Contains(msg, "7") || strings.Contains(msg, "Paris") {
+					t.Errorf("the model read %q: it must not be shown the replaced arguments' violations", msg)
+				}
+				if _, ok := log.find(middleware.EventArgsRejected); !ok {
+					t.Errorf("events = %v, want args_rejected", log.kinds())
+				}
+				return
+			}
+			if want := []WeatherArgs{{City: "Paris", Units: "metric"}}; !slices.Equal(got, want) {
+				t.Errorf("tool got %+v, want %+v", got, want)
+			}
+			if step.Arguments != tc.args {
+				t.Errorf("Arguments = %s, want %s", step.Arguments, tc.args)
+			}
+			if e, ok := log.find(middleware.EventArgsRewritten); !ok || !slices.Equal(e.Paths, []string{"/units"}) {
+				t.Errorf("args_rewritten event = %+v (found %v), want Paths [/units]", e, ok)
+			}
+			// The transcript keeps what the model sent.
+			if r := render(res.Messages); !strings.Contains(strings.Join(r, "\n"), `get_weather({"city":"Paris"})`) {
+				t.Errorf("transcript = %v, want the model's own call", r)
+			}
+		})
+	}
+}
+
+func TestToolResultDirectEndsRun(t *testing.T) {
+	t.Parallel()
+	tool := agent.NewTool("lookup", "Looks up.", func(context.Context, struct {
+		Q string `json:"q"`
+	}) (string, error) {
+		return "42", nil
+	})
+	direct := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
+		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+			res, err := next(ctx, call)
+			if err == nil {
+				res.Direct, res.Artifact = true, map[string]int{"answer": 42}
+			}
+			return res, err
+		}
+	})
+	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("lookup", `{"q":"answer"}`)), fakemodel.Text("never asked"))
+	a := agent.New(model, []agent.Tool{tool}, agent.WithToolMiddleware(direct))
+	res, err := a.Run(context.Background(), "q")
+	if err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if res.Output != "42" || res.ModelCalls != 1 {
+		t.Errorf("Output = %q after %d model calls, want 42 after 1", res.Output, res.ModelCalls)
+	}
+	if a, ok := res.Steps[0].Artifact.(map[string]int); !ok || a["answer"] != 42 {
+		t.Errorf("Artifact = %v, want the middleware's", res.Steps[0].Artifact)
+	}
+	last := render(res.Messages)[len(res.Messages)-1]
+	if last != "ai: 42" {
+		t.Errorf("last message = %q, want the direct answer as the AI's", last)
+	}
+	for _, m := range res.Messages {
+		for _, p := range m.Parts {
+			if strings.Contains(fmtPart(p), "answer\":42") {
+				t.Errorf("the artifact reached the transcript: %v", p)
+			}
+		}
+	}
+}
+
+func fmtPart(p llms.ContentPart) string {
+	b, _ := json.Marshal(p)
+	return string(b)
+}
+
+// ErrStopRun ends the run with the partial result: the next model call is
+// never made, and calls of the batch not yet started never start.
+func TestErrStopRun(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var ran []string
+	tool := agent.NewTool("step", "A step.", func(_ context.Context, a struct {
+		N string `json:"n"`
+	}) (string, error) {
+		mu.Lock()
+		ran = append(ran, a.N)
+		mu.Unlock()
+		return "ok", nil
+	})
+	stop := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
+		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+			if strings.Contains(string(call.Args), "halt") {
+				return nil, errors.Join(agent.ErrStopRun, errors.New("budget exhausted"))
+			}
+			return next(ctx, call)
+		}
+	})
+	var log eventLog
+	model := fakemodel.New(
+		fakemodel.ToolCalls(fakemodel.Call("step", `{"n":"1"}`)),
+		fakemodel.ToolCalls(fakemodel.Call("step", `{"n":"halt"}`), fakemodel.Call("step", `{"n":"3"}`)),
+		fakemodel.Text("never asked"),
+	)
+	a := agent.New(model, []agent.Tool{tool}, agent.WithToolMiddleware(stop), agent.WithMaxConcurrency(1), agent.WithEventHandler(log.handle))
+	res, err := a.Run(context.Background(), "go")
+	if !errors.Is(err, agent.ErrStopRun) || !strings.Contains(err.Error(), "budget exhausted") {
+		t.Fatalf("Run error = %v, want the middleware's ErrStopRun", err)
+	}
+	if res == nil || res.ModelCalls != 2 || res.Output != "" {
+		t.Fatalf("result = %+v, want the partial result after 2 model calls", res)
+	}
+	if !slices.Equal(ran, []string{"1"}) {
+		t.Errorf("tool ran %v, want only the first turn's call", ran)
+	}
+	if len(res.Steps) != 2 || !errors.Is(res.Steps[1].Err, agent.ErrStopRun) || res.Steps[1].Turn != 2 {
+		t.Errorf("steps = %+v, want the first call and the stopping one", res.Steps)
+	}
+	if n := len(toolMessages(res.Messages)); n != 1 {
+		t.Errorf("transcript has %d tool messages, want 1: it ends before the stopped turn", n)
+	}
+	if _, ok := log.find(middleware.EventRunStopped); !ok {
+		t.Errorf("events = %v, want run_stopped", log.kinds())
+	}
+}
+
+func TestCallFrom(t *testing.T) {
+	t.Parallel()
+	if _, ok := agent.CallFrom(context.Background()); ok {
+		t.Error("CallFrom(Background) = ok, want false")
+	}
+	var got agent.CallInfo
+	var inMiddleware bool
+	tool := agent.NewTool("whoami", "Who.", func(ctx context.Context, _ struct{}) (string, error) {
+		got, _ = agent.CallFrom(ctx)
+		return "you", nil
+	})
+	mw := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
+		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+			info, ok := agent.CallFrom(ctx)
+			inMiddleware = ok && info.ID == call.ID
+			return next(ctx, call)
+		}
+	})
+	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("whoami", `{}`)), fakemodel.Text("done"))
+	a := agent.New(model, []agent.Tool{tool}, agent.WithToolMiddleware(mw), agent.WithSystemPrompt("sys"))
+	ctx := middleware.WithThread(context.Background(), "thread-7")
+	if _, err := a.Run(ctx, "hi"); err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != "call_1" || got.Tool != "whoami" || got.Thread != "thread-7" || got.Attempt != 1 || len(got.Messages) != 2 {
+		t.Errorf("CallFrom = %+v, want call_1 whoami thread-7 attempt 1 with the 2 messages before the turn", got)
+	}
+	if !inMiddleware {
+		t.Error("CallFrom inside a tool middleware did not name the call")
+	}
+}
+
+// Steps and Messages tell each turn's batch apart.
+func TestStepsTellBatchesApart(t *testing.T) {
+	t.Parallel()
+	tool := agent.NewTool("get_weather", "Weather.", func(_ context.Context, w WeatherArgs) (string, error) { return w.City, nil })
+	model := fakemodel.New(
+		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city":"A"}`), fakemodel.Call("get_weather", `{"city":"B"}`)),
+		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city":"C"}`)),
+		fakemodel.Text("done"),
+	)
+	res, err := agent.New(model, []agent.Tool{tool}).Run(context.Background(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var turns, msgs []int
+	for _, s := range res.Steps {
+		turns, msgs = append(turns, s.Turn), append(msgs, s.Message)
+		call := res.Messages[s.Message].Parts[0].(llms.ToolCall)
+		if call.ID != s.CallID {
+			t.Errorf("Messages[%d] holds %s, want %s", s.Message, call.ID, s.CallID)
+		}
+	}
+	if !slices.Equal(turns, []int{1, 1, 2}) || !slices.Equal(msgs, []int{1, 3, 5}) {
+		t.Errorf("turns %v messages %v, want [1 1 2] [1 3 5]", turns, msgs)
+	}
+}
