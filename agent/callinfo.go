@@ -27,6 +27,7 @@ type CallInfo struct {
 type callState struct {
 	info      CallInfo
 	modelArgs string    // the arguments as the model stage left them
+	stageArgs string    // the arguments the tool stage starts with (prepareArgs)
 	tool      Tool      // the agent's tool of that name
 	checked   bool      // the model stage validated exactly modelArgs against the tool's schema
 	out       *callDone // shared by every attempt of the call

@@ -87,6 +87,8 @@ func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageCo
 				checked:   ledger.Has(c.ID, c.FunctionCall.Name, c.FunctionCall.Arguments),
 				out:       &callDone{},
 			}
+			st.stageArgs = a.prepareArgs(ctx, st)
+			st.checked = st.checked && st.stageArgs == st.modelArgs
 			go a.callTool(ctx, i, c, st, results)
 			continue
 		}
@@ -146,7 +148,7 @@ func (a *Agent) callTool(ctx context.Context, index int, c llms.ToolCall, st *ca
 		}
 		results <- f
 	}()
-	call := &ToolCall{ID: c.ID, Name: c.FunctionCall.Name, Args: json.RawMessage(st.modelArgs), Tool: st.tool}
+	call := &ToolCall{ID: c.ID, Name: c.FunctionCall.Name, Args: json.RawMessage(st.stageArgs), Tool: st.tool}
 	res, err := a.toolStage(ctx, call)
 	if err == nil && res == nil {
 		err = errNoResult
@@ -181,6 +183,14 @@ func (a *Agent) callTool(ctx context.Context, index int, c llms.ToolCall, st *ca
 	}
 }
 
+// prepareArgs returns the arguments a call enters the tool stage with: the
+// model stage's (st.modelArgs). It is where arguments the model must not
+// set are to be supplied; a call whose arguments it changes is checked
+// against the tool's whole schema before the tool runs.
+func (a *Agent) prepareArgs(_ context.Context, st *callState) string {
+	return st.modelArgs
+}
+
 // execute is the innermost handler of the tool stage: it checks the call's
 // arguments unless the model stage already validated exactly these against
 // the tool's schema, and runs the tool.
@@ -197,7 +207,7 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 		t = st.tool
 	}
 	args := []byte(call.Args)
-	replaced := string(args) != st.modelArgs
+	replaced := string(args) != st.stageArgs
 	var value map[string]any // the decoded arguments, when checked here
 	if replaced || !st.checked {
 		res, err := checkArgs(call.Name, a.compiled[call.Name], args)
@@ -211,7 +221,7 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 		args, value = res.Args, res.Value
 	}
 	if replaced {
-		ReportEvent(ctx, middleware.Event{Kind: middleware.EventArgsRewritten, Paths: changedPaths(st.modelArgs, args)})
+		ReportEvent(ctx, middleware.Event{Kind: middleware.EventArgsRewritten, Paths: changedPaths(st.stageArgs, args)})
 	}
 	st.out.ran, st.out.args = true, string(args)
 	var content string
