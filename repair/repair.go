@@ -94,6 +94,20 @@ type Repairer interface {
 // Default returns a [Repairer] that makes every [Kind] of repair.
 func Default() Repairer { return Only(Kinds()...) }
 
+// Coercions returns a [Repairer] that makes only the repairs the schema alone
+// decides, [DoubleEncoded], [NumberString] and [BoolString]: the arguments
+// object sent as a JSON string, and "5" or "true" where the schema rejects a
+// string and wants a number, integer or boolean. It is ToolArgValidation's
+// default. It never rewrites text that is not JSON (code fences, prose,
+// trailing commas, Python literals: [Default] does) and coerces less than
+// pydantic's lax mode: see the package documentation, "Coercions".
+func Coercions() Repairer { return Only(DoubleEncoded, NumberString, BoolString) }
+
+// None returns a [Repairer] that repairs nothing: with it, ToolArgValidation
+// (WithRepair(repair.None())) re-asks the model for every call that fails,
+// as it did before coercions were on by default.
+func None() Repairer { return Only() }
+
 // Only returns a [Repairer] that makes only the given kinds of repair. It
 // panics on a [Kind] it does not know.
 func Only(kinds ...Kind) Repairer {
@@ -120,7 +134,7 @@ func (r *repairer) enabled(k Kind) bool { return r.on[k] }
 // and boolean strings that the schema rejects.
 func (r *repairer) Repair(args []byte, schema *validation.Schema) (map[string]any, []Repair) {
 	v, reps, ok := r.repairText(args)
-	if !ok || !withinLimits(v) {
+	if !ok || len(reps) > 0 && !withinLimits(v) { // text as sent was decoded within the limits
 		return nil, nil
 	}
 	if schema != nil {
@@ -151,7 +165,7 @@ func (r *repairer) repairText(args []byte) (map[string]any, []Repair, bool) {
 	text := bytes.TrimSpace(args)
 	var reps []Repair
 	v, err := decodeStrict(text)
-	if err != nil {
+	if err != nil && (r.enabled(CodeFence) || r.enabled(Prose)) {
 		if inner, prose, ok := unfence(text); ok && r.enabled(CodeFence) && (!prose || r.enabled(Prose)) {
 			reps = append(reps, Repair{Kind: CodeFence})
 			if prose {
@@ -163,6 +177,9 @@ func (r *repairer) repairText(args []byte) (map[string]any, []Repair, bool) {
 			text = obj
 		}
 		v, err = decodeStrict(text)
+	}
+	if err != nil && !r.enabled(TrailingComma) && !r.enabled(PythonLiteral) {
+		return nil, nil, false // not JSON, and no repair that reads other text
 	}
 	if err != nil {
 		lv, used, ok := parseLenient(text)
