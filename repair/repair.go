@@ -1,18 +1,42 @@
-// Package repair fixes the formatting slips models make in tool-call
-// arguments, where the fix is unambiguous: the arguments wrapped in a
-// Markdown code fence or surrounded by prose, trailing commas, Python
-// literals (True, False, None, single-quoted strings), the arguments object
-// double-encoded as a JSON string, and numbers or booleans sent as strings
-// ("5", "true") where the schema wants a number, integer or boolean.
+// Package repair fixes the slips models make in tool-call arguments, where
+// the fix is unambiguous: the arguments wrapped in a Markdown code fence or
+// surrounded by prose, trailing commas, Python literals (True, False, None,
+// single-quoted strings), the arguments object double-encoded as a JSON
+// string, and numbers or booleans sent as strings ("5", "true") where the
+// schema wants a number, integer or boolean.
 //
 // Nothing else is guessed at. Truncated JSON, unquoted keys or strings,
 // comments, several JSON objects in one text, a key given twice, and a
 // string such as "five" for a number are left alone: each has more than one
-// plausible reading, and the model is better asked again. ToolArgValidation (WithRepair) calls
-// a [Repairer] only for arguments that fail, and uses its result only when
-// the repaired arguments then validate, so a repair can never turn an
-// invalid call into a different invalid call. Repaired arguments are held
-// to [validation.DecodeArgs]'s limits (validation.CheckJSON).
+// plausible reading, and the model is better asked again. ToolArgValidation
+// (WithRepair) calls a [Repairer] only for arguments that fail, and uses its
+// result only when the repaired arguments then validate, so a repair can
+// never turn an invalid call into a different invalid call, nor touch a
+// valid one. Repaired arguments are held to [validation.DecodeArgs]'s limits.
+//
+// # Coercions
+//
+// [Coercions], ToolArgValidation's default, makes only the repairs the
+// schema alone decides; [Default] adds the text repairs, [None] makes none.
+// Beside pydantic v2's lax mode (its default, with which LangChain
+// validates typed tools), for JSON input:
+//
+//	sent                          schema wants    Coercions          pydantic lax
+//	"5", "-2.5", "1e3" (exactly   integer/number  the number, if it  coerced (int: an
+//	  a JSON number)                              then validates     integral string)
+//	"true", "false"               boolean         true, false        coerced
+//	the object as a JSON string   the arguments   decoded            refused
+//	"True", "yes", "on", "1", "0" boolean         left (re-asked)    coerced
+//	1, 0                          boolean         left               coerced
+//	true, false                   integer/number  left               1, 0
+//	5.0                           integer         valid as sent      5
+//	5, true                       string          left               refused
+//	"five"                        integer/number  left               refused
+//
+// A coercion is made at a path only where the schema reports a type
+// violation at a string, and kept only when it removes violations and adds
+// none: "2.5" for an integer, or "0" under "minimum": 1, stays a string
+// and the model is asked again.
 //
 // repair imports only validation; it never imports middleware.
 package repair
