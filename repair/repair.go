@@ -157,6 +157,9 @@ func (r *repairer) enabled(k Kind) bool { return r.on[k] }
 // commas, Python literals, double encoding), then, with a schema, number
 // and boolean strings that the schema rejects.
 func (r *repairer) Repair(args []byte, schema *validation.Schema) (map[string]any, []Repair) {
+	if !r.mayRepair(args) {
+		return nil, nil
+	}
 	v, reps, ok := r.repairText(args)
 	if !ok || len(reps) > 0 && !withinLimits(v) { // text as sent was decoded within the limits
 		return nil, nil
@@ -168,6 +171,44 @@ func (r *repairer) Repair(args []byte, schema *validation.Schema) (map[string]an
 		return nil, nil
 	}
 	return v, reps
+}
+
+// mayRepair is a scan of args, without decoding, that is false only when
+// no enabled kind can apply: with the text repairs off, the arguments are
+// not a JSON string (DoubleEncoded), and hold no string that could spell a
+// number (a quote then a minus sign or a digit), true or false, and no
+// \u escape that could hide one. It keeps the coercions from decoding and
+// validating again a call that fails for another reason.
+func (r *repairer) mayRepair(args []byte) bool {
+	if r.enabled(CodeFence) || r.enabled(Prose) || r.enabled(TrailingComma) || r.enabled(PythonLiteral) {
+		return true
+	}
+	t := bytes.TrimSpace(args)
+	if r.enabled(DoubleEncoded) && len(t) > 0 && t[0] == '"' {
+		return true
+	}
+	if !r.enabled(NumberString) && !r.enabled(BoolString) {
+		return false
+	}
+	if bytes.Contains(t, []byte(`\u`)) {
+		return true
+	}
+	if r.enabled(BoolString) && (bytes.Contains(t, []byte(`"true"`)) || bytes.Contains(t, []byte(`"false"`))) {
+		return true
+	}
+	if r.enabled(NumberString) {
+		for i := bytes.IndexByte(t, '"'); i >= 0 && i+1 < len(t); {
+			if c := t[i+1]; c == '-' || c >= '0' && c <= '9' {
+				return true
+			}
+			j := bytes.IndexByte(t[i+1:], '"')
+			if j < 0 {
+				break
+			}
+			i += 1 + j
+		}
+	}
+	return false
 }
 
 // withinLimits reports whether v, re-encoded, passes what
