@@ -209,11 +209,9 @@ func (e *SchemaError) Unwrap() error { return e.Err }
 // must not be modified after they are passed.
 //
 // Arguments must be a JSON object (empty means {}), decoded exactly. A call
-// that fails has its empty values stripped per [WithStripEmpty] and its
-// unambiguous slips ("5" for a number, "true" for a boolean, the object
-// double-encoded) coerced per [WithRepair]; cleaned arguments are written
-// back into the response ([EventStripped], [EventRepaired]). With
-// [WithClosedObjects], a parameter the schema does not list is a violation.
+// that fails is stripped of empty values ([WithStripEmpty]) and coerced ("5"
+// for a number, "true" for a boolean, a double-encoded object: [WithRepair]);
+// cleaned arguments are written back into the response.
 // While a call is invalid the model is asked again, up to [WithMaxRetries]
 // times (default 2), with its rejected response replayed and each call
 // answered by its violations ([errfmt.Feedback]) or, for a valid sibling, a
