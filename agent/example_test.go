@@ -42,7 +42,7 @@ func ExampleNew() {
 		return strconv.Itoa(args.A + args.B), nil
 	})
 	model := fakemodel.New( // a scripted model; use any llms.Model
-		fakemodel.ToolCalls(fakemodel.Call("add", `{"a": "2", "b": 3}`)),
+		fakemodel.ToolCalls(fakemodel.Call("add", `{"a": "two", "b": 3}`)),
 		fakemodel.ToolCalls(fakemodel.Call("add", `{"a": 2, "b": 3}`)),
 		fakemodel.Text("2 + 3 = 5"),
 	)

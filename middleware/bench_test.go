@@ -2,10 +2,12 @@ package middleware_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/repair"
 )
 
 // benchModel answers every call with a fresh response holding one tool call
@@ -60,7 +62,9 @@ const (
 	benchArgs = `{"drink_id": "latte", "new_preferences": {"size": "large", "milk_type": "coconut", "sweetness_level": "extra", "temperature": "hot", "special_instructions": "served boiling hot"}}`
 	// benchArgsNull carries the null a model sends for an optional field
 	// it has no value for; SchemaAware strip removes it without a re-ask.
-	benchArgsNull = `{"drink_id": "latte", "new_preferences": {"size": "large", "milk_type": "coconut", "sweetness_level": "extra", "temperature": "hot", "special_instructions": null}}`
+	// benchArgsInvalid has a size outside the enum, which nothing repairs.
+	benchArgsInvalid = `{"drink_id": "latte", "new_preferences": {"size": "huge", "milk_type": "coconut"}}`
+	benchArgsNull    = `{"drink_id": "latte", "new_preferences": {"size": "large", "milk_type": "coconut", "sweetness_level": "extra", "temperature": "hot", "special_instructions": null}}`
 )
 
 func benchTools(schema map[string]any) []llms.Tool {
@@ -78,7 +82,11 @@ func benchTools(schema map[string]any) []llms.Tool {
 // and one SHA-256) before it finds the compiled schema; "bare-fresh-schema-map"
 // builds the same map for the bare model, to separate the cost of building
 // it; "validation-null-stripped" gets a call with a null on an optional key
-// that SchemaAware strip removes without a re-ask.
+// that SchemaAware strip removes without a re-ask; "validation-coerced" gets
+// the arguments double-encoded, which the default repair.Coercions decodes
+// without a re-ask; "validation-invalid" gets a value outside an enum on
+// every attempt (three model calls, then it fails open), with the default
+// coercions tried on each and, in "validation-invalid-repair-none", without.
 func BenchmarkWrap(b *testing.B) {
 	ctx := context.Background()
 	msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Make my latte large, hot, with coconut milk.")}
@@ -87,6 +95,11 @@ func BenchmarkWrap(b *testing.B) {
 	bare := &benchModel{name: benchTool, args: benchArgs}
 	validated := middleware.Wrap(bare, middleware.ToolArgValidation())
 	withNull := middleware.Wrap(&benchModel{name: benchTool, args: benchArgsNull}, middleware.ToolArgValidation())
+	doubled, _ := json.Marshal(benchArgs)
+	coerced := middleware.Wrap(&benchModel{name: benchTool, args: string(doubled)}, middleware.ToolArgValidation())
+	invalid := &benchModel{name: benchTool, args: benchArgsInvalid}
+	reasked := middleware.Wrap(invalid, middleware.ToolArgValidation())
+	reaskedNone := middleware.Wrap(invalid, middleware.ToolArgValidation(middleware.WithRepair(repair.None())))
 
 	tests := []struct {
 		name  string
@@ -100,6 +113,10 @@ func BenchmarkWrap(b *testing.B) {
 		{"validation-fresh-schema-map", validated, freshOpts, benchArgs},
 		{"validation-null-stripped", withNull, func() []llms.CallOption { return sameOpts },
 			`{"drink_id":"latte","new_preferences":{"milk_type":"coconut","size":"large","sweetness_level":"extra","temperature":"hot"}}`},
+		{"validation-coerced", coerced, func() []llms.CallOption { return sameOpts },
+			`{"drink_id":"latte","new_preferences":{"milk_type":"coconut","size":"large","special_instructions":"served boiling hot","sweetness_level":"extra","temperature":"hot"}}`},
+		{"validation-invalid", reasked, func() []llms.CallOption { return sameOpts }, benchArgsInvalid},
+		{"validation-invalid-repair-none", reaskedNone, func() []llms.CallOption { return sameOpts }, benchArgsInvalid},
 	}
 	for _, tc := range tests {
 		b.Run(tc.name, func(b *testing.B) {

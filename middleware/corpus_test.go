@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"sync"
 	"testing"
@@ -135,13 +136,14 @@ func TestBFCLCallsPassUntouched(t *testing.T) {
 // TestBFCLViolationsThroughMiddleware: of the 330 ground-truth violations,
 // the 106 BFCL marks valid_after_strip_top_level are repaired by the default
 // SchemaAware strip with exactly one model call, and the arguments written
-// back validate; the 224 others make the middleware re-ask the model with
-// feedback.
+// back validate; 3 others send an integer as a string ({"ticket_id":
+// "83912"}) and are coerced by the default repair.Coercions with one model
+// call; the 221 others make the middleware re-ask the model with feedback.
 func TestBFCLViolationsThroughMiddleware(t *testing.T) {
 	t.Parallel()
 	c := openTools(t)
 	mw := middleware.ToolArgValidation()
-	repaired, reasked := 0, 0
+	repaired, coerced, reasked := 0, 0, 0
 	for _, call := range c.Violations {
 		o := send(t, mw, c.tools[call.SchemaRef], string(call.Args))
 		switch {
@@ -163,6 +165,22 @@ func TestBFCLViolationsThroughMiddleware(t *testing.T) {
 				}
 			}
 			repaired++
+		case o.modelCalls == 1:
+			// Coerced: valid now, and what changed is a string that became
+			// the number or boolean it spelled.
+			if err := c.schemas[call.SchemaRef].ValidateJSON([]byte(o.args)); err != nil {
+				t.Errorf("violation %s %s: written back as %s, which is invalid: %v", call.ID, call.Args, o.args, err)
+				continue
+			}
+			got, orig := bfcl.Decode([]byte(o.args)).(map[string]any), bfcl.Decode(call.Args).(map[string]any)
+			for k, v := range orig {
+				if w := got[k]; !reflect.DeepEqual(v, w) {
+					if str, ok := v.(string); !ok || fmt.Sprint(w) != str {
+						t.Errorf("violation %s %s: written back as %s; key %q changed beyond a coercion", call.ID, call.Args, o.args, k)
+					}
+				}
+			}
+			coerced++
 		default:
 			if o.modelCalls != 2 || !o.reasked {
 				t.Errorf("violation %s %s: %d model calls, re-asked with feedback %v; want 2, true", call.ID, call.Args, o.modelCalls, o.reasked)
@@ -171,10 +189,12 @@ func TestBFCLViolationsThroughMiddleware(t *testing.T) {
 			reasked++
 		}
 	}
-	t.Logf("BFCL middleware: %d violations repaired by stripping with one model call, %d re-asked with feedback (of %d)",
-		repaired, reasked, len(c.Violations))
-	if repaired != c.Want.StripRepairable || reasked != c.Want.Violations-c.Want.StripRepairable {
-		t.Errorf("repaired %d, re-asked %d; want %d, %d", repaired, reasked, c.Want.StripRepairable, c.Want.Violations-c.Want.StripRepairable)
+	t.Logf("BFCL middleware: %d violations repaired by stripping and %d coerced with one model call, %d re-asked with feedback (of %d)",
+		repaired, coerced, reasked, len(c.Violations))
+	const wantCoerced = 3
+	if repaired != c.Want.StripRepairable || coerced != wantCoerced || reasked != c.Want.Violations-c.Want.StripRepairable-wantCoerced {
+		t.Errorf("repaired %d, coerced %d, re-asked %d; want %d, %d, %d", repaired, coerced, reasked,
+			c.Want.StripRepairable, wantCoerced, c.Want.Violations-c.Want.StripRepairable-wantCoerced)
 	}
 }
 

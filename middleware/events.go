@@ -14,10 +14,12 @@ const (
 	// EventStripped: [ToolArgValidation] removed empty values (null, {}, [])
 	// from a call's arguments. Paths lists the JSON Pointers removed.
 	EventStripped EventKind = "stripped"
-	// EventRepaired: [ToolArgValidation] repaired a call's arguments
-	// ([WithRepair]) and the repaired arguments validate. Paths lists the
-	// repairs, each as repair.Repair.String(): the kind, followed by " at "
-	// and a JSON Pointer for a repair inside the arguments
+	// EventRepaired: [ToolArgValidation] repaired a call's arguments and
+	// the repaired arguments validate: by default a coercion
+	// (repair.Coercions: "number_string at /days", "bool_string at /open",
+	// "double_encoded"), with [WithRepair] whatever its Repairer made. Paths
+	// lists the repairs, each as repair.Repair.String(): the kind, followed
+	// by " at " and a JSON Pointer for a repair inside the arguments
 	// ("code_fence", "number_string at /days").
 	EventRepaired EventKind = "repaired"
 	// EventInvalid: a tool call failed validation. Err is a

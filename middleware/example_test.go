@@ -121,3 +121,73 @@ func ExampleWithRepair() {
 	// model calls: 1
 	// the caller gets: {"city":"Paris","days":3}
 }
+
+// A model sends a number and a boolean as strings. By default they are
+// coerced, without asking the model again, where the schema wants a number
+// or a boolean, and the coercions are reported.
+func ExampleToolArgValidation_coercions() {
+	weather := llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+		Name: "get_weather",
+		Parameters: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"city":   map[string]any{"type": "string"},
+				"days":   map[string]any{"type": "integer"},
+				"hourly": map[string]any{"type": "boolean"},
+			},
+			"required": []any{"city"},
+		},
+	}}
+	model := fakemodel.New(
+		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris", "days": "3", "hourly": "true"}`)),
+	)
+	report := func(_ context.Context, e middleware.Event) { fmt.Println(e.Kind, e.Paths) }
+	llm := middleware.Wrap(model, middleware.ToolArgValidation(middleware.WithEventHandler(report)))
+
+	resp, err := llm.GenerateContent(context.Background(),
+		[]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Hourly weather in Paris for 3 days?")},
+		llms.WithTools([]llms.Tool{weather}))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("model calls:", len(model.Requests()))
+	fmt.Println("the caller gets:", resp.Choices[0].ToolCalls[0].FunctionCall.Arguments)
+	// Output:
+	// repaired [number_string at /days bool_string at /hourly]
+	// model calls: 1
+	// the caller gets: {"city":"Paris","days":3,"hourly":true}
+}
+
+// A model invents a parameter the tool does not have. The schema does not
+// say "additionalProperties": false, so by default the call passes; with
+// WithClosedObjects the model is asked again without it.
+func ExampleWithClosedObjects() {
+	search := llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+		Name: "search",
+		Parameters: map[string]any{
+			"type":       "object",
+			"properties": map[string]any{"query": map[string]any{"type": "string"}},
+			"required":   []any{"query"},
+		},
+	}}
+	model := fakemodel.New(
+		fakemodel.ToolCalls(fakemodel.Call("search", `{"query": "toolguard", "verbose": true}`)),
+		fakemodel.ToolCalls(fakemodel.Call("search", `{"query": "toolguard"}`)),
+	)
+	llm := middleware.Wrap(model, middleware.ToolArgValidation(middleware.WithClosedObjects()))
+
+	resp, err := llm.GenerateContent(context.Background(),
+		[]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Search for toolguard.")},
+		llms.WithTools([]llms.Tool{search}))
+	if err != nil {
+		panic(err)
+	}
+	reask := model.Requests()[1].Messages
+	fmt.Println(reask[len(reask)-1].Parts[0].(llms.ToolCallResponse).Content)
+	fmt.Println("the caller gets:", resp.Choices[0].ToolCalls[0].FunctionCall.Arguments)
+	// Output:
+	// Invalid arguments for tool "search": 1 error.
+	// - /verbose: unexpected property; allowed properties: "query", got true
+	// Call search again with corrected arguments. Omit optional fields you have no value for instead of sending null, {} or [].
+	// the caller gets: {"query": "toolguard"}
+}

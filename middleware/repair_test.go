@@ -37,8 +37,20 @@ func TestWithRepair(t *testing.T) {
 		{name: "repaired but still invalid: the model is asked", sent: `{'city': 42}`, calls: 2, want: `{"city": "Rome"}`},
 		{name: "valid calls are not touched", sent: `{"city": "Paris", "units": "celsius"}`, calls: 1,
 			want: `{"city": "Paris", "units": "celsius"}`},
-		{name: "off by default", sent: "```json\n{\"city\": \"Paris\"}\n```", opts: []middleware.ValidationOption{}, calls: 2,
+		{name: "text repairs off by default", sent: "```json\n{\"city\": \"Paris\"}\n```", opts: []middleware.ValidationOption{}, calls: 2,
 			want: `{"city": "Rome"}`},
+		{name: "number string coerced by default", sent: `{"city": "Paris", "days": "3"}`, opts: []middleware.ValidationOption{},
+			calls: 1, want: `{"city":"Paris","days":3}`, repaired: []string{"number_string at /days"}},
+		{name: "double encoded decoded by default", sent: `"{\"city\": \"Paris\"}"`, opts: []middleware.ValidationOption{},
+			calls: 1, want: fixed, repaired: []string{"double_encoded"}},
+		{name: "coerced and stripped by default", sent: `{"city": "Paris", "days": "3", "units": null}`, opts: []middleware.ValidationOption{},
+			calls: 1, want: `{"city":"Paris","days":3}`, repaired: []string{"number_string at /days"}, stripped: []string{"/units"}},
+		{name: "a coercion that breaks another keyword is not made", sent: `{"city": "Paris", "days": "0"}`, opts: []middleware.ValidationOption{},
+			calls: 2, want: `{"city": "Rome"}`},
+		{name: "a number for a string is never coerced", sent: `{"city": 75001}`, opts: []middleware.ValidationOption{},
+			calls: 2, want: `{"city": "Rome"}`},
+		{name: "repair.None turns coercions off", sent: `{"city": "Paris", "days": "3"}`, calls: 2, want: `{"city": "Rome"}`,
+			opts: []middleware.ValidationOption{middleware.WithRepair(repair.None())}},
 		{name: "only the kinds asked for", sent: `{"city": "Paris", "days": "3"}`, calls: 2, want: `{"city": "Rome"}`,
 			opts: []middleware.ValidationOption{middleware.WithRepair(repair.Only(repair.CodeFence))}},
 		{name: "with strip off, an empty value stays and fails", sent: `{'city': 'Paris', 'units': None}`, calls: 2,
@@ -96,6 +108,51 @@ func TestWithRepair(t *testing.T) {
 				} else if replayed != "{}" || !strings.Contains(feedback, "got "+safetext.Quote(tc.sent, 1000)) {
 					t.Errorf("replayed %s with feedback %q; want {} and the model's own text in the feedback", replayed, feedback)
 				}
+			}
+		})
+	}
+}
+
+func TestWithClosedObjects(t *testing.T) {
+	t.Parallel()
+	open := tool("get_weather", map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"city": map[string]any{"type": "string"}},
+		"required":   []any{"city"},
+	})
+	const sent = `{"city": "Paris", "verbose": true}`
+	tests := []struct {
+		name  string
+		opts  []middleware.ValidationOption
+		calls int
+	}{
+		{"open by default: the invented key passes", nil, 1},
+		{"closed: the invented key is re-asked", []middleware.ValidationOption{middleware.WithClosedObjects()}, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m := fakemodel.New(
+				fakemodel.ToolCalls(fakemodel.Call("get_weather", sent)),
+				fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`)),
+			)
+			var rec recorder
+			resp, err := run(t, m, []llms.Tool{open}, middleware.ToolArgValidation(append(tc.opts, middleware.WithEventHandler(rec.handle))...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(m.Requests()); n != tc.calls {
+				t.Fatalf("model calls = %d, want %d", n, tc.calls)
+			}
+			if tc.calls == 1 {
+				return
+			}
+			if got := args(resp, 0); got != `{"city": "Paris"}` {
+				t.Errorf("arguments = %s, want the corrected call", got)
+			}
+			e, ok := rec.find(middleware.EventInvalid)
+			if !ok || !strings.Contains(e.Feedback, "/verbose") {
+				t.Errorf("EventInvalid = %+v (found %v), want feedback naming /verbose", e, ok)
 			}
 		})
 	}

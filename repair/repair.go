@@ -1,18 +1,42 @@
-// Package repair fixes the formatting slips models make in tool-call
-// arguments, where the fix is unambiguous: the arguments wrapped in a
-// Markdown code fence or surrounded by prose, trailing commas, Python
-// literals (True, False, None, single-quoted strings), the arguments object
-// double-encoded as a JSON string, and numbers or booleans sent as strings
-// ("5", "true") where the schema wants a number, integer or boolean.
+// Package repair fixes the slips models make in tool-call arguments, where
+// the fix is unambiguous: the arguments wrapped in a Markdown code fence or
+// surrounded by prose, trailing commas, Python literals (True, False, None,
+// single-quoted strings), the arguments object double-encoded as a JSON
+// string, and numbers or booleans sent as strings ("5", "true") where the
+// schema wants a number, integer or boolean.
 //
 // Nothing else is guessed at. Truncated JSON, unquoted keys or strings,
 // comments, several JSON objects in one text, a key given twice, and a
 // string such as "five" for a number are left alone: each has more than one
-// plausible reading, and the model is better asked again. ToolArgValidation (WithRepair) calls
-// a [Repairer] only for arguments that fail, and uses its result only when
-// the repaired arguments then validate, so a repair can never turn an
-// invalid call into a different invalid call. Repaired arguments are held
-// to [validation.DecodeArgs]'s limits (validation.CheckJSON).
+// plausible reading, and the model is better asked again. ToolArgValidation
+// (WithRepair) calls a [Repairer] only for arguments that fail, and uses its
+// result only when the repaired arguments then validate, so a repair can
+// never turn an invalid call into a different invalid call, nor touch a
+// valid one. Repaired arguments are held to [validation.DecodeArgs]'s limits.
+//
+// # Coercions
+//
+// [Coercions], ToolArgValidation's default, makes only the repairs the
+// schema alone decides; [Default] adds the text repairs, [None] makes none.
+// Beside pydantic v2's lax mode (its default, with which LangChain
+// validates typed tools), for JSON input:
+//
+//	sent                          schema wants    Coercions          pydantic lax
+//	"5", "-2.5", "1e3" (exactly   integer/number  the number, if it  coerced (int: an
+//	  a JSON number)                              then validates     integral string)
+//	"true", "false"               boolean         true, false        coerced
+//	the object as a JSON string   the arguments   decoded            refused
+//	"True", "yes", "on", "1", "0" boolean         left (re-asked)    coerced
+//	1, 0                          boolean         left               coerced
+//	true, false                   integer/number  left               1, 0
+//	5.0                           integer         valid as sent      5
+//	5, true                       string          left               refused
+//	"five"                        integer/number  left               refused
+//
+// A coercion is made at a path only where the schema reports a type
+// violation at a string, and kept only when it removes violations and adds
+// none: "2.5" for an integer, or "0" under "minimum": 1, stays a string
+// and the model is asked again.
 //
 // repair imports only validation; it never imports middleware.
 package repair
@@ -94,6 +118,20 @@ type Repairer interface {
 // Default returns a [Repairer] that makes every [Kind] of repair.
 func Default() Repairer { return Only(Kinds()...) }
 
+// Coercions returns a [Repairer] that makes only the repairs the schema alone
+// decides, [DoubleEncoded], [NumberString] and [BoolString]: the arguments
+// object sent as a JSON string, and "5" or "true" where the schema rejects a
+// string and wants a number, integer or boolean. It is ToolArgValidation's
+// default. It never rewrites text that is not JSON (code fences, prose,
+// trailing commas, Python literals: [Default] does) and coerces less than
+// pydantic's lax mode: see the package documentation, "Coercions".
+func Coercions() Repairer { return Only(DoubleEncoded, NumberString, BoolString) }
+
+// None returns a [Repairer] that repairs nothing: with it, ToolArgValidation
+// (WithRepair(repair.None())) re-asks the model for every call that fails,
+// as it did before coercions were on by default.
+func None() Repairer { return Only() }
+
 // Only returns a [Repairer] that makes only the given kinds of repair. It
 // panics on a [Kind] it does not know.
 func Only(kinds ...Kind) Repairer {
@@ -119,8 +157,11 @@ func (r *repairer) enabled(k Kind) bool { return r.on[k] }
 // commas, Python literals, double encoding), then, with a schema, number
 // and boolean strings that the schema rejects.
 func (r *repairer) Repair(args []byte, schema *validation.Schema) (map[string]any, []Repair) {
+	if !r.mayRepair(args) {
+		return nil, nil
+	}
 	v, reps, ok := r.repairText(args)
-	if !ok || !withinLimits(v) {
+	if !ok || len(reps) > 0 && !withinLimits(v) { // text as sent was decoded within the limits
 		return nil, nil
 	}
 	if schema != nil {
@@ -130,6 +171,44 @@ func (r *repairer) Repair(args []byte, schema *validation.Schema) (map[string]an
 		return nil, nil
 	}
 	return v, reps
+}
+
+// mayRepair is a scan of args, without decoding, that is false only when
+// no enabled kind can apply: with the text repairs off, the arguments are
+// not a JSON string (DoubleEncoded), and hold no string that could spell a
+// number (a quote then a minus sign or a digit), true or false, and no
+// \u escape that could hide one. It keeps the coercions from decoding and
+// validating again a call that fails for another reason.
+func (r *repairer) mayRepair(args []byte) bool {
+	if r.enabled(CodeFence) || r.enabled(Prose) || r.enabled(TrailingComma) || r.enabled(PythonLiteral) {
+		return true
+	}
+	t := bytes.TrimSpace(args)
+	if r.enabled(DoubleEncoded) && len(t) > 0 && t[0] == '"' {
+		return true
+	}
+	if !r.enabled(NumberString) && !r.enabled(BoolString) {
+		return false
+	}
+	if bytes.Contains(t, []byte(`\u`)) {
+		return true
+	}
+	if r.enabled(BoolString) && (bytes.Contains(t, []byte(`"true"`)) || bytes.Contains(t, []byte(`"false"`))) {
+		return true
+	}
+	if r.enabled(NumberString) {
+		for i := bytes.IndexByte(t, '"'); i >= 0 && i+1 < len(t); {
+			if c := t[i+1]; c == '-' || c >= '0' && c <= '9' {
+				return true
+			}
+			j := bytes.IndexByte(t[i+1:], '"')
+			if j < 0 {
+				break
+			}
+			i += 1 + j
+		}
+	}
+	return false
 }
 
 // withinLimits reports whether v, re-encoded, passes what
@@ -151,7 +230,7 @@ func (r *repairer) repairText(args []byte) (map[string]any, []Repair, bool) {
 	text := bytes.TrimSpace(args)
 	var reps []Repair
 	v, err := decodeStrict(text)
-	if err != nil {
+	if err != nil && (r.enabled(CodeFence) || r.enabled(Prose)) {
 		if inner, prose, ok := unfence(text); ok && r.enabled(CodeFence) && (!prose || r.enabled(Prose)) {
 			reps = append(reps, Repair{Kind: CodeFence})
 			if prose {
@@ -163,6 +242,9 @@ func (r *repairer) repairText(args []byte) (map[string]any, []Repair, bool) {
 			text = obj
 		}
 		v, err = decodeStrict(text)
+	}
+	if err != nil && !r.enabled(TrailingComma) && !r.enabled(PythonLiteral) {
+		return nil, nil, false // not JSON, and no repair that reads other text
 	}
 	if err != nil {
 		lv, used, ok := parseLenient(text)

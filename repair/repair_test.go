@@ -196,3 +196,37 @@ func FuzzRepair(f *testing.F) {
 		}
 	})
 }
+
+func TestCoercions(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		want string // "" for refused
+	}{
+		{`{"city": "Paris", "days": "3"}`, `{"city": "Paris", "days": 3}`},
+		{`{"city": "Paris", "temp": "-2.5", "ok": "false"}`, `{"city": "Paris", "temp": -2.5, "ok": false}`},
+		{`{"city": "Paris", "days": "\u0033"}`, `{"city": "Paris", "days": 3}`}, // an escaped digit is still "3"
+		{`"{\"city\": \"Paris\"}"`, `{"city": "Paris"}`},
+		{"```json\n{\"city\": \"Paris\"}\n```", ""},            // text repairs are not coercions
+		{`{"city": "Paris", "days": 3,}`, ""},                  // nor is a trailing comma
+		{`{"city": "Paris", "units": "Celsius"}`, ""},          // nothing a coercion fixes
+		{`{"city": "Paris", "ok": "True"}`, ""},                // only JSON's own spelling
+		{`{"city": "Paris", "days": "2.5"}`, ""},               // still not an integer
+		{`{"city": 7, "days": "3"}`, `{"city": 7, "days": 3}`}, // coerced; the caller then finds city invalid
+	}
+	for _, tc := range tests {
+		got, reps := repair.Coercions().Repair([]byte(tc.in), schema)
+		if tc.want == "" {
+			if got != nil || reps != nil {
+				t.Errorf("Coercions().Repair(%s) = %v, %v; want refused", tc.in, got, reps)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(normalize(t, got), decode(t, tc.want)) {
+			t.Errorf("Coercions().Repair(%s) = %v (%v), want %s", tc.in, got, reps, tc.want)
+		}
+	}
+	if got, reps := repair.None().Repair([]byte(`{"city": "Paris", "days": "3"}`), schema); got != nil || reps != nil {
+		t.Errorf("None().Repair = %v, %v; want nothing repaired", got, reps)
+	}
+}

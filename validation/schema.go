@@ -53,6 +53,8 @@ type compileConfig struct {
 	draft     Draft
 	resources map[string][]byte
 	err       error
+	// closeObjects: WithClosedObjects.
+	closeObjects bool
 }
 
 // WithDefaultDraft sets the draft for schemas that do not declare one with
@@ -163,6 +165,9 @@ func compileBytes(raw []byte, cfg *compileConfig) (s *Schema, err error) {
 	}()
 	if err := checkKeywords(raw); err != nil {
 		return nil, err
+	}
+	if cfg.closeObjects {
+		raw = closeObjects(raw)
 	}
 	draft, _ := cfg.draft.engine()
 	c := jsonschema.NewCompiler()

@@ -41,8 +41,8 @@ func TestToolArgValidationBeforeCallTool(t *testing.T) {
 		wantFeedback []string // lines of the feedback the model gets
 		want         string   // the tool's result for the good call
 	}{
-		{"string for integer", "add", `{"a": "2", "b": 3}`, `{"a": 2, "b": 3}`,
-			[]string{`- /a: expected integer, got "2"`}, "5"},
+		{"string for integer", "add", `{"a": "two", "b": 3}`, `{"a": 2, "b": 3}`,
+			[]string{`- /a: expected integer, got "two"`}, "5"},
 		{"missing required", "add", `{"a": 2}`, `{"a": 2, "b": 3}`,
 			[]string{`- /b: missing required property (integer)`}, "5"},
 		{"unknown property", "add", `{"a": 2, "b": 3, "c": 4}`, `{"a": 2, "b": 3}`,
@@ -140,7 +140,7 @@ func TestAgentRunsMCPTools(t *testing.T) {
 		t.Fatalf("Tools: %v", err)
 	}
 	model := fakemodel.New(
-		fakemodel.ToolCalls(fakemodel.Call("add", `{"a": "2", "b": 3}`)),
+		fakemodel.ToolCalls(fakemodel.Call("add", `{"a": "two", "b": 3}`)),
 		fakemodel.ToolCalls(fakemodel.Call("add", `{"a": 2, "b": 3}`), fakemodel.Call("divide", `{"a": 1, "b": 0}`)),
 		fakemodel.Text("2 + 3 = 5; 1 / 0 is undefined."),
 	)

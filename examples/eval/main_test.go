@@ -24,10 +24,11 @@ func TestEvalSample(t *testing.T) {
 	for _, want := range []string{
 		"20 unique BFCL calls (schema, arguments), corrupted with seed 20260921",
 		"#### All corrupted calls",
-		"#### Each of the 15 kinds weighted equally",
+		"#### Each of the 16 kinds weighted equally",
+		"#### invented key (open schema)",
 		"#### required key dropped",
 		"#### 2–3 corruptions at once",
-		"| toolguard default |", "| default + repair |", "| strip off |",
+		"| old default (no coercion) |", "| new default |", "| default + repair |", "| strict (WithClosedObjects) |", "| strip off |",
 		"| first error only (v5 Error()) |", "| LangChain proposal format |",
 	} {
 		if !strings.Contains(got, want) {

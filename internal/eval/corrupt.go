@@ -32,10 +32,16 @@ const (
 	TrailingComma              // a comma before a closing brace or bracket
 	PythonLiteral              // a Python dict: single quotes, True/False/None
 	Multi                      // two or three of the above at once
+	// InventedKey is ExtraKey on the schema as published, which does not
+	// close the object: a key the tool does not list, which JSON Schema
+	// accepts (only WithClosedObjects rejects it). It is judged against the
+	// closed schema. Its value comes after Multi so that the other kinds'
+	// random draws stay what they were; it is listed after ExtraKey.
+	InventedKey
 )
 
 // Kinds lists every kind in table order.
-var Kinds = []Kind{DropRequired, WrongType, EnumViolation, ExtraKey, NullOptional, EmptyObject, EmptyArray,
+var Kinds = []Kind{DropRequired, WrongType, EnumViolation, ExtraKey, InventedKey, NullOptional, EmptyObject, EmptyArray,
 	NumberAsString, BoolAsString, DoubleEncoded, CodeFence, TrailingProse, TrailingComma, PythonLiteral, Multi}
 
 var kindNames = [...]string{
@@ -54,6 +60,7 @@ var kindNames = [...]string{
 	TrailingComma:  "trailing comma",
 	PythonLiteral:  "Python literals",
 	Multi:          "2–3 corruptions at once",
+	InventedKey:    "invented key (open schema)",
 }
 
 // String returns the kind's label in the tables: "required key dropped".
@@ -74,7 +81,22 @@ type Corrupted struct {
 	Parts  []Kind             // the kinds applied (one, or two or three for Multi)
 	Truth  string             // the ground-truth arguments, compact JSON
 	First  string             // the corrupted arguments of the first attempt
-	Schema *validation.Schema // what the call is validated against
+	Schema *validation.Schema // the tool's schema, compiled
+	// Params is Schema's JSON, as the tool sends it to the model
+	// (Function.Parameters): a raw schema, compiled by ToolArgValidation
+	// with its own options (WithClosedObjects), as a real tool's would be.
+	Params json.RawMessage
+	// Want is what the final arguments must validate against to count as
+	// correct; nil means Schema. InventedKey sets it to the closed schema.
+	Want *validation.Schema
+}
+
+// Judge returns the schema the final arguments must validate against.
+func (c Corrupted) Judge() *validation.Schema {
+	if c.Want != nil {
+		return c.Want
+	}
+	return c.Schema
 }
 
 // Prepared is a Case with its schema compiled, ready to be corrupted.
@@ -83,6 +105,7 @@ type Prepared struct {
 	schema    *validation.Schema
 	schemaMap map[string]any
 	closed    *validation.Schema // schema with additionalProperties: false at the top; nil if not applicable
+	closedRaw json.RawMessage    // closed's JSON
 	truth     map[string]any
 }
 
@@ -109,7 +132,7 @@ func Prepare(c Case) (*Prepared, error) {
 		return nil, fmt.Errorf("%s: ground truth is invalid: %w", c.ID, err)
 	}
 	p := &Prepared{Case: c, schema: s, schemaMap: schemaMap, truth: truth}
-	p.closed = p.closeSchema()
+	p.closed, p.closedRaw = p.closeSchema()
 	return p, nil
 }
 
@@ -118,27 +141,28 @@ func Prepare(c Case) (*Prepared, error) {
 // BFCL schema closes an object itself, so without this ExtraKey would never
 // apply. nil when the schema is already closed (then it is used as is),
 // declares no properties, or would reject the ground truth once closed.
-func (p *Prepared) closeSchema() *validation.Schema {
+func (p *Prepared) closeSchema() (*validation.Schema, json.RawMessage) {
 	if p.schemaMap == nil {
-		return nil
+		return nil, nil
 	}
 	if ap, ok := p.schemaMap["additionalProperties"]; ok && ap == false {
-		return p.schema
+		return p.schema, p.Schema
 	}
 	props, _ := p.schemaMap["properties"].(map[string]any)
 	if len(props) == 0 {
-		return nil
+		return nil, nil
 	}
 	m := make(map[string]any, len(p.schemaMap)+1)
 	for k, v := range p.schemaMap {
 		m[k] = v
 	}
 	m["additionalProperties"] = false
-	s, err := validation.Compile(marshal(m))
+	raw := marshal(m)
+	s, err := validation.Compile(raw)
 	if err != nil || s.Validate(p.truth) != nil {
-		return nil
+		return nil, nil
 	}
-	return s
+	return s, raw
 }
 
 // Corrupt applies kind to a copy of p's ground truth, with randomness drawn
@@ -168,7 +192,14 @@ func (p *Prepared) Corrupt(seed uint64, index int, kind Kind) (Corrupted, bool) 
 	if g.schema.ValidateJSON([]byte(first)) == nil {
 		return Corrupted{}, false
 	}
-	return Corrupted{Kind: kind, Parts: parts, Truth: string(p.Args), First: first, Schema: g.schema}, true
+	cor := Corrupted{Kind: kind, Parts: parts, Truth: string(p.Args), First: first, Schema: g.schema, Params: p.Schema}
+	switch {
+	case kind == InventedKey:
+		cor.Schema, cor.Want = p.schema, g.schema
+	case g.schema == p.closed:
+		cor.Params = p.closedRaw
+	}
+	return cor, true
 }
 
 // gen corrupts one call: value corruptions edit w, a text corruption sets
@@ -186,7 +217,9 @@ type gen struct {
 // and applied last, to different parts of the arguments.
 func (g *gen) multi() []Kind {
 	want := 2 + g.rng.IntN(2)
-	pool := slices.Clone(Kinds[:len(Kinds)-1])
+	// Every kind but Multi and InventedKey (which is ExtraKey judged
+	// another way), in table order.
+	pool := slices.DeleteFunc(slices.Clone(Kinds), func(k Kind) bool { return k == Multi || k == InventedKey })
 	g.rng.Shuffle(len(pool), func(i, j int) { pool[i], pool[j] = pool[j], pool[i] })
 	var parts []Kind
 	textKind := Kind(-1)
@@ -223,6 +256,8 @@ func (g *gen) apply(k Kind) bool {
 		return g.enumViolation()
 	case ExtraKey:
 		return g.extraKey()
+	case InventedKey:
+		return g.p.closed != g.p.schema && g.extraKey()
 	case NullOptional:
 		return g.emptyOptional(nil)
 	case EmptyObject:

@@ -69,14 +69,17 @@ func TestCorruptEveryKind(t *testing.T) {
 				if c.Truth != string(weather.Args) {
 					t.Fatalf("Truth = %s, want the case's arguments", c.Truth)
 				}
-				if c.Schema.ValidateJSON([]byte(c.Truth)) != nil {
+				if c.Judge().ValidateJSON([]byte(c.Truth)) != nil {
 					t.Fatalf("ground truth %s fails the corrupted call's schema", c.Truth)
 				}
-				if c.Schema.ValidateJSON([]byte(c.First)) == nil {
+				if c.Judge().ValidateJSON([]byte(c.First)) == nil {
 					t.Fatalf("Corrupt(seed %d, %v) = %s, which is valid", seed, k, c.First)
 				}
+				if open := c.Schema.ValidateJSON([]byte(c.First)) == nil; open != (k == eval.InventedKey) {
+					t.Fatalf("Corrupt(seed %d, %v) = %s: valid against the schema sent %v, want %v", seed, k, c.First, open, k == eval.InventedKey)
+				}
 				if k == eval.Multi {
-					if n := len(c.Parts); n < 2 || n > 3 || slices.Contains(c.Parts, eval.Multi) {
+					if n := len(c.Parts); n < 2 || n > 3 || slices.Contains(c.Parts, eval.Multi) || slices.Contains(c.Parts, eval.InventedKey) {
 						t.Fatalf("Multi parts = %v, want 2 or 3 other kinds", c.Parts)
 					}
 				} else if !slices.Equal(c.Parts, []eval.Kind{k}) {
@@ -187,7 +190,7 @@ func mw(opts ...middleware.ValidationOption) middleware.Middleware {
 func TestFeedbackDecidesTheRounds(t *testing.T) {
 	t.Parallel()
 	two := threeErrors(t)
-	two.First = `{"city":7,"days":"3","hourly":false,"units":"celsius","where":{"lat":48.85,"lon":2.35}}`
+	two.First = `{"city":7,"days":3,"hourly":false,"units":"Celsius","where":{"lat":48.85,"lon":2.35}}` // no coercion applies
 	fence := threeErrors(t)
 	fence.First = "```json\n" + fence.Truth + "\n```"
 	vague := func(*validation.Error) string { return "Invalid arguments. Fix all errors and try again." }
@@ -308,9 +311,13 @@ func TestRunSample(t *testing.T) {
 	if many, _ := render(4); many != one {
 		t.Fatalf("the report depends on the number of workers:\n%s\nvs\n%s", one, many)
 	}
-	def, rep, first := r.Overall(0), r.Overall(1), r.Overall(3)
-	if def.Valid*100 < def.Calls*99 {
-		t.Errorf("default: %d of %d calls end valid, want >= 99%%", def.Valid, def.Calls)
+	old, def, rep, strict, first := r.Overall(0), r.Overall(1), r.Overall(2), r.Overall(3), r.Overall(5)
+	if strict.Valid*100 < strict.Calls*99 {
+		t.Errorf("strict: %d of %d calls end valid, want >= 99%%", strict.Valid, strict.Calls)
+	}
+	if def.NoCall <= old.NoCall || def.ModelCalls >= old.ModelCalls {
+		t.Errorf("new default: %d fixed without a model call and %d model calls, old default %d and %d; want coercions to save calls",
+			def.NoCall, def.ModelCalls, old.NoCall, old.ModelCalls)
 	}
 	if rep.NoCall <= def.NoCall || rep.ModelCalls >= def.ModelCalls {
 		t.Errorf("repair: %d fixed without a model call and %d model calls, default %d and %d; want repair to save calls",
@@ -319,7 +326,7 @@ func TestRunSample(t *testing.T) {
 	if first.ModelCalls < def.ModelCalls || first.Valid > def.Valid {
 		t.Errorf("first-error-only feedback did better than all errors: %+v vs %+v", first, def)
 	}
-	for _, want := range []string{"#### All corrupted calls", "| toolguard default |", "#### 2–3 corruptions at once"} {
+	for _, want := range []string{"#### All corrupted calls", "| new default |", "| strict (WithClosedObjects) |", "#### invented key (open schema)", "#### 2–3 corruptions at once"} {
 		if !strings.Contains(one, want) {
 			t.Errorf("report lacks %q", want)
 		}

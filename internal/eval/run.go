@@ -22,15 +22,24 @@ const MaxRetries = 2
 type Config struct {
 	Name    string
 	Options []middleware.ValidationOption
+	// RawSchema sends each tool's schema as JSON (Corrupted.Params), so
+	// that the middleware compiles it with its own options, as it must for
+	// WithClosedObjects. Otherwise the schema goes as the compiled
+	// *validation.Schema, which validates the same and is compiled once for
+	// all configurations.
+	RawSchema bool
 }
 
 // Configs returns the configurations of the evaluation, toolguard's
-// default first. All re-ask up to MaxRetries times; the last two differ
-// from the default only in the feedback text.
+// default before and after coercions were turned on first. All re-ask up
+// to MaxRetries times; the last three differ from the new default only in
+// stripping or the feedback text.
 func Configs() []Config {
 	return []Config{
-		{Name: "toolguard default"},
+		{Name: "old default (no coercion)", Options: []middleware.ValidationOption{middleware.WithRepair(repair.None())}},
+		{Name: "new default"},
 		{Name: "default + repair", Options: []middleware.ValidationOption{middleware.WithRepair(repair.Default())}},
+		{Name: "strict (WithClosedObjects)", Options: []middleware.ValidationOption{middleware.WithClosedObjects()}, RawSchema: true},
 		{Name: "strip off", Options: []middleware.ValidationOption{middleware.WithStripEmpty(strip.Off)}},
 		{Name: "first error only (v5 Error())", Options: []middleware.ValidationOption{middleware.WithFeedback(FirstError)}},
 		{Name: "LangChain proposal format", Options: []middleware.ValidationOption{middleware.WithFeedback(LangChain)}},
@@ -76,6 +85,7 @@ func (r *Report) Overall(i int) Stats {
 	for _, k := range r.Kinds {
 		s.add(&k.ByConfig[i])
 	}
+	slices.Sort(s.Feedback) // each kind's is sorted, the concatenation is not
 	return s
 }
 
@@ -103,7 +113,9 @@ func Run(ctx context.Context, cases []Case, opts Options) (*Report, error) {
 	}
 	mws := make([]middleware.Middleware, len(opts.Configs))
 	names := make([]string, len(opts.Configs))
+	raw := make([]bool, len(opts.Configs))
 	for i, c := range opts.Configs {
+		raw[i] = c.RawSchema
 		mws[i] = middleware.ToolArgValidation(append([]middleware.ValidationOption{middleware.WithMaxRetries(MaxRetries)}, c.Options...)...)
 		names[i] = c.Name
 	}
@@ -130,7 +142,7 @@ func Run(ctx context.Context, cases []Case, opts Options) (*Report, error) {
 			defer wg.Done()
 			local := newReport()
 			for i := range next {
-				if err := runCase(ctx, cases[i], i, opts, mws, local); err != nil {
+				if err := runCase(ctx, cases[i], i, opts, mws, raw, local); err != nil {
 					mu.Lock()
 					firstErr = cmpErr(firstErr, err)
 					mu.Unlock()
@@ -177,7 +189,7 @@ func cmpErr(a, b error) error {
 	return a
 }
 
-func runCase(ctx context.Context, c Case, index int, opts Options, mws []middleware.Middleware, r *Report) error {
+func runCase(ctx context.Context, c Case, index int, opts Options, mws []middleware.Middleware, raw []bool, r *Report) error {
 	p, err := Prepare(c)
 	if err != nil {
 		return err
@@ -191,7 +203,11 @@ func runCase(ctx context.Context, c Case, index int, opts Options, mws []middlew
 		}
 		kr.Applicable++
 		for ci, mw := range mws {
-			out, err := Attempt(ctx, mw, c.Tool, cor)
+			sent := cor
+			if !raw[ci] {
+				sent.Params = nil
+			}
+			out, err := Attempt(ctx, mw, c.Tool, sent)
 			if err != nil {
 				return fmt.Errorf("%s, %v, %s: %w", c.ID, kind, r.Configs[ci], err)
 			}
@@ -229,7 +245,11 @@ func Attempt(ctx context.Context, mw middleware.Middleware, tool string, cor Cor
 	}
 	m := fakemodel.New(steps...)
 	llm := middleware.Wrap(m, mw)
-	t := llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: tool, Parameters: cor.Schema}}
+	var params any = cor.Schema
+	if cor.Params != nil {
+		params = cor.Params
+	}
+	t := llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: tool, Parameters: params}}
 	resp, err := llm.GenerateContent(ctx,
 		[]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Call "+tool+".")},
 		llms.WithTools([]llms.Tool{t}))
@@ -248,7 +268,7 @@ func Attempt(ctx context.Context, mw middleware.Middleware, tool string, cor Cor
 	}
 	if len(resp.Choices) > 0 && len(resp.Choices[0].ToolCalls) > 0 {
 		out.Final = resp.Choices[0].ToolCalls[0].FunctionCall.Arguments
-		out.Valid = cor.Schema.ValidateJSON([]byte(out.Final)) == nil
+		out.Valid = cor.Judge().ValidateJSON([]byte(out.Final)) == nil
 	}
 	return out, nil
 }

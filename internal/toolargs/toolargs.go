@@ -6,6 +6,7 @@ package toolargs
 
 import (
 	"bytes"
+	"encoding/json"
 
 	"github.com/toolguard/toolguard/internal/exactjson"
 	"github.com/toolguard/toolguard/repair"
@@ -63,7 +64,7 @@ func Check(s *validation.Schema, raw []byte, o Options) Result {
 		removed, verr = stripSchemaAware(s, v, verr)
 		res.Stripped = removed
 	}
-	if verr != nil && o.Repair != nil {
+	if verr != nil && o.Repair != nil && mayRepair(raw, v) {
 		if rv, reps := o.Repair.Repair(raw, s); len(reps) > 0 && rv != nil {
 			rres := Result{Value: rv}
 			if rerr := clean(s, rv, o.Strip, &rres); rerr == nil {
@@ -77,6 +78,20 @@ func Check(s *validation.Schema, raw []byte, o Options) Result {
 		return res.withArgs(v)
 	}
 	return res
+}
+
+// mayRepair reports whether a repair could make arguments that failed into
+// valid ones: they decoded (and broke the schema), or they are not JSON, or
+// they are a JSON string (double-encoded). JSON that is an object but could
+// not be decoded broke validation's limits or repeats a key, which no repair
+// changes, since repaired arguments are held to the same rules; it is not
+// decoded a second time.
+func mayRepair(raw []byte, v map[string]any) bool {
+	if v != nil {
+		return true
+	}
+	t := bytes.TrimSpace(raw)
+	return !json.Valid(t) || t[0] == '"'
 }
 
 // parse decodes and validates raw. It strips recursively first with
