@@ -14,7 +14,10 @@ import (
 	"github.com/toolguard/toolguard/internal/checked"
 	"github.com/toolguard/toolguard/internal/exactjson"
 	"github.com/toolguard/toolguard/internal/jsonptr"
+	"github.com/toolguard/toolguard/internal/toolargs"
 	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/repair"
+	"github.com/toolguard/toolguard/strip"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -210,7 +213,14 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 	replaced := string(args) != st.stageArgs
 	var value map[string]any // the decoded arguments, when checked here
 	if replaced || !st.checked {
-		res, err := checkArgs(call.Name, a.compiled[call.Name], args)
+		// The model's own arguments get the model stage's default
+		// coercions; arguments the tool stage set get none: a value of the
+		// wrong type there is a mistake to report, not to guess around.
+		o := toolargs.Options{Strip: strip.SchemaAware}
+		if !replaced {
+			o.Repair = repair.Coercions()
+		}
+		res, err := checkArgsWith(call.Name, a.compiled[call.Name], args, o)
 		if err != nil {
 			if replaced {
 				ReportEvent(ctx, middleware.Event{Kind: middleware.EventArgsRejected, Err: err})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolguard/toolguard/internal/exactjson"
 	"github.com/toolguard/toolguard/internal/toolargs"
+	"github.com/toolguard/toolguard/repair"
 	"github.com/toolguard/toolguard/strip"
 	"github.com/toolguard/toolguard/validation"
 )
@@ -158,11 +159,16 @@ func (t *schemaTool) callChecked(ctx context.Context, raw []byte, value map[stri
 }
 
 // checkArgs runs the arguments of a call through the pipeline
-// ToolArgValidation uses with its defaults (schema-aware stripping, no
-// repair) against s (nil: any JSON object), and returns the result, or a
+// ToolArgValidation uses with its defaults (schema-aware stripping, the
+// default coercions) against s (nil: any JSON object), and returns the result, or a
 // *[validation.Error] naming tool.
 func checkArgs(tool string, s *validation.Schema, raw []byte) (toolargs.Result, error) {
-	res := toolargs.Check(s, raw, toolargs.Options{Strip: strip.SchemaAware})
+	return checkArgsWith(tool, s, raw, toolargs.Options{Strip: strip.SchemaAware, Repair: repair.Coercions()})
+}
+
+// checkArgsWith is checkArgs with the pipeline's options given.
+func checkArgsWith(tool string, s *validation.Schema, raw []byte, o toolargs.Options) (toolargs.Result, error) {
+	res := toolargs.Check(s, raw, o)
 	if res.Err != nil {
 		named := *res.Err
 		named.Tool = tool

@@ -359,3 +359,47 @@ func TestStepsTellBatchesApart(t *testing.T) {
 		t.Errorf("turns %v messages %v, want [1 1 2] [1 3 5]", turns, msgs)
 	}
 }
+
+// Without ToolArgValidation, the tool stage applies the model stage's
+// default coercions to the model's arguments ("5" for an integer), but
+// never to arguments a tool middleware set.
+func TestToolStageCoercesModelArgumentsOnly(t *testing.T) {
+	t.Parallel()
+	type Args struct {
+		Days int `json:"days"`
+	}
+	for _, tc := range []struct {
+		name    string
+		rewrite string // "" leaves the model's arguments
+		want    []int
+	}{
+		{"model arguments coerced", "", []int{5}},
+		{"replaced arguments not coerced", `{"days":"6"}`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var got []int
+			tool := agent.NewTool("forecast", "Forecast.", func(_ context.Context, a Args) (string, error) {
+				got = append(got, a.Days)
+				return "ok", nil
+			})
+			var mws []agent.ToolMiddleware
+			if tc.rewrite != "" {
+				mws = append(mws, agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
+					return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+						call.Args = json.RawMessage(tc.rewrite)
+						return next(ctx, call)
+					}
+				}))
+			}
+			model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("forecast", `{"days":"5"}`)), fakemodel.Text("done"))
+			res, err := agent.New(model, []agent.Tool{tool}, agent.WithToolMiddleware(mws...)).Run(context.Background(), "x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("tool got %v, want %v (step %+v)", got, tc.want, res.Steps[0])
+			}
+		})
+	}
+}
