@@ -127,3 +127,31 @@ func TestAgentCaptureContent(t *testing.T) {
 		t.Errorf("gen_ai.tool.call.result = %q, want the tool's result", got)
 	}
 }
+
+// TestAgentChainedMiddleware: otelguard inside a middleware.Chain given to
+// agent.WithMiddleware is still installed per run, so the run and tool
+// spans are there (they were silently lost: the agent looked for installers
+// among its top-level middlewares only).
+func TestAgentChainedMiddleware(t *testing.T) {
+	t.Parallel()
+	tel := newTelemetry(t)
+	weather := agent.NewTool("get_weather", "Weather in a city.", func(_ context.Context, a weatherArgs) (string, error) {
+		return "sunny in " + a.City, nil
+	})
+	m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`)), fakemodel.Text("Sunny."))
+	a := agent.New(m, []agent.Tool{weather},
+		agent.WithMiddleware(middleware.Chain(tel.middleware(), middleware.ToolArgValidation())))
+	if _, err := a.Run(context.Background(), "weather?"); err != nil {
+		t.Fatal(err)
+	}
+	runs, tools := tel.ended("invoke_agent"), tel.ended("execute_tool get_weather")
+	if len(runs) != 1 || len(tools) != 1 {
+		t.Fatalf("%d invoke_agent and %d execute_tool spans, want 1 and 1", len(runs), len(tools))
+	}
+	if tools[0].Parent().SpanID() != runs[0].SpanContext().SpanID() {
+		t.Error("the execute_tool span is not under the invoke_agent span")
+	}
+	if calls := tel.ended(otelguard.CallSpanName); len(calls) != 2 || calls[0].Parent().SpanID() != runs[0].SpanContext().SpanID() {
+		t.Errorf("%d call spans, want 2 under invoke_agent", len(calls))
+	}
+}
