@@ -1,9 +1,11 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -383,5 +385,39 @@ func TestOneCheckIdempotentUnderToolRetry(t *testing.T) {
 	t.Logf("Idempotent typed tool under ToolRetry, recommended stack: Validate() %d, decodes %d", v, d)
 	if v != 1 || d != 2 {
 		t.Errorf("Validate() %d, decodes %d; want 1, 2", v, d)
+	}
+}
+
+// ToolRetry's events reach middleware.LogEvents through the agent's
+// WithEventHandler: a retry at Info, an unknown outcome at Warn.
+func TestToolRetryLogEvents(t *testing.T) {
+	t.Parallel()
+	rates, _ := flakyTool("get_rate", errTimeout)
+	charge, _ := flakyTool("charge_card", errTimeout)
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_rate", `{}`), fakemodel.Call("charge_card", `{}`)), fakemodel.Text("done"))
+	a := agent.New(model, []agent.Tool{agent.Idempotent(rates), charge}, agent.WithMaxConcurrency(1),
+		agent.WithToolMiddleware(agent.ToolRetry(agent.RetryBackOff(noWait))),
+		agent.WithEventHandler(middleware.LogEvents(logger)))
+	if _, err := a.Run(context.Background(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	got := buf.String()
+	t.Logf("LogEvents:\n%s", got)
+	for _, want := range []string{
+		`level=INFO msg="toolguard: tool_retry" event.kind=tool_retry event.middleware=ToolRetry event.attempt=1 event.tool=get_rate event.call_id=call_1 event.err="payments API: context deadline exceeded"`,
+		`level=WARN msg="toolguard: tool_outcome_unknown" event.kind=tool_outcome_unknown event.middleware=ToolRetry event.attempt=1 event.tool=charge_card event.call_id=call_2`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("log lacks %s", want)
+		}
 	}
 }
