@@ -33,21 +33,26 @@ import (
 
 // The tools' arguments. Their JSON Schemas are inferred from the structs.
 type (
+	// DeleteAccountArgs are delete_account's arguments.
 	DeleteAccountArgs struct {
 		UserID string `json:"user_id"`
 	}
+	// BookFlightArgs are book_flight's arguments.
 	BookFlightArgs struct {
 		From  string `json:"from" jsonschema:"IATA code of the departure airport"`
 		To    string `json:"to" jsonschema:"IATA code of the arrival airport"`
 		Cabin Cabin  `json:"cabin"`
 	}
+	// WeatherArgs are get_weather's arguments.
 	WeatherArgs struct {
 		City string `json:"city"`
 	}
+	// InvoiceArgs are send_invoice's arguments.
 	InvoiceArgs struct {
-		Customer string `json:"customer"`
+		Customer  string `json:"customer"`
 		AmountEUR int    `json:"amount_eur"`
 	}
+	// OrderArgs are order_status's arguments.
 	OrderArgs struct {
 		OrderID string `json:"order_id"`
 	}
