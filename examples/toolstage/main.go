@@ -1,10 +1,11 @@
 // Command toolstage shows the agent's tool stage: what happens between a
 // tool call the model stage accepted and the tool. Tool middlewares
 // (agent.WithToolMiddleware) deny a call by policy, rewrite an argument
-// (and a rewrite the tool's schema rejects never reaches the tool), mark a
-// result Direct so that it ends the run; agent.ToolRetry runs a flaky
-// idempotent tool again and refuses to repeat a tool that is not
-// idempotent when its outcome is unknown.
+// (and a rewrite the tool's schema rejects never reaches the tool);
+// agent.ToolRetry runs a flaky idempotent tool again and refuses to repeat
+// a tool that is not idempotent when its outcome is unknown; a tool made
+// with agent.NewResultTool returns an Artifact for the program and a Direct
+// result that ends the run.
 //
 // It runs offline on a scripted fake model, one tool call per model turn,
 // so its output is always the same.
@@ -57,6 +58,11 @@ type (
 		OrderID string `json:"order_id"`
 	}
 )
+
+// Order is what order_status gives the program beside its text.
+type Order struct {
+	ID, Status, Arrives string
+}
 
 // Cabin is a cabin class the airline sells.
 type Cabin string
@@ -127,10 +133,18 @@ func run(ctx context.Context, out io.Writer, model llms.Model) error {
 			say("tool send_invoice runs (attempt %d): the invoice service times out", call.Attempt)
 			return "", errTimeout("invoice service")
 		})
-	orderStatus := agent.NewTool("order_status", "Tells where an order is.",
-		func(_ context.Context, a OrderArgs) (string, error) {
+	// A tool that returns a whole ToolResult: text for the model, the
+	// order itself for the program only (Artifact), and Direct, so that
+	// its text is the run's answer without another model call.
+	orderStatus := agent.NewResultTool("order_status", "Tells where an order is.",
+		func(_ context.Context, a OrderArgs) (*agent.ToolResult, error) {
 			say("tool order_status runs")
-			return "Order " + a.OrderID + " left the warehouse this morning; it arrives tomorrow.", nil
+			o := Order{ID: a.OrderID, Status: "shipped", Arrives: "tomorrow"}
+			return &agent.ToolResult{
+				Content:  "Order " + o.ID + " left the warehouse this morning; it arrives " + o.Arrives + ".",
+				Artifact: o,
+				Direct:   true,
+			}, nil
 		})
 
 	a := agent.New(model, []agent.Tool{deleteAccount, bookFlight, weather, sendInvoice, orderStatus},
@@ -140,7 +154,6 @@ func run(ctx context.Context, out io.Writer, model llms.Model) error {
 		agent.WithToolMiddleware(
 			denyTools(map[string]string{"delete_account": "deleting an account needs a human administrator"}),
 			travelPolicy(say),
-			direct("order_status"),
 			// A short backoff for the demo; the default waits about 1 s.
 			agent.ToolRetry(agent.RetryBackOff(func() backoff.BackOff {
 				return backoff.NewConstantBackOff(10 * time.Millisecond)
@@ -177,6 +190,9 @@ func run(ctx context.Context, out io.Writer, model llms.Model) error {
 		fmt.Fprintf(out, "    %s\n", toolMessage(res.Messages, s))
 		if kind := errKind(s.Err); kind != "" {
 			fmt.Fprintf(out, "    Step.Err: %s\n", kind)
+		}
+		if s.Artifact != nil {
+			fmt.Fprintf(out, "    Step.Artifact (for the program only): %+v\n", s.Artifact)
 		}
 	}
 	fmt.Fprintf(out, "\nassistant (Direct, %d model calls): %s\n", res.ModelCalls, res.Output)
@@ -267,24 +283,6 @@ func travelPolicy(say func(string, ...any)) agent.ToolMiddleware {
 				call.Args = raw
 			}
 			return next(ctx, call)
-		}
-	})
-}
-
-// direct marks the results of the tools named Direct: the run ends with
-// the result as its answer, without asking the model again.
-func direct(tools ...string) agent.ToolMiddleware {
-	return agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
-			res, err := next(ctx, call)
-			if err == nil {
-				for _, t := range tools {
-					if call.Name == t {
-						res.Direct = true
-					}
-				}
-			}
-			return res, err
 		}
 	})
 }
