@@ -171,6 +171,7 @@ func TestToolRetryCancelStopsWait(t *testing.T) {
 	}
 	select {
 	case err := <-returned:
+		t.Logf("cancelled during an hour's wait: get_rate executed %d times; ToolRetry returned %v", len(attempts()), err)
 		var re *retry.Error
 		if !errors.As(err, &re) || re.Attempts != 1 || !errors.Is(err, context.Canceled) {
 			t.Errorf("ToolRetry returned %v, want a *retry.Error after 1 attempt matching context.Canceled", err)
