@@ -23,7 +23,16 @@
 // Tools come from [NewTool] (arguments decoded into a Go struct whose schema
 // is inferred with validation.Typed), [NewSchemaTool] (a raw JSON Schema,
 // arguments as a map), the subpackage lctool (langchaingo tools.Tool values)
-// or any type implementing [Tool].
+// or any type implementing [Tool]; [NewResultTool] (or any [ResultTool])
+// returns a whole [ToolResult]: an Artifact for the program, Direct to end
+// the run.
+//
+// Between an accepted call and its tool is the tool stage: tool middlewares
+// ([WithToolMiddleware], the first outermost, as in the model stage) deny,
+// rewrite, answer or retry each call. [ToolRetry] repeats a failed call only
+// when that is safe: the tool is [Idempotent], or its error wraps
+// [ErrNotRun]; a tool that is neither and fails with an unknown outcome is
+// never repeated, and the model is told to check it first.
 //
 // The transcript uses the layout every provider accepts: one AI message per
 // tool call, each followed by its tool message, with call ids synthesized

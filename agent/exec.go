@@ -234,6 +234,9 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 		ReportEvent(ctx, middleware.Event{Kind: middleware.EventArgsRewritten, Paths: changedPaths(st.stageArgs, args)})
 	}
 	st.out.ran, st.out.args = true, string(args)
+	if r := resultToolOf(t); r != nil { // a tool that returns a whole ToolResult (toolresult.go)
+		return callResultTool(ctx, r, args, value)
+	}
 	var content string
 	var err error
 	if u, ok := t.(uncheckedCaller); ok {

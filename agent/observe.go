@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/middleware"
 )
 
@@ -32,21 +31,4 @@ func (a *Agent) observeRun(ctx context.Context) (context.Context, func(error)) {
 		ctx = in.InstallObserver(ctx)
 	}
 	return middleware.ObserveRun(ctx)
-}
-
-// runObserved runs one tool call, telling the run observers in ctx about it
-// ([middleware.ObserveToolCall]); a panic is reported as an error before it
-// goes on.
-func runObserved(ctx context.Context, t Tool, call llms.ToolCall) (result string, err error) {
-	ctx, end := middleware.ObserveToolCall(ctx, call)
-	panicked := true
-	defer func() {
-		if panicked {
-			end("", errToolPanicked)
-		}
-	}()
-	result, err = t.Call(ctx, call.FunctionCall.Arguments)
-	panicked = false
-	end(result, err)
-	return result, err
 }

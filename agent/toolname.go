@@ -97,6 +97,8 @@ type renamedTool struct {
 
 func (t *renamedTool) Name() string { return t.name }
 
+func (t *renamedTool) unwrapTool() Tool { return t.Tool }
+
 func (t *renamedTool) compiledSchema() *validation.Schema { return compiledSchema(t.Tool) }
 
 func (t *renamedTool) callChecked(ctx context.Context, args []byte, value map[string]any) (string, error) {

@@ -102,17 +102,45 @@ func (f Func) WrapModelCall(next Handler) Handler { return f(next) }
 // run; validation sees every raw response; retry absorbs the transient errors
 // of each attempt, re-asks included. [ModelRetry] outside [ToolArgValidation]
 // would repeat a whole validation sequence for one transient error.
+//
+// The result forwards the optional interfaces of what it chains: when one
+// of mws is an [ObserverInstaller] (otelguard's middleware is), so is the
+// chain, and it installs each such middleware's observer in order, so an
+// agent given the chain observes its runs and tool calls as it would
+// given the middlewares one by one.
 func Chain(mws ...Middleware) Middleware {
 	kept := make([]Middleware, 0, len(mws))
+	var installers []ObserverInstaller
 	for _, mw := range mws {
 		if mw != nil {
 			kept = append(kept, mw)
+			if in, ok := mw.(ObserverInstaller); ok {
+				installers = append(installers, in)
+			}
 		}
+	}
+	if len(installers) > 0 {
+		return installingChain{chain: kept, installers: installers}
 	}
 	return chain(kept)
 }
 
 type chain []Middleware
+
+// installingChain is a chain holding [ObserverInstaller]s.
+type installingChain struct {
+	chain
+	installers []ObserverInstaller
+}
+
+// InstallObserver installs the observers of the chained installers, the
+// outermost first.
+func (c installingChain) InstallObserver(ctx context.Context) context.Context {
+	for _, in := range c.installers {
+		ctx = in.InstallObserver(ctx)
+	}
+	return ctx
+}
 
 func (c chain) WrapModelCall(next Handler) Handler {
 	for i := len(c) - 1; i >= 0; i-- {

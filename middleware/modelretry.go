@@ -9,6 +9,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/internal/retrywait"
 	"github.com/toolguard/toolguard/retry"
 )
 
@@ -133,7 +134,7 @@ func ModelRetry(opts ...RetryOption) Middleware {
 		newBackOff: retry.DefaultBackOff,
 		retryIf:    retry.IsRetryable,
 		onFailure:  returnRetryError,
-		sleep:      sleepContext,
+		sleep:      retrywait.Sleep,
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -189,12 +190,10 @@ func (m *modelRetry) WrapModelCall(next Handler) Handler {
 				policy = m.cfg.newBackOff()
 				policy.Reset()
 			}
-			wait, ok := retry.NextWait(policy, hint.Annotate(err))
+			// Stop when the policy says so or the next attempt could not
+			// start before the deadline.
+			wait, ok := retrywait.Next(ctx, policy, hint.Annotate(err))
 			if !ok {
-				return m.giveUp(ctx, attempt, err)
-			}
-			if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= wait {
-				// The next attempt could not start before the deadline.
 				return m.giveUp(ctx, attempt, err)
 			}
 			m.emit(ctx, Event{Kind: EventRetry, Attempt: attempt, Err: err, Wait: wait})
@@ -225,21 +224,6 @@ func (m *modelRetry) giveUp(ctx context.Context, attempts int, err error) (*llms
 func (m *modelRetry) interrupted(ctx context.Context, rerr *retry.Error) (*llms.ContentResponse, error) {
 	m.emit(ctx, Event{Kind: EventGiveUp, Attempt: rerr.Attempts, Err: rerr.Err})
 	return nil, rerr
-}
-
-// sleepContext waits d, or until ctx is done, whichever comes first.
-func sleepContext(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // streamWatch holds the caller's streaming functions, so that each attempt

@@ -1,7 +1,8 @@
 // Command otel shows what otelguard makes visible in a trace: the
 // quickstart's agent (a bad tool call caught, fed back to the model and
-// corrected) with a transient 503 first, traced with OpenTelemetry and
-// printed as a span tree.
+// corrected) with a transient 503 first and a weather service that times
+// out once (an idempotent tool, which agent.ToolRetry runs again), traced
+// with OpenTelemetry and printed as a span tree.
 //
 // It runs offline on a scripted fake model and an in-memory span recorder.
 // With -stdout it also writes every span with the SDK's stdout exporter.
@@ -88,10 +89,18 @@ func run(ctx context.Context, out io.Writer, model llms.Model, stdout bool) erro
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer func() { _ = mp.Shutdown(context.Background()) }()
 
-	weather := agent.NewTool("get_weather", "Current weather in a city.",
+	// The weather service times out on the first request. A lookup may
+	// safely run twice, so the tool is marked Idempotent and ToolRetry
+	// runs it again; the call stays one execute_tool span.
+	timeouts := 1
+	weather := agent.Idempotent(agent.NewTool("get_weather", "Current weather in a city.",
 		func(_ context.Context, args WeatherArgs) (string, error) {
+			if timeouts > 0 {
+				timeouts--
+				return "", fmt.Errorf("weather API: %w", context.DeadlineExceeded)
+			}
 			return `{"temperature_c": 18, "sky": "sunny"}`, nil
-		})
+		}))
 	a := agent.New(model, []agent.Tool{weather},
 		// The model the request names becomes the chat spans' name and
 		// gen_ai.request.model.
@@ -106,6 +115,11 @@ func run(ctx context.Context, out io.Writer, model llms.Model, stdout bool) erro
 				return backoff.NewConstantBackOff(50 * time.Millisecond)
 			})),
 		),
+		// The tool stage: the tool's timeout is retried, with the same
+		// short backoff.
+		agent.WithToolMiddleware(agent.ToolRetry(agent.RetryBackOff(func() backoff.BackOff {
+			return backoff.NewConstantBackOff(50 * time.Millisecond)
+		}))),
 	)
 	res, err := a.Run(ctx, "What's the weather in Paris?")
 	if err != nil {

@@ -9,7 +9,8 @@ import (
 
 // TestOtelTree pins the span tree the example prints: the run, the call
 // span with the retry, the violation and the re-ask, its three chat spans,
-// the tool execution, and the final turn; then the metrics.
+// the tool execution with ToolRetry's retry, and the final turn; then the
+// metrics.
 func TestOtelTree(t *testing.T) {
 	var out strings.Builder
 	if err := run(context.Background(), &out, scriptedModel(), false); err != nil {
@@ -30,9 +31,11 @@ func TestOtelTree(t *testing.T) {
 		"\n        chat gpt-4o-mini [client]",
 		"\n    execute_tool get_weather [internal]",
 		"gen_ai.tool.call.id=call_2",
+		"\n      * toolguard.tool_retry error.type=timeout gen_ai.tool.call.id=call_2 gen_ai.tool.name=get_weather toolguard.attempt=1 toolguard.middleware=ToolRetry toolguard.retry.wait=0.05",
 		"\n    toolguard.generate_content [internal] gen_ai.request.model=gpt-4o-mini toolguard.requests=1",
 		"\n        chat gpt-4o-mini [client]",
 		"toolguard.events{toolguard.event.kind=invalid toolguard.middleware=ToolArgValidation} 1",
+		"toolguard.events{toolguard.event.kind=tool_retry toolguard.middleware=ToolRetry} 1",
 		"gen_ai.client.operation.duration: 4 points (s)",
 	}
 	got := out.String()

@@ -17,7 +17,8 @@
 //     "toolguard.limit", …) with toolguard.middleware, toolguard.attempt,
 //     gen_ai.tool.name, gen_ai.tool.call.id, toolguard.paths (JSON
 //     Pointers: the event's paths, or the violations'), toolguard.keywords
-//     (the violated schema keywords), toolguard.retry.wait (seconds),
+//     (the violated schema keywords), toolguard.retry.wait (seconds, on
+//     every retry event, 0 included),
 //     toolguard.limit.scope/.max/.count and error.type, as they apply.
 //   - "chat {model}" ("chat" when the request names no model; kind Client):
 //     one per request that reaches the model, under the call's span, by the
@@ -29,6 +30,13 @@
 //     agent.Agent is given the middleware (agent.WithMiddleware), one span
 //     per run and, under it, one per tool execution with gen_ai.tool.name,
 //     gen_ai.tool.call.id, gen_ai.tool.type and error.type on a tool error.
+//     The middleware may be given inside a middleware.Chain. A tool
+//     execution's span covers the agent's whole tool stage (its tool
+//     middlewares, every attempt of agent.ToolRetry) and carries the tool
+//     stage's events as span events, with the attributes above:
+//     "toolguard.tool_retry", "toolguard.tool_outcome_unknown",
+//     "toolguard.tool_denied", "toolguard.args_rewritten",
+//     "toolguard.args_rejected", "toolguard.run_stopped".
 //
 // error.type is the code of an *llms.Error in the error's chain
 // (langchaingo's providers map their errors to one: "rate_limit",

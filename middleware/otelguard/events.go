@@ -56,7 +56,8 @@ func (o *observer) eventAttrs(e middleware.Event) []attribute.KeyValue {
 	if len(paths) > 0 {
 		attrs = append(attrs, keyPaths.StringSlice(paths))
 	}
-	if e.Wait != 0 {
+	if e.Wait != 0 || e.Kind == middleware.EventRetry || e.Kind == middleware.EventToolRetry {
+		// A retry's wait is recorded even when it is none.
 		attrs = append(attrs, keyWait.Float64(e.Wait.Seconds()))
 	}
 	var le *middleware.LimitExceededError

@@ -1,0 +1,86 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/middleware/fakemodel"
+)
+
+// The first tool middleware is the outermost: it sees the call first and
+// the result last.
+func ExampleWithToolMiddleware() {
+	layer := func(name string) agent.ToolMiddleware {
+		return agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
+			return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+				fmt.Printf("%s: call %s(%s)\n", name, call.Name, call.Args)
+				res, err := next(ctx, call)
+				fmt.Printf("%s: result %s\n", name, res.Content)
+				return res, err
+			}
+		})
+	}
+	add := agent.NewTool("add", "Adds two integers.", func(_ context.Context, args AddArgs) (string, error) {
+		fmt.Println("tool add runs")
+		return strconv.Itoa(args.A + args.B), nil
+	})
+	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("add", `{"a": 2, "b": 3}`)), fakemodel.Text("2 + 3 = 5"))
+	a := agent.New(model, []agent.Tool{add}, agent.WithToolMiddleware(layer("a"), layer("b")))
+
+	res, err := a.Run(context.Background(), "What is 2 + 3?")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Output)
+	// Output:
+	// a: call add({"a": 2, "b": 3})
+	// b: call add({"a": 2, "b": 3})
+	// tool add runs
+	// b: result 5
+	// a: result 5
+	// 2 + 3 = 5
+}
+
+// ToolRetry runs an idempotent tool again after a timeout, but never a
+// tool that is not idempotent: its outcome is unknown, and the model is
+// told to check before repeating it.
+func ExampleToolRetry() {
+	timeouts := map[string]int{"get_rate": 1, "pay": 1}
+	flaky := func(name string) agent.Tool {
+		return agent.NewSchemaTool(name, "A flaky service.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
+			call, _ := agent.CallFrom(ctx)
+			fmt.Printf("%s runs, attempt %d\n", name, call.Attempt)
+			if timeouts[name] > 0 {
+				timeouts[name]--
+				return "", fmt.Errorf("%s: %w", name, context.DeadlineExceeded)
+			}
+			return "ok", nil
+		})
+	}
+	model := fakemodel.New(
+		fakemodel.ToolCalls(fakemodel.Call("get_rate", `{}`)),
+		fakemodel.ToolCalls(fakemodel.Call("pay", `{}`)),
+		fakemodel.Text("done"),
+	)
+	a := agent.New(model, []agent.Tool{agent.Idempotent(flaky("get_rate")), flaky("pay")},
+		agent.WithToolMiddleware(agent.ToolRetry(
+			agent.RetryBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} }), // no waits in the example
+		)))
+
+	res, err := a.Run(context.Background(), "rate, then pay")
+	if err != nil {
+		panic(err)
+	}
+	for _, s := range res.Steps {
+		fmt.Printf("%s: result %q, error %v\n", s.Tool, s.Result, s.Err)
+	}
+	// Output:
+	// get_rate runs, attempt 1
+	// get_rate runs, attempt 2
+	// pay runs, attempt 1
+	// get_rate: result "ok", error <nil>
+	// pay: result "", error agent: tool "pay" failed and its outcome is unknown (pay: context deadline exceeded): it may have taken effect. It was not run again; check whether it took effect before calling it again
+}
