@@ -161,7 +161,7 @@ func (m *outputValidation) check(ctx context.Context, resp *llms.ContentResponse
 	}
 	res := toolargs.Check(m.schema, []byte(text), toolargs.Options{Strip: m.cfg.strip, Repair: m.cfg.repair})
 	if res.Err != nil {
-		return m.violations(text, res.Err)
+		return m.violations(res.Err)
 	}
 	if len(res.Repairs) > 0 {
 		names := make([]string, len(res.Repairs))
@@ -179,19 +179,11 @@ func (m *outputValidation) check(ctx context.Context, resp *llms.ContentResponse
 	return nil
 }
 
-// violations returns what the model is told about an invalid answer: with
-// repair on, the violations of the repaired answer when there is one (a
-// fenced answer with a wrong value is told about the value, not the
-// fence, which a repair removes anyway), else verr's; a root message about
-// "arguments" speaks of the answer.
-func (m *outputValidation) violations(text string, verr *validation.Error) *validation.Error {
-	if m.cfg.repair != nil {
-		if v, reps := m.cfg.repair.Repair([]byte(text), m.schema); len(reps) > 0 && v != nil {
-			if e := m.schema.Check(v); e != nil {
-				verr = e
-			}
-		}
-	}
+// violations returns what the model is told about an invalid answer:
+// verr, as for tool arguments (a repair that does not make the answer
+// valid is dropped, and the model told what was wrong with what it sent),
+// with a root message about "arguments" speaking of the answer.
+func (m *outputValidation) violations(verr *validation.Error) *validation.Error {
 	out := *verr
 	out.Violations = make([]validation.Violation, len(verr.Violations))
 	for i, v := range verr.Violations {

@@ -258,7 +258,7 @@ func TestOutputValidationThroughOpenAIProvider(t *testing.T) {
 	last := msgs[len(msgs)-1].(map[string]any)
 	prev := msgs[len(msgs)-2].(map[string]any)
 	content, _ := last["content"].(string)
-	if last["role"] != "user" || prev["role"] != "assistant" || !strings.HasPrefix(content, errfmt.PrefixInvalidAnswer) || !strings.Contains(content, "/label") {
+	if last["role"] != "user" || prev["role"] != "assistant" || !strings.HasPrefix(content, errfmt.PrefixInvalidAnswer) || !strings.Contains(content, "the answer is not valid JSON: ") {
 		b, _ := json.Marshal(msgs)
 		t.Errorf("re-ask messages = %s, want the rejected answer then the feedback", b)
 	}
