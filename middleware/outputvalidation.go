@@ -188,7 +188,9 @@ func (m *outputValidation) violations(verr *validation.Error) *validation.Error 
 	out.Violations = make([]validation.Violation, len(verr.Violations))
 	for i, v := range verr.Violations {
 		if v.Path == "" {
-			if rest, ok := strings.CutPrefix(v.Message, "arguments "); ok {
+			if rest, ok := strings.CutPrefix(v.Message, "arguments are "); ok {
+				v.Message = "the answer is " + rest
+			} else if rest, ok := strings.CutPrefix(v.Message, "arguments "); ok {
 				v.Message = "the answer " + rest
 			}
 		}
