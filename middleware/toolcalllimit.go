@@ -14,7 +14,9 @@ import (
 // both (the run limit no larger than the thread limit); it panics otherwise.
 //
 // A call counts when it leaves the model node in a response the middleware
-// returns; a blocked call never counts. The run is the one started with
+// returns; a blocked call never counts. A limit of all tools does not count
+// the calls of an agent run's answer tool (agent.WithOutputSchema), which
+// run no tool; [WithToolName] can still limit it by name. The run is the one started with
 // [WithRun], else the tool calls in AI messages after the last human message
 // (so an unchanged langchaingo agents.Executor works). The thread is the one
 // named with [WithThread], counted in a [ThreadStore] ([WithThreadStore]),
