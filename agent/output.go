@@ -36,7 +36,8 @@ const maxOutputReasks = 2
 // *retry.Error, see [middleware.StandInError]), the run reached
 // [WithMaxIterations] (it also wraps [ErrMaxIterations]), or a Direct tool
 // result is not a valid answer. [Output] returns it for a Result without
-// an answer.
+// an answer. A failed model call (ToolArgValidation's WithFailClosed
+// included) is returned as without an output schema, wrapping its error.
 var ErrNoOutput = errors.New("agent: the run ended without a valid structured answer")
 
 // Step errors of the answer tool's calls that were not taken (see
@@ -64,7 +65,9 @@ var (
 // nothing validated (no ToolArgValidation, or one that gave up) is checked
 // by the agent and, when invalid, answered with [errfmt.Feedback] in a new
 // turn. An answer in plain text is asked again ([errfmt.AnswerInText]).
-// Both count against one budget of 2 re-asks per run; past it, and in
+// Both count against one budget of 2 re-asks per run (a re-ask is a model
+// turn, inside which ToolArgValidation makes its own: at most 3×3 model
+// calls for an answer it keeps failing open on); past it, and in
 // every other way a run can end without a valid answer (a limit's ExitEnd
 // answer, [WithMaxIterations], ModelRetry's ContinueOnFailure), Run returns
 // an error wrapping [ErrNoOutput] with the partial Result, whose Output is
