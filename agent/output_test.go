@@ -2,13 +2,16 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/errfmt"
 	"github.com/toolguard/toolguard/middleware"
@@ -422,5 +425,40 @@ func TestOutputMisconfigured(t *testing.T) {
 	}
 	if _, err := agent.Output[Verdict](&agent.Result{Output: `{"label": 1}`}); err == nil || errors.Is(err, agent.ErrNoOutput) {
 		t.Errorf("Output of a mistyped answer: %v, want a decode error", err)
+	}
+}
+
+// Streaming through the agent with ToolArgValidation: a rejected answer's
+// tool-call chunk is held and dropped; only the accepted answer is
+// streamed, once, as a final_answer tool-call chunk.
+func TestOutputStreamsOnlyTheAcceptedAnswer(t *testing.T) {
+	t.Parallel()
+	streamed := func(id, args string) fakemodel.Step {
+		return fakemodel.Func(func(ctx context.Context, _ []llms.MessageContent, o llms.CallOptions) (*llms.ContentResponse, error) {
+			delta, _ := json.Marshal([]map[string]any{{"id": id, "type": "function",
+				"function": map[string]string{"name": agent.OutputToolName, "arguments": args}}})
+			if err := o.StreamingFunc(ctx, delta); err != nil {
+				return nil, err
+			}
+			return &llms.ContentResponse{Choices: []*llms.ContentChoice{{ToolCalls: []llms.ToolCall{
+				{ID: id, Type: "function", FunctionCall: &llms.FunctionCall{Name: agent.OutputToolName, Arguments: args}}}}}}, nil
+		})
+	}
+	model := fakemodel.New(streamed("c1", badAnswer), streamed("c2", goodAnswer))
+	a := agent.New(model, nil, agent.WithOutputSchema(validation.Typed[Verdict]()), agent.WithMiddleware(middleware.ToolArgValidation()))
+	var mu sync.Mutex
+	var chunks []string
+	res, err := a.RunMessages(context.Background(), []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Classify")},
+		llms.WithStreamingFunc(func(_ context.Context, c []byte) error {
+			mu.Lock()
+			defer mu.Unlock()
+			chunks = append(chunks, string(c))
+			return nil
+		}))
+	if err != nil || res.Output != goodAnswer {
+		t.Fatalf("Run = %q, %v", res.Output, err)
+	}
+	if len(chunks) != 1 || !strings.Contains(chunks[0], `"c2"`) || strings.Contains(strings.Join(chunks, ""), "maybe") {
+		t.Errorf("streamed %q, want only the accepted answer c2", chunks)
 	}
 }
