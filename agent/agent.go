@@ -47,6 +47,7 @@ type Agent struct {
 	compiled  map[string]*validation.Schema
 	toolStage ToolHandler // the tool middlewares around execute
 	events    func(context.Context, middleware.Event)
+	output    *outputTool // WithOutputSchema's answer tool; nil without (output.go)
 }
 
 // New returns an agent that drives model with tools.
@@ -107,6 +108,7 @@ func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 			Parameters:  parameters(t.Schema()),
 		}})
 	}
+	a.addOutputTool(cfg.output) // structured output (output.go)
 	slices.Sort(a.names)
 	a.toolStage = chainTools(cfg.toolMiddlewares, a.execute)
 	a.installers = installers(cfg.middlewares)
@@ -180,7 +182,8 @@ func countModelCalls(next middleware.Handler) middleware.Handler {
 // Result is what a run did.
 type Result struct {
 	// Output is the model's final text answer; "" when the run did not
-	// finish.
+	// finish. With [WithOutputSchema], the answer as compact JSON ([Output]
+	// decodes it), and "" unless the run ended with a valid answer.
 	Output string
 	// Messages is the whole transcript, the history to continue from with
 	// [Agent.RunMessages]: the system prompt (if any), the input (or the
@@ -268,6 +271,7 @@ func (a *Agent) Run(ctx context.Context, input string) (*Result, error) {
 func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption) (err error) {
 	ctx, endRun := a.observeRun(ctx)
 	defer func() { endRun(err) }()
+	reasks := 0 // re-asks for a structured answer (output.go)
 	for turn := range a.maxIt {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -285,6 +289,12 @@ func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption) (
 		text := middleware.ResponseText(resp)
 		// Ids as ToolArgValidation synthesizes them, when the model sent none.
 		calls := middleware.ToolCalls(resp, len(sent))
+		if a.output != nil { // structured output (output.go)
+			if done, err := a.outputTurn(ctx, turn+1, res, resp, text, calls, &reasks); done {
+				return err
+			}
+			continue
+		}
 		if len(calls) == 0 {
 			res.Output = text
 			res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeAI, text))
@@ -310,7 +320,7 @@ func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption) (
 			return nil
 		}
 	}
-	return fmt.Errorf("%w (%d)", ErrMaxIterations, a.maxIt)
+	return a.noOutput(fmt.Errorf("%w (%d)", ErrMaxIterations, a.maxIt))
 }
 
 // toolMessage returns the content of the tool message of a step that ran.

@@ -17,6 +17,11 @@
 // its result to the transcript and calls the model again, until the model
 // answers in text or [WithMaxIterations] turns have passed ([ErrMaxIterations]).
 //
+// With [WithOutputSchema] the run ends in data: the model answers by calling
+// the answer tool ([OutputToolName]), whose arguments are validated and
+// re-asked like any tool's; Result.Output is the answer's JSON, [Output]
+// decodes it, and a run without a valid answer returns [ErrNoOutput].
+//
 // A tool whose name providers reject (outside ^[a-zA-Z0-9_-]{1,64}$) is
 // offered under [SafeToolName] ([WithToolNames]).
 //

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/validation"
 )
 
 // Option configures an [Agent]. Options are applied in order by [New]. An option
@@ -21,6 +22,7 @@ type config struct {
 	callOptions     []llms.CallOption                       // WithCallOptions
 	toolMiddlewares []ToolMiddleware                        // WithToolMiddleware
 	events          func(context.Context, middleware.Event) // WithEventHandler
+	output          *validation.Schema                      // WithOutputSchema (output.go)
 }
 
 // Defaults of the options.

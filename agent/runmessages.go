@@ -56,6 +56,7 @@ func (a *Agent) RunMessages(ctx context.Context, msgs []llms.MessageContent, opt
 	}
 	ctx = middleware.WithRun(ctx)
 	ctx = middleware.WithToolSchemas(ctx, a.schemas)
+	ctx = a.withOutput(ctx) // structured output (output.go)
 	ctx, ledger := checked.With(ctx)
 	ctx = context.WithValue(ctx, ledgerKey{}, ledger)
 	if a.events != nil {

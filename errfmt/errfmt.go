@@ -75,13 +75,18 @@ func (o Options) Feedback(e *validation.Error) string {
 	}
 	foot := "Call " + name + " again with corrected arguments. " +
 		"Omit optional fields you have no value for instead of sending null, {} or []."
+	return o.render(head.String(), foot, vs, total)
+}
 
+// render writes head, the lines of vs that fit in MaxBytes (total counts
+// the violations, shown or not), and foot.
+func (o Options) render(head, foot string, vs []validation.Violation, total int) string {
 	var b strings.Builder
 	b.Grow(min(o.MaxBytes, 1024))
-	b.WriteString(head.String())
+	b.WriteString(head)
 	// Room for the lines, keeping space for the instruction and a
 	// "and N more" line.
-	budget := o.MaxBytes - head.Len() - len(foot) - 48
+	budget := o.MaxBytes - len(head) - len(foot) - 48
 	shown := 0
 	for _, v := range vs {
 		line := o.line(v)

@@ -10,7 +10,10 @@
 //     through [retry.HTTPClient]);
 //   - [ToolCallLimit] caps tool calls per run and per thread, for all tools
 //     or one;
-//   - [ModelCallLimit] caps model calls per run and per thread.
+//   - [ModelCallLimit] caps model calls per run and per thread;
+//   - [OutputValidation] makes a final text answer a JSON object its schema
+//     accepts (repaired, re-asked, held from the stream until accepted),
+//     for callers without package agent.
 //
 // [Wrap] returns an llms.Model, so the result drops into langchaingo's agents
 // and chains or any loop of your own:

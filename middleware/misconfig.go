@@ -64,7 +64,7 @@ func (w *wiringChecks) checkName(ctx context.Context, l *toolCallLimit, req *Req
 		if t.Function == nil {
 			continue
 		}
-		if l.covers(&toolCall{fn: &llms.FunctionCall{Name: t.Function.Name}}) {
+		if l.covers(&toolCall{fn: &llms.FunctionCall{Name: t.Function.Name}}, "") {
 			w.name.Store(true)
 			return
 		}

@@ -93,13 +93,14 @@ func WithRetryStreamed() RetryOption {
 // failed model call into an answer: a single AI text choice reading "Model
 // call failed after N attempts: <last error>", and a nil error. The agent
 // loop then ends with that text as the model's answer instead of failing,
-// as with LangChain's ModelRetryMiddleware(on_failure="continue").
+// as with LangChain's ModelRetryMiddleware(on_failure="continue"); a loop
+// that needs a structured answer reads err back with [StandInError].
 func ContinueOnFailure(_ context.Context, err error) (*llms.ContentResponse, error) {
 	var re *retry.Error
 	if errors.As(err, &re) {
-		return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: errfmt.ModelFailed(re.Attempts, re.Err)}}}, nil
+		return standIn(errfmt.ModelFailed(re.Attempts, re.Err), err), nil
 	}
-	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: errfmt.ModelFailed(0, err)}}}, nil
+	return standIn(errfmt.ModelFailed(0, err), err), nil
 }
 
 // ModelRetry returns a middleware that calls the model again when a call

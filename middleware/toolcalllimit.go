@@ -5,6 +5,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/internal/answertool"
 )
 
 // ToolCallLimit returns a middleware that caps the tool calls leaving the
@@ -13,7 +14,9 @@ import (
 // both (the run limit no larger than the thread limit); it panics otherwise.
 //
 // A call counts when it leaves the model node in a response the middleware
-// returns; a blocked call never counts. The run is the one started with
+// returns; a blocked call never counts. A limit of all tools does not count
+// the calls of an agent run's answer tool (agent.WithOutputSchema), which
+// run no tool; [WithToolName] can still limit it by name. The run is the one started with
 // [WithRun], else the tool calls in AI messages after the last human message
 // (so an unchanged langchaingo agents.Executor works). The thread is the one
 // named with [WithThread], counted in a [ThreadStore] ([WithThreadStore]),
@@ -51,7 +54,7 @@ func (l *toolCallLimit) WrapModelCall(next Handler) Handler {
 			ctx = context.WithValue(ctx, limitCallKey{}, call)
 		}
 		msgs := req.Messages[:min(call.base, len(req.Messages))]
-		sc := l.cfg.scopes(ctx, func() (int, int) { return l.countTranscript(msgs) })
+		sc := l.cfg.scopes(ctx, func() (int, int) { return l.countTranscript(msgs, answertool.Name(ctx)) })
 		attemptReq, st := req, streamOf(req)
 		for attempt := 1; ; attempt++ {
 			mark := call.mark()
@@ -62,7 +65,7 @@ func (l *toolCallLimit) WrapModelCall(next Handler) Handler {
 				return nil, err
 			}
 			calls := collectToolCalls(resp, len(req.Messages))
-			n := l.countCovered(calls)
+			n := l.countCovered(calls, answertool.Name(ctx))
 			if n == 0 {
 				return gate.deliver(ctx, resp)
 			}
@@ -92,22 +95,27 @@ func (l *toolCallLimit) WrapModelCall(next Handler) Handler {
 			}
 			report(ctx, l.cfg.events, Event{Kind: EventReask, Middleware: limitName, Attempt: attempt + 1, Tool: l.cfg.tool})
 			attemptReq = &Request{
-				Messages: withReplay(req.Messages, replay(resp, calls, l.answers(calls, exceeded))),
+				Messages: withReplay(req.Messages, replay(resp, calls, l.answers(calls, exceeded, answertool.Name(ctx)))),
 				Options:  req.Options,
 			}
 		}
 	}
 }
 
-// covers reports whether the limits count c.
-func (l *toolCallLimit) covers(c *toolCall) bool {
+// covers reports whether the limits count c. answer is the run's answer
+// tool (answertool.Name): a limit of all tools does not count its calls,
+// which run no tool, so a run whose tools are used up can still answer.
+func (l *toolCallLimit) covers(c *toolCall, answer string) bool {
+	if c.fn != nil && l.cfg.tool == "" && answer != "" && c.fn.Name == answer {
+		return false
+	}
 	return c.fn != nil && (l.cfg.tool == "" || sameTool(c.fn.Name, l.cfg.tool))
 }
 
-func (l *toolCallLimit) countCovered(calls []toolCall) int {
+func (l *toolCallLimit) countCovered(calls []toolCall, answer string) int {
 	n := 0
 	for i := range calls {
-		if l.covers(&calls[i]) {
+		if l.covers(&calls[i], answer) {
 			n++
 		}
 	}
@@ -116,7 +124,7 @@ func (l *toolCallLimit) countCovered(calls []toolCall) int {
 
 // countTranscript counts the covered tool calls in the AI messages of msgs:
 // after the last human message (the run), and in all (the thread).
-func (l *toolCallLimit) countTranscript(msgs []llms.MessageContent) (run, thread int) {
+func (l *toolCallLimit) countTranscript(msgs []llms.MessageContent, answer string) (run, thread int) {
 	for _, m := range msgs {
 		switch m.Role {
 		case llms.ChatMessageTypeHuman:
@@ -132,7 +140,7 @@ func (l *toolCallLimit) countTranscript(msgs []llms.MessageContent) (run, thread
 						fn = tc.FunctionCall
 					}
 				}
-				if fn != nil && (l.cfg.tool == "" || sameTool(fn.Name, l.cfg.tool)) {
+				if fn != nil && l.covers(&toolCall{fn: fn}, answer) {
 					run++
 					thread++
 				}
@@ -147,14 +155,14 @@ func (l *toolCallLimit) countTranscript(msgs []llms.MessageContent) (run, thread
 // not executed and how many calls remain; the covered calls beyond them are
 // told they exceed the limit; calls the limit does not cover are told they
 // were not executed.
-func (l *toolCallLimit) answers(calls []toolCall, e *LimitExceededError) []string {
+func (l *toolCallLimit) answers(calls []toolCall, e *LimitExceededError, answer string) []string {
 	text := e.text()
 	fit := max(e.Limit-e.Count, 0)
 	answers := make([]string, len(calls))
 	for i := range calls {
 		c := &calls[i]
 		switch {
-		case !l.covers(c):
+		case !l.covers(c, answer):
 			answers[i] = errfmt.Sibling
 		case fit > 0:
 			fit--
@@ -168,5 +176,5 @@ func (l *toolCallLimit) answers(calls []toolCall, e *LimitExceededError) []strin
 
 // endResponse is [ExitEnd]'s answer: a text response without tool calls.
 func endResponse(e *LimitExceededError) *llms.ContentResponse {
-	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: e.reached(), StopReason: "stop"}}}
+	return standIn(e.reached(), e)
 }

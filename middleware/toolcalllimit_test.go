@@ -235,6 +235,12 @@ func TestToolCallLimitExitEndResponseHasNoToolCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The answer records the limit it stands for (StandInError).
+	var le *middleware.LimitExceededError
+	if !errors.As(middleware.StandInError(resp), &le) || le.Limit != 1 {
+		t.Errorf("StandInError = %v, want the *LimitExceededError", middleware.StandInError(resp))
+	}
+	resp.Choices[0].GenerationInfo = nil
 	want := &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: "Tool call limit reached: run limit exceeded (0/1 calls).", StopReason: "stop"}}}
 	if !reflect.DeepEqual(resp, want) {
 		t.Errorf("GenerateContent = %+v, want %+v", resp.Choices[0], want.Choices[0])

@@ -62,5 +62,8 @@ func run(ctx context.Context, w io.Writer, dir string, seed uint64, sample int) 
 	if err != nil {
 		return err
 	}
-	return report.Markdown(w)
+	if err := report.Markdown(w); err != nil {
+		return err
+	}
+	return runOutput(ctx, w, cases, seed) // structured output (output.go)
 }

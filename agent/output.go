@@ -1,0 +1,302 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/internal/answertool"
+	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/validation"
+)
+
+// OutputToolName is the name of the answer tool that [WithOutputSchema]
+// offers the model: a call of it is the run's final answer. It is
+// provider-safe ([IsSafeToolName]).
+const OutputToolName = "final_answer"
+
+// outputDescription is the answer tool's description, what the model reads
+// about it.
+const outputDescription = "Give your final answer: call this tool, once and alone, with the answer as its arguments, when you are done. Do not answer in text."
+
+// maxOutputReasks is how many times a run asks again for its answer after
+// the model answered in text or with arguments the schema rejects (see
+// WithOutputSchema).
+const maxOutputReasks = 2
+
+// ErrNoOutput is wrapped by the error [Agent.Run] returns, with the partial
+// *[Result], when a run with [WithOutputSchema] ends without a valid
+// answer: the model kept answering in text or with invalid answers, a
+// limit or ModelRetry's ContinueOnFailure stood in for the model's answer
+// (the error also wraps the *middleware.LimitExceededError or
+// *retry.Error, see [middleware.StandInError]), the run reached
+// [WithMaxIterations] (it also wraps [ErrMaxIterations]), or a Direct tool
+// result is not a valid answer. [Output] returns it for a Result without
+// an answer. A failed model call (ToolArgValidation's WithFailClosed
+// included) is returned as without an output schema, wrapping its error.
+var ErrNoOutput = errors.New("agent: the run ended without a valid structured answer")
+
+// Step errors of the answer tool's calls that were not taken (see
+// WithOutputSchema); the model reads why.
+var (
+	errAnswerNotAccepted = errors.New("agent: answer not accepted: other tool calls of its response failed")
+	errAnswerIgnored     = errors.New("agent: answer ignored: only the first answer of a response is considered")
+)
+
+// WithOutputSchema makes a run's final answer structured data that must
+// validate against schema: a *[validation.Schema] ([validation.Typed] for a
+// Go struct, whose Validate method is enforced too) or a JSON Schema in any
+// form [validation.Compile] takes, describing a JSON object.
+//
+// The agent offers the model one more tool, [OutputToolName], whose
+// arguments are the answer (LangChain's ToolStrategy). A valid call of it
+// ends the run: Result.Output is the answer as compact JSON ([Output]
+// decodes it), and Result.Messages ends with the call, its tool message
+// ([errfmt.AnswerAccepted]) and an AI message holding the JSON. The
+// answer's call is a Step of the run (Tool [OutputToolName]).
+//
+// Answers go through the pipeline and feedback tool arguments go through:
+// the schema reaches ToolArgValidation with the tools' ([middleware.WithToolSchemas]),
+// so an invalid answer is re-asked there, inside the model call; an answer
+// nothing validated (no ToolArgValidation, or one that gave up) is checked
+// by the agent and, when invalid, answered with [errfmt.Feedback] in a new
+// turn. An answer in plain text is asked again ([errfmt.AnswerInText]).
+// Both count against one budget of 2 re-asks per run (a re-ask is a model
+// turn, inside which ToolArgValidation makes its own: at most 3×3 model
+// calls for an answer it keeps failing open on); past it, and in
+// every other way a run can end without a valid answer (a limit's ExitEnd
+// answer, [WithMaxIterations], ModelRetry's ContinueOnFailure), Run returns
+// an error wrapping [ErrNoOutput] with the partial Result, whose Output is
+// "": never a text in place of the answer.
+//
+// The rule for an answer that arrives with other tool calls (LangChain
+// #40423 loses it): the other calls run; if all of them succeed, the answer
+// is taken and the run ends; if one fails (a tool error, an unknown tool,
+// a denied call), the answer — given before that result was known — is
+// not taken: the model reads [errfmt.AnswerNotAccepted] and answers again
+// (this does not count against the re-ask budget). Only the first answer
+// of a response is considered; later ones are told so. A Direct tool
+// result ends the run only as a valid answer: its Content is validated
+// like one, and a Content that is not ends the run with [ErrNoOutput].
+//
+// ToolCallLimit does not count the answer's calls unless it limits
+// [OutputToolName] by name, so a run whose tools are used up can still
+// answer. [New] panics if a tool is sent under the name [OutputToolName]:
+// rename it with [Renamed] or [WithToolNames] (silently renaming the
+// user's tool would change what the transcript and Steps show).
+//
+// WithOutputSchema panics if schema is nil, does not compile, or describes
+// something other than an object (tool arguments are objects: wrap a list
+// or a string in an object's property).
+func WithOutputSchema(schema any) Option {
+	if schema == nil {
+		panic("agent: WithOutputSchema(nil): the schema must not be nil")
+	}
+	s, ok := schema.(*validation.Schema)
+	if !ok || s == nil {
+		var err error
+		if s, err = validation.Compile(schema); err != nil {
+			panic(fmt.Sprintf("agent: WithOutputSchema: the schema does not compile: %v", err))
+		}
+	}
+	if t, ok := s.Map()["type"]; ok && t != "object" {
+		panic(fmt.Sprintf("agent: WithOutputSchema: the schema's type is %v, not \"object\": the answer is the answer tool's arguments, a JSON object; wrap the value in an object's property", t))
+	}
+	return func(c *config) { c.output = s }
+}
+
+// outputTool is an agent's answer tool.
+type outputTool struct {
+	name   string
+	schema *validation.Schema
+}
+
+// addOutputTool offers the answer tool when [WithOutputSchema] is set. New
+// calls it after the tools are added, before their names are sorted.
+func (a *Agent) addOutputTool(s *validation.Schema) {
+	if s == nil {
+		return
+	}
+	if _, dup := a.tools[OutputToolName]; dup {
+		panic(fmt.Sprintf("agent: New: a tool is named %q, the name of WithOutputSchema's answer tool: rename it with Renamed or WithToolNames", OutputToolName))
+	}
+	a.output = &outputTool{name: OutputToolName, schema: s}
+	a.schemas[OutputToolName] = s
+	a.names = append(a.names, OutputToolName)
+	a.defs = append(a.defs, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+		Name:        OutputToolName,
+		Description: outputDescription,
+		Parameters:  parameters(s),
+	}})
+}
+
+// withOutput names the answer tool in a run's context, for ToolCallLimit.
+func (a *Agent) withOutput(ctx context.Context) context.Context {
+	if a.output == nil {
+		return ctx
+	}
+	return answertool.With(ctx, a.output.name)
+}
+
+// noOutput wraps err, which ends a run without an answer, in [ErrNoOutput]
+// when the run needs one.
+func (a *Agent) noOutput(err error) error {
+	if a.output == nil || err == nil {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrNoOutput, err)
+}
+
+// outputTurn handles one model turn of a run with an output schema, in
+// place of the loop's handling: it records the turn in res and reports
+// whether the run is over, and with what error. reasks counts the run's
+// re-asks for the answer.
+func (a *Agent) outputTurn(ctx context.Context, turn int, res *Result, resp *llms.ContentResponse, text string, calls []llms.ToolCall, reasks *int) (bool, error) {
+	name := a.output.name
+	if len(calls) == 0 {
+		if err := middleware.StandInError(resp); err != nil {
+			return true, fmt.Errorf("%w: %w", ErrNoOutput, err)
+		}
+		res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeAI, text))
+		if *reasks++; *reasks > maxOutputReasks {
+			return true, fmt.Errorf("%w: the model answered in text instead of calling %s", ErrNoOutput, name)
+		}
+		res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeHuman, errfmt.AnswerInText(name)))
+		return false, nil
+	}
+
+	first := -1 // the answer considered
+	var others []llms.ToolCall
+	var otherAt []int
+	for i, c := range calls {
+		if c.FunctionCall != nil && c.FunctionCall.Name == name {
+			if first < 0 {
+				first = i
+			}
+			continue
+		}
+		others, otherAt = append(others, c), append(otherAt, i)
+	}
+	// The answer is checked before runTools forgets the ledger.
+	var answer []byte
+	var answerErr error
+	if first >= 0 {
+		answer, answerErr = a.checkAnswer(ctx, calls[first])
+	}
+
+	b := batch{steps: make([]Step, len(calls)), answers: make([]string, len(calls)), direct: -1}
+	if len(others) > 0 {
+		ob, err := a.runTools(ctx, turn, res.Messages, others)
+		if err != nil {
+			res.Steps = append(res.Steps, ob.steps...)
+			return true, err
+		}
+		for j, i := range otherAt {
+			b.steps[i], b.answers[i] = ob.steps[j], ob.answers[j]
+		}
+		if ob.direct >= 0 {
+			b.direct = otherAt[ob.direct]
+		}
+	} else {
+		checkedLedger(ctx).Forget()
+	}
+	siblingsOK := true
+	for _, i := range otherAt {
+		siblingsOK = siblingsOK && b.steps[i].Err == nil
+	}
+	accepted := false
+	for i, c := range calls {
+		if c.FunctionCall == nil || c.FunctionCall.Name != name {
+			continue
+		}
+		st := Step{CallID: c.ID, Tool: name, Arguments: c.FunctionCall.Arguments, ModelArguments: c.FunctionCall.Arguments, Turn: turn, Message: -1}
+		switch {
+		case i != first:
+			st.Err, b.answers[i] = errAnswerIgnored, errfmt.AnswerIgnored
+		case answerErr != nil:
+			st.Err, b.answers[i] = answerErr, toolMessage(Step{Err: answerErr})
+		case !siblingsOK:
+			st.Arguments = string(answer)
+			st.Err, b.answers[i] = errAnswerNotAccepted, errfmt.AnswerNotAccepted(name)
+		default:
+			st.Arguments = string(answer)
+			st.Result, b.answers[i] = errfmt.AnswerAccepted, errfmt.AnswerAccepted
+			accepted = true
+		}
+		b.steps[i] = st
+	}
+
+	at := len(res.Messages)
+	res.Messages = append(res.Messages, middleware.ToolCallMessages(text, calls, b.answers)...)
+	for i := range b.steps {
+		if calls[i].FunctionCall != nil {
+			b.steps[i].Message = at
+			at += 2
+		}
+	}
+	res.Steps = append(res.Steps, b.steps...)
+
+	switch {
+	case accepted:
+		res.Output = string(answer)
+	case b.direct >= 0:
+		s := b.steps[b.direct]
+		out, err := checkArgs(name, a.output.schema, []byte(s.Result))
+		if err != nil {
+			return true, fmt.Errorf("%w: the Direct result of tool %q is not a valid answer: %w", ErrNoOutput, s.Tool, err)
+		}
+		res.Output = compactJSON(out.Args)
+	case answerErr != nil:
+		if *reasks++; *reasks > maxOutputReasks {
+			return true, fmt.Errorf("%w: %w", ErrNoOutput, answerErr)
+		}
+		return false, nil
+	default:
+		return false, nil
+	}
+	res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeAI, res.Output))
+	return true, nil
+}
+
+// checkAnswer returns the answer of call, as compact JSON, or the
+// *validation.Error of an invalid one. A call ToolArgValidation validated
+// against the run's schemas is not checked again.
+func (a *Agent) checkAnswer(ctx context.Context, c llms.ToolCall) ([]byte, error) {
+	args := c.FunctionCall.Arguments
+	if checkedLedger(ctx).Has(c.ID, c.FunctionCall.Name, args) {
+		return []byte(compactJSON([]byte(args))), nil
+	}
+	res, err := checkArgs(a.output.name, a.output.schema, []byte(args))
+	if err != nil {
+		return nil, err
+	}
+	return []byte(compactJSON(res.Args)), nil
+}
+
+// compactJSON returns b, valid JSON, without insignificant blanks.
+func compactJSON(b []byte) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, b) != nil {
+		return string(b)
+	}
+	return buf.String()
+}
+
+// Output decodes r.Output, a run's JSON answer ([WithOutputSchema]), into a
+// T with encoding/json. It returns [ErrNoOutput] when r is nil or has no
+// output, and an error wrapping the decoder's when the answer does not
+// decode into T (which a [validation.Typed] schema of T rules out).
+func Output[T any](r *Result) (T, error) {
+	var v T
+	if r == nil || r.Output == "" {
+		return v, ErrNoOutput
+	}
+	if err := json.Unmarshal([]byte(r.Output), &v); err != nil {
+		return v, fmt.Errorf("agent: Output: the answer does not decode into %T: %w", v, err)
+	}
+	return v, nil
+}
