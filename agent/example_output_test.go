@@ -18,12 +18,12 @@ type Ticket struct {
 
 // The run's answer is a call of the answer tool, validated like tool
 // arguments: the first answer in text is asked again, the second is
-// re-asked by ToolArgValidation (priority sent as a string), the third
+// re-asked by ToolArgValidation (priority sent as a word), the third
 // ends the run.
 func ExampleWithOutputSchema() {
 	llm := fakemodel.New(
 		fakemodel.Text("Billing should handle this."),
-		fakemodel.ToolCalls(fakemodel.Call(agent.OutputToolName, `{"team": "billing", "priority": "1"}`)),
+		fakemodel.ToolCalls(fakemodel.Call(agent.OutputToolName, `{"team": "billing", "priority": "urgent"}`)),
 		fakemodel.ToolCalls(fakemodel.Call(agent.OutputToolName, `{"team": "billing", "priority": 1}`)),
 	)
 	a := agent.New(llm, nil,
