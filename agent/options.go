@@ -21,6 +21,7 @@ type config struct {
 	callOptions     []llms.CallOption                       // WithCallOptions
 	toolMiddlewares []ToolMiddleware                        // WithToolMiddleware
 	events          func(context.Context, middleware.Event) // WithEventHandler
+	approval        approvalConfig                          // WithApproval, WithApprovalFor, WithInterruptKey, WithCheckpointer (approval.go)
 }
 
 // Defaults of the options.
