@@ -298,6 +298,7 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 	in := &Interrupt{ID: newInterruptID(), Thread: middleware.ThreadFrom(ctx)}
 	for i := range pending {
 		pending[i].Digest = a.approval.digest(in.ID, in.Thread, pending[i])
+		ReportEvent(ctx, middleware.Event{Kind: middleware.EventApprovalPending, Tool: pending[i].Tool, CallID: pending[i].ID})
 	}
 	ot := &openTurn{Number: turn, Text: text, Calls: calls, Interrupt: in.ID, Pending: pending}
 	for j, i := range restAt {
@@ -489,6 +490,19 @@ type runArgs struct {
 // a run awaiting decisions takes them as with its interrupt. It returns
 // [ErrNothingToResume] when there is none.
 func (a *Agent) Resume(ctx context.Context, in *Interrupt, decisions ...Decision) (*Result, error) {
+	res, err := a.resume(ctx, in, decisions)
+	if a.events != nil && (errors.Is(err, ErrDecisionRefused) || errors.Is(err, ErrInterruptRefused)) {
+		e := middleware.Event{Kind: middleware.EventApprovalRefused, Middleware: "agent", Err: err}
+		var de *DecisionError
+		if errors.As(err, &de) {
+			e.CallID = de.CallID
+		}
+		a.events(ctx, e)
+	}
+	return res, err
+}
+
+func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision) (*Result, error) {
 	ap := a.approval
 	thread := middleware.ThreadFrom(ctx)
 	if in != nil && in.Thread != "" {

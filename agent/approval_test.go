@@ -591,3 +591,22 @@ func TestApprovalInvalidCallNotPending(t *testing.T) {
 		t.Errorf("the model read %q, want the violation at /amount", got)
 	}
 }
+
+// The pause and a refused resume are events: LogEvents logs the refusal at
+// Warn, so forged or replayed interrupts show up in the logs.
+func TestApprovalEvents(t *testing.T) {
+	t.Parallel()
+	var b bank
+	var log eventLog
+	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to": "alice", "amount": 25}`)), fakemodel.Text("ok"))
+	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"), agent.WithEventHandler(log.handle))
+	_, err := a.Run(context.Background(), "pay")
+	in := interruptOf(t, err)
+	if e, ok := log.find(middleware.EventApprovalPending); !ok || e.Tool != "transfer_money" || e.CallID != in.Pending[0].ID {
+		t.Errorf("approval_pending event = %+v, %v", e, ok)
+	}
+	_, _ = a.Resume(context.Background(), in) // no decision
+	if e, ok := log.find(middleware.EventApprovalRefused); !ok || !errors.Is(e.Err, agent.ErrDecisionRefused) || e.CallID != in.Pending[0].ID {
+		t.Errorf("approval_refused event = %+v, %v", e, ok)
+	}
+}
