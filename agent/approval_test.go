@@ -365,11 +365,6 @@ func TestApprovalDigestBindsCallAndArguments(t *testing.T) {
 	model := fakemodel.New(
 		fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to": "alice", "amount": 10}`)),
 		fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to": "mallory", "amount": 9000}`)),
-		fakemodel.ToolCalls(
-			fakemodel.Call("transfer_money", `{"to": "bob", "amount": 1}`),
-			fakemodel.Call("transfer_money", `{"to": "carol", "amount": 2}`),
-		),
-		fakemodel.Text("ok"),
 	)
 	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"))
 	// Two runs whose pending calls share the id: the model regenerated it.
@@ -390,6 +385,36 @@ func TestApprovalDigestBindsCallAndArguments(t *testing.T) {
 		t.Fatalf("transfer_money ran %d times with an approval of other arguments", n)
 	}
 
+	// The same call again — same id, same arguments — in a later run: the
+	// approval given to the first is not an approval of the second.
+	same := fakemodel.Call("transfer_money", `{"to": "alice", "amount": 10}`)
+	same.ID = "call_same"
+	model.Append(fakemodel.ToolCalls(same), fakemodel.Text("ok"), fakemodel.ToolCalls(same))
+	_, err = a.Run(context.Background(), "pay alice")
+	first := interruptOf(t, err)
+	approval := decide(first.Pending[0], agent.Accept, "")
+	if _, err := a.Resume(context.Background(), first, approval); err != nil {
+		t.Fatalf("Resume(first) error = %v", err)
+	}
+	_, err = a.Run(context.Background(), "pay alice")
+	second := interruptOf(t, err)
+	if _, err := a.Resume(context.Background(), second, approval); !errors.Is(err, agent.ErrDecisionRefused) {
+		t.Errorf("the first interrupt's approval replayed on an identical call: error = %v, want ErrDecisionRefused", err)
+	}
+	if n := b.count("transfer_money"); n != 1 {
+		t.Fatalf("transfer_money ran %d times, want once (the approved call)", n)
+	}
+	b.mu.Lock()
+	b.runs = nil
+	b.mu.Unlock()
+
+	model.Append(
+		fakemodel.ToolCalls(
+			fakemodel.Call("transfer_money", `{"to": "bob", "amount": 1}`),
+			fakemodel.Call("transfer_money", `{"to": "carol", "amount": 2}`),
+		),
+		fakemodel.Text("ok"),
+	)
 	_, err = a.Run(context.Background(), "pay bob and carol")
 	in := interruptOf(t, err)
 	if _, err := a.Resume(context.Background(), in,
