@@ -24,7 +24,7 @@ func ExampleAgent_Resume() {
 	store := new(agent.MemoryCheckpointer) // redisstore.NewCheckpointer(client) across replicas
 	newAgent := func() *agent.Agent {
 		return agent.New(llm, []agent.Tool{transfer},
-			agent.WithApprovalFor("transfer_money"),                           // or WithApproval(func(*ToolCall) bool)
+			agent.WithApprovalFor("transfer_money"),                        // or WithApproval(func(*ToolCall) bool)
 			agent.WithInterruptKey([]byte("a secret of 16 bytes or more")), // interrupts sent to clients are signed
 			agent.WithCheckpointer(store))
 	}
