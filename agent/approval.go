@@ -32,6 +32,10 @@ import (
 // run stops and returns its partial *[Result] with an *[Interrupt]
 // (errors.As) holding the pending calls. [Agent.Resume] continues it.
 //
+// If a call of the turn ends the run ([ErrStopRun]) or the context ends
+// while the others run, the run ends as it would without approval, and the
+// pending calls never run.
+//
 // Several WithApproval and [WithApprovalFor] options add up: a call needs
 // approval if any of them says so. WithApproval panics if needs is nil (an
 // approval gate that is silently off is the bug it exists to prevent).
@@ -155,7 +159,10 @@ type Interrupt struct {
 	// Pending lists the calls awaiting a decision, in call order.
 	Pending []PendingCall `json:"pending"`
 	// State is the run's state to resume from, opaque; empty when the
-	// agent keeps it in its [Checkpointer].
+	// agent keeps it in its [Checkpointer]. It holds the run's transcript:
+	// the signature protects it from change, not from being read, so keep
+	// the interrupt server-side (or use a Checkpointer) when a client must
+	// not read the conversation.
 	State json.RawMessage `json:"state,omitempty"`
 	// Signature is the HMAC of everything above under the key of
 	// [WithInterruptKey]; "" without one.
