@@ -144,7 +144,10 @@ func TestApprovalAccept(t *testing.T) {
 	if s, ok := p.Schema.(map[string]any); !ok || s["properties"] == nil {
 		t.Errorf("Pending[0].Schema = %#v, want the tool's schema as sent to the model", p.Schema)
 	}
-	res, err = a.Resume(context.Background(), viaJSON(t, in), decide(p, agent.Accept, ""))
+	// Another Agent value, as another process would: the interrupt is all
+	// it needs.
+	other := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"))
+	res, err = other.Resume(context.Background(), viaJSON(t, in), decide(p, agent.Accept, ""))
 	if err != nil {
 		t.Fatalf("Resume() error = %v", err)
 	}
@@ -633,5 +636,31 @@ func TestApprovalEvents(t *testing.T) {
 	_, _ = a.Resume(context.Background(), in) // no decision
 	if e, ok := log.find(middleware.EventApprovalRefused); !ok || !errors.Is(e.Err, agent.ErrDecisionRefused) || e.CallID != in.Pending[0].ID {
 		t.Errorf("approval_refused event = %+v, %v", e, ok)
+	}
+}
+
+// A Direct result of a resumed call ends the run, as in Run.
+func TestApprovalResumedDirectResult(t *testing.T) {
+	t.Parallel()
+	var b bank
+	direct := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
+		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+			res, err := next(ctx, call)
+			if err == nil && call.Name == "transfer_money" {
+				res.Direct = true
+			}
+			return res, err
+		}
+	})
+	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_balance", `{}`), fakemodel.Call("transfer_money", `{"to":"alice","amount":25}`)))
+	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"), agent.WithToolMiddleware(direct))
+	_, err := a.Run(context.Background(), "pay")
+	in := interruptOf(t, err)
+	res, err := a.Resume(context.Background(), in, decide(in.Pending[0], agent.Accept, ""))
+	if err != nil || res.Output != "sent 25.00 to alice" || len(model.Requests()) != 1 {
+		t.Errorf("Resume() = %q, %v after %d model calls; want the transfer's result as the output, no more model calls", res.Output, err, len(model.Requests()))
+	}
+	if len(res.Steps) != 2 || res.Steps[0].Message != 1 || res.Steps[1].Message != 3 {
+		t.Errorf("Steps = %+v, want both calls recorded at messages 1 and 3 (after the input)", res.Steps)
 	}
 }

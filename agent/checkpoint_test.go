@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/agent/checkpointtest"
 	"github.com/toolguard/toolguard/middleware"
@@ -111,5 +112,48 @@ func TestRunOnThreadAwaitingApproval(t *testing.T) {
 	interruptOf(t, err)
 	if _, err := a.Run(ctx, "pay again"); !errors.Is(err, agent.ErrRunUnfinished) {
 		t.Errorf("Run() on a thread awaiting approval: error = %v, want ErrRunUnfinished", err)
+	}
+}
+
+// Two runs on one thread at once: the one that saves second stops with
+// ErrCheckpointConflict before its tools run.
+func TestConcurrentRunsOnOneThread(t *testing.T) {
+	t.Parallel()
+	var b bank
+	cp := new(agent.MemoryCheckpointer)
+	ctx := middleware.WithThread(context.Background(), "busy")
+	release := make(chan struct{})
+	arrived := make(chan struct{}, 2)
+	slowModel := func() *fakemodel.Model {
+		return fakemodel.New(fakemodel.Func(func(context.Context, []llms.MessageContent, llms.CallOptions) (*llms.ContentResponse, error) {
+			arrived <- struct{}{}
+			<-release // both runs have loaded version 0 before either saves
+			return &llms.ContentResponse{Choices: []*llms.ContentChoice{{ToolCalls: []llms.ToolCall{
+				{ID: "c1", Type: "function", FunctionCall: &llms.FunctionCall{Name: "get_balance", Arguments: "{}"}}}}}}, nil
+		}), fakemodel.Text("done"))
+	}
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := agent.New(slowModel(), b.tools(), agent.WithCheckpointer(cp)).Run(ctx, "balance")
+			errs <- err
+		}()
+	}
+	<-arrived
+	<-arrived
+	close(release)
+	var conflicts, ok int
+	for range 2 {
+		switch err := <-errs; {
+		case err == nil:
+			ok++
+		case errors.Is(err, agent.ErrCheckpointConflict):
+			conflicts++
+		default:
+			t.Errorf("Run() error = %v", err)
+		}
+	}
+	if ok != 1 || conflicts != 1 || b.count("get_balance") != 1 {
+		t.Errorf("%d runs finished, %d conflicted, get_balance ran %d times; want 1, 1, 1", ok, conflicts, b.count("get_balance"))
 	}
 }
