@@ -511,13 +511,16 @@ func (a *Agent) Resume(ctx context.Context, in *Interrupt, decisions ...Decision
 
 func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision) (*Result, error) {
 	ap := a.approval
+	// The resumed run is on the interrupt's thread (none for a run that
+	// had none: its state is in the interrupt, whatever thread ctx names),
+	// else on ctx's.
 	thread := middleware.ThreadFrom(ctx)
-	if in != nil && in.Thread != "" {
-		if thread == "" {
-			ctx, thread = middleware.WithThread(ctx, in.Thread), in.Thread
-		} else if thread != in.Thread {
+	if in != nil {
+		if in.Thread != "" && thread != "" && thread != in.Thread {
 			return nil, fmt.Errorf("%w: it belongs to thread %q, not %q", ErrInterruptRefused, in.Thread, thread)
 		}
+		thread = in.Thread
+		ctx = middleware.WithThread(ctx, thread)
 	}
 	if ap == nil {
 		if in == nil {

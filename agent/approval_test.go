@@ -664,3 +664,25 @@ func TestApprovalResumedDirectResult(t *testing.T) {
 		t.Errorf("Steps = %+v, want both calls recorded at messages 1 and 3 (after the input)", res.Steps)
 	}
 }
+
+// An interrupt of a run without a thread resumes from its own state even
+// where the context names a thread (and the agent has a checkpointer).
+func TestApprovalThreadlessInterruptOnAThread(t *testing.T) {
+	t.Parallel()
+	var b bank
+	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to":"alice","amount":25}`)), fakemodel.Text("ok"))
+	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"), agent.WithCheckpointer(new(agent.MemoryCheckpointer)))
+	_, err := a.Run(context.Background(), "pay")
+	in := interruptOf(t, err)
+	ctx := middleware.WithThread(context.Background(), "some-thread")
+	if _, err := a.Resume(ctx, in, decide(in.Pending[0], agent.Accept, "")); err != nil || b.count("transfer_money") != 1 {
+		t.Errorf("Resume() = %v, %d transfers; want nil, 1", err, b.count("transfer_money"))
+	}
+	// An interrupt of one thread is refused on another.
+	model.Append(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to":"bob","amount":1}`)))
+	_, err = a.Run(middleware.WithThread(context.Background(), "t1"), "pay")
+	in = interruptOf(t, err)
+	if _, err := a.Resume(middleware.WithThread(context.Background(), "t2"), in, decide(in.Pending[0], agent.Accept, "")); !errors.Is(err, agent.ErrInterruptRefused) {
+		t.Errorf("Resume() on another thread: error = %v, want ErrInterruptRefused", err)
+	}
+}
