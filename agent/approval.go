@@ -286,11 +286,12 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 		return a.runTools(ctx, turn, res.Messages, calls)
 	}
 	var pending []PendingCall
+	var pendingAt []int
 	var rest []llms.ToolCall
 	var restAt []int
 	for i, c := range calls {
 		if p, ok := a.pendingCall(ctx, c); ok {
-			pending = append(pending, p)
+			pending, pendingAt = append(pending, p), append(pendingAt, i)
 			continue
 		}
 		rest, restAt = append(rest, c), append(restAt, i)
@@ -307,7 +308,7 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 		pending[i].Digest = a.approval.digest(in.ID, in.Thread, pending[i])
 		ReportEvent(ctx, middleware.Event{Kind: middleware.EventApprovalPending, Tool: pending[i].Tool, CallID: pending[i].ID})
 	}
-	ot := &openTurn{Number: turn, Text: text, Calls: calls, Interrupt: in.ID, Pending: pending}
+	ot := &openTurn{Number: turn, Text: text, Calls: calls, Interrupt: in.ID, Pending: pending, PendingAt: pendingAt}
 	for j, i := range restAt {
 		ot.Finished = append(ot.Finished, doneFrom(i, b.steps[j], b.answers[j], b.direct == j))
 	}
@@ -561,7 +562,7 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 	if st.Turn != nil {
 		id = st.Turn.Interrupt
 	}
-	run, err := a.plan(st.Turn, id, thread, decisions)
+	run, at, err := a.plan(st.Turn, id, thread, decisions)
 	if err != nil {
 		return nil, err
 	}
@@ -569,7 +570,7 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 	// are finished; accepted and edited ones are about to run (cut off
 	// while they run, they are never run again).
 	if st.Turn != nil && id != "" {
-		st.Turn = a.decided(st.Turn, decisions)
+		st.Turn = a.decided(st.Turn, decisions, at)
 	}
 	if s.cp != nil {
 		if err := s.save(ctx, st); err != nil {
@@ -591,16 +592,16 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 
 // plan checks decisions against the open turn's pending calls and returns
 // the calls to run (accepted and edited, with their arguments).
-func (a *Agent) plan(ot *openTurn, id, thread string, decisions []Decision) (map[int]runArgs, error) {
+func (a *Agent) plan(ot *openTurn, id, thread string, decisions []Decision) (map[int]runArgs, []int, error) {
 	var pending []PendingCall
 	if ot != nil && id != "" {
 		pending = ot.Pending
 	}
 	if len(pending) == 0 {
 		if len(decisions) > 0 {
-			return nil, &DecisionError{Reason: "the run has no pending call to decide on"}
+			return nil, nil, &DecisionError{Reason: "the run has no pending call to decide on"}
 		}
-		return nil, nil
+		return nil, nil, nil
 	}
 	byDigest := make(map[string]int, len(pending))
 	for j, p := range pending {
@@ -608,79 +609,78 @@ func (a *Agent) plan(ot *openTurn, id, thread string, decisions []Decision) (map
 	}
 	decided := make([]bool, len(pending))
 	run := make(map[int]runArgs)
-	for _, d := range decisions {
+	at := make([]int, len(decisions))
+	for k, d := range decisions {
 		j, ok := byDigest[d.Digest]
 		if !ok {
-			return nil, &DecisionError{CallID: d.CallID, Reason: "its digest matches no pending call of this interrupt"}
+			return nil, nil, &DecisionError{CallID: d.CallID, Reason: "its digest matches no pending call of this interrupt"}
 		}
 		p := pending[j]
 		if d.CallID != p.ID {
-			return nil, &DecisionError{CallID: d.CallID, Reason: fmt.Sprintf("its digest is that of call %q", p.ID)}
+			return nil, nil, &DecisionError{CallID: d.CallID, Reason: fmt.Sprintf("its digest is that of call %q", p.ID)}
 		}
 		if decided[j] {
-			return nil, &DecisionError{CallID: d.CallID, Reason: "two decisions for one call"}
+			return nil, nil, &DecisionError{CallID: d.CallID, Reason: "two decisions for one call"}
 		}
-		decided[j] = true
+		decided[j], at[k] = true, j
 		if d.Action != Edit && len(bytes.TrimSpace(d.Args)) > 0 {
-			return nil, &DecisionError{CallID: d.CallID, Reason: fmt.Sprintf("action %q takes no arguments (use %q)", d.Action, Edit)}
+			return nil, nil, &DecisionError{CallID: d.CallID, Reason: fmt.Sprintf("action %q takes no arguments (use %q)", d.Action, Edit)}
 		}
-		i := callIndex(ot.Calls, p.ID, p.Tool)
+		i := ot.pendingIndex(j)
 		if i < 0 {
-			return nil, &DecisionError{CallID: d.CallID, Reason: "the pending call is not in the interrupted turn"}
+			return nil, nil, &DecisionError{CallID: d.CallID, Reason: "the pending call is not in the interrupted turn"}
 		}
 		switch d.Action {
 		case Accept:
 			run[i] = runArgs{args: string(p.Args)}
 		case Edit:
 			if len(bytes.TrimSpace(d.Args)) == 0 {
-				return nil, &DecisionError{CallID: d.CallID, Reason: "an edit needs the arguments to run"}
+				return nil, nil, &DecisionError{CallID: d.CallID, Reason: "an edit needs the arguments to run"}
 			}
 			r, err := checkArgs(p.Tool, a.compiled[p.Tool], d.Args)
 			if err != nil {
-				return nil, &DecisionError{CallID: d.CallID, Reason: fmt.Sprintf("the edited arguments do not match tool %q's schema", p.Tool), Err: err}
+				return nil, nil, &DecisionError{CallID: d.CallID, Reason: fmt.Sprintf("the edited arguments do not match tool %q's schema", p.Tool), Err: err}
 			}
 			run[i] = runArgs{args: string(compactJSON(r.Args)), edited: true}
 		case Reject, Respond:
 		default:
-			return nil, &DecisionError{CallID: d.CallID, Reason: fmt.Sprintf("unknown action %q (want %q, %q, %q or %q)", d.Action, Accept, Edit, Reject, Respond)}
+			return nil, nil, &DecisionError{CallID: d.CallID, Reason: fmt.Sprintf("unknown action %q (want %q, %q, %q or %q)", d.Action, Accept, Edit, Reject, Respond)}
 		}
 	}
 	for j, p := range pending {
 		if !decided[j] {
-			return nil, &DecisionError{CallID: p.ID, Reason: fmt.Sprintf("pending call of %q has no decision", p.Tool)}
+			return nil, nil, &DecisionError{CallID: p.ID, Reason: fmt.Sprintf("pending call of %q has no decision", p.Tool)}
 		}
 	}
-	return run, nil
+	return run, at, nil
 }
 
-// callIndex returns the index in calls of the call with id and tool; -1.
-func callIndex(calls []llms.ToolCall, id, tool string) int {
-	for i, c := range calls {
-		if c.ID == id && c.FunctionCall != nil && c.FunctionCall.Name == tool {
-			return i
-		}
+// pendingIndex returns the index in the turn's calls of pending call j
+// (calls of one turn may share an id), or -1 if the state is inconsistent.
+func (ot *openTurn) pendingIndex(j int) int {
+	if j < 0 || j >= len(ot.Pending) || len(ot.PendingAt) != len(ot.Pending) {
+		return -1
 	}
-	return -1
+	i, p := ot.PendingAt[j], ot.Pending[j]
+	if i < 0 || i >= len(ot.Calls) || ot.Calls[i].ID != p.ID || ot.Calls[i].FunctionCall == nil || ot.Calls[i].FunctionCall.Name != p.Tool {
+		return -1
+	}
+	return i
 }
 
 // decided returns the open turn once its decisions are taken: the
-// interrupt resumed, rejected and answered calls finished. The decisions
-// were checked by plan.
-func (a *Agent) decided(ot *openTurn, decisions []Decision) *openTurn {
+// interrupt resumed, rejected and answered calls finished. at maps each
+// decision to its pending call's index (plan's result).
+func (a *Agent) decided(ot *openTurn, decisions []Decision, at []int) *openTurn {
 	next := *ot
-	next.Interrupt, next.Pending = "", nil
+	next.Interrupt, next.Pending, next.PendingAt = "", nil, nil
 	next.Finished = slices.Clone(ot.Finished)
-	for _, d := range decisions {
+	for k, d := range decisions {
 		if d.Action != Reject && d.Action != Respond {
 			continue
 		}
-		var p PendingCall
-		for _, q := range ot.Pending {
-			if q.ID == d.CallID {
-				p = q
-			}
-		}
-		i := callIndex(ot.Calls, p.ID, p.Tool)
+		p := ot.Pending[at[k]]
+		i := ot.pendingIndex(at[k])
 		dc := doneCall{Index: i, CallID: p.ID, Tool: p.Tool, Arguments: string(p.Args),
 			ModelArguments: ot.Calls[i].FunctionCall.Arguments}
 		if d.Action == Reject {

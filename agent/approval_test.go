@@ -686,3 +686,30 @@ func TestApprovalThreadlessInterruptOnAThread(t *testing.T) {
 		t.Errorf("Resume() on another thread: error = %v, want ErrInterruptRefused", err)
 	}
 }
+
+// Two calls of one turn with the same id (a provider may repeat one) are
+// still two pending calls, each decided and run on its own.
+func TestApprovalDuplicateCallIDs(t *testing.T) {
+	t.Parallel()
+	var b bank
+	c1 := fakemodel.Call("transfer_money", `{"to":"bob","amount":1}`)
+	c2 := fakemodel.Call("transfer_money", `{"to":"carol","amount":2}`)
+	c1.ID, c2.ID = "dup", "dup"
+	model := fakemodel.New(fakemodel.ToolCalls(c1, c2), fakemodel.Text("ok"))
+	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"))
+	_, err := a.Run(context.Background(), "pay")
+	in := interruptOf(t, err)
+	if len(in.Pending) != 2 || in.Pending[0].Digest == in.Pending[1].Digest {
+		t.Fatalf("Pending = %+v, want two calls with their own digests", in.Pending)
+	}
+	res, err := a.Resume(context.Background(), in, decide(in.Pending[1], agent.Accept, ""), decide(in.Pending[0], agent.Reject, "not bob"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.args("transfer_money"); !slices.Equal(got, []string{`{"to":"carol","amount":2}`}) {
+		t.Errorf("transfers = %q, want carol's only", got)
+	}
+	if got := toolMessages(res.Messages); !slices.Equal(got, []string{"not bob", "sent 2.00 to carol"}) {
+		t.Errorf("tool messages = %q", got)
+	}
+}

@@ -108,6 +108,7 @@ type openTurn struct {
 	// "" once it is resumed.
 	Interrupt string        `json:"interrupt,omitempty"`
 	Pending   []PendingCall `json:"pending,omitempty"`
+	PendingAt []int         `json:"pending_at,omitempty"` // each pending call's index in Calls
 }
 
 // doneCall is a call of an open turn with its outcome.

@@ -133,6 +133,7 @@ type wireTurn struct {
 	Finished  []doneCall    `json:"finished,omitempty"`
 	Interrupt string        `json:"interrupt,omitempty"`
 	Pending   []PendingCall `json:"pending,omitempty"`
+	PendingAt []int         `json:"pending_at,omitempty"`
 }
 
 // MarshalJSON encodes the state in its stored form.
@@ -144,7 +145,7 @@ func (st runState) MarshalJSON() ([]byte, error) {
 	w := wireState{Format: st.Format, Messages: msgs, Running: st.Running, Turns: st.Turns}
 	if t := st.Turn; t != nil {
 		w.Turn = &wireTurn{Number: t.Number, Text: t.Text, Calls: toWireCalls(t.Calls), Finished: t.Finished,
-			Interrupt: t.Interrupt, Pending: t.Pending}
+			Interrupt: t.Interrupt, Pending: t.Pending, PendingAt: t.PendingAt}
 	}
 	return json.Marshal(w)
 }
@@ -162,7 +163,7 @@ func (st *runState) UnmarshalJSON(data []byte) error {
 	*st = runState{Format: w.Format, Messages: msgs, Running: w.Running, Turns: w.Turns}
 	if t := w.Turn; t != nil {
 		st.Turn = &openTurn{Number: t.Number, Text: t.Text, Calls: fromWireCalls(t.Calls), Finished: t.Finished,
-			Interrupt: t.Interrupt, Pending: t.Pending}
+			Interrupt: t.Interrupt, Pending: t.Pending, PendingAt: t.PendingAt}
 	}
 	return nil
 }
