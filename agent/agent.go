@@ -48,6 +48,7 @@ type Agent struct {
 	toolStage ToolHandler // the tool middlewares around execute
 	events    func(context.Context, middleware.Event)
 	output    *outputTool // WithOutputSchema's answer tool; nil without (output.go)
+	approval  *approval   // WithApproval and WithCheckpointer (approval.go); nil: neither
 }
 
 // New returns an agent that drives model with tools.
@@ -110,6 +111,12 @@ func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 	}
 	a.addOutputTool(cfg.output) // structured output (output.go)
 	slices.Sort(a.names)
+	a.approval = newApproval(cfg.approval, a.tools) // panics on an approval naming no tool
+	if a.output != nil && a.approval != nil {
+		// The answer tool's turn is not yet recorded in an interrupt or a
+		// checkpoint: refuse the combination rather than lose the answer.
+		panic("agent: New: WithOutputSchema cannot be combined with WithApproval, WithApprovalFor or WithCheckpointer yet")
+	}
 	a.toolStage = chainTools(cfg.toolMiddlewares, a.execute)
 	a.installers = installers(cfg.middlewares)
 	a.callOpts = slices.Clone(cfg.callOptions) // WithCallOptions, then the tools
@@ -268,11 +275,18 @@ func (a *Agent) Run(ctx context.Context, input string) (*Result, error) {
 	return a.RunMessages(ctx, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, input)})
 }
 
-func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption) (err error) {
+func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption, s *session) (err error) {
 	ctx, endRun := a.observeRun(ctx)
 	defer func() { endRun(err) }()
+	// Hook (checkpoint.go, approval.go): a resumed run first finishes the
+	// turn it stopped in; s records the run's state as it goes.
+	defer func() { err = s.end(ctx, res, err) }()
+	first, over, err := a.resumeTurn(ctx, s, res)
+	if err != nil || over {
+		return err
+	}
 	reasks := 0 // re-asks for a structured answer (output.go)
-	for turn := range a.maxIt {
+	for turn := first; turn < a.maxIt; turn++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -300,27 +314,45 @@ func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption) (
 			res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeAI, text))
 			return nil
 		}
-		b, err := a.runTools(ctx, turn+1, res.Messages, calls)
+		// Hook (checkpoint.go): the turn is saved before its calls run.
+		if err := s.saveTurn(ctx, res, turn+1, text, calls); err != nil {
+			return err
+		}
+		// Hook (approval.go): runTools, less the calls that wait for a person.
+		b, err := a.runBatch(ctx, s, turn+1, res, text, calls)
 		if err != nil {
 			res.Steps = append(res.Steps, b.steps...)
 			return err
 		}
-		at := len(res.Messages)
-		res.Messages = append(res.Messages, middleware.ToolCallMessages(text, calls, b.answers)...)
-		for i := range b.steps {
-			if calls[i].FunctionCall != nil {
-				b.steps[i].Message = at
-				at += 2
-			}
-		}
-		res.Steps = append(res.Steps, b.steps...)
-		if b.direct >= 0 {
-			res.Output = b.steps[b.direct].Result
-			res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeAI, res.Output))
+		if record(res, text, calls, b) {
 			return nil
+		}
+		// Hook (checkpoint.go): the batch is saved before the next model call.
+		if err := s.saveBatch(ctx, res, turn+1); err != nil {
+			return err
 		}
 	}
 	return a.noOutput(fmt.Errorf("%w (%d)", ErrMaxIterations, a.maxIt))
+}
+
+// record appends a turn's finished batch to res: the turn's messages, then
+// its steps. It reports whether a Direct result ended the run.
+func record(res *Result, text string, calls []llms.ToolCall, b batch) bool {
+	at := len(res.Messages)
+	res.Messages = append(res.Messages, middleware.ToolCallMessages(text, calls, b.answers)...)
+	for i := range b.steps {
+		if calls[i].FunctionCall != nil {
+			b.steps[i].Message = at
+			at += 2
+		}
+	}
+	res.Steps = append(res.Steps, b.steps...)
+	if b.direct >= 0 {
+		res.Output = b.steps[b.direct].Result
+		res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeAI, res.Output))
+		return true
+	}
+	return false
 }
 
 // toolMessage returns the content of the tool message of a step that ran.

@@ -51,6 +51,14 @@
 // are told of the run and of each tool execution: with otelguard, an
 // invoke_agent span per run and an execute_tool span per tool call.
 //
+// [WithApproval] pauses a run before the calls a person must decide on: Run
+// returns an [*Interrupt] (plain, signable JSON) and [Agent.Resume] runs
+// each call as decided — accepted, edited, rejected or answered — matched
+// by a digest of the call and its arguments. [WithCheckpointer] keeps each
+// thread's state after every model turn and tool batch, so a run on a
+// thread continues its conversation and a run cut off with its process is
+// resumed on any replica without running finished calls again.
+//
 // Each Run starts its own count of model calls (Result.ModelCalls), so one
 // [Agent] serves concurrent runs. The package imports langchaingo's llms
 // package only, never agents, chains or tools.

@@ -23,6 +23,7 @@ type config struct {
 	toolMiddlewares []ToolMiddleware                        // WithToolMiddleware
 	events          func(context.Context, middleware.Event) // WithEventHandler
 	output          *validation.Schema                      // WithOutputSchema (output.go)
+	approval        approvalConfig                          // WithApproval, WithApprovalFor, WithInterruptKey, WithCheckpointer (approval.go)
 }
 
 // Defaults of the options.

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -249,7 +248,7 @@ func (a *Agent) outputTurn(ctx context.Context, turn int, res *Result, resp *llm
 		if err != nil {
 			return true, fmt.Errorf("%w: the Direct result of tool %q is not a valid answer: %w", ErrNoOutput, s.Tool, err)
 		}
-		res.Output = compactJSON(out.Args)
+		res.Output = string(compactJSON(out.Args))
 	case answerErr != nil:
 		if *reasks++; *reasks > maxOutputReasks {
 			return true, fmt.Errorf("%w: %w", ErrNoOutput, answerErr)
@@ -275,15 +274,6 @@ func (a *Agent) checkAnswer(ctx context.Context, c llms.ToolCall) ([]byte, error
 		return nil, err
 	}
 	return []byte(compactJSON(res.Args)), nil
-}
-
-// compactJSON returns b, valid JSON, without insignificant blanks.
-func compactJSON(b []byte) string {
-	var buf bytes.Buffer
-	if json.Compact(&buf, b) != nil {
-		return string(b)
-	}
-	return buf.String()
 }
 
 // Output decodes r.Output, a run's JSON answer ([WithOutputSchema]), into a

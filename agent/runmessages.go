@@ -54,6 +54,31 @@ func (a *Agent) RunMessages(ctx context.Context, msgs []llms.MessageContent, opt
 	if len(msgs) == 0 {
 		return nil, ErrNoMessages
 	}
+	ctx, calls := a.runContext(ctx)
+	// Hook (checkpoint.go): a thread's saved conversation comes first.
+	s, saved, err := a.openSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Messages: make([]llms.MessageContent, 0, len(saved)+len(msgs)+4)}
+	res.Messages = append(res.Messages, saved...)
+	if a.system != "" && len(saved) == 0 && msgs[0].Role != llms.ChatMessageTypeSystem {
+		res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeSystem, a.system))
+	}
+	res.Messages = append(res.Messages, msgs...)
+	callOpts := a.callOpts
+	if len(opts) > 0 {
+		callOpts = slices.Concat(a.callOpts[:len(a.callOpts)-a.toolOpts()], nonNil(opts), a.callOpts[len(a.callOpts)-a.toolOpts():])
+	}
+	err = a.loop(ctx, res, callOpts, s)
+	res.ModelCalls = int(calls.Load())
+	return res, err
+}
+
+// runContext returns ctx set up for a run (RunMessages, Resume): a run
+// scope, the tools' schemas, the ledger of checked calls, the event
+// handler, and the run's model-call counter.
+func (a *Agent) runContext(ctx context.Context) (context.Context, *atomic.Int64) {
 	ctx = middleware.WithRun(ctx)
 	ctx = middleware.WithToolSchemas(ctx, a.schemas)
 	ctx = a.withOutput(ctx) // structured output (output.go)
@@ -64,18 +89,7 @@ func (a *Agent) RunMessages(ctx context.Context, msgs []llms.MessageContent, opt
 	}
 	calls := new(atomic.Int64)
 	ctx = context.WithValue(ctx, modelCallsKey{}, calls)
-	res := &Result{Messages: make([]llms.MessageContent, 0, len(msgs)+4)}
-	if a.system != "" && msgs[0].Role != llms.ChatMessageTypeSystem {
-		res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeSystem, a.system))
-	}
-	res.Messages = append(res.Messages, msgs...)
-	callOpts := a.callOpts
-	if len(opts) > 0 {
-		callOpts = slices.Concat(a.callOpts[:len(a.callOpts)-a.toolOpts()], nonNil(opts), a.callOpts[len(a.callOpts)-a.toolOpts():])
-	}
-	err := a.loop(ctx, res, callOpts)
-	res.ModelCalls = int(calls.Load())
-	return res, err
+	return ctx, calls
 }
 
 // toolOpts is the number of options at the end of a.callOpts that offer the

@@ -93,6 +93,15 @@ const (
 	// EventRunStopped: a tool middleware ended the run (agent.ErrStopRun).
 	// Err is its error.
 	EventRunStopped EventKind = "run_stopped"
+	// EventApprovalPending: a call waits for a person's decision
+	// (agent.WithApproval); the run pauses after its batch with an
+	// agent.Interrupt. Tool and CallID name the call.
+	EventApprovalPending EventKind = "approval_pending"
+	// EventApprovalRefused: agent.Resume refused to resume: decisions that
+	// do not fit the pending calls, an invalid edit, or an interrupt that
+	// is forged, replayed or stale. Nothing ran. Err says why; CallID names
+	// the call when the refusal concerns one.
+	EventApprovalRefused EventKind = "approval_refused"
 )
 
 // Event is one notable thing a middleware did during a model call. Fields
@@ -139,13 +148,14 @@ func (e Event) LogValue() slog.Value {
 // LogEvents returns an event handler for [WithEventHandler] that logs each
 // event to l: schema errors, give-ups, limits, store errors, misconfiguration
 // and the tool stage's refusals (a denied call, rejected replaced arguments,
-// an unknown outcome, a stopped run) at Warn, the rest at Info.
+// an unknown outcome, a stopped run, a refused resume) at Warn, the rest at
+// Info.
 func LogEvents(l *slog.Logger) func(ctx context.Context, e Event) {
 	return func(ctx context.Context, e Event) {
 		level := slog.LevelInfo
 		switch e.Kind {
 		case EventSchemaError, EventSchemaFallback, EventGiveUp, EventLimit, EventMisconfigured, EventEmptyResponse, EventStoreError,
-			EventToolOutcomeUnknown, EventToolDenied, EventArgsRejected, EventRunStopped:
+			EventToolOutcomeUnknown, EventToolDenied, EventArgsRejected, EventRunStopped, EventApprovalRefused:
 			level = slog.LevelWarn
 		}
 		l.LogAttrs(ctx, level, "toolguard: "+string(e.Kind), slog.Any("event", e))

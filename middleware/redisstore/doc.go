@@ -41,6 +41,14 @@
 // pass a limit together. Release is a script too and never takes a count
 // below 0. The scripts touch one key each.
 //
+// # Checkpoints
+//
+// [Checkpointer] keeps an agent's thread states (agent.WithCheckpointer) in
+// the same server: one hash per thread under <prefix>{<thread>}:checkpoint,
+// saved by a compare-and-set script, so a run paused for approval or cut
+// off with its process resumes on any replica, and two replicas never both
+// resume it.
+//
 // Errors (an unreachable server, a timeout) are returned wrapped, prefixed
 // "redisstore: "; the limiters then fail the model call, or let it pass
 // with [middleware.WithStoreFailOpen]. How long a call waits for a dead

@@ -1,0 +1,698 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"slices"
+	"sync"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/middleware"
+)
+
+// WithApproval makes the calls for which needs returns true wait for a
+// person's decision before they run (LangGraph's interrupt, LangChain's
+// HumanInTheLoopMiddleware).
+//
+// needs sees each call of a model turn that names a tool of the agent,
+// with the arguments it would run with; it must be safe for concurrent use
+// and must not modify the call. A call that needs approval is first
+// checked against its tool's schema: a person never reviews arguments the
+// schema rejects (such a call goes through the tool stage, which refuses
+// it, and the model reads why). The other calls of the turn run; then the
+// run stops and returns its partial *[Result] with an *[Interrupt]
+// (errors.As) holding the pending calls. [Agent.Resume] continues it.
+//
+// If a call of the turn ends the run ([ErrStopRun]) or the context ends
+// while the others run, the run ends as it would without approval, and the
+// pending calls never run.
+//
+// Several WithApproval and [WithApprovalFor] options add up: a call needs
+// approval if any of them says so. WithApproval panics if needs is nil (an
+// approval gate that is silently off is the bug it exists to prevent).
+func WithApproval(needs func(call *ToolCall) bool) Option {
+	if needs == nil {
+		panic("agent: WithApproval(nil): the function saying which calls need approval is required")
+	}
+	return func(c *config) { c.approval.needs = append(c.approval.needs, needs) }
+}
+
+// WithApprovalFor makes every call of the named tools wait for a person's
+// decision, as [WithApproval] does. [New] panics if a name is not one of
+// its tools' (as sent to the model), so a mistyped name cannot silently
+// leave a tool ungated. It panics if no name is given.
+func WithApprovalFor(tools ...string) Option {
+	if len(tools) == 0 {
+		panic("agent: WithApprovalFor(): name at least one tool")
+	}
+	names := slices.Clone(tools)
+	return func(c *config) { c.approval.tools = append(c.approval.tools, names...) }
+}
+
+// WithInterruptKey signs every [Interrupt] the agent returns with an
+// HMAC-SHA256 under key (the application's secret, at least 16 bytes), and
+// makes the digests of its pending calls HMACs too. [Agent.Resume] then
+// refuses an interrupt whose signature does not verify: an interrupt that
+// travelled through a client — a browser, a chat app — cannot have its
+// calls, arguments or transcript changed, nor a digest computed for calls
+// it never held. Use it whenever an interrupt leaves the server; with a
+// [Checkpointer] the state is read from the store anyway. All replicas that
+// resume each other's interrupts need the same key. It panics if key is
+// shorter than 16 bytes.
+func WithInterruptKey(key []byte) Option {
+	if len(key) < 16 {
+		panic(fmt.Sprintf("agent: WithInterruptKey: the key has %d bytes, want at least 16", len(key)))
+	}
+	k := slices.Clone(key)
+	return func(c *config) { c.approval.key = k }
+}
+
+// approvalConfig is what the options say about approval and checkpoints.
+type approvalConfig struct {
+	needs []func(*ToolCall) bool
+	tools []string
+	key   []byte
+	cp    Checkpointer
+}
+
+// approval is an agent's approval gate and checkpointer.
+type approval struct {
+	needs []func(*ToolCall) bool // any true: the call waits
+	tools map[string]bool        // WithApprovalFor
+	key   []byte                 // nil: unsigned, plain SHA-256 digests
+	cp    Checkpointer
+
+	mu   sync.Mutex
+	used map[string]bool // interrupts resumed by this agent, without a checkpointer
+	fifo []string
+}
+
+// maxUsed bounds the interrupts an agent without a checkpointer remembers
+// having resumed.
+const maxUsed = 4096
+
+// newApproval returns the agent's approval, or nil when neither approval
+// nor a checkpointer is configured. It panics on a WithApprovalFor name
+// that is not a tool of the agent.
+func newApproval(c approvalConfig, tools map[string]Tool) *approval {
+	if len(c.needs) == 0 && len(c.tools) == 0 && c.cp == nil {
+		return nil
+	}
+	ap := &approval{needs: c.needs, key: c.key, cp: c.cp}
+	for _, name := range c.tools {
+		if tools[name] == nil {
+			names := make([]string, 0, len(tools))
+			for n := range tools {
+				names = append(names, n)
+			}
+			slices.Sort(names)
+			panic(fmt.Sprintf("agent: New: WithApprovalFor(%q): the agent has no tool of that name (its tools: %q)", name, names))
+		}
+		if ap.tools == nil {
+			ap.tools = make(map[string]bool)
+		}
+		ap.tools[name] = true
+	}
+	return ap
+}
+
+// gated reports whether the agent has an approval gate.
+func (ap *approval) gated() bool {
+	return ap != nil && (len(ap.needs) > 0 || len(ap.tools) > 0)
+}
+
+func (ap *approval) needsApproval(call *ToolCall) bool {
+	if ap.tools[call.Name] {
+		return true
+	}
+	for _, f := range ap.needs {
+		c := *call
+		c.Args = slices.Clone(call.Args)
+		if f(&c) {
+			return true
+		}
+	}
+	return false
+}
+
+// Interrupt is what a run that waits for a person returns as its error
+// (errors.As): the calls to decide on, and what [Agent.Resume] needs to go
+// on. It is plain data: marshal it to JSON, keep it anywhere, and resume it
+// in another process on another replica of the same agent.
+type Interrupt struct {
+	// ID identifies this pause: random, never reused. Every pending call's
+	// digest binds it, so a decision made on one interrupt cannot be
+	// replayed on another.
+	ID string `json:"id"`
+	// Thread is the thread id of the run ([middleware.WithThread]), "" if
+	// none.
+	Thread string `json:"thread,omitempty"`
+	// Pending lists the calls awaiting a decision, in call order.
+	Pending []PendingCall `json:"pending"`
+	// State is the run's state to resume from, opaque; empty when the
+	// agent keeps it in its [Checkpointer]. It holds the run's transcript:
+	// the signature protects it from change, not from being read, so keep
+	// the interrupt server-side (or use a Checkpointer) when a client must
+	// not read the conversation.
+	State json.RawMessage `json:"state,omitempty"`
+	// Signature is the HMAC of everything above under the key of
+	// [WithInterruptKey]; "" without one.
+	Signature string `json:"signature,omitempty"`
+}
+
+// Error says how many calls wait.
+func (in *Interrupt) Error() string {
+	return fmt.Sprintf("agent: run interrupted: %d tool call(s) await a decision", len(in.Pending))
+}
+
+// PendingCall is a tool call waiting for a person's [Decision].
+type PendingCall struct {
+	// ID is the call's id; Tool the tool's name as sent to the model.
+	ID   string `json:"id"`
+	Tool string `json:"tool"`
+	// Args is the JSON object the call would run with, validated against
+	// the tool's schema (with empty values stripped where that fixed it).
+	Args json.RawMessage `json:"args"`
+	// Schema is the tool's schema as sent to the model, for a reviewer's
+	// form.
+	Schema any `json:"schema,omitempty"`
+	// Digest binds a decision to this interrupt, thread, tool, call id and
+	// exactly these arguments; copy it into the Decision.
+	Digest string `json:"digest"`
+}
+
+// Action is what a person decided for a pending call.
+type Action string
+
+// The actions of a [Decision].
+const (
+	// Accept runs the call with its pending arguments.
+	Accept Action = "accept"
+	// Edit runs the call with Decision.Args instead, once they pass the
+	// tool's schema.
+	Edit Action = "edit"
+	// Reject never runs the call; the model reads Decision.Message.
+	Reject Action = "reject"
+	// Respond never runs the call; Decision.Message is its result, as if
+	// the tool had returned it.
+	Respond Action = "respond"
+)
+
+// Decision is a person's answer to one [PendingCall].
+type Decision struct {
+	// CallID is the pending call's ID.
+	CallID string `json:"call_id"`
+	// Action is Accept, Edit, Reject or Respond.
+	Action Action `json:"action"`
+	// Args is, for Edit only, the JSON object of arguments to run instead.
+	Args json.RawMessage `json:"args,omitempty"`
+	// Message is, for Reject, what the model reads (a default when "");
+	// for Respond, the call's result.
+	Message string `json:"message,omitempty"`
+	// Digest is the PendingCall's Digest.
+	Digest string `json:"digest"`
+}
+
+// ErrDecisionRefused is wrapped by the error of [Agent.Resume] when the
+// decisions do not fit the interrupt's pending calls, or an edit's
+// arguments fail the tool's schema: nothing ran, and the interrupt can be
+// resumed again with corrected decisions.
+var ErrDecisionRefused = errors.New("agent: decision refused")
+
+// ErrInterruptRefused is wrapped by the error of [Agent.Resume] when the
+// interrupt itself cannot be resumed: its signature does not verify, its
+// state is malformed, it belongs to another thread, or it was already
+// resumed (or replaced by a later run on the thread). Nothing ran.
+var ErrInterruptRefused = errors.New("agent: interrupt refused")
+
+// ErrCallRejected is wrapped by the Step.Err of a call a person rejected.
+var ErrCallRejected = errors.New("agent: a person rejected the call")
+
+// DecisionError is the error of [Agent.Resume] for decisions it refuses
+// (it matches [ErrDecisionRefused] with errors.Is). Nothing ran.
+type DecisionError struct {
+	// CallID is the call concerned, "" when the refusal is about the
+	// whole set.
+	CallID string
+	// Reason says what is wrong, for the person.
+	Reason string
+	// Err is, for an invalid edit, the *validation.Error naming every
+	// violation; else nil.
+	Err error
+}
+
+func (e *DecisionError) Error() string {
+	msg := "agent: decision refused"
+	if e.CallID != "" {
+		msg += fmt.Sprintf(" (call %q)", e.CallID)
+	}
+	msg += ": " + e.Reason
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns Err.
+func (e *DecisionError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrDecisionRefused.
+func (e *DecisionError) Is(target error) bool { return target == ErrDecisionRefused }
+
+// rejectedError is the Step.Err of a rejected call.
+type rejectedError struct{ msg string }
+
+func (e *rejectedError) Error() string        { return e.msg }
+func (e *rejectedError) Is(target error) bool { return target == ErrCallRejected }
+
+// defaultRejection is what the model reads of a call rejected without a
+// message.
+const defaultRejection = "A person reviewing this call rejected it; it did not run."
+
+// runBatch runs a model turn's calls: all of them through runTools, unless
+// some wait for approval; then the others run and it returns their steps
+// with an *Interrupt.
+func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result, text string, calls []llms.ToolCall) (batch, error) {
+	if !a.approval.gated() {
+		return a.runTools(ctx, turn, res.Messages, calls)
+	}
+	var pending []PendingCall
+	var pendingAt []int
+	var rest []llms.ToolCall
+	var restAt []int
+	for i, c := range calls {
+		if p, ok := a.pendingCall(ctx, c); ok {
+			pending, pendingAt = append(pending, p), append(pendingAt, i)
+			continue
+		}
+		rest, restAt = append(rest, c), append(restAt, i)
+	}
+	if len(pending) == 0 {
+		return a.runTools(ctx, turn, res.Messages, calls)
+	}
+	b, err := a.runTools(ctx, turn, res.Messages, rest)
+	if err != nil {
+		return b, err
+	}
+	in := &Interrupt{ID: newInterruptID(), Thread: middleware.ThreadFrom(ctx)}
+	for i := range pending {
+		pending[i].Digest = a.approval.digest(in.ID, in.Thread, pending[i])
+		ReportEvent(ctx, middleware.Event{Kind: middleware.EventApprovalPending, Tool: pending[i].Tool, CallID: pending[i].ID})
+	}
+	ot := &openTurn{Number: turn, Text: text, Calls: calls, Interrupt: in.ID, Pending: pending, PendingAt: pendingAt}
+	for j, i := range restAt {
+		ot.Finished = append(ot.Finished, doneFrom(i, b.steps[j], b.answers[j], b.direct == j))
+	}
+	st := runState{Format: stateFormat, Messages: res.Messages, Running: true, Turns: turn - 1, Turn: ot}
+	if s != nil && s.cp != nil {
+		if err := s.save(ctx, st); err != nil {
+			return batch{steps: b.steps}, err
+		}
+	} else {
+		data, err := json.Marshal(st)
+		if err != nil {
+			return batch{steps: b.steps}, fmt.Errorf("agent: encode interrupt state: %w", err)
+		}
+		in.State = data
+	}
+	in.Pending = pending
+	in.Signature = a.approval.sign(in)
+	return batch{steps: b.steps}, in
+}
+
+// pendingCall reports whether c waits for approval, and if so the pending
+// call: its arguments as the tool stage would start with them, checked
+// against the tool's schema. A call that fails the check is not pending:
+// it goes through the tool stage, which refuses it.
+func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (PendingCall, bool) {
+	if c.FunctionCall == nil || a.tools[c.FunctionCall.Name] == nil {
+		return PendingCall{}, false
+	}
+	name := c.FunctionCall.Name
+	st := &callState{
+		info:      CallInfo{ID: c.ID, Tool: name, Thread: middleware.ThreadFrom(ctx), Attempt: 1},
+		modelArgs: c.FunctionCall.Arguments,
+		tool:      a.tools[name],
+		out:       &callDone{},
+	}
+	args := a.prepareArgs(ctx, st)
+	if !a.approval.needsApproval(&ToolCall{ID: c.ID, Name: name, Args: json.RawMessage(args), Tool: st.tool}) {
+		return PendingCall{}, false
+	}
+	r, err := checkArgs(name, a.compiled[name], []byte(args))
+	if err != nil {
+		return PendingCall{}, false
+	}
+	// Issue 18 (injected arguments): remove the injected properties from
+	// r.Args here; Resume's run through prepareArgs re-injects them.
+	return PendingCall{ID: c.ID, Tool: name, Args: compactJSON(r.Args), Schema: a.modelSchema(name)}, true
+}
+
+// modelSchema returns the schema the model is sent for tool name.
+func (a *Agent) modelSchema(name string) any {
+	for _, d := range a.defs {
+		if d.Function != nil && d.Function.Name == name {
+			return d.Function.Parameters
+		}
+	}
+	return nil
+}
+
+func compactJSON(raw []byte) json.RawMessage {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return slices.Clone(raw)
+	}
+	return buf.Bytes()
+}
+
+func newInterruptID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
+	return hex.EncodeToString(b[:])
+}
+
+// mac returns an HMAC-SHA256 under the key, or plain SHA-256 without one.
+func (ap *approval) mac() hash.Hash {
+	if ap.key != nil {
+		return hmac.New(sha256.New, ap.key)
+	}
+	return sha256.New()
+}
+
+// digest binds a decision to one pending call: the interrupt's id (so a
+// decision cannot be replayed on another interrupt, even one whose calls
+// have the same ids and arguments, as synthesized ids do), the thread, the
+// tool, the call id and the exact arguments (compacted JSON). Each field is
+// length-prefixed so that no two tuples hash alike.
+func (ap *approval) digest(interrupt, thread string, p PendingCall) string {
+	h := ap.mac()
+	h.Write([]byte("toolguard/approval/v1"))
+	for _, f := range []string{interrupt, thread, p.Tool, p.ID, string(compactJSON(p.Args))} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		h.Write(n[:])
+		h.Write([]byte(f))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// sign returns the interrupt's signature: "" without a key.
+func (ap *approval) sign(in *Interrupt) string {
+	if ap.key == nil {
+		return ""
+	}
+	unsigned := *in
+	unsigned.Signature = ""
+	data, err := json.Marshal(&unsigned)
+	if err != nil {
+		return "" // unreachable: an Interrupt is plain data; an empty signature never verifies
+	}
+	h := hmac.New(sha256.New, ap.key)
+	h.Write([]byte("toolguard/interrupt/v1"))
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// verify reports whether in's signature is valid (always, without a key).
+func (ap *approval) verify(in *Interrupt) bool {
+	if ap.key == nil {
+		return true
+	}
+	want := ap.sign(in)
+	return want != "" && hmac.Equal([]byte(want), []byte(in.Signature))
+}
+
+// claim records that the interrupt id is being resumed, for an agent
+// without a checkpointer; false if it already was.
+func (ap *approval) claim(id string) bool {
+	ap.mu.Lock()
+	defer ap.mu.Unlock()
+	if ap.used[id] {
+		return false
+	}
+	if ap.used == nil {
+		ap.used = make(map[string]bool)
+	}
+	ap.used[id] = true
+	ap.fifo = append(ap.fifo, id)
+	if len(ap.fifo) > maxUsed {
+		delete(ap.used, ap.fifo[0])
+		ap.fifo = ap.fifo[1:]
+	}
+	return true
+}
+
+// resumeFrom is the state a resumed run starts from and what to run.
+type resumeFrom struct {
+	state runState
+	run   map[int]runArgs // index in the open turn's calls: accepted or edited
+}
+
+type runArgs struct {
+	args   string
+	edited bool
+}
+
+// Resume continues a run that returned an [*Interrupt], with a person's
+// decisions on its pending calls, and returns the run's *[Result] as
+// [Agent.Run] does: Messages is the whole transcript, Steps the calls of
+// the interrupted turn (those finished before the pause included, their
+// errors restored as text) and of the turns after it.
+//
+// Every pending call needs exactly one decision, matched by its digest
+// (never by position) and call id. A decision that matches no pending
+// call, a pending call without one, two decisions for one call, an unknown
+// action, arguments given to any action but Edit, or an Edit whose
+// arguments fail the tool's schema: Resume returns a *[DecisionError]
+// ([ErrDecisionRefused]), nothing runs and the interrupt can be resumed
+// again. Accepted and edited calls then run through the tool stage — the
+// tool middlewares, the schema check, the same path as a call of Run — and
+// an edit keeps the call's tool; the transcript records an edited call with
+// the arguments that ran. Rejected calls never run and the model reads the
+// message; a response is the call's result and the tool never runs. Calls
+// of the turn that finished before the pause never run again.
+//
+// An interrupt can be resumed once. With a [Checkpointer] and a thread,
+// the state is the thread's (the interrupt need only be the thread's
+// current one: a replayed, stale or other thread's interrupt is refused
+// with [ErrInterruptRefused]), and two replicas resuming it at once cannot
+// both run it. Without one, the interrupt carries the state and this agent
+// refuses one it has resumed before; another process cannot tell, so use a
+// Checkpointer when interrupts may be resumed twice, and
+// [WithInterruptKey] when they travel through clients.
+//
+// With a nil interrupt, Resume continues the thread's unfinished run from
+// the checkpointer: a run cut off mid-way goes on from its last save
+// without running finished calls again (a call that was running when it
+// stopped is not run again either: its Step.Err is [ErrCallInterrupted]);
+// a run awaiting decisions takes them as with its interrupt. It returns
+// [ErrNothingToResume] when there is none.
+func (a *Agent) Resume(ctx context.Context, in *Interrupt, decisions ...Decision) (*Result, error) {
+	res, err := a.resume(ctx, in, decisions)
+	if a.events != nil && (errors.Is(err, ErrDecisionRefused) || errors.Is(err, ErrInterruptRefused)) {
+		e := middleware.Event{Kind: middleware.EventApprovalRefused, Middleware: "agent", Err: err}
+		var de *DecisionError
+		if errors.As(err, &de) {
+			e.CallID = de.CallID
+		}
+		a.events(ctx, e)
+	}
+	return res, err
+}
+
+func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision) (*Result, error) {
+	ap := a.approval
+	// The resumed run is on the interrupt's thread (none for a run that
+	// had none: its state is in the interrupt, whatever thread ctx names),
+	// else on ctx's.
+	thread := middleware.ThreadFrom(ctx)
+	if in != nil {
+		if in.Thread != "" && thread != "" && thread != in.Thread {
+			return nil, fmt.Errorf("%w: it belongs to thread %q, not %q", ErrInterruptRefused, in.Thread, thread)
+		}
+		thread = in.Thread
+		ctx = middleware.WithThread(ctx, thread)
+	}
+	if ap == nil {
+		if in == nil {
+			return nil, ErrNothingToResume
+		}
+		return nil, fmt.Errorf("%w: the agent has no approval configured", ErrInterruptRefused)
+	}
+	if in != nil && !ap.verify(in) {
+		return nil, fmt.Errorf("%w: its signature does not verify", ErrInterruptRefused)
+	}
+	s := &session{}
+	var st runState
+	switch {
+	case ap.cp != nil && thread != "":
+		s.cp, s.thread = ap.cp, thread
+		saved, err := s.load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if saved == nil || !saved.Running {
+			if in != nil {
+				return nil, fmt.Errorf("%w: thread %q has no run awaiting it (already resumed?)", ErrInterruptRefused, thread)
+			}
+			return nil, fmt.Errorf("%w (thread %q)", ErrNothingToResume, thread)
+		}
+		st = *saved
+		if in != nil && (st.Turn == nil || st.Turn.Interrupt != in.ID) {
+			return nil, fmt.Errorf("%w: it is not thread %q's pending interrupt (already resumed, or replaced)", ErrInterruptRefused, thread)
+		}
+	case in == nil:
+		return nil, ErrNothingToResume
+	default:
+		if err := json.Unmarshal(in.State, &st); err != nil || st.Format != stateFormat || st.Turn == nil || st.Turn.Interrupt != in.ID {
+			return nil, fmt.Errorf("%w: its state is missing or malformed", ErrInterruptRefused)
+		}
+	}
+	id := ""
+	if st.Turn != nil {
+		id = st.Turn.Interrupt
+	}
+	run, at, err := a.plan(st.Turn, id, thread, decisions)
+	if err != nil {
+		return nil, err
+	}
+	// Claim the interrupt before anything runs: rejected and answered calls
+	// are finished; accepted and edited ones are about to run (cut off
+	// while they run, they are never run again).
+	if st.Turn != nil && id != "" {
+		st.Turn = a.decided(st.Turn, decisions, at)
+	}
+	if s.cp != nil {
+		if err := s.save(ctx, st); err != nil {
+			if errors.Is(err, ErrCheckpointConflict) {
+				return nil, fmt.Errorf("%w: another resume of thread %q came first: %w", ErrInterruptRefused, thread, err)
+			}
+			return nil, err
+		}
+	} else if !ap.claim(id) {
+		return nil, fmt.Errorf("%w: it was already resumed", ErrInterruptRefused)
+	}
+	ctx, calls := a.runContext(ctx)
+	s.resume = &resumeFrom{state: st, run: run}
+	res := &Result{Messages: slices.Clone(st.Messages)}
+	err = a.loop(ctx, res, a.callOpts, s)
+	res.ModelCalls = int(calls.Load())
+	return res, err
+}
+
+// plan checks decisions against the open turn's pending calls and returns
+// the calls to run (accepted and edited, with their arguments).
+func (a *Agent) plan(ot *openTurn, id, thread string, decisions []Decision) (map[int]runArgs, []int, error) {
+	var pending []PendingCall
+	if ot != nil && id != "" {
+		pending = ot.Pending
+	}
+	if len(pending) == 0 {
+		if len(decisions) > 0 {
+			return nil, nil, &DecisionError{Reason: "the run has no pending call to decide on"}
+		}
+		return nil, nil, nil
+	}
+	byDigest := make(map[string]int, len(pending))
+	for j, p := range pending {
+		byDigest[a.approval.digest(id, thread, p)] = j
+	}
+	decided := make([]bool, len(pending))
+	run := make(map[int]runArgs)
+	at := make([]int, len(decisions))
+	for k, d := range decisions {
+		j, ok := byDigest[d.Digest]
+		if !ok {
+			return nil, nil, &DecisionError{CallID: d.CallID, Reason: "its digest matches no pending call of this interrupt"}
+		}
+		p := pending[j]
+		if d.CallID != p.ID {
+			return nil, nil, &DecisionError{CallID: d.CallID, Reason: fmt.Sprintf("its digest is that of call %q", p.ID)}
+		}
+		if decided[j] {
+			return nil, nil, &DecisionError{CallID: d.CallID, Reason: "two decisions for one call"}
+		}
+		decided[j], at[k] = true, j
+		if d.Action != Edit && len(bytes.TrimSpace(d.Args)) > 0 {
+			return nil, nil, &DecisionError{CallID: d.CallID, Reason: fmt.Sprintf("action %q takes no arguments (use %q)", d.Action, Edit)}
+		}
+		i := ot.pendingIndex(j)
+		if i < 0 {
+			return nil, nil, &DecisionError{CallID: d.CallID, Reason: "the pending call is not in the interrupted turn"}
+		}
+		switch d.Action {
+		case Accept:
+			run[i] = runArgs{args: string(p.Args)}
+		case Edit:
+			if len(bytes.TrimSpace(d.Args)) == 0 {
+				return nil, nil, &DecisionError{CallID: d.CallID, Reason: "an edit needs the arguments to run"}
+			}
+			r, err := checkArgs(p.Tool, a.compiled[p.Tool], d.Args)
+			if err != nil {
+				return nil, nil, &DecisionError{CallID: d.CallID, Reason: fmt.Sprintf("the edited arguments do not match tool %q's schema", p.Tool), Err: err}
+			}
+			run[i] = runArgs{args: string(compactJSON(r.Args)), edited: true}
+		case Reject, Respond:
+		default:
+			return nil, nil, &DecisionError{CallID: d.CallID, Reason: fmt.Sprintf("unknown action %q (want %q, %q, %q or %q)", d.Action, Accept, Edit, Reject, Respond)}
+		}
+	}
+	for j, p := range pending {
+		if !decided[j] {
+			return nil, nil, &DecisionError{CallID: p.ID, Reason: fmt.Sprintf("pending call of %q has no decision", p.Tool)}
+		}
+	}
+	return run, at, nil
+}
+
+// pendingIndex returns the index in the turn's calls of pending call j
+// (calls of one turn may share an id), or -1 if the state is inconsistent.
+func (ot *openTurn) pendingIndex(j int) int {
+	if j < 0 || j >= len(ot.Pending) || len(ot.PendingAt) != len(ot.Pending) {
+		return -1
+	}
+	i, p := ot.PendingAt[j], ot.Pending[j]
+	if i < 0 || i >= len(ot.Calls) || ot.Calls[i].ID != p.ID || ot.Calls[i].FunctionCall == nil || ot.Calls[i].FunctionCall.Name != p.Tool {
+		return -1
+	}
+	return i
+}
+
+// decided returns the open turn once its decisions are taken: the
+// interrupt resumed, rejected and answered calls finished. at maps each
+// decision to its pending call's index (plan's result).
+func (a *Agent) decided(ot *openTurn, decisions []Decision, at []int) *openTurn {
+	next := *ot
+	next.Interrupt, next.Pending, next.PendingAt = "", nil, nil
+	next.Finished = slices.Clone(ot.Finished)
+	for k, d := range decisions {
+		if d.Action != Reject && d.Action != Respond {
+			continue
+		}
+		p := ot.Pending[at[k]]
+		i := ot.pendingIndex(at[k])
+		dc := doneCall{Index: i, CallID: p.ID, Tool: p.Tool, Arguments: string(p.Args),
+			ModelArguments: ot.Calls[i].FunctionCall.Arguments}
+		if d.Action == Reject {
+			msg := d.Message
+			if msg == "" {
+				msg = defaultRejection
+			}
+			dc.Failed, dc.Rejected, dc.Err, dc.Answer = true, true, ErrCallRejected.Error()+": "+msg, msg
+		} else {
+			dc.Result, dc.Answer = d.Message, d.Message
+		}
+		next.Finished = append(next.Finished, dc)
+	}
+	return &next
+}
