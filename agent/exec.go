@@ -87,8 +87,6 @@ func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageCo
 				checked:   ledger.Has(c.ID, c.FunctionCall.Name, c.FunctionCall.Arguments),
 				out:       &callDone{},
 			}
-			st.stageArgs = a.prepareArgs(ctx, st)
-			st.checked = st.checked && st.stageArgs == st.modelArgs
 			go a.callTool(ctx, i, c, st, results)
 			continue
 		}
@@ -148,10 +146,21 @@ func (a *Agent) callTool(ctx context.Context, index int, c llms.ToolCall, st *ca
 		}
 		results <- f
 	}()
-	call := &ToolCall{ID: c.ID, Name: c.FunctionCall.Name, Args: json.RawMessage(st.stageArgs), Tool: st.tool}
-	res, err := a.toolStage(ctx, call)
-	if err == nil && res == nil {
-		err = errNoResult
+	// The starting arguments are prepared here, on the call's goroutine and
+	// inside its span: preparing may take time (an injector looking a
+	// value up) and may fail, which fails the call without running the
+	// tool stage.
+	var res *ToolResult
+	stageArgs, err := a.prepareArgs(ctx, st)
+	prepared := err == nil
+	if prepared {
+		st.stageArgs = stageArgs
+		st.checked = st.checked && st.stageArgs == st.modelArgs
+		call := &ToolCall{ID: c.ID, Name: c.FunctionCall.Name, Args: json.RawMessage(st.stageArgs), Tool: st.tool}
+		res, err = a.toolStage(ctx, call)
+		if err == nil && res == nil {
+			err = errNoResult
+		}
 	}
 	f.step = Step{
 		CallID:         c.ID,
@@ -168,7 +177,7 @@ func (a *Agent) callTool(ctx context.Context, index int, c llms.ToolCall, st *ca
 		f.step.Err = err
 		if errors.Is(err, ErrStopRun) {
 			ReportEvent(ctx, middleware.Event{Kind: middleware.EventRunStopped, Err: err})
-		} else if !st.out.ran {
+		} else if prepared && !st.out.ran {
 			var rejected *ArgsRejectedError
 			var ve *validation.Error
 			if !errors.As(err, &rejected) && !errors.As(err, &ve) {
@@ -186,9 +195,12 @@ func (a *Agent) callTool(ctx context.Context, index int, c llms.ToolCall, st *ca
 // prepareArgs returns the arguments a call enters the tool stage with: the
 // model stage's (st.modelArgs). It is where arguments the model must not
 // set are to be supplied; a call whose arguments it changes is checked
-// against the tool's whole schema before the tool runs.
-func (a *Agent) prepareArgs(_ context.Context, st *callState) string {
-	return st.modelArgs
+// against the tool's whole schema before the tool runs. It runs on the
+// call's goroutine, with the call in ctx (CallFrom). An error fails the
+// call without running the tool stage: Step.Err is the error and the model
+// reads its text, so its text must be fit for the model.
+func (a *Agent) prepareArgs(_ context.Context, st *callState) (string, error) {
+	return st.modelArgs, nil
 }
 
 // execute is the innermost handler of the tool stage: it checks the call's
