@@ -91,6 +91,16 @@ const (
 	// EventRunStopped: a tool middleware ended the run (agent.ErrStopRun).
 	// Err is its error.
 	EventRunStopped EventKind = "run_stopped"
+	// EventForgedArgument: a security event. The model sent a value for
+	// an injected argument of the tool — a property the program supplies
+	// and the model must neither see nor set (agent.Inject,
+	// [WithInjectedArgs]), such as the caller's user id. The value was
+	// dropped (the tool gets the injected one) and is never reported:
+	// Paths lists the properties, as JSON Pointers. [ToolArgValidation]
+	// reports it for each response it checks (Attempt is the model-call
+	// attempt), the agent's tool stage for a call that reaches it with
+	// such a value (no model stage told of the injected arguments).
+	EventForgedArgument EventKind = "forged_argument"
 )
 
 // Event is one notable thing a middleware did during a model call. Fields
@@ -135,15 +145,16 @@ func (e Event) LogValue() slog.Value {
 }
 
 // LogEvents returns an event handler for [WithEventHandler] that logs each
-// event to l: schema errors, give-ups, limits, store errors, misconfiguration
-// and the tool stage's refusals (a denied call, rejected replaced arguments,
-// an unknown outcome, a stopped run) at Warn, the rest at Info.
+// event to l: schema errors, give-ups, limits, store errors, misconfiguration,
+// the tool stage's refusals (a denied call, rejected replaced arguments,
+// an unknown outcome, a stopped run) and forged injected arguments at Warn,
+// the rest at Info.
 func LogEvents(l *slog.Logger) func(ctx context.Context, e Event) {
 	return func(ctx context.Context, e Event) {
 		level := slog.LevelInfo
 		switch e.Kind {
 		case EventSchemaError, EventSchemaFallback, EventGiveUp, EventLimit, EventMisconfigured, EventEmptyResponse, EventStoreError,
-			EventToolOutcomeUnknown, EventToolDenied, EventArgsRejected, EventRunStopped:
+			EventToolOutcomeUnknown, EventToolDenied, EventArgsRejected, EventRunStopped, EventForgedArgument:
 			level = slog.LevelWarn
 		}
 		l.LogAttrs(ctx, level, "toolguard: "+string(e.Kind), slog.Any("event", e))

@@ -9,6 +9,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
 	"github.com/toolguard/toolguard/internal/checked"
+	injectedargs "github.com/toolguard/toolguard/internal/injected"
 	"github.com/toolguard/toolguard/internal/safetext"
 	"github.com/toolguard/toolguard/internal/toolargs"
 	"github.com/toolguard/toolguard/repair"
@@ -398,9 +399,20 @@ func (m *toolArgValidation) check(ctx context.Context, c *toolCall, tools toolSc
 		schema = s
 	}
 
+	injected := InjectedArgsFrom(ctx, c.fn.Name)
+	m.dropForged(ctx, c, injected, attempt)
 	res := toolargs.Check(schema, []byte(c.fn.Arguments), toolargs.Options{Strip: m.cfg.strip, Repair: m.cfg.repair})
 	if res.Changed {
 		c.setArgs(string(res.Args))
+	}
+	redacted := false
+	if len(injected) > 0 {
+		if len(res.Repairs) > 0 {
+			m.dropForged(ctx, c, injected, attempt) // a repair may have made a forged value readable
+		}
+		before := res.Err
+		res.Err = injectedargs.Redact(res.Err, injected)
+		redacted = before != nil && res.Err != before
 	}
 	if len(res.Repairs) > 0 {
 		names := make([]string, len(res.Repairs))
@@ -413,12 +425,27 @@ func (m *toolArgValidation) check(ctx context.Context, c *toolCall, tools toolSc
 		m.emit(ctx, Event{Kind: EventStripped, Attempt: attempt, Tool: c.fn.Name, CallID: c.id, Paths: res.Stripped})
 	}
 	if res.Err == nil {
-		if m.runSchema(ctx, c.fn.Name) {
+		if !redacted && m.runSchema(ctx, c.fn.Name) {
 			checked.Record(ctx, c.id, c.fn.Name, c.fn.Arguments)
 		}
 		return verdict{}, nil
 	}
 	return reject(res.Err, ""), nil
+}
+
+// dropForged removes from c's arguments the values the model sent for the
+// tool's injected arguments ([WithInjectedArgs]) and reports them, by path
+// only.
+func (m *toolArgValidation) dropForged(ctx context.Context, c *toolCall, injected []string, attempt int) {
+	if len(injected) == 0 {
+		return
+	}
+	args, forged := injectedargs.Drop(c.fn.Arguments, injected)
+	if len(forged) == 0 {
+		return
+	}
+	c.setArgs(args)
+	m.emit(ctx, Event{Kind: EventForgedArgument, Attempt: attempt, Tool: c.fn.Name, CallID: c.id, Paths: forged})
 }
 
 // runSchema reports whether name's schema is the one the context's
