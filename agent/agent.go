@@ -47,6 +47,10 @@ type Agent struct {
 	compiled  map[string]*validation.Schema
 	toolStage ToolHandler // the tool middlewares around execute
 	events    func(context.Context, middleware.Event)
+	// Injected arguments (inject.go): per tool with any, by sent name.
+	injection map[string]injection
+	injected  map[string][]string // the names alone, for middleware.WithInjectedArgs
+	injectors map[string]Injector // Inject's functions, by property name
 }
 
 // New returns an agent that drives model with tools.
@@ -92,7 +96,8 @@ func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 		if t.Name() == "" {
 			panic(fmt.Sprintf("agent: New: tool %d has no name", i))
 		}
-		t = cfg.sentName(t) // a provider-safe name, see WithToolNames
+		injected := injectedProps(t.Schema()) // Inject, InjectArgs, toolguard:"inject"
+		t = cfg.sentName(t)                   // a provider-safe name, see WithToolNames
 		name := t.Name()
 		if _, dup := a.tools[name]; dup {
 			panic(fmt.Sprintf("agent: New: two tools are named %q", name))
@@ -106,6 +111,9 @@ func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 			Description: t.Description(),
 			Parameters:  parameters(t.Schema()),
 		}})
+		if len(injected) > 0 { // the model is sent the schema without them
+			a.setupInjection(&cfg, name, t, injected, &a.defs[len(a.defs)-1])
+		}
 	}
 	slices.Sort(a.names)
 	a.toolStage = chainTools(cfg.toolMiddlewares, a.execute)
@@ -321,6 +329,10 @@ func toolMessage(s Step) string {
 	var rejected *ArgsRejectedError
 	if errors.As(s.Err, &rejected) {
 		return errfmt.ToolError(rejected) // never the violations
+	}
+	var injectErr *InjectError
+	if errors.As(s.Err, &injectErr) {
+		return errfmt.ToolError(injectErr) // never the cause: it may quote an injected value
 	}
 	var ve *validation.Error
 	if errors.As(s.Err, &ve) {

@@ -31,6 +31,7 @@ type callState struct {
 	tool      Tool      // the agent's tool of that name
 	checked   bool      // the model stage validated exactly modelArgs against the tool's schema
 	out       *callDone // shared by every attempt of the call
+	forged    []string  // paths of injected arguments the model sent, dropped (inject.go)
 }
 
 // callDone is what the innermost handler reports of a call.

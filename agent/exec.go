@@ -79,13 +79,17 @@ func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageCo
 			i := todo[0]
 			todo = todo[1:]
 			running++
-			c := calls[i]
+			// Values the model sent for injected arguments are dropped here,
+			// so that they are in neither the transcript nor the span.
+			c, forged := a.dropForged(calls[i])
+			calls[i] = c
 			st := &callState{
 				info:      CallInfo{ID: c.ID, Tool: c.FunctionCall.Name, Thread: thread, Messages: history, Attempt: 1},
 				modelArgs: c.FunctionCall.Arguments,
 				tool:      a.tools[c.FunctionCall.Name],
 				checked:   ledger.Has(c.ID, c.FunctionCall.Name, c.FunctionCall.Arguments),
 				out:       &callDone{},
+				forged:    forged,
 			}
 			go a.callTool(ctx, i, c, st, results)
 			continue
@@ -199,8 +203,8 @@ func (a *Agent) callTool(ctx context.Context, index int, c llms.ToolCall, st *ca
 // call's goroutine, with the call in ctx (CallFrom). An error fails the
 // call without running the tool stage: Step.Err is the error and the model
 // reads its text, so its text must be fit for the model.
-func (a *Agent) prepareArgs(_ context.Context, st *callState) (string, error) {
-	return st.modelArgs, nil
+func (a *Agent) prepareArgs(ctx context.Context, st *callState) (string, error) {
+	return a.inject(ctx, st) // injected arguments (inject.go)
 }
 
 // execute is the innermost handler of the tool stage: it checks the call's
@@ -227,6 +231,9 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 			if replaced {
 				ReportEvent(ctx, middleware.Event{Kind: middleware.EventArgsRejected, Err: err})
 				return nil, &ArgsRejectedError{Tool: call.Name, Err: err}
+			}
+			if _, ok := a.injection[call.Name]; ok {
+				return nil, a.injectedCheckFailed(ctx, st, err) // never quote an injected value
 			}
 			return nil, err
 		}

@@ -56,6 +56,9 @@ func (a *Agent) RunMessages(ctx context.Context, msgs []llms.MessageContent, opt
 	}
 	ctx = middleware.WithRun(ctx)
 	ctx = middleware.WithToolSchemas(ctx, a.schemas)
+	if len(a.injected) > 0 {
+		ctx = middleware.WithInjectedArgs(ctx, a.injected)
+	}
 	ctx, ledger := checked.With(ctx)
 	ctx = context.WithValue(ctx, ledgerKey{}, ledger)
 	if a.events != nil {
