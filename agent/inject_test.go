@@ -205,7 +205,9 @@ func TestInjectFailures(t *testing.T) {
 	}{
 		{"injector error", func(context.Context, *agent.ToolCall) (any, error) { return nil, secret },
 			func(err error) bool { return errors.Is(err, secret) }},
-		{"wrong type", func(context.Context, *agent.ToolCall) (any, error) { return map[string]string{"secret-user-9": "x"}, nil },
+		{"wrong type", func(context.Context, *agent.ToolCall) (any, error) {
+			return map[string]string{"secret-user-9": "x"}, nil
+		},
 			func(err error) bool { var ve *validation.Error; return errors.As(err, &ve) }},
 		{"not JSON", func(context.Context, *agent.ToolCall) (any, error) { return func() {}, nil },
 			func(err error) bool { return err != nil }},
