@@ -216,12 +216,15 @@ type Step struct {
 	Tool string
 	// Arguments is the JSON object of arguments the tool ran with: after
 	// the tool middlewares (which may replace them) and the tool stage's
-	// check (which strips empty values where that fixes a call). For a
-	// call whose tool did not run, the model's arguments.
+	// check (which strips empty values where that fixes a call), injected
+	// arguments ([Inject]) included: it is for the program, never sent to
+	// the model or logged by toolguard. For a call whose tool did not run,
+	// the model's arguments.
 	Arguments string
 	// ModelArguments is the JSON object of arguments as the model stage
 	// returned them (validated, stripped or repaired by its middlewares),
-	// the ones recorded in Result.Messages.
+	// the ones recorded in Result.Messages. Values the model sent for
+	// injected arguments are not in it: they were dropped.
 	ModelArguments string
 	// Result is what the model read as the call's result: the tool's
 	// content (ToolResult.Content); "" when Err is not nil.
@@ -240,7 +243,8 @@ type Step struct {
 	// Err is the call's error: the tool's or a tool middleware's, a
 	// *validation.Error for model arguments the tool stage rejects, an
 	// *ArgsRejectedError for arguments a tool middleware replaced that do
-	// not validate, an error wrapping ErrUnknownTool or ErrStopRun, or,
+	// not validate, an *InjectError for injected arguments that could not
+	// be set, an error wrapping ErrUnknownTool or ErrStopRun, or,
 	// for a call that came without a function, an error saying so. Unless
 	// it wraps ErrStopRun, the model was told about it.
 	Err error

@@ -13,10 +13,13 @@ import (
 	"github.com/toolguard/toolguard/validation"
 )
 
-// Drop removes the top-level properties names from args, a JSON object. It
-// returns the arguments without them and the JSON Pointers of those it
-// removed, sorted; args itself and nil when there was none, or when args is
-// not a JSON object (nothing can be removed from it: see Redact).
+// Drop removes the top-level properties names from args, a JSON object,
+// and every key that matches one without regard to case ("USER_ID" for
+// "user_id"): Go's encoding/json, on either side of an MCP connection,
+// decodes such a key into the same field. It returns the arguments without
+// them and the JSON Pointers of the keys it removed, sorted; args itself and
+// nil when there was none, or when args is not a JSON object (nothing can be
+// removed from it: see Redact).
 func Drop(args string, names []string) (string, []string) {
 	if len(names) == 0 || !mayHold(args, names) {
 		return args, nil
@@ -26,20 +29,20 @@ func Drop(args string, names []string) (string, []string) {
 		return args, nil
 	}
 	var paths []string
-	for _, n := range names {
-		if _, ok := v[n]; ok {
-			delete(v, n)
-			paths = append(paths, "/"+jsonptr.Escape(n))
+	for k := range v {
+		if isInjected(k, names) {
+			delete(v, k)
+			paths = append(paths, "/"+jsonptr.Escape(k))
 		}
 	}
 	if len(paths) == 0 {
 		return args, nil
 	}
+	slices.Sort(paths)
 	out, err := exactjson.Encode(v)
 	if err != nil {
 		return "{}", paths // decoded JSON always encodes; never keep a forged value
 	}
-	slices.Sort(paths)
 	return string(out), paths
 }
 
@@ -49,8 +52,20 @@ func mayHold(args string, names []string) bool {
 	if strings.Contains(args, `\`) {
 		return true
 	}
+	lower := strings.ToLower(args)
 	for _, n := range names {
-		if strings.Contains(args, n) {
+		if strings.Contains(lower, strings.ToLower(n)) {
+			return true
+		}
+	}
+	return false
+}
+
+// isInjected reports whether the key is one of names, without regard to
+// case.
+func isInjected(key string, names []string) bool {
+	for _, n := range names {
+		if strings.EqualFold(key, n) {
 			return true
 		}
 	}
@@ -90,14 +105,13 @@ func Redact(e *validation.Error, names []string) *validation.Error {
 	return &out
 }
 
-// At reports whether the JSON Pointer path is one of the properties names or
-// below one.
+// At reports whether the JSON Pointer path is one of the properties names
+// (without regard to case, as Drop) or below one.
 func At(path string, names []string) bool {
-	for _, n := range names {
-		p := "/" + jsonptr.Escape(n)
-		if path == p || strings.HasPrefix(path, p+"/") {
-			return true
-		}
+	rest, ok := strings.CutPrefix(path, "/")
+	if !ok {
+		return false
 	}
-	return false
+	first, _, _ := strings.Cut(rest, "/")
+	return isInjected(jsonptr.Unescape(first), names)
 }

@@ -83,6 +83,7 @@ func TestForgedInjectedArgument(t *testing.T) {
 		// detectable is how many calls hold a forged value that can be
 		// found (in arguments that parse); all when 0.
 		detectable int
+		path       string // the forged property's path; "/user_id" when ""
 	}{
 		{name: "closed schema", tool: typed, calls: []string{`{"order": 7, "user_id": "admin"}`}},
 		{name: "open schema", tool: open, calls: []string{`{"order": 7, "user_id": "admin"}`}},
@@ -92,6 +93,10 @@ func TestForgedInjectedArgument(t *testing.T) {
 			calls: []string{`{"order": "seven", "user_id": "admin"}`, `{"order": 7, "user_id": "admin"}`}},
 		{name: "open schema, not JSON then re-asked", tool: open,
 			calls: []string{`{"order": 7, "user_id": "admin"`, `{"order": 7, "user_id": "admin"}`}, detectable: 1},
+		// encoding/json matches keys to fields without regard to case, in
+		// a typed tool and in a Go MCP server alike.
+		{name: "open schema, other case", tool: open, calls: []string{`{"order": 7, "USER_ID": "admin"}`}, path: "/USER_ID"},
+		{name: "closed schema, other case, no model stage", tool: typed, calls: []string{`{"order": 7, "User_Id": "admin"}`}, noStage: true, path: "/User_Id"},
 	}
 	for _, tc := range tests {
 		for _, capture := range []bool{false, true} {
@@ -147,9 +152,13 @@ func TestForgedInjectedArgument(t *testing.T) {
 					t.Fatalf("%d forged_argument events, want %d (one per forged call): %+v", len(forgedEvents), want, events)
 				}
 				runID := res.Steps[len(res.Steps)-1].CallID
+				path := tc.path
+				if path == "" {
+					path = "/user_id"
+				}
 				for _, e := range forgedEvents {
-					if e.Tool != "place_order" || e.CallID == "" || !slices.Equal(e.Paths, []string{"/user_id"}) || e.Err != nil {
-						t.Errorf("forged_argument event = %+v, want tool place_order, a call id, paths [/user_id]", e)
+					if e.Tool != "place_order" || e.CallID == "" || !slices.Equal(e.Paths, []string{path}) || e.Err != nil {
+						t.Errorf("forged_argument event = %+v, want tool place_order, a call id, paths [%s]", e, path)
 					}
 				}
 				if last := forgedEvents[len(forgedEvents)-1]; last.CallID != runID {
@@ -192,7 +201,7 @@ func TestForgedInjectedArgument(t *testing.T) {
 						t.Errorf("%q (or the injected %q) appears %d times in %s", forged, user, n, where)
 					}
 				}
-				if strings.Contains(sent, "user_id") {
+				if strings.Contains(strings.ToLower(sent), "user_id") {
 					t.Errorf("the model was sent the injected property's name:\n%s", sent)
 				}
 				if !strings.Contains(res.Steps[len(res.Steps)-1].Arguments, user) {
