@@ -50,7 +50,7 @@ type Agent struct {
 	// Injected arguments (inject.go): per tool with any, by sent name.
 	injection map[string]injection
 	injected  map[string][]string // the names alone, for middleware.WithInjectedArgs
-	injectors map[string]Injector // Inject's functions, by property name
+	injectors map[string]injector // Inject's functions, by property name
 }
 
 // New returns an agent that drives model with tools.
@@ -64,6 +64,10 @@ type Agent struct {
 // becomes {"type": "object", "properties": {}}. The original schemas reach
 // ToolArgValidation through the run's context, so a typed tool's Validate
 // hook is enforced by a re-ask, before the tool runs.
+//
+// A tool with injected arguments ([Inject], [InjectArgs], a field tagged
+// `toolguard:"inject"`) is sent, and given to ToolArgValidation, with a
+// schema without them; New panics if no Inject supplies one of them.
 //
 // A tool whose name providers reject is sent under [SafeToolName] (see
 // [WithToolNames]). New panics if model is nil, a tool is nil, has an empty

@@ -15,9 +15,9 @@ import (
 	"github.com/toolguard/toolguard/validation"
 )
 
-// Injector returns the value of an injected argument for one call. See
-// [Inject].
-type Injector func(ctx context.Context, call *ToolCall) (any, error)
+// injector returns the value of an injected argument for one call: the
+// function given to [Inject].
+type injector func(ctx context.Context, call *ToolCall) (any, error)
 
 // Inject sets how the agent supplies the injected argument name — a
 // top-level property of a tool's schema that the program sets at run time
@@ -41,6 +41,13 @@ type Injector func(ctx context.Context, call *ToolCall) (any, error)
 // or in otelguard's spans; Step.Arguments, the arguments the tool ran with,
 // holds them (it is for the program).
 //
+// ToolArgValidation validates the model's arguments against the schema the
+// model is sent, which has no Validate hook: a typed tool's Validate method
+// runs in the tool stage, after injection, where it sees the injected
+// value. A Validate error at a property the model sent is fed back to the
+// model as the call's result; one at the root or at an injected property
+// fails the call generically (its message might speak of the value).
+//
 // fn runs on the call's goroutine, concurrently for the calls of a batch
 // and for concurrent runs: it must be safe for concurrent use and should
 // read per-run values from ctx only. [New] panics if a tool declares an
@@ -56,7 +63,7 @@ func Inject(name string, fn func(ctx context.Context, call *ToolCall) (any, erro
 			panic(fmt.Sprintf("agent: New: Inject(%q) is given twice", name))
 		}
 		if c.injectors == nil {
-			c.injectors = make(map[string]Injector)
+			c.injectors = make(map[string]injector)
 		}
 		c.injectors[name] = fn
 	}

@@ -21,7 +21,7 @@ type config struct {
 	callOptions     []llms.CallOption                       // WithCallOptions
 	toolMiddlewares []ToolMiddleware                        // WithToolMiddleware
 	events          func(context.Context, middleware.Event) // WithEventHandler
-	injectors       map[string]Injector                     // Inject
+	injectors       map[string]injector                     // Inject
 }
 
 // Defaults of the options.
