@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/tmc/langchaingo/llms"
@@ -87,16 +86,14 @@ func InjectArgs(t Tool, names ...string) Tool {
 	if t == nil || len(names) == 0 {
 		panic(fmt.Sprintf("agent: InjectArgs(%v, %q): needs a tool and at least one property name", t, names))
 	}
-	m, ok := parameters(t.Schema()).(map[string]any)
+	m, ok := schemaMap(t.Schema())
 	if !ok {
 		panic(fmt.Sprintf("agent: InjectArgs(%q): the tool's schema is not a JSON object schema", t.Name()))
 	}
-	m = maps.Clone(m)
 	props, _ := m["properties"].(map[string]any)
 	if props == nil && m["properties"] != nil {
 		panic(fmt.Sprintf("agent: InjectArgs(%q): the schema's properties are not an object", t.Name()))
 	}
-	props = maps.Clone(props)
 	if props == nil {
 		props = map[string]any{}
 	}
@@ -111,7 +108,7 @@ func InjectArgs(t Tool, names ...string) Tool {
 			declared = false
 			p = map[string]any{}
 		case map[string]any:
-			p = maps.Clone(v)
+			p = v
 		case bool:
 			p = map[string]any{}
 			if !v {
@@ -167,10 +164,22 @@ func (e *InjectError) Error() string {
 
 func (e *InjectError) Unwrap() error { return e.Err }
 
+// schemaMap returns schema as a fresh map of plain JSON values (the caller
+// may modify it), whatever Go types a hand-built map holds ([]string for
+// "required", nested typed maps); false when it is not a JSON object.
+func schemaMap(schema any) (map[string]any, bool) {
+	raw, err := exactjson.Text(parameters(schema))
+	if err != nil {
+		return nil, false
+	}
+	m, err := exactjson.DecodeObject(raw)
+	return m, err == nil
+}
+
 // injectedProps returns the properties that schema marks injected
 // ([validation.InjectedKeyword]), sorted; nil when none.
 func injectedProps(schema any) []string {
-	m, ok := parameters(schema).(map[string]any)
+	m, ok := schemaMap(schema)
 	if !ok {
 		return nil
 	}
@@ -188,14 +197,14 @@ func injectedProps(schema any) []string {
 // modelFacing returns schema without the properties names, in properties
 // and in required: the schema the model is sent. schema is not modified.
 func modelFacing(schema any, names []string) map[string]any {
-	m := maps.Clone(parameters(schema).(map[string]any))
-	props := maps.Clone(m["properties"].(map[string]any))
+	m, _ := schemaMap(schema) // injectedProps found names in it: a map
+	props, _ := m["properties"].(map[string]any)
 	for _, n := range names {
 		delete(props, n)
 	}
 	m["properties"] = props
 	if req, ok := m["required"].([]any); ok {
-		kept := slices.DeleteFunc(slices.Clone(req), func(r any) bool {
+		kept := slices.DeleteFunc(req, func(r any) bool {
 			s, _ := r.(string)
 			return slices.Contains(names, s)
 		})

@@ -78,8 +78,14 @@ func TestInjectedSchemaSentToModel(t *testing.T) {
 		"properties": {"order_id": {"type": "string"}, "user_id": {"type": "string"}, "tenant": {"type": "string"}},
 		"required": ["order_id", "user_id", "tenant"]}`,
 		func(context.Context, map[string]any) (string, error) { return "ok", nil }), "user_id", "tenant")
+	// A hand-built Go map, with Go types JSON does not have.
+	goMap := agent.InjectArgs(agent.NewSchemaTool("cancel", "Cancel an order.", map[string]any{
+		"type":       "object",
+		"properties": map[string]map[string]string{"order_id": {"type": "string"}, "user_id": {"type": "string"}},
+		"required":   []string{"order_id", "user_id"},
+	}, func(context.Context, map[string]any) (string, error) { return "ok", nil }), "user_id")
 	m := fakemodel.New(fakemodel.Text("hi"))
-	a := agent.New(m, []agent.Tool{typed, raw}, injectUser,
+	a := agent.New(m, []agent.Tool{typed, raw, goMap}, injectUser,
 		agent.Inject("tenant", func(context.Context, *agent.ToolCall) (any, error) { return "acme", nil }),
 		agent.WithMiddleware(middleware.ToolArgValidation()))
 	if _, err := a.Run(asUser("u-1"), "hi"); err != nil {
@@ -88,6 +94,7 @@ func TestInjectedSchemaSentToModel(t *testing.T) {
 	for tool, want := range map[string]string{
 		"order":  `{"additionalProperties":false,"properties":{"item":{"description":"what to order","type":"string"},"qty":{"type":"integer"}},"required":["item"],"type":"object"}`,
 		"refund": `{"properties":{"order_id":{"type":"string"}},"required":["order_id"],"type":"object"}`,
+		"cancel": `{"properties":{"order_id":{"type":"string"}},"required":["order_id"],"type":"object"}`,
 	} {
 		got := sentSchema(t, m, tool)
 		t.Logf("schema of %s sent to the model: %s", tool, got)
@@ -345,5 +352,31 @@ func TestInjectConcurrentRunsNeverCross(t *testing.T) {
 	}
 	if len(crossed) > 0 {
 		t.Errorf("%d calls ran as another user: %q", len(crossed), crossed[:min(5, len(crossed))])
+	}
+}
+
+// wrapped is a user's tool wrapper that forwards everything, as many do.
+type wrapped struct{ agent.Tool }
+
+// TestInjectThroughWrapper: injected properties are marked in the schema,
+// so a wrapper that forwards Schema cannot hide them (LangChain lost them
+// under subclasses and custom schemas): the model is not sent user_id and
+// the tool gets the injected value.
+func TestInjectThroughWrapper(t *testing.T) {
+	t.Parallel()
+	var got string
+	typed := agent.NewTool("order", "Order.", func(_ context.Context, a OrderArgs) (string, error) { got = a.UserID; return "ok", nil })
+	raw := agent.InjectArgs(agent.NewSchemaTool("refund", "Refund.", `{"type": "object", "properties": {"user_id": {"type": "string"}}}`,
+		func(_ context.Context, a map[string]any) (string, error) { got, _ = a["user_id"].(string); return "ok", nil }), "user_id")
+	for _, tool := range []agent.Tool{wrapped{typed}, wrapped{raw}} {
+		m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call(tool.Name(), `{"item": "tea", "user_id": "admin"}`)), fakemodel.Text("ok"))
+		a := agent.New(m, []agent.Tool{tool}, injectUser)
+		got = ""
+		if _, err := a.Run(asUser("u-5"), "go"); err != nil {
+			t.Fatal(err)
+		}
+		if s := sentSchema(t, m, tool.Name()); strings.Contains(s, "user_id") || got != "u-5" {
+			t.Errorf("%s behind a wrapper: sent %s, tool got %q; want no user_id sent, u-5 received", tool.Name(), s, got)
+		}
 	}
 }
