@@ -367,7 +367,10 @@ func TestInjectThroughWrapper(t *testing.T) {
 	var got string
 	typed := agent.NewTool("order", "Order.", func(_ context.Context, a OrderArgs) (string, error) { got = a.UserID; return "ok", nil })
 	raw := agent.InjectArgs(agent.NewSchemaTool("refund", "Refund.", `{"type": "object", "properties": {"user_id": {"type": "string"}}}`,
-		func(_ context.Context, a map[string]any) (string, error) { got, _ = a["user_id"].(string); return "ok", nil }), "user_id")
+		func(_ context.Context, a map[string]any) (string, error) {
+			got, _ = a["user_id"].(string)
+			return "ok", nil
+		}), "user_id")
 	for _, tool := range []agent.Tool{wrapped{typed}, wrapped{raw}} {
 		m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call(tool.Name(), `{"item": "tea", "user_id": "admin"}`)), fakemodel.Text("ok"))
 		a := agent.New(m, []agent.Tool{tool}, injectUser)
