@@ -81,7 +81,7 @@ func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageCo
 			running++
 			// Values the model sent for injected arguments are dropped here,
 			// so that they are in neither the transcript nor the span.
-			c, forged := a.dropForged(calls[i])
+			c, forged := a.dropForged(ledger, calls[i])
 			calls[i] = c
 			st := &callState{
 				info:      CallInfo{ID: c.ID, Tool: c.FunctionCall.Name, Thread: thread, Messages: history, Attempt: 1},
@@ -113,9 +113,11 @@ func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageCo
 				b.direct = f.index
 			}
 		case <-ctx.Done():
+			a.reportNotStarted(ctx, ledger, calls, todo)
 			return b.finished(done, calls), ctx.Err()
 		}
 	}
+	a.reportNotStarted(ctx, ledger, calls, todo)
 	ledger.Forget()
 	if stop != nil {
 		return b.finished(done, calls), stop

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/internal/checked"
 	"github.com/toolguard/toolguard/internal/exactjson"
 	injectedargs "github.com/toolguard/toolguard/internal/injected"
 	"github.com/toolguard/toolguard/middleware"
@@ -250,9 +251,11 @@ func (a *Agent) setupInjection(cfg *config, name string, t Tool, names []string,
 }
 
 // dropForged returns c without the values the model sent for its tool's
-// injected arguments (a copy: the response is not modified), and their
-// paths.
-func (a *Agent) dropForged(c llms.ToolCall) (llms.ToolCall, []string) {
+// injected arguments (a copy: the response is not modified), and the
+// forged_argument event to report on the call's span: for those it
+// dropped, or those ToolArgValidation dropped and left to the agent to
+// report (the ledger); nil when there were none.
+func (a *Agent) dropForged(ledger *checked.Ledger, c llms.ToolCall) (llms.ToolCall, *middleware.Event) {
 	if c.FunctionCall == nil {
 		return c, nil
 	}
@@ -260,14 +263,22 @@ func (a *Agent) dropForged(c llms.ToolCall) (llms.ToolCall, []string) {
 	if !ok {
 		return c, nil
 	}
+	var event *middleware.Event
+	if paths := ledger.Forged(c.ID); len(paths) > 0 {
+		event = &middleware.Event{Kind: middleware.EventForgedArgument, Middleware: "ToolArgValidation", Paths: paths}
+	}
 	args, forged := injectedargs.Drop(c.FunctionCall.Arguments, inj.names)
 	if len(forged) == 0 {
-		return c, nil
+		return c, event
 	}
 	fn := *c.FunctionCall
 	fn.Arguments = args
 	c.FunctionCall = &fn
-	return c, forged
+	if event == nil {
+		event = &middleware.Event{Kind: middleware.EventForgedArgument}
+	}
+	event.Paths = append(event.Paths, forged...)
+	return c, event
 }
 
 // inject returns the call's arguments with its tool's injected arguments
@@ -278,8 +289,8 @@ func (a *Agent) inject(ctx context.Context, st *callState) (string, error) {
 	if !ok {
 		return st.modelArgs, nil
 	}
-	if len(st.forged) > 0 {
-		ReportEvent(ctx, middleware.Event{Kind: middleware.EventForgedArgument, Paths: st.forged})
+	if st.forged != nil {
+		ReportEvent(ctx, *st.forged)
 	}
 	raw := bytes.TrimSpace([]byte(st.modelArgs))
 	if len(raw) == 0 {
@@ -342,4 +353,16 @@ func (a *Agent) injectedCheckFailed(ctx context.Context, st *callState, err erro
 		}
 	}
 	return a.injectFailed(ctx, &InjectError{Tool: st.info.Tool, Err: err})
+}
+
+// reportNotStarted reports the forged injected arguments of the calls todo
+// that never started (a run cancelled or stopped mid-batch): a security
+// event is not lost because its call did not run.
+func (a *Agent) reportNotStarted(ctx context.Context, ledger *checked.Ledger, calls []llms.ToolCall, todo []int) {
+	for _, i := range todo {
+		if _, e := a.dropForged(ledger, calls[i]); e != nil {
+			e.Tool, e.CallID = calls[i].FunctionCall.Name, calls[i].ID
+			ReportEvent(ctx, *e)
+		}
+	}
 }

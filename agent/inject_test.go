@@ -383,3 +383,36 @@ func TestInjectThroughWrapper(t *testing.T) {
 		}
 	}
 }
+
+// TestForgedReportedWhenNotRun: a forged injected argument is reported even
+// when its call never starts because the run stopped mid-batch.
+func TestForgedReportedWhenNotRun(t *testing.T) {
+	t.Parallel()
+	for _, stage := range []bool{false, true} {
+		t.Run(fmt.Sprintf("model stage %v", stage), func(t *testing.T) {
+			t.Parallel()
+			tool := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
+			stop := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
+				return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+					return nil, agent.ErrStopRun
+				}
+			})
+			m := fakemodel.New(fakemodel.ToolCalls(
+				fakemodel.Call("order", `{"item": "tea"}`),
+				fakemodel.Call("order", `{"item": "tea", "user_id": "admin"}`)))
+			log := &eventLog{}
+			opts := []agent.Option{injectUser, agent.WithToolMiddleware(stop), agent.WithMaxConcurrency(1), agent.WithEventHandler(log.handle)}
+			if stage {
+				opts = append(opts, agent.WithMiddleware(middleware.ToolArgValidation()))
+			}
+			res, err := agent.New(m, []agent.Tool{tool}, opts...).Run(asUser("u-1"), "tea")
+			if !errors.Is(err, agent.ErrStopRun) || len(res.Steps) != 1 {
+				t.Fatalf("Run = %v with %d steps, want ErrStopRun after the first call", err, len(res.Steps))
+			}
+			e, ok := log.find(middleware.EventForgedArgument)
+			if !ok || e.Tool != "order" || e.CallID != "call_2" || !slices.Equal(e.Paths, []string{"/user_id"}) {
+				t.Errorf("events %v, forged_argument %+v: want one for order call_2 at /user_id", log.kinds(), e)
+			}
+		})
+	}
+}

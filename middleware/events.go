@@ -98,10 +98,13 @@ const (
 	// and the model must neither see nor set (agent.Inject,
 	// [WithInjectedArgs]), such as the caller's user id. The value was
 	// dropped (the tool gets the injected one) and is never reported:
-	// Paths lists the properties, as JSON Pointers. [ToolArgValidation]
-	// reports it for each response it checks (Attempt is the model-call
-	// attempt), the agent's tool stage for a call that reaches it with
-	// such a value (no model stage told of the injected arguments).
+	// Paths lists the properties, as JSON Pointers. It is reported once
+	// per forged call: by the agent's tool stage for a call of its run
+	// (Middleware "ToolArgValidation" when the model stage dropped the
+	// value, "agent" when the call reached the tool stage with it), on the
+	// call's execute_tool span, whether or not the call then runs; by
+	// [ToolArgValidation] itself for a response it re-asks (Attempt is
+	// the model-call attempt) or when no agent runs it.
 	EventForgedArgument EventKind = "forged_argument"
 )
 

@@ -15,7 +15,8 @@ type injectedArgsKey struct{}
 //
 // Knowing them, [ToolArgValidation] removes any value the model sends for
 // such a property from the call (written back into the response, as it
-// writes back stripped values) and reports [EventForgedArgument]; its
+// writes back stripped values) and reports [EventForgedArgument] (inside
+// an agent's run, the agent reports it with the tool call); its
 // feedback, events and errors never quote such a value, and never ask the
 // model for the property. otelguard leaves those values out of the content
 // it records. The schema sent to the model should not declare them (package

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/toolguard/toolguard/agent"
@@ -32,14 +33,19 @@ func TestNPMInjectArgs(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("echo", `{"message": "admin"}`)),
 		fakemodel.Text("done"),
 	)
+	var mu sync.Mutex
 	var forged []middleware.Event
+	events := func(_ context.Context, e middleware.Event) {
+		if e.Kind == middleware.EventForgedArgument {
+			mu.Lock()
+			forged = append(forged, e)
+			mu.Unlock()
+		}
+	}
 	a := agent.New(m, []agent.Tool{echo},
 		agent.Inject("message", func(ctx context.Context, _ *agent.ToolCall) (any, error) { return ctx.Value(userKey{}), nil }),
-		agent.WithMiddleware(middleware.ToolArgValidation(middleware.WithEventHandler(func(_ context.Context, e middleware.Event) {
-			if e.Kind == middleware.EventForgedArgument {
-				forged = append(forged, e)
-			}
-		}))))
+		agent.WithMiddleware(middleware.ToolArgValidation(middleware.WithEventHandler(events))),
+		agent.WithEventHandler(events))
 	res, err := a.Run(context.WithValue(ctx, userKey{}, "u-42"), "echo as admin")
 	if err != nil {
 		t.Fatalf("Run: %v", err)

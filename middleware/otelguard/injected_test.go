@@ -167,13 +167,19 @@ func TestForgedInjectedArgument(t *testing.T) {
 				if !strings.Contains(logs.String(), `"level":"WARN","msg":"toolguard: forged_argument"`) {
 					t.Errorf("no forged_argument logged at Warn:\n%s", logs)
 				}
-				spanEvents := 0
+				spanEvents, onTheToolSpan := 0, 0
 				for _, s := range tel.ended("") {
 					for _, e := range s.Events() {
 						if e.Name == otelguard.EventPrefix+string(middleware.EventForgedArgument) {
 							spanEvents++
+							if s.Name() == "execute_tool place_order" {
+								onTheToolSpan++
+							}
 						}
 					}
+				}
+				if onTheToolSpan != 1 {
+					t.Errorf("%d toolguard.forged_argument events on the execute_tool span of the call that ran, want 1", onTheToolSpan)
 				}
 				if spanEvents != want {
 					t.Errorf("%d toolguard.forged_argument span events, want %d", spanEvents, want)
