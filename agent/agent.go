@@ -49,6 +49,10 @@ type Agent struct {
 	events    func(context.Context, middleware.Event)
 	output    *outputTool // WithOutputSchema's answer tool; nil without (output.go)
 	approval  *approval   // WithApproval and WithCheckpointer (approval.go); nil: neither
+	// Injected arguments (inject.go): per tool with any, by sent name.
+	injection map[string]injection
+	injected  map[string][]string // the names alone, for middleware.WithInjectedArgs
+	injectors map[string]injector // Inject's functions, by property name
 }
 
 // New returns an agent that drives model with tools.
@@ -62,6 +66,10 @@ type Agent struct {
 // becomes {"type": "object", "properties": {}}. The original schemas reach
 // ToolArgValidation through the run's context, so a typed tool's Validate
 // hook is enforced by a re-ask, before the tool runs.
+//
+// A tool with injected arguments ([Inject], [InjectArgs], a field tagged
+// `toolguard:"inject"`) is sent, and given to ToolArgValidation, with a
+// schema without them; New panics if no Inject supplies one of them.
 //
 // A tool whose name providers reject is sent under [SafeToolName] (see
 // [WithToolNames]). New panics if model is nil, a tool is nil, has an empty
@@ -94,7 +102,8 @@ func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 		if t.Name() == "" {
 			panic(fmt.Sprintf("agent: New: tool %d has no name", i))
 		}
-		t = cfg.sentName(t) // a provider-safe name, see WithToolNames
+		injected := injectedProps(t.Schema()) // Inject, InjectArgs, toolguard:"inject"
+		t = cfg.sentName(t)                   // a provider-safe name, see WithToolNames
 		name := t.Name()
 		if _, dup := a.tools[name]; dup {
 			panic(fmt.Sprintf("agent: New: two tools are named %q", name))
@@ -108,6 +117,9 @@ func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 			Description: t.Description(),
 			Parameters:  parameters(t.Schema()),
 		}})
+		if len(injected) > 0 { // the model is sent the schema without them
+			a.setupInjection(&cfg, name, t, injected, &a.defs[len(a.defs)-1])
+		}
 	}
 	a.addOutputTool(cfg.output) // structured output (output.go)
 	slices.Sort(a.names)
@@ -218,12 +230,15 @@ type Step struct {
 	Tool string
 	// Arguments is the JSON object of arguments the tool ran with: after
 	// the tool middlewares (which may replace them) and the tool stage's
-	// check (which strips empty values where that fixes a call). For a
-	// call whose tool did not run, the model's arguments.
+	// check (which strips empty values where that fixes a call), injected
+	// arguments ([Inject]) included: it is for the program, never sent to
+	// the model or logged by toolguard. For a call whose tool did not run,
+	// the model's arguments.
 	Arguments string
 	// ModelArguments is the JSON object of arguments as the model stage
 	// returned them (validated, stripped or repaired by its middlewares),
-	// the ones recorded in Result.Messages.
+	// the ones recorded in Result.Messages. Values the model sent for
+	// injected arguments are not in it: they were dropped.
 	ModelArguments string
 	// Result is what the model read as the call's result: the tool's
 	// content (ToolResult.Content); "" when Err is not nil.
@@ -242,7 +257,8 @@ type Step struct {
 	// Err is the call's error: the tool's or a tool middleware's, a
 	// *validation.Error for model arguments the tool stage rejects, an
 	// *ArgsRejectedError for arguments a tool middleware replaced that do
-	// not validate, an error wrapping ErrUnknownTool or ErrStopRun, or,
+	// not validate, an *InjectError for injected arguments that could not
+	// be set, an error wrapping ErrUnknownTool or ErrStopRun, or,
 	// for a call that came without a function, an error saying so. Unless
 	// it wraps ErrStopRun, the model was told about it.
 	Err error
@@ -363,6 +379,10 @@ func toolMessage(s Step) string {
 	var rejected *ArgsRejectedError
 	if errors.As(s.Err, &rejected) {
 		return errfmt.ToolError(rejected) // never the violations
+	}
+	var injectErr *InjectError
+	if errors.As(s.Err, &injectErr) {
+		return errfmt.ToolError(injectErr) // never the cause: it may quote an injected value
 	}
 	var ve *validation.Error
 	if errors.As(s.Err, &ve) {

@@ -13,9 +13,11 @@ import (
 	"fmt"
 	"hash"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/tmc/langchaingo/llms"
+	injectedargs "github.com/toolguard/toolguard/internal/injected"
 	"github.com/toolguard/toolguard/middleware"
 )
 
@@ -299,7 +301,22 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 	if len(pending) == 0 {
 		return a.runTools(ctx, turn, res.Messages, calls)
 	}
+	// A value the model sent for an injected argument of a pending call
+	// is dropped from the turn (so from the interrupt's state and the
+	// transcript) and reported now; runTools does the same for the rest.
+	ledger := checkedLedger(ctx)
+	for _, i := range pendingAt {
+		c, forged := a.dropForged(ledger, calls[i])
+		calls[i] = c
+		if forged != nil {
+			forged.Tool, forged.CallID = c.FunctionCall.Name, c.ID
+			ReportEvent(ctx, *forged)
+		}
+	}
 	b, err := a.runTools(ctx, turn, res.Messages, rest)
+	for j, i := range restAt {
+		calls[i] = rest[j] // as runTools left them: without forged values
+	}
 	if err != nil {
 		return b, err
 	}
@@ -338,13 +355,24 @@ func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (PendingCall, 
 		return PendingCall{}, false
 	}
 	name := c.FunctionCall.Name
+	modelArgs := c.FunctionCall.Arguments
+	inj, injects := a.injection[name]
+	if injects {
+		// A value the model sent for an injected argument never reaches a
+		// reviewer; it is reported when the call goes through the tool
+		// stage (dropForged).
+		modelArgs, _ = injectedargs.Drop(modelArgs, inj.names)
+	}
 	st := &callState{
 		info:      CallInfo{ID: c.ID, Tool: name, Thread: middleware.ThreadFrom(ctx), Attempt: 1},
-		modelArgs: c.FunctionCall.Arguments,
+		modelArgs: modelArgs,
 		tool:      a.tools[name],
 		out:       &callDone{},
 	}
-	args := a.prepareArgs(ctx, st)
+	args, err := a.prepareArgs(ctx, st) // needs sees the injected values (a rule may depend on the user)
+	if err != nil {
+		return PendingCall{}, false // the tool stage fails the call and reports why
+	}
 	if !a.approval.needsApproval(&ToolCall{ID: c.ID, Name: name, Args: json.RawMessage(args), Tool: st.tool}) {
 		return PendingCall{}, false
 	}
@@ -352,9 +380,14 @@ func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (PendingCall, 
 	if err != nil {
 		return PendingCall{}, false
 	}
-	// Issue 18 (injected arguments): remove the injected properties from
-	// r.Args here; Resume's run through prepareArgs re-injects them.
-	return PendingCall{ID: c.ID, Tool: name, Args: compactJSON(r.Args), Schema: a.modelSchema(name)}, true
+	shown := r.Args
+	if injects {
+		// Injected values never travel in an interrupt: Resume's run
+		// through prepareArgs injects them again.
+		kept, _ := injectedargs.Drop(string(r.Args), inj.names)
+		shown = []byte(kept)
+	}
+	return PendingCall{ID: c.ID, Tool: name, Args: compactJSON(shown), Schema: a.modelSchema(name)}, true
 }
 
 // modelSchema returns the schema the model is sent for tool name.
@@ -637,7 +670,17 @@ func (a *Agent) plan(ot *openTurn, id, thread string, decisions []Decision) (map
 			if len(bytes.TrimSpace(d.Args)) == 0 {
 				return nil, nil, &DecisionError{CallID: d.CallID, Reason: "an edit needs the arguments to run"}
 			}
-			r, err := checkArgs(p.Tool, a.compiled[p.Tool], d.Args)
+			schema := a.compiled[p.Tool]
+			if inj, ok := a.injection[p.Tool]; ok {
+				// A reviewer can no more set an injected argument than the
+				// model can; the edit is checked against the schema the
+				// model sees, and the run injects the rest.
+				if _, set := injectedargs.Drop(string(d.Args), inj.names); len(set) > 0 {
+					return nil, nil, &DecisionError{CallID: d.CallID, Reason: fmt.Sprintf("the edit sets %s, supplied by the program: remove it", strings.Join(set, ", "))}
+				}
+				schema = inj.model
+			}
+			r, err := checkArgs(p.Tool, schema, d.Args)
 			if err != nil {
 				return nil, nil, &DecisionError{CallID: d.CallID, Reason: fmt.Sprintf("the edited arguments do not match tool %q's schema", p.Tool), Err: err}
 			}

@@ -31,6 +31,10 @@ type callState struct {
 	tool      Tool      // the agent's tool of that name
 	checked   bool      // the model stage validated exactly modelArgs against the tool's schema
 	out       *callDone // shared by every attempt of the call
+
+	// forged is the forged_argument event to report, if the model sent
+	// values for injected arguments (inject.go).
+	forged *middleware.Event
 }
 
 // callDone is what the innermost handler reports of a call.

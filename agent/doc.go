@@ -39,6 +39,12 @@
 // [ErrNotRun]; a tool that is neither and fails with an unknown outcome is
 // never repeated, and the model is told to check it first.
 //
+// Arguments the model must neither see nor set — the caller's user id, the
+// call's id — are injected: a struct field tagged `toolguard:"inject"`, or
+// [InjectArgs] for raw and MCP schemas, and [Inject] to supply the value.
+// The model is sent the schema without them; a value it sends anyway is
+// dropped and reported (middleware.EventForgedArgument), never echoed.
+//
 // The transcript uses the layout every provider accepts: one AI message per
 // tool call, each followed by its tool message, with call ids synthesized
 // deterministically when the provider sends none. A tool's error and a call

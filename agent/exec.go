@@ -82,16 +82,18 @@ func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageCo
 			i := todo[0]
 			todo = todo[1:]
 			running++
-			c := calls[i]
+			// Values the model sent for injected arguments are dropped here,
+			// so that they are in neither the transcript nor the span.
+			c, forged := a.dropForged(ledger, calls[i])
+			calls[i] = c
 			st := &callState{
 				info:      CallInfo{ID: c.ID, Tool: c.FunctionCall.Name, Thread: thread, Messages: history, Attempt: 1},
 				modelArgs: c.FunctionCall.Arguments,
 				tool:      a.tools[c.FunctionCall.Name],
 				checked:   ledger.Has(c.ID, c.FunctionCall.Name, c.FunctionCall.Arguments),
 				out:       &callDone{},
+				forged:    forged,
 			}
-			st.stageArgs = a.prepareArgs(ctx, st)
-			st.checked = st.checked && st.stageArgs == st.modelArgs
 			go a.callTool(ctx, i, c, st, results)
 			continue
 		}
@@ -114,9 +116,11 @@ func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageCo
 				b.direct = f.index
 			}
 		case <-ctx.Done():
+			a.reportNotStarted(ctx, ledger, calls, todo)
 			return b.finished(done, calls), ctx.Err()
 		}
 	}
+	a.reportNotStarted(ctx, ledger, calls, todo)
 	ledger.Forget()
 	if stop != nil {
 		return b.finished(done, calls), stop
@@ -151,10 +155,21 @@ func (a *Agent) callTool(ctx context.Context, index int, c llms.ToolCall, st *ca
 		}
 		results <- f
 	}()
-	call := &ToolCall{ID: c.ID, Name: c.FunctionCall.Name, Args: json.RawMessage(st.stageArgs), Tool: st.tool}
-	res, err := a.toolStage(ctx, call)
-	if err == nil && res == nil {
-		err = errNoResult
+	// The starting arguments are prepared here, on the call's goroutine and
+	// inside its span: preparing may take time (an injector looking a
+	// value up) and may fail, which fails the call without running the
+	// tool stage.
+	var res *ToolResult
+	stageArgs, err := a.prepareArgs(ctx, st)
+	prepared := err == nil
+	if prepared {
+		st.stageArgs = stageArgs
+		st.checked = st.checked && st.stageArgs == st.modelArgs
+		call := &ToolCall{ID: c.ID, Name: c.FunctionCall.Name, Args: json.RawMessage(st.stageArgs), Tool: st.tool}
+		res, err = a.toolStage(ctx, call)
+		if err == nil && res == nil {
+			err = errNoResult
+		}
 	}
 	f.step = Step{
 		CallID:         c.ID,
@@ -171,7 +186,7 @@ func (a *Agent) callTool(ctx context.Context, index int, c llms.ToolCall, st *ca
 		f.step.Err = err
 		if errors.Is(err, ErrStopRun) {
 			ReportEvent(ctx, middleware.Event{Kind: middleware.EventRunStopped, Err: err})
-		} else if !st.out.ran {
+		} else if prepared && !st.out.ran {
 			var rejected *ArgsRejectedError
 			var ve *validation.Error
 			if !errors.As(err, &rejected) && !errors.As(err, &ve) {
@@ -189,9 +204,12 @@ func (a *Agent) callTool(ctx context.Context, index int, c llms.ToolCall, st *ca
 // prepareArgs returns the arguments a call enters the tool stage with: the
 // model stage's (st.modelArgs). It is where arguments the model must not
 // set are to be supplied; a call whose arguments it changes is checked
-// against the tool's whole schema before the tool runs.
-func (a *Agent) prepareArgs(_ context.Context, st *callState) string {
-	return st.modelArgs
+// against the tool's whole schema before the tool runs. It runs on the
+// call's goroutine, with the call in ctx (CallFrom). An error fails the
+// call without running the tool stage: Step.Err is the error and the model
+// reads its text, so its text must be fit for the model.
+func (a *Agent) prepareArgs(ctx context.Context, st *callState) (string, error) {
+	return a.inject(ctx, st) // injected arguments (inject.go)
 }
 
 // execute is the innermost handler of the tool stage: it checks the call's
@@ -225,6 +243,9 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 			if replaced {
 				ReportEvent(ctx, middleware.Event{Kind: middleware.EventArgsRejected, Err: err})
 				return nil, &ArgsRejectedError{Tool: call.Name, Err: err}
+			}
+			if _, ok := a.injection[call.Name]; ok {
+				return nil, a.injectedCheckFailed(ctx, st, err) // never quote an injected value
 			}
 			return nil, err
 		}

@@ -24,6 +24,7 @@ type config struct {
 	events          func(context.Context, middleware.Event) // WithEventHandler
 	output          *validation.Schema                      // WithOutputSchema (output.go)
 	approval        approvalConfig                          // WithApproval, WithApprovalFor, WithInterruptKey, WithCheckpointer (approval.go)
+	injectors       map[string]injector                     // Inject
 }
 
 // Defaults of the options.

@@ -82,6 +82,9 @@ func (a *Agent) runContext(ctx context.Context) (context.Context, *atomic.Int64)
 	ctx = middleware.WithRun(ctx)
 	ctx = middleware.WithToolSchemas(ctx, a.schemas)
 	ctx = a.withOutput(ctx) // structured output (output.go)
+	if len(a.injected) > 0 {
+		ctx = middleware.WithInjectedArgs(ctx, a.injected) // injected arguments (inject.go)
+	}
 	ctx, ledger := checked.With(ctx)
 	ctx = context.WithValue(ctx, ledgerKey{}, ledger)
 	if a.events != nil {

@@ -21,7 +21,8 @@ type ToolCall struct {
 	ID string
 	// Name is the tool's name as sent to the model.
 	Name string
-	// Args is the JSON object of arguments the tool will get.
+	// Args is the JSON object of arguments the tool will get, injected
+	// arguments ([Inject]) included.
 	Args json.RawMessage
 	// Tool is the tool the call runs. A middleware may wrap it (to add
 	// behaviour around Call); the arguments are still checked against the

@@ -88,7 +88,9 @@ const (
 	EventArgsRewritten EventKind = "args_rewritten"
 	// EventArgsRejected: arguments a tool middleware put in a call do not
 	// validate against the tool's schema, so the tool did not run. Err is
-	// the *validation.Error.
+	// the *validation.Error. Also reported when a call's injected arguments
+	// could not be set (agent.Inject): Err is then an *agent.InjectError,
+	// whose text never quotes the cause.
 	EventArgsRejected EventKind = "args_rejected"
 	// EventRunStopped: a tool middleware ended the run (agent.ErrStopRun).
 	// Err is its error.
@@ -102,6 +104,19 @@ const (
 	// is forged, replayed or stale. Nothing ran. Err says why; CallID names
 	// the call when the refusal concerns one.
 	EventApprovalRefused EventKind = "approval_refused"
+	// EventForgedArgument: a security event. The model sent a value for
+	// an injected argument of the tool — a property the program supplies
+	// and the model must neither see nor set (agent.Inject,
+	// [WithInjectedArgs]), such as the caller's user id. The value was
+	// dropped (the tool gets the injected one) and is never reported:
+	// Paths lists the properties, as JSON Pointers. It is reported once
+	// per forged call: by the agent's tool stage for a call of its run
+	// (Middleware "ToolArgValidation" when the model stage dropped the
+	// value, "agent" when the call reached the tool stage with it), on the
+	// call's execute_tool span, whether or not the call then runs; by
+	// [ToolArgValidation] itself for a response it re-asks (Attempt is
+	// the model-call attempt) or when no agent runs it.
+	EventForgedArgument EventKind = "forged_argument"
 )
 
 // Event is one notable thing a middleware did during a model call. Fields
@@ -146,16 +161,16 @@ func (e Event) LogValue() slog.Value {
 }
 
 // LogEvents returns an event handler for [WithEventHandler] that logs each
-// event to l: schema errors, give-ups, limits, store errors, misconfiguration
-// and the tool stage's refusals (a denied call, rejected replaced arguments,
-// an unknown outcome, a stopped run, a refused resume) at Warn, the rest at
-// Info.
+// event to l: schema errors, give-ups, limits, store errors, misconfiguration,
+// the tool stage's refusals (a denied call, rejected replaced arguments,
+// an unknown outcome, a stopped run, a refused resume) and forged injected
+// arguments at Warn, the rest at Info.
 func LogEvents(l *slog.Logger) func(ctx context.Context, e Event) {
 	return func(ctx context.Context, e Event) {
 		level := slog.LevelInfo
 		switch e.Kind {
 		case EventSchemaError, EventSchemaFallback, EventGiveUp, EventLimit, EventMisconfigured, EventEmptyResponse, EventStoreError,
-			EventToolOutcomeUnknown, EventToolDenied, EventArgsRejected, EventRunStopped, EventApprovalRefused:
+			EventToolOutcomeUnknown, EventToolDenied, EventArgsRejected, EventRunStopped, EventApprovalRefused, EventForgedArgument:
 			level = slog.LevelWarn
 		}
 		l.LogAttrs(ctx, level, "toolguard: "+string(e.Kind), slog.Any("event", e))

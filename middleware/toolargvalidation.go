@@ -9,6 +9,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
 	"github.com/toolguard/toolguard/internal/checked"
+	injectedargs "github.com/toolguard/toolguard/internal/injected"
 	"github.com/toolguard/toolguard/internal/safetext"
 	"github.com/toolguard/toolguard/internal/toolargs"
 	"github.com/toolguard/toolguard/repair"
@@ -283,15 +284,18 @@ func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
 			}
 			invalid := invalidErrors(verdicts)
 			if len(invalid) == 0 {
+				m.reportForged(ctx, calls, verdicts, attempt, true)
 				return gate.deliver(ctx, resp)
 			}
 			if attempt > m.cfg.maxRetries {
 				m.emit(ctx, Event{Kind: EventGiveUp, Attempt: attempt, Err: invalid[0]})
+				m.reportForged(ctx, calls, verdicts, attempt, !m.cfg.failClosed)
 				if m.cfg.failClosed {
 					return nil, &InvalidToolCallsError{Attempts: attempt, Errors: invalid, Response: resp}
 				}
 				return gate.deliver(ctx, resp)
 			}
+			m.reportForged(ctx, calls, verdicts, attempt, false)
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
@@ -363,6 +367,7 @@ func (ts toolSchemas) names() []string {
 type verdict struct {
 	err    *validation.Error // non-nil: the call is rejected
 	answer string            // the tool message for a rejected call
+	forged []string          // paths of forged injected arguments dropped from the call
 }
 
 func invalidErrors(vs []verdict) []*validation.Error {
@@ -429,9 +434,20 @@ func (m *toolArgValidation) check(ctx context.Context, c *toolCall, tools toolSc
 		schema = s
 	}
 
+	injected := InjectedArgsFrom(ctx, c.fn.Name)
+	forged := dropForged(c, injected)
 	res := toolargs.Check(schema, []byte(c.fn.Arguments), toolargs.Options{Strip: m.cfg.strip, Repair: m.cfg.repair})
 	if res.Changed {
 		c.setArgs(string(res.Args))
+	}
+	redacted := false
+	if len(injected) > 0 {
+		if len(res.Repairs) > 0 {
+			forged = append(forged, dropForged(c, injected)...) // a repair may have made a forged value readable
+		}
+		before := res.Err
+		res.Err = injectedargs.Redact(res.Err, injected)
+		redacted = before != nil && res.Err != before
 	}
 	if len(res.Repairs) > 0 {
 		names := make([]string, len(res.Repairs))
@@ -444,12 +460,45 @@ func (m *toolArgValidation) check(ctx context.Context, c *toolCall, tools toolSc
 		m.emit(ctx, Event{Kind: EventStripped, Attempt: attempt, Tool: c.fn.Name, CallID: c.id, Paths: res.Stripped})
 	}
 	if res.Err == nil {
-		if m.runSchema(ctx, c.fn.Name) {
+		if !redacted && m.runSchema(ctx, c.fn.Name) {
 			checked.Record(ctx, c.id, c.fn.Name, c.fn.Arguments)
 		}
-		return verdict{}, nil
+		return verdict{forged: forged}, nil
 	}
-	return reject(res.Err, ""), nil
+	v := reject(res.Err, "")
+	v.forged = forged
+	return v, nil
+}
+
+// dropForged removes from c's arguments the values the model sent for the
+// tool's injected arguments ([WithInjectedArgs]) and returns their paths.
+func dropForged(c *toolCall, injected []string) []string {
+	if len(injected) == 0 {
+		return nil
+	}
+	args, forged := injectedargs.Drop(c.fn.Arguments, injected)
+	if len(forged) > 0 {
+		c.setArgs(args)
+	}
+	return forged
+}
+
+// reportForged reports the forged injected arguments dropped from calls
+// ([EventForgedArgument]), by path only. Those of a response handed on
+// inside an agent's run (handedOn) are left to the agent, which reports
+// them with the tool call they concern (on its execute_tool span); the
+// others — a response re-asked, or no agent — are reported here.
+func (m *toolArgValidation) reportForged(ctx context.Context, calls []toolCall, verdicts []verdict, attempt int, handedOn bool) {
+	for i, v := range verdicts {
+		if len(v.forged) == 0 {
+			continue
+		}
+		c := &calls[i]
+		if handedOn && checked.RecordForged(ctx, c.id, v.forged) {
+			continue
+		}
+		m.emit(ctx, Event{Kind: EventForgedArgument, Attempt: attempt, Tool: c.name(), CallID: c.id, Paths: v.forged})
+	}
 }
 
 // runSchema reports whether name's schema is the one the context's

@@ -67,6 +67,12 @@ var typedCache sync.Map // reflect.Type -> *typedEntry
 //     (enums, bounds, formats); time.Time is a "date-time" string, big.Int
 //     an integer, slog.Level a level name;
 //   - structs allow no additional properties;
+//   - a top-level field tagged `toolguard:"inject"` is an injected
+//     argument, marked with [InjectedKeyword]: package agent keeps it out
+//     of the schema sent to the model and fills it before the tool runs
+//     (agent.Inject); this schema keeps it, so the value is validated, and
+//     Validate sees it. The tag on a deeper field, or with another value,
+//     makes Typed panic;
 //   - everything is inlined (no "$ref") and every property has a single
 //     "type" (pointers and slices do not add "null"), which is what OpenAI,
 //     Anthropic and Gemini accept alike.
@@ -95,6 +101,9 @@ func inferTyped[T any](t reflect.Type) (*Schema, error) {
 		return nil, fmt.Errorf("validation: Typed[%v]: %v", t, err)
 	}
 	singleTypes(js)
+	if err := markInjected(t, js); err != nil {
+		return nil, err
+	}
 	if js.Type != "object" {
 		return nil, fmt.Errorf("validation: Typed[%v]: tool arguments are a JSON object, so T must be a struct or a map with string keys", t)
 	}

@@ -18,8 +18,9 @@ import (
 // Ledger is one run's record of validated calls. It is safe for concurrent
 // use.
 type Ledger struct {
-	mu    sync.Mutex
-	calls map[string]call // by call id
+	mu     sync.Mutex
+	calls  map[string]call     // by call id
+	forged map[string][]string // by call id: paths of forged injected arguments dropped (forged.go)
 }
 
 type call struct{ name, args string }
@@ -67,5 +68,6 @@ func (l *Ledger) Forget() {
 	}
 	l.mu.Lock()
 	clear(l.calls)
+	clear(l.forged)
 	l.mu.Unlock()
 }

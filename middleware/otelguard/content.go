@@ -1,9 +1,12 @@
 package otelguard
 
 import (
+	"context"
 	"encoding/json"
 
 	"github.com/tmc/langchaingo/llms"
+	injectedargs "github.com/toolguard/toolguard/internal/injected"
+	"github.com/toolguard/toolguard/middleware"
 	"go.opentelemetry.io/otel/attribute"
 )
 
@@ -14,8 +17,10 @@ const keyOutputMessages = attribute.Key("gen_ai.output.messages")
 // outputMessages renders resp's choices in the GenAI conventions' output
 // messages form: one assistant message per choice, whose parts are its
 // text and its tool calls (arguments as JSON when they parse, else as the
-// text the model sent).
-func outputMessages(resp *llms.ContentResponse) string {
+// text the model sent). Values the model sent for a tool's injected
+// arguments (middleware.WithInjectedArgs) are left out; arguments of such a
+// tool that are not a JSON object are not recorded.
+func outputMessages(ctx context.Context, resp *llms.ContentResponse) string {
 	type part struct {
 		Type      string `json:"type"`
 		Content   string `json:"content,omitempty"`
@@ -41,9 +46,14 @@ func outputMessages(resp *llms.ContentResponse) string {
 			p := part{Type: "tool_call", ID: tc.ID}
 			if tc.FunctionCall != nil {
 				p.Name = tc.FunctionCall.Name
-				var args any = tc.FunctionCall.Arguments
-				if json.Valid([]byte(tc.FunctionCall.Arguments)) {
-					args = json.RawMessage(tc.FunctionCall.Arguments)
+				text := tc.FunctionCall.Arguments
+				injected := middleware.InjectedArgsFrom(ctx, p.Name)
+				text, _ = injectedargs.Drop(text, injected)
+				var args any = text
+				if json.Valid([]byte(text)) {
+					args = json.RawMessage(text)
+				} else if len(injected) > 0 {
+					args = nil // it may hold a forged value Drop could not remove
 				}
 				p.Arguments = args
 			}

@@ -31,7 +31,9 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // sent: what each request's answer holds (gen_ai.output.messages on its
 // chat span: text and tool calls with their arguments), the feedback text
 // the model is sent about an invalid call, error texts (which may quote the
-// model's output), and each tool execution's arguments and result. The default is off: spans, span events and metrics
+// model's output), and each tool execution's arguments and result. Values
+// of injected arguments (middleware.WithInjectedArgs) are never recorded,
+// neither the application's nor any a model forged. The default is off: spans, span events and metrics
 // then carry names, ids, counts, JSON Pointer paths, durations and error
 // types only.
 func WithCaptureContent() Option {

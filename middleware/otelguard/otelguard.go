@@ -204,7 +204,7 @@ func (o *observer) endChat(ctx context.Context, span trace.Span, model string, s
 				span.SetAttributes(semconv.GenAIResponseFinishReasons(reasons...))
 			}
 			if o.capture {
-				span.SetAttributes(keyOutputMessages.String(outputMessages(resp)))
+				span.SetAttributes(keyOutputMessages.String(outputMessages(ctx, resp)))
 			}
 		}
 	}

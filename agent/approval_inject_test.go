@@ -1,0 +1,90 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/middleware/fakemodel"
+)
+
+// RefundArgs has an injected user id: the model (and a reviewer) can
+// neither see nor set it.
+type RefundArgs struct {
+	Order  string `json:"order"`
+	Amount int    `json:"amount"`
+	UserID string `json:"user_id" toolguard:"inject"`
+}
+
+// Approval and injected arguments together: the model forges user_id, the
+// call waits for a person. The interrupt never carries the injected (or the
+// forged) value, a reviewer's edit cannot set it, and whatever is decided
+// runs with the program's value.
+func TestApprovalWithInjectedArguments(t *testing.T) {
+	t.Parallel()
+	newAgent := func() (*agent.Agent, *[]RefundArgs) {
+		var mu sync.Mutex
+		var ran []RefundArgs
+		tool := agent.NewTool("refund", "Refunds an order.", func(_ context.Context, a RefundArgs) (string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			ran = append(ran, a)
+			return "refunded", nil
+		})
+		model := fakemodel.New(
+			fakemodel.ToolCalls(fakemodel.Call("refund", `{"order": "A-1", "amount": 30, "user_id": "admin"}`)),
+			fakemodel.Text("Done."),
+		)
+		a := agent.New(model, []agent.Tool{tool}, agent.WithApprovalFor("refund"),
+			agent.Inject("user_id", func(context.Context, *agent.ToolCall) (any, error) { return "u-42", nil }))
+		return a, &ran
+	}
+
+	t.Run("accept", func(t *testing.T) {
+		t.Parallel()
+		a, ran := newAgent()
+		_, err := a.Run(context.Background(), "refund A-1")
+		in := interruptOf(t, err)
+		raw, _ := json.Marshal(in)
+		if strings.Contains(string(raw), "admin") || strings.Contains(string(raw), "u-42") || strings.Contains(string(raw), "user_id\":") {
+			t.Fatalf("the interrupt carries an injected or forged value: %s", raw)
+		}
+		if got := string(in.Pending[0].Args); got != `{"amount":30,"order":"A-1"}` {
+			t.Errorf("pending Args = %s, want the model's arguments less user_id", got)
+		}
+		if _, err := a.Resume(context.Background(), viaJSON(t, in), decide(in.Pending[0], agent.Accept, "")); err != nil {
+			t.Fatalf("Resume() error = %v", err)
+		}
+		if len(*ran) != 1 || (*ran)[0].UserID != "u-42" {
+			t.Errorf("tool ran with %+v, want once with user_id u-42", *ran)
+		}
+	})
+
+	t.Run("an edit that sets user_id is refused", func(t *testing.T) {
+		t.Parallel()
+		a, ran := newAgent()
+		_, err := a.Run(context.Background(), "refund A-1")
+		in := interruptOf(t, err)
+		d := agent.Decision{CallID: in.Pending[0].ID, Action: agent.Edit, Digest: in.Pending[0].Digest,
+			Args: json.RawMessage(`{"order": "A-1", "amount": 30, "user_id": "admin"}`)}
+		if _, err := a.Resume(context.Background(), in, d); !errors.Is(err, agent.ErrDecisionRefused) {
+			t.Fatalf("Resume(edit setting user_id) error = %v, want ErrDecisionRefused", err)
+		}
+		if len(*ran) != 0 {
+			t.Fatalf("tool ran %+v after a refused edit", *ran)
+		}
+		// The interrupt stays usable: an edit of the model's own arguments
+		// runs, with the injected id.
+		d.Args = json.RawMessage(`{"order": "A-1", "amount": 20}`)
+		if _, err := a.Resume(context.Background(), in, d); err != nil {
+			t.Fatalf("Resume(edit) error = %v", err)
+		}
+		if len(*ran) != 1 || (*ran)[0] != (RefundArgs{Order: "A-1", Amount: 20, UserID: "u-42"}) {
+			t.Errorf("tool ran with %+v, want once with amount 20 and user_id u-42", *ran)
+		}
+	})
+}

@@ -1,0 +1,368 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/internal/checked"
+	"github.com/toolguard/toolguard/internal/exactjson"
+	injectedargs "github.com/toolguard/toolguard/internal/injected"
+	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/validation"
+)
+
+// injector returns the value of an injected argument for one call: the
+// function given to [Inject].
+type injector func(ctx context.Context, call *ToolCall) (any, error)
+
+// Inject sets how the agent supplies the injected argument name — a
+// top-level property of a tool's schema that the program sets at run time
+// and the model must neither see nor set: the caller's user or tenant id
+// (read from ctx, where the caller of Run put it), the call's id
+// (call.ID), a value from the request. A typed tool declares one with a
+// struct field tagged `toolguard:"inject"` ([validation.Typed]), a raw or
+// MCP tool with [InjectArgs].
+//
+// For every call of a tool that declares name, before the tool stage runs,
+// the agent drops any value the model sent for it (and reports
+// [middleware.EventForgedArgument]), calls fn with the run's context (the
+// call in it: [CallFrom]) and the call (Args as the model sent them), and
+// sets the property to fn's value encoded as JSON. The arguments are then
+// validated against the tool's whole schema, the injected properties
+// included, so a value of the wrong type fails the call; an error from fn
+// fails it too. Either way the tool does not run and the model reads only
+// that the call could not be run ([InjectError]), never fn's error or the
+// value. Injected values are never in what the model is sent, in
+// Result.Messages or Step.ModelArguments, in toolguard's events and logs,
+// or in otelguard's spans; Step.Arguments, the arguments the tool ran with,
+// holds them (it is for the program).
+//
+// ToolArgValidation validates the model's arguments against the schema the
+// model is sent, which has no Validate hook: a typed tool's Validate method
+// runs in the tool stage, after injection, where it sees the injected
+// value. A Validate error at a property the model sent is fed back to the
+// model as the call's result; one at the root or at an injected property
+// fails the call generically (its message might speak of the value).
+//
+// fn runs on the call's goroutine, concurrently for the calls of a batch
+// and for concurrent runs: it must be safe for concurrent use and should
+// read per-run values from ctx only. [New] panics if a tool declares an
+// injected argument that no Inject supplies; an Inject that no tool needs
+// is allowed. Inject panics if name is empty or fn nil; giving the same
+// name twice makes New panic.
+func Inject(name string, fn func(ctx context.Context, call *ToolCall) (any, error)) Option {
+	if name == "" || fn == nil {
+		panic(fmt.Sprintf("agent: Inject(%q, %p): needs a property name and a function", name, fn))
+	}
+	return func(c *config) {
+		if _, dup := c.injectors[name]; dup {
+			panic(fmt.Sprintf("agent: New: Inject(%q) is given twice", name))
+		}
+		if c.injectors == nil {
+			c.injectors = make(map[string]injector)
+		}
+		c.injectors[name] = fn
+	}
+}
+
+// InjectArgs returns t with the top-level properties names of its schema
+// marked as injected arguments ([validation.InjectedKeyword]): the agent
+// leaves them out of the schema the model is sent and fills them with
+// [Inject] before the tool runs. It is for tools whose schema is not a Go
+// type: [NewSchemaTool] and MCP tools (mcptool), whose schemas are often
+// open, so that without it a model could set any property. A name that
+// the schema does not declare is added to its properties (with no
+// constraint but the ones Inject's value must meet), and so is sent to the
+// tool.
+//
+// The returned Tool's Schema is a copy of t's (as a map) with the marks;
+// everything else is t's. A wrapper that forwards Schema keeps the marks.
+// InjectArgs panics if t is nil, no name or an empty or repeated name is
+// given, or t's schema is not a JSON object schema (a map, once converted).
+func InjectArgs(t Tool, names ...string) Tool {
+	if t == nil || len(names) == 0 {
+		panic(fmt.Sprintf("agent: InjectArgs(%v, %q): needs a tool and at least one property name", t, names))
+	}
+	m, ok := schemaMap(t.Schema())
+	if !ok {
+		panic(fmt.Sprintf("agent: InjectArgs(%q): the tool's schema is not a JSON object schema", t.Name()))
+	}
+	props, _ := m["properties"].(map[string]any)
+	if props == nil && m["properties"] != nil {
+		panic(fmt.Sprintf("agent: InjectArgs(%q): the schema's properties are not an object", t.Name()))
+	}
+	if props == nil {
+		props = map[string]any{}
+	}
+	declared := true
+	for i, n := range names {
+		if n == "" || slices.Contains(names[:i], n) {
+			panic(fmt.Sprintf("agent: InjectArgs(%q, %q): empty or repeated property name", t.Name(), names))
+		}
+		var p map[string]any
+		switch v := props[n].(type) {
+		case nil:
+			declared = false
+			p = map[string]any{}
+		case map[string]any:
+			p = v
+		case bool:
+			p = map[string]any{}
+			if !v {
+				p["not"] = map[string]any{} // false: no value is valid
+			}
+		default:
+			panic(fmt.Sprintf("agent: InjectArgs(%q): property %q has a schema of type %T", t.Name(), n, v))
+		}
+		p[validation.InjectedKeyword] = true
+		props[n] = p
+	}
+	m["properties"] = props
+	it := &injectedTool{Tool: t, schema: m}
+	if declared {
+		it.compiled = compiledSchema(t) // the tool's own, Validate hook and all
+	} else if s, err := validation.Compile(m); err == nil {
+		it.compiled = s
+	}
+	return it
+}
+
+// injectedTool is a Tool with properties marked injected (InjectArgs).
+type injectedTool struct {
+	Tool
+	schema   map[string]any
+	compiled *validation.Schema
+}
+
+func (t *injectedTool) Schema() any                        { return t.schema }
+func (t *injectedTool) compiledSchema() *validation.Schema { return t.compiled }
+
+func (t *injectedTool) callChecked(ctx context.Context, args []byte, value map[string]any) (string, error) {
+	if u, ok := t.Tool.(uncheckedCaller); ok {
+		return u.callChecked(ctx, args, value)
+	}
+	return t.Tool.Call(ctx, string(args))
+}
+
+// InjectError is the Step.Err of a call whose injected arguments could not
+// be set: an [Inject] function failed, or the value it gave does not
+// validate against the tool's schema. The tool did not run. The model reads
+// only that the call could not be run (Error), never the cause, which
+// Unwrap gives the program.
+type InjectError struct {
+	Tool string // the tool's name as sent to the model
+	Name string // the injected property; "" when the arguments failed as a whole
+	Err  error  // the injector's error, or the *validation.Error
+}
+
+func (e *InjectError) Error() string {
+	return fmt.Sprintf("agent: tool %q could not be run: a value the application supplies for this call could not be set; do not retry the call", e.Tool)
+}
+
+func (e *InjectError) Unwrap() error { return e.Err }
+
+// schemaMap returns schema as a fresh map of plain JSON values (the caller
+// may modify it), whatever Go types a hand-built map holds ([]string for
+// "required", nested typed maps); false when it is not a JSON object.
+func schemaMap(schema any) (map[string]any, bool) {
+	raw, err := exactjson.Text(parameters(schema))
+	if err != nil {
+		return nil, false
+	}
+	m, err := exactjson.DecodeObject(raw)
+	return m, err == nil
+}
+
+// injectedProps returns the properties that schema marks injected
+// ([validation.InjectedKeyword]), sorted; nil when none.
+func injectedProps(schema any) []string {
+	m, ok := schemaMap(schema)
+	if !ok {
+		return nil
+	}
+	props, _ := m["properties"].(map[string]any)
+	var names []string
+	for n, p := range props {
+		if pm, ok := p.(map[string]any); ok && pm[validation.InjectedKeyword] == true {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// modelFacing returns schema without the properties names, in properties
+// and in required: the schema the model is sent. schema is not modified.
+func modelFacing(schema any, names []string) map[string]any {
+	m, _ := schemaMap(schema) // injectedProps found names in it: a map
+	props, _ := m["properties"].(map[string]any)
+	for _, n := range names {
+		delete(props, n)
+	}
+	m["properties"] = props
+	if req, ok := m["required"].([]any); ok {
+		kept := slices.DeleteFunc(req, func(r any) bool {
+			s, _ := r.(string)
+			return slices.Contains(names, s)
+		})
+		if len(kept) == 0 {
+			delete(m, "required")
+		} else {
+			m["required"] = kept
+		}
+	}
+	return m
+}
+
+// injection is what the agent keeps of one tool's injected arguments.
+type injection struct {
+	names []string           // sorted
+	model *validation.Schema // the model-facing schema compiled, for feedback; nil: any object
+}
+
+// setupInjection marks the tool named name (t, as sent) as having the
+// injected arguments names: the model is sent, and ToolArgValidation
+// validates, the schema without them. def is the tool's definition in
+// a.defs. It panics when an injected argument has no Inject.
+func (a *Agent) setupInjection(cfg *config, name string, t Tool, names []string, def *llms.Tool) {
+	for _, n := range names {
+		if cfg.injectors[n] == nil {
+			panic(fmt.Sprintf("agent: New: tool %q has the injected argument %q, which no Inject supplies", name, n))
+		}
+	}
+	facing := modelFacing(t.Schema(), names)
+	def.Function.Parameters = facing
+	a.schemas[name] = facing
+	model, err := validation.Compile(facing)
+	if err != nil {
+		model = nil
+	}
+	if a.injection == nil {
+		a.injection = make(map[string]injection)
+		a.injected = make(map[string][]string)
+	}
+	a.injection[name] = injection{names: names, model: model}
+	a.injected[name] = names
+	a.injectors = cfg.injectors
+}
+
+// dropForged returns c without the values the model sent for its tool's
+// injected arguments (a copy: the response is not modified), and the
+// forged_argument event to report on the call's span: for those it
+// dropped, or those ToolArgValidation dropped and left to the agent to
+// report (the ledger); nil when there were none.
+func (a *Agent) dropForged(ledger *checked.Ledger, c llms.ToolCall) (llms.ToolCall, *middleware.Event) {
+	if c.FunctionCall == nil {
+		return c, nil
+	}
+	inj, ok := a.injection[c.FunctionCall.Name]
+	if !ok {
+		return c, nil
+	}
+	var event *middleware.Event
+	if paths := ledger.Forged(c.ID); len(paths) > 0 {
+		event = &middleware.Event{Kind: middleware.EventForgedArgument, Middleware: "ToolArgValidation", Paths: paths}
+	}
+	args, forged := injectedargs.Drop(c.FunctionCall.Arguments, inj.names)
+	if len(forged) == 0 {
+		return c, event
+	}
+	fn := *c.FunctionCall
+	fn.Arguments = args
+	c.FunctionCall = &fn
+	if event == nil {
+		event = &middleware.Event{Kind: middleware.EventForgedArgument}
+	}
+	event.Paths = append(event.Paths, forged...)
+	return c, event
+}
+
+// inject returns the call's arguments with its tool's injected arguments
+// set, reporting the forged values dropped from them; the arguments
+// unchanged for a tool without any.
+func (a *Agent) inject(ctx context.Context, st *callState) (string, error) {
+	inj, ok := a.injection[st.info.Tool]
+	if !ok {
+		return st.modelArgs, nil
+	}
+	if st.forged != nil {
+		ReportEvent(ctx, *st.forged)
+	}
+	raw := bytes.TrimSpace([]byte(st.modelArgs))
+	if len(raw) == 0 {
+		raw = []byte("{}")
+	}
+	v, err := exactjson.DecodeObject(raw)
+	if err != nil {
+		return st.modelArgs, nil // not an object: the tool stage's check reports it
+	}
+	call := &ToolCall{ID: st.info.ID, Name: st.info.Tool, Args: json.RawMessage(st.modelArgs), Tool: st.tool}
+	for _, n := range inj.names {
+		val, err := a.injectors[n](ctx, call)
+		if err == nil {
+			var b []byte
+			if b, err = json.Marshal(val); err == nil {
+				v[n] = json.RawMessage(b)
+				continue
+			}
+		}
+		return "", a.injectFailed(ctx, &InjectError{Tool: st.info.Tool, Name: n, Err: err})
+	}
+	out, err := exactjson.Encode(v)
+	if err != nil {
+		return "", a.injectFailed(ctx, &InjectError{Tool: st.info.Tool, Err: err})
+	}
+	return string(out), nil
+}
+
+// injectFailed reports an injection that failed and returns its error.
+func (a *Agent) injectFailed(ctx context.Context, err *InjectError) error {
+	ReportEvent(ctx, middleware.Event{Kind: middleware.EventArgsRejected, Err: err})
+	return err
+}
+
+// injectedCheckFailed returns the error of a call of a tool with injected
+// arguments whose arguments, injected values set, failed the tool's whole
+// schema (ve). The model is told only of its own mistakes, in terms of the
+// schema it was sent: the model-facing schema's violations of its
+// arguments, else the whole schema's violations at properties it sent (a
+// Validate method's, say); any other failure — at an injected property, or
+// at the root where a message could speak of one — is an [InjectError].
+func (a *Agent) injectedCheckFailed(ctx context.Context, st *callState, err error) error {
+	inj := a.injection[st.info.Tool]
+	if _, merr := checkArgs(st.info.Tool, inj.model, []byte(st.modelArgs)); merr != nil {
+		if mve, ok := merr.(*validation.Error); ok {
+			if r := injectedargs.Redact(mve, inj.names); r != nil {
+				return r
+			}
+		}
+	}
+	if ve, ok := err.(*validation.Error); ok && len(ve.Violations) > 0 {
+		ownOnly := ve.Omitted == 0
+		for _, v := range ve.Violations {
+			if v.Path == "" || injectedargs.At(v.Path, inj.names) {
+				ownOnly = false
+			}
+		}
+		if ownOnly {
+			return ve
+		}
+	}
+	return a.injectFailed(ctx, &InjectError{Tool: st.info.Tool, Err: err})
+}
+
+// reportNotStarted reports the forged injected arguments of the calls todo
+// that never started (a run cancelled or stopped mid-batch): a security
+// event is not lost because its call did not run.
+func (a *Agent) reportNotStarted(ctx context.Context, ledger *checked.Ledger, calls []llms.ToolCall, todo []int) {
+	for _, i := range todo {
+		if _, e := a.dropForged(ledger, calls[i]); e != nil {
+			e.Tool, e.CallID = calls[i].FunctionCall.Name, calls[i].ID
+			ReportEvent(ctx, *e)
+		}
+	}
+}

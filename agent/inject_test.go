@@ -1,0 +1,418 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/validation"
+)
+
+type userKey struct{}
+
+// injectUser supplies user_id from the run's context.
+var injectUser = agent.Inject("user_id", func(ctx context.Context, _ *agent.ToolCall) (any, error) {
+	return ctx.Value(userKey{}), nil
+})
+
+func asUser(u string) context.Context {
+	return context.WithValue(context.Background(), userKey{}, u)
+}
+
+// OrderArgs has an injected user id and a Validate method that reads it.
+type OrderArgs struct {
+	Item   string `json:"item" jsonschema:"what to order"`
+	Qty    int    `json:"qty,omitempty"`
+	UserID string `json:"user_id" toolguard:"inject"`
+}
+
+// Validate refuses large orders from guests: it needs the injected id.
+func (a OrderArgs) Validate() error {
+	if a.UserID == "" {
+		return errors.New("no user")
+	}
+	if strings.HasPrefix(a.UserID, "guest-") && a.Qty > 1 {
+		return validation.FieldError("/qty", "guests may order one item at a time")
+	}
+	return nil
+}
+
+// sentSchema returns the parameters of tool as the model received them in
+// its first request, as JSON.
+func sentSchema(t *testing.T, m *fakemodel.Model, tool string) string {
+	t.Helper()
+	reqs := m.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the model was not called")
+	}
+	for _, tl := range reqs[0].Options.Tools {
+		if tl.Function != nil && tl.Function.Name == tool {
+			b, err := json.Marshal(tl.Function.Parameters)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b)
+		}
+	}
+	t.Fatalf("tool %q was not sent", tool)
+	return ""
+}
+
+// TestInjectedSchemaSentToModel: the model never sees an injected property,
+// neither in properties nor in required, for a typed tool (tag) and a raw
+// one (InjectArgs); ToolArgValidation is given the same schema.
+func TestInjectedSchemaSentToModel(t *testing.T) {
+	t.Parallel()
+	typed := agent.NewTool("order", "Order an item.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
+	raw := agent.InjectArgs(agent.NewSchemaTool("refund", "Refund an order.", `{
+		"type": "object",
+		"properties": {"order_id": {"type": "string"}, "user_id": {"type": "string"}, "tenant": {"type": "string"}},
+		"required": ["order_id", "user_id", "tenant"]}`,
+		func(context.Context, map[string]any) (string, error) { return "ok", nil }), "user_id", "tenant")
+	// A hand-built Go map, with Go types JSON does not have.
+	goMap := agent.InjectArgs(agent.NewSchemaTool("cancel", "Cancel an order.", map[string]any{
+		"type":       "object",
+		"properties": map[string]map[string]string{"order_id": {"type": "string"}, "user_id": {"type": "string"}},
+		"required":   []string{"order_id", "user_id"},
+	}, func(context.Context, map[string]any) (string, error) { return "ok", nil }), "user_id")
+	m := fakemodel.New(fakemodel.Text("hi"))
+	a := agent.New(m, []agent.Tool{typed, raw, goMap}, injectUser,
+		agent.Inject("tenant", func(context.Context, *agent.ToolCall) (any, error) { return "acme", nil }),
+		agent.WithMiddleware(middleware.ToolArgValidation()))
+	if _, err := a.Run(asUser("u-1"), "hi"); err != nil {
+		t.Fatal(err)
+	}
+	for tool, want := range map[string]string{
+		"order":  `{"additionalProperties":false,"properties":{"item":{"description":"what to order","type":"string"},"qty":{"type":"integer"}},"required":["item"],"type":"object"}`,
+		"refund": `{"properties":{"order_id":{"type":"string"}},"required":["order_id"],"type":"object"}`,
+		"cancel": `{"properties":{"order_id":{"type":"string"}},"required":["order_id"],"type":"object"}`,
+	} {
+		got := sentSchema(t, m, tool)
+		t.Logf("schema of %s sent to the model: %s", tool, got)
+		if got != want {
+			t.Errorf("schema of %s sent to the model = %s, want %s", tool, got, want)
+		}
+	}
+	// The tools' own schemas keep the properties, marked.
+	if s := typed.Schema().(*validation.Schema).String(); !strings.Contains(s, `"user_id":{"type":"string","x-toolguard-inject":true}`) {
+		t.Errorf("typed schema = %s, want user_id marked %s", s, validation.InjectedKeyword)
+	}
+}
+
+// TestInjectedValueReachesTool: the tool, its Validate method and
+// Step.Arguments see the injected value; the transcript and
+// Step.ModelArguments never do; a Validate error at the model's own
+// property is fed back to the model.
+func TestInjectedValueReachesTool(t *testing.T) {
+	t.Parallel()
+	var got []string
+	var mu sync.Mutex
+	tool := agent.NewTool("order", "Order an item.", func(_ context.Context, a OrderArgs) (string, error) {
+		mu.Lock()
+		got = append(got, a.UserID)
+		mu.Unlock()
+		return fmt.Sprintf("%d %s ordered", a.Qty, a.Item), nil
+	})
+	for _, stage := range []bool{false, true} {
+		t.Run(fmt.Sprintf("model stage %v", stage), func(t *testing.T) {
+			got = nil
+			m := fakemodel.New(
+				fakemodel.ToolCalls(fakemodel.Call("order", `{"item": "tea", "qty": 3}`)),
+				fakemodel.ToolCalls(fakemodel.Call("order", `{"item": "tea", "qty": 1}`)),
+				fakemodel.Text("Ordered."),
+			)
+			var opts []agent.Option
+			if stage {
+				opts = append(opts, agent.WithMiddleware(middleware.ToolArgValidation()))
+			}
+			a := agent.New(m, []agent.Tool{tool}, append(opts, injectUser)...)
+			res, err := a.Run(asUser("guest-7"), "tea")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, []string{"guest-7"}) {
+				t.Errorf("the tool ran with user ids %q, want one run with guest-7 (the first call fails Validate)", got)
+			}
+			var ve *validation.Error
+			if len(res.Steps) != 2 || !errors.As(res.Steps[0].Err, &ve) || ve.Violations[0].Path != "/qty" {
+				t.Fatalf("steps = %+v, want the first failing Validate at /qty", res.Steps)
+			}
+			feedback := toolMessages(res.Messages)[0]
+			if !strings.Contains(feedback, "/qty: guests may order one item at a time") || strings.Contains(feedback, "guest-7") {
+				t.Errorf("feedback = %q, want the Validate message at /qty, without the user id", feedback)
+			}
+			last := res.Steps[1]
+			if last.ModelArguments != `{"item": "tea", "qty": 1}` || !strings.Contains(last.Arguments, `"user_id":"guest-7"`) {
+				t.Errorf("Step.ModelArguments = %s, Arguments = %s; want the model's, and the ones that ran with user_id", last.ModelArguments, last.Arguments)
+			}
+			if b, _ := json.Marshal(res.Messages); strings.Contains(string(b), "guest-7") || strings.Contains(string(b), "user_id") {
+				t.Errorf("the transcript holds the injected argument: %s", b)
+			}
+		})
+	}
+}
+
+// TestInjectToolCallID: a tool_call_id property gets the call's real id,
+// whatever the model sends, and the synthesized one when it sends none.
+func TestInjectToolCallID(t *testing.T) {
+	t.Parallel()
+	type args struct {
+		Note   string `json:"note"`
+		CallID string `json:"tool_call_id" toolguard:"inject"`
+	}
+	var mu sync.Mutex
+	var seen []string
+	tool := agent.NewTool("note", "Take a note.", func(ctx context.Context, a args) (string, error) {
+		info, _ := agent.CallFrom(ctx)
+		mu.Lock()
+		seen = append(seen, a.CallID+"="+info.ID)
+		mu.Unlock()
+		return "noted", nil
+	})
+	m := fakemodel.New(
+		fakemodel.ToolCalls(llms.ToolCall{ID: "call_real", Type: "function",
+			FunctionCall: &llms.FunctionCall{Name: "note", Arguments: `{"note": "a", "tool_call_id": "call_forged"}`}}),
+		fakemodel.Response(&llms.ContentResponse{Choices: []*llms.ContentChoice{{ToolCalls: []llms.ToolCall{
+			{Type: "function", FunctionCall: &llms.FunctionCall{Name: "note", Arguments: `{"note": "b"}`}}}}}}),
+		fakemodel.Text("ok"),
+	)
+	a := agent.New(m, []agent.Tool{tool}, agent.Inject("tool_call_id", func(_ context.Context, c *agent.ToolCall) (any, error) {
+		return c.ID, nil
+	}))
+	res, err := a.Run(context.Background(), "notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	synth := res.Steps[1].CallID
+	if synth == "" || !slices.Equal(seen, []string{"call_real=call_real", synth + "=" + synth}) {
+		t.Errorf("tool_call_id=CallFrom id: %q, want call_real and the synthesized %q", seen, synth)
+	}
+}
+
+// TestInjectFailures: an injector's error or a value of the wrong type
+// fails the call without running the tool; the model reads a generic
+// message, never the injector's text or the value; Step.Err unwraps to the
+// cause.
+func TestInjectFailures(t *testing.T) {
+	t.Parallel()
+	secret := errors.New("user db: row for secret-user-9 locked")
+	tests := []struct {
+		name string
+		fn   func(context.Context, *agent.ToolCall) (any, error)
+		want func(error) bool
+	}{
+		{"injector error", func(context.Context, *agent.ToolCall) (any, error) { return nil, secret },
+			func(err error) bool { return errors.Is(err, secret) }},
+		{"wrong type", func(context.Context, *agent.ToolCall) (any, error) {
+			return map[string]string{"secret-user-9": "x"}, nil
+		},
+			func(err error) bool { var ve *validation.Error; return errors.As(err, &ve) }},
+		{"not JSON", func(context.Context, *agent.ToolCall) (any, error) { return func() {}, nil },
+			func(err error) bool { return err != nil }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ran := false
+			tool := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { ran = true; return "ok", nil })
+			m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("order", `{"item": "tea"}`)), fakemodel.Text("sorry"))
+			log := &eventLog{}
+			a := agent.New(m, []agent.Tool{tool}, agent.Inject("user_id", tc.fn), agent.WithEventHandler(log.handle))
+			res, err := a.Run(context.Background(), "tea")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ran {
+				t.Error("the tool ran")
+			}
+			var ie *agent.InjectError
+			if !errors.As(res.Steps[0].Err, &ie) || ie.Tool != "order" || !tc.want(ie.Err) {
+				t.Fatalf("Step.Err = %#v, want an *InjectError with the cause", res.Steps[0].Err)
+			}
+			msg := toolMessages(res.Messages)[0]
+			if !strings.Contains(msg, "could not be run") || strings.Contains(msg, "secret") || strings.Contains(msg, "user_id") {
+				t.Errorf("the model read %q, want a generic failure", msg)
+			}
+			e, ok := log.find(middleware.EventArgsRejected)
+			if !ok || strings.Contains(e.Err.Error(), "secret") {
+				t.Errorf("events %v: want args_rejected without the cause's text", log.kinds())
+			}
+		})
+	}
+}
+
+// TestInjectMisconfiguration: a declared injected argument without Inject
+// makes New panic; so do Inject twice and bad InjectArgs; a tag below the
+// top level makes Typed panic.
+func TestInjectMisconfiguration(t *testing.T) {
+	t.Parallel()
+	tool := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "", nil })
+	raw := agent.NewSchemaTool("r", "R.", `{"type": "object", "properties": {"a": {"type": "string"}}}`,
+		func(context.Context, map[string]any) (string, error) { return "", nil })
+	type nested struct {
+		Inner struct {
+			ID string `json:"id" toolguard:"inject"`
+		} `json:"inner"`
+	}
+	type typo struct {
+		ID string `json:"id" toolguard:"injected"`
+	}
+	tests := []struct {
+		name, want string
+		fn         func()
+	}{
+		{"no Inject", `tool "order" has the injected argument "user_id", which no Inject supplies`,
+			func() { agent.New(fakemodel.New(), []agent.Tool{tool}) }},
+		{"no Inject, raw", `tool "r" has the injected argument "a"`,
+			func() { agent.New(fakemodel.New(), []agent.Tool{agent.InjectArgs(raw, "a")}) }},
+		{"Inject twice", `Inject("user_id") is given twice`,
+			func() { agent.New(fakemodel.New(), []agent.Tool{tool}, injectUser, injectUser) }},
+		{"Inject nil", `Inject("x"`, func() { agent.Inject("x", nil) }},
+		{"InjectArgs no names", "at least one property name", func() { agent.InjectArgs(raw) }},
+		{"InjectArgs repeated", "empty or repeated", func() { agent.InjectArgs(raw, "a", "a") }},
+		{"InjectArgs boolean schema", "not a JSON object schema", func() {
+			agent.InjectArgs(agent.NewSchemaTool("b", "B.", json.RawMessage(`true`), func(context.Context, map[string]any) (string, error) { return "", nil }), "a")
+		}},
+		{"nested tag", "only top-level arguments can be injected", func() { validation.Typed[nested]() }},
+		{"unknown tag", `unknown tag toolguard:"injected"`, func() { validation.Typed[typo]() }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			defer func() {
+				if p := fmt.Sprint(recover()); !strings.Contains(p, tc.want) {
+					t.Errorf("panic = %q, want it to contain %q", p, tc.want)
+				}
+			}()
+			tc.fn()
+		})
+	}
+}
+
+// TestInjectConcurrentRunsNeverCross: many runs of one agent, each as its
+// own user and each with a model forging another user's id, run at once:
+// every tool call gets its own run's user.
+func TestInjectConcurrentRunsNeverCross(t *testing.T) {
+	t.Parallel()
+	const runs = 64
+	var crossed []string
+	var mu sync.Mutex
+	tool := agent.NewTool("order", "Order.", func(ctx context.Context, a OrderArgs) (string, error) {
+		if want := ctx.Value(userKey{}).(string); a.UserID != want {
+			mu.Lock()
+			crossed = append(crossed, a.UserID+" in the run of "+want)
+			mu.Unlock()
+		}
+		return "ok " + a.UserID, nil
+	})
+	// Each step answers whichever run calls it: a tool call forging
+	// another user's id (two per turn, so calls of a batch run in
+	// parallel too), or the final text once the tool answered.
+	step := fakemodel.Func(func(_ context.Context, msgs []llms.MessageContent, _ llms.CallOptions) (*llms.ContentResponse, error) {
+		if msgs[len(msgs)-1].Role == llms.ChatMessageTypeTool {
+			return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: "done"}}}, nil
+		}
+		forge := fakemodel.Call("order", `{"item": "tea", "user_id": "u-0"}`)
+		return &llms.ContentResponse{Choices: []*llms.ContentChoice{{ToolCalls: []llms.ToolCall{forge, forge}}}}, nil
+	})
+	steps := make([]fakemodel.Step, 2*runs)
+	for i := range steps {
+		steps[i] = step
+	}
+	a := agent.New(fakemodel.New(steps...), []agent.Tool{tool}, injectUser, agent.WithMiddleware(middleware.ToolArgValidation()))
+	var wg sync.WaitGroup
+	errs := make(chan error, runs)
+	for i := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			user := fmt.Sprintf("u-%d", i+1)
+			res, err := a.Run(asUser(user), "tea")
+			if err == nil && (len(res.Steps) != 2 || res.Steps[0].Result != "ok "+user || res.Steps[1].Result != "ok "+user) {
+				err = fmt.Errorf("run of %s: steps %+v", user, res.Steps)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if len(crossed) > 0 {
+		t.Errorf("%d calls ran as another user: %q", len(crossed), crossed[:min(5, len(crossed))])
+	}
+}
+
+// wrapped is a user's tool wrapper that forwards everything, as many do.
+type wrapped struct{ agent.Tool }
+
+// TestInjectThroughWrapper: injected properties are marked in the schema,
+// so a wrapper that forwards Schema cannot hide them (LangChain lost them
+// under subclasses and custom schemas): the model is not sent user_id and
+// the tool gets the injected value.
+func TestInjectThroughWrapper(t *testing.T) {
+	t.Parallel()
+	var got string
+	typed := agent.NewTool("order", "Order.", func(_ context.Context, a OrderArgs) (string, error) { got = a.UserID; return "ok", nil })
+	raw := agent.InjectArgs(agent.NewSchemaTool("refund", "Refund.", `{"type": "object", "properties": {"user_id": {"type": "string"}}}`,
+		func(_ context.Context, a map[string]any) (string, error) {
+			got, _ = a["user_id"].(string)
+			return "ok", nil
+		}), "user_id")
+	for _, tool := range []agent.Tool{wrapped{typed}, wrapped{raw}} {
+		m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call(tool.Name(), `{"item": "tea", "user_id": "admin"}`)), fakemodel.Text("ok"))
+		a := agent.New(m, []agent.Tool{tool}, injectUser)
+		got = ""
+		if _, err := a.Run(asUser("u-5"), "go"); err != nil {
+			t.Fatal(err)
+		}
+		if s := sentSchema(t, m, tool.Name()); strings.Contains(s, "user_id") || got != "u-5" {
+			t.Errorf("%s behind a wrapper: sent %s, tool got %q; want no user_id sent, u-5 received", tool.Name(), s, got)
+		}
+	}
+}
+
+// TestForgedReportedWhenNotRun: a forged injected argument is reported even
+// when its call never starts because the run stopped mid-batch.
+func TestForgedReportedWhenNotRun(t *testing.T) {
+	t.Parallel()
+	for _, stage := range []bool{false, true} {
+		t.Run(fmt.Sprintf("model stage %v", stage), func(t *testing.T) {
+			t.Parallel()
+			tool := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
+			stop := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
+				return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+					return nil, agent.ErrStopRun
+				}
+			})
+			m := fakemodel.New(fakemodel.ToolCalls(
+				fakemodel.Call("order", `{"item": "tea"}`),
+				fakemodel.Call("order", `{"item": "tea", "user_id": "admin"}`)))
+			log := &eventLog{}
+			opts := []agent.Option{injectUser, agent.WithToolMiddleware(stop), agent.WithMaxConcurrency(1), agent.WithEventHandler(log.handle)}
+			if stage {
+				opts = append(opts, agent.WithMiddleware(middleware.ToolArgValidation()))
+			}
+			res, err := agent.New(m, []agent.Tool{tool}, opts...).Run(asUser("u-1"), "tea")
+			if !errors.Is(err, agent.ErrStopRun) || len(res.Steps) != 1 {
+				t.Fatalf("Run = %v with %d steps, want ErrStopRun after the first call", err, len(res.Steps))
+			}
+			e, ok := log.find(middleware.EventForgedArgument)
+			if !ok || e.Tool != "order" || e.CallID != "call_2" || !slices.Equal(e.Paths, []string{"/user_id"}) {
+				t.Errorf("events %v, forged_argument %+v: want one for order call_2 at /user_id", log.kinds(), e)
+			}
+		})
+	}
+}

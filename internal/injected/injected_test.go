@@ -1,0 +1,63 @@
+package injected
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/toolguard/toolguard/validation"
+)
+
+func TestDrop(t *testing.T) {
+	t.Parallel()
+	names := []string{"user_id", "a/b"}
+	tests := []struct {
+		args, want string
+		paths      []string
+	}{
+		{`{"q": 1}`, `{"q": 1}`, nil},
+		{`{"q": 1, "user_id": "admin"}`, `{"q":1}`, []string{"/user_id"}},
+		{`{"USER_ID": "admin", "User_Id": "x", "q": 1}`, `{"q":1}`, []string{"/USER_ID", "/User_Id"}},
+		{`{"user\u005fid": "admin"}`, `{}`, []string{"/user_id"}},
+		{`{"a/b": 1}`, `{}`, []string{"/a~1b"}},
+		{`{"q": {"user_id": "nested stays"}}`, `{"q": {"user_id": "nested stays"}}`, nil},
+		{`{"user_id": "admin"`, `{"user_id": "admin"`, nil}, // not JSON: Redact's job
+		{`["user_id"]`, `["user_id"]`, nil},
+		{``, ``, nil},
+	}
+	for _, tc := range tests {
+		got, paths := Drop(tc.args, names)
+		if got != tc.want || !slices.Equal(paths, tc.paths) {
+			t.Errorf("Drop(%s) = %s, %q, want %s, %q", tc.args, got, paths, tc.want, tc.paths)
+		}
+	}
+}
+
+func TestRedact(t *testing.T) {
+	t.Parallel()
+	names := []string{"user_id"}
+	e := &validation.Error{Violations: []validation.Violation{
+		{Path: "", Keyword: "json", Message: "not JSON", Got: `"{\"user_id\": \"admin\""`},
+		{Path: "/user_id", Keyword: "type", Message: "expected string", Got: "1"},
+		{Path: "/USER_ID/x", Keyword: "type", Message: "expected string", Got: "1"},
+		{Path: "/order", Keyword: "type", Message: "expected integer", Got: `"seven"`},
+	}}
+	got := Redact(e, names)
+	want := []validation.Violation{
+		{Path: "", Keyword: "json", Message: "not JSON"},
+		{Path: "/order", Keyword: "type", Message: "expected integer", Got: `"seven"`},
+	}
+	if got == nil || !slices.Equal(got.Violations, want) {
+		t.Errorf("Redact = %+v, want %+v", got, want)
+	}
+	if len(e.Violations) != 4 {
+		t.Error("Redact modified its argument")
+	}
+	only := &validation.Error{Violations: []validation.Violation{{Path: "/user_id", Keyword: "required"}}}
+	if got := Redact(only, names); got != nil {
+		t.Errorf("Redact of violations at injected paths only = %+v, want nil", got)
+	}
+	clean := &validation.Error{Violations: []validation.Violation{{Path: "/order", Keyword: "type"}}}
+	if got := Redact(clean, names); got != clean {
+		t.Errorf("Redact of an error with nothing to redact = %p, want the same %p", got, clean)
+	}
+}

@@ -1,0 +1,84 @@
+package middleware_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/middleware/fakemodel"
+)
+
+// TestInjectedArgsModelStage is ToolArgValidation told of an injected
+// argument without package agent (an agents.Executor whose tool reads the
+// user from the context), with the tool's whole, closed schema: the model's
+// "admin" is dropped from the call and reported by path, the model is
+// neither asked for user_id nor shown the value, and its other mistakes are
+// still fed back.
+func TestInjectedArgsModelStage(t *testing.T) {
+	t.Parallel()
+	tool := llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: "refund", Parameters: map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"order":   map[string]any{"type": "integer"},
+			"user_id": map[string]any{"type": "string"},
+		},
+		"required":             []any{"order", "user_id"},
+		"additionalProperties": false,
+	}}}
+	m := fakemodel.New(
+		fakemodel.ToolCalls(fakemodel.Call("refund", `{"order": "one", "user_id": "admin"}`)),
+		fakemodel.ToolCalls(fakemodel.Call("refund", `{"order": 1, "user_id": "admin"}`)),
+	)
+	var mu sync.Mutex
+	var events []middleware.Event
+	llm := middleware.Wrap(m, middleware.ToolArgValidation(middleware.WithEventHandler(func(_ context.Context, e middleware.Event) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	})))
+	ctx := middleware.WithInjectedArgs(context.Background(), map[string][]string{"refund": {"user_id"}})
+	resp, err := llm.GenerateContent(ctx, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "refund 1")}, llms.WithTools([]llms.Tool{tool}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Choices[0].ToolCalls[0].FunctionCall.Arguments; got != `{"order":1}` {
+		t.Errorf("arguments handed on = %s, want {\"order\":1}", got)
+	}
+	reqs := m.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls, want 2", len(reqs))
+	}
+	var sent strings.Builder
+	for _, msg := range reqs[1].Messages {
+		for _, p := range msg.Parts {
+			switch p := p.(type) {
+			case llms.ToolCallResponse:
+				sent.WriteString(p.Content)
+			case llms.ToolCall:
+				sent.WriteString(p.FunctionCall.Arguments)
+			}
+		}
+	}
+	if s := sent.String(); !strings.Contains(s, "/order: expected integer") || strings.Contains(s, "admin") || strings.Contains(s, "user_id") {
+		t.Errorf("the re-ask sent %q: want the /order violation, without admin or user_id", s)
+	}
+	var forged []int
+	for _, e := range events {
+		if e.Kind == middleware.EventForgedArgument {
+			if e.Tool != "refund" || !slices.Equal(e.Paths, []string{"/user_id"}) {
+				t.Errorf("event %+v, want tool refund, paths [/user_id]", e)
+			}
+			forged = append(forged, e.Attempt)
+		}
+		if e.Err != nil && strings.Contains(e.Err.Error(), "admin") || strings.Contains(e.Feedback, "admin") {
+			t.Errorf("event %+v quotes the forged value", e)
+		}
+	}
+	if !slices.Equal(forged, []int{1, 2}) {
+		t.Errorf("forged_argument at attempts %v, want [1 2]", forged)
+	}
+}
