@@ -79,7 +79,7 @@ func (w *wiringChecks) checkName(ctx context.Context, l *toolCallLimit, req *Req
 	}
 	err := fmt.Errorf("%w: ToolCallLimit's WithToolName(%s) names none of the request's tools (%s), so its limits count no call",
 		ErrToolNotOffered, safetext.Quote(l.cfg.tool, 80), strings.Join(names, ", "))
-	report(ctx, l.cfg.events, Event{Kind: EventMisconfigured, Middleware: limitName, Tool: l.cfg.tool, Err: err})
+	reportLoud(ctx, l.cfg.events, Event{Kind: EventMisconfigured, Middleware: limitName, Tool: l.cfg.tool, Err: err})
 }
 
 // reportEmpty reports an [EventEmptyResponse] when resp, which has no tool

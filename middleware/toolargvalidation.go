@@ -224,6 +224,17 @@ func (m *toolArgValidation) emit(ctx context.Context, e Event) {
 	report(ctx, m.cfg.events, e)
 }
 
+// emitFailOpen reports e, which lets a call through unchecked, loudly
+// unless the middleware fails closed (its caller then gets an error).
+func (m *toolArgValidation) emitFailOpen(ctx context.Context, e Event) {
+	if m.cfg.failClosed {
+		m.emit(ctx, e)
+		return
+	}
+	e.Middleware = validationName
+	reportLoud(ctx, m.cfg.events, e)
+}
+
 func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
 	return func(ctx context.Context, req *Request) (*llms.ContentResponse, error) {
 		// Lets a ToolCallLimit inside report its misplacement.
@@ -254,7 +265,7 @@ func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
 				return gate.deliver(ctx, resp)
 			}
 			if attempt > m.cfg.maxRetries {
-				m.emit(ctx, Event{Kind: EventGiveUp, Attempt: attempt, Err: invalid[0]})
+				m.emitFailOpen(ctx, Event{Kind: EventGiveUp, Attempt: attempt, Err: invalid[0]})
 				if m.cfg.failClosed {
 					return nil, &InvalidToolCallsError{Attempts: attempt, Errors: invalid, Response: resp}
 				}
@@ -384,7 +395,7 @@ func (m *toolArgValidation) check(ctx context.Context, c *toolCall, tools toolSc
 	if src != nil {
 		s, err := m.cache.Get(src)
 		if err != nil {
-			m.emit(ctx, Event{Kind: EventSchemaError, Attempt: attempt, Tool: c.fn.Name, CallID: c.id, Err: err})
+			m.emitFailOpen(ctx, Event{Kind: EventSchemaError, Attempt: attempt, Tool: c.fn.Name, CallID: c.id, Err: err})
 			if m.cfg.failClosed {
 				return verdict{}, &SchemaError{Tool: c.fn.Name, Err: err}
 			}
