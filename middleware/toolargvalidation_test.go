@@ -164,7 +164,7 @@ func TestInvalidCallIsReaskedWithFeedback(t *testing.T) {
 		`- /days: expected a number >= 1, got 0`,
 		`- /extra: unexpected property; allowed properties: "city", "days", "note", "tags", "units", got true`,
 		`- /units: expected one of "celsius", "fahrenheit", got "kelvin"`,
-		`Call get_weather again with corrected arguments. Omit optional fields you have no value for instead of sending null, {} or [].`,
+		`Call get_weather again with corrected arguments.`,
 	}, "\n")
 	want := append(append([]llms.MessageContent(nil), question...),
 		llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{
