@@ -64,3 +64,18 @@ func ModelFailed(attempts int, err error) string {
 	b.WriteString(err.Error())
 	return b.String()
 }
+
+// MaxReplayedArguments bounds, in bytes, the arguments of one call that a
+// re-ask shows the model again. Larger arguments are shown as {}, as broken
+// JSON is, and the call's tool message says so ([Oversized]), so a re-ask's
+// size is bounded whatever the model sent.
+const MaxReplayedArguments = 64 << 10
+
+// Oversized is the message that tells the model that a call's arguments,
+// size bytes long, were too large to be shown again in a re-ask and are shown
+// as {}. It is a violation's message for a rejected call, and is added to the
+// tool message of the call's siblings.
+func Oversized(size int) string {
+	return "the arguments are " + strconv.Itoa(size) + " bytes, more than the " +
+		strconv.Itoa(MaxReplayedArguments) + " a re-ask shows again, so they are shown as {}; send them again in full"
+}

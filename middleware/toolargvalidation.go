@@ -278,7 +278,7 @@ func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
 			for i, v := range verdicts {
 				answers[i] = v.answer
 				if answers[i] == "" {
-					answers[i] = errfmt.NotExecuted
+					answers[i] = withOversized(errfmt.NotExecuted, oversized(&calls[i]))
 				}
 			}
 			m.emit(ctx, Event{Kind: EventReask, Attempt: attempt + 1})
@@ -424,6 +424,10 @@ func (m *toolArgValidation) check(ctx context.Context, c *toolCall, tools toolSc
 	}
 	if res.Err == nil {
 		return verdict{}, nil
+	}
+	if n := oversized(c); n > 0 && attempt <= m.cfg.maxRetries {
+		// The re-ask shows these arguments as {}; the model is told why.
+		res.Err.Violations = append(res.Err.Violations, validation.Violation{Keyword: "size", Message: errfmt.Oversized(n)})
 	}
 	return reject(res.Err, ""), nil
 }

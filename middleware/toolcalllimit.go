@@ -162,6 +162,7 @@ func (l *toolCallLimit) answers(calls []toolCall, e *LimitExceededError) []strin
 		default:
 			answers[i] = text.Exceeded(c.fn.Name)
 		}
+		answers[i] = withOversized(answers[i], oversized(c))
 	}
 	return answers
 }

@@ -209,9 +209,38 @@ func isJSONObject(s string) bool {
 }
 
 // replay shows the model its rejected response, each call answered by
-// answers[i], in the [ToolCallMessages] layout.
+// answers[i], in the [ToolCallMessages] layout. Arguments longer than
+// [errfmt.MaxReplayedArguments] are shown as {} (the callers' answers say
+// so, see [oversized]), so a re-ask's size is bounded whatever the model
+// sent.
 func replay(resp *llms.ContentResponse, calls []toolCall, answers []string) []llms.MessageContent {
-	return ToolCallMessages(ResponseText(resp), toToolCalls(calls), answers)
+	tcs := toToolCalls(calls)
+	for i, tc := range tcs {
+		if tc.FunctionCall != nil && len(tc.FunctionCall.Arguments) > errfmt.MaxReplayedArguments {
+			fn := *tc.FunctionCall
+			fn.Arguments = "{}"
+			tcs[i].FunctionCall = &fn
+		}
+	}
+	return ToolCallMessages(ResponseText(resp), tcs, answers)
+}
+
+// oversized returns the length of c's arguments when a re-ask would show
+// them as {} (see [replay]), else 0.
+func oversized(c *toolCall) int {
+	if n := len(c.args()); n > errfmt.MaxReplayedArguments {
+		return n
+	}
+	return 0
+}
+
+// withOversized adds to answer, the tool message of a call that is not
+// rejected itself, that its arguments (size bytes) are shown as {}.
+func withOversized(answer string, size int) string {
+	if size == 0 {
+		return answer
+	}
+	return answer + " Note: " + errfmt.Oversized(size) + "."
 }
 
 // withReplay returns orig followed by extra, in a new slice: the caller's
