@@ -151,7 +151,10 @@ func WithRunLimit(n int) LimitOption {
 
 // WithThreadLimit caps the calls of one thread (see [WithThread]) at n. n
 // must be at least 1; WithThreadLimit panics otherwise. The default is no
-// thread limit.
+// thread limit. A call whose context names no thread counts the thread from
+// the transcript it carries, which trimming or summarising shortens: the
+// limiter reports that once, in an [EventMisconfigured] wrapping
+// [ErrNoThread].
 func WithThreadLimit(n int) LimitOption {
 	checkLimit("WithThreadLimit", n)
 	return limitOption(func(c *limitConfig) { c.thread = n })

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
@@ -213,8 +214,9 @@ func ToolArgValidation(opts ...ValidationOption) Middleware {
 }
 
 type toolArgValidation struct {
-	cfg   validationConfig
-	cache *validation.Cache
+	cfg        validationConfig
+	cache      *validation.Cache
+	duplicates atomic.Bool // reported a request offering two tools of one name
 }
 
 const validationName = "ToolArgValidation"
@@ -316,10 +318,24 @@ type toolSchemas map[string]any
 func (m *toolArgValidation) toolSchemas(ctx context.Context, tools []llms.Tool) toolSchemas {
 	fromCtx, _ := ctx.Value(toolSchemasKey{}).(map[string]any)
 	ts := make(toolSchemas, len(tools)+len(fromCtx)+len(m.cfg.schemas))
+	var dups []string
 	for _, t := range tools {
 		if t.Function != nil {
+			if _, seen := ts[t.Function.Name]; seen && !slices.Contains(dups, t.Function.Name) {
+				dups = append(dups, t.Function.Name)
+			}
 			ts[t.Function.Name] = t.Function.Parameters
 		}
+	}
+	if len(dups) > 0 && m.duplicates.CompareAndSwap(false, true) {
+		quoted := make([]string, len(dups))
+		for i, d := range dups {
+			quoted[i] = safetext.Quote(d, 80)
+		}
+		err := fmt.Errorf("%w: the request offers more than one tool named %s; calls are validated against the last one's schema, "+
+			"and providers may refuse the request", ErrDuplicateTool, strings.Join(quoted, ", "))
+		e := Event{Kind: EventMisconfigured, Middleware: validationName, Tool: dups[0], Err: err}
+		reportLoud(ctx, m.cfg.events, e)
 	}
 	for _, layer := range []map[string]any{fromCtx, m.cfg.schemas} {
 		for name, s := range layer {
