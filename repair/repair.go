@@ -12,7 +12,8 @@
 // a [Repairer] only for arguments that fail, and uses its result only when
 // the repaired arguments then validate, so a repair can never turn an
 // invalid call into a different invalid call. Repaired arguments are held
-// to [validation.DecodeArgs]'s limits (validation.CheckJSON).
+// to [validation.DecodeArgs]'s limits (depth, number of values, number
+// length), checked by decoding them with it.
 //
 // repair imports only validation; it never imports middleware.
 package repair
