@@ -1,6 +1,6 @@
 // Package bfcl loads the Berkeley Function Calling Leaderboard corpus for
 // toolguard's tests and benchmarks: the subset shipped in
-// internal/corpus/testdata by default, the full corpus (see
+// internal/support/corpus/testdata by default, the full corpus (see
 // ../shared/corpus/README.md) when $TOOLGUARD_CORPUS names it.
 //
 // Only test files import it. Tests call Open, and check counts against the
@@ -17,7 +17,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/toolguard/toolguard/internal/corpus"
+	"github.com/toolguard/toolguard/internal/support/corpus"
 )
 
 // The sizes of the full corpus as published (BFCL v4, commit 6ea57973).
