@@ -38,7 +38,10 @@ var (
 
 func openTools(t *testing.T) *corpusTools {
 	t.Helper()
-	c := bfcl.Open(t)
+	c, err := bfcl.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
 	toolsOnce.Do(func() {
 		ct := &corpusTools{Corpus: c, tools: map[string]llms.Tool{}, schemas: map[string]*validation.Schema{}}
 		for _, tool := range c.Tools {

@@ -40,7 +40,10 @@ var (
 
 func openCorpus(t testing.TB) *corpusSchemas {
 	t.Helper()
-	c := bfcl.Open(t)
+	c, err := bfcl.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
 	corpusOnce.Do(func() {
 		cs := &corpusSchemas{
 			Corpus:  c,

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io/fs"
 	"sync"
-	"testing"
 
 	"github.com/toolguard/toolguard/internal/support/corpus"
 )
@@ -144,23 +143,10 @@ func Load() (*Corpus, error) {
 	return loaded, loadErr
 }
 
-// Open returns the corpus, failing tb when it cannot be read.
-func Open(tb testing.TB) *Corpus {
-	tb.Helper()
-	c, err := Load()
-	if errors.Is(err, ErrAbsent) {
-		tb.Fatalf("BFCL corpus not available: %v (unset $%s to use the shipped subset)", err, corpus.EnvDir)
-	}
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return c
-}
-
 func load() (*Corpus, error) {
 	d, err := corpus.Open(corpus.BFCL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrAbsent, err)
+		return nil, fmt.Errorf("%w: %v (unset $%s to use the shipped subset)", ErrAbsent, err, corpus.EnvDir)
 	}
 	c := &Corpus{Source: d.Source, Full: d.Full, Want: Shipped()}
 	if d.Full {
