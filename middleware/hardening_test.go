@@ -11,6 +11,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/internal/modeltext"
 	"github.com/toolguard/toolguard/internal/safetext"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
@@ -340,7 +341,7 @@ func TestThousandToolCalls(t *testing.T) {
 			if !strings.Contains(answer.Content, "3 errors") {
 				t.Errorf("call %d: feedback %q, want 3 errors", i/2, answer.Content)
 			}
-		} else if answer.Content != errfmt.NotExecuted {
+		} else if answer.Content != modeltext.NotExecuted {
 			t.Errorf("call %d: answer %q, want NotExecuted", i/2, answer.Content)
 		}
 		total += len(answer.Content)
@@ -386,7 +387,7 @@ func TestBadSchemasDoNotBreakOtherTools(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"remote", "laughs", "not_json"} {
-		if answers[name] != errfmt.NotExecuted {
+		if answers[name] != modeltext.NotExecuted {
 			t.Errorf("%s: answer %q, want it passed (NotExecuted as a sibling)", name, answers[name])
 		}
 	}

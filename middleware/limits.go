@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/internal/modeltext"
 )
 
 // ExitBehavior says what [ToolCallLimit] does with a model response whose tool
@@ -86,14 +86,14 @@ func (e *LimitExceededError) Error() string {
 }
 
 // text describes the limit for the texts the model reads.
-func (e *LimitExceededError) text() errfmt.Limit {
-	return errfmt.Limit{Tool: e.Tool, Scope: string(e.Scope), Limit: e.Limit, Count: e.Count}
+func (e *LimitExceededError) text() modeltext.Limit {
+	return modeltext.Limit{Tool: e.Tool, Scope: string(e.Scope), Limit: e.Limit, Count: e.Count}
 }
 
 // reached is the [ExitEnd] answer's text.
 func (e *LimitExceededError) reached() string {
 	if e.Kind == CountModelCalls {
-		return errfmt.ModelCallLimit{Scope: string(e.Scope), Limit: e.Limit, Count: e.Count}.Reached()
+		return modeltext.ModelCallLimit{Scope: string(e.Scope), Limit: e.Limit, Count: e.Count}.Reached()
 	}
 	return e.text().Reached()
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/tmc/langchaingo/llms"
-	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/internal/modeltext"
 	"github.com/toolguard/toolguard/retry"
 )
 
@@ -96,9 +96,9 @@ func WithRetryStreamed() RetryOption {
 func ContinueOnFailure(_ context.Context, err error) (*llms.ContentResponse, error) {
 	var re *retry.Error
 	if errors.As(err, &re) {
-		return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: errfmt.ModelFailed(re.Attempts, re.Err)}}}, nil
+		return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: modeltext.ModelFailed(re.Attempts, re.Err)}}}, nil
 	}
-	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: errfmt.ModelFailed(0, err)}}}, nil
+	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: modeltext.ModelFailed(0, err)}}}, nil
 }
 
 // ModelRetry returns a middleware that calls the model again when a call

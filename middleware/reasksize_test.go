@@ -7,6 +7,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/internal/modeltext"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -31,7 +32,7 @@ func reaskBytes(msgs []llms.MessageContent) int {
 }
 
 // TestOversizedArgumentsAreNotReplayed: a re-ask shows arguments larger
-// than errfmt.MaxReplayedArguments as {}, as it shows broken JSON, and the
+// than modeltext.MaxReplayedArguments as {}, as it shows broken JSON, and the
 // tool messages say how large they were and the limit, so the re-ask's size
 // does not grow with what the model sent. Both the rejected call and its
 // valid sibling are shown as {}.
@@ -54,8 +55,8 @@ func TestOversizedArgumentsAreNotReplayed(t *testing.T) {
 	}
 	extra := reask[len(question):]
 	for i, want := range []struct{ args, answer string }{
-		{"{}", "- (root): " + errfmt.Oversized(len(invalid)) + "\n"},
-		{"{}", errfmt.NotExecuted + " Note: " + errfmt.Oversized(len(valid)) + "."},
+		{"{}", "- (root): " + modeltext.Oversized(len(invalid)) + "\n"},
+		{"{}", modeltext.NotExecuted + " Note: " + modeltext.Oversized(len(valid)) + "."},
 	} {
 		call := extra[2*i].Parts[0].(llms.ToolCall)
 		answer := extra[2*i+1].Parts[0].(llms.ToolCallResponse).Content
@@ -63,8 +64,8 @@ func TestOversizedArgumentsAreNotReplayed(t *testing.T) {
 			t.Errorf("call %d replayed as %s answered %q; want %s answered with %q", i, call.FunctionCall.Arguments, answer, want.args, want.answer)
 		}
 	}
-	if !strings.Contains(errfmt.Oversized(len(invalid)), strconv.Itoa(len(invalid))+" bytes, more than the "+strconv.Itoa(errfmt.MaxReplayedArguments)) {
-		t.Errorf("Oversized(%d) = %q, want the size and the limit", len(invalid), errfmt.Oversized(len(invalid)))
+	if !strings.Contains(modeltext.Oversized(len(invalid)), strconv.Itoa(len(invalid))+" bytes, more than the "+strconv.Itoa(modeltext.MaxReplayedArguments)) {
+		t.Errorf("Oversized(%d) = %q, want the size and the limit", len(invalid), modeltext.Oversized(len(invalid)))
 	}
 }
 
@@ -85,7 +86,7 @@ func TestOversizedArgumentsInLimitReask(t *testing.T) {
 		t.Errorf("limit re-ask carries %d bytes, want it bounded", n)
 	}
 	for _, msg := range reask[len(question):] {
-		if r, ok := msg.Parts[0].(llms.ToolCallResponse); ok && !strings.Contains(r.Content, errfmt.Oversized(len(big))) {
+		if r, ok := msg.Parts[0].(llms.ToolCallResponse); ok && !strings.Contains(r.Content, modeltext.Oversized(len(big))) {
 			t.Errorf("tool message %q does not say the arguments are shown as {}", r.Content)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/internal/modeltext"
 	"github.com/toolguard/toolguard/internal/safetext"
 	"github.com/toolguard/toolguard/internal/toolargs"
 	"github.com/toolguard/toolguard/repair"
@@ -280,7 +281,7 @@ func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
 			for i, v := range verdicts {
 				answers[i] = v.answer
 				if answers[i] == "" {
-					answers[i] = withOversized(errfmt.NotExecuted, oversized(&calls[i]))
+					answers[i] = withOversized(modeltext.NotExecuted, oversized(&calls[i]))
 				}
 			}
 			m.emit(ctx, Event{Kind: EventReask, Attempt: attempt + 1})
@@ -394,7 +395,7 @@ func (m *toolArgValidation) check(ctx context.Context, c *toolCall, tools toolSc
 		return verdict{err: e, answer: answer}
 	}
 	if c.fn == nil {
-		return reject(&validation.Error{Violations: []validation.Violation{{Keyword: "tool", Message: errfmt.NoFunction}}}, ""), nil
+		return reject(&validation.Error{Violations: []validation.Violation{{Keyword: "tool", Message: modeltext.NoFunction}}}, ""), nil
 	}
 	src, known := tools[c.fn.Name]
 	if !known {
@@ -443,7 +444,7 @@ func (m *toolArgValidation) check(ctx context.Context, c *toolCall, tools toolSc
 	}
 	if n := oversized(c); n > 0 && attempt <= m.cfg.maxRetries {
 		// The re-ask shows these arguments as {}; the model is told why.
-		res.Err.Violations = append(res.Err.Violations, validation.Violation{Keyword: "size", Message: errfmt.Oversized(n)})
+		res.Err.Violations = append(res.Err.Violations, validation.Violation{Keyword: "size", Message: modeltext.Oversized(n)})
 	}
 	return reject(res.Err, ""), nil
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/tmc/langchaingo/jsonschema"
 	"github.com/tmc/langchaingo/llms"
-	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/internal/modeltext"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/strip"
@@ -285,7 +285,7 @@ func TestMixedBatchSiblingsAreNotExecuted(t *testing.T) {
 			t.Errorf("pair %d: call %q answered as %q/%q, want matching ids and names", i, call.ID, answer.ToolCallID, answer.Name)
 		}
 		wantNotExecuted := id != "b"
-		if got := answer.Content == errfmt.NotExecuted; got != wantNotExecuted {
+		if got := answer.Content == modeltext.NotExecuted; got != wantNotExecuted {
 			t.Errorf("call %s answer = %q; not-executed = %v, want %v", id, answer.Content, got, wantNotExecuted)
 		}
 	}

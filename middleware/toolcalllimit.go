@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/tmc/langchaingo/llms"
-	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/internal/modeltext"
 )
 
 // ToolCallLimit returns a middleware that caps the tool calls leaving the
@@ -155,7 +155,7 @@ func (l *toolCallLimit) answers(calls []toolCall, e *LimitExceededError) []strin
 		c := &calls[i]
 		switch {
 		case !l.covers(c):
-			answers[i] = errfmt.Sibling
+			answers[i] = modeltext.Sibling
 		case fit > 0:
 			fit--
 			answers[i] = text.Remaining()
