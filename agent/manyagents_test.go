@@ -49,6 +49,15 @@ func TestValidateHookSurvivesManyAgents(t *testing.T) {
 	}
 }
 
+// rawSchemaTool is a Tool whose Schema is whatever it holds, even a schema
+// that does not compile (NewSchemaTool refuses those).
+type rawSchemaTool struct{ schema any }
+
+func (rawSchemaTool) Name() string                                 { return "t" }
+func (rawSchemaTool) Description() string                          { return "T." }
+func (t rawSchemaTool) Schema() any                                { return t.schema }
+func (rawSchemaTool) Call(context.Context, string) (string, error) { return "", nil }
+
 // TestParametersForms: whatever form a tool's schema takes, the model is
 // sent a map with every number as written; a schema that is not a JSON
 // object is sent as given, so that ToolArgValidation reports it.
@@ -69,7 +78,11 @@ func TestParametersForms(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			model := fakemodel.New(fakemodel.Text("ok"))
-			if _, err := agent.New(model, []agent.Tool{agent.NewSchemaTool("t", "T.", tc.schema, noop)}).Run(context.Background(), "go"); err != nil {
+			var tool agent.Tool = rawSchemaTool{tc.schema}
+			if tc.want != "" {
+				tool = agent.NewSchemaTool("t", "T.", tc.schema, noop)
+			}
+			if _, err := agent.New(model, []agent.Tool{tool}).Run(context.Background(), "go"); err != nil {
 				t.Fatal(err)
 			}
 			params := model.Requests()[0].Options.Tools[0].Function.Parameters

@@ -104,19 +104,25 @@ func (t *typedTool[T]) callChecked(ctx context.Context, raw []byte, _ map[string
 // The schema is compiled once, here. Before fn runs, Call checks the
 // arguments the way ToolArgValidation does (schema-aware removal of empty
 // values, then the schema) and returns a *[validation.Error] naming the tool
-// when they fail. A schema that does not compile is not an error here (the
-// tool stays usable, as ToolArgValidation fails open on it): Call then only
-// checks that the arguments are a JSON object.
+// when they fail.
 //
-// The schema must not be modified after it is passed. NewSchemaTool panics if
-// fn is nil. The Tool is safe for concurrent use if fn is.
+// The schema must not be modified after it is passed. NewSchemaTool panics,
+// as [NewTool] does for a type that has no schema, if the schema does not
+// compile (a tool that accepted anything would be a silent hole) or fn is
+// nil; to handle a schema that comes from elsewhere, compile it first with
+// [validation.Compile] and pass the *validation.Schema. The Tool is safe for
+// concurrent use if fn is.
 func NewSchemaTool(name, description string, schema any, fn func(ctx context.Context, args map[string]any) (string, error)) Tool {
 	if fn == nil {
 		panic(fmt.Sprintf("agent: NewSchemaTool(%q): nil function", name))
 	}
 	t := &schemaTool{name: name, description: description, schema: schema, fn: fn}
 	if schema != nil {
-		t.compiled, _ = validation.Compile(schema)
+		compiled, err := validation.Compile(schema)
+		if err != nil {
+			panic(fmt.Sprintf("agent: NewSchemaTool(%q): the schema does not compile: %v", name, err))
+		}
+		t.compiled = compiled
 	}
 	return t
 }
@@ -124,7 +130,7 @@ func NewSchemaTool(name, description string, schema any, fn func(ctx context.Con
 type schemaTool struct {
 	name, description string
 	schema            any
-	compiled          *validation.Schema // nil: no schema, or one that does not compile
+	compiled          *validation.Schema // nil: no schema
 	fn                func(ctx context.Context, args map[string]any) (string, error)
 }
 

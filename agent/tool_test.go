@@ -112,8 +112,6 @@ func TestNewSchemaToolCall(t *testing.T) {
 		{name: "nil schema takes any object", schema: nil, args: `{"anything": [1]}`,
 			want: map[string]any{"anything": []any{json.Number("1")}}},
 		{name: "nil schema still wants an object", schema: nil, args: `"text"`, wantErr: []string{" json"}},
-		{name: "schema that does not compile: any object", schema: `{"type": 12}`, args: `{"x": true}`,
-			want: map[string]any{"x": true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -134,6 +132,24 @@ func TestNewSchemaToolCall(t *testing.T) {
 				t.Errorf("Call(%q) = %q, %v with fn args %#v; want ok, nil with %#v", tc.args, out, err, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestNewSchemaToolPanicsOnBadSchema: a schema that does not compile is a
+// mistake at construction, as NewTool's type without a schema is, never a
+// tool that accepts anything.
+func TestNewSchemaToolPanicsOnBadSchema(t *testing.T) {
+	t.Parallel()
+	for _, schema := range []any{`{"type": 12}`, `{"type": "object"`, map[string]any{"$ref": "http://example.com/s.json"}} {
+		func() {
+			defer func() {
+				msg, _ := recover().(string)
+				if !strings.HasPrefix(msg, `agent: NewSchemaTool("records"): the schema does not compile: `) {
+					t.Errorf("NewSchemaTool(%v) panicked with %q, want a message naming the tool and the compile error", schema, msg)
+				}
+			}()
+			agent.NewSchemaTool("records", "Records.", schema, func(context.Context, map[string]any) (string, error) { return "ok", nil })
+		}()
 	}
 }
 

@@ -26,7 +26,10 @@ func Answer(e *validation.Error) string { return Options{}.Answer(e) }
 //
 //	Invalid answer: 1 error.
 //	- /label: expected one of "spam", "ham", got "maybe"
-//	Answer again with only the corrected JSON object, no other text. Omit optional fields you have no value for instead of sending null, {} or [].
+//	Answer again with only the corrected JSON object, no other text.
+//
+// As in Feedback, the advice to omit optional fields rather than send
+// null, {} or [] is added only when a violation's value is one of those.
 func (o Options) Answer(e *validation.Error) string {
 	o = o.normalized()
 	vs := slices.Clone(e.Violations)
@@ -34,8 +37,10 @@ func (o Options) Answer(e *validation.Error) string {
 	vs = slices.Compact(vs)
 	total := len(vs) + e.Omitted
 	head := PrefixInvalidAnswer + ": " + plural(total, "error") + ".\n"
-	foot := "Answer again with only the corrected JSON object, no other text. " +
-		"Omit optional fields you have no value for instead of sending null, {} or []."
+	foot := "Answer again with only the corrected JSON object, no other text."
+	if sentEmpty(vs) {
+		foot += " Omit optional fields you have no value for instead of sending null, {} or []."
+	}
 	return o.render(head, foot, vs, total)
 }
 

@@ -49,8 +49,11 @@ func Feedback(e *validation.Error) string { return Options{}.Feedback(e) }
 //	Invalid arguments for tool "get_weather": 2 errors.
 //	- /city: expected string, got 42
 //	- /units: expected one of "celsius", "fahrenheit", got "kelvin"
-//	Call get_weather again with corrected arguments. Omit optional fields you have no value for instead of sending null, {} or [].
+//	Call get_weather again with corrected arguments.
 //
+// The closing line also asks the model to omit optional fields rather than
+// send null, {} or [] when a violation is about such a value ("got null").
+// Without a tool name (e.Tool == "") the text names no tool.
 // Violations are sorted by path, keyword and message. When they do not all
 // fit in MaxBytes, the last line before the instruction says how many were
 // left out.
@@ -62,19 +65,27 @@ func (o Options) Feedback(e *validation.Error) string {
 
 	tool := safetext.Quote(e.Tool, 64)
 	var head strings.Builder
-	head.WriteString(PrefixInvalid + " for tool ")
-	head.WriteString(tool)
+	head.WriteString(PrefixInvalid)
+	if e.Tool != "" {
+		head.WriteString(" for tool ")
+		head.WriteString(tool)
+	}
 	head.WriteString(": ")
 	total := len(vs) + e.Omitted
 	head.WriteString(plural(total, "error"))
 	head.WriteString(".\n")
 
 	name := e.Tool
-	if !plainName(name) {
+	switch {
+	case name == "":
+		name = "the tool"
+	case !plainName(name):
 		name = "the tool " + tool
 	}
-	foot := "Call " + name + " again with corrected arguments. " +
-		"Omit optional fields you have no value for instead of sending null, {} or []."
+	foot := "Call " + name + " again with corrected arguments."
+	if sentEmpty(vs) {
+		foot += " Omit optional fields you have no value for instead of sending null, {} or []."
+	}
 	return o.render(head.String(), foot, vs, total)
 }
 
@@ -104,6 +115,18 @@ func (o Options) render(head, foot string, vs []validation.Violation, total int)
 	}
 	b.WriteString(foot)
 	return b.String()
+}
+
+// sentEmpty reports whether a violation is about an empty value (null, {}
+// or []) the model sent, the case the closing advice is for.
+func sentEmpty(vs []validation.Violation) bool {
+	for _, v := range vs {
+		switch v.Got {
+		case "null", "{}", "[]":
+			return true
+		}
+	}
+	return false
 }
 
 // compareViolations orders violations by path, keyword, message and value,

@@ -113,12 +113,38 @@ func TestFeedbackBoundedAndDeterministic(t *testing.T) {
 	}
 }
 
+// TestFeedbackEndsWithInstruction: the closing line asks for a corrected
+// call, and advises omitting optional fields rather than sending null, {}
+// or [] only when a violation is about such a value. A call without a tool
+// name is never called tool "".
 func TestFeedbackEndsWithInstruction(t *testing.T) {
 	t.Parallel()
-	got := errfmt.Feedback(&validation.Error{Tool: "t", Violations: []validation.Violation{{Path: "/a", Message: "expected string"}}})
-	lines := strings.Split(got, "\n")
-	if last := lines[len(lines)-1]; last != "Call t again with corrected arguments. Omit optional fields you have no value for instead of sending null, {} or []." {
-		t.Errorf("last line = %q", last)
+	const omit = " Omit optional fields you have no value for instead of sending null, {} or []."
+	cases := []struct {
+		name      string
+		e         validation.Error
+		head, end string
+	}{
+		{"no empty value", validation.Error{Tool: "t", Violations: []validation.Violation{{Path: "/a", Message: "expected string", Got: "1"}}},
+			`Invalid arguments for tool "t": 1 error.`, "Call t again with corrected arguments."},
+		{"null sent", validation.Error{Tool: "t", Violations: []validation.Violation{{Path: "/a", Message: "expected string", Got: "null"}}},
+			`Invalid arguments for tool "t": 1 error.`, "Call t again with corrected arguments." + omit},
+		{"[] sent", validation.Error{Tool: "t", Violations: []validation.Violation{{Path: "/a", Message: "expected string", Got: "1"}, {Path: "/b", Message: "expected object", Got: "[]"}}},
+			`Invalid arguments for tool "t": 2 errors.`, "Call t again with corrected arguments." + omit},
+		{"no tool name", validation.Error{Violations: []validation.Violation{{Path: "/a", Message: "expected string", Got: "{}"}}},
+			`Invalid arguments: 1 error.`, "Call the tool again with corrected arguments." + omit},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := errfmt.Feedback(&tc.e)
+			lines := strings.Split(got, "\n")
+			if lines[0] != tc.head || lines[len(lines)-1] != tc.end {
+				t.Errorf("Feedback(%+v) =\n%s\nwant first line %q, last line %q", tc.e, got, tc.head, tc.end)
+			}
+			if strings.Contains(got, `""`) {
+				t.Errorf("Feedback(%+v) = %q, names tool \"\"", tc.e, got)
+			}
+		})
 	}
 }
 

@@ -18,7 +18,7 @@ func ExampleFeedback() {
 	// Invalid arguments for tool "get_weather": 2 errors.
 	// - /city: expected string, got 75001
 	// - /days: expected a number >= 1, got 0
-	// Call get_weather again with corrected arguments. Omit optional fields you have no value for instead of sending null, {} or [].
+	// Call get_weather again with corrected arguments.
 }
 
 // UnknownTool answers a call of a tool that does not exist.

@@ -1,9 +1,6 @@
 package errfmt
 
 import (
-	"strconv"
-	"strings"
-
 	"github.com/toolguard/toolguard/internal/safetext"
 )
 
@@ -19,24 +16,8 @@ const (
 	PrefixModelFailed   = "Model call failed"        // ModelRetry's ContinueOnFailure answer
 )
 
-// NotExecuted is the tool message for a valid call whose siblings in the same
-// response had invalid arguments: it was not run, and the model must send the
-// whole batch again.
-const NotExecuted = PrefixNotExecuted + " because other tool calls in this batch had invalid arguments; " +
-	"re-issue all tool calls with corrected arguments."
-
-// NoFunction is the violation message of a tool call that came without a
-// function (no name, no arguments).
-const NoFunction = "the tool call has no function name or arguments"
-
-// NoFunctionCalls is the message that replaces n tool calls without a
-// function in a replayed response: they cannot be shown to the model as
-// tool calls.
-func NoFunctionCalls(n int) string {
-	return "Your previous response contained " + strconv.Itoa(n) +
-		" tool call(s) without a function name; they were not executed. " +
-		"Call the tools again, each with its name and a JSON object of arguments."
-}
+// PrefixModelLimitReached starts ModelCallLimit's ExitEnd answer.
+const PrefixModelLimitReached = "Model call limit reached"
 
 // MaxToolErrorBytes bounds the error text of [ToolError].
 const MaxToolErrorBytes = 2048
@@ -49,18 +30,4 @@ func ToolError(err error) string {
 		msg = safetext.Truncate(msg, MaxToolErrorBytes) + safetext.Ellipsis
 	}
 	return PrefixToolError + msg
-}
-
-// ModelFailed is the answer that stands in for a model call that failed
-// after attempts attempts (0: unknown) with err.
-func ModelFailed(attempts int, err error) string {
-	var b strings.Builder
-	b.WriteString(PrefixModelFailed)
-	if attempts > 0 {
-		b.WriteString(" after ")
-		b.WriteString(plural(attempts, "attempt"))
-	}
-	b.WriteString(": ")
-	b.WriteString(err.Error())
-	return b.String()
 }

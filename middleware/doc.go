@@ -135,6 +135,9 @@
 //
 // Mistakes in wiring are reported, never guessed around: a schema that is
 // not one (a Go struct value as Parameters), a [WithToolName] that names no
-// offered tool, a ToolCallLimit inside a ToolArgValidation. Wire
-// [LogEvents] (or an [Observer]) first, so they are seen.
+// offered tool, a ToolCallLimit inside a ToolArgValidation, a thread limit
+// with no thread id in the context, two offered tools of one name. Without
+// an event handler they are logged to slog.Default at Warn, with the
+// fail-open events ([WithEventHandler]); wire [LogEvents] (or an
+// [Observer]) to see the rest.
 package middleware

@@ -31,6 +31,8 @@ const (
 	EventUnknownTool EventKind = "unknown_tool"
 	// EventSchemaError: a tool's schema could not be compiled. Err says why.
 	// The tool's calls pass unvalidated, or fail with [WithFailClosed].
+	// Failing open, it is logged at Warn when no handler is set
+	// ([WithEventHandler]).
 	EventSchemaError EventKind = "schema_error"
 	// EventSchemaFallback: a tool's schema declares a "$schema" that names
 	// no draft toolguard knows; it was compiled and is enforced with the
@@ -52,7 +54,9 @@ const (
 	// after its last re-ask (even when it fails open), [ModelRetry] on every
 	// failure it returns (a permanent error after one attempt included).
 	// Attempt is the number of model calls made, Err the last error (for
-	// ToolArgValidation, the last *validation.Error).
+	// ToolArgValidation, the last *validation.Error). A ToolArgValidation
+	// failing open returns the invalid calls with a nil error: its give-up
+	// is then logged at Warn when no handler is set ([WithEventHandler]).
 	EventGiveUp EventKind = "give_up"
 	// EventLimit: [ToolCallLimit] blocked tool calls, or [ModelCallLimit]
 	// a model call. Err is a *[LimitExceededError].

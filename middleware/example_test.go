@@ -78,7 +78,7 @@ func ExampleToolArgValidation() {
 	// the model was told:
 	// Invalid arguments for tool "get_weather": 1 error.
 	// - /city: expected string, got 42
-	// Call get_weather again with corrected arguments. Omit optional fields you have no value for instead of sending null, {} or [].
+	// Call get_weather again with corrected arguments.
 	// the caller gets: {"city": "Paris"}
 }
 
@@ -188,6 +188,6 @@ func ExampleWithClosedObjects() {
 	// Output:
 	// Invalid arguments for tool "search": 1 error.
 	// - /verbose: unexpected property; allowed properties: "query", got true
-	// Call search again with corrected arguments. Omit optional fields you have no value for instead of sending null, {} or [].
+	// Call search again with corrected arguments.
 	// the caller gets: {"query": "toolguard"}
 }

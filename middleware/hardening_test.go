@@ -11,6 +11,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/internal/modeltext"
 	"github.com/toolguard/toolguard/internal/safetext"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
@@ -252,7 +253,11 @@ func TestOddToolNames(t *testing.T) {
 			invalid := msgs[len(msgs)-3].Parts[0].(llms.ToolCallResponse).Content
 			unknown := msgs[len(msgs)-1].Parts[0].(llms.ToolCallResponse).Content
 			checkBoundedFeedback(t, invalid)
-			if !strings.HasPrefix(invalid, "Invalid arguments for tool "+safetext.Quote(name, 64)+": 1 error.\n- /city: expected string, got 1\n") {
+			head := "Invalid arguments for tool " + safetext.Quote(name, 64)
+			if name == "" {
+				head = "Invalid arguments" // never tool ""
+			}
+			if !strings.HasPrefix(invalid, head+": 1 error.\n- /city: expected string, got 1\n") {
 				t.Errorf("feedback:\n%s\nwant the quoted name", invalid)
 			}
 			if !strings.HasPrefix(unknown, "Tool "+safetext.Quote(name+"?", 64)+" does not exist.") || len(unknown) > errfmt.DefaultMaxBytes ||
@@ -336,7 +341,7 @@ func TestThousandToolCalls(t *testing.T) {
 			if !strings.Contains(answer.Content, "3 errors") {
 				t.Errorf("call %d: feedback %q, want 3 errors", i/2, answer.Content)
 			}
-		} else if answer.Content != errfmt.NotExecuted {
+		} else if answer.Content != modeltext.NotExecuted {
 			t.Errorf("call %d: answer %q, want NotExecuted", i/2, answer.Content)
 		}
 		total += len(answer.Content)
@@ -382,7 +387,7 @@ func TestBadSchemasDoNotBreakOtherTools(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"remote", "laughs", "not_json"} {
-		if answers[name] != errfmt.NotExecuted {
+		if answers[name] != modeltext.NotExecuted {
 			t.Errorf("%s: answer %q, want it passed (NotExecuted as a sibling)", name, answers[name])
 		}
 	}

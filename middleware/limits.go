@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/internal/modeltext"
 )
 
 // ExitBehavior says what [ToolCallLimit] does with a model response whose tool
@@ -86,14 +86,14 @@ func (e *LimitExceededError) Error() string {
 }
 
 // text describes the limit for the texts the model reads.
-func (e *LimitExceededError) text() errfmt.Limit {
-	return errfmt.Limit{Tool: e.Tool, Scope: string(e.Scope), Limit: e.Limit, Count: e.Count}
+func (e *LimitExceededError) text() modeltext.Limit {
+	return modeltext.Limit{Tool: e.Tool, Scope: string(e.Scope), Limit: e.Limit, Count: e.Count}
 }
 
 // reached is the [ExitEnd] answer's text.
 func (e *LimitExceededError) reached() string {
 	if e.Kind == CountModelCalls {
-		return errfmt.ModelCallLimit{Scope: string(e.Scope), Limit: e.Limit, Count: e.Count}.Reached()
+		return modeltext.ModelCallLimit{Scope: string(e.Scope), Limit: e.Limit, Count: e.Count}.Reached()
 	}
 	return e.text().Reached()
 }
@@ -151,7 +151,10 @@ func WithRunLimit(n int) LimitOption {
 
 // WithThreadLimit caps the calls of one thread (see [WithThread]) at n. n
 // must be at least 1; WithThreadLimit panics otherwise. The default is no
-// thread limit.
+// thread limit. A call whose context names no thread counts the thread from
+// the transcript it carries, which trimming or summarising shortens: the
+// limiter reports that once, in an [EventMisconfigured] wrapping
+// [ErrNoThread].
 func WithThreadLimit(n int) LimitOption {
 	checkLimit("WithThreadLimit", n)
 	return limitOption(func(c *limitConfig) { c.thread = n })

@@ -21,6 +21,11 @@ const (
 	// [ErrToolNotOffered]), and when it is placed inside a
 	// [ToolArgValidation], so it counts calls that are rejected (Err wraps
 	// [ErrLimitInsideValidation]). Tool is the limiter's WithToolName.
+	// [ToolCallLimit] and [ModelCallLimit] report it, once per middleware
+	// value, when a thread limit is used with no thread id in the context
+	// (Err wraps [ErrNoThread]). [ToolArgValidation] reports it, once per
+	// middleware value, when a request offers two tools of one name (Err
+	// wraps [ErrDuplicateTool]).
 	EventMisconfigured EventKind = "misconfigured"
 	// EventEmptyResponse: [ToolArgValidation] got a response to a request
 	// that offers tools with neither a tool call nor any text. The
@@ -36,6 +41,18 @@ const (
 // [ToolCallLimit] reports for a [WithToolName] naming no offered tool.
 var ErrToolNotOffered = errors.New("middleware: the limited tool is not offered")
 
+// ErrNoThread is wrapped by the Err of an [EventMisconfigured] that a
+// limiter with [WithThreadLimit] reports for a call whose context names no
+// thread ([WithThread]): the thread is then counted from the transcript,
+// which any trimming or summarising of the conversation shortens, so the
+// limit no longer holds.
+var ErrNoThread = errors.New("middleware: a thread limit with no thread id in the context")
+
+// ErrDuplicateTool is wrapped by the Err of an [EventMisconfigured] that
+// [ToolArgValidation] reports for a request offering two tools with one
+// name: the last one's schema is used for both.
+var ErrDuplicateTool = errors.New("middleware: two tools with one name")
+
 // ErrEmptyResponse is wrapped by the Err of an [EventEmptyResponse].
 var ErrEmptyResponse = errors.New("middleware: empty response to a request offering tools")
 
@@ -44,11 +61,25 @@ var ErrEmptyResponse = errors.New("middleware: empty response to a request offer
 type wiringChecks struct {
 	name      atomic.Bool // reported, or the limited tool was seen among the offered tools
 	placement atomic.Bool // reported
+	thread    atomic.Bool // reported
+}
+
+// checkThread reports, once per limiter value, a thread limit used on a
+// call whose context names no thread.
+func (w *wiringChecks) checkThread(ctx context.Context, who string, cfg *limitConfig) {
+	if cfg.thread == 0 || w.thread.Load() || threadFrom(ctx) != "" || !w.thread.CompareAndSwap(false, true) {
+		return
+	}
+	err := fmt.Errorf("%w: %s's WithThreadLimit(%d) counts the thread from the transcript, "+
+		"which trimming or summarising the conversation shortens; name the thread with middleware.WithThread(ctx, id)",
+		ErrNoThread, who, cfg.thread)
+	reportLoud(ctx, cfg.events, Event{Kind: EventMisconfigured, Middleware: who, Tool: cfg.tool, Err: err})
 }
 
 func (w *wiringChecks) check(ctx context.Context, l *toolCallLimit, req *Request) {
 	w.checkName(ctx, l, req)
 	w.checkPlacement(ctx, l)
+	w.checkThread(ctx, limitName, &l.cfg)
 }
 
 // checkName reports a [WithToolName] that names none of the tools a request
@@ -79,7 +110,7 @@ func (w *wiringChecks) checkName(ctx context.Context, l *toolCallLimit, req *Req
 	}
 	err := fmt.Errorf("%w: ToolCallLimit's WithToolName(%s) names none of the request's tools (%s), so its limits count no call",
 		ErrToolNotOffered, safetext.Quote(l.cfg.tool, 80), strings.Join(names, ", "))
-	report(ctx, l.cfg.events, Event{Kind: EventMisconfigured, Middleware: limitName, Tool: l.cfg.tool, Err: err})
+	reportLoud(ctx, l.cfg.events, Event{Kind: EventMisconfigured, Middleware: limitName, Tool: l.cfg.tool, Err: err})
 }
 
 // reportEmpty reports an [EventEmptyResponse] when resp, which has no tool

@@ -49,7 +49,8 @@ func ModelCallLimit(opts ...LimitOption) Middleware {
 const modelLimitName = "ModelCallLimit"
 
 type modelCallLimit struct {
-	cfg limitConfig
+	cfg    limitConfig
+	wiring wiringChecks // reports a thread limit without a thread
 }
 
 // modelReservation is one count a model call holds.
@@ -60,6 +61,7 @@ type modelReservation struct {
 
 func (l *modelCallLimit) WrapModelCall(next Handler) Handler {
 	return func(ctx context.Context, req *Request) (*llms.ContentResponse, error) {
+		l.wiring.checkThread(ctx, modelLimitName, &l.cfg)
 		sc := l.cfg.scopes(ctx, func() (int, int) { return countAIMessages(req.Messages) })
 		var held []modelReservation
 		release := func() {

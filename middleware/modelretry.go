@@ -8,7 +8,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/tmc/langchaingo/llms"
-	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/internal/modeltext"
 	"github.com/toolguard/toolguard/internal/retrywait"
 	"github.com/toolguard/toolguard/retry"
 )
@@ -98,9 +98,9 @@ func WithRetryStreamed() RetryOption {
 func ContinueOnFailure(_ context.Context, err error) (*llms.ContentResponse, error) {
 	var re *retry.Error
 	if errors.As(err, &re) {
-		return standIn(errfmt.ModelFailed(re.Attempts, re.Err), err), nil
+		return standIn(modeltext.ModelFailed(re.Attempts, re.Err), err), nil
 	}
-	return standIn(errfmt.ModelFailed(0, err), err), nil
+	return standIn(modeltext.ModelFailed(0, err), err), nil
 }
 
 // ModelRetry returns a middleware that calls the model again when a call
@@ -191,11 +191,18 @@ func (m *modelRetry) WrapModelCall(next Handler) Handler {
 				policy = m.cfg.newBackOff()
 				policy.Reset()
 			}
-			// Stop when the policy says so or the next attempt could not
-			// start before the deadline.
-			wait, ok := retrywait.Next(ctx, policy, hint.Annotate(err))
+			annotated := hint.Annotate(err)
+			wait, ok := retry.NextWait(policy, annotated)
 			if !ok {
 				return m.giveUp(ctx, attempt, err)
+			}
+			if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= wait {
+				// The next attempt could not start before the deadline:
+				// the error says so, and whether the provider asked for
+				// the wait.
+				hinted, ok := retry.After(annotated)
+				return m.fail(ctx, &retry.Error{Attempts: attempt, Err: err,
+					Wait: wait, Left: time.Until(deadline), Hinted: ok && hinted >= wait})
 			}
 			m.emit(ctx, Event{Kind: EventRetry, Attempt: attempt, Err: err, Wait: wait})
 			if serr := m.cfg.sleep(ctx, wait); serr != nil {
@@ -211,8 +218,13 @@ func (m *modelRetry) WrapModelCall(next Handler) Handler {
 
 // giveUp ends a call that failed for good, through the failure handler.
 func (m *modelRetry) giveUp(ctx context.Context, attempts int, err error) (*llms.ContentResponse, error) {
-	m.emit(ctx, Event{Kind: EventGiveUp, Attempt: attempts, Err: err})
-	rerr := &retry.Error{Attempts: attempts, Err: err}
+	return m.fail(ctx, &retry.Error{Attempts: attempts, Err: err})
+}
+
+// fail ends a call that failed for good with rerr, through the failure
+// handler.
+func (m *modelRetry) fail(ctx context.Context, rerr *retry.Error) (*llms.ContentResponse, error) {
+	m.emit(ctx, Event{Kind: EventGiveUp, Attempt: rerr.Attempts, Err: rerr.Err})
 	resp, ferr := m.cfg.onFailure(ctx, rerr)
 	if resp == nil && ferr == nil {
 		return nil, rerr

@@ -750,3 +750,38 @@ func TestModelRetryOptionPanics(t *testing.T) {
 		})
 	}
 }
+
+// TestModelRetryDeadlineShorterThanRetryAfter: when the provider asks for a
+// wait longer than the time left before the caller's deadline, the give-up
+// error says so, with the wait and the time left, and still wraps the 429.
+func TestModelRetryDeadlineShorterThanRetryAfter(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		fail   error
+		hinted bool
+		says   string
+	}{
+		{"Retry-After", retryAfterError{30 * time.Second}, true, "the provider asked to wait 30s, longer than the "},
+		{"backoff", err503, false, "the backoff asked to wait 1m0s, longer than the "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			model := fakemodel.New(fakemodel.Fail(tc.fail), fakemodel.Text("ok"))
+			var sleeps sleepRecorder
+			llm := middleware.Wrap(model, middleware.ModelRetry(constant(time.Millisecond*map[bool]time.Duration{true: 1, false: 60_000}[tc.hinted]),
+				middleware.WithSleep(sleeps.sleep)))
+			_, err := llm.GenerateContent(ctx, retryQuestion())
+			re := asRetryError(t, err)
+			if !errors.Is(err, tc.fail) || re.Hinted != tc.hinted || re.Left <= 0 || re.Left > 5*time.Second ||
+				!strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), " left before the context's deadline; last error: ") {
+				t.Errorf("error = %v (%+v), want one saying %q... left before the context's deadline, wrapping %v", err, re, tc.says, tc.fail)
+			}
+			if len(sleeps.recorded()) != 0 {
+				t.Errorf("waited %v, want no wait", sleeps.recorded())
+			}
+		})
+	}
+}

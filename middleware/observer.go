@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/tmc/langchaingo/llms"
 )
@@ -76,4 +77,16 @@ func report(ctx context.Context, handler eventOption, e Event) {
 		o.OnEvent(ctx, e)
 	}
 	handler.emit(ctx, e)
+}
+
+// reportLoud reports e, an event that means a protection did not hold (a
+// call passed unchecked or uncounted, or the stack is wired wrong), like
+// report; with no event handler set it also logs e to slog.Default() at
+// Warn, so that failing open is never silent by default.
+func reportLoud(ctx context.Context, handler eventOption, e Event) {
+	report(ctx, handler, e)
+	if handler == nil {
+		slog.Default().LogAttrs(ctx, slog.LevelWarn, "toolguard: "+string(e.Kind), slog.Any("event", e),
+			slog.String("hint", "middleware.WithEventHandler routes or silences these"))
+	}
 }

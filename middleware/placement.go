@@ -33,5 +33,5 @@ func (w *wiringChecks) checkPlacement(ctx context.Context, l *toolCallLimit) {
 	}
 	err := fmt.Errorf("%w: it counts calls that validation rejects; place it outside: "+
 		"Wrap(model, ToolCallLimit(...), ToolArgValidation(...), ModelRetry(...))", ErrLimitInsideValidation)
-	report(ctx, l.cfg.events, Event{Kind: EventMisconfigured, Middleware: limitName, Tool: l.cfg.tool, Err: err})
+	reportLoud(ctx, l.cfg.events, Event{Kind: EventMisconfigured, Middleware: limitName, Tool: l.cfg.tool, Err: err})
 }

@@ -38,9 +38,11 @@ func WithStoreFailOpen() LimitOption {
 // that fails the model call, or nil if the call may pass (fail open).
 func (c *limitConfig) storeFailed(ctx context.Context, who string, key ThreadKey, err error) error {
 	se := &StoreError{Middleware: who, Key: key, Err: err}
-	report(ctx, c.events, Event{Kind: EventStoreError, Middleware: who, Tool: key.Tool, Err: se})
+	e := Event{Kind: EventStoreError, Middleware: who, Tool: key.Tool, Err: se}
 	if c.failOpen {
+		reportLoud(ctx, c.events, e)
 		return nil
 	}
+	report(ctx, c.events, e)
 	return se
 }

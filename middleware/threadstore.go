@@ -40,6 +40,8 @@ const (
 //
 // Implementations must be safe for concurrent use, and Reserve must be
 // atomic: two concurrent runs of one thread must not both pass a limit of 1.
+// Package storetest checks an implementation against this contract: call
+// storetest.Run from its tests.
 //
 // Stacked limiters that share a store count each call once: a limiter
 // recognises a store an inner one already counted a response in when the

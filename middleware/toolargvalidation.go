@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
 	"github.com/toolguard/toolguard/internal/checked"
 	injectedargs "github.com/toolguard/toolguard/internal/injected"
+	"github.com/toolguard/toolguard/internal/modeltext"
 	"github.com/toolguard/toolguard/internal/safetext"
 	"github.com/toolguard/toolguard/internal/toolargs"
 	"github.com/toolguard/toolguard/repair"
@@ -246,8 +248,9 @@ func ToolArgValidation(opts ...ValidationOption) Middleware {
 }
 
 type toolArgValidation struct {
-	cfg   validationConfig
-	cache *validation.Cache
+	cfg        validationConfig
+	cache      *validation.Cache
+	duplicates atomic.Bool // reported a request offering two tools of one name
 }
 
 const validationName = "ToolArgValidation"
@@ -255,6 +258,17 @@ const validationName = "ToolArgValidation"
 func (m *toolArgValidation) emit(ctx context.Context, e Event) {
 	e.Middleware = validationName
 	report(ctx, m.cfg.events, e)
+}
+
+// emitFailOpen reports e, which lets a call through unchecked, loudly
+// unless the middleware fails closed (its caller then gets an error).
+func (m *toolArgValidation) emitFailOpen(ctx context.Context, e Event) {
+	if m.cfg.failClosed {
+		m.emit(ctx, e)
+		return
+	}
+	e.Middleware = validationName
+	reportLoud(ctx, m.cfg.events, e)
 }
 
 func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
@@ -288,7 +302,7 @@ func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
 				return gate.deliver(ctx, resp)
 			}
 			if attempt > m.cfg.maxRetries {
-				m.emit(ctx, Event{Kind: EventGiveUp, Attempt: attempt, Err: invalid[0]})
+				m.emitFailOpen(ctx, Event{Kind: EventGiveUp, Attempt: attempt, Err: invalid[0]})
 				m.reportForged(ctx, calls, verdicts, attempt, !m.cfg.failClosed)
 				if m.cfg.failClosed {
 					return nil, &InvalidToolCallsError{Attempts: attempt, Errors: invalid, Response: resp}
@@ -303,7 +317,7 @@ func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
 			for i, v := range verdicts {
 				answers[i] = v.answer
 				if answers[i] == "" {
-					answers[i] = errfmt.NotExecuted
+					answers[i] = withOversized(modeltext.NotExecuted, oversized(&calls[i]))
 				}
 			}
 			m.emit(ctx, Event{Kind: EventReask, Attempt: attempt + 1})
@@ -341,10 +355,24 @@ type toolSchemas map[string]any
 func (m *toolArgValidation) toolSchemas(ctx context.Context, tools []llms.Tool) toolSchemas {
 	fromCtx, _ := ctx.Value(toolSchemasKey{}).(map[string]any)
 	ts := make(toolSchemas, len(tools)+len(fromCtx)+len(m.cfg.schemas))
+	var dups []string
 	for _, t := range tools {
 		if t.Function != nil {
+			if _, seen := ts[t.Function.Name]; seen && !slices.Contains(dups, t.Function.Name) {
+				dups = append(dups, t.Function.Name)
+			}
 			ts[t.Function.Name] = t.Function.Parameters
 		}
+	}
+	if len(dups) > 0 && m.duplicates.CompareAndSwap(false, true) {
+		quoted := make([]string, len(dups))
+		for i, d := range dups {
+			quoted[i] = safetext.Quote(d, 80)
+		}
+		err := fmt.Errorf("%w: the request offers more than one tool named %s; calls are validated against the last one's schema, "+
+			"and providers may refuse the request", ErrDuplicateTool, strings.Join(quoted, ", "))
+		e := Event{Kind: EventMisconfigured, Middleware: validationName, Tool: dups[0], Err: err}
+		reportLoud(ctx, m.cfg.events, e)
 	}
 	for _, layer := range []map[string]any{fromCtx, m.cfg.schemas} {
 		for name, s := range layer {
@@ -404,7 +432,7 @@ func (m *toolArgValidation) check(ctx context.Context, c *toolCall, tools toolSc
 		return verdict{err: e, answer: answer}
 	}
 	if c.fn == nil {
-		return reject(&validation.Error{Violations: []validation.Violation{{Keyword: "tool", Message: errfmt.NoFunction}}}, ""), nil
+		return reject(&validation.Error{Violations: []validation.Violation{{Keyword: "tool", Message: modeltext.NoFunction}}}, ""), nil
 	}
 	src, known := tools[c.fn.Name]
 	if !known {
@@ -421,7 +449,7 @@ func (m *toolArgValidation) check(ctx context.Context, c *toolCall, tools toolSc
 	if src != nil {
 		s, err := m.cache.Get(src)
 		if err != nil {
-			m.emit(ctx, Event{Kind: EventSchemaError, Attempt: attempt, Tool: c.fn.Name, CallID: c.id, Err: err})
+			m.emitFailOpen(ctx, Event{Kind: EventSchemaError, Attempt: attempt, Tool: c.fn.Name, CallID: c.id, Err: err})
 			if m.cfg.failClosed {
 				return verdict{}, &SchemaError{Tool: c.fn.Name, Err: err}
 			}
@@ -464,6 +492,10 @@ func (m *toolArgValidation) check(ctx context.Context, c *toolCall, tools toolSc
 			checked.Record(ctx, c.id, c.fn.Name, c.fn.Arguments)
 		}
 		return verdict{forged: forged}, nil
+	}
+	if n := oversized(c); n > 0 && attempt <= m.cfg.maxRetries {
+		// The re-ask shows these arguments as {}; the model is told why.
+		res.Err.Violations = append(res.Err.Violations, validation.Violation{Keyword: "size", Message: modeltext.Oversized(n)})
 	}
 	v := reject(res.Err, "")
 	v.forged = forged

@@ -13,7 +13,7 @@ import (
 
 	"github.com/tmc/langchaingo/jsonschema"
 	"github.com/tmc/langchaingo/llms"
-	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/internal/modeltext"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/strip"
@@ -164,7 +164,7 @@ func TestInvalidCallIsReaskedWithFeedback(t *testing.T) {
 		`- /days: expected a number >= 1, got 0`,
 		`- /extra: unexpected property; allowed properties: "city", "days", "note", "tags", "units", got true`,
 		`- /units: expected one of "celsius", "fahrenheit", got "kelvin"`,
-		`Call get_weather again with corrected arguments. Omit optional fields you have no value for instead of sending null, {} or [].`,
+		`Call get_weather again with corrected arguments.`,
 	}, "\n")
 	want := append(append([]llms.MessageContent(nil), question...),
 		llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{
@@ -285,7 +285,7 @@ func TestMixedBatchSiblingsAreNotExecuted(t *testing.T) {
 			t.Errorf("pair %d: call %q answered as %q/%q, want matching ids and names", i, call.ID, answer.ToolCallID, answer.Name)
 		}
 		wantNotExecuted := id != "b"
-		if got := answer.Content == errfmt.NotExecuted; got != wantNotExecuted {
+		if got := answer.Content == modeltext.NotExecuted; got != wantNotExecuted {
 			t.Errorf("call %s answer = %q; not-executed = %v, want %v", id, answer.Content, got, wantNotExecuted)
 		}
 	}

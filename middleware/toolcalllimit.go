@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/tmc/langchaingo/llms"
-	"github.com/toolguard/toolguard/errfmt"
 	"github.com/toolguard/toolguard/internal/answertool"
+	"github.com/toolguard/toolguard/internal/modeltext"
 )
 
 // ToolCallLimit returns a middleware that caps the tool calls leaving the
@@ -163,13 +163,14 @@ func (l *toolCallLimit) answers(calls []toolCall, e *LimitExceededError, answer 
 		c := &calls[i]
 		switch {
 		case !l.covers(c, answer):
-			answers[i] = errfmt.Sibling
+			answers[i] = modeltext.Sibling
 		case fit > 0:
 			fit--
 			answers[i] = text.Remaining()
 		default:
 			answers[i] = text.Exceeded(c.fn.Name)
 		}
+		answers[i] = withOversized(answers[i], oversized(c))
 	}
 	return answers
 }

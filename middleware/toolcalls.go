@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
-	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/internal/modeltext"
 )
 
 // toolCall locates one tool call in a response. Providers put tool calls in
@@ -196,7 +196,7 @@ func ToolCallMessages(text string, calls []llms.ToolCall, results []string) []ll
 		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeAI, text))
 	}
 	if broken > 0 {
-		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeHuman, errfmt.NoFunctionCalls(broken)))
+		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeHuman, modeltext.NoFunctionCalls(broken)))
 	}
 	return msgs
 }
@@ -209,9 +209,38 @@ func isJSONObject(s string) bool {
 }
 
 // replay shows the model its rejected response, each call answered by
-// answers[i], in the [ToolCallMessages] layout.
+// answers[i], in the [ToolCallMessages] layout. Arguments longer than
+// [modeltext.MaxReplayedArguments] are shown as {} (the callers' answers say
+// so, see [oversized]), so a re-ask's size is bounded whatever the model
+// sent.
 func replay(resp *llms.ContentResponse, calls []toolCall, answers []string) []llms.MessageContent {
-	return ToolCallMessages(ResponseText(resp), toToolCalls(calls), answers)
+	tcs := toToolCalls(calls)
+	for i, tc := range tcs {
+		if tc.FunctionCall != nil && len(tc.FunctionCall.Arguments) > modeltext.MaxReplayedArguments {
+			fn := *tc.FunctionCall
+			fn.Arguments = "{}"
+			tcs[i].FunctionCall = &fn
+		}
+	}
+	return ToolCallMessages(ResponseText(resp), tcs, answers)
+}
+
+// oversized returns the length of c's arguments when a re-ask would show
+// them as {} (see [replay]), else 0.
+func oversized(c *toolCall) int {
+	if n := len(c.args()); n > modeltext.MaxReplayedArguments {
+		return n
+	}
+	return 0
+}
+
+// withOversized adds to answer, the tool message of a call that is not
+// rejected itself, that its arguments (size bytes) are shown as {}.
+func withOversized(answer string, size int) string {
+	if size == 0 {
+		return answer
+	}
+	return answer + " Note: " + modeltext.Oversized(size) + "."
 }
 
 // withReplay returns orig followed by extra, in a new slice: the caller's

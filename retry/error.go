@@ -3,6 +3,7 @@ package retry
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Error is returned by a retry loop that stopped without a result: the last
@@ -24,10 +25,18 @@ type Error struct {
 	// ended the loop (during a wait, or by failing the last attempt); nil
 	// otherwise.
 	ContextErr error
+	// Wait is set when the loop gave up because the next attempt could not
+	// start before the caller's deadline: it is the wait the next attempt
+	// needed, and Left the time that was left before the deadline. Hinted
+	// reports that the provider asked for the wait (Retry-After, "try again
+	// in"), not the backoff. The error's text says so.
+	Wait, Left time.Duration
+	Hinted     bool
 }
 
 // Error returns "retry: failed after N attempts: <last error>", with the
-// context's error first when the context ended the loop.
+// context's error first when the context ended the loop, and the wait and
+// the time left when the deadline was too near for the next attempt.
 func (e *Error) Error() string {
 	attempts := "attempts"
 	if e.Attempts == 1 {
@@ -35,6 +44,14 @@ func (e *Error) Error() string {
 	}
 	if e.ContextErr != nil && !errors.Is(e.Err, e.ContextErr) {
 		return fmt.Sprintf("retry: %v after %d %s; last error: %v", e.ContextErr, e.Attempts, attempts, e.Err)
+	}
+	if e.Wait > 0 {
+		who := "the backoff"
+		if e.Hinted {
+			who = "the provider"
+		}
+		return fmt.Sprintf("retry: gave up after %d %s: %s asked to wait %v, longer than the %v left before the context's deadline; last error: %v",
+			e.Attempts, attempts, who, e.Wait, e.Left.Round(time.Millisecond), e.Err)
 	}
 	return fmt.Sprintf("retry: failed after %d %s: %v", e.Attempts, attempts, e.Err)
 }

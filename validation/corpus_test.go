@@ -11,13 +11,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/toolguard/toolguard/internal/bfcl"
+	"github.com/toolguard/toolguard/internal/support/bfcl"
 	"github.com/toolguard/toolguard/strip"
 	"github.com/toolguard/toolguard/validation"
 )
 
 // The tests in this file run toolguard's validator over the real-world BFCL
-// corpus: the subset shipped in internal/corpus, or the full corpus when
+// corpus: the subset shipped in internal/support/corpus, or the full corpus when
 // $TOOLGUARD_CORPUS names it (e.g. TOOLGUARD_CORPUS=../shared/corpus); the
 // counts they expect are the loaded corpus's Want figures. Under -short they
 // check every shortStride-th call instead of all of them.
@@ -40,7 +40,10 @@ var (
 
 func openCorpus(t testing.TB) *corpusSchemas {
 	t.Helper()
-	c := bfcl.Open(t)
+	c, err := bfcl.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
 	corpusOnce.Do(func() {
 		cs := &corpusSchemas{
 			Corpus:  c,

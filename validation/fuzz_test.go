@@ -177,11 +177,11 @@ func checkFeedback(t *testing.T, tool string, ve *validation.Error) {
 		}
 	}
 	lines := strings.Split(text, "\n")
-	if !strings.HasPrefix(lines[0], "Invalid arguments for tool ") {
+	if !strings.HasPrefix(lines[0], "Invalid arguments") {
 		t.Fatalf("first line %q, want the header", lines[0])
 	}
 	last := lines[len(lines)-1]
-	if !strings.HasPrefix(last, "Call ") || !strings.HasSuffix(last, "instead of sending null, {} or [].") {
+	if !strings.HasPrefix(last, "Call ") || !strings.Contains(last, " again with corrected arguments.") {
 		t.Fatalf("last line %q, want the instruction", last)
 	}
 	for _, l := range lines[1 : len(lines)-1] {

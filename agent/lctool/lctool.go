@@ -1,6 +1,9 @@
 // Package lctool adapts langchaingo tools to [agent.Tool], so that tools
 // written for langchaingo's agents (tools.Calculator, SerpAPI, your own
-// tools.Tool) run in a toolguard agent.
+// tools.Tool) run in a toolguard agent ([FromLangchain]); and the other way,
+// typed tools ([agent.NewTool], MCP tools) to an unchanged langchaingo
+// agents.Executor, whose model is offered their own schemas rather than one
+// string ([ToLangchain], [OfferSchemas]).
 //
 // It is a package of its own because langchaingo's tools package pulls in
 // go.starlark.net (for tools.Calculator): programs that do not adapt

@@ -8,14 +8,17 @@
 // inner copy, after it, sees every call that reaches the model, re-asks
 // included.
 //
-// It runs offline on a scripted fake model. With OPENAI_API_KEY set it runs
-// on OpenAI instead (OPENAI_MODEL picks the model).
+// It runs offline on a scripted fake model, whatever the environment holds;
+// -openai runs it on OpenAI instead (it needs OPENAI_API_KEY; OPENAI_MODEL
+// picks the model).
 //
-//	go run ./examples/custom-middleware
+//	go run ./examples/custom-middleware          # offline
+//	go run ./examples/custom-middleware -openai  # on OpenAI
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -78,10 +81,16 @@ type OrderArgs struct {
 
 func main() {
 	var model llms.Model
-	if os.Getenv("OPENAI_API_KEY") == "" {
-		fmt.Println("OPENAI_API_KEY is not set: running on a scripted fake model.")
+	useOpenAI := flag.Bool("openai", false, "run on OpenAI (needs OPENAI_API_KEY) instead of the scripted fake model")
+	flag.Parse()
+	if !*useOpenAI {
+		fmt.Println("Running offline on a scripted fake model (-openai runs on OpenAI).")
 		model = scriptedModel()
 	} else {
+		if os.Getenv("OPENAI_API_KEY") == "" {
+			log.Fatal("-openai needs OPENAI_API_KEY")
+		}
+		fmt.Println("Running on OpenAI (OPENAI_MODEL picks the model).")
 		llm, err := openai.New()
 		if err != nil {
 			log.Fatal(err)

@@ -5,15 +5,18 @@
 // malformed call corrected before the Executor sees it, and ToolCallLimit
 // holds a run to two tool calls.
 //
-// It runs offline on a scripted fake model. With OPENAI_API_KEY set it runs
-// on OpenAI instead (OPENAI_MODEL picks the model).
+// It runs offline on a scripted fake model, whatever the environment holds;
+// -openai runs it on OpenAI instead (it needs OPENAI_API_KEY; OPENAI_MODEL
+// picks the model).
 //
-//	go run ./examples/langchaingo-agent
+//	go run ./examples/langchaingo-agent          # offline
+//	go run ./examples/langchaingo-agent -openai  # on OpenAI
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -34,13 +37,19 @@ func main() {
 		model     llms.Model
 		retryOpts []middleware.RetryOption
 	)
-	if os.Getenv("OPENAI_API_KEY") == "" {
-		fmt.Println("OPENAI_API_KEY is not set: running on a scripted fake model.")
+	useOpenAI := flag.Bool("openai", false, "run on OpenAI (needs OPENAI_API_KEY) instead of the scripted fake model")
+	flag.Parse()
+	if !*useOpenAI {
+		fmt.Println("Running offline on a scripted fake model (-openai runs on OpenAI).")
 		model = scriptedModel()
 		// The script's 503 is retried at once; real providers get
 		// ModelRetry's default exponential backoff from 1s.
 		retryOpts = append(retryOpts, middleware.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} }))
 	} else {
+		if os.Getenv("OPENAI_API_KEY") == "" {
+			log.Fatal("-openai needs OPENAI_API_KEY")
+		}
+		fmt.Println("Running on OpenAI (OPENAI_MODEL picks the model).")
 		llm, err := openai.New()
 		if err != nil {
 			log.Fatal(err)

@@ -4,19 +4,22 @@
 // argument left out), toolguard answers it with feedback before anything
 // reaches the server, and the corrected call runs on the server.
 //
-// It runs offline on a scripted fake model; with OPENAI_API_KEY set it runs
-// on OpenAI instead (OPENAI_MODEL picks the model). The server is the MCP
+// It runs on a scripted fake model, whatever the environment holds; -openai
+// runs it on OpenAI instead (it needs OPENAI_API_KEY; OPENAI_MODEL picks the
+// model). The server is the MCP
 // reference server @modelcontextprotocol/server-everything, started with
 // npx when npx is on PATH (the first run downloads it), else an in-process
 // go-sdk server with the same get-sum tool and schema.
 //
 //	go run ./examples/mcp                    # npx if available
 //	go run ./examples/mcp -server=inprocess  # never leaves the process
+//	go run ./examples/mcp -openai            # on OpenAI
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -43,10 +46,11 @@ const everything = "@modelcontextprotocol/server-everything@2026.8.31"
 
 func main() {
 	server := flag.String("server", "auto", `"npx" (server-everything), "inprocess" (go-sdk), or "auto": npx if it is on PATH`)
+	useOpenAI := flag.Bool("openai", false, "run on OpenAI (needs OPENAI_API_KEY) instead of the scripted fake model")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	model, err := chooseModel(os.Stdout)
+	model, err := chooseModel(os.Stdout, *useOpenAI)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -55,13 +59,17 @@ func main() {
 	}
 }
 
-// chooseModel returns OpenAI when OPENAI_API_KEY is set, else the scripted
-// fake model.
-func chooseModel(out io.Writer) (llms.Model, error) {
-	if os.Getenv("OPENAI_API_KEY") == "" {
-		fmt.Fprintln(out, "OPENAI_API_KEY is not set: running on a scripted fake model.")
+// chooseModel returns OpenAI when asked with -openai, else the scripted fake
+// model, whatever the environment holds, and says which it chose.
+func chooseModel(out io.Writer, useOpenAI bool) (llms.Model, error) {
+	if !useOpenAI {
+		fmt.Fprintln(out, "Running offline on a scripted fake model (-openai runs on OpenAI).")
 		return scriptedModel(), nil
 	}
+	if os.Getenv("OPENAI_API_KEY") == "" {
+		return nil, errors.New("-openai needs OPENAI_API_KEY")
+	}
+	fmt.Fprintln(out, "Running on OpenAI (OPENAI_MODEL picks the model).")
 	return openai.New()
 }
 

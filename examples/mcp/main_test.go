@@ -80,16 +80,16 @@ func TestMCPExampleUnknownServer(t *testing.T) {
 
 // Without an API key the example says so and runs on the fake model.
 func TestMCPExampleOffline(t *testing.T) {
-	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_API_KEY", "sk-set-in-the-users-shell")
 	var out strings.Builder
-	model, err := chooseModel(&out)
+	model, err := chooseModel(&out, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := model.(*fakemodel.Model); !ok {
 		t.Errorf("chooseModel() = %T, want *fakemodel.Model", model)
 	}
-	if want := "OPENAI_API_KEY is not set: running on a scripted fake model.\n"; out.String() != want {
+	if want := "Running offline on a scripted fake model (-openai runs on OpenAI).\n"; out.String() != want {
 		t.Errorf("chooseModel() printed %q, want %q", out.String(), want)
 	}
 }

@@ -2,16 +2,20 @@
 // errors back to the model and running the tool only with the corrected
 // call, in a toolguard agent with a typed tool.
 //
-// It runs offline on a scripted fake model that makes the mistakes real
-// models make (a number where a string belongs, null for an optional field).
-// With OPENAI_API_KEY set it runs on OpenAI instead (OPENAI_MODEL picks the
-// model).
+// It runs offline, always, on a scripted fake model that makes the mistakes
+// real models make (a number where a string belongs, null for an optional
+// field); an OPENAI_API_KEY in the environment changes nothing. The -openai
+// flag runs it on OpenAI instead (it needs OPENAI_API_KEY; OPENAI_MODEL
+// picks the model), and the first line of output says which model runs.
 //
-//	go run ./examples/quickstart
+//	go run ./examples/quickstart          # offline, on the fake model
+//	go run ./examples/quickstart -openai  # on OpenAI
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -42,7 +46,9 @@ func (Units) JSONSchema() *jsonschema.Schema {
 }
 
 func main() {
-	model, err := chooseModel(os.Stdout)
+	useOpenAI := flag.Bool("openai", false, "run on OpenAI (needs OPENAI_API_KEY) instead of the scripted fake model")
+	flag.Parse()
+	model, err := chooseModel(os.Stdout, *useOpenAI)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -51,13 +57,17 @@ func main() {
 	}
 }
 
-// chooseModel returns OpenAI when OPENAI_API_KEY is set, else the scripted
-// fake model.
-func chooseModel(out io.Writer) (llms.Model, error) {
-	if os.Getenv("OPENAI_API_KEY") == "" {
-		fmt.Fprintln(out, "OPENAI_API_KEY is not set: running on a scripted fake model.")
+// chooseModel returns OpenAI when asked with -openai, else the scripted fake
+// model, whatever the environment holds, and says which it chose.
+func chooseModel(out io.Writer, useOpenAI bool) (llms.Model, error) {
+	if !useOpenAI {
+		fmt.Fprintln(out, "Running offline on a scripted fake model (-openai runs on OpenAI).")
 		return scriptedModel(), nil
 	}
+	if os.Getenv("OPENAI_API_KEY") == "" {
+		return nil, errors.New("-openai needs OPENAI_API_KEY")
+	}
+	fmt.Fprintln(out, "Running on OpenAI (OPENAI_MODEL picks the model).")
 	return openai.New()
 }
 

@@ -41,18 +41,32 @@ func TestQuickstart(t *testing.T) {
 	}
 }
 
-// Without an API key the quickstart says so and runs on the fake model.
+// Without -openai the quickstart runs on the fake model and says so, even
+// when OPENAI_API_KEY is set (most users have one): offline means offline.
 func TestQuickstartOffline(t *testing.T) {
+	for _, key := range []string{"", "sk-set-in-the-users-shell"} {
+		t.Run("OPENAI_API_KEY="+key, func(t *testing.T) {
+			t.Setenv("OPENAI_API_KEY", key)
+			var out strings.Builder
+			model, err := chooseModel(&out, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := model.(*fakemodel.Model); !ok {
+				t.Errorf("chooseModel(false) = %T, want *fakemodel.Model", model)
+			}
+			if got := out.String(); got != "Running offline on a scripted fake model (-openai runs on OpenAI).\n" {
+				t.Errorf("chooseModel printed %q, want one line saying it runs on the fake model", got)
+			}
+		})
+	}
+}
+
+// -openai without a key is a clear error, not a 401 from the provider.
+func TestQuickstartOpenAINeedsKey(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 	var out strings.Builder
-	model, err := chooseModel(&out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := model.(*fakemodel.Model); !ok {
-		t.Errorf("chooseModel without OPENAI_API_KEY = %T, want *fakemodel.Model", model)
-	}
-	if got := out.String(); got != "OPENAI_API_KEY is not set: running on a scripted fake model.\n" {
-		t.Errorf("chooseModel printed %q, want one line saying it runs on the fake model", got)
+	if _, err := chooseModel(&out, true); err == nil || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
+		t.Errorf("chooseModel(true) without a key: err = %v, want one naming OPENAI_API_KEY", err)
 	}
 }

@@ -24,7 +24,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/tmc/langchaingo/llms"
-	"github.com/toolguard/toolguard/internal/redisserver"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/middleware/redisstore"
@@ -51,17 +50,17 @@ func start(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	srv, err := redisserver.Start(dir)
-	if errors.Is(err, redisserver.ErrNotFound) {
+	addr, stop, err := startRedis(ctx, dir)
+	if errors.Is(err, errNoRedis) {
 		fmt.Fprintln(out, "This example needs redis-server on the PATH (Debian: apt-get install redis-server); it starts one on a free port. Nothing to do.")
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	defer srv.Stop()
-	fmt.Fprintf(out, "redis-server started on %s\n", srv.Addr())
-	return run(ctx, out, srv.Addr())
+	defer stop()
+	fmt.Fprintf(out, "redis-server started on %s\n", addr)
+	return run(ctx, out, addr)
 }
 
 // replica is one process of the service: a store and a guarded model of

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolguard/toolguard/internal/redisserver"
+	"github.com/toolguard/toolguard/internal/support/redisserver"
 )
 
 // TestReplicas pins what the example shows: the shared limits stop the

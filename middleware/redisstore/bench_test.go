@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/redisstore"
@@ -13,19 +14,27 @@ import (
 // thread limit, its count kept in Redis (a loopback redis-server) or in a
 // MemoryThreadStore: what the shared store adds per call.
 func BenchmarkToolCallLimit(b *testing.B) {
+	redisStore := func(b *testing.B) middleware.ThreadStore {
+		return redisstore.New(newClient(b, startRedis(b).Addr()))
+	}
 	for _, tc := range []struct {
-		name  string
-		store func(b *testing.B) middleware.ThreadStore
+		name     string
+		store    func(b *testing.B) middleware.ThreadStore
+		deadline bool // the call's context has a deadline: the store waits on it too
 	}{
-		{"store=memory", func(*testing.B) middleware.ThreadStore { return middleware.NewMemoryThreadStore(1000) }},
-		{"store=redis", func(b *testing.B) middleware.ThreadStore {
-			return redisstore.New(newClient(b, startRedis(b).Addr()))
-		}},
+		{"store=memory", func(*testing.B) middleware.ThreadStore { return middleware.NewMemoryThreadStore(1000) }, false},
+		{"store=redis", redisStore, false},
+		{"store=redis,deadline", redisStore, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			llm := middleware.Wrap(newSearchModel(0), middleware.ToolCallLimit(
 				middleware.WithThreadLimit(1<<40), middleware.WithThreadStore(tc.store(b))))
 			ctx := middleware.WithThread(context.Background(), "bench")
+			if tc.deadline {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, time.Hour)
+				defer cancel()
+			}
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := llm.GenerateContent(ctx, question); err != nil {

@@ -51,7 +51,23 @@
 //
 // Errors (an unreachable server, a timeout) are returned wrapped, prefixed
 // "redisstore: "; the limiters then fail the model call, or let it pass
-// with [middleware.WithStoreFailOpen]. How long a call waits for a dead
-// server is the client's business: set its DialTimeout, ReadTimeout and
-// MaxRetries.
+// with [middleware.WithStoreFailOpen].
+//
+// # Timeouts
+//
+// A call returns when the caller's context is done (its deadline, or a
+// cancellation), whatever the client's settings: go-redis itself ignores a
+// context's deadline unless the client sets ContextTimeoutEnabled, so
+// against a hung server (one frozen with SIGSTOP, say) a call with a 1 s
+// deadline used to return after the client's 3 s ReadTimeout. The error
+// then wraps the context's (errors.Is(err, context.DeadlineExceeded)). The
+// script may still run once the server answers; a reservation it makes
+// then is released again.
+//
+// A call whose context has no deadline is bounded by the client's timeouts
+// only: DialTimeout (default 5 s) to connect, then WriteTimeout and
+// ReadTimeout (default 3 s each) per attempt. Against a frozen server with
+// go-redis's defaults each store call took 3.0 s, and limiters stacked with
+// [middleware.WithStoreFailOpen] wait that long each. Give the model calls
+// a deadline, or set these timeouts to what a limiter may wait.
 package redisstore

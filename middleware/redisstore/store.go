@@ -100,25 +100,80 @@ return left
 // to key's count if the result is at most limit, and returns the count
 // before. An error says the server could not be reached or answered
 // something unexpected; nothing was added then, or the count is unknown.
+//
+// Reserve returns when ctx is done, whatever the client's timeouts (see the
+// package documentation, "Timeouts"): if the server's answer comes later
+// and says the calls were added, they are released again.
 func (s *Store) Reserve(ctx context.Context, key middleware.ThreadKey, n, limit int) (int, bool, error) {
 	k := s.Key(key)
-	res, err := reserveScript.Run(ctx, s.client, []string{k}, n, limit, s.ttl.Milliseconds()).Int64Slice()
-	if err != nil {
-		return 0, false, fmt.Errorf("redisstore: reserve %d in %q: %w", n, k, err)
+	type reply struct {
+		count int
+		ok    bool
+		err   error
 	}
-	if len(res) != 2 {
-		return 0, false, fmt.Errorf("redisstore: reserve %d in %q: %w", n, k, errBadReply)
+	reserve := func() (r reply) {
+		res, err := reserveScript.Run(ctx, s.client, []string{k}, n, limit, s.ttl.Milliseconds()).Int64Slice()
+		switch {
+		case err != nil:
+			r.err = err
+		case len(res) != 2:
+			r.err = errBadReply
+		default:
+			r.count, r.ok = int(res[0]), res[1] == 1
+		}
+		return r
 	}
-	return int(res[0]), res[1] == 1, nil
+	var r reply
+	if ctx.Done() == nil { // nothing can end the wait but the client's timeouts
+		r = reserve()
+	} else {
+		replies := make(chan reply, 1)
+		go func() { replies <- reserve() }()
+		select {
+		case r = <-replies:
+		case <-ctx.Done():
+			// The caller gives up; the script may still run. Undo what it
+			// adds, so a reservation nobody holds does not count.
+			go func() {
+				if late := <-replies; late.err == nil && late.ok && n > 0 {
+					rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.releaseTimeout())
+					defer cancel()
+					_ = s.Release(rctx, key, n)
+				}
+			}()
+			r.err = ctx.Err()
+		}
+	}
+	if r.err != nil {
+		return 0, false, fmt.Errorf("redisstore: reserve %d in %q: %w", n, k, r.err)
+	}
+	return r.count, r.ok, nil
 }
+
+// releaseTimeout bounds the release of a reservation its caller gave up on.
+func (s *Store) releaseTimeout() time.Duration { return time.Minute }
 
 var errBadReply = errors.New("the script answered an unexpected reply")
 
 // Release implements [middleware.ThreadStore]: it subtracts n from key's
-// count, never below 0, in one script run.
+// count, never below 0, in one script run. Like Reserve, it returns when
+// ctx is done; the script may still run after.
 func (s *Store) Release(ctx context.Context, key middleware.ThreadKey, n int) error {
 	k := s.Key(key)
-	if err := releaseScript.Run(ctx, s.client, []string{k}, n, s.ttl.Milliseconds()).Err(); err != nil {
+	release := func() error { return releaseScript.Run(ctx, s.client, []string{k}, n, s.ttl.Milliseconds()).Err() }
+	var err error
+	if ctx.Done() == nil {
+		err = release()
+	} else {
+		errs := make(chan error, 1)
+		go func() { errs <- release() }()
+		select {
+		case err = <-errs:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("redisstore: release %d in %q: %w", n, k, err)
 	}
 	return nil

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolguard/toolguard/internal/redisserver"
+	"github.com/toolguard/toolguard/internal/support/redisserver"
 	"go.uber.org/goleak"
 )
 

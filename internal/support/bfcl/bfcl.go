@@ -1,6 +1,6 @@
 // Package bfcl loads the Berkeley Function Calling Leaderboard corpus for
 // toolguard's tests and benchmarks: the subset shipped in
-// internal/corpus/testdata by default, the full corpus (see
+// internal/support/corpus/testdata by default, the full corpus (see
 // ../shared/corpus/README.md) when $TOOLGUARD_CORPUS names it.
 //
 // Only test files import it. Tests call Open, and check counts against the
@@ -15,9 +15,8 @@ import (
 	"fmt"
 	"io/fs"
 	"sync"
-	"testing"
 
-	"github.com/toolguard/toolguard/internal/corpus"
+	"github.com/toolguard/toolguard/internal/support/corpus"
 )
 
 // The sizes of the full corpus as published (BFCL v4, commit 6ea57973).
@@ -144,23 +143,10 @@ func Load() (*Corpus, error) {
 	return loaded, loadErr
 }
 
-// Open returns the corpus, failing tb when it cannot be read.
-func Open(tb testing.TB) *Corpus {
-	tb.Helper()
-	c, err := Load()
-	if errors.Is(err, ErrAbsent) {
-		tb.Fatalf("BFCL corpus not available: %v (unset $%s to use the shipped subset)", err, corpus.EnvDir)
-	}
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return c
-}
-
 func load() (*Corpus, error) {
 	d, err := corpus.Open(corpus.BFCL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrAbsent, err)
+		return nil, fmt.Errorf("%w: %v (unset $%s to use the shipped subset)", ErrAbsent, err, corpus.EnvDir)
 	}
 	c := &Corpus{Source: d.Source, Full: d.Full, Want: Shipped()}
 	if d.Full {

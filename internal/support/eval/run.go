@@ -116,7 +116,10 @@ func Run(ctx context.Context, cases []Case, opts Options) (*Report, error) {
 	raw := make([]bool, len(opts.Configs))
 	for i, c := range opts.Configs {
 		raw[i] = c.RawSchema
-		mws[i] = middleware.ToolArgValidation(append([]middleware.ValidationOption{middleware.WithMaxRetries(MaxRetries)}, c.Options...)...)
+		// The evaluation counts give-ups itself: a handler that does nothing
+		// keeps them out of the log (a config's own handler wins).
+		base := []middleware.ValidationOption{middleware.WithMaxRetries(MaxRetries), middleware.WithEventHandler(ignoreEvent)}
+		mws[i] = middleware.ToolArgValidation(append(base, c.Options...)...)
 		names[i] = c.Name
 	}
 
@@ -272,3 +275,6 @@ func Attempt(ctx context.Context, mw middleware.Middleware, tool string, cor Cor
 	}
 	return out, nil
 }
+
+// ignoreEvent is the evaluation's event handler: it reports nothing.
+func ignoreEvent(context.Context, middleware.Event) {}

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolguard/toolguard/internal/corpus"
-	"github.com/toolguard/toolguard/internal/eval"
+	"github.com/toolguard/toolguard/internal/support/corpus"
+	"github.com/toolguard/toolguard/internal/support/eval"
 )
 
 // TestRunOutput: on a sample, taking corrupted answers as sent returns

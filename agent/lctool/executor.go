@@ -1,0 +1,162 @@
+package lctool
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/tools"
+	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/validation"
+)
+
+// ToLangchain returns t as a langchaingo tools.Tool, for langchaingo's
+// agents.Executor, with t's name and description. Its Call passes its input
+// to t.Call unchanged: with [OfferSchemas] the model sees t's own schema, so
+// OpenAIFunctionsAgent hands over the call's JSON arguments as they are.
+// A typed tool ([agent.NewTool]) checks and decodes them; its error (the
+// Executor ends the run on a tool error) is rare once ToolArgValidation has
+// had the model correct them.
+//
+// The tool is safe for concurrent use if t is.
+func ToLangchain(t agent.Tool) tools.Tool {
+	if t == nil {
+		panic("lctool: ToLangchain(nil)")
+	}
+	return langchainTool{t}
+}
+
+type langchainTool struct{ t agent.Tool }
+
+func (l langchainTool) Name() string        { return l.t.Name() }
+func (l langchainTool) Description() string { return l.t.Description() }
+func (l langchainTool) Call(ctx context.Context, input string) (string, error) {
+	return l.t.Call(ctx, input)
+}
+
+// OfferSchemas returns a middleware that offers the model each of ts with
+// its own JSON Schema, in place of the one string argument
+// ({"__arg1": string}) that langchaingo's OpenAIFunctionsAgent declares for
+// every tool. Without it, a model driven by an unchanged agents.Executor is
+// told that every tool takes a string, ToolArgValidation has nothing typed
+// to check, and a refund tool receives "19.99" for a number. With it, the
+// model is offered the typed schema, ToolArgValidation validates against it
+// (a typed tool's Validate hook included) and re-asks, and the Executor
+// passes the corrected JSON to the tool ([ToLangchain]):
+//
+//	ts := []agent.Tool{refund, mcpTools[0]} // agent.NewTool, mcptool, NewSchemaTool…
+//	lcTools := make([]tools.Tool, len(ts))
+//	for i, t := range ts {
+//		lcTools[i] = lctool.ToLangchain(t)
+//	}
+//	llm := middleware.Wrap(model,
+//		lctool.OfferSchemas(ts...), // before ToolArgValidation: it validates what the model is offered
+//		middleware.ToolArgValidation(),
+//		middleware.ModelRetry(),
+//	)
+//	executor := agents.NewExecutor(agents.NewOpenAIFunctionsAgent(llm, lcTools))
+//
+// In each request, a tool or function (OpenAIFunctionsAgent sends the
+// deprecated llms.WithFunctions) named as one of ts gets that tool's schema
+// as its Parameters, in the map form every provider accepts; other tools are
+// left as they are. Place it before (outside) ToolArgValidation. It panics
+// if a tool is nil or two share a name. The middleware is safe for
+// concurrent use.
+func OfferSchemas(ts ...agent.Tool) middleware.Middleware {
+	o := &offer{params: make(map[string]any, len(ts)), schemas: make(map[string]any, len(ts))}
+	for i, t := range ts {
+		if t == nil {
+			panic(fmt.Sprintf("lctool: OfferSchemas: tool %d is nil", i))
+		}
+		name := t.Name()
+		if _, dup := o.params[name]; dup {
+			panic(fmt.Sprintf("lctool: OfferSchemas: two tools are named %q", name))
+		}
+		o.params[name] = parameters(t.Schema())
+		o.schemas[name] = t.Schema()
+	}
+	return o
+}
+
+type offer struct {
+	params  map[string]any // name -> Parameters sent to the model
+	schemas map[string]any // name -> the tool's own schema, for ToolArgValidation
+}
+
+func (o *offer) WrapModelCall(next middleware.Handler) middleware.Handler {
+	return func(ctx context.Context, req *middleware.Request) (*llms.ContentResponse, error) {
+		opts := req.CallOptions()
+		tools, toolsChanged := o.tools(opts.Tools)
+		functions, functionsChanged := o.functions(opts.Functions)
+		if !toolsChanged && !functionsChanged {
+			return next(ctx, req)
+		}
+		callOpts := slices.Clip(req.Options) // appended to: never into the caller's array
+		if toolsChanged {
+			callOpts = append(callOpts, llms.WithTools(tools))
+		}
+		if functionsChanged {
+			callOpts = append(callOpts, llms.WithFunctions(functions))
+		}
+		// The original schemas keep a typed tool's Validate hook, which the
+		// map sent to the model has lost.
+		ctx = middleware.WithToolSchemas(ctx, o.schemas)
+		return next(ctx, &middleware.Request{Messages: req.Messages, Options: callOpts})
+	}
+}
+
+// tools returns ts with the Parameters of the offered tools replaced, and
+// whether any was.
+func (o *offer) tools(ts []llms.Tool) ([]llms.Tool, bool) {
+	var out []llms.Tool
+	for i, t := range ts {
+		if t.Function == nil {
+			continue
+		}
+		p, ok := o.params[t.Function.Name]
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(ts)
+		}
+		fn := *t.Function
+		fn.Parameters = p
+		out[i].Function = &fn
+	}
+	return out, out != nil
+}
+
+// functions is tools for the deprecated llms.FunctionDefinition list.
+func (o *offer) functions(fs []llms.FunctionDefinition) ([]llms.FunctionDefinition, bool) {
+	var out []llms.FunctionDefinition
+	for i, f := range fs {
+		p, ok := o.params[f.Name]
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(fs)
+		}
+		out[i].Parameters = p
+	}
+	return out, out != nil
+}
+
+// parameters returns a tool's schema in the form sent as Parameters: a
+// *validation.Schema as its map (langchaingo's googleai provider takes
+// nothing else), nil as an empty object schema, anything else as it is.
+func parameters(schema any) any {
+	switch s := schema.(type) {
+	case nil:
+		return map[string]any{"type": "object", "properties": map[string]any{}}
+	case *validation.Schema:
+		if s == nil {
+			return parameters(nil)
+		}
+		return s.Map()
+	}
+	return schema
+}

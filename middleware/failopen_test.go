@@ -1,0 +1,104 @@
+package middleware_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/middleware/fakemodel"
+)
+
+// captureDefaultLog points slog.Default at a buffer for the test. Tests
+// that call it must not be parallel: slog's default is process-wide.
+func captureDefaultLog(t *testing.T) *bytes.Buffer {
+	t.Helper()
+	var buf bytes.Buffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	t.Cleanup(func() { slog.SetDefault(old) })
+	return &buf
+}
+
+// TestFailOpenIsLoggedByDefault: with no event handler, a call that is still
+// invalid after the last re-ask, or whose schema does not compile, comes
+// back with err == nil; the caller learns it from slog.Default at Warn.
+// A handler, or WithFailClosed, takes over and nothing is logged.
+func TestFailOpenIsLoggedByDefault(t *testing.T) {
+	intSchema := map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}}
+	invalid := func() llms.Model {
+		c := fakemodel.ToolCalls(fakemodel.Call("count", `{"n":"x"}`))
+		return fakemodel.New(c, c, c)
+	}
+	broken := func() llms.Model { return fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("broken", `{"n":1}`))) }
+	cases := []struct {
+		name    string
+		model   func() llms.Model
+		tool    llms.Tool
+		opts    []middleware.ValidationOption
+		wantLog string // "" = nothing logged
+		wantErr bool
+	}{
+		{name: "give up, no handler", model: invalid, tool: tool("count", intSchema),
+			wantLog: `level=WARN msg="toolguard: give_up" event.kind=give_up event.middleware=ToolArgValidation event.attempt=3`},
+		{name: "schema error, no handler", model: broken, tool: tool("broken", map[string]any{"type": "nonsense"}),
+			wantLog: `level=WARN msg="toolguard: schema_error" event.kind=schema_error event.middleware=ToolArgValidation event.attempt=1 event.tool=broken`},
+		{name: "give up, handler set", model: invalid, tool: tool("count", intSchema),
+			opts: []middleware.ValidationOption{middleware.WithEventHandler(func(context.Context, middleware.Event) {})}},
+		{name: "schema error, handler set", model: broken, tool: tool("broken", map[string]any{"type": "nonsense"}),
+			opts: []middleware.ValidationOption{middleware.WithEventHandler(func(context.Context, middleware.Event) {})}},
+		{name: "give up, fail closed", model: invalid, tool: tool("count", intSchema),
+			opts: []middleware.ValidationOption{middleware.WithFailClosed()}, wantErr: true},
+		{name: "schema error, fail closed", model: broken, tool: tool("broken", map[string]any{"type": "nonsense"}),
+			opts: []middleware.ValidationOption{middleware.WithFailClosed()}, wantErr: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			logged := captureDefaultLog(t)
+			_, err := run(t, tc.model(), []llms.Tool{tc.tool}, middleware.ToolArgValidation(tc.opts...))
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error: %v", err, tc.wantErr)
+			}
+			got := logged.String()
+			if tc.wantLog == "" {
+				if got != "" {
+					t.Errorf("logged %q, want nothing", got)
+				}
+				return
+			}
+			if !strings.Contains(got, tc.wantLog) || strings.Count(got, "\n") != 1 {
+				t.Errorf("logged %q, want one line containing %q", got, tc.wantLog)
+			}
+		})
+	}
+}
+
+// TestStoreFailOpenIsLoggedByDefault: under WithStoreFailOpen a call passes
+// uncounted when the store fails; without a handler that is logged at Warn.
+// Failing closed returns the error instead, and logs nothing.
+func TestStoreFailOpenIsLoggedByDefault(t *testing.T) {
+	for _, failOpen := range []bool{true, false} {
+		t.Run(map[bool]string{true: "fail open", false: "fail closed"}[failOpen], func(t *testing.T) {
+			logged := captureDefaultLog(t)
+			opts := []middleware.LimitOption{middleware.WithThreadLimit(5), middleware.WithThreadStore(&failingStore{errors.New("store down")})}
+			if failOpen {
+				opts = append(opts, middleware.WithStoreFailOpen())
+			}
+			m := fakemodel.New(fakemodel.Text("hi"))
+			ctx := middleware.WithThread(context.Background(), "t1")
+			_, err := middleware.Wrap(m, middleware.ModelCallLimit(opts...)).GenerateContent(ctx,
+				[]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")})
+			if (err != nil) == failOpen {
+				t.Fatalf("err = %v with fail open %v", err, failOpen)
+			}
+			want := `level=WARN msg="toolguard: store_error"`
+			if got := logged.String(); strings.Contains(got, want) != failOpen {
+				t.Errorf("logged %q; want it to contain %q: %v", got, want, failOpen)
+			}
+		})
+	}
+}

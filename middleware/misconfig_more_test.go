@@ -1,0 +1,98 @@
+package middleware_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/middleware/fakemodel"
+)
+
+// TestThreadLimitWithoutThreadIsReported: a thread limit used on calls whose
+// context names no thread counts the thread from the transcript, which
+// trimming breaks (a limit of 3 let a 4th call run). Each limiter reports
+// it once per value; a context with a thread id reports nothing.
+func TestThreadLimitWithoutThreadIsReported(t *testing.T) {
+	t.Parallel()
+	limiters := map[string]func(opt middleware.Option) middleware.Middleware{
+		"ToolCallLimit": func(opt middleware.Option) middleware.Middleware {
+			return middleware.ToolCallLimit(middleware.WithThreadLimit(3), opt)
+		},
+		"ModelCallLimit": func(opt middleware.Option) middleware.Middleware {
+			return middleware.ModelCallLimit(middleware.WithThreadLimit(3), opt)
+		},
+	}
+	for name, limiter := range limiters {
+		for _, thread := range []string{"", "t1"} {
+			t.Run(name+"/thread="+thread, func(t *testing.T) {
+				t.Parallel()
+				var rec recorder
+				llm := middleware.Wrap(fakemodel.New(limCalls("search"), limCalls("search")), limiter(middleware.WithEventHandler(rec.handle)))
+				ctx := context.Background()
+				if thread != "" {
+					ctx = middleware.WithThread(ctx, thread)
+				}
+				for range 2 {
+					if _, err := llm.GenerateContent(ctx, question, llms.WithTools([]llms.Tool{searchTool})); err != nil {
+						t.Fatal(err)
+					}
+				}
+				var got []middleware.Event
+				for _, e := range rec.all() {
+					if e.Kind == middleware.EventMisconfigured {
+						got = append(got, e)
+					}
+				}
+				if thread != "" {
+					if len(got) != 0 {
+						t.Errorf("events %+v, want none with a thread id", got)
+					}
+					return
+				}
+				if len(got) != 1 || !errors.Is(got[0].Err, middleware.ErrNoThread) || got[0].Middleware != name ||
+					!strings.Contains(got[0].Err.Error(), "middleware.WithThread(ctx, id)") {
+					t.Errorf("events %+v, want one EventMisconfigured from %s wrapping ErrNoThread", got, name)
+				}
+			})
+		}
+	}
+}
+
+// TestDuplicateToolNamesReported: a raw request offering two tools of one
+// name validates against the last one's schema; ToolArgValidation reports
+// it once per value, naming the tool.
+func TestDuplicateToolNamesReported(t *testing.T) {
+	t.Parallel()
+	var rec recorder
+	stringQuery := tool("search", map[string]any{"type": "object", "properties": map[string]any{"query": map[string]any{"type": "string"}}})
+	intQuery := tool("search", map[string]any{"type": "object", "properties": map[string]any{"query": map[string]any{"type": "integer"}}})
+	call := fakemodel.ToolCalls(fakemodel.Call("search", `{"query": 1}`))
+	llm := middleware.Wrap(fakemodel.New(call, call), middleware.ToolArgValidation(middleware.WithEventHandler(rec.handle)))
+	for range 2 {
+		if _, err := llm.GenerateContent(context.Background(), question, llms.WithTools([]llms.Tool{stringQuery, weatherTool, intQuery})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []middleware.Event
+	for _, e := range rec.all() {
+		if e.Kind == middleware.EventMisconfigured {
+			got = append(got, e)
+		}
+	}
+	if len(got) != 1 || !errors.Is(got[0].Err, middleware.ErrDuplicateTool) || got[0].Tool != "search" ||
+		!strings.Contains(got[0].Err.Error(), `more than one tool named "search"`) {
+		t.Errorf("events %+v, want one EventMisconfigured wrapping ErrDuplicateTool for search", got)
+	}
+	// One tool per name: nothing to report.
+	var clean recorder
+	llm = middleware.Wrap(fakemodel.New(call), middleware.ToolArgValidation(middleware.WithEventHandler(clean.handle)))
+	if _, err := llm.GenerateContent(context.Background(), question, llms.WithTools([]llms.Tool{intQuery, weatherTool})); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := clean.find(middleware.EventMisconfigured); ok {
+		t.Errorf("events %v, want no EventMisconfigured", clean.kinds())
+	}
+}
