@@ -3,9 +3,11 @@ package validation_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"path"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/toolguard/toolguard/internal/bfcl"
@@ -157,5 +159,67 @@ func TestFastPathAgreesSuite(t *testing.T) {
 	t.Logf("JSON-Schema-Test-Suite: %d cases inside the fast path; verdicts %v", claimed, tally)
 	if claimed == 0 {
 		t.Error("no suite case is inside the fast path")
+	}
+}
+
+// TestFastPathEdges runs the inputs where a one-pass decoder is most likely
+// to part from encoding/json and the reference path's checks through both
+// paths, and pins which ones the fast path leaves to the reference path.
+func TestFastPathEdges(t *testing.T) {
+	t.Parallel()
+	s, err := validation.Compile(`{"type": "object", "properties": {"a": {"type": "string", "pattern": "^[a-zé]*$", "maxLength": 3},
+		"n": {"type": "integer", "minimum": -5, "maximum": 1e2}, "e": {"enum": ["x", 1, null]},
+		"o": {"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 2}]}}, "required": ["a"]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide := func(dup bool) string {
+		var b strings.Builder
+		b.WriteString(`{"a": "x"`)
+		for i := range 40 {
+			fmt.Fprintf(&b, `, "k%d": %d`, i, i)
+		}
+		if dup {
+			b.WriteString(`, "k7": 0`)
+		}
+		return b.String() + "}"
+	}
+	tests := []struct {
+		name, args, verdict string
+	}{
+		{"valid", `{"a": "ab", "n": 5, "e": null}`, "pass"},
+		{"blank means {}", " \n", "fail"},
+		{"unicode blanks around", "\u00a0{\"a\": \"\"}\u2003", "pass"},
+		{"escaped string", `{"a": "\u00e9\u00e9"}`, "pass"},
+		{"escaped key is the same key", `{"a": "x", "\u0061": "y"}`, "defer"},
+		{"duplicate key", `{"a": "x", "a": "x"}`, "defer"},
+		{"duplicate among many keys", wide(true), "defer"},
+		{"many keys", wide(false), "pass"},
+		{"invalid UTF-8", "{\"a\": \"\xff\"}", "defer"},
+		{"control character in a string", "{\"a\": \"\x01\"}", "defer"},
+		{"bad escape", `{"a": "\x"}`, "defer"},
+		{"integer written 1.0", `{"a": "", "n": 1.0}`, "pass"},
+		{"integer written 1e2", `{"a": "", "n": 1e2}`, "pass"},
+		{"above maximum", `{"a": "", "n": 100.5}`, "fail"},
+		{"-0", `{"a": "", "n": -0}`, "pass"},
+		{"number too long", `{"a": "", "x": 1` + strings.Repeat("0", 120) + `}`, "defer"},
+		{"exponent too big", `{"a": "", "x": 1e401}`, "defer"},
+		{"leading zero", `{"a": "", "n": 01}`, "defer"},
+		{"enum number by value", `{"a": "", "e": 1.0}`, "pass"},
+		{"oneOf both match", `{"a": "", "o": 3}`, "fail"},
+		{"oneOf one matches", `{"a": "", "o": 2.5}`, "pass"},
+		{"trailing data", `{"a": ""} {}`, "defer"},
+		{"trailing comma", `{"a": "",}`, "defer"},
+		{"not an object", `["a"]`, "fail"}, // ValidateJSON does not ask the fast path
+		{"too deep", `{"a": "", "x": ` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}`, "defer"},
+		{"missing required", `{"n": 1}`, "fail"},
+		{"truncated", `{"a": "x`, "defer"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := agreeJSON(t, tc.name, s, []byte(tc.args)); got != tc.verdict {
+				t.Errorf("FastVerdict(%q) = %s, want %s", tc.args, got, tc.verdict)
+			}
+		})
 	}
 }

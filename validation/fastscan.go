@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/big"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -24,15 +25,22 @@ type fastScanner struct {
 	values int
 	limit  int      // most values accepted
 	keys   [][]byte // keys of the open objects, decoded
-	keyBuf [32][]byte
 }
 
 // fastValidate reports whether the reference path accepts data, a JSON
 // value, as arguments for root (pass), refuses it (fail), or whether the
 // fast path cannot tell (defer_). limit is the most values accepted.
 func fastValidate(root *fastNode, data []byte, limit int) verdict {
-	s := fastScanner{data: data, limit: limit}
-	s.keys = s.keyBuf[:0]
+	s := scanners.Get().(*fastScanner)
+	*s = fastScanner{data: data, limit: limit, keys: s.keys[:0]}
+	defer func() {
+		if cap(s.keys) > 1024 {
+			return // deep arguments: keep no large stack
+		}
+		clear(s.keys[:cap(s.keys)]) // drop references to data
+		s.data = nil
+		scanners.Put(s)
+	}()
 	v := s.value(root)
 	if v != pass {
 		return v
@@ -43,6 +51,10 @@ func fastValidate(root *fastNode, data []byte, limit int) verdict {
 	}
 	return pass
 }
+
+// scanners keeps fastScanners (their key stacks) between calls, so that a
+// valid call allocates nothing.
+var scanners = sync.Pool{New: func() any { return &fastScanner{keys: make([][]byte, 0, 32)} }}
 
 func (s *fastScanner) ws() {
 	for s.pos < len(s.data) {
@@ -188,6 +200,8 @@ func (s *fastScanner) object(n *fastNode) verdict {
 	keysFrom := len(s.keys)
 	var seen uint64 // required properties present, by index
 	count := 0
+	const linearKeys = 16       // compare linearly up to this many keys
+	var set map[string]struct{} // the keys of a wider object
 	s.ws()
 	if s.pos < len(s.data) && s.data[s.pos] == '}' {
 		s.pos++
@@ -201,12 +215,25 @@ func (s *fastScanner) object(n *fastNode) verdict {
 			if !ok {
 				return defer_
 			}
-			for _, prev := range s.keys[keysFrom:] {
-				if bytes.Equal(prev, key) {
-					return defer_ // duplicate key: the reference path refuses it
+			// A duplicate key: the reference path refuses it.
+			if set != nil {
+				if _, dup := set[string(key)]; dup {
+					return defer_
+				}
+				set[string(key)] = struct{}{}
+			} else {
+				for _, prev := range s.keys[keysFrom:] {
+					if bytes.Equal(prev, key) {
+						return defer_
+					}
+				}
+				if s.keys = append(s.keys, key); count == linearKeys {
+					set = make(map[string]struct{}, 4*linearKeys)
+					for _, k := range s.keys[keysFrom:] {
+						set[string(k)] = struct{}{}
+					}
 				}
 			}
-			s.keys = append(s.keys, key)
 			count++
 			s.ws()
 			if s.pos >= len(s.data) || s.data[s.pos] != ':' {
