@@ -24,7 +24,11 @@ import (
 // schema's own parse of the document, so that drafts, "$ref" resolution and
 // keyword values mean exactly what they mean to the reference path.
 type fastNode struct {
-	never bool // the boolean schema false
+	// opaque is a subschema with a keyword the fast path does not handle
+	// (not, if, uniqueItems, ...): a value that reaches it goes to the
+	// reference path, the rest of the schema keeps the fast path.
+	opaque bool
+	never  bool // the boolean schema false
 
 	types uint8 // fastType bits; 0 means any type
 
@@ -102,9 +106,9 @@ func newFastNumber(r *big.Rat) *fastNumber {
 }
 
 // compileFast returns the fast path for a compiled schema, or nil when the
-// schema uses a keyword the fast path does not handle, or applies
-// subschemas to one value in a cycle ("$ref": "#" inside allOf) that the
-// reference path reports as a loop.
+// schema applies subschemas to one value in a cycle ("$ref": "#" inside
+// allOf) that the reference path reports as a loop. Subschemas with
+// keywords the fast path does not handle are opaque.
 func compileFast(root *jsonschema.Schema) *fastNode {
 	c := fastCompiler{nodes: map[*jsonschema.Schema]*fastNode{}, onStack: map[*jsonschema.Schema]bool{}}
 	n := c.node(root)
@@ -128,8 +132,9 @@ func (c *fastCompiler) node(s *jsonschema.Schema) *fastNode {
 		return n
 	}
 	if !fastSupported(s) {
-		c.unsupported = true
-		return nil
+		n := &fastNode{opaque: true}
+		c.nodes[s] = n
+		return n
 	}
 	n := &fastNode{
 		minProps: s.MinProperties, maxProps: s.MaxProperties,
@@ -153,8 +158,8 @@ func (c *fastCompiler) node(s *jsonschema.Schema) *fastNode {
 	for _, t := range s.Types {
 		bit, ok := typeBits[t]
 		if !ok {
-			c.unsupported = true
-			return nil
+			n.opaque = true
+			return n
 		}
 		n.types |= bit
 	}
@@ -259,7 +264,7 @@ func (c *fastCompiler) reaches(s *jsonschema.Schema, seen map[*jsonschema.Schema
 }
 
 // fastSupported reports whether s uses only keywords the fast path
-// handles. Annotations (title, description, default, examples, ...) never
+// handles; if not, its node is opaque. Annotations (title, description, default, examples, ...) never
 // affect validation.
 func fastSupported(s *jsonschema.Schema) bool {
 	if _, tuple := s.Items.([]*jsonschema.Schema); tuple {

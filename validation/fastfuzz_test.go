@@ -87,7 +87,7 @@ func (r *seedReader) schema(depth int) string {
 	if depth <= 0 {
 		return r.scalarSchema()
 	}
-	switch r.pick(12) {
+	switch r.pick(13) {
 	case 0, 1:
 		return r.scalarSchema()
 	case 2, 3:
@@ -114,6 +114,10 @@ func (r *seedReader) schema(depth int) string {
 		return r.from("true", "false", "{}")
 	case 10:
 		return `{"$ref": "#/$defs/d", ` + r.keywords(`"type": "object"`, `"minProperties": 1`) + `}`
+	case 11: // keywords outside the fast path: their subschema is opaque
+		return r.from(`{"type": "array", "uniqueItems": true}`, `{"not": `+r.schema(depth-1)+`}`,
+			`{"if": `+r.schema(depth-1)+`, "then": `+r.schema(depth-1)+`}`, `{"items": [`+r.schema(depth-1)+`, {"type": "string"}]}`,
+			`{"dependencies": {"a": ["b"]}}`, `{"propertyNames": {"maxLength": 1}}`, `{"allOf": [{"$ref": "#/definitions/d"}, {"not": {}}]}`)
 	}
 	return r.enumSchema()
 }

@@ -135,6 +135,9 @@ func (s *fastScanner) own(n *fastNode) verdict {
 	if s.values++; s.values > s.limit {
 		return defer_
 	}
+	if n != nil && n.opaque {
+		return defer_
+	}
 	if n != nil && n.never {
 		return fail
 	}
