@@ -169,7 +169,8 @@ func TestFastPathEdges(t *testing.T) {
 	t.Parallel()
 	s, err := validation.Compile(`{"type": "object", "properties": {"a": {"type": "string", "pattern": "^[a-zé]*$", "maxLength": 3},
 		"n": {"type": "integer", "minimum": -5, "maximum": 1e2}, "e": {"enum": ["x", 1, null]},
-		"o": {"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 2}]}}, "required": ["a"]}`)
+		"o": {"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 2}]},
+		"p": {"oneOf": [{"type": "object"}, {"properties": {"k": {"type": "string"}}}]}}, "required": ["a"]}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,6 +209,7 @@ func TestFastPathEdges(t *testing.T) {
 		{"enum number by value", `{"a": "", "e": 1.0}`, "pass"},
 		{"oneOf both match", `{"a": "", "o": 3}`, "fail"},
 		{"oneOf one matches", `{"a": "", "o": 2.5}`, "pass"},
+		{"oneOf whose last alternative fails inside", `{"a": "", "p": {"k": 1}, "k": 2}`, "pass"},
 		{"trailing data", `{"a": ""} {}`, "defer"},
 		{"trailing comma", `{"a": "",}`, "defer"},
 		{"not an object", `["a"]`, "fail"}, // ValidateJSON does not ask the fast path

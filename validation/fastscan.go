@@ -122,6 +122,7 @@ func (s *fastScanner) value(n *fastNode) verdict {
 			return fail
 		}
 	}
+	rewind() // the last alternative may have failed half-way
 	s.pos = end
 	return pass
 }
