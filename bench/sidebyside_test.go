@@ -9,7 +9,9 @@
 // library never download it. Run it with
 //
 //	cd bench && TOOLGUARD_CORPUS=/abs/path/to/shared/corpus \
-//	  go test -run '^$' -bench SideBySide -benchmem -count 3
+//	  go test -run '^$' -bench SideBySide -benchmem -count 3 | go run ./costtable
+//
+// costtable prints README.md's cost table from the output.
 package bench
 
 import (
