@@ -28,8 +28,10 @@ func benchCalls(b *testing.B) (valid, invalid []benchCall) {
 }
 
 // BenchmarkValidateJSON validates one BFCL call per op: "valid" cycles
-// through the 4,439 unique ground-truth calls, "invalid" through the 330
-// violations (which build a *Error listing every violation).
+// through the 4,439 unique ground-truth calls (which the fast path
+// decides alone), "valid-reference-path" through the same calls without
+// the fast path, "invalid" through the 330 violations (which build a
+// *Error listing every violation).
 func BenchmarkValidateJSON(b *testing.B) {
 	valid, invalid := benchCalls(b)
 	b.Run("valid", func(b *testing.B) {
@@ -38,6 +40,19 @@ func BenchmarkValidateJSON(b *testing.B) {
 		for b.Loop() {
 			c := valid[i%len(valid)]
 			if err := c.schema.ValidateJSON(c.args); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	// The same calls through the reference path alone (decode, then
+	// jsonschema/v5): what a schema outside the fast path costs.
+	b.Run("valid-reference-path", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			c := valid[i%len(valid)]
+			if err := validation.ValidateJSONReference(c.schema, c.args); err != nil {
 				b.Fatal(err)
 			}
 			i++

@@ -15,6 +15,20 @@
 // duplicate key, or exceed the limits of limits.go (depth, size, number
 // length) are one violation with keyword "json".
 //
+// ValidateJSON and [Schema.Parse] first try a fast path that validates the
+// arguments while decoding them, in one pass over the bytes and without
+// allocating, for the keywords tool schemas use (type, properties, required,
+// additionalProperties, patternProperties, items, enum, const, numeric
+// bounds, lengths, pattern, format, "$ref", allOf, anyOf, oneOf: every BFCL
+// tool schema). It only ever concludes "valid", under the same limits and
+// duplicate-key refusal; anything else — a violation, a value reaching a
+// subschema with another keyword, a value it does not handle — is decided
+// and reported by the reference path (decode, then
+// santhosh-tekuri/jsonschema/v5), so what is reported never depends on which
+// path ran. Tests check that the two agree on every BFCL call and
+// JSON-Schema-Test-Suite case, and FuzzFastPath on random schemas and
+// arguments.
+//
 // The draft is the schema's "$schema", else [WithDefaultDraft] ([Draft7]).
 // Formats are asserted for every draft. Everything here is safe for
 // concurrent use.

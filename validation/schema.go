@@ -24,6 +24,7 @@ import (
 type Schema struct {
 	raw      []byte
 	compiled *jsonschema.Schema
+	fast     *fastNode  // nil when the schema is outside the fast path
 	typed    *typedHook // set by Typed: decode into T and run its Validate hook
 	// ignoredMeta is the root "$schema" that named no known draft and no
 	// supplied resource, and was ignored in favour of the default draft.
@@ -194,7 +195,7 @@ func compileBytes(raw []byte, cfg *compileConfig) (s *Schema, err error) {
 		return nil, fmt.Errorf("%w: its subschemas would apply more than %d times to one value "+
 			"(through $ref, allOf, anyOf, oneOf, if/then/else, ...)", ErrTooComplex, MaxApplications)
 	}
-	return &Schema{raw: raw, compiled: compiled, ignoredMeta: ignored, maxValues: valuesFor(apps)}, nil
+	return &Schema{raw: raw, compiled: compiled, fast: compileFast(compiled), ignoredMeta: ignored, maxValues: valuesFor(apps)}, nil
 }
 
 // withoutUnknownMetaSchema returns raw without its root "$schema" keyword,
@@ -285,7 +286,13 @@ func (s *Schema) String() string { return string(s.raw) }
 // arguments [DecodeArgs] refuses for another reason, and arguments holding
 // more values than this schema accepts (see [MaxWork]).
 func (s *Schema) ValidateJSON(args []byte) error {
-	if _, e := s.Parse(args); e != nil {
+	if _, ok := s.fastAccepts(args); ok {
+		if e := s.typedCheck(args); e != nil {
+			return e
+		}
+		return nil
+	}
+	if _, e := s.parseReference(args); e != nil {
 		return e
 	}
 	return nil
@@ -299,6 +306,17 @@ func (s *Schema) ValidateJSON(args []byte) error {
 // schema accepts. A nil *[Schema] accepts any JSON object: Parse then only
 // decodes.
 func (s *Schema) Parse(args []byte) (map[string]any, *Error) {
+	if trimmed, ok := s.fastAccepts(args); ok {
+		if m, err := exactjson.DecodeObject(trimmed); err == nil {
+			return m, s.typedCheck(args)
+		}
+	}
+	return s.parseReference(args)
+}
+
+// parseReference is [Schema.Parse] without the fast path: decode, check the
+// limits, validate the decoded value.
+func (s *Schema) parseReference(args []byte) (map[string]any, *Error) {
 	v, values, e := decodeArgs(args)
 	if e != nil {
 		return nil, e
@@ -383,4 +401,39 @@ func (s *Schema) validateSchema(v any) (e *Error) {
 	}
 	// An infinite $ref loop or a value that is not JSON.
 	return &Error{Violations: []Violation{{Keyword: "schema", Message: safetext.Sanitize(verr.Error(), maxMessage)}}}
+}
+
+// fastAccepts reports whether the fast path accepts args for s's JSON
+// Schema (not its typed hook), and returns args trimmed ("{}" for blank
+// args). False means only that the reference path must decide.
+func (s *Schema) fastAccepts(args []byte) ([]byte, bool) {
+	if s == nil || s.fast == nil {
+		return nil, false
+	}
+	trimmed := bytes.TrimSpace(args)
+	if len(trimmed) == 0 {
+		trimmed = emptyObject
+	}
+	if trimmed[0] != '{' {
+		return nil, false
+	}
+	limit := s.maxValues
+	if limit == 0 {
+		limit = MaxValues
+	}
+	return trimmed, fastValidate(s.fast, trimmed, limit) == pass
+}
+
+var emptyObject = []byte("{}")
+
+// typedCheck runs a typed schema's decoding and Validate hook on args that
+// the JSON Schema accepts.
+func (s *Schema) typedCheck(args []byte) *Error {
+	if s.typed == nil {
+		return nil
+	}
+	if args == nil {
+		args = emptyObject // as the reference path marshals the empty arguments
+	}
+	return s.typed.check(nil, args)
 }
