@@ -1,6 +1,6 @@
 // Package bench compares toolguard's validator with the other Go JSON
 // Schema validators side by side, in one process, on the BFCL calls
-// (internal/bfcl: the shipped subset, or the full corpus when
+// (internal/support/bfcl: the shipped subset, or the full corpus when
 // $TOOLGUARD_CORPUS names it; give an absolute path, since a relative one
 // resolves against this module's directory).
 //
@@ -24,7 +24,7 @@ import (
 	googlejs "github.com/google/jsonschema-go/jsonschema"
 	v5 "github.com/santhosh-tekuri/jsonschema/v5"
 	v6 "github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/toolguard/toolguard/internal/bfcl"
+	"github.com/toolguard/toolguard/internal/support/bfcl"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -127,7 +127,7 @@ func (refuseLoader) Load(url string) (any, error) {
 // call is kept only when every contender compiles its schema and accepts
 // it, so that all run on the same calls; how many are left out is logged.
 func build(tb testing.TB) (calls [][]byte, byContender [][]validator) {
-	c := bfcl.Open(tb)
+	c := openCorpus(tb)
 	byContender = make([][]validator, len(contenders))
 	cache := make([]map[string]validator, len(contenders))
 	for i := range cache {
@@ -180,7 +180,7 @@ func build(tb testing.TB) (calls [][]byte, byContender [][]validator) {
 // float64) and validate with formats asserted, draft 7.
 func BenchmarkSideBySide(b *testing.B) {
 	calls, byContender := build(b)
-	b.Logf("%d valid calls (corpus: %s)", len(calls), bfcl.Open(b).Source)
+	b.Logf("%d valid calls (corpus: %s)", len(calls), openCorpus(b).Source)
 	for i, ct := range contenders {
 		vs := byContender[i]
 		b.Run(ct.name, func(b *testing.B) {
@@ -201,8 +201,19 @@ func BenchmarkSideBySide(b *testing.B) {
 // the benchmark runs on, so that the benchmark compares like with like.
 func TestSideBySideAgree(t *testing.T) {
 	calls, _ := build(t)
-	c := bfcl.Open(t)
+	c := openCorpus(t)
 	if min := len(c.Calls) * 9 / 10; len(calls) < min {
 		t.Errorf("the validators agree on %d of %d valid calls, want at least %d", len(calls), len(c.Calls), min)
 	}
+}
+
+// openCorpus loads the BFCL corpus (the shipped subset, or the full one
+// named by TOOLGUARD_CORPUS), failing tb when it cannot.
+func openCorpus(tb testing.TB) *bfcl.Corpus {
+	tb.Helper()
+	c, err := bfcl.Load()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolguard/toolguard/internal/bfcl"
+	"github.com/toolguard/toolguard/internal/support/bfcl"
 	"github.com/toolguard/toolguard/internal/exactjson"
 	"github.com/toolguard/toolguard/validation"
 )
