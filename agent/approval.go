@@ -289,12 +289,23 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 	var pendingAt []int
 	var rest []llms.ToolCall
 	var restAt []int
+	var unapproved map[*llms.FunctionCall]bool
 	for i, c := range calls {
-		if p, ok := a.pendingCall(ctx, c); ok {
+		p, needs, err := a.pendingCall(ctx, c)
+		if needs && err == nil {
 			pending, pendingAt = append(pending, p), append(pendingAt, i)
 			continue
 		}
+		if needs { // never shown to a person, so never to run (see unapprovedKey)
+			if unapproved == nil {
+				unapproved = make(map[*llms.FunctionCall]bool)
+			}
+			unapproved[c.FunctionCall] = true
+		}
 		rest, restAt = append(rest, c), append(restAt, i)
+	}
+	if unapproved != nil {
+		ctx = context.WithValue(ctx, unapprovedKey{}, unapproved)
 	}
 	if len(pending) == 0 {
 		return a.runTools(ctx, turn, res.Messages, calls)
@@ -329,13 +340,15 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 	return batch{steps: b.steps}, in
 }
 
-// pendingCall reports whether c waits for approval, and if so the pending
+// pendingCall reports whether c needs approval, and if so the pending
 // call: its arguments as the tool stage would start with them, checked
-// against the tool's schema. A call that fails the check is not pending:
-// it goes through the tool stage, which refuses it.
-func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (PendingCall, bool) {
+// against the tool's schema, or the check's error. A call that fails the
+// check is not pending: it goes through the tool stage, which tells the
+// model why and never runs it (even when a tool middleware makes its
+// arguments valid: no person approved them).
+func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (p PendingCall, needs bool, err error) {
 	if c.FunctionCall == nil || a.tools[c.FunctionCall.Name] == nil {
-		return PendingCall{}, false
+		return PendingCall{}, false, nil
 	}
 	name := c.FunctionCall.Name
 	st := &callState{
@@ -346,16 +359,33 @@ func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (PendingCall, 
 	}
 	args := a.prepareArgs(ctx, st)
 	if !a.approval.needsApproval(&ToolCall{ID: c.ID, Name: name, Args: json.RawMessage(args), Tool: st.tool}) {
-		return PendingCall{}, false
+		return PendingCall{}, false, nil
 	}
 	r, err := checkArgs(name, a.compiled[name], []byte(args))
 	if err != nil {
-		return PendingCall{}, false
+		return PendingCall{}, true, err
 	}
 	// Issue 18 (injected arguments): remove the injected properties from
 	// r.Args here; Resume's run through prepareArgs re-injects them.
-	return PendingCall{ID: c.ID, Tool: name, Args: compactJSON(r.Args), Schema: a.modelSchema(name)}, true
+	return PendingCall{ID: c.ID, Tool: name, Args: compactJSON(r.Args), Schema: a.modelSchema(name)}, true, nil
 }
+
+// unapprovedKey is the context key under which runBatch names the calls of
+// its turn that need approval but are not pending, their arguments failing
+// the tool's schema: the tool stage refuses to run them, whatever its
+// middlewares make of their arguments ([errNotApproved]).
+type unapprovedKey struct{}
+
+// isUnapproved reports whether ctx names fc as a call that needs approval
+// and was not given it.
+func isUnapproved(ctx context.Context, fc *llms.FunctionCall) bool {
+	m, _ := ctx.Value(unapprovedKey{}).(map[*llms.FunctionCall]bool)
+	return m[fc]
+}
+
+// errNotApproved is the error of a call that needs approval and was never
+// shown to a person, which a tool middleware gave valid arguments.
+var errNotApproved = errors.New("agent: the call needs a person's approval and its arguments as the model sent them do not match the tool's schema; the tool did not run")
 
 // modelSchema returns the schema the model is sent for tool name.
 func (a *Agent) modelSchema(name string) any {

@@ -89,6 +89,8 @@ func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageCo
 				tool:      a.tools[c.FunctionCall.Name],
 				checked:   ledger.Has(c.ID, c.FunctionCall.Name, c.FunctionCall.Arguments),
 				out:       &callDone{},
+				// Hook (approval.go): a gated call no person saw never runs.
+				unapproved: isUnapproved(ctx, c.FunctionCall),
 			}
 			st.stageArgs = a.prepareArgs(ctx, st)
 			st.checked = st.checked && st.stageArgs == st.modelArgs
@@ -229,6 +231,9 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 			return nil, err
 		}
 		args, value = res.Args, res.Value
+	}
+	if st.unapproved {
+		return nil, errNotApproved
 	}
 	if replaced {
 		ReportEvent(ctx, middleware.Event{Kind: middleware.EventArgsRewritten, Paths: changedPaths(st.stageArgs, args)})
