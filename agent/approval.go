@@ -64,8 +64,12 @@ func WithApprovalFor(tools ...string) Option {
 // refuses an interrupt whose signature does not verify: an interrupt that
 // travelled through a client — a browser, a chat app — cannot have its
 // calls, arguments or transcript changed, nor a digest computed for calls
-// it never held. Use it whenever an interrupt leaves the server; with a
-// [Checkpointer] the state is read from the store anyway. All replicas that
+// it never held. Use it whenever an interrupt leaves the server. With a
+// [Checkpointer], the state of a run on a thread is read from the store
+// anyway, and where the context names a thread Resume refuses an unsigned
+// interrupt that carries a state of its own (one of a run without a
+// thread); but a run without a thread still puts its state in the
+// interrupt, which without a key a client can rewrite. All replicas that
 // resume each other's interrupts need the same key. It panics if key is
 // shorter than 16 bytes.
 func WithInterruptKey(key []byte) Option {
@@ -515,8 +519,10 @@ type runArgs struct {
 // An interrupt can be resumed once. With a [Checkpointer] and a thread,
 // the state is the thread's (the interrupt need only be the thread's
 // current one: a replayed, stale or other thread's interrupt is refused
-// with [ErrInterruptRefused]), and two replicas resuming it at once cannot
-// both run it. Without one, the interrupt carries the state and this agent
+// with [ErrInterruptRefused], and so is an unsigned interrupt of a run
+// without a thread, which carries a state of its own), and two replicas
+// resuming it at once cannot both run it. Without one, the interrupt
+// carries the state and this agent
 // refuses one it has resumed before; another process cannot tell, so use a
 // Checkpointer when interrupts may be resumed twice, and
 // [WithInterruptKey] when they travel through clients.
@@ -546,6 +552,7 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 	// had none: its state is in the interrupt, whatever thread ctx names),
 	// else on ctx's.
 	thread := middleware.ThreadFrom(ctx)
+	ctxThread := thread
 	if in != nil {
 		if in.Thread != "" && thread != "" && thread != in.Thread {
 			return nil, fmt.Errorf("%w: it belongs to thread %q, not %q", ErrInterruptRefused, in.Thread, thread)
@@ -558,6 +565,11 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 			return nil, ErrNothingToResume
 		}
 		return nil, fmt.Errorf("%w: the agent has no approval configured", ErrInterruptRefused)
+	}
+	if in != nil && in.Thread == "" && ctxThread != "" && ap.cp != nil && ap.key == nil {
+		// The thread's state is in the checkpointer; an unsigned state
+		// carried by the interrupt is the client's to forge.
+		return nil, fmt.Errorf("%w: an unsigned interrupt of a run without a thread cannot be resumed on thread %q, whose state the checkpointer keeps", ErrInterruptRefused, ctxThread)
 	}
 	if in != nil && !ap.verify(in) {
 		return nil, fmt.Errorf("%w: its signature does not verify", ErrInterruptRefused)

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -665,13 +666,16 @@ func TestApprovalResumedDirectResult(t *testing.T) {
 	}
 }
 
-// An interrupt of a run without a thread resumes from its own state even
-// where the context names a thread (and the agent has a checkpointer).
+// A signed interrupt of a run without a thread resumes from its own state
+// even where the context names a thread (and the agent has a
+// checkpointer); unsigned, it is refused there
+// (TestApprovalForgedThreadlessInterruptOnCheckpointedThread).
 func TestApprovalThreadlessInterruptOnAThread(t *testing.T) {
 	t.Parallel()
 	var b bank
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to":"alice","amount":25}`)), fakemodel.Text("ok"))
-	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"), agent.WithCheckpointer(new(agent.MemoryCheckpointer)))
+	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"), agent.WithCheckpointer(new(agent.MemoryCheckpointer)),
+		agent.WithInterruptKey([]byte("0123456789abcdef-app-secret")))
 	_, err := a.Run(context.Background(), "pay")
 	in := interruptOf(t, err)
 	ctx := middleware.WithThread(context.Background(), "some-thread")
@@ -746,5 +750,57 @@ func TestApprovalInvalidCallFixedByMiddlewareNeverRuns(t *testing.T) {
 	}
 	if len(res.Steps) != 1 || res.Steps[0].Err == nil {
 		t.Errorf("Steps = %+v, want the call failed", res.Steps)
+	}
+}
+
+// unkeyedDigest is a pending call's digest as anyone can compute it for an
+// agent without WithInterruptKey (the format of approval.go's digest).
+func unkeyedDigest(interrupt, thread string, p agent.PendingCall) string {
+	h := sha256.New()
+	h.Write([]byte("toolguard/approval/v1"))
+	for _, f := range []string{interrupt, thread, p.Tool, p.ID, string(p.Args)} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		h.Write(n[:])
+		h.Write([]byte(f))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// The attack: an agent with a checkpointer keeps a thread's state in the
+// store, so it goes without an interrupt key. A client resuming on its
+// thread sends back an interrupt that names no thread and carries a state
+// of its own making (a call the model never asked for), with digests it
+// computed. Resume must not take that state in place of the thread's.
+func TestApprovalForgedThreadlessInterruptOnCheckpointedThread(t *testing.T) {
+	t.Parallel()
+	var b bank
+	model := fakemodel.New(
+		fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to":"alice","amount":25}`)),
+		fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to":"alice","amount":25}`)),
+		fakemodel.Text("ok"),
+	)
+	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"), agent.WithCheckpointer(new(agent.MemoryCheckpointer)))
+	ctx := middleware.WithThread(context.Background(), "victim")
+	_, err := a.Run(ctx, "pay alice")
+	genuine := interruptOf(t, err)
+	if len(genuine.State) != 0 {
+		t.Fatalf("the interrupt of a checkpointed thread carries its state")
+	}
+	// A threadless interrupt's state, as a template the client rewrites.
+	_, err = a.Run(context.Background(), "pay alice")
+	forged := viaJSON(t, interruptOf(t, err))
+	forged.State = json.RawMessage(strings.ReplaceAll(string(forged.State), "alice", "mallory"))
+	forged.Pending[0].Args = json.RawMessage(strings.ReplaceAll(string(forged.Pending[0].Args), "alice", "mallory"))
+	d := decide(forged.Pending[0], agent.Accept, "")
+	d.Digest = unkeyedDigest(forged.ID, "", forged.Pending[0])
+	if _, err := a.Resume(ctx, forged, d); !errors.Is(err, agent.ErrInterruptRefused) {
+		t.Errorf("Resume(forged threadless interrupt) on thread victim: error = %v, want ErrInterruptRefused", err)
+	}
+	if got := b.args("transfer_money"); len(got) != 0 {
+		t.Fatalf("transfers = %q, want none", got)
+	}
+	if _, err := a.Resume(ctx, genuine, decide(genuine.Pending[0], agent.Accept, "")); err != nil {
+		t.Fatalf("the thread's own interrupt: Resume() error = %v", err)
 	}
 }
