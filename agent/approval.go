@@ -625,6 +625,9 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 		return nil, fmt.Errorf("%w: it was already resumed", ErrInterruptRefused)
 	}
 	ctx, calls := a.runContext(ctx)
+	// The run goes on: its limits count the calls it made before the pause,
+	// which are in its transcript.
+	ctx = middleware.WithRunFromTranscript(ctx)
 	s.resume = &resumeFrom{state: st, run: run}
 	res := &Result{Messages: slices.Clone(st.Messages)}
 	err = a.loop(ctx, res, a.callOpts, s)

@@ -804,3 +804,39 @@ func TestApprovalForgedThreadlessInterruptOnCheckpointedThread(t *testing.T) {
 		t.Fatalf("the thread's own interrupt: Resume() error = %v", err)
 	}
 }
+
+// The attack: a run limit holds for the whole run, the part after a pause
+// for approval included. A model that has used up its run's tool calls
+// and its model calls must not get a fresh allowance by having a call
+// approved.
+func TestApprovalResumeKeepsRunLimits(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		limit middleware.Middleware
+	}{
+		{"ToolCallLimit", middleware.ToolCallLimit(middleware.WithRunLimit(2), middleware.WithExitBehavior(middleware.ExitError))},
+		{"ModelCallLimit", middleware.ModelCallLimit(middleware.WithRunLimit(1), middleware.WithExitBehavior(middleware.ExitError))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var b bank
+			model := fakemodel.New(
+				fakemodel.ToolCalls(fakemodel.Call("get_balance", `{}`), fakemodel.Call("transfer_money", `{"to":"alice","amount":25}`)),
+				fakemodel.ToolCalls(fakemodel.Call("get_balance", `{}`)),
+				fakemodel.Text("ok"),
+			)
+			a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"), agent.WithMiddleware(tc.limit))
+			_, err := a.Run(context.Background(), "pay alice")
+			in := interruptOf(t, err)
+			_, err = a.Resume(context.Background(), in, decide(in.Pending[0], agent.Accept, ""))
+			var le *middleware.LimitExceededError
+			if !errors.As(err, &le) || le.Scope != middleware.ScopeRun {
+				t.Errorf("Resume() error = %v, want the run limit exceeded", err)
+			}
+			if n := b.count("get_balance"); n != 1 {
+				t.Errorf("get_balance ran %d times, want 1: the run's limit was used up before the pause", n)
+			}
+		})
+	}
+}
