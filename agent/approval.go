@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"hash"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/tmc/langchaingo/llms"
@@ -189,8 +190,9 @@ type PendingCall struct {
 	// Schema is the tool's schema as sent to the model, for a reviewer's
 	// form.
 	Schema any `json:"schema,omitempty"`
-	// Digest binds a decision to this interrupt, thread, tool, call id and
-	// exactly these arguments; copy it into the Decision.
+	// Digest binds a decision to this interrupt, thread, call (its place
+	// in the turn, tool and id) and exactly these arguments; copy it into
+	// the Decision.
 	Digest string `json:"digest"`
 }
 
@@ -320,7 +322,7 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 	}
 	in := &Interrupt{ID: newInterruptID(), Thread: middleware.ThreadFrom(ctx)}
 	for i := range pending {
-		pending[i].Digest = a.approval.digest(in.ID, in.Thread, pending[i])
+		pending[i].Digest = a.approval.digest(in.ID, in.Thread, pendingAt[i], pending[i])
 		ReportEvent(ctx, middleware.Event{Kind: middleware.EventApprovalPending, Tool: pending[i].Tool, CallID: pending[i].ID})
 	}
 	ot := &openTurn{Number: turn, Text: text, Calls: calls, Interrupt: in.ID, Pending: pending, PendingAt: pendingAt}
@@ -426,12 +428,13 @@ func (ap *approval) mac() hash.Hash {
 // digest binds a decision to one pending call: the interrupt's id (so a
 // decision cannot be replayed on another interrupt, even one whose calls
 // have the same ids and arguments, as synthesized ids do), the thread, the
-// tool, the call id and the exact arguments (compacted JSON). Each field is
-// length-prefixed so that no two tuples hash alike.
-func (ap *approval) digest(interrupt, thread string, p PendingCall) string {
+// call's index in its turn (two identical calls of a turn are two calls),
+// the tool, the call id and the exact arguments (compacted JSON). Each
+// field is length-prefixed so that no two tuples hash alike.
+func (ap *approval) digest(interrupt, thread string, at int, p PendingCall) string {
 	h := ap.mac()
-	h.Write([]byte("toolguard/approval/v1"))
-	for _, f := range []string{interrupt, thread, p.Tool, p.ID, string(compactJSON(p.Args))} {
+	h.Write([]byte("toolguard/approval/v2"))
+	for _, f := range []string{interrupt, thread, strconv.Itoa(at), p.Tool, p.ID, string(compactJSON(p.Args))} {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
 		h.Write(n[:])
@@ -650,7 +653,7 @@ func (a *Agent) plan(ot *openTurn, id, thread string, decisions []Decision) (map
 	}
 	byDigest := make(map[string]int, len(pending))
 	for j, p := range pending {
-		byDigest[a.approval.digest(id, thread, p)] = j
+		byDigest[a.approval.digest(id, thread, ot.pendingIndex(j), p)] = j
 	}
 	decided := make([]bool, len(pending))
 	run := make(map[int]runArgs)

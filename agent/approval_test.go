@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -754,11 +755,12 @@ func TestApprovalInvalidCallFixedByMiddlewareNeverRuns(t *testing.T) {
 }
 
 // unkeyedDigest is a pending call's digest as anyone can compute it for an
-// agent without WithInterruptKey (the format of approval.go's digest).
-func unkeyedDigest(interrupt, thread string, p agent.PendingCall) string {
+// agent without WithInterruptKey (the format of approval.go's digest); at
+// is the call's index in its turn.
+func unkeyedDigest(interrupt, thread string, at int, p agent.PendingCall) string {
 	h := sha256.New()
-	h.Write([]byte("toolguard/approval/v1"))
-	for _, f := range []string{interrupt, thread, p.Tool, p.ID, string(p.Args)} {
+	h.Write([]byte("toolguard/approval/v2"))
+	for _, f := range []string{interrupt, thread, strconv.Itoa(at), p.Tool, p.ID, string(p.Args)} {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
 		h.Write(n[:])
@@ -790,10 +792,13 @@ func TestApprovalForgedThreadlessInterruptOnCheckpointedThread(t *testing.T) {
 	// A threadless interrupt's state, as a template the client rewrites.
 	_, err = a.Run(context.Background(), "pay alice")
 	forged := viaJSON(t, interruptOf(t, err))
+	if got := unkeyedDigest(forged.ID, "", 0, forged.Pending[0]); got != forged.Pending[0].Digest {
+		t.Fatalf("unkeyedDigest() = %s, want the agent's %s: the forgery would fail on its digest alone", got, forged.Pending[0].Digest)
+	}
 	forged.State = json.RawMessage(strings.ReplaceAll(string(forged.State), "alice", "mallory"))
 	forged.Pending[0].Args = json.RawMessage(strings.ReplaceAll(string(forged.Pending[0].Args), "alice", "mallory"))
 	d := decide(forged.Pending[0], agent.Accept, "")
-	d.Digest = unkeyedDigest(forged.ID, "", forged.Pending[0])
+	d.Digest = unkeyedDigest(forged.ID, "", 0, forged.Pending[0])
 	if _, err := a.Resume(ctx, forged, d); !errors.Is(err, agent.ErrInterruptRefused) {
 		t.Errorf("Resume(forged threadless interrupt) on thread victim: error = %v, want ErrInterruptRefused", err)
 	}
@@ -838,5 +843,29 @@ func TestApprovalResumeKeepsRunLimits(t *testing.T) {
 				t.Errorf("get_balance ran %d times, want 1: the run's limit was used up before the pause", n)
 			}
 		})
+	}
+}
+
+// Two identical calls of one turn (same id, same arguments: a provider
+// repeating itself) are two pending calls with their own digests, so the
+// interrupt can be resumed, each decided on its own.
+func TestApprovalIdenticalDuplicateCalls(t *testing.T) {
+	t.Parallel()
+	var b bank
+	c1 := fakemodel.Call("transfer_money", `{"to":"bob","amount":1}`)
+	c2 := fakemodel.Call("transfer_money", `{"to":"bob","amount":1}`)
+	c1.ID, c2.ID = "dup", "dup"
+	model := fakemodel.New(fakemodel.ToolCalls(c1, c2), fakemodel.Text("ok"))
+	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"))
+	_, err := a.Run(context.Background(), "pay")
+	in := interruptOf(t, err)
+	if len(in.Pending) != 2 || in.Pending[0].Digest == in.Pending[1].Digest {
+		t.Fatalf("Pending = %+v, want two calls with their own digests", in.Pending)
+	}
+	if _, err := a.Resume(context.Background(), in, decide(in.Pending[0], agent.Accept, ""), decide(in.Pending[1], agent.Reject, "once is enough")); err != nil {
+		t.Fatalf("Resume() error = %v", err)
+	}
+	if n := b.count("transfer_money"); n != 1 {
+		t.Errorf("transfer_money ran %d times, want 1", n)
 	}
 }
