@@ -449,8 +449,7 @@ func TestApprovalForgedInterruptRefused(t *testing.T) {
 	_, err := a.Run(context.Background(), "pay alice")
 	in := interruptOf(t, err)
 	shaDigest := func(in *agent.Interrupt) string { // what a client without the key can compute
-		sum := sha256.Sum256([]byte(in.ID + in.Pending[0].Tool + in.Pending[0].ID + string(in.Pending[0].Args)))
-		return hex.EncodeToString(sum[:])
+		return unkeyedDigest(in.ID, in.Thread, 0, in.Pending[0])
 	}
 	forgeries := []struct {
 		name   string
