@@ -25,11 +25,12 @@ import (
 // HumanInTheLoopMiddleware).
 //
 // needs sees each call of a model turn that names a tool of the agent,
-// with the arguments it would run with; it must be safe for concurrent use
-// and must not modify the call. A call that needs approval is first
-// checked against its tool's schema: a person never reviews arguments the
-// schema rejects (such a call goes through the tool stage, which refuses
-// it, and the model reads why). The other calls of the turn run; then the
+// with the arguments the tool stage starts with (before the tool
+// middlewares); it must be safe for concurrent use and must not modify the
+// call. A call that needs approval is first checked against its tool's
+// schema: a person never reviews arguments the schema rejects (such a call
+// goes through the tool stage, which never runs it, and the model reads
+// why). The other calls of the turn run; then the
 // run stops and returns its partial *[Result] with an *[Interrupt]
 // (errors.As) holding the pending calls. [Agent.Resume] continues it.
 //
@@ -295,23 +296,23 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 	var pendingAt []int
 	var rest []llms.ToolCall
 	var restAt []int
-	var unapproved map[*llms.FunctionCall]bool
+	var unapproved map[*llms.FunctionCall]approvalGate
 	for i, c := range calls {
 		p, needs, err := a.pendingCall(ctx, c)
 		if needs && err == nil {
 			pending, pendingAt = append(pending, p), append(pendingAt, i)
 			continue
 		}
-		if needs { // never shown to a person, so never to run (see unapprovedKey)
+		if needs { // never shown to a person, so never to run (see gateKey)
 			if unapproved == nil {
-				unapproved = make(map[*llms.FunctionCall]bool)
+				unapproved = make(map[*llms.FunctionCall]approvalGate)
 			}
-			unapproved[c.FunctionCall] = true
+			unapproved[c.FunctionCall] = gateUnapproved
 		}
 		rest, restAt = append(rest, c), append(restAt, i)
 	}
 	if unapproved != nil {
-		ctx = context.WithValue(ctx, unapprovedKey{}, unapproved)
+		ctx = context.WithValue(ctx, gateKey{}, unapproved)
 	}
 	if len(pending) == 0 {
 		return a.runTools(ctx, turn, res.Messages, calls)
@@ -376,22 +377,37 @@ func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (p PendingCall
 	return PendingCall{ID: c.ID, Tool: name, Args: compactJSON(r.Args), Schema: a.modelSchema(name)}, true, nil
 }
 
-// unapprovedKey is the context key under which runBatch names the calls of
-// its turn that need approval but are not pending, their arguments failing
-// the tool's schema: the tool stage refuses to run them, whatever its
-// middlewares make of their arguments ([errNotApproved]).
-type unapprovedKey struct{}
+// approvalGate is what the approval gate says of a call the tool stage
+// runs.
+type approvalGate int
 
-// isUnapproved reports whether ctx names fc as a call that needs approval
-// and was not given it.
-func isUnapproved(ctx context.Context, fc *llms.FunctionCall) bool {
-	m, _ := ctx.Value(unapprovedKey{}).(map[*llms.FunctionCall]bool)
+const (
+	gateNone       approvalGate = iota // the call needs no approval
+	gateUnapproved                     // it needs approval and was never shown to a person: never run it
+	gateApproved                       // a person accepted or edited it: run exactly its arguments
+)
+
+// gateKey is the context key under which runBatch and resumeTurn name the
+// calls of a batch the approval gate concerns (by their FunctionCall), for
+// execute: a call that needs approval but is not pending (its arguments
+// fail the tool's schema) never runs, whatever the tool middlewares make of
+// its arguments ([errNotApproved]); an approved call runs only with the
+// arguments the person approved ([errApprovedArgsChanged]).
+type gateKey struct{}
+
+// gateOf returns what ctx says of the call fc.
+func gateOf(ctx context.Context, fc *llms.FunctionCall) approvalGate {
+	m, _ := ctx.Value(gateKey{}).(map[*llms.FunctionCall]approvalGate)
 	return m[fc]
 }
 
 // errNotApproved is the error of a call that needs approval and was never
 // shown to a person, which a tool middleware gave valid arguments.
 var errNotApproved = errors.New("agent: the call needs a person's approval and its arguments as the model sent them do not match the tool's schema; the tool did not run")
+
+// errApprovedArgsChanged is the error of an approved call whose arguments
+// a tool middleware replaced.
+var errApprovedArgsChanged = errors.New("agent: a tool middleware changed the arguments a person approved; the tool did not run")
 
 // modelSchema returns the schema the model is sent for tool name.
 func (a *Agent) modelSchema(name string) any {
@@ -515,7 +531,9 @@ type runArgs struct {
 // again. Accepted and edited calls then run through the tool stage — the
 // tool middlewares, the schema check, the same path as a call of Run — and
 // an edit keeps the call's tool; the transcript records an edited call with
-// the arguments that ran. Rejected calls never run and the model reads the
+// the arguments that ran. A tool middleware may refuse an approved call
+// but not change it: one whose arguments it replaces fails, and its tool
+// does not run. Rejected calls never run and the model reads the
 // message; a response is the call's result and the tool never runs. Calls
 // of the turn that finished before the pause never run again.
 //

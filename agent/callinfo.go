@@ -31,9 +31,9 @@ type callState struct {
 	tool      Tool      // the agent's tool of that name
 	checked   bool      // the model stage validated exactly modelArgs against the tool's schema
 	out       *callDone // shared by every attempt of the call
-	// unapproved: the call needs approval and was not given it (its
-	// arguments failed the check the gate makes); it must never run.
-	unapproved bool
+
+	// gate is what the approval gate says of the call (approval.go).
+	gate approvalGate
 }
 
 // callDone is what the innermost handler reports of a call.

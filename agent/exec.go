@@ -89,8 +89,7 @@ func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageCo
 				tool:      a.tools[c.FunctionCall.Name],
 				checked:   ledger.Has(c.ID, c.FunctionCall.Name, c.FunctionCall.Arguments),
 				out:       &callDone{},
-				// Hook (approval.go): a gated call no person saw never runs.
-				unapproved: isUnapproved(ctx, c.FunctionCall),
+				gate:      gateOf(ctx, c.FunctionCall), // Hook (approval.go)
 			}
 			st.stageArgs = a.prepareArgs(ctx, st)
 			st.checked = st.checked && st.stageArgs == st.modelArgs
@@ -213,6 +212,9 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 	}
 	args := []byte(call.Args)
 	replaced := string(args) != st.stageArgs
+	if replaced && st.gate == gateApproved {
+		return nil, errApprovedArgsChanged
+	}
 	var value map[string]any // the decoded arguments, when checked here
 	if replaced || !st.checked {
 		// The model's own arguments get the model stage's default
@@ -232,7 +234,7 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 		}
 		args, value = res.Args, res.Value
 	}
-	if st.unapproved {
+	if st.gate == gateUnapproved {
 		return nil, errNotApproved
 	}
 	if replaced {
