@@ -629,6 +629,12 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 	if err != nil {
 		return nil, err
 	}
+	// A context already done would claim the interrupt and run nothing:
+	// the approved calls would be lost (never run, or with a checkpointer
+	// marked interrupted).
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	// Claim the interrupt before anything runs: rejected and answered calls
 	// are finished; accepted and edited ones are about to run (cut off
 	// while they run, they are never run again).

@@ -901,3 +901,30 @@ func TestApprovalApprovedArgumentsNotRewritten(t *testing.T) {
 		t.Errorf("Steps = %+v, want the call failed", res.Steps)
 	}
 }
+
+// A Resume whose context is already done runs nothing and does not use up
+// the interrupt: the decisions can be given again.
+func TestApprovalResumeCancelledKeepsInterrupt(t *testing.T) {
+	t.Parallel()
+	for _, cp := range []bool{false, true} {
+		var b bank
+		model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to":"alice","amount":25}`)), fakemodel.Text("ok"))
+		opts := []agent.Option{agent.WithApprovalFor("transfer_money")}
+		ctx := context.Background()
+		if cp {
+			opts = append(opts, agent.WithCheckpointer(new(agent.MemoryCheckpointer)))
+			ctx = middleware.WithThread(ctx, "t")
+		}
+		a := agent.New(model, b.tools(), opts...)
+		_, err := a.Run(ctx, "pay")
+		in := interruptOf(t, err)
+		cancelled, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, err := a.Resume(cancelled, in, decide(in.Pending[0], agent.Accept, "")); !errors.Is(err, context.Canceled) {
+			t.Errorf("checkpointer %v: Resume(cancelled) error = %v, want context.Canceled", cp, err)
+		}
+		if _, err := a.Resume(ctx, in, decide(in.Pending[0], agent.Accept, "")); err != nil || b.count("transfer_money") != 1 {
+			t.Errorf("checkpointer %v: Resume() again = %v with %d transfers, want nil and 1", cp, err, b.count("transfer_money"))
+		}
+	}
+}
