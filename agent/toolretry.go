@@ -174,10 +174,13 @@ func RetryIf(fn func(err error) bool) ToolRetryOption {
 
 // IsTransientToolError is [ToolRetry]'s default rule: err wraps [ErrNotRun],
 // or [retry.IsRetryable] accepts it. A *[retry.Error] (a retry loop gave up
-// on it already) is not transient, so nested retries do not multiply.
+// on it already) and an *[OutcomeUnknownError] (a retry loop refused to
+// repeat it) are not transient, so nested retries neither multiply nor
+// report one unknown outcome twice.
 func IsTransientToolError(err error) bool {
 	var re *retry.Error
-	if errors.As(err, &re) {
+	var unknown *OutcomeUnknownError
+	if errors.As(err, &re) || errors.As(err, &unknown) {
 		return false
 	}
 	return errors.Is(err, ErrNotRun) || retry.IsRetryable(err)

@@ -422,3 +422,34 @@ func TestToolRetryLogEvents(t *testing.T) {
 		}
 	}
 }
+
+// Two ToolRetry layers (an application's and a library's, say) around a
+// tool that is not idempotent and times out: one attempt, one unknown
+// outcome reported, and the model reads it once — the outer layer does not
+// take the inner one's OutcomeUnknownError for a new transient failure.
+func TestToolRetryNestedOutcomeUnknownOnce(t *testing.T) {
+	t.Parallel()
+	tool, attempts := flakyTool("charge_card", errTimeout, errTimeout)
+	var log eventLog
+	res, err := runOnce(t, context.Background(), tool, &log,
+		agent.ToolRetry(agent.RetryBackOff(noWait)), agent.ToolRetry(agent.RetryBackOff(noWait)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(attempts()); n != 1 {
+		t.Errorf("charge_card ran %d times, want once", n)
+	}
+	var unknown *agent.OutcomeUnknownError
+	if !errors.As(res.Steps[0].Err, &unknown) || !errors.Is(unknown.Err, errTimeout) || errors.As(unknown.Err, new(*agent.OutcomeUnknownError)) {
+		t.Errorf("Step.Err = %v, want one *OutcomeUnknownError wrapping the timeout", res.Steps[0].Err)
+	}
+	n := 0
+	for _, k := range log.kinds() {
+		if k == middleware.EventToolOutcomeUnknown {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d tool_outcome_unknown events, want 1 (events %v)", n, log.kinds())
+	}
+}
