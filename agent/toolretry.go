@@ -50,10 +50,7 @@ func (t *idempotentTool) unwrapTool() Tool { return t.Tool }
 func (t *idempotentTool) compiledSchema() *validation.Schema { return compiledSchema(t.Tool) }
 
 func (t *idempotentTool) callChecked(ctx context.Context, args []byte, value map[string]any) (string, error) {
-	if u, ok := t.Tool.(uncheckedCaller); ok {
-		return u.callChecked(ctx, args, value)
-	}
-	return t.Tool.Call(ctx, string(args))
+	return callWrapped(ctx, t.Tool, args, value)
 }
 
 // toolWrapper is implemented by the agent's own wrappers of a tool
@@ -63,20 +60,38 @@ type toolWrapper interface {
 	unwrapTool() Tool
 }
 
-// isIdempotent reports whether t, or a tool it wraps through the agent's
-// wrappers, was marked with [Idempotent].
-func isIdempotent(t Tool) bool {
+// findWrapped returns t, or the first tool t wraps through the agent's
+// wrappers, that is a T.
+func findWrapped[T any](t Tool) (T, bool) {
 	for t != nil {
-		if _, ok := t.(*idempotentTool); ok {
-			return true
+		if x, ok := t.(T); ok {
+			return x, true
 		}
 		w, ok := t.(toolWrapper)
 		if !ok {
-			return false
+			break
 		}
 		t = w.unwrapTool()
 	}
-	return false
+	var zero T
+	return zero, false
+}
+
+// callWrapped runs t, the tool one of the agent's wrappers wraps, with
+// arguments the tool stage checked: through its unchecked path when it has
+// one.
+func callWrapped(ctx context.Context, t Tool, args []byte, value map[string]any) (string, error) {
+	if u, ok := t.(uncheckedCaller); ok {
+		return u.callChecked(ctx, args, value)
+	}
+	return t.Call(ctx, string(args))
+}
+
+// isIdempotent reports whether t, or a tool it wraps through the agent's
+// wrappers, was marked with [Idempotent].
+func isIdempotent(t Tool) bool {
+	_, ok := findWrapped[*idempotentTool](t)
+	return ok
 }
 
 // OutcomeUnknownError is the error of a call that [ToolRetry] did not
