@@ -229,15 +229,7 @@ func (a *Agent) outputTurn(ctx context.Context, turn int, res *Result, resp *llm
 		b.steps[i] = st
 	}
 
-	at := len(res.Messages)
-	res.Messages = append(res.Messages, middleware.ToolCallMessages(text, calls, b.answers)...)
-	for i := range b.steps {
-		if calls[i].FunctionCall != nil {
-			b.steps[i].Message = at
-			at += 2
-		}
-	}
-	res.Steps = append(res.Steps, b.steps...)
+	recordTurn(res, text, calls, b)
 
 	switch {
 	case accepted:
