@@ -168,6 +168,7 @@ func TestApprovalAccept(t *testing.T) {
 	if len(res.Steps) != 2 || res.Steps[1].Message < 0 || res.Steps[1].Turn != 1 {
 		t.Errorf("Resume's Steps = %+v, want the whole interrupted batch recorded", res.Steps)
 	}
+	checkStepMessages(t, res)
 }
 
 // LangChain #37093: a rejected call still executed. Here the tool never
@@ -716,6 +717,7 @@ func TestApprovalDuplicateCallIDs(t *testing.T) {
 	if got := toolMessages(res.Messages); !slices.Equal(got, []string{"not bob", "sent 2.00 to carol"}) {
 		t.Errorf("tool messages = %q", got)
 	}
+	checkStepMessages(t, res)
 }
 
 // The attack: a gated call whose arguments fail the schema is not shown to

@@ -242,6 +242,10 @@ func TestOutputWithSiblings(t *testing.T) {
 		if got, want := lastMessage(t, model, 1), "tool: call_2 final_answer -> "+errfmt.AnswerNotAccepted(agent.OutputToolName); got != want {
 			t.Errorf("re-ask's last message = %q, want %q", got, want)
 		}
+		if len(res.Steps) != 3 || res.Steps[2].Turn != 2 {
+			t.Errorf("Steps = %+v, want the two calls of turn 1 and the answer of turn 2", res.Steps)
+		}
+		checkStepMessages(t, res)
 	})
 	t.Run("two answers: the first is considered", func(t *testing.T) {
 		t.Parallel()

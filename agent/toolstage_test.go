@@ -403,3 +403,40 @@ func TestToolStageCoercesModelArgumentsOnly(t *testing.T) {
 		})
 	}
 }
+
+// checkStepMessages checks that every step of res recorded in its
+// transcript (Step.Message >= 0) points at the AI message holding its call,
+// followed by the call's tool message, and that steps of a turn are in
+// message order.
+func checkStepMessages(t *testing.T, res *agent.Result) {
+	t.Helper()
+	last := -1
+	for i, s := range res.Steps {
+		if s.Message < 0 {
+			continue
+		}
+		if s.Message <= last || s.Message+1 >= len(res.Messages) {
+			t.Errorf("Steps[%d].Message = %d: out of order or out of range (%d messages)", i, s.Message, len(res.Messages))
+			continue
+		}
+		last = s.Message
+		ai, tool := res.Messages[s.Message], res.Messages[s.Message+1]
+		var call *llms.ToolCall
+		for _, p := range ai.Parts {
+			if tc, ok := p.(llms.ToolCall); ok && tc.ID == s.CallID && tc.FunctionCall != nil && tc.FunctionCall.Name == s.Tool {
+				call = &tc
+			}
+		}
+		if ai.Role != llms.ChatMessageTypeAI || call == nil {
+			t.Errorf("Steps[%d] (%s %s): message %d is not the AI message of its call: %+v", i, s.CallID, s.Tool, s.Message, ai)
+			continue
+		}
+		if call.FunctionCall.Arguments != s.ModelArguments && call.FunctionCall.Arguments != s.Arguments {
+			t.Errorf("Steps[%d]: the transcript's arguments %s are neither the model's %s nor those that ran %s", i, call.FunctionCall.Arguments, s.ModelArguments, s.Arguments)
+		}
+		resp, ok := tool.Parts[0].(llms.ToolCallResponse)
+		if tool.Role != llms.ChatMessageTypeTool || !ok || resp.ToolCallID != s.CallID {
+			t.Errorf("Steps[%d]: message %d is not its tool message: %+v", i, s.Message+1, tool)
+		}
+	}
+}
