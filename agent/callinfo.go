@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"sync"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/middleware"
@@ -36,10 +37,27 @@ type callState struct {
 	gate approvalGate
 }
 
-// callDone is what the innermost handler reports of a call.
+// callDone is what the innermost handler reports of a call. A tool
+// middleware may run attempts of one call concurrently (a hedge), so it is
+// guarded.
 type callDone struct {
+	mu   sync.Mutex
 	ran  bool   // the tool was called
 	args string // the arguments it was called with, last attempt
+}
+
+// record notes that the tool was called with args.
+func (d *callDone) record(args string) {
+	d.mu.Lock()
+	d.ran, d.args = true, args
+	d.mu.Unlock()
+}
+
+// get returns whether the tool was called, and with which arguments last.
+func (d *callDone) get() (ran bool, args string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.ran, d.args
 }
 
 type callStateKey struct{}

@@ -164,15 +164,16 @@ func (a *Agent) callTool(ctx context.Context, index int, c llms.ToolCall, st *ca
 		Arguments:      st.modelArgs,
 		Message:        -1,
 	}
-	if st.out.ran {
-		f.step.Arguments = st.out.args
+	ran, ranArgs := st.out.get()
+	if ran {
+		f.step.Arguments = ranArgs
 	}
 	switch {
 	case err != nil:
 		f.step.Err = err
 		if errors.Is(err, ErrStopRun) {
 			ReportEvent(ctx, middleware.Event{Kind: middleware.EventRunStopped, Err: err})
-		} else if !st.out.ran {
+		} else if !ran {
 			var rejected *ArgsRejectedError
 			var ve *validation.Error
 			if !errors.As(err, &rejected) && !errors.As(err, &ve) {
@@ -240,7 +241,7 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 	if replaced {
 		ReportEvent(ctx, middleware.Event{Kind: middleware.EventArgsRewritten, Paths: changedPaths(st.stageArgs, args)})
 	}
-	st.out.ran, st.out.args = true, string(args)
+	st.out.record(string(args))
 	if r := resultToolOf(t); r != nil { // a tool that returns a whole ToolResult (toolresult.go)
 		return callResultTool(ctx, r, args, value)
 	}

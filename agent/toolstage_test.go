@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
@@ -438,5 +439,45 @@ func checkStepMessages(t *testing.T, res *agent.Result) {
 		if tool.Role != llms.ChatMessageTypeTool || !ok || resp.ToolCallID != s.CallID {
 			t.Errorf("Steps[%d]: message %d is not its tool message: %+v", i, s.Message+1, tool)
 		}
+	}
+}
+
+// A tool middleware may run attempts of one call at once (a hedge): the
+// tool stage's record of the call is safe for that (this test fails under
+// -race without it).
+func TestToolStageConcurrentAttemptsOfOneCall(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int32
+	tool := agent.NewSchemaTool("get_rate", "Rate.", nil, func(context.Context, map[string]any) (string, error) {
+		runs.Add(1)
+		return "1.1", nil
+	})
+	hedge := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
+		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+			type out struct {
+				res *agent.ToolResult
+				err error
+			}
+			outs := make(chan out, 2)
+			for range 2 {
+				c := *call
+				go func() {
+					res, err := next(ctx, &c)
+					outs <- out{res, err}
+				}()
+			}
+			o := <-outs
+			<-outs
+			return o.res, o.err
+		}
+	})
+	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_rate", `{}`)), fakemodel.Text("ok"))
+	a := agent.New(model, []agent.Tool{tool}, agent.WithToolMiddleware(hedge))
+	res, err := a.Run(context.Background(), "rate?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := runs.Load(); n != 2 || res.Steps[0].Result != "1.1" || res.Steps[0].Arguments != `{}` {
+		t.Errorf("ran %d times, Steps[0] = %+v; want 2 runs and the result", n, res.Steps[0])
 	}
 }
