@@ -186,7 +186,8 @@ type PendingCall struct {
 	ID   string `json:"id"`
 	Tool string `json:"tool"`
 	// Args is the JSON object the call would run with, validated against
-	// the tool's schema (with empty values stripped where that fixed it).
+	// the tool's schema (with empty values stripped, and the default
+	// coercions applied, where that fixed it).
 	Args json.RawMessage `json:"args"`
 	// Schema is the tool's schema as sent to the model, for a reviewer's
 	// form.

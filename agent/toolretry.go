@@ -27,8 +27,10 @@ var ErrNotRun = errors.New("agent: the tool did not run")
 // retries an idempotent tool's transient failures, timeouts included; a
 // tool not so marked is retried only when its error wraps [ErrNotRun].
 //
-// The result is t in every other way (name, description, schema, and the
-// one-check path of [NewTool] and [NewSchemaTool] tools). The mark is seen
+// The result is t in every other way (name, description, schema, the
+// one-check path of [NewTool] and [NewSchemaTool] tools, and for an agent a
+// [ResultTool]'s CallResult, though the result does not assert to
+// ResultTool itself). The mark is seen
 // through [Renamed] and the agent's own renaming ([WithToolNames]); a tool
 // middleware that replaces ToolCall.Tool with a wrapper of its own hides it
 // unless it wraps the result in Idempotent again. Idempotent of a tool
