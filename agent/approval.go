@@ -26,8 +26,10 @@ import (
 //
 // needs sees each call of a model turn that names a tool of the agent,
 // with the arguments the tool stage starts with (before the tool
-// middlewares); it must be safe for concurrent use and must not modify the
-// call. A call that needs approval is first checked against its tool's
+// middlewares) as the tool would get them: checked against its schema,
+// with empty values stripped and the default coercions applied ("500"
+// becomes 500), or, when they fail the check, as sent. It must be safe for
+// concurrent use and must not modify the call. A call that needs approval is first checked against its tool's
 // schema: a person never reviews arguments the schema rejects (such a call
 // goes through the tool stage, which never runs it, and the model reads
 // why). The other calls of the turn run; then the
@@ -366,10 +368,17 @@ func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (p PendingCall
 		out:       &callDone{},
 	}
 	args := a.prepareArgs(ctx, st)
-	if !a.approval.needsApproval(&ToolCall{ID: c.ID, Name: name, Args: json.RawMessage(args), Tool: st.tool}) {
+	// The gate judges the arguments the tool would run with: checked
+	// (stripped, coerced) when they pass, as sent when they fail (such a
+	// call never runs unless a tool middleware mends it).
+	r, err := checkArgs(name, a.compiled[name], []byte(args))
+	judged := json.RawMessage(args)
+	if err == nil {
+		judged = r.Args
+	}
+	if !a.approval.needsApproval(&ToolCall{ID: c.ID, Name: name, Args: judged, Tool: st.tool}) {
 		return PendingCall{}, false, nil
 	}
-	r, err := checkArgs(name, a.compiled[name], []byte(args))
 	if err != nil {
 		return PendingCall{}, true, err
 	}

@@ -930,3 +930,31 @@ func TestApprovalResumeCancelledKeepsInterrupt(t *testing.T) {
 		}
 	}
 }
+
+// The attack: the gate asks for approval of transfers over 100; the model
+// sends the amount as a string, which the gate's decoding does not read as
+// a number, and the tool stage's default coercions turn into one. The gate
+// must judge the arguments the tool would run with.
+func TestApprovalGateSeesCoercedArguments(t *testing.T) {
+	t.Parallel()
+	var b bank
+	large := func(c *agent.ToolCall) bool {
+		var a TransferArgs
+		_ = json.Unmarshal(c.Args, &a)
+		return c.Name == "transfer_money" && a.Amount > 100
+	}
+	model := fakemodel.New(
+		fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to":"mallory","amount":"5000"}`)),
+		fakemodel.Text("ok"),
+	)
+	a := agent.New(model, b.tools(), agent.WithApproval(large))
+	_, err := a.Run(context.Background(), "pay")
+	if got := b.args("transfer_money"); len(got) != 0 {
+		t.Fatalf("transfers = %q without approval, want none before a decision", got)
+	}
+	in := interruptOf(t, err)
+	var got TransferArgs
+	if len(in.Pending) != 1 || json.Unmarshal(in.Pending[0].Args, &got) != nil || got != (TransferArgs{To: "mallory", Amount: 5000}) {
+		t.Errorf("Pending = %+v, want the call with the amount as a number", in.Pending)
+	}
+}
