@@ -30,7 +30,7 @@ type callState struct {
 	modelArgs string    // the arguments as the model stage left them
 	stageArgs string    // the arguments the tool stage starts with (prepareArgs)
 	tool      Tool      // the agent's tool of that name
-	checked   bool      // the model stage validated exactly modelArgs against the tool's schema
+	checked   bool      // stageArgs passed the tool's schema (the model stage's check, or precheck)
 	out       *callDone // shared by every attempt of the call
 
 	// gate is what the approval gate says of the call (approval.go).

@@ -93,6 +93,7 @@ func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageCo
 			}
 			st.stageArgs = a.prepareArgs(ctx, st)
 			st.checked = st.checked && st.stageArgs == st.modelArgs
+			a.precheck(st)
 			go a.callTool(ctx, i, c, st, results)
 			continue
 		}
@@ -194,6 +195,20 @@ func (a *Agent) callTool(ctx context.Context, index int, c llms.ToolCall, st *ca
 // against the tool's whole schema before the tool runs.
 func (a *Agent) prepareArgs(_ context.Context, st *callState) string {
 	return st.modelArgs
+}
+
+// precheck checks the model's arguments of a call the model stage did not
+// validate before the call enters the tool middlewares, so that they see
+// the arguments the tool would get (stripped, coerced: a policy reading
+// "5000" as no amount would let a 5000 transfer through). Arguments that
+// fail are left as they are: execute reports them.
+func (a *Agent) precheck(st *callState) {
+	if st.checked || st.stageArgs != st.modelArgs {
+		return // validated already, or set by the tool stage (not coerced)
+	}
+	if r, err := checkArgs(st.info.Tool, a.compiled[st.info.Tool], []byte(st.stageArgs)); err == nil {
+		st.stageArgs, st.checked = string(r.Args), true
+	}
 }
 
 // execute is the innermost handler of the tool stage: it checks the call's

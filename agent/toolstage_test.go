@@ -481,3 +481,40 @@ func TestToolStageConcurrentAttemptsOfOneCall(t *testing.T) {
 		t.Errorf("ran %d times, Steps[0] = %+v; want 2 runs and the result", n, res.Steps[0])
 	}
 }
+
+// The attack: a policy middleware denies transfers over 1000; the model
+// sends the amount as a string, which the policy does not read as a
+// number, and the default coercions turn into one for the tool. A tool
+// middleware must see the arguments the tool would get.
+func TestToolMiddlewareSeesCoercedArguments(t *testing.T) {
+	t.Parallel()
+	type Transfer struct {
+		To     string  `json:"to"`
+		Amount float64 `json:"amount"`
+	}
+	var ran atomic.Int32
+	tool := agent.NewTool("transfer_money", "Send money.", func(context.Context, Transfer) (string, error) {
+		ran.Add(1)
+		return "sent", nil
+	})
+	errDenied := errors.New("denied: over 1000")
+	policy := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
+		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+			var a Transfer
+			_ = json.Unmarshal(call.Args, &a)
+			if a.Amount > 1000 {
+				return nil, errDenied
+			}
+			return next(ctx, call)
+		}
+	})
+	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to":"mallory","amount":"5000"}`)), fakemodel.Text("ok"))
+	a := agent.New(model, []agent.Tool{tool}, agent.WithToolMiddleware(policy))
+	res, err := a.Run(context.Background(), "pay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := ran.Load(); n != 0 || !errors.Is(res.Steps[0].Err, errDenied) {
+		t.Errorf("the tool ran %d times, Step.Err = %v; want the policy's denial", n, res.Steps[0].Err)
+	}
+}
