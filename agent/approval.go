@@ -553,10 +553,10 @@ type runArgs struct {
 // with [ErrInterruptRefused], and so is an unsigned interrupt of a run
 // without a thread, which carries a state of its own), and two replicas
 // resuming it at once cannot both run it. Without one, the interrupt
-// carries the state and this agent
-// refuses one it has resumed before; another process cannot tell, so use a
-// Checkpointer when interrupts may be resumed twice, and
-// [WithInterruptKey] when they travel through clients.
+// carries the state and this agent refuses one it has resumed before (it
+// remembers the last 4096); another process, or this one past that many,
+// cannot tell, so use a Checkpointer when interrupts may be resumed twice,
+// and [WithInterruptKey] when they travel through clients.
 //
 // With a nil interrupt, Resume continues the thread's unfinished run from
 // the checkpointer: a run cut off mid-way goes on from its last save
