@@ -545,7 +545,10 @@ type runArgs struct {
 // but not change it: one whose arguments it replaces fails, and its tool
 // does not run. Rejected calls never run and the model reads the
 // message; a response is the call's result and the tool never runs. Calls
-// of the turn that finished before the pause never run again.
+// of the turn that finished before the pause never run again. The resumed
+// run is the same run for [middleware.ToolCallLimit] and
+// [middleware.ModelCallLimit]: their run limits count, from its transcript,
+// the calls it made before the pause ([middleware.WithRunFromTranscript]).
 //
 // An interrupt can be resumed once. With a [Checkpointer] and a thread,
 // the state is the thread's (the interrupt need only be the thread's
