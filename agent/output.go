@@ -133,10 +133,15 @@ func (a *Agent) addOutputTool(s *validation.Schema) {
 	}})
 }
 
-// withOutput names the answer tool in a run's context, for ToolCallLimit.
+// withOutput names the answer tool in a run's context, for ToolCallLimit:
+// none for an agent without one, even inside the run of one that has one
+// (a sub-agent called by a tool), whose answer tool is not this run's.
 func (a *Agent) withOutput(ctx context.Context) context.Context {
 	if a.output == nil {
-		return ctx
+		if answertool.Name(ctx) == "" {
+			return ctx
+		}
+		return answertool.With(ctx, "")
 	}
 	return answertool.With(ctx, a.output.name)
 }
