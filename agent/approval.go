@@ -29,12 +29,12 @@ import (
 // middlewares) as the tool would get them: checked against its schema,
 // with empty values stripped and the default coercions applied ("500"
 // becomes 500), or, when they fail the check, as sent. It must be safe for
-// concurrent use and must not modify the call. A call that needs approval is first checked against its tool's
-// schema: a person never reviews arguments the schema rejects (such a call
-// goes through the tool stage, which never runs it, and the model reads
-// why). The other calls of the turn run; then the
-// run stops and returns its partial *[Result] with an *[Interrupt]
-// (errors.As) holding the pending calls. [Agent.Resume] continues it.
+// concurrent use and must not modify the call. A person never reviews
+// arguments the schema rejects: such a call goes through the tool stage,
+// which never runs it, and the model reads why. The other calls of the
+// turn run; then the run stops and returns its partial *[Result] with an
+// *[Interrupt] (errors.As) holding the pending calls. [Agent.Resume]
+// continues it.
 //
 // If a call of the turn ends the run ([ErrStopRun]) or the context ends
 // while the others run, the run ends as it would without approval, and the
@@ -583,8 +583,9 @@ func (a *Agent) Resume(ctx context.Context, in *Interrupt, decisions ...Decision
 func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision) (*Result, error) {
 	ap := a.approval
 	// The resumed run is on the interrupt's thread (none for a run that
-	// had none: its state is in the interrupt, whatever thread ctx names),
-	// else on ctx's.
+	// had none: its state is in the interrupt, whatever thread ctx names,
+	// though unsigned it is refused where ctx names a checkpointed
+	// thread), else on ctx's.
 	thread := middleware.ThreadFrom(ctx)
 	ctxThread := thread
 	if in != nil {
