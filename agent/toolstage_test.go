@@ -518,3 +518,32 @@ func TestToolMiddlewareSeesCoercedArguments(t *testing.T) {
 		t.Errorf("the tool ran %d times, Step.Err = %v; want the policy's denial", n, res.Steps[0].Err)
 	}
 }
+
+// A sub-agent run from a tool is a run of its own: an agent without an
+// event handler reports nothing to its caller's (the default reports
+// nothing), even inside another agent's run.
+func TestEventHandlerNotInheritedBySubAgent(t *testing.T) {
+	t.Parallel()
+	inner := agent.NewSchemaTool("inner_tool", "Denied.", nil, func(context.Context, map[string]any) (string, error) { return "x", nil })
+	deny := agent.ToolFunc(func(agent.ToolHandler) agent.ToolHandler {
+		return func(context.Context, *agent.ToolCall) (*agent.ToolResult, error) { return nil, errors.New("denied") }
+	})
+	sub := agent.New(fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("inner_tool", `{}`)), fakemodel.Text("sub done")),
+		[]agent.Tool{inner}, agent.WithToolMiddleware(deny))
+	delegate := agent.NewSchemaTool("delegate", "Sub-agent.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
+		res, err := sub.Run(ctx, "go")
+		if err != nil {
+			return "", err
+		}
+		return res.Output, nil
+	})
+	var log eventLog
+	a := agent.New(fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("delegate", `{}`)), fakemodel.Text("done")),
+		[]agent.Tool{delegate}, agent.WithEventHandler(log.handle))
+	if _, err := a.Run(context.Background(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := log.find(middleware.EventToolDenied); ok {
+		t.Errorf("the parent's handler got the sub-agent's event %+v", e)
+	}
+}
