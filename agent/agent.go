@@ -351,9 +351,22 @@ func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption, s
 	return a.noOutput(fmt.Errorf("%w (%d)", ErrMaxIterations, a.maxIt))
 }
 
-// record appends a turn's finished batch to res: the turn's messages, then
-// its steps. It reports whether a Direct result ended the run.
+// record appends a turn's finished batch to res (recordTurn). It reports
+// whether a Direct result ended the run.
 func record(res *Result, text string, calls []llms.ToolCall, b batch) bool {
+	recordTurn(res, text, calls, b)
+	if b.direct >= 0 {
+		res.Output = b.steps[b.direct].Result
+		res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeAI, res.Output))
+		return true
+	}
+	return false
+}
+
+// recordTurn appends a turn's finished batch to res: the turn's messages,
+// then its steps, each with the index of the AI message recording its call
+// (Step.Message; b.steps is updated too).
+func recordTurn(res *Result, text string, calls []llms.ToolCall, b batch) {
 	at := len(res.Messages)
 	res.Messages = append(res.Messages, middleware.ToolCallMessages(text, calls, b.answers)...)
 	for i := range b.steps {
@@ -363,12 +376,6 @@ func record(res *Result, text string, calls []llms.ToolCall, b batch) bool {
 		}
 	}
 	res.Steps = append(res.Steps, b.steps...)
-	if b.direct >= 0 {
-		res.Output = b.steps[b.direct].Result
-		res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeAI, res.Output))
-		return true
-	}
-	return false
 }
 
 // toolMessage returns the content of the tool message of a step that ran.

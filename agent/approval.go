@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"hash"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -26,13 +27,16 @@ import (
 // HumanInTheLoopMiddleware).
 //
 // needs sees each call of a model turn that names a tool of the agent,
-// with the arguments it would run with; it must be safe for concurrent use
-// and must not modify the call. A call that needs approval is first
-// checked against its tool's schema: a person never reviews arguments the
-// schema rejects (such a call goes through the tool stage, which refuses
-// it, and the model reads why). The other calls of the turn run; then the
-// run stops and returns its partial *[Result] with an *[Interrupt]
-// (errors.As) holding the pending calls. [Agent.Resume] continues it.
+// with the arguments the tool stage starts with (before the tool
+// middlewares) as the tool would get them: checked against its schema,
+// with empty values stripped and the default coercions applied ("500"
+// becomes 500), or, when they fail the check, as sent. It must be safe for
+// concurrent use and must not modify the call. A person never reviews
+// arguments the schema rejects: such a call goes through the tool stage,
+// which never runs it, and the model reads why. The other calls of the
+// turn run; then the run stops and returns its partial *[Result] with an
+// *[Interrupt] (errors.As) holding the pending calls. [Agent.Resume]
+// continues it.
 //
 // If a call of the turn ends the run ([ErrStopRun]) or the context ends
 // while the others run, the run ends as it would without approval, and the
@@ -66,8 +70,12 @@ func WithApprovalFor(tools ...string) Option {
 // refuses an interrupt whose signature does not verify: an interrupt that
 // travelled through a client — a browser, a chat app — cannot have its
 // calls, arguments or transcript changed, nor a digest computed for calls
-// it never held. Use it whenever an interrupt leaves the server; with a
-// [Checkpointer] the state is read from the store anyway. All replicas that
+// it never held. Use it whenever an interrupt leaves the server. With a
+// [Checkpointer], the state of a run on a thread is read from the store
+// anyway, and where the context names a thread Resume refuses an unsigned
+// interrupt that carries a state of its own (one of a run without a
+// thread); but a run without a thread still puts its state in the
+// interrupt, which without a key a client can rewrite. All replicas that
 // resume each other's interrupts need the same key. It panics if key is
 // shorter than 16 bytes.
 func WithInterruptKey(key []byte) Option {
@@ -182,13 +190,15 @@ type PendingCall struct {
 	ID   string `json:"id"`
 	Tool string `json:"tool"`
 	// Args is the JSON object the call would run with, validated against
-	// the tool's schema (with empty values stripped where that fixed it).
+	// the tool's schema (with empty values stripped, and the default
+	// coercions applied, where that fixed it).
 	Args json.RawMessage `json:"args"`
 	// Schema is the tool's schema as sent to the model, for a reviewer's
 	// form.
 	Schema any `json:"schema,omitempty"`
-	// Digest binds a decision to this interrupt, thread, tool, call id and
-	// exactly these arguments; copy it into the Decision.
+	// Digest binds a decision to this interrupt, thread, call (its place
+	// in the turn, tool and id) and exactly these arguments; copy it into
+	// the Decision.
 	Digest string `json:"digest"`
 }
 
@@ -291,12 +301,23 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 	var pendingAt []int
 	var rest []llms.ToolCall
 	var restAt []int
+	var unapproved map[*llms.FunctionCall]approvalGate
 	for i, c := range calls {
-		if p, ok := a.pendingCall(ctx, c); ok {
+		p, needs, err := a.pendingCall(ctx, c)
+		if needs && err == nil {
 			pending, pendingAt = append(pending, p), append(pendingAt, i)
 			continue
 		}
+		if needs { // never shown to a person, so never to run (see gateKey)
+			if unapproved == nil {
+				unapproved = make(map[*llms.FunctionCall]approvalGate)
+			}
+			unapproved[c.FunctionCall] = gateUnapproved
+		}
 		rest, restAt = append(rest, c), append(restAt, i)
+	}
+	if unapproved != nil {
+		ctx = context.WithValue(ctx, gateKey{}, unapproved)
 	}
 	if len(pending) == 0 {
 		return a.runTools(ctx, turn, res.Messages, calls)
@@ -322,7 +343,7 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 	}
 	in := &Interrupt{ID: newInterruptID(), Thread: middleware.ThreadFrom(ctx)}
 	for i := range pending {
-		pending[i].Digest = a.approval.digest(in.ID, in.Thread, pending[i])
+		pending[i].Digest = a.approval.digest(in.ID, in.Thread, pendingAt[i], pending[i])
 		ReportEvent(ctx, middleware.Event{Kind: middleware.EventApprovalPending, Tool: pending[i].Tool, CallID: pending[i].ID})
 	}
 	ot := &openTurn{Number: turn, Text: text, Calls: calls, Interrupt: in.ID, Pending: pending, PendingAt: pendingAt}
@@ -346,13 +367,15 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 	return batch{steps: b.steps}, in
 }
 
-// pendingCall reports whether c waits for approval, and if so the pending
+// pendingCall reports whether c needs approval, and if so the pending
 // call: its arguments as the tool stage would start with them, checked
-// against the tool's schema. A call that fails the check is not pending:
-// it goes through the tool stage, which refuses it.
-func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (PendingCall, bool) {
+// against the tool's schema, or the check's error. A call that fails the
+// check is not pending: it goes through the tool stage, which tells the
+// model why and never runs it (even when a tool middleware makes its
+// arguments valid: no person approved them).
+func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (p PendingCall, needs bool, err error) {
 	if c.FunctionCall == nil || a.tools[c.FunctionCall.Name] == nil {
-		return PendingCall{}, false
+		return PendingCall{}, false, nil
 	}
 	name := c.FunctionCall.Name
 	modelArgs := c.FunctionCall.Arguments
@@ -371,14 +394,24 @@ func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (PendingCall, 
 	}
 	args, err := a.prepareArgs(ctx, st) // needs sees the injected values (a rule may depend on the user)
 	if err != nil {
-		return PendingCall{}, false // the tool stage fails the call and reports why
+		// Whether it needs approval cannot be judged: fail closed. The
+		// tool stage fails the call and reports why; should the injector
+		// succeed there, the gate still never lets the call run.
+		return PendingCall{}, true, err
 	}
-	if !a.approval.needsApproval(&ToolCall{ID: c.ID, Name: name, Args: json.RawMessage(args), Tool: st.tool}) {
-		return PendingCall{}, false
-	}
+	// The gate judges the arguments the tool would run with: checked
+	// (stripped, coerced) when they pass, as sent when they fail (such a
+	// call never runs unless a tool middleware mends it).
 	r, err := checkArgs(name, a.compiled[name], []byte(args))
+	judged := json.RawMessage(args)
+	if err == nil {
+		judged = r.Args
+	}
+	if !a.approval.needsApproval(&ToolCall{ID: c.ID, Name: name, Args: judged, Tool: st.tool}) {
+		return PendingCall{}, false, nil
+	}
 	if err != nil {
-		return PendingCall{}, false
+		return PendingCall{}, true, err
 	}
 	shown := r.Args
 	if injects {
@@ -387,8 +420,40 @@ func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (PendingCall, 
 		kept, _ := injectedargs.Drop(string(r.Args), inj.names)
 		shown = []byte(kept)
 	}
-	return PendingCall{ID: c.ID, Tool: name, Args: compactJSON(shown), Schema: a.modelSchema(name)}, true
+	return PendingCall{ID: c.ID, Tool: name, Args: compactJSON(shown), Schema: a.modelSchema(name)}, true, nil
 }
+
+// approvalGate is what the approval gate says of a call the tool stage
+// runs.
+type approvalGate int
+
+const (
+	gateNone       approvalGate = iota // the call needs no approval
+	gateUnapproved                     // it needs approval and was never shown to a person: never run it
+	gateApproved                       // a person accepted or edited it: run exactly its arguments
+)
+
+// gateKey is the context key under which runBatch and resumeTurn name the
+// calls of a batch the approval gate concerns (by their FunctionCall), for
+// execute: a call that needs approval but is not pending (its arguments
+// fail the tool's schema) never runs, whatever the tool middlewares make of
+// its arguments ([errNotApproved]); an approved call runs only with the
+// arguments the person approved ([errApprovedArgsChanged]).
+type gateKey struct{}
+
+// gateOf returns what ctx says of the call fc.
+func gateOf(ctx context.Context, fc *llms.FunctionCall) approvalGate {
+	m, _ := ctx.Value(gateKey{}).(map[*llms.FunctionCall]approvalGate)
+	return m[fc]
+}
+
+// errNotApproved is the error of a call that needs approval and was never
+// shown to a person, which a tool middleware gave valid arguments.
+var errNotApproved = errors.New("agent: the call needs a person's approval and its arguments as the model sent them do not match the tool's schema; the tool did not run")
+
+// errApprovedArgsChanged is the error of an approved call whose arguments
+// a tool middleware replaced.
+var errApprovedArgsChanged = errors.New("agent: a tool middleware changed the arguments a person approved; the tool did not run")
 
 // modelSchema returns the schema the model is sent for tool name.
 func (a *Agent) modelSchema(name string) any {
@@ -425,12 +490,13 @@ func (ap *approval) mac() hash.Hash {
 // digest binds a decision to one pending call: the interrupt's id (so a
 // decision cannot be replayed on another interrupt, even one whose calls
 // have the same ids and arguments, as synthesized ids do), the thread, the
-// tool, the call id and the exact arguments (compacted JSON). Each field is
-// length-prefixed so that no two tuples hash alike.
-func (ap *approval) digest(interrupt, thread string, p PendingCall) string {
+// call's index in its turn (two identical calls of a turn are two calls),
+// the tool, the call id and the exact arguments (compacted JSON). Each
+// field is length-prefixed so that no two tuples hash alike.
+func (ap *approval) digest(interrupt, thread string, at int, p PendingCall) string {
 	h := ap.mac()
-	h.Write([]byte("toolguard/approval/v1"))
-	for _, f := range []string{interrupt, thread, p.Tool, p.ID, string(compactJSON(p.Args))} {
+	h.Write([]byte("toolguard/approval/v2"))
+	for _, f := range []string{interrupt, thread, strconv.Itoa(at), p.Tool, p.ID, string(compactJSON(p.Args))} {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
 		h.Write(n[:])
@@ -511,18 +577,25 @@ type runArgs struct {
 // again. Accepted and edited calls then run through the tool stage — the
 // tool middlewares, the schema check, the same path as a call of Run — and
 // an edit keeps the call's tool; the transcript records an edited call with
-// the arguments that ran. Rejected calls never run and the model reads the
+// the arguments that ran. A tool middleware may refuse an approved call
+// but not change it: one whose arguments it replaces fails, and its tool
+// does not run. Rejected calls never run and the model reads the
 // message; a response is the call's result and the tool never runs. Calls
-// of the turn that finished before the pause never run again.
+// of the turn that finished before the pause never run again. The resumed
+// run is the same run for [middleware.ToolCallLimit] and
+// [middleware.ModelCallLimit]: their run limits count, from its transcript,
+// the calls it made before the pause ([middleware.WithRunFromTranscript]).
 //
 // An interrupt can be resumed once. With a [Checkpointer] and a thread,
 // the state is the thread's (the interrupt need only be the thread's
 // current one: a replayed, stale or other thread's interrupt is refused
-// with [ErrInterruptRefused]), and two replicas resuming it at once cannot
-// both run it. Without one, the interrupt carries the state and this agent
-// refuses one it has resumed before; another process cannot tell, so use a
-// Checkpointer when interrupts may be resumed twice, and
-// [WithInterruptKey] when they travel through clients.
+// with [ErrInterruptRefused], and so is an unsigned interrupt of a run
+// without a thread, which carries a state of its own), and two replicas
+// resuming it at once cannot both run it. Without one, the interrupt
+// carries the state and this agent refuses one it has resumed before (it
+// remembers the last 4096); another process, or this one past that many,
+// cannot tell, so use a Checkpointer when interrupts may be resumed twice,
+// and [WithInterruptKey] when they travel through clients.
 //
 // With a nil interrupt, Resume continues the thread's unfinished run from
 // the checkpointer: a run cut off mid-way goes on from its last save
@@ -546,9 +619,11 @@ func (a *Agent) Resume(ctx context.Context, in *Interrupt, decisions ...Decision
 func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision) (*Result, error) {
 	ap := a.approval
 	// The resumed run is on the interrupt's thread (none for a run that
-	// had none: its state is in the interrupt, whatever thread ctx names),
-	// else on ctx's.
+	// had none: its state is in the interrupt, whatever thread ctx names,
+	// though unsigned it is refused where ctx names a checkpointed
+	// thread), else on ctx's.
 	thread := middleware.ThreadFrom(ctx)
+	ctxThread := thread
 	if in != nil {
 		if in.Thread != "" && thread != "" && thread != in.Thread {
 			return nil, fmt.Errorf("%w: it belongs to thread %q, not %q", ErrInterruptRefused, in.Thread, thread)
@@ -561,6 +636,11 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 			return nil, ErrNothingToResume
 		}
 		return nil, fmt.Errorf("%w: the agent has no approval configured", ErrInterruptRefused)
+	}
+	if in != nil && in.Thread == "" && ctxThread != "" && ap.cp != nil && ap.key == nil {
+		// The thread's state is in the checkpointer; an unsigned state
+		// carried by the interrupt is the client's to forge.
+		return nil, fmt.Errorf("%w: an unsigned interrupt of a run without a thread cannot be resumed on thread %q, whose state the checkpointer keeps", ErrInterruptRefused, ctxThread)
 	}
 	if in != nil && !ap.verify(in) {
 		return nil, fmt.Errorf("%w: its signature does not verify", ErrInterruptRefused)
@@ -599,6 +679,12 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 	if err != nil {
 		return nil, err
 	}
+	// A context already done would claim the interrupt and run nothing:
+	// the approved calls would be lost (never run, or with a checkpointer
+	// marked interrupted).
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	// Claim the interrupt before anything runs: rejected and answered calls
 	// are finished; accepted and edited ones are about to run (cut off
 	// while they run, they are never run again).
@@ -616,6 +702,9 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 		return nil, fmt.Errorf("%w: it was already resumed", ErrInterruptRefused)
 	}
 	ctx, calls := a.runContext(ctx)
+	// The run goes on: its limits count the calls it made before the pause,
+	// which are in its transcript.
+	ctx = middleware.WithRunFromTranscript(ctx)
 	s.resume = &resumeFrom{state: st, run: run}
 	res := &Result{Messages: slices.Clone(st.Messages)}
 	err = a.loop(ctx, res, a.callOpts, s)
@@ -638,7 +727,7 @@ func (a *Agent) plan(ot *openTurn, id, thread string, decisions []Decision) (map
 	}
 	byDigest := make(map[string]int, len(pending))
 	for j, p := range pending {
-		byDigest[a.approval.digest(id, thread, p)] = j
+		byDigest[a.approval.digest(id, thread, ot.pendingIndex(j), p)] = j
 	}
 	decided := make([]bool, len(pending))
 	run := make(map[int]runArgs)

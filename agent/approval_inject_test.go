@@ -88,3 +88,73 @@ func TestApprovalWithInjectedArguments(t *testing.T) {
 		}
 	})
 }
+
+// A call that needs approval never runs unapproved when injected arguments
+// are in play: not when the model also forged an injected value (dropping it
+// copies the call, and the gate must still know it), and not when the
+// injector fails while the gate judges the call and succeeds when it runs.
+func TestApprovalGateHoldsWithInjection(t *testing.T) {
+	t.Parallel()
+	mend := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
+		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+			// A defaults middleware: it makes an invalid amount valid.
+			var m map[string]any
+			if json.Unmarshal(call.Args, &m) == nil {
+				if _, ok := m["amount"].(float64); !ok {
+					m["amount"] = 1
+					call.Args, _ = json.Marshal(m)
+				}
+			}
+			return next(ctx, call)
+		}
+	})
+	for _, tc := range []struct {
+		name     string
+		args     string
+		injector func() func(context.Context, *agent.ToolCall) (any, error)
+	}{
+		{"forged value on a call that fails its schema", `{"order": "A-1", "amount": "lots", "user_id": "admin"}`,
+			func() func(context.Context, *agent.ToolCall) (any, error) {
+				return func(context.Context, *agent.ToolCall) (any, error) { return "u-42", nil }
+			}},
+		{"injector fails while the gate judges, then succeeds", `{"order": "A-1", "amount": 30}`,
+			func() func(context.Context, *agent.ToolCall) (any, error) {
+				var n sync.Mutex
+				calls := 0
+				return func(context.Context, *agent.ToolCall) (any, error) {
+					n.Lock()
+					defer n.Unlock()
+					if calls++; calls == 1 {
+						return nil, errors.New("user service unavailable")
+					}
+					return "u-42", nil
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			ran := 0
+			tool := agent.NewTool("refund", "Refunds an order.", func(context.Context, RefundArgs) (string, error) {
+				mu.Lock()
+				ran++
+				mu.Unlock()
+				return "refunded", nil
+			})
+			model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("refund", tc.args)), fakemodel.Text("Done."))
+			a := agent.New(model, []agent.Tool{tool}, agent.WithApprovalFor("refund"), agent.WithToolMiddleware(mend),
+				agent.Inject("user_id", tc.injector()))
+			res, err := a.Run(context.Background(), "refund A-1")
+			var in *agent.Interrupt
+			if errors.As(err, &in) {
+				t.Fatalf("Run paused with %d pending calls; want the call refused, not shown", len(in.Pending))
+			}
+			if err != nil {
+				t.Fatalf("Run() error = %v", err)
+			}
+			if ran != 0 {
+				t.Fatalf("refund ran %d times without a person's approval (steps %+v)", ran, res.Steps)
+			}
+		})
+	}
+}

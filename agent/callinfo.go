@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"sync"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/middleware"
@@ -29,18 +30,37 @@ type callState struct {
 	modelArgs string    // the arguments as the model stage left them
 	stageArgs string    // the arguments the tool stage starts with (prepareArgs)
 	tool      Tool      // the agent's tool of that name
-	checked   bool      // the model stage validated exactly modelArgs against the tool's schema
+	checked   bool      // stageArgs passed the tool's schema (the model stage's check, or precheck)
 	out       *callDone // shared by every attempt of the call
 
 	// forged is the forged_argument event to report, if the model sent
 	// values for injected arguments (inject.go).
 	forged *middleware.Event
+	// gate is what the approval gate says of the call (approval.go).
+	gate approvalGate
 }
 
-// callDone is what the innermost handler reports of a call.
+// callDone is what the innermost handler reports of a call. A tool
+// middleware may run attempts of one call concurrently (a hedge), so it is
+// guarded.
 type callDone struct {
+	mu   sync.Mutex
 	ran  bool   // the tool was called
 	args string // the arguments it was called with, last attempt
+}
+
+// record notes that the tool was called with args.
+func (d *callDone) record(args string) {
+	d.mu.Lock()
+	d.ran, d.args = true, args
+	d.mu.Unlock()
+}
+
+// get returns whether the tool was called, and with which arguments last.
+func (d *callDone) get() (ran bool, args string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.ran, d.args
 }
 
 type callStateKey struct{}

@@ -290,6 +290,7 @@ func (a *Agent) resumeTurn(ctx context.Context, s *session, res *Result) (first 
 	calls := slices.Clone(ot.Calls) // the transcript's: an edit's arguments replace the model's
 	var run []llms.ToolCall         // what runs now, through the tool stage
 	var at []int                    // their indexes in calls
+	approved := make(map[*llms.FunctionCall]approvalGate)
 	for i, c := range ot.Calls {
 		if have[i] {
 			continue
@@ -298,6 +299,7 @@ func (a *Agent) resumeTurn(ctx context.Context, s *session, res *Result) (first 
 			fc := *c.FunctionCall
 			fc.Arguments = args.args
 			c.FunctionCall = &fc
+			approved[&fc] = gateApproved
 			if args.edited {
 				calls[i] = c
 			}
@@ -313,7 +315,7 @@ func (a *Agent) resumeTurn(ctx context.Context, s *session, res *Result) (first 
 			ModelArguments: c.FunctionCall.Arguments, Turn: n, Message: -1, Err: ErrCallInterrupted}
 		b.answers[i] = interruptedAnswer
 	}
-	rb, err := a.runTools(ctx, n, res.Messages, run)
+	rb, err := a.runTools(context.WithValue(ctx, gateKey{}, approved), n, res.Messages, run)
 	if err != nil {
 		res.Steps = append(res.Steps, rb.steps...)
 		return 0, false, err

@@ -84,6 +84,9 @@ func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageCo
 			running++
 			// Values the model sent for injected arguments are dropped here,
 			// so that they are in neither the transcript nor the span.
+			// The gate is looked up first: it knows the call by the
+			// FunctionCall the batch holds, which dropForged may copy.
+			gate := gateOf(ctx, calls[i].FunctionCall)
 			c, forged := a.dropForged(ledger, calls[i])
 			calls[i] = c
 			st := &callState{
@@ -93,6 +96,7 @@ func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageCo
 				checked:   ledger.Has(c.ID, c.FunctionCall.Name, c.FunctionCall.Arguments),
 				out:       &callDone{},
 				forged:    forged,
+				gate:      gate, // Hook (approval.go)
 			}
 			go a.callTool(ctx, i, c, st, results)
 			continue
@@ -165,6 +169,7 @@ func (a *Agent) callTool(ctx context.Context, index int, c llms.ToolCall, st *ca
 	if prepared {
 		st.stageArgs = stageArgs
 		st.checked = st.checked && st.stageArgs == st.modelArgs
+		a.precheck(st) // tool middlewares see the arguments the tool would get
 		call := &ToolCall{ID: c.ID, Name: c.FunctionCall.Name, Args: json.RawMessage(st.stageArgs), Tool: st.tool}
 		res, err = a.toolStage(ctx, call)
 		if err == nil && res == nil {
@@ -178,15 +183,16 @@ func (a *Agent) callTool(ctx context.Context, index int, c llms.ToolCall, st *ca
 		Arguments:      st.modelArgs,
 		Message:        -1,
 	}
-	if st.out.ran {
-		f.step.Arguments = st.out.args
+	ran, ranArgs := st.out.get()
+	if ran {
+		f.step.Arguments = ranArgs
 	}
 	switch {
 	case err != nil:
 		f.step.Err = err
 		if errors.Is(err, ErrStopRun) {
 			ReportEvent(ctx, middleware.Event{Kind: middleware.EventRunStopped, Err: err})
-		} else if prepared && !st.out.ran {
+		} else if prepared && !ran {
 			var rejected *ArgsRejectedError
 			var ve *validation.Error
 			if !errors.As(err, &rejected) && !errors.As(err, &ve) {
@@ -212,6 +218,20 @@ func (a *Agent) prepareArgs(ctx context.Context, st *callState) (string, error) 
 	return a.inject(ctx, st) // injected arguments (inject.go)
 }
 
+// precheck checks the model's arguments of a call the model stage did not
+// validate before the call enters the tool middlewares, so that they see
+// the arguments the tool would get (stripped, coerced: a policy reading
+// "5000" as no amount would let a 5000 transfer through). Arguments that
+// fail are left as they are: execute reports them.
+func (a *Agent) precheck(st *callState) {
+	if st.checked || st.stageArgs != st.modelArgs {
+		return // validated already, or set by the tool stage (not coerced)
+	}
+	if r, err := checkArgs(st.info.Tool, a.compiled[st.info.Tool], []byte(st.stageArgs)); err == nil {
+		st.stageArgs, st.checked = string(r.Args), true
+	}
+}
+
 // execute is the innermost handler of the tool stage: it checks the call's
 // arguments unless the model stage already validated exactly these against
 // the tool's schema, and runs the tool.
@@ -229,6 +249,9 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 	}
 	args := []byte(call.Args)
 	replaced := string(args) != st.stageArgs
+	if replaced && st.gate == gateApproved {
+		return nil, errApprovedArgsChanged
+	}
 	var value map[string]any // the decoded arguments, when checked here
 	if replaced || !st.checked {
 		// The model's own arguments get the model stage's default
@@ -251,10 +274,13 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 		}
 		args, value = res.Args, res.Value
 	}
+	if st.gate == gateUnapproved {
+		return nil, errNotApproved
+	}
 	if replaced {
 		ReportEvent(ctx, middleware.Event{Kind: middleware.EventArgsRewritten, Paths: changedPaths(st.stageArgs, args)})
 	}
-	st.out.ran, st.out.args = true, string(args)
+	st.out.record(string(args))
 	if r := resultToolOf(t); r != nil { // a tool that returns a whole ToolResult (toolresult.go)
 		return callResultTool(ctx, r, args, value)
 	}

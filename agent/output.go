@@ -133,10 +133,15 @@ func (a *Agent) addOutputTool(s *validation.Schema) {
 	}})
 }
 
-// withOutput names the answer tool in a run's context, for ToolCallLimit.
+// withOutput names the answer tool in a run's context, for ToolCallLimit:
+// none for an agent without one, even inside the run of one that has one
+// (a sub-agent called by a tool), whose answer tool is not this run's.
 func (a *Agent) withOutput(ctx context.Context) context.Context {
 	if a.output == nil {
-		return ctx
+		if answertool.Name(ctx) == "" {
+			return ctx
+		}
+		return answertool.With(ctx, "")
 	}
 	return answertool.With(ctx, a.output.name)
 }
@@ -229,15 +234,7 @@ func (a *Agent) outputTurn(ctx context.Context, turn int, res *Result, resp *llm
 		b.steps[i] = st
 	}
 
-	at := len(res.Messages)
-	res.Messages = append(res.Messages, middleware.ToolCallMessages(text, calls, b.answers)...)
-	for i := range b.steps {
-		if calls[i].FunctionCall != nil {
-			b.steps[i].Message = at
-			at += 2
-		}
-	}
-	res.Steps = append(res.Steps, b.steps...)
+	recordTurn(res, text, calls, b)
 
 	switch {
 	case accepted:

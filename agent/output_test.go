@@ -242,6 +242,10 @@ func TestOutputWithSiblings(t *testing.T) {
 		if got, want := lastMessage(t, model, 1), "tool: call_2 final_answer -> "+errfmt.AnswerNotAccepted(agent.OutputToolName); got != want {
 			t.Errorf("re-ask's last message = %q, want %q", got, want)
 		}
+		if len(res.Steps) != 3 || res.Steps[2].Turn != 2 {
+			t.Errorf("Steps = %+v, want the two calls of turn 1 and the answer of turn 2", res.Steps)
+		}
+		checkStepMessages(t, res)
 	})
 	t.Run("two answers: the first is considered", func(t *testing.T) {
 		t.Parallel()
@@ -481,5 +485,40 @@ func TestOutputWithApprovalRefused(t *testing.T) {
 			}()
 			agent.New(fakemodel.New(), []agent.Tool{tool}, agent.WithOutputSchema(validation.Typed[WeatherArgs]()), opt)
 		})
+	}
+}
+
+// A sub-agent run inside a tool of an agent with an output schema is a run
+// of its own: the parent's answer tool is not its, and its ToolCallLimit
+// counts its own tool of that name (which New allows without an output
+// schema) like any other.
+func TestOutputAnswerToolNotInheritedBySubAgent(t *testing.T) {
+	t.Parallel()
+	var subRuns atomic.Int32
+	own := agent.NewTool(agent.OutputToolName, "The sub-agent's own tool of that name.", func(context.Context, struct{}) (string, error) {
+		subRuns.Add(1)
+		return "done", nil
+	})
+	subModel := fakemodel.New(
+		fakemodel.ToolCalls(fakemodel.Call(agent.OutputToolName, `{}`)),
+		fakemodel.ToolCalls(fakemodel.Call(agent.OutputToolName, `{}`)),
+		fakemodel.Text("sub done"),
+	)
+	sub := agent.New(subModel, []agent.Tool{own}, agent.WithMiddleware(
+		middleware.ToolCallLimit(middleware.WithRunLimit(1), middleware.WithExitBehavior(middleware.ExitError))))
+	delegate := agent.NewTool("delegate", "Runs the sub-agent.", func(ctx context.Context, _ struct{}) (string, error) {
+		res, err := sub.Run(ctx, "go")
+		if err != nil {
+			return "", err
+		}
+		return res.Output, nil
+	})
+	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("delegate", `{}`)), answer(goodAnswer))
+	a := agent.New(model, []agent.Tool{delegate}, agent.WithOutputSchema(validation.Typed[Verdict]()))
+	if _, err := a.Run(context.Background(), "classify"); err != nil {
+		t.Fatal(err)
+	}
+	if n := subRuns.Load(); n != 1 {
+		t.Errorf("the sub-agent's %s ran %d times under a run limit of 1", agent.OutputToolName, n)
 	}
 }

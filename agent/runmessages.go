@@ -87,9 +87,9 @@ func (a *Agent) runContext(ctx context.Context) (context.Context, *atomic.Int64)
 	}
 	ctx, ledger := checked.With(ctx)
 	ctx = context.WithValue(ctx, ledgerKey{}, ledger)
-	if a.events != nil {
-		ctx = context.WithValue(ctx, eventsKey{}, a.events)
-	}
+	// Always set, nil included: a sub-agent run from a tool of another
+	// agent reports to its own handler, not its caller's.
+	ctx = context.WithValue(ctx, eventsKey{}, a.events)
 	calls := new(atomic.Int64)
 	ctx = context.WithValue(ctx, modelCallsKey{}, calls)
 	return ctx, calls

@@ -5,8 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/toolguard/toolguard/validation"
 	"strings"
+
+	"github.com/toolguard/toolguard/validation"
 )
 
 // MaxToolNameLen is the longest tool name OpenAI accepts, and so the longest
@@ -102,10 +103,7 @@ func (t *renamedTool) unwrapTool() Tool { return t.Tool }
 func (t *renamedTool) compiledSchema() *validation.Schema { return compiledSchema(t.Tool) }
 
 func (t *renamedTool) callChecked(ctx context.Context, args []byte, value map[string]any) (string, error) {
-	if u, ok := t.Tool.(uncheckedCaller); ok {
-		return u.callChecked(ctx, args, value)
-	}
-	return t.Tool.Call(ctx, string(args))
+	return callWrapped(ctx, t.Tool, args, value)
 }
 
 // sentName applies the configured mapping (default [SafeToolName]) to t.

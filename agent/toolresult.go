@@ -91,17 +91,8 @@ func (t *typedResultTool[T]) callCheckedResult(ctx context.Context, raw []byte, 
 // resultToolOf returns the ResultTool t is, or wraps through the agent's
 // wrappers; nil if none.
 func resultToolOf(t Tool) ResultTool {
-	for t != nil {
-		if r, ok := t.(ResultTool); ok {
-			return r
-		}
-		w, ok := t.(toolWrapper)
-		if !ok {
-			return nil
-		}
-		t = w.unwrapTool()
-	}
-	return nil
+	r, _ := findWrapped[ResultTool](t)
+	return r
 }
 
 // callResultTool runs r with checked arguments: through its unchecked path

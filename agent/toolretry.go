@@ -27,8 +27,10 @@ var ErrNotRun = errors.New("agent: the tool did not run")
 // retries an idempotent tool's transient failures, timeouts included; a
 // tool not so marked is retried only when its error wraps [ErrNotRun].
 //
-// The result is t in every other way (name, description, schema, and the
-// one-check path of [NewTool] and [NewSchemaTool] tools). The mark is seen
+// The result is t in every other way (name, description, schema, the
+// one-check path of [NewTool] and [NewSchemaTool] tools, and for an agent a
+// [ResultTool]'s CallResult, though the result does not assert to
+// ResultTool itself). The mark is seen
 // through [Renamed] and the agent's own renaming ([WithToolNames]); a tool
 // middleware that replaces ToolCall.Tool with a wrapper of its own hides it
 // unless it wraps the result in Idempotent again. Idempotent of a tool
@@ -50,10 +52,7 @@ func (t *idempotentTool) unwrapTool() Tool { return t.Tool }
 func (t *idempotentTool) compiledSchema() *validation.Schema { return compiledSchema(t.Tool) }
 
 func (t *idempotentTool) callChecked(ctx context.Context, args []byte, value map[string]any) (string, error) {
-	if u, ok := t.Tool.(uncheckedCaller); ok {
-		return u.callChecked(ctx, args, value)
-	}
-	return t.Tool.Call(ctx, string(args))
+	return callWrapped(ctx, t.Tool, args, value)
 }
 
 // toolWrapper is implemented by the agent's own wrappers of a tool
@@ -63,20 +62,38 @@ type toolWrapper interface {
 	unwrapTool() Tool
 }
 
-// isIdempotent reports whether t, or a tool it wraps through the agent's
-// wrappers, was marked with [Idempotent].
-func isIdempotent(t Tool) bool {
+// findWrapped returns t, or the first tool t wraps through the agent's
+// wrappers, that is a T.
+func findWrapped[T any](t Tool) (T, bool) {
 	for t != nil {
-		if _, ok := t.(*idempotentTool); ok {
-			return true
+		if x, ok := t.(T); ok {
+			return x, true
 		}
 		w, ok := t.(toolWrapper)
 		if !ok {
-			return false
+			break
 		}
 		t = w.unwrapTool()
 	}
-	return false
+	var zero T
+	return zero, false
+}
+
+// callWrapped runs t, the tool one of the agent's wrappers wraps, with
+// arguments the tool stage checked: through its unchecked path when it has
+// one.
+func callWrapped(ctx context.Context, t Tool, args []byte, value map[string]any) (string, error) {
+	if u, ok := t.(uncheckedCaller); ok {
+		return u.callChecked(ctx, args, value)
+	}
+	return t.Call(ctx, string(args))
+}
+
+// isIdempotent reports whether t, or a tool it wraps through the agent's
+// wrappers, was marked with [Idempotent].
+func isIdempotent(t Tool) bool {
+	_, ok := findWrapped[*idempotentTool](t)
+	return ok
 }
 
 // OutcomeUnknownError is the error of a call that [ToolRetry] did not
@@ -174,10 +191,13 @@ func RetryIf(fn func(err error) bool) ToolRetryOption {
 
 // IsTransientToolError is [ToolRetry]'s default rule: err wraps [ErrNotRun],
 // or [retry.IsRetryable] accepts it. A *[retry.Error] (a retry loop gave up
-// on it already) is not transient, so nested retries do not multiply.
+// on it already) and an *[OutcomeUnknownError] (a retry loop refused to
+// repeat it) are not transient, so nested retries neither multiply nor
+// report one unknown outcome twice.
 func IsTransientToolError(err error) bool {
 	var re *retry.Error
-	if errors.As(err, &re) {
+	var unknown *OutcomeUnknownError
+	if errors.As(err, &re) || errors.As(err, &unknown) {
 		return false
 	}
 	return errors.Is(err, ErrNotRun) || retry.IsRetryable(err)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -420,5 +421,80 @@ func TestToolRetryLogEvents(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("log lacks %s", want)
 		}
+	}
+}
+
+// Two ToolRetry layers (an application's and a library's, say) around a
+// tool that is not idempotent and times out: one attempt, one unknown
+// outcome reported, and the model reads it once — the outer layer does not
+// take the inner one's OutcomeUnknownError for a new transient failure.
+func TestToolRetryNestedOutcomeUnknownOnce(t *testing.T) {
+	t.Parallel()
+	tool, attempts := flakyTool("charge_card", errTimeout, errTimeout)
+	var log eventLog
+	res, err := runOnce(t, context.Background(), tool, &log,
+		agent.ToolRetry(agent.RetryBackOff(noWait)), agent.ToolRetry(agent.RetryBackOff(noWait)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(attempts()); n != 1 {
+		t.Errorf("charge_card ran %d times, want once", n)
+	}
+	var unknown *agent.OutcomeUnknownError
+	if !errors.As(res.Steps[0].Err, &unknown) || !errors.Is(unknown.Err, errTimeout) || errors.As(unknown.Err, new(*agent.OutcomeUnknownError)) {
+		t.Errorf("Step.Err = %v, want one *OutcomeUnknownError wrapping the timeout", res.Steps[0].Err)
+	}
+	n := 0
+	for _, k := range log.kinds() {
+		if k == middleware.EventToolOutcomeUnknown {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d tool_outcome_unknown events, want 1 (events %v)", n, log.kinds())
+	}
+}
+
+// A ResultTool is retried only when marked Idempotent, through the agent's
+// wrappers as any tool, and its ToolResult survives the retry.
+func TestToolRetryResultTool(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		wrap func(agent.Tool) agent.Tool
+		sent string
+		runs int
+	}{
+		{"not marked", func(t agent.Tool) agent.Tool { return t }, "charge", 1},
+		{"Renamed, not marked", func(t agent.Tool) agent.Tool { return agent.Renamed(t, "pay") }, "pay", 1},
+		{"Idempotent", agent.Idempotent, "charge", 2},
+		{"Renamed(Idempotent(t))", func(t agent.Tool) agent.Tool { return agent.Renamed(agent.Idempotent(t), "pay") }, "pay", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var runs atomic.Int32
+			tool := agent.NewResultTool("charge", "Charge.", func(context.Context, struct{}) (*agent.ToolResult, error) {
+				if runs.Add(1) == 1 {
+					return nil, errTimeout
+				}
+				return &agent.ToolResult{Content: "charged", Artifact: 42}, nil
+			})
+			model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call(tc.sent, `{}`)), fakemodel.Text("done"))
+			a := agent.New(model, []agent.Tool{tc.wrap(tool)}, agent.WithToolMiddleware(agent.ToolRetry(agent.RetryBackOff(noWait))))
+			res, err := a.Run(context.Background(), "go")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := int(runs.Load()); n != tc.runs {
+				t.Errorf("ran %d times, want %d", n, tc.runs)
+			}
+			s := res.Steps[0]
+			if tc.runs == 1 && !errors.As(s.Err, new(*agent.OutcomeUnknownError)) {
+				t.Errorf("Step.Err = %v, want an *OutcomeUnknownError", s.Err)
+			}
+			if tc.runs == 2 && (s.Err != nil || s.Result != "charged" || s.Artifact != 42) {
+				t.Errorf("Step = %+v, want the second attempt's result and artifact", s)
+			}
+		})
 	}
 }

@@ -21,8 +21,12 @@ type ToolCall struct {
 	ID string
 	// Name is the tool's name as sent to the model.
 	Name string
-	// Args is the JSON object of arguments the tool will get, injected
-	// arguments ([Inject]) included.
+	// Args is the JSON object of arguments the tool will get: checked
+	// against the tool's schema, with empty values stripped and the
+	// default coercions applied ("5000" for a number becomes 5000), and
+	// injected arguments ([Inject]) set; or, when the model's arguments
+	// fail the check, as the model sent them, and the tool stage refuses
+	// them.
 	Args json.RawMessage
 	// Tool is the tool the call runs. A middleware may wrap it (to add
 	// behaviour around Call); the arguments are still checked against the

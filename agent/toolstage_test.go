@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
@@ -401,5 +402,148 @@ func TestToolStageCoercesModelArgumentsOnly(t *testing.T) {
 				t.Errorf("tool got %v, want %v (step %+v)", got, tc.want, res.Steps[0])
 			}
 		})
+	}
+}
+
+// checkStepMessages checks that every step of res recorded in its
+// transcript (Step.Message >= 0) points at the AI message holding its call,
+// followed by the call's tool message, and that steps of a turn are in
+// message order.
+func checkStepMessages(t *testing.T, res *agent.Result) {
+	t.Helper()
+	last := -1
+	for i, s := range res.Steps {
+		if s.Message < 0 {
+			continue
+		}
+		if s.Message <= last || s.Message+1 >= len(res.Messages) {
+			t.Errorf("Steps[%d].Message = %d: out of order or out of range (%d messages)", i, s.Message, len(res.Messages))
+			continue
+		}
+		last = s.Message
+		ai, tool := res.Messages[s.Message], res.Messages[s.Message+1]
+		var call *llms.ToolCall
+		for _, p := range ai.Parts {
+			if tc, ok := p.(llms.ToolCall); ok && tc.ID == s.CallID && tc.FunctionCall != nil && tc.FunctionCall.Name == s.Tool {
+				call = &tc
+			}
+		}
+		if ai.Role != llms.ChatMessageTypeAI || call == nil {
+			t.Errorf("Steps[%d] (%s %s): message %d is not the AI message of its call: %+v", i, s.CallID, s.Tool, s.Message, ai)
+			continue
+		}
+		if call.FunctionCall.Arguments != s.ModelArguments && call.FunctionCall.Arguments != s.Arguments {
+			t.Errorf("Steps[%d]: the transcript's arguments %s are neither the model's %s nor those that ran %s", i, call.FunctionCall.Arguments, s.ModelArguments, s.Arguments)
+		}
+		resp, ok := tool.Parts[0].(llms.ToolCallResponse)
+		if tool.Role != llms.ChatMessageTypeTool || !ok || resp.ToolCallID != s.CallID {
+			t.Errorf("Steps[%d]: message %d is not its tool message: %+v", i, s.Message+1, tool)
+		}
+	}
+}
+
+// A tool middleware may run attempts of one call at once (a hedge): the
+// tool stage's record of the call is safe for that (this test fails under
+// -race without it).
+func TestToolStageConcurrentAttemptsOfOneCall(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int32
+	tool := agent.NewSchemaTool("get_rate", "Rate.", nil, func(context.Context, map[string]any) (string, error) {
+		runs.Add(1)
+		return "1.1", nil
+	})
+	hedge := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
+		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+			type out struct {
+				res *agent.ToolResult
+				err error
+			}
+			outs := make(chan out, 2)
+			for range 2 {
+				c := *call
+				go func() {
+					res, err := next(ctx, &c)
+					outs <- out{res, err}
+				}()
+			}
+			o := <-outs
+			<-outs
+			return o.res, o.err
+		}
+	})
+	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_rate", `{}`)), fakemodel.Text("ok"))
+	a := agent.New(model, []agent.Tool{tool}, agent.WithToolMiddleware(hedge))
+	res, err := a.Run(context.Background(), "rate?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := runs.Load(); n != 2 || res.Steps[0].Result != "1.1" || res.Steps[0].Arguments != `{}` {
+		t.Errorf("ran %d times, Steps[0] = %+v; want 2 runs and the result", n, res.Steps[0])
+	}
+}
+
+// The attack: a policy middleware denies transfers over 1000; the model
+// sends the amount as a string, which the policy does not read as a
+// number, and the default coercions turn into one for the tool. A tool
+// middleware must see the arguments the tool would get.
+func TestToolMiddlewareSeesCoercedArguments(t *testing.T) {
+	t.Parallel()
+	type Transfer struct {
+		To     string  `json:"to"`
+		Amount float64 `json:"amount"`
+	}
+	var ran atomic.Int32
+	tool := agent.NewTool("transfer_money", "Send money.", func(context.Context, Transfer) (string, error) {
+		ran.Add(1)
+		return "sent", nil
+	})
+	errDenied := errors.New("denied: over 1000")
+	policy := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
+		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+			var a Transfer
+			_ = json.Unmarshal(call.Args, &a)
+			if a.Amount > 1000 {
+				return nil, errDenied
+			}
+			return next(ctx, call)
+		}
+	})
+	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to":"mallory","amount":"5000"}`)), fakemodel.Text("ok"))
+	a := agent.New(model, []agent.Tool{tool}, agent.WithToolMiddleware(policy))
+	res, err := a.Run(context.Background(), "pay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := ran.Load(); n != 0 || !errors.Is(res.Steps[0].Err, errDenied) {
+		t.Errorf("the tool ran %d times, Step.Err = %v; want the policy's denial", n, res.Steps[0].Err)
+	}
+}
+
+// A sub-agent run from a tool is a run of its own: an agent without an
+// event handler reports nothing to its caller's (the default reports
+// nothing), even inside another agent's run.
+func TestEventHandlerNotInheritedBySubAgent(t *testing.T) {
+	t.Parallel()
+	inner := agent.NewSchemaTool("inner_tool", "Denied.", nil, func(context.Context, map[string]any) (string, error) { return "x", nil })
+	deny := agent.ToolFunc(func(agent.ToolHandler) agent.ToolHandler {
+		return func(context.Context, *agent.ToolCall) (*agent.ToolResult, error) { return nil, errors.New("denied") }
+	})
+	sub := agent.New(fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("inner_tool", `{}`)), fakemodel.Text("sub done")),
+		[]agent.Tool{inner}, agent.WithToolMiddleware(deny))
+	delegate := agent.NewSchemaTool("delegate", "Sub-agent.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
+		res, err := sub.Run(ctx, "go")
+		if err != nil {
+			return "", err
+		}
+		return res.Output, nil
+	})
+	var log eventLog
+	a := agent.New(fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("delegate", `{}`)), fakemodel.Text("done")),
+		[]agent.Tool{delegate}, agent.WithEventHandler(log.handle))
+	if _, err := a.Run(context.Background(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := log.find(middleware.EventToolDenied); ok {
+		t.Errorf("the parent's handler got the sub-agent's event %+v", e)
 	}
 }

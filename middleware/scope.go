@@ -32,6 +32,17 @@ func WithRun(ctx context.Context) context.Context {
 	return context.WithValue(ctx, limitCallKey{}, (*limitCall)(nil))
 }
 
+// WithRunFromTranscript returns a copy of ctx in which [ToolCallLimit] and
+// [ModelCallLimit] count the run from the transcript, as without [WithRun]
+// (the calls in AI messages after the last human message), even when ctx
+// carries a run. An agent loop that continues a run in a new call (one
+// resumed after a pause for approval) uses it so that the calls the run
+// made before the pause count against its run limits.
+func WithRunFromTranscript(ctx context.Context) context.Context {
+	ctx = context.WithValue(ctx, runKey{}, (*runScope)(nil))
+	return context.WithValue(ctx, limitCallKey{}, (*limitCall)(nil))
+}
+
 // WithThread returns a copy of ctx that names the conversation thread id
 // (a chat session, say) the calls made with it belong to. [ToolCallLimit]
 // and [ModelCallLimit] count their thread limit ([WithThreadLimit]) per
