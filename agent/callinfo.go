@@ -95,18 +95,6 @@ func CallFrom(ctx context.Context) (CallInfo, bool) {
 	return st.info, true
 }
 
-// WithEventHandler sets a function the agent calls for each event of its
-// tool stage (the kinds documented with [middleware.EventToolRetry]):
-// those the agent reports itself and those its tool middlewares report
-// with [ReportEvent]. Pass the function given to the model stage's
-// [middleware.WithEventHandler] (such as [middleware.LogEvents]) to see
-// both stages in one place. It is called on the tool call's goroutine,
-// concurrently, and must not block. The default reports nothing; the run's
-// observers (otelguard) are told either way.
-func WithEventHandler(fn func(ctx context.Context, e middleware.Event)) Option {
-	return func(c *config) { c.events = fn }
-}
-
 type eventsKey struct{}
 
 // ReportEvent reports e from the tool stage: to the observers ctx carries

@@ -37,26 +37,6 @@ type Checkpointer interface {
 	Save(ctx context.Context, thread string, version int64, state []byte) (saved bool, err error)
 }
 
-// WithCheckpointer keeps each thread's state in cp: after every model turn
-// and every tool batch, and when a run ends or pauses for approval. With
-// it, a run on a thread named in the context ([middleware.WithThread])
-// continues the thread's conversation (the saved transcript comes before
-// the new messages; the system prompt is not added again), an [Interrupt]
-// leaves its state in cp rather than carrying it, and a run cut off — its
-// process died, its context was cancelled — is continued by
-// [Agent.Resume] with a nil interrupt, on any replica, without running
-// finished calls again.
-//
-// Runs without a thread id are not saved. The default is none: a run's
-// state lives in the run, and in the Interrupt it returns. WithCheckpointer
-// panics if cp is nil.
-func WithCheckpointer(cp Checkpointer) Option {
-	if cp == nil {
-		panic("agent: WithCheckpointer(nil): a Checkpointer is required")
-	}
-	return func(c *config) { c.approval.cp = cp }
-}
-
 // ErrRunUnfinished is returned by [Agent.Run] and [Agent.RunMessages] on
 // a thread whose last run did not finish: it awaits decisions on an
 // [Interrupt], or it was cut off. Continue it with [Agent.Resume].

@@ -19,56 +19,6 @@ import (
 // function given to [Inject].
 type injector func(ctx context.Context, call *ToolCall) (any, error)
 
-// Inject sets how the agent supplies the injected argument name — a
-// top-level property of a tool's schema that the program sets at run time
-// and the model must neither see nor set: the caller's user or tenant id
-// (read from ctx, where the caller of Run put it), the call's id
-// (call.ID), a value from the request. A typed tool declares one with a
-// struct field tagged `toolguard:"inject"` ([validation.Typed]), a raw or
-// MCP tool with [InjectArgs].
-//
-// For every call of a tool that declares name, before the tool stage runs,
-// the agent drops any value the model sent for it (and reports
-// [middleware.EventForgedArgument]), calls fn with the run's context (the
-// call in it: [CallFrom]) and the call (Args as the model sent them), and
-// sets the property to fn's value encoded as JSON. The arguments are then
-// validated against the tool's whole schema, the injected properties
-// included, so a value of the wrong type fails the call; an error from fn
-// fails it too. Either way the tool does not run and the model reads only
-// that the call could not be run ([InjectError]), never fn's error or the
-// value. Injected values are never in what the model is sent, in
-// Result.Messages or Step.ModelArguments, in toolguard's events and logs,
-// or in otelguard's spans; Step.Arguments, the arguments the tool ran with,
-// holds them (it is for the program).
-//
-// ToolArgValidation validates the model's arguments against the schema the
-// model is sent, which has no Validate hook: a typed tool's Validate method
-// runs in the tool stage, after injection, where it sees the injected
-// value. A Validate error at a property the model sent is fed back to the
-// model as the call's result; one at the root or at an injected property
-// fails the call generically (its message might speak of the value).
-//
-// fn runs on the call's goroutine, concurrently for the calls of a batch
-// and for concurrent runs: it must be safe for concurrent use and should
-// read per-run values from ctx only. [New] panics if a tool declares an
-// injected argument that no Inject supplies; an Inject that no tool needs
-// is allowed. Inject panics if name is empty or fn nil; giving the same
-// name twice makes New panic.
-func Inject(name string, fn func(ctx context.Context, call *ToolCall) (any, error)) Option {
-	if name == "" || fn == nil {
-		panic(fmt.Sprintf("agent: Inject(%q, %p): needs a property name and a function", name, fn))
-	}
-	return func(c *config) {
-		if _, dup := c.injectors[name]; dup {
-			panic(fmt.Sprintf("agent: New: Inject(%q) is given twice", name))
-		}
-		if c.injectors == nil {
-			c.injectors = make(map[string]injector)
-		}
-		c.injectors[name] = fn
-	}
-}
-
 // InjectArgs returns t with the top-level properties names of its schema
 // marked as injected arguments ([validation.InjectedKeyword]): the agent
 // leaves them out of the schema the model is sent and fills them with

@@ -46,68 +46,6 @@ var (
 	errAnswerIgnored     = errors.New("agent: answer ignored: only the first answer of a response is considered")
 )
 
-// WithOutputSchema makes a run's final answer structured data that must
-// validate against schema: a *[validation.Schema] ([validation.Typed] for a
-// Go struct, whose Validate method is enforced too) or a JSON Schema in any
-// form [validation.Compile] takes, describing a JSON object.
-//
-// The agent offers the model one more tool, [OutputToolName], whose
-// arguments are the answer (LangChain's ToolStrategy). A valid call of it
-// ends the run: Result.Output is the answer as compact JSON ([Output]
-// decodes it), and Result.Messages ends with the call, its tool message
-// ([errfmt.AnswerAccepted]) and an AI message holding the JSON. The
-// answer's call is a Step of the run (Tool [OutputToolName]).
-//
-// Answers go through the pipeline and feedback tool arguments go through:
-// the schema reaches ToolArgValidation with the tools' ([middleware.WithToolSchemas]),
-// so an invalid answer is re-asked there, inside the model call; an answer
-// nothing validated (no ToolArgValidation, or one that gave up) is checked
-// by the agent and, when invalid, answered with [errfmt.Feedback] in a new
-// turn. An answer in plain text is asked again ([errfmt.AnswerInText]).
-// Both count against one budget of 2 re-asks per run (a re-ask is a model
-// turn, inside which ToolArgValidation makes its own: at most 3×3 model
-// calls for an answer it keeps failing open on); past it, and in
-// every other way a run can end without a valid answer (a limit's ExitEnd
-// answer, [WithMaxIterations], ModelRetry's ContinueOnFailure), Run returns
-// an error wrapping [ErrNoOutput] with the partial Result, whose Output is
-// "": never a text in place of the answer.
-//
-// The rule for an answer that arrives with other tool calls (LangChain
-// #40423 loses it): the other calls run; if all of them succeed, the answer
-// is taken and the run ends; if one fails (a tool error, an unknown tool,
-// a denied call), the answer — given before that result was known — is
-// not taken: the model reads [errfmt.AnswerNotAccepted] and answers again
-// (this does not count against the re-ask budget). Only the first answer
-// of a response is considered; later ones are told so. A Direct tool
-// result ends the run only as a valid answer: its Content is validated
-// like one, and a Content that is not ends the run with [ErrNoOutput].
-//
-// ToolCallLimit does not count the answer's calls unless it limits
-// [OutputToolName] by name, so a run whose tools are used up can still
-// answer. [New] panics if a tool is sent under the name [OutputToolName]:
-// rename it with [Renamed] or [WithToolNames] (silently renaming the
-// user's tool would change what the transcript and Steps show).
-//
-// WithOutputSchema panics if schema is nil, does not compile, or describes
-// something other than an object (tool arguments are objects: wrap a list
-// or a string in an object's property).
-func WithOutputSchema(schema any) Option {
-	if schema == nil {
-		panic("agent: WithOutputSchema(nil): the schema must not be nil")
-	}
-	s, ok := schema.(*validation.Schema)
-	if !ok || s == nil {
-		var err error
-		if s, err = validation.Compile(schema); err != nil {
-			panic(fmt.Sprintf("agent: WithOutputSchema: the schema does not compile: %v", err))
-		}
-	}
-	if t, ok := s.Map()["type"]; ok && t != "object" {
-		panic(fmt.Sprintf("agent: WithOutputSchema: the schema's type is %v, not \"object\": the answer is the answer tool's arguments, a JSON object; wrap the value in an object's property", t))
-	}
-	return func(c *config) { c.output = s }
-}
-
 // outputTool is an agent's answer tool.
 type outputTool struct {
 	name   string

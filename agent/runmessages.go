@@ -15,24 +15,6 @@ import (
 // message to answer.
 var ErrNoMessages = errors.New("agent: RunMessages: no messages to answer")
 
-// WithCallOptions adds options passed on every model call of the agent —
-// llms.WithModel, llms.WithTemperature, llms.WithMaxTokens,
-// llms.WithStreamingFunc, … — before the agent's own llms.WithTools, so
-// the model is always offered the agent's tools. Each call of
-// WithCallOptions appends to earlier ones; nil options are skipped. The
-// default is none: the provider's defaults. A streaming function is called
-// for every model call of every run, concurrently when runs are; pass one
-// per run to [Agent.RunMessages] instead to stream a single run.
-func WithCallOptions(opts ...llms.CallOption) Option {
-	return func(c *config) {
-		for _, o := range opts {
-			if o != nil {
-				c.callOptions = append(c.callOptions, o)
-			}
-		}
-	}
-}
-
 // RunMessages continues a conversation: it answers msgs — the history so
 // far, such as the Messages of an earlier [Result], followed by the new
 // human message — as [Agent.Run] answers its input, and returns a Result

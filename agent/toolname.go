@@ -62,21 +62,6 @@ func SafeToolName(name string) string {
 	return base + suffix
 }
 
-// WithToolNames sets the name the agent sends the model for each tool: for a
-// tool whose Name() is n, fn(n). The default is [SafeToolName], which leaves
-// provider-safe names alone. The model's calls of the sent name run the
-// tool, which never sees the sent name (an MCP tool calls the server with
-// its own name). fn must be deterministic and give distinct tools distinct
-// non-empty names; [New] panics otherwise. The sent name is the one the
-// transcript, Result.Steps and the unknown-tool message show. Pass an
-// identity function to send names unchanged. WithToolNames panics if fn is nil.
-func WithToolNames(fn func(name string) string) Option {
-	if fn == nil {
-		panic("agent: WithToolNames(nil)")
-	}
-	return func(c *config) { c.toolName = fn }
-}
-
 // Renamed returns a [Tool] that is t under another name: its Name() is name,
 // everything else is t's. Use it to choose one tool's name by hand; [New]
 // renames unsafe names itself ([WithToolNames]). It panics if t is nil or

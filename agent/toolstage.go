@@ -85,29 +85,6 @@ func (f ToolFunc) WrapToolCall(next ToolHandler) ToolHandler { return f(next) }
 // included.
 var ErrStopRun = errors.New("agent: run stopped by the tool stage")
 
-// WithToolMiddleware adds tool middlewares around every tool call of the
-// agent. As in the model stage ([middleware.Chain]), the first is the
-// outermost: it sees the call first and the result last.
-//
-//	call   ─▶ a ─▶ b ─▶ check arguments ─▶ tool
-//	result ◀─ a ◀─ b ◀─────────────────── tool
-//
-// Each call of a model response goes through the chain on its own, in
-// parallel with its siblings (at most [WithMaxConcurrency] at a time);
-// results are recorded in call order. Everything inside a middleware that
-// calls next more than once runs once per attempt. Each call of
-// WithToolMiddleware appends to earlier ones; nil middlewares are skipped.
-// The default is none: each call goes straight to its tool.
-func WithToolMiddleware(mws ...ToolMiddleware) Option {
-	return func(c *config) {
-		for _, mw := range mws {
-			if mw != nil {
-				c.toolMiddlewares = append(c.toolMiddlewares, mw)
-			}
-		}
-	}
-}
-
 // chainTools returns h wrapped in mws, the first outermost.
 func chainTools(mws []ToolMiddleware, h ToolHandler) ToolHandler {
 	for i := len(mws) - 1; i >= 0; i-- {
