@@ -10,6 +10,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
 	"github.com/toolguard/toolguard/internal/toolargs"
+	"github.com/toolguard/toolguard/repair"
 	"github.com/toolguard/toolguard/strip"
 	"github.com/toolguard/toolguard/validation"
 )
@@ -49,8 +50,10 @@ const outputName = "OutputValidation"
 //
 // The answer goes through the pipeline tool arguments go through in
 // [ToolArgValidation]: decoded exactly, empty values stripped per
-// [WithStripEmpty], validated, and, with [WithRepair], repaired — a Markdown
-// code fence or prose around the object is removed. An empty answer is
+// [WithStripEmpty], validated, and repaired as [WithRepair] says: by
+// default the coercions ToolArgValidation makes ("3" for a number, "true"
+// for a boolean; [repair.Coercions]); with repair.Default() a Markdown code
+// fence or prose around the object is removed too. An empty answer is
 // invalid. A cleaned answer is written back into the response (the first
 // choice with text holds it; the others' text is cleared). While the
 // answer is invalid the model is asked again, up to [WithMaxRetries] times
@@ -80,7 +83,7 @@ const outputName = "OutputValidation"
 // [EventInvalid] (Tool ""), [EventStripped], [EventRepaired],
 // [EventReask], [EventGiveUp]. The middleware is safe for concurrent use.
 func OutputValidation(schema any, opts ...ValidationOption) Middleware {
-	cfg := validationConfig{maxRetries: 2, strip: strip.SchemaAware, draft: validation.Draft7}
+	cfg := validationConfig{maxRetries: 2, strip: strip.SchemaAware, draft: validation.Draft7, repair: repair.Coercions()}
 	for _, o := range opts {
 		if o != nil {
 			o.applyValidation(&cfg)
