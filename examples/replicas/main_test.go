@@ -6,16 +6,16 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/toolguard/toolguard/internal/support/redisserver"
 )
 
 // TestReplicas pins what the example shows: the shared limits stop the
 // conversation at 3 searches and 5 model calls across both replicas, Redis
 // holds those counts, and stores in memory let 6 searches out.
 func TestReplicas(t *testing.T) {
-	srv, err := redisserver.Start(t.TempDir())
-	if errors.Is(err, redisserver.ErrNotFound) {
+	// The example's own startRedis, so that the directory, test included,
+	// can be copied out of this repository.
+	addr, stop, err := startRedis(context.Background(), t.TempDir())
+	if errors.Is(err, errNoRedis) {
 		if os.Getenv("TOOLGUARD_REQUIRE_REDIS") == "1" {
 			t.Fatal(err)
 		}
@@ -24,9 +24,9 @@ func TestReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Stop()
+	defer stop()
 	var out strings.Builder
-	if err := run(context.Background(), &out, srv.Addr()); err != nil {
+	if err := run(context.Background(), &out, addr); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()
