@@ -71,9 +71,26 @@ const (
 	typeString
 )
 
-var typeBits = map[string]uint8{
-	"null": typeNull, "boolean": typeBoolean, "object": typeObject, "array": typeArray,
-	"number": typeNumber, "integer": typeInteger, "string": typeString,
+// typeBit returns the bit of a JSON Schema type name; false for a name that
+// is none.
+func typeBit(name string) (uint8, bool) {
+	switch name {
+	case "null":
+		return typeNull, true
+	case "boolean":
+		return typeBoolean, true
+	case "object":
+		return typeObject, true
+	case "array":
+		return typeArray, true
+	case "number":
+		return typeNumber, true
+	case "integer":
+		return typeInteger, true
+	case "string":
+		return typeString, true
+	}
+	return 0, false
 }
 
 // fastValue is a value of "enum" or "const".
@@ -156,7 +173,7 @@ func (c *fastCompiler) node(s *jsonschema.Schema) *fastNode {
 		return n
 	}
 	for _, t := range s.Types {
-		bit, ok := typeBits[t]
+		bit, ok := typeBit(t)
 		if !ok {
 			n.opaque = true
 			return n

@@ -19,13 +19,21 @@ import (
 // line matches one benchmark result: name, ns/op, B/op, allocs/op.
 var line = regexp.MustCompile(`^BenchmarkSideBySide/(\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op\s+(\d+) B/op\s+(\d+) allocs/op`)
 
-// labels names each contender in the table, in the benchmark's order.
-var labels = map[string]string{
-	"decode":               "`encoding/json` decode into `map[string]any`, no validation (the floor)",
-	"toolguard":            "toolguard `ValidateJSON`",
-	"santhosh-tekuri-v5":   "santhosh-tekuri/jsonschema v5",
-	"santhosh-tekuri-v6":   "santhosh-tekuri/jsonschema v6",
-	"google-jsonschema-go": "google/jsonschema-go",
+// label names a contender in the table; "" for a name it does not know.
+func label(name string) string {
+	switch name {
+	case "decode":
+		return "`encoding/json` decode into `map[string]any`, no validation (the floor)"
+	case "toolguard":
+		return "toolguard `ValidateJSON`"
+	case "santhosh-tekuri-v5":
+		return "santhosh-tekuri/jsonschema v5"
+	case "santhosh-tekuri-v6":
+		return "santhosh-tekuri/jsonschema v6"
+	case "google-jsonschema-go":
+		return "google/jsonschema-go"
+	}
+	return ""
 }
 
 type result struct {
@@ -71,12 +79,12 @@ func run(in io.Reader, out io.Writer) error {
 	fmt.Fprintln(out, "|---|--:|--:|--:|")
 	for _, name := range order {
 		r := results[name]
-		label := labels[name]
-		if label == "" {
-			label = name
+		text := label(name)
+		if text == "" {
+			text = name
 		}
 		fmt.Fprintf(out, "| %s | %s | %.2f | %s B, %d allocs |\n",
-			label, micros(median(r.ns)), median(r.ns)/median(floor.ns), group(r.bytes), r.allocs)
+			text, micros(median(r.ns)), median(r.ns)/median(floor.ns), group(r.bytes), r.allocs)
 	}
 	return nil
 }
