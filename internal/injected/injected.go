@@ -7,6 +7,7 @@ package injected
 import (
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/toolguard/toolguard/internal/exactjson"
 	"github.com/toolguard/toolguard/internal/jsonptr"
@@ -14,9 +15,9 @@ import (
 )
 
 // Drop removes the top-level properties names from args, a JSON object,
-// and every key that matches one without regard to case ("USER_ID" for
-// "user_id"): Go's encoding/json, on either side of an MCP connection,
-// decodes such a key into the same field. It returns the arguments without
+// and every key that matches one without regard to case ("USER_ID" or
+// "uſer_id" for "user_id", as strings.EqualFold): Go's encoding/json, on
+// either side of an MCP connection, decodes such a key into the same field. It returns the arguments without
 // them and the JSON Pointers of the keys it removed, sorted; args itself and
 // nil when there was none, or when args is not a JSON object (nothing can be
 // removed from it: see Redact).
@@ -47,10 +48,17 @@ func Drop(args string, names []string) (string, []string) {
 }
 
 // mayHold is a cheap test that args might have one of names as a key: each
-// name must appear in the text (JSON escapes aside, which it then decodes).
+// name must appear in the text, in ASCII and unescaped; text with a JSON
+// escape or a byte beyond ASCII may hold a key that decodes, or folds
+// (Unicode case folding: "ſ" is "s", "K" is "k"), to a name.
 func mayHold(args string, names []string) bool {
 	if strings.Contains(args, `\`) {
 		return true
+	}
+	for i := 0; i < len(args); i++ {
+		if args[i] >= utf8.RuneSelf {
+			return true
+		}
 	}
 	lower := strings.ToLower(args)
 	for _, n := range names {
