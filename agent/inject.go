@@ -12,6 +12,7 @@ import (
 	"github.com/toolguard/toolguard/internal/exactjson"
 	injectedargs "github.com/toolguard/toolguard/internal/injected"
 	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/repair"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -248,7 +249,13 @@ func (a *Agent) inject(ctx context.Context, st *callState) (string, error) {
 	}
 	v, err := exactjson.DecodeObject(raw)
 	if err != nil {
-		return st.modelArgs, nil // not an object: the tool stage's check reports it
+		// A double-encoded object is one the tool stage's check decodes
+		// (the default coercions): the injected values go into it, or the
+		// tool would run without them. Anything else that is not an
+		// object the check reports.
+		if v, _ = repair.Only(repair.DoubleEncoded).Repair(raw, nil); v == nil {
+			return st.modelArgs, nil
+		}
 	}
 	call := &ToolCall{ID: st.info.ID, Name: st.info.Tool, Args: json.RawMessage(st.modelArgs), Tool: st.tool}
 	for _, n := range inj.names {

@@ -17,16 +17,34 @@ import (
 // Drop removes the top-level properties names from args, a JSON object,
 // and every key that matches one without regard to case ("USER_ID" or
 // "uſer_id" for "user_id", as strings.EqualFold): Go's encoding/json, on
-// either side of an MCP connection, decodes such a key into the same field. It returns the arguments without
-// them and the JSON Pointers of the keys it removed, sorted; args itself and
-// nil when there was none, or when args is not a JSON object (nothing can be
+// either side of an MCP connection, decodes such a key into the same field.
+// Arguments that are a JSON string holding such an object (double-encoded,
+// which the default coercions decode: repair.DoubleEncoded) lose them too,
+// and stay double-encoded. It returns the arguments without them and the
+// JSON Pointers of the keys it removed, sorted; args itself and nil when
+// there was none, or when args is not a JSON object (nothing can be
 // removed from it: see Redact).
 func Drop(args string, names []string) (string, []string) {
 	if len(names) == 0 || !mayHold(args, names) {
 		return args, nil
 	}
-	v, err := exactjson.DecodeObject([]byte(args))
+	d, err := exactjson.Decode([]byte(args))
 	if err != nil {
+		return args, nil
+	}
+	if s, ok := d.(string); ok {
+		inner, paths := Drop(s, names)
+		if len(paths) == 0 {
+			return args, nil
+		}
+		out, err := exactjson.Encode(inner)
+		if err != nil {
+			return `"{}"`, paths // a string always encodes; never keep a forged value
+		}
+		return string(out), paths
+	}
+	v, ok := d.(map[string]any)
+	if !ok || v == nil {
 		return args, nil
 	}
 	var paths []string

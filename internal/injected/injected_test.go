@@ -20,6 +20,9 @@ func TestDrop(t *testing.T) {
 		{`{"user\u005fid": "admin"}`, `{}`, []string{"/user_id"}},
 		{`{"uſer_id": "admin", "q": "é"}`, `{"q":"é"}`, []string{"/uſer_id"}}, // ſ folds to s, as encoding/json matches fields
 		{`{"q": "é"}`, `{"q": "é"}`, nil},
+		{`"{\"q\": 1, \"user_id\": \"admin\"}"`, `"{\"q\":1}"`, []string{"/user_id"}}, // double-encoded: repair.DoubleEncoded decodes it
+		{`"{\"q\": 1}"`, `"{\"q\": 1}"`, nil},
+		{`"user_id"`, `"user_id"`, nil},
 		{`{"a/b": 1}`, `{}`, []string{"/a~1b"}},
 		{`{"q": {"user_id": "nested stays"}}`, `{"q": {"user_id": "nested stays"}}`, nil},
 		{`{"user_id": "admin"`, `{"user_id": "admin"`, nil}, // not JSON: Redact's job

@@ -113,6 +113,10 @@ func TestForgedInjectedArgument(t *testing.T) {
 		{name: "open schema, unicode case fold", tool: open, calls: []string{`{"order": 7, "uſer_id": "admin"}`}, path: "/uſer_id"},
 		{name: "open schema, unicode case fold, no model stage", tool: open, calls: []string{`{"order": 7, "uſer_id": "admin"}`}, noStage: true, path: "/uſer_id"},
 		{name: "closed schema, unicode case fold, no model stage", tool: typed, calls: []string{`{"order": 7, "uſer_id": "admin"}`}, noStage: true, path: "/uſer_id"},
+		// A double-encoded object, which the default coercions decode.
+		{name: "open schema, double-encoded", tool: open, calls: []string{`"{\"order\": 7, \"user_id\": \"admin\"}"`}},
+		{name: "open schema, double-encoded, no model stage", tool: open, calls: []string{`"{\"order\": 7, \"user_id\": \"admin\"}"`}, noStage: true},
+		{name: "closed schema, double-encoded, no model stage", tool: typed, calls: []string{`"{\"order\": 7, \"user_id\": \"admin\"}"`}, noStage: true},
 	}
 	for _, tc := range tests {
 		for _, capture := range []bool{false, true} {
