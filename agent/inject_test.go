@@ -416,3 +416,36 @@ func TestForgedReportedWhenNotRun(t *testing.T) {
 		})
 	}
 }
+
+// TestForgedNotInToolCallLimitReask: a ToolCallLimit re-ask replays the
+// model's response; without ToolArgValidation before it, the forged value
+// must not be replayed to the model either.
+func TestForgedNotInToolCallLimitReask(t *testing.T) {
+	t.Parallel()
+	tool := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
+	m := fakemodel.New(
+		fakemodel.ToolCalls(
+			fakemodel.Call("order", `{"item": "tea", "user_id": "admin"}`),
+			fakemodel.Call("order", `{"item": "cake", "user_id": "admin"}`)),
+		fakemodel.ToolCalls(fakemodel.Call("order", `{"item": "tea"}`)),
+		fakemodel.Text("ok"),
+	)
+	a := agent.New(m, []agent.Tool{tool}, injectUser,
+		agent.WithMiddleware(middleware.ToolCallLimit(middleware.WithRunLimit(1))))
+	if _, err := a.Run(asUser("u-1"), "tea"); err != nil {
+		t.Fatal(err)
+	}
+	reqs := m.Requests()
+	if len(reqs) < 2 {
+		t.Fatalf("%d model calls, want a re-ask", len(reqs))
+	}
+	for i, r := range reqs {
+		b, err := json.Marshal(r.Messages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(b), "admin"); n != 0 {
+			t.Errorf("request %d holds the forged value %d times: %s", i+1, n, b)
+		}
+	}
+}

@@ -322,7 +322,7 @@ func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
 			}
 			m.emit(ctx, Event{Kind: EventReask, Attempt: attempt + 1})
 			attemptReq = &Request{
-				Messages: withReplay(req.Messages, replay(resp, calls, answers)),
+				Messages: withReplay(req.Messages, replay(ctx, resp, calls, answers)),
 				Options:  req.Options,
 			}
 		}
