@@ -3,6 +3,7 @@ package otelguard
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/tmc/langchaingo/llms"
 	injectedargs "github.com/toolguard/toolguard/internal/injected"
@@ -50,10 +51,11 @@ func outputMessages(ctx context.Context, resp *llms.ContentResponse) string {
 				injected := middleware.InjectedArgsFrom(ctx, p.Name)
 				text, _ = injectedargs.Drop(text, injected)
 				var args any = text
-				if json.Valid([]byte(text)) {
-					args = json.RawMessage(text)
-				} else if len(injected) > 0 {
+				switch {
+				case len(injected) > 0 && !isObject(text):
 					args = nil // it may hold a forged value Drop could not remove
+				case json.Valid([]byte(text)):
+					args = json.RawMessage(text)
 				}
 				p.Arguments = args
 			}
@@ -66,4 +68,11 @@ func outputMessages(ctx context.Context, resp *llms.ContentResponse) string {
 		return ""
 	}
 	return string(out)
+}
+
+// isObject reports whether text is one JSON object (blanks around it
+// allowed).
+func isObject(text string) bool {
+	t := strings.TrimSpace(text)
+	return len(t) > 0 && t[0] == '{' && json.Valid([]byte(t))
 }

@@ -113,6 +113,9 @@ func TestForgedInjectedArgument(t *testing.T) {
 		{name: "open schema, unicode case fold", tool: open, calls: []string{`{"order": 7, "uſer_id": "admin"}`}, path: "/uſer_id"},
 		{name: "open schema, unicode case fold, no model stage", tool: open, calls: []string{`{"order": 7, "uſer_id": "admin"}`}, noStage: true, path: "/uſer_id"},
 		{name: "closed schema, unicode case fold, no model stage", tool: typed, calls: []string{`{"order": 7, "uſer_id": "admin"}`}, noStage: true, path: "/uſer_id"},
+		// Arguments that are JSON but not an object are not recorded.
+		{name: "open schema, an array then re-asked", tool: open,
+			calls: []string{`[{"order": 7, "user_id": "admin"}]`, `{"order": 7, "user_id": "admin"}`}, detectable: 1},
 		// A double-encoded object, which the default coercions decode.
 		{name: "open schema, double-encoded", tool: open, calls: []string{`"{\"order\": 7, \"user_id\": \"admin\"}"`}},
 		{name: "open schema, double-encoded, no model stage", tool: open, calls: []string{`"{\"order\": 7, \"user_id\": \"admin\"}"`}, noStage: true},
