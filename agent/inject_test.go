@@ -449,3 +449,60 @@ func TestForgedNotInToolCallLimitReask(t *testing.T) {
 		}
 	}
 }
+
+// limitArgs' Validate speaks of the injected user at the root, as a policy
+// might.
+type limitArgs struct {
+	Qty    int    `json:"qty"`
+	UserID string `json:"user_id" toolguard:"inject"`
+}
+
+func (a limitArgs) Validate() error {
+	if a.Qty > 10 {
+		return fmt.Errorf("user %s may not order %d items", a.UserID, a.Qty)
+	}
+	return nil
+}
+
+// TestInjectedValueNotInRejectedEvent: arguments a tool middleware replaced
+// that fail the schema are reported as args_rejected; the violations of a
+// tool with injected arguments may quote the injected value (a Validate
+// message at the root), which never goes into an event or a log line.
+func TestInjectedValueNotInRejectedEvent(t *testing.T) {
+	t.Parallel()
+	tool := agent.NewTool("order", "Order.", func(context.Context, limitArgs) (string, error) { return "ok", nil })
+	double := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
+		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+			c := *call
+			c.Args = json.RawMessage(strings.Replace(string(call.Args), `"qty":6`, `"qty":12`, 1))
+			return next(ctx, &c)
+		}
+	})
+	var logs strings.Builder
+	var mu sync.Mutex
+	log := &eventLog{}
+	handle := func(ctx context.Context, e middleware.Event) {
+		log.handle(ctx, e)
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Err != nil {
+			logs.WriteString(e.Err.Error() + "\n")
+		}
+	}
+	m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("order", `{"qty": 6}`)), fakemodel.Text("ok"))
+	res, err := agent.New(m, []agent.Tool{tool}, injectUser, agent.WithToolMiddleware(double),
+		agent.WithEventHandler(handle)).Run(asUser("u-secret"), "order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rejected *agent.ArgsRejectedError
+	if !errors.As(res.Steps[0].Err, &rejected) {
+		t.Fatalf("Step.Err = %v, want an *ArgsRejectedError", res.Steps[0].Err)
+	}
+	if _, ok := log.find(middleware.EventArgsRejected); !ok {
+		t.Errorf("events %v, want args_rejected", log.kinds())
+	}
+	if strings.Contains(logs.String(), "u-secret") {
+		t.Errorf("the injected value is in an event's error:\n%s", logs.String())
+	}
+}
