@@ -216,6 +216,12 @@ func TestFastPathEdges(t *testing.T) {
 		{"too deep", `{"a": "", "x": ` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}`, "defer"},
 		{"missing required", `{"n": 1}`, "fail"},
 		{"truncated", `{"a": "x`, "defer"},
+		{"lone surrogates decode to one key", `{"a": "", "\ud800": 1, "\udc00": 2}`, "defer"},
+		{"escaped quote in a key", `{"a": "", "x\"y": 1}`, "pass"},
+		{"integer beyond int64", `{"a": "", "n": -99999999999999999999}`, "fail"},
+		{"integer of 18 digits", `{"a": "", "n": 100000000000000000}`, "fail"},
+		{"escaped pattern character", `{"a": "\u00e9\u0041"}`, "fail"},
+		{"duplicate key in a nested object", `{"a": "", "p": {"k": "x", "\u006b": "y"}}`, "defer"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
