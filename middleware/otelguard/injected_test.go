@@ -272,3 +272,32 @@ func eventsText(es []middleware.Event) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// TestForgedNotJSONNotRecorded: arguments of a tool with injected arguments
+// that are not a JSON object — here truncated JSON holding a forged
+// user_id, with no model stage to re-ask them — are not recorded on the
+// execute_tool span, even with WithCaptureContent.
+func TestForgedNotJSONNotRecorded(t *testing.T) {
+	t.Parallel()
+	var got string
+	tool := agent.NewTool("place_order", "Place an order.", func(_ context.Context, a orderArgs) (string, error) {
+		got = a.UserID
+		return "order placed", nil
+	})
+	model := fakemodel.New(
+		fakemodel.ToolCalls(fakemodel.Call("place_order", `{"order": 7, "user_id": "admin"`)),
+		fakemodel.ToolCalls(fakemodel.Call("place_order", `{"order": 7}`)),
+		fakemodel.Text("Done."))
+	tel := newTelemetry(t)
+	a := agent.New(model, []agent.Tool{tool}, injectUser,
+		agent.WithMiddleware(tel.middleware(otelguard.WithCaptureContent())))
+	if _, err := a.Run(context.WithValue(context.Background(), userKey{}, "u-42"), "Place order 7."); err != nil {
+		t.Fatal(err)
+	}
+	if got != "u-42" {
+		t.Errorf("the tool got user_id %q, want u-42", got)
+	}
+	if n := strings.Count(tel.everything(t), "admin"); n != 0 {
+		t.Errorf("the forged value appears %d times in the spans", n)
+	}
+}
