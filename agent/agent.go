@@ -311,6 +311,7 @@ func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption, s
 		sent := slices.Clip(res.Messages)
 		resp, err := a.model.GenerateContent(ctx, sent, opts...)
 		if err != nil {
+			a.reportUnclaimed(ctx, nil) // Hook (inject.go)
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				return ctxErr
 			}
@@ -319,6 +320,7 @@ func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption, s
 		text := middleware.ResponseText(resp)
 		// Ids as ToolArgValidation synthesizes them, when the model sent none.
 		calls := middleware.ToolCalls(resp, len(sent))
+		a.reportUnclaimed(ctx, calls) // Hook (inject.go)
 		if a.output != nil { // structured output (output.go)
 			if done, err := a.outputTurn(ctx, turn+1, res, resp, text, calls, &reasks); done {
 				return err

@@ -323,3 +323,22 @@ func (a *Agent) reportNotStarted(ctx context.Context, ledger *checked.Ledger, ca
 		}
 	}
 }
+
+// reportUnclaimed reports the forged injected arguments ToolArgValidation
+// left to the agent for calls that are not among calls, the response the
+// model call returned (nil when it failed): calls of a response a
+// middleware outside ToolArgValidation discarded (ToolCallLimit's re-ask),
+// which never reach the tool stage. A security event is not lost because
+// its response was.
+func (a *Agent) reportUnclaimed(ctx context.Context, calls []llms.ToolCall) {
+	if len(a.injection) == 0 {
+		return
+	}
+	ids := make([]string, len(calls))
+	for i, c := range calls {
+		ids[i] = c.ID
+	}
+	for _, f := range checkedLedger(ctx).Unclaimed(ids) {
+		ReportEvent(ctx, middleware.Event{Kind: middleware.EventForgedArgument, Middleware: "ToolArgValidation", Tool: f.Tool, CallID: f.ID, Paths: f.Paths})
+	}
+}

@@ -506,3 +506,34 @@ func TestInjectedValueNotInRejectedEvent(t *testing.T) {
 		t.Errorf("the injected value is in an event's error:\n%s", logs.String())
 	}
 }
+
+// TestForgedReportedWhenResponseDiscarded: ToolArgValidation drops a
+// forged value from a response it hands on and leaves the event to the
+// agent; when a middleware outside it (ToolCallLimit, over its limit)
+// discards that response and re-asks, the agent never runs those calls,
+// and must still report the attempt.
+func TestForgedReportedWhenResponseDiscarded(t *testing.T) {
+	t.Parallel()
+	tool := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
+	m := fakemodel.New(
+		fakemodel.ToolCalls(
+			fakemodel.Call("order", `{"item": "tea", "user_id": "admin"}`),
+			fakemodel.Call("order", `{"item": "cake"}`)),
+		fakemodel.ToolCalls(fakemodel.Call("order", `{"item": "tea"}`)),
+		fakemodel.Text("ok"),
+	)
+	log := &eventLog{}
+	a := agent.New(m, []agent.Tool{tool}, injectUser, agent.WithEventHandler(log.handle),
+		agent.WithMiddleware(middleware.ToolCallLimit(middleware.WithRunLimit(1)), middleware.ToolArgValidation()))
+	res, err := a.Run(asUser("u-1"), "tea")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ok := log.find(middleware.EventForgedArgument)
+	if !ok || e.Tool != "order" || e.CallID != "call_1" || !slices.Equal(e.Paths, []string{"/user_id"}) {
+		t.Errorf("events %v, forged_argument %+v: want one for order call_1 at /user_id", log.kinds(), e)
+	}
+	if len(res.Steps) != 1 || res.Steps[0].CallID == "call_1" {
+		t.Errorf("steps %+v, want the re-asked call only", res.Steps)
+	}
+}

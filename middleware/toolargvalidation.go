@@ -526,7 +526,7 @@ func (m *toolArgValidation) reportForged(ctx context.Context, calls []toolCall, 
 			continue
 		}
 		c := &calls[i]
-		if handedOn && checked.RecordForged(ctx, c.id, v.forged) {
+		if handedOn && checked.RecordForged(ctx, c.id, c.name(), v.forged) {
 			continue
 		}
 		m.emit(ctx, Event{Kind: EventForgedArgument, Attempt: attempt, Tool: c.name(), CallID: c.id, Paths: v.forged})
