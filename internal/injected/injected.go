@@ -28,7 +28,10 @@ func Drop(args string, names []string) (string, []string) {
 	if len(names) == 0 || !mayHold(args, names) {
 		return args, nil
 	}
-	d, err := exactjson.Decode([]byte(args))
+	// Blanks around the value are trimmed as validation trims them
+	// (bytes.TrimSpace: Unicode blanks too, which encoding/json refuses),
+	// so that arguments validation reads as an object are one here.
+	d, err := exactjson.Decode([]byte(strings.TrimSpace(args)))
 	if err != nil {
 		return args, nil
 	}

@@ -113,6 +113,10 @@ func TestForgedInjectedArgument(t *testing.T) {
 		{name: "open schema, unicode case fold", tool: open, calls: []string{`{"order": 7, "uſer_id": "admin"}`}, path: "/uſer_id"},
 		{name: "open schema, unicode case fold, no model stage", tool: open, calls: []string{`{"order": 7, "uſer_id": "admin"}`}, noStage: true, path: "/uſer_id"},
 		{name: "closed schema, unicode case fold, no model stage", tool: typed, calls: []string{`{"order": 7, "uſer_id": "admin"}`}, noStage: true, path: "/uſer_id"},
+		// Validation trims Unicode blanks (NBSP) around the arguments, as
+		// bytes.TrimSpace does; encoding/json does not.
+		{name: "open schema, NBSP before, unicode case fold", tool: open, calls: []string{"\u00a0{\"order\": 7, \"uſer_id\": \"admin\"}"}, path: "/uſer_id"},
+		{name: "open schema, NBSP before, unicode case fold, no model stage", tool: open, calls: []string{"\u00a0{\"order\": 7, \"uſer_id\": \"admin\"}"}, noStage: true, path: "/uſer_id"},
 		// Arguments that are JSON but not an object are not recorded.
 		{name: "open schema, an array then re-asked", tool: open,
 			calls: []string{`[{"order": 7, "user_id": "admin"}]`, `{"order": 7, "user_id": "admin"}`}, detectable: 1},
