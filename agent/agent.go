@@ -320,7 +320,8 @@ func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption, s
 		text := middleware.ResponseText(resp)
 		// Ids as ToolArgValidation synthesizes them, when the model sent none.
 		calls := middleware.ToolCalls(resp, len(sent))
-		a.reportUnclaimed(ctx, calls) // Hook (inject.go)
+		// Hook (inject.go): forged values of responses a middleware discarded.
+		a.reportUnclaimed(ctx, calls)
 		if a.output != nil { // structured output (output.go)
 			if done, err := a.outputTurn(ctx, turn+1, res, resp, text, calls, &reasks); done {
 				return err
