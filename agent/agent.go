@@ -233,7 +233,9 @@ type Step struct {
 	// check (which strips empty values where that fixes a call), injected
 	// arguments ([Inject]) included: it is for the program, never sent to
 	// the model or logged by toolguard. For a call whose tool did not run,
-	// the model's arguments.
+	// the model's arguments. A call that ran in the turn a run paused in
+	// for approval keeps them without its injected values once resumed:
+	// those never travel in an [Interrupt].
 	Arguments string
 	// ModelArguments is the JSON object of arguments as the model stage
 	// returned them (validated, stripped or repaired by its middlewares),
