@@ -537,3 +537,16 @@ func TestForgedReportedWhenResponseDiscarded(t *testing.T) {
 		t.Errorf("steps %+v, want the re-asked call only", res.Steps)
 	}
 }
+
+// TestOutputSchemaWithInjectedField: the answer is the model's; a type
+// whose field is tagged toolguard:"inject" would offer the model that
+// field to set, so WithOutputSchema refuses it.
+func TestOutputSchemaWithInjectedField(t *testing.T) {
+	t.Parallel()
+	defer func() {
+		if msg, _ := recover().(string); !strings.Contains(msg, "injected") {
+			t.Errorf("WithOutputSchema(a schema with an injected property) panicked with %q, want a message about it", msg)
+		}
+	}()
+	agent.WithOutputSchema(validation.Typed[OrderArgs]())
+}
