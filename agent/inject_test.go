@@ -550,3 +550,39 @@ func TestOutputSchemaWithInjectedField(t *testing.T) {
 	}()
 	agent.WithOutputSchema(validation.Typed[OrderArgs]())
 }
+
+// TestSubAgentDoesNotInheritInjectedArgs: a sub-agent run from a tool of
+// an agent with injected arguments has none of its own: its model's
+// user_id for its own tool of the same name is its model's to set, not a
+// forged value to drop.
+func TestSubAgentDoesNotInheritInjectedArgs(t *testing.T) {
+	t.Parallel()
+	type lookupArgs struct {
+		Item   string `json:"item"`
+		UserID string `json:"user_id"`
+	}
+	var got string
+	inner := agent.New(
+		fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("order", `{"item": "tea", "user_id": "u-9"}`)), fakemodel.Text("found")),
+		[]agent.Tool{agent.NewTool("order", "Looks up another user's order.", func(_ context.Context, a lookupArgs) (string, error) {
+			got = a.UserID
+			return "found", nil
+		})},
+		agent.WithMiddleware(middleware.ToolArgValidation()))
+	delegate := agent.NewTool("delegate", "Delegates.", func(ctx context.Context, _ struct{}) (string, error) {
+		res, err := inner.Run(ctx, "look up u-9's order")
+		if err != nil {
+			return "", err
+		}
+		return res.Output, nil
+	})
+	order := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
+	outer := agent.New(fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("delegate", `{}`)), fakemodel.Text("ok")),
+		[]agent.Tool{order, delegate}, injectUser)
+	if _, err := outer.Run(asUser("u-1"), "delegate"); err != nil {
+		t.Fatal(err)
+	}
+	if got != "u-9" {
+		t.Errorf("the sub-agent's tool got user_id %q, want its model's u-9", got)
+	}
+}
