@@ -336,7 +336,7 @@ func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption, s
 			return nil
 		}
 		// Hook (checkpoint.go): the turn is saved before its calls run.
-		if err := s.saveTurn(ctx, res, turn+1, text, calls); err != nil {
+		if err := s.saveTurn(ctx, res, turn+1, text, a.withoutForged(calls)); err != nil {
 			return err
 		}
 		// Hook (approval.go): runTools, less the calls that wait for a person.

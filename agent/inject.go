@@ -342,3 +342,34 @@ func (a *Agent) reportUnclaimed(ctx context.Context, calls []llms.ToolCall) {
 		ReportEvent(ctx, middleware.Event{Kind: middleware.EventForgedArgument, Middleware: "ToolArgValidation", Tool: f.Tool, CallID: f.ID, Paths: f.Paths})
 	}
 }
+
+// withoutForged returns calls with the values the model sent for injected
+// arguments dropped, for a checkpoint saved before the calls run: copies
+// where it drops any; calls itself is not modified, and nothing is
+// reported (runTools does both).
+func (a *Agent) withoutForged(calls []llms.ToolCall) []llms.ToolCall {
+	var out []llms.ToolCall
+	for i, c := range calls {
+		if c.FunctionCall == nil {
+			continue
+		}
+		inj, ok := a.injection[c.FunctionCall.Name]
+		if !ok {
+			continue
+		}
+		args, forged := injectedargs.Drop(c.FunctionCall.Arguments, inj.names)
+		if len(forged) == 0 {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(calls)
+		}
+		fn := *c.FunctionCall
+		fn.Arguments = args
+		out[i].FunctionCall = &fn
+	}
+	if out == nil {
+		return calls
+	}
+	return out
+}

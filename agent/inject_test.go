@@ -586,3 +586,26 @@ func TestSubAgentDoesNotInheritInjectedArgs(t *testing.T) {
 		t.Errorf("the sub-agent's tool got user_id %q, want its model's u-9", got)
 	}
 }
+
+// TestCheckpointWithoutForgedValue: a checkpointed run saves each turn
+// before its calls run; a run cut off inside the turn stays as saved. The
+// forged value must not be in that state either.
+func TestCheckpointWithoutForgedValue(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(middleware.WithThread(asUser("u-1"), "t-1"))
+	defer cancel()
+	tool := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) {
+		cancel() // the run is cut off while its call runs
+		return "ok", nil
+	})
+	m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("order", `{"item": "tea", "user_id": "admin"}`)), fakemodel.Text("ok"))
+	cp := new(agent.MemoryCheckpointer)
+	_, _ = agent.New(m, []agent.Tool{tool}, injectUser, agent.WithCheckpointer(cp)).Run(ctx, "tea")
+	state, _, err := cp.Load(context.Background(), "t-1")
+	if err != nil || state == nil {
+		t.Fatalf("Load = %s, %v; want the saved state", state, err)
+	}
+	if strings.Contains(string(state), "admin") {
+		t.Errorf("the checkpoint holds the forged value: %s", state)
+	}
+}
