@@ -609,3 +609,27 @@ func TestCheckpointWithoutForgedValue(t *testing.T) {
 		t.Errorf("the checkpoint holds the forged value: %s", state)
 	}
 }
+
+// TestForgedNotInTranscriptWithOutputSchema: with a structured answer, the
+// turn's other calls run through the tool stage too; the transcript must
+// not keep the forged value they carried.
+func TestForgedNotInTranscriptWithOutputSchema(t *testing.T) {
+	t.Parallel()
+	type answer struct {
+		Done bool `json:"done"`
+	}
+	tool := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
+	m := fakemodel.New(
+		fakemodel.ToolCalls(fakemodel.Call("order", `{"item": "tea", "user_id": "admin"}`)),
+		fakemodel.ToolCalls(fakemodel.Call(agent.OutputToolName, `{"done": true}`)),
+	)
+	res, err := agent.New(m, []agent.Tool{tool}, injectUser, agent.WithOutputSchema(validation.Typed[answer]())).Run(asUser("u-1"), "tea")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(res.Messages)
+	sent, _ := json.Marshal(m.Requests()[1].Messages)
+	if strings.Contains(string(b)+string(sent), "admin") {
+		t.Errorf("the transcript holds the forged value: %s", b)
+	}
+}
