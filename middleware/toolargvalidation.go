@@ -438,7 +438,9 @@ func (m *toolArgValidation) check(ctx context.Context, c *toolCall, tools toolSc
 	if !known {
 		m.emit(ctx, Event{Kind: EventUnknownTool, Attempt: attempt, Tool: c.fn.Name, CallID: c.id})
 		if m.cfg.unknown == UnknownPass {
-			return verdict{}, nil
+			// agents.Executor runs "REFUND" as refund: a tool's injected
+			// arguments are dropped from a call it may run all the same.
+			return verdict{forged: dropForged(c, InjectedArgsFrom(ctx, c.fn.Name))}, nil
 		}
 		names := tools.names()
 		return reject(&validation.Error{Violations: []validation.Violation{{Keyword: "tool",
