@@ -325,18 +325,22 @@ func (a *Agent) reportNotStarted(ctx context.Context, ledger *checked.Ledger, ca
 }
 
 // reportUnclaimed reports the forged injected arguments ToolArgValidation
-// left to the agent for calls that are not among calls, the response the
-// model call returned (nil when it failed): calls of a response a
-// middleware outside ToolArgValidation discarded (ToolCallLimit's re-ask),
-// which never reach the tool stage. A security event is not lost because
-// its response was.
+// left to the agent for calls that are not calls of the agent's tools in
+// calls, the response the model call returned (nil when it failed): calls
+// of a response a middleware outside ToolArgValidation discarded
+// (ToolCallLimit's re-ask), and calls of a tool named in another case
+// ("ORDER", which ToolArgValidation treats as order, as agents.Executor
+// does), which never reach the tool stage. A security event is not lost
+// because its call never runs.
 func (a *Agent) reportUnclaimed(ctx context.Context, calls []llms.ToolCall) {
 	if len(a.injection) == 0 {
 		return
 	}
-	ids := make([]string, len(calls))
-	for i, c := range calls {
-		ids[i] = c.ID
+	ids := make([]string, 0, len(calls))
+	for _, c := range calls {
+		if c.FunctionCall != nil && a.tools[c.FunctionCall.Name] != nil {
+			ids = append(ids, c.ID)
+		}
 	}
 	for _, f := range checkedLedger(ctx).Unclaimed(ids) {
 		ReportEvent(ctx, middleware.Event{Kind: middleware.EventForgedArgument, Middleware: "ToolArgValidation", Tool: f.Tool, CallID: f.ID, Paths: f.Paths})

@@ -633,3 +633,30 @@ func TestForgedNotInTranscriptWithOutputSchema(t *testing.T) {
 		t.Errorf("the transcript holds the forged value: %s", b)
 	}
 }
+
+// TestForgedReportedForToolNameInOtherCase: ToolArgValidation drops the
+// injected arguments of "order" from a call of "ORDER" (agents.Executor
+// would run it as order); the agent does not know "ORDER" and never runs
+// it, and must still report the attempt.
+func TestForgedReportedForToolNameInOtherCase(t *testing.T) {
+	t.Parallel()
+	tool := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
+	m := fakemodel.New(
+		fakemodel.ToolCalls(fakemodel.Call("ORDER", `{"item": "tea", "user_id": "admin"}`)),
+		fakemodel.Text("ok"),
+	)
+	log := &eventLog{}
+	a := agent.New(m, []agent.Tool{tool}, injectUser, agent.WithEventHandler(log.handle),
+		agent.WithMiddleware(middleware.ToolArgValidation()))
+	res, err := a.Run(asUser("u-1"), "tea")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ok := log.find(middleware.EventForgedArgument)
+	if !ok || e.Tool != "ORDER" || e.CallID != "call_1" || !slices.Equal(e.Paths, []string{"/user_id"}) {
+		t.Errorf("events %v, forged_argument %+v: want one for ORDER call_1 at /user_id", log.kinds(), e)
+	}
+	if b, _ := json.Marshal(res.Messages); strings.Contains(string(b), "admin") {
+		t.Errorf("the transcript holds the forged value: %s", b)
+	}
+}
