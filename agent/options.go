@@ -161,8 +161,10 @@ func WithToolNames(fn func(name string) string) Option {
 // that the call could not be run ([InjectError]), never fn's error or the
 // value. Injected values are never in what the model is sent, in
 // Result.Messages or Step.ModelArguments, in toolguard's events and logs,
-// or in otelguard's spans; Step.Arguments, the arguments the tool ran with,
-// holds them (it is for the program).
+// or in otelguard's spans, unless your own code writes them into text that
+// goes there: a tool's error (the model reads it; ToolRetry reports it) or
+// a Validate message at a property the model sent. Step.Arguments, the
+// arguments the tool ran with, holds them (it is for the program).
 //
 // ToolArgValidation validates the model's arguments against the schema the
 // model is sent, which has no Validate hook: a typed tool's Validate method
