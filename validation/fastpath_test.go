@@ -253,3 +253,36 @@ func TestFastPathOpaque(t *testing.T) {
 		}
 	}
 }
+
+// TestFastPathClosedObjects runs schemas compiled WithClosedObjects (the
+// closed additionalProperties it adds, nested, in anyOf branches and in
+// $defs reached by $ref) through both paths: an invented key at any depth
+// must never pass the fast path.
+func TestFastPathClosedObjects(t *testing.T) {
+	t.Parallel()
+	s, err := validation.Compile(`{"type": "object", "properties": {
+		"a": {"type": "object", "properties": {"b": {"type": "integer"}}},
+		"l": {"type": "array", "items": {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}},
+		"u": {"anyOf": [{"type": "object", "properties": {"p": {"type": "integer"}}}, {"type": "string"}]},
+		"r": {"$ref": "#/$defs/d"}},
+		"$defs": {"d": {"type": "object", "properties": {"q": {"type": "boolean"}}}}}`, validation.WithClosedObjects())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ args, verdict string }{
+		{`{"a": {"b": 1}, "l": [{"x": "y"}], "u": {"p": 1}, "r": {"q": true}}`, "pass"},
+		{`{"z": 1}`, "fail"},
+		{`{"a": {"b": 1, "c": 2}}`, "fail"},
+		{`{"l": [{"x": "y", "extra": 1}]}`, "fail"},
+		{`{"u": {"p": 1, "extra": 1}}`, "fail"},
+		{`{"u": "s"}`, "pass"},
+		{`{"r": {"q": true, "extra": 1}}`, "fail"},
+		{`{"a": {"\u0062": 1}}`, "pass"},
+		{`{"a": {"b": 1, "\u0062": 2}}`, "defer"},
+	}
+	for _, tc := range tests {
+		if got := agreeJSON(t, "closed", s, []byte(tc.args)); got != tc.verdict {
+			t.Errorf("fast path verdict on %s = %s, want %s", tc.args, got, tc.verdict)
+		}
+	}
+}
