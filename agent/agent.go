@@ -233,7 +233,9 @@ type Step struct {
 	// check (which strips empty values where that fixes a call), injected
 	// arguments ([Inject]) included: it is for the program, never sent to
 	// the model or logged by toolguard. For a call whose tool did not run,
-	// the model's arguments.
+	// the model's arguments. A call that ran in the turn a run paused in
+	// for approval keeps them without its injected values once resumed:
+	// those never travel in an [Interrupt].
 	Arguments string
 	// ModelArguments is the JSON object of arguments as the model stage
 	// returned them (validated, stripped or repaired by its middlewares),
@@ -311,6 +313,7 @@ func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption, s
 		sent := slices.Clip(res.Messages)
 		resp, err := a.model.GenerateContent(ctx, sent, opts...)
 		if err != nil {
+			a.reportUnclaimed(ctx, nil) // Hook (inject.go)
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				return ctxErr
 			}
@@ -319,6 +322,8 @@ func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption, s
 		text := middleware.ResponseText(resp)
 		// Ids as ToolArgValidation synthesizes them, when the model sent none.
 		calls := middleware.ToolCalls(resp, len(sent))
+		// Hook (inject.go): forged values of responses a middleware discarded.
+		a.reportUnclaimed(ctx, calls)
 		if a.output != nil { // structured output (output.go)
 			if done, err := a.outputTurn(ctx, turn+1, res, resp, text, calls, &reasks); done {
 				return err
@@ -331,7 +336,7 @@ func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption, s
 			return nil
 		}
 		// Hook (checkpoint.go): the turn is saved before its calls run.
-		if err := s.saveTurn(ctx, res, turn+1, text, calls); err != nil {
+		if err := s.saveTurn(ctx, res, turn+1, text, a.withoutForged(calls)); err != nil {
 			return err
 		}
 		// Hook (approval.go): runTools, less the calls that wait for a person.

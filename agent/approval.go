@@ -284,7 +284,13 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 	}
 	ot := &openTurn{Number: turn, Text: text, Calls: calls, Interrupt: in.ID, Pending: pending, PendingAt: pendingAt}
 	for j, i := range restAt {
-		ot.Finished = append(ot.Finished, doneFrom(i, b.steps[j], b.answers[j], b.direct == j))
+		d := doneFrom(i, b.steps[j], b.answers[j], b.direct == j)
+		if inj, ok := a.injection[d.Tool]; ok {
+			// Injected values never travel in an interrupt (nor rest in a
+			// checkpoint): the resumed Step.Arguments of such a call lack them.
+			d.Arguments, _ = injectedargs.Drop(d.Arguments, inj.names)
+		}
+		ot.Finished = append(ot.Finished, d)
 	}
 	st := runState{Format: stateFormat, Messages: res.Messages, Running: true, Turns: turn - 1, Turn: ot}
 	if s != nil && s.cp != nil {

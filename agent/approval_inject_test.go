@@ -158,3 +158,43 @@ func TestApprovalGateHoldsWithInjection(t *testing.T) {
 		})
 	}
 }
+
+// TestInterruptWithoutInjectedValuesOfCallsThatRan: a call of a tool with
+// injected arguments that needs no approval runs in the turn that waits for
+// a person; the interrupt (its state included, which travels to a client
+// without a checkpointer) never carries the injected value it ran with.
+func TestInterruptWithoutInjectedValuesOfCallsThatRan(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var ran []RefundArgs
+	refund := agent.NewTool("refund", "Refunds an order.", func(_ context.Context, a RefundArgs) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		ran = append(ran, a)
+		return "refunded", nil
+	})
+	lookup := agent.NewTool("lookup", "Looks an order up.", func(_ context.Context, a RefundArgs) (string, error) {
+		return "order " + a.Order, nil
+	})
+	model := fakemodel.New(
+		fakemodel.ToolCalls(
+			fakemodel.Call("lookup", `{"order": "A-1", "amount": 1}`),
+			fakemodel.Call("refund", `{"order": "A-1", "amount": 30}`)),
+		fakemodel.Text("Done."),
+	)
+	a := agent.New(model, []agent.Tool{refund, lookup}, agent.WithApprovalFor("refund"),
+		agent.Inject("user_id", func(context.Context, *agent.ToolCall) (any, error) { return "u-secret", nil }))
+	_, err := a.Run(context.Background(), "refund A-1")
+	in := interruptOf(t, err)
+	raw, _ := json.Marshal(in)
+	if strings.Contains(string(raw), "u-secret") {
+		t.Errorf("the interrupt carries the injected value: %s", raw)
+	}
+	res, err := a.Resume(context.Background(), viaJSON(t, in), decide(in.Pending[0], agent.Accept, ""))
+	if err != nil {
+		t.Fatalf("Resume() error = %v", err)
+	}
+	if len(ran) != 1 || ran[0].UserID != "u-secret" || len(res.Steps) != 2 {
+		t.Errorf("refund ran with %+v, steps %d; want once with the injected id, and two steps", ran, len(res.Steps))
+	}
+}

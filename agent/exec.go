@@ -264,8 +264,13 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 		res, err := checkArgsWith(call.Name, a.compiled[call.Name], args, o)
 		if err != nil {
 			if replaced {
-				ReportEvent(ctx, middleware.Event{Kind: middleware.EventArgsRejected, Err: err})
-				return nil, &ArgsRejectedError{Tool: call.Name, Err: err}
+				rejected := &ArgsRejectedError{Tool: call.Name, Err: err}
+				var reported error = err
+				if _, ok := a.injection[call.Name]; ok {
+					reported = rejected // its violations may quote an injected value
+				}
+				ReportEvent(ctx, middleware.Event{Kind: middleware.EventArgsRejected, Err: reported})
+				return nil, rejected
 			}
 			if _, ok := a.injection[call.Name]; ok {
 				return nil, a.injectedCheckFailed(ctx, st, err) // never quote an injected value

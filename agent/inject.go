@@ -12,6 +12,7 @@ import (
 	"github.com/toolguard/toolguard/internal/exactjson"
 	injectedargs "github.com/toolguard/toolguard/internal/injected"
 	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/repair"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -248,7 +249,13 @@ func (a *Agent) inject(ctx context.Context, st *callState) (string, error) {
 	}
 	v, err := exactjson.DecodeObject(raw)
 	if err != nil {
-		return st.modelArgs, nil // not an object: the tool stage's check reports it
+		// A double-encoded object is one the tool stage's check decodes
+		// (the default coercions): the injected values go into it, or the
+		// tool would run without them. Anything else that is not an
+		// object the check reports.
+		if v, _ = repair.Only(repair.DoubleEncoded).Repair(raw, nil); v == nil {
+			return st.modelArgs, nil
+		}
 	}
 	call := &ToolCall{ID: st.info.ID, Name: st.info.Tool, Args: json.RawMessage(st.modelArgs), Tool: st.tool}
 	for _, n := range inj.names {
@@ -315,4 +322,58 @@ func (a *Agent) reportNotStarted(ctx context.Context, ledger *checked.Ledger, ca
 			ReportEvent(ctx, *e)
 		}
 	}
+}
+
+// reportUnclaimed reports the forged injected arguments ToolArgValidation
+// left to the agent for calls that are not calls of the agent's tools in
+// calls, the response the model call returned (nil when it failed): calls
+// of a response a middleware outside ToolArgValidation discarded
+// (ToolCallLimit's re-ask), and calls of a tool named in another case
+// ("ORDER", which ToolArgValidation treats as order, as agents.Executor
+// does), which never reach the tool stage. A security event is not lost
+// because its call never runs.
+func (a *Agent) reportUnclaimed(ctx context.Context, calls []llms.ToolCall) {
+	if len(a.injection) == 0 {
+		return
+	}
+	ids := make([]string, 0, len(calls))
+	for _, c := range calls {
+		if c.FunctionCall != nil && a.tools[c.FunctionCall.Name] != nil {
+			ids = append(ids, c.ID)
+		}
+	}
+	for _, f := range checkedLedger(ctx).Unclaimed(ids) {
+		ReportEvent(ctx, middleware.Event{Kind: middleware.EventForgedArgument, Middleware: "ToolArgValidation", Tool: f.Tool, CallID: f.ID, Paths: f.Paths})
+	}
+}
+
+// withoutForged returns calls with the values the model sent for injected
+// arguments dropped, for a checkpoint saved before the calls run: copies
+// where it drops any; calls itself is not modified, and nothing is
+// reported (runTools does both).
+func (a *Agent) withoutForged(calls []llms.ToolCall) []llms.ToolCall {
+	var out []llms.ToolCall
+	for i, c := range calls {
+		if c.FunctionCall == nil {
+			continue
+		}
+		inj, ok := a.injection[c.FunctionCall.Name]
+		if !ok {
+			continue
+		}
+		args, forged := injectedargs.Drop(c.FunctionCall.Arguments, inj.names)
+		if len(forged) == 0 {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(calls)
+		}
+		fn := *c.FunctionCall
+		fn.Arguments = args
+		out[i].FunctionCall = &fn
+	}
+	if out == nil {
+		return calls
+	}
+	return out
 }

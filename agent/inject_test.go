@@ -416,3 +416,247 @@ func TestForgedReportedWhenNotRun(t *testing.T) {
 		})
 	}
 }
+
+// TestForgedNotInToolCallLimitReask: a ToolCallLimit re-ask replays the
+// model's response; without ToolArgValidation before it, the forged value
+// must not be replayed to the model either.
+func TestForgedNotInToolCallLimitReask(t *testing.T) {
+	t.Parallel()
+	tool := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
+	m := fakemodel.New(
+		fakemodel.ToolCalls(
+			fakemodel.Call("order", `{"item": "tea", "user_id": "admin"}`),
+			fakemodel.Call("order", `{"item": "cake", "user_id": "admin"}`)),
+		fakemodel.ToolCalls(fakemodel.Call("order", `{"item": "tea"}`)),
+		fakemodel.Text("ok"),
+	)
+	a := agent.New(m, []agent.Tool{tool}, injectUser,
+		agent.WithMiddleware(middleware.ToolCallLimit(middleware.WithRunLimit(1))))
+	if _, err := a.Run(asUser("u-1"), "tea"); err != nil {
+		t.Fatal(err)
+	}
+	reqs := m.Requests()
+	if len(reqs) < 2 {
+		t.Fatalf("%d model calls, want a re-ask", len(reqs))
+	}
+	for i, r := range reqs {
+		b, err := json.Marshal(r.Messages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(b), "admin"); n != 0 {
+			t.Errorf("request %d holds the forged value %d times: %s", i+1, n, b)
+		}
+	}
+}
+
+// limitArgs' Validate speaks of the injected user at the root, as a policy
+// might.
+type limitArgs struct {
+	Qty    int    `json:"qty"`
+	UserID string `json:"user_id" toolguard:"inject"`
+}
+
+func (a limitArgs) Validate() error {
+	if a.Qty > 10 {
+		return fmt.Errorf("user %s may not order %d items", a.UserID, a.Qty)
+	}
+	return nil
+}
+
+// TestInjectedValueNotInRejectedEvent: arguments a tool middleware replaced
+// that fail the schema are reported as args_rejected; the violations of a
+// tool with injected arguments may quote the injected value (a Validate
+// message at the root), which never goes into an event or a log line.
+func TestInjectedValueNotInRejectedEvent(t *testing.T) {
+	t.Parallel()
+	tool := agent.NewTool("order", "Order.", func(context.Context, limitArgs) (string, error) { return "ok", nil })
+	double := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
+		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+			c := *call
+			c.Args = json.RawMessage(strings.Replace(string(call.Args), `"qty":6`, `"qty":12`, 1))
+			return next(ctx, &c)
+		}
+	})
+	var logs strings.Builder
+	var mu sync.Mutex
+	log := &eventLog{}
+	handle := func(ctx context.Context, e middleware.Event) {
+		log.handle(ctx, e)
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Err != nil {
+			logs.WriteString(e.Err.Error() + "\n")
+		}
+	}
+	m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("order", `{"qty": 6}`)), fakemodel.Text("ok"))
+	res, err := agent.New(m, []agent.Tool{tool}, injectUser, agent.WithToolMiddleware(double),
+		agent.WithEventHandler(handle)).Run(asUser("u-secret"), "order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rejected *agent.ArgsRejectedError
+	if !errors.As(res.Steps[0].Err, &rejected) {
+		t.Fatalf("Step.Err = %v, want an *ArgsRejectedError", res.Steps[0].Err)
+	}
+	if _, ok := log.find(middleware.EventArgsRejected); !ok {
+		t.Errorf("events %v, want args_rejected", log.kinds())
+	}
+	if strings.Contains(logs.String(), "u-secret") {
+		t.Errorf("the injected value is in an event's error:\n%s", logs.String())
+	}
+}
+
+// TestForgedReportedWhenResponseDiscarded: ToolArgValidation drops a
+// forged value from a response it hands on and leaves the event to the
+// agent; when a middleware outside it (ToolCallLimit, over its limit)
+// discards that response and re-asks, the agent never runs those calls,
+// and must still report the attempt.
+func TestForgedReportedWhenResponseDiscarded(t *testing.T) {
+	t.Parallel()
+	tool := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
+	m := fakemodel.New(
+		fakemodel.ToolCalls(
+			fakemodel.Call("order", `{"item": "tea", "user_id": "admin"}`),
+			fakemodel.Call("order", `{"item": "cake"}`)),
+		fakemodel.ToolCalls(fakemodel.Call("order", `{"item": "tea"}`)),
+		fakemodel.Text("ok"),
+	)
+	log := &eventLog{}
+	a := agent.New(m, []agent.Tool{tool}, injectUser, agent.WithEventHandler(log.handle),
+		agent.WithMiddleware(middleware.ToolCallLimit(middleware.WithRunLimit(1)), middleware.ToolArgValidation()))
+	res, err := a.Run(asUser("u-1"), "tea")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ok := log.find(middleware.EventForgedArgument)
+	if !ok || e.Tool != "order" || e.CallID != "call_1" || !slices.Equal(e.Paths, []string{"/user_id"}) {
+		t.Errorf("events %v, forged_argument %+v: want one for order call_1 at /user_id", log.kinds(), e)
+	}
+	if len(res.Steps) != 1 || res.Steps[0].CallID == "call_1" {
+		t.Errorf("steps %+v, want the re-asked call only", res.Steps)
+	}
+}
+
+// TestOutputSchemaWithInjectedField: the answer is the model's; a type
+// whose field is tagged toolguard:"inject" would offer the model that
+// field to set, so WithOutputSchema refuses it.
+func TestOutputSchemaWithInjectedField(t *testing.T) {
+	t.Parallel()
+	defer func() {
+		if msg, _ := recover().(string); !strings.Contains(msg, "injected") {
+			t.Errorf("WithOutputSchema(a schema with an injected property) panicked with %q, want a message about it", msg)
+		}
+	}()
+	agent.WithOutputSchema(validation.Typed[OrderArgs]())
+}
+
+// TestSubAgentDoesNotInheritInjectedArgs: a sub-agent run from a tool of
+// an agent with injected arguments has none of its own: its model's
+// user_id for its own tool of the same name is its model's to set, not a
+// forged value to drop.
+func TestSubAgentDoesNotInheritInjectedArgs(t *testing.T) {
+	t.Parallel()
+	type lookupArgs struct {
+		Item   string `json:"item"`
+		UserID string `json:"user_id"`
+	}
+	var got string
+	inner := agent.New(
+		fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("order", `{"item": "tea", "user_id": "u-9"}`)), fakemodel.Text("found")),
+		[]agent.Tool{agent.NewTool("order", "Looks up another user's order.", func(_ context.Context, a lookupArgs) (string, error) {
+			got = a.UserID
+			return "found", nil
+		})},
+		agent.WithMiddleware(middleware.ToolArgValidation()))
+	delegate := agent.NewTool("delegate", "Delegates.", func(ctx context.Context, _ struct{}) (string, error) {
+		res, err := inner.Run(ctx, "look up u-9's order")
+		if err != nil {
+			return "", err
+		}
+		return res.Output, nil
+	})
+	order := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
+	outer := agent.New(fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("delegate", `{}`)), fakemodel.Text("ok")),
+		[]agent.Tool{order, delegate}, injectUser)
+	if _, err := outer.Run(asUser("u-1"), "delegate"); err != nil {
+		t.Fatal(err)
+	}
+	if got != "u-9" {
+		t.Errorf("the sub-agent's tool got user_id %q, want its model's u-9", got)
+	}
+}
+
+// TestCheckpointWithoutForgedValue: a checkpointed run saves each turn
+// before its calls run; a run cut off inside the turn stays as saved. The
+// forged value must not be in that state either.
+func TestCheckpointWithoutForgedValue(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(middleware.WithThread(asUser("u-1"), "t-1"))
+	defer cancel()
+	tool := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) {
+		cancel() // the run is cut off while its call runs
+		return "ok", nil
+	})
+	m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("order", `{"item": "tea", "user_id": "admin"}`)), fakemodel.Text("ok"))
+	cp := new(agent.MemoryCheckpointer)
+	_, _ = agent.New(m, []agent.Tool{tool}, injectUser, agent.WithCheckpointer(cp)).Run(ctx, "tea")
+	state, _, err := cp.Load(context.Background(), "t-1")
+	if err != nil || state == nil {
+		t.Fatalf("Load = %s, %v; want the saved state", state, err)
+	}
+	if strings.Contains(string(state), "admin") {
+		t.Errorf("the checkpoint holds the forged value: %s", state)
+	}
+}
+
+// TestForgedNotInTranscriptWithOutputSchema: with a structured answer, the
+// turn's other calls run through the tool stage too; the transcript must
+// not keep the forged value they carried.
+func TestForgedNotInTranscriptWithOutputSchema(t *testing.T) {
+	t.Parallel()
+	type answer struct {
+		Done bool `json:"done"`
+	}
+	tool := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
+	m := fakemodel.New(
+		fakemodel.ToolCalls(fakemodel.Call("order", `{"item": "tea", "user_id": "admin"}`)),
+		fakemodel.ToolCalls(fakemodel.Call(agent.OutputToolName, `{"done": true}`)),
+	)
+	res, err := agent.New(m, []agent.Tool{tool}, injectUser, agent.WithOutputSchema(validation.Typed[answer]())).Run(asUser("u-1"), "tea")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(res.Messages)
+	sent, _ := json.Marshal(m.Requests()[1].Messages)
+	if strings.Contains(string(b)+string(sent), "admin") {
+		t.Errorf("the transcript holds the forged value: %s", b)
+	}
+}
+
+// TestForgedReportedForToolNameInOtherCase: ToolArgValidation drops the
+// injected arguments of "order" from a call of "ORDER" (agents.Executor
+// would run it as order); the agent does not know "ORDER" and never runs
+// it, and must still report the attempt.
+func TestForgedReportedForToolNameInOtherCase(t *testing.T) {
+	t.Parallel()
+	tool := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
+	m := fakemodel.New(
+		fakemodel.ToolCalls(fakemodel.Call("ORDER", `{"item": "tea", "user_id": "admin"}`)),
+		fakemodel.Text("ok"),
+	)
+	log := &eventLog{}
+	a := agent.New(m, []agent.Tool{tool}, injectUser, agent.WithEventHandler(log.handle),
+		agent.WithMiddleware(middleware.ToolArgValidation()))
+	res, err := a.Run(asUser("u-1"), "tea")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ok := log.find(middleware.EventForgedArgument)
+	if !ok || e.Tool != "ORDER" || e.CallID != "call_1" || !slices.Equal(e.Paths, []string{"/user_id"}) {
+		t.Errorf("events %v, forged_argument %+v: want one for ORDER call_1 at /user_id", log.kinds(), e)
+	}
+	if b, _ := json.Marshal(res.Messages); strings.Contains(string(b), "admin") {
+		t.Errorf("the transcript holds the forged value: %s", b)
+	}
+}

@@ -161,8 +161,10 @@ func WithToolNames(fn func(name string) string) Option {
 // that the call could not be run ([InjectError]), never fn's error or the
 // value. Injected values are never in what the model is sent, in
 // Result.Messages or Step.ModelArguments, in toolguard's events and logs,
-// or in otelguard's spans; Step.Arguments, the arguments the tool ran with,
-// holds them (it is for the program).
+// or in otelguard's spans, unless your own code writes them into text that
+// goes there: a tool's error (the model reads it; ToolRetry reports it) or
+// a Validate message at a property the model sent. Step.Arguments, the
+// arguments the tool ran with, holds them (it is for the program).
 //
 // ToolArgValidation validates the model's arguments against the schema the
 // model is sent, which has no Validate hook: a typed tool's Validate method
@@ -234,9 +236,11 @@ func Inject(name string, fn func(ctx context.Context, call *ToolCall) (any, erro
 // rename it with [Renamed] or [WithToolNames] (silently renaming the
 // user's tool would change what the transcript and Steps show).
 //
-// WithOutputSchema panics if schema is nil, does not compile, or describes
+// WithOutputSchema panics if schema is nil, does not compile, describes
 // something other than an object (tool arguments are objects: wrap a list
-// or a string in an object's property).
+// or a string in an object's property), or marks a property injected
+// ([validation.InjectedKeyword]: the answer is the model's, nothing is
+// injected into it, so the model would be offered and set that property).
 func WithOutputSchema(schema any) Option {
 	if schema == nil {
 		panic("agent: WithOutputSchema(nil): the schema must not be nil")
@@ -250,6 +254,9 @@ func WithOutputSchema(schema any) Option {
 	}
 	if t, ok := s.Map()["type"]; ok && t != "object" {
 		panic(fmt.Sprintf("agent: WithOutputSchema: the schema's type is %v, not \"object\": the answer is the answer tool's arguments, a JSON object; wrap the value in an object's property", t))
+	}
+	if names := injectedProps(s); len(names) > 0 {
+		panic(fmt.Sprintf("agent: WithOutputSchema: the schema marks %q injected; nothing is injected into the answer, which the model writes whole: drop the toolguard:\"inject\" tag", names))
 	}
 	return func(c *config) { c.output = s }
 }

@@ -133,6 +133,9 @@ func (a *Agent) outputTurn(ctx context.Context, turn int, res *Result, resp *llm
 	b := batch{steps: make([]Step, len(calls)), answers: make([]string, len(calls)), direct: -1}
 	if len(others) > 0 {
 		ob, err := a.runTools(ctx, turn, res.Messages, others)
+		for j, i := range otherAt {
+			calls[i] = others[j] // as runTools left them: without forged values
+		}
 		if err != nil {
 			res.Steps = append(res.Steps, ob.steps...)
 			return true, err

@@ -64,9 +64,9 @@ func (a *Agent) runContext(ctx context.Context) (context.Context, *atomic.Int64)
 	ctx = middleware.WithRun(ctx)
 	ctx = middleware.WithToolSchemas(ctx, a.schemas)
 	ctx = a.withOutput(ctx) // structured output (output.go)
-	if len(a.injected) > 0 {
-		ctx = middleware.WithInjectedArgs(ctx, a.injected) // injected arguments (inject.go)
-	}
+	// Injected arguments (inject.go). Always set, nil included: a
+	// sub-agent's tools are not its caller's.
+	ctx = middleware.WithInjectedArgs(ctx, a.injected)
 	ctx, ledger := checked.With(ctx)
 	ctx = context.WithValue(ctx, ledgerKey{}, ledger)
 	// Always set, nil included: a sub-agent run from a tool of another

@@ -92,9 +92,11 @@ const (
 	EventArgsRewritten EventKind = "args_rewritten"
 	// EventArgsRejected: arguments a tool middleware put in a call do not
 	// validate against the tool's schema, so the tool did not run. Err is
-	// the *validation.Error. Also reported when a call's injected arguments
-	// could not be set (agent.Inject): Err is then an *agent.InjectError,
-	// whose text never quotes the cause.
+	// the *validation.Error, or for a tool with injected arguments (whose
+	// violations may quote an injected value) the *agent.ArgsRejectedError
+	// wrapping it, whose text does not. Also reported when a call's
+	// injected arguments could not be set (agent.Inject): Err is then an
+	// *agent.InjectError, whose text never quotes the cause.
 	EventArgsRejected EventKind = "args_rejected"
 	// EventRunStopped: a tool middleware ended the run (agent.ErrStopRun).
 	// Err is its error.

@@ -27,9 +27,19 @@ func WithInjectedArgs(ctx context.Context, injected map[string][]string) context
 }
 
 // InjectedArgsFrom returns the injected arguments of tool that ctx names
-// ([WithInjectedArgs]); nil when it names none. The slice is shared: do not
-// modify it.
+// ([WithInjectedArgs]); nil when it names none. A tool is found by its
+// name, else as langchaingo's agents.Executor finds tools (strings.ToUpper
+// of both names), since the Executor runs a call of "REFUND" with the tool
+// "refund". The slice is shared: do not modify it.
 func InjectedArgsFrom(ctx context.Context, tool string) []string {
 	m, _ := ctx.Value(injectedArgsKey{}).(map[string][]string)
-	return m[tool]
+	if names, ok := m[tool]; ok {
+		return names
+	}
+	for name, names := range m {
+		if sameTool(tool, name) {
+			return names
+		}
+	}
+	return nil
 }

@@ -82,3 +82,33 @@ func TestInjectedArgsModelStage(t *testing.T) {
 		t.Errorf("forged_argument at attempts %v, want [1 2]", forged)
 	}
 }
+
+// TestInjectedArgsToolNameCase: agents.Executor runs a call of "REFUND"
+// with the tool "refund" (it matches names by strings.ToUpper), and
+// ToolArgValidation passes calls of tools it does not know by default, so
+// the injected arguments of "refund" must be dropped from a call of
+// "REFUND" too.
+func TestInjectedArgsToolNameCase(t *testing.T) {
+	t.Parallel()
+	tool := llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: "refund", Parameters: map[string]any{
+		"type": "object", "properties": map[string]any{"order": map[string]any{"type": "integer"}},
+	}}}
+	m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("REFUND", `{"order": 1, "user_id": "admin"}`)))
+	var mu sync.Mutex
+	var forged []middleware.Event
+	llm := middleware.Wrap(m, middleware.ToolArgValidation(middleware.WithEventHandler(func(_ context.Context, e middleware.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Kind == middleware.EventForgedArgument {
+			forged = append(forged, e)
+		}
+	})))
+	ctx := middleware.WithInjectedArgs(context.Background(), map[string][]string{"refund": {"user_id"}})
+	resp, err := llm.GenerateContent(ctx, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "refund 1")}, llms.WithTools([]llms.Tool{tool}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Choices[0].ToolCalls[0].FunctionCall.Arguments; strings.Contains(got, "admin") || len(forged) != 1 {
+		t.Errorf("arguments handed on = %s, forged_argument events %+v; want user_id dropped and reported", got, forged)
+	}
+}

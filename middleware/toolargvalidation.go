@@ -322,7 +322,7 @@ func (m *toolArgValidation) WrapModelCall(next Handler) Handler {
 			}
 			m.emit(ctx, Event{Kind: EventReask, Attempt: attempt + 1})
 			attemptReq = &Request{
-				Messages: withReplay(req.Messages, replay(resp, calls, answers)),
+				Messages: withReplay(req.Messages, replay(ctx, resp, calls, answers)),
 				Options:  req.Options,
 			}
 		}
@@ -438,7 +438,9 @@ func (m *toolArgValidation) check(ctx context.Context, c *toolCall, tools toolSc
 	if !known {
 		m.emit(ctx, Event{Kind: EventUnknownTool, Attempt: attempt, Tool: c.fn.Name, CallID: c.id})
 		if m.cfg.unknown == UnknownPass {
-			return verdict{}, nil
+			// agents.Executor runs "REFUND" as refund: a tool's injected
+			// arguments are dropped from a call it may run all the same.
+			return verdict{forged: dropForged(c, InjectedArgsFrom(ctx, c.fn.Name))}, nil
 		}
 		names := tools.names()
 		return reject(&validation.Error{Violations: []validation.Violation{{Keyword: "tool",
@@ -526,7 +528,7 @@ func (m *toolArgValidation) reportForged(ctx context.Context, calls []toolCall, 
 			continue
 		}
 		c := &calls[i]
-		if handedOn && checked.RecordForged(ctx, c.id, v.forged) {
+		if handedOn && checked.RecordForged(ctx, c.id, c.name(), v.forged) {
 			continue
 		}
 		m.emit(ctx, Event{Kind: EventForgedArgument, Attempt: attempt, Tool: c.name(), CallID: c.id, Paths: v.forged})

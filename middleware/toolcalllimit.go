@@ -95,7 +95,7 @@ func (l *toolCallLimit) WrapModelCall(next Handler) Handler {
 			}
 			report(ctx, l.cfg.events, Event{Kind: EventReask, Middleware: limitName, Attempt: attempt + 1, Tool: l.cfg.tool})
 			attemptReq = &Request{
-				Messages: withReplay(req.Messages, replay(resp, calls, l.answers(calls, exceeded, answertool.Name(ctx)))),
+				Messages: withReplay(req.Messages, replay(ctx, resp, calls, l.answers(calls, exceeded, answertool.Name(ctx)))),
 				Options:  req.Options,
 			}
 		}

@@ -1,12 +1,14 @@
 package middleware
 
 import (
+	"context"
 	"encoding/json"
 	"hash/fnv"
 	"strconv"
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
+	injectedargs "github.com/toolguard/toolguard/internal/injected"
 	"github.com/toolguard/toolguard/internal/modeltext"
 )
 
@@ -212,13 +214,23 @@ func isJSONObject(s string) bool {
 // answers[i], in the [ToolCallMessages] layout. Arguments longer than
 // [modeltext.MaxReplayedArguments] are shown as {} (the callers' answers say
 // so, see [oversized]), so a re-ask's size is bounded whatever the model
-// sent.
-func replay(resp *llms.ContentResponse, calls []toolCall, answers []string) []llms.MessageContent {
+// sent; values the model sent for a tool's injected arguments
+// ([WithInjectedArgs]) are never replayed.
+func replay(ctx context.Context, resp *llms.ContentResponse, calls []toolCall, answers []string) []llms.MessageContent {
 	tcs := toToolCalls(calls)
 	for i, tc := range tcs {
-		if tc.FunctionCall != nil && len(tc.FunctionCall.Arguments) > modeltext.MaxReplayedArguments {
+		if tc.FunctionCall == nil {
+			continue
+		}
+		args := tc.FunctionCall.Arguments
+		if len(args) > modeltext.MaxReplayedArguments {
+			args = "{}"
+		} else {
+			args, _ = injectedargs.Drop(args, InjectedArgsFrom(ctx, tc.FunctionCall.Name))
+		}
+		if args != tc.FunctionCall.Arguments {
 			fn := *tc.FunctionCall
-			fn.Arguments = "{}"
+			fn.Arguments = args
 			tcs[i].FunctionCall = &fn
 		}
 	}

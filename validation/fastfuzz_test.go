@@ -21,6 +21,9 @@ func FuzzFastPath(f *testing.F) {
 	f.Add([]byte{9, 9, 9, 1, 2, 3, 4, 5, 6}, []byte{0, 0, 1, 1, 2, 2}, []byte(` {"b": [1.0, "x", null]} `))
 	f.Add([]byte{10, 1, 11, 2, 12, 3, 13}, []byte{7, 7, 7, 7, 7}, []byte(`{"c": "\u00e9", "d": 1e2}`))
 	f.Add([]byte{14, 5, 3, 8, 1, 0, 2, 9, 4}, []byte{3, 1, 4, 1, 5, 9, 2, 6}, []byte(`{"a": {"b": {"c": []}}}`))
+	f.Add([]byte{2, 3, 1, 0, 4, 7, 1}, []byte{2, 7, 1, 8}, []byte(`{"\ud800": 1, "\udc00": 2}`))
+	f.Add([]byte{9, 9, 9, 1, 2, 3, 4, 5, 6}, []byte{1, 4, 1, 4}, []byte("\u00a0{\"a\": -0, \"b\": 1e400, \"c\": 1.0}\u2003"))
+	f.Add([]byte{10, 1, 11, 2, 12, 3, 13}, []byte{5, 5, 5}, []byte(`"{\"a\": 1}"`))
 	f.Fuzz(func(t *testing.T, schemaSeed, argsSeed, raw []byte) {
 		g := &seedReader{b: schemaSeed}
 		schema := g.schemaDoc()

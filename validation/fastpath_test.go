@@ -216,6 +216,12 @@ func TestFastPathEdges(t *testing.T) {
 		{"too deep", `{"a": "", "x": ` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}`, "defer"},
 		{"missing required", `{"n": 1}`, "fail"},
 		{"truncated", `{"a": "x`, "defer"},
+		{"lone surrogates decode to one key", `{"a": "", "\ud800": 1, "\udc00": 2}`, "defer"},
+		{"escaped quote in a key", `{"a": "", "x\"y": 1}`, "pass"},
+		{"integer beyond int64", `{"a": "", "n": -99999999999999999999}`, "fail"},
+		{"integer of 18 digits", `{"a": "", "n": 100000000000000000}`, "fail"},
+		{"escaped pattern character", `{"a": "\u00e9\u0041"}`, "fail"},
+		{"duplicate key in a nested object", `{"a": "", "p": {"k": "x", "\u006b": "y"}}`, "defer"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -244,6 +250,39 @@ func TestFastPathOpaque(t *testing.T) {
 	for _, tc := range tests {
 		if got := agreeJSON(t, tc.args, s, []byte(tc.args)); got != tc.verdict {
 			t.Errorf("FastVerdict(%s) = %s, want %s", tc.args, got, tc.verdict)
+		}
+	}
+}
+
+// TestFastPathClosedObjects runs schemas compiled WithClosedObjects (the
+// closed additionalProperties it adds, nested, in anyOf branches and in
+// $defs reached by $ref) through both paths: an invented key at any depth
+// must never pass the fast path.
+func TestFastPathClosedObjects(t *testing.T) {
+	t.Parallel()
+	s, err := validation.Compile(`{"type": "object", "properties": {
+		"a": {"type": "object", "properties": {"b": {"type": "integer"}}},
+		"l": {"type": "array", "items": {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}},
+		"u": {"anyOf": [{"type": "object", "properties": {"p": {"type": "integer"}}}, {"type": "string"}]},
+		"r": {"$ref": "#/$defs/d"}},
+		"$defs": {"d": {"type": "object", "properties": {"q": {"type": "boolean"}}}}}`, validation.WithClosedObjects())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ args, verdict string }{
+		{`{"a": {"b": 1}, "l": [{"x": "y"}], "u": {"p": 1}, "r": {"q": true}}`, "pass"},
+		{`{"z": 1}`, "fail"},
+		{`{"a": {"b": 1, "c": 2}}`, "fail"},
+		{`{"l": [{"x": "y", "extra": 1}]}`, "fail"},
+		{`{"u": {"p": 1, "extra": 1}}`, "fail"},
+		{`{"u": "s"}`, "pass"},
+		{`{"r": {"q": true, "extra": 1}}`, "fail"},
+		{`{"a": {"\u0062": 1}}`, "pass"},
+		{`{"a": {"b": 1, "\u0062": 2}}`, "defer"},
+	}
+	for _, tc := range tests {
+		if got := agreeJSON(t, "closed", s, []byte(tc.args)); got != tc.verdict {
+			t.Errorf("fast path verdict on %s = %s, want %s", tc.args, got, tc.verdict)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package lctool
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -20,12 +21,48 @@ import (
 // Executor ends the run on a tool error) is rare once ToolArgValidation has
 // had the model correct them.
 //
-// The tool is safe for concurrent use if t is.
+// The tool is safe for concurrent use if t is. ToLangchain panics if t has
+// injected arguments ([validation.InjectedKeyword]: a field tagged
+// `toolguard:"inject"`, agent.InjectArgs): agents.Executor cannot supply
+// them, so the tool would run with whatever the model sent for them.
 func ToLangchain(t agent.Tool) tools.Tool {
 	if t == nil {
 		panic("lctool: ToLangchain(nil)")
 	}
+	if names := injectedArgs(t); len(names) > 0 {
+		panic(fmt.Sprintf("lctool: ToLangchain(%q): the tool has injected arguments %q, which agents.Executor cannot supply: run it in an agent.Agent with agent.Inject", t.Name(), names))
+	}
 	return langchainTool{t}
+}
+
+// injectedArgs returns the properties t's schema marks injected, sorted.
+func injectedArgs(t agent.Tool) []string {
+	var text []byte
+	switch s := parameters(t.Schema()).(type) {
+	case string:
+		text = []byte(s)
+	case json.RawMessage:
+		text = s
+	case []byte:
+		text = s
+	default:
+		text, _ = json.Marshal(s)
+	}
+	var schema struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(text, &schema) != nil {
+		return nil
+	}
+	var names []string
+	for name, p := range schema.Properties {
+		var marks map[string]any
+		if json.Unmarshal(p, &marks) == nil && marks[validation.InjectedKeyword] == true {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 type langchainTool struct{ t agent.Tool }
@@ -62,8 +99,8 @@ func (l langchainTool) Call(ctx context.Context, input string) (string, error) {
 // deprecated llms.WithFunctions) named as one of ts gets that tool's schema
 // as its Parameters, in the map form every provider accepts; other tools are
 // left as they are. Place it before (outside) ToolArgValidation. It panics
-// if a tool is nil or two share a name. The middleware is safe for
-// concurrent use.
+// if a tool is nil, two share a name, or a tool has injected arguments
+// (see [ToLangchain]). The middleware is safe for concurrent use.
 func OfferSchemas(ts ...agent.Tool) middleware.Middleware {
 	o := &offer{params: make(map[string]any, len(ts)), schemas: make(map[string]any, len(ts))}
 	for i, t := range ts {
@@ -71,6 +108,9 @@ func OfferSchemas(ts ...agent.Tool) middleware.Middleware {
 			panic(fmt.Sprintf("lctool: OfferSchemas: tool %d is nil", i))
 		}
 		name := t.Name()
+		if names := injectedArgs(t); len(names) > 0 {
+			panic(fmt.Sprintf("lctool: OfferSchemas: tool %q has injected arguments %q, which agents.Executor cannot supply: run it in an agent.Agent with agent.Inject", name, names))
+		}
 		if _, dup := o.params[name]; dup {
 			panic(fmt.Sprintf("lctool: OfferSchemas: two tools are named %q", name))
 		}

@@ -174,3 +174,56 @@ func TestOfferSchemasLeavesOthers(t *testing.T) {
 		}()
 	}
 }
+
+// OrderArgs' user id is injected in an agent.Agent (agent.Inject), which
+// agents.Executor cannot do.
+type OrderArgs struct {
+	Item   string `json:"item"`
+	UserID string `json:"user_id" toolguard:"inject"`
+}
+
+// TestInjectedArgsRefused is the attack: a tool whose user_id the program
+// injects in an agent.Agent, used in agents.Executor, where nothing injects
+// it. OfferSchemas would offer the model user_id, and the tool would run
+// with the model's "admin"; both refuse such a tool instead.
+func TestInjectedArgsRefused(t *testing.T) {
+	t.Parallel()
+	var got []string
+	typed := agent.NewTool("order", "Order an item.", func(_ context.Context, a OrderArgs) (string, error) {
+		got = append(got, a.UserID)
+		return "ordered", nil
+	})
+	raw := agent.InjectArgs(agent.NewSchemaTool("cancel", "Cancel an order.",
+		`{"type": "object", "properties": {"order_id": {"type": "string"}}}`,
+		func(_ context.Context, a map[string]any) (string, error) {
+			got = append(got, fmt.Sprint(a["user_id"]))
+			return "cancelled", nil
+		}), "user_id")
+	for _, tool := range []agent.Tool{typed, raw} {
+		for name, use := range map[string]func(){
+			"OfferSchemas": func() {
+				m := fakemodel.New(fakemodel.Text("ok"))
+				llm := middleware.Wrap(m, lctool.OfferSchemas(tool))
+				def := llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: tool.Name(), Parameters: map[string]any{"type": "object"}}}
+				if _, err := llm.GenerateContent(context.Background(), nil, llms.WithTools([]llms.Tool{def})); err != nil {
+					t.Fatal(err)
+				}
+				b, _ := json.Marshal(m.Requests()[0].Options.Tools)
+				t.Errorf("OfferSchemas(%s) offered the model %s", tool.Name(), b)
+			},
+			"ToLangchain": func() {
+				out, err := lctool.ToLangchain(tool).Call(context.Background(), `{"item": "tea", "order_id": "A-1", "user_id": "admin"}`)
+				t.Errorf("ToLangchain(%s).Call = %q, %v; the tool got user ids %q", tool.Name(), out, err, got)
+			},
+		} {
+			func() {
+				defer func() {
+					if msg, _ := recover().(string); !strings.Contains(msg, "injected") {
+						t.Errorf("%s(%s) panicked with %q, want a message about its injected argument", name, tool.Name(), msg)
+					}
+				}()
+				use()
+			}()
+		}
+	}
+}

@@ -19,8 +19,8 @@ import (
 // use.
 type Ledger struct {
 	mu     sync.Mutex
-	calls  map[string]call     // by call id
-	forged map[string][]string // by call id: paths of forged injected arguments dropped (forged.go)
+	calls  map[string]call       // by call id
+	forged map[string]forgedCall // by call id: forged injected arguments dropped (forged.go)
 }
 
 type call struct{ name, args string }

@@ -1,22 +1,33 @@
 package checked
 
-import "context"
+import (
+	"context"
+	"slices"
+	"strings"
+)
+
+// forgedCall is what the ledger keeps of one call's forged injected
+// arguments.
+type forgedCall struct {
+	tool  string
+	paths []string
+}
 
 // RecordForged notes, in the ledger ctx carries, that ToolArgValidation
 // dropped the values the model sent for injected arguments (paths) from the
-// call id it hands on, so that the agent reports the security event once,
-// with the tool call it concerns. It reports false when ctx carries no
-// ledger (no agent run): the caller then reports the event itself.
-func RecordForged(ctx context.Context, id string, paths []string) bool {
+// call id of tool it hands on, so that the agent reports the security event
+// once, with the tool call it concerns. It reports false when ctx carries
+// no ledger (no agent run): the caller then reports the event itself.
+func RecordForged(ctx context.Context, id, tool string, paths []string) bool {
 	l, _ := ctx.Value(ledgerKey{}).(*Ledger)
 	if l == nil || id == "" {
 		return false
 	}
 	l.mu.Lock()
 	if l.forged == nil {
-		l.forged = make(map[string][]string)
+		l.forged = make(map[string]forgedCall)
 	}
-	l.forged[id] = paths
+	l.forged[id] = forgedCall{tool: tool, paths: paths}
 	l.mu.Unlock()
 	return true
 }
@@ -29,7 +40,36 @@ func (l *Ledger) Forged(id string) []string {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	paths := l.forged[id]
+	f := l.forged[id]
 	delete(l.forged, id)
-	return paths
+	return f.paths
+}
+
+// ForgedCall is a call's forged injected arguments that no tool call
+// claimed (see [Ledger.Unclaimed]).
+type ForgedCall struct {
+	ID, Tool string
+	Paths    []string
+}
+
+// Unclaimed returns, sorted by id, and forgets the forged arguments
+// recorded for calls other than ids: calls of a response that a middleware
+// outside ToolArgValidation discarded after it was handed on (a limit's
+// re-ask), which the agent never runs and so would never report. A nil
+// ledger has none.
+func (l *Ledger) Unclaimed(ids []string) []ForgedCall {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []ForgedCall
+	for id, f := range l.forged {
+		if !slices.Contains(ids, id) {
+			out = append(out, ForgedCall{ID: id, Tool: f.tool, Paths: f.paths})
+			delete(l.forged, id)
+		}
+	}
+	slices.SortFunc(out, func(a, b ForgedCall) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }

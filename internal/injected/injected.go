@@ -7,6 +7,7 @@ package injected
 import (
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/toolguard/toolguard/internal/exactjson"
 	"github.com/toolguard/toolguard/internal/jsonptr"
@@ -14,18 +15,39 @@ import (
 )
 
 // Drop removes the top-level properties names from args, a JSON object,
-// and every key that matches one without regard to case ("USER_ID" for
-// "user_id"): Go's encoding/json, on either side of an MCP connection,
-// decodes such a key into the same field. It returns the arguments without
-// them and the JSON Pointers of the keys it removed, sorted; args itself and
-// nil when there was none, or when args is not a JSON object (nothing can be
+// and every key that matches one without regard to case ("USER_ID" or
+// "uſer_id" for "user_id", as strings.EqualFold): Go's encoding/json, on
+// either side of an MCP connection, decodes such a key into the same field.
+// Arguments that are a JSON string holding such an object (double-encoded,
+// which the default coercions decode: repair.DoubleEncoded) lose them too,
+// and stay double-encoded. It returns the arguments without them and the
+// JSON Pointers of the keys it removed, sorted; args itself and nil when
+// there was none, or when args is not a JSON object (nothing can be
 // removed from it: see Redact).
 func Drop(args string, names []string) (string, []string) {
 	if len(names) == 0 || !mayHold(args, names) {
 		return args, nil
 	}
-	v, err := exactjson.DecodeObject([]byte(args))
+	// Blanks around the value are trimmed as validation trims them
+	// (bytes.TrimSpace: Unicode blanks too, which encoding/json refuses),
+	// so that arguments validation reads as an object are one here.
+	d, err := exactjson.Decode([]byte(strings.TrimSpace(args)))
 	if err != nil {
+		return args, nil
+	}
+	if s, ok := d.(string); ok {
+		inner, paths := Drop(s, names)
+		if len(paths) == 0 {
+			return args, nil
+		}
+		out, err := exactjson.Encode(inner)
+		if err != nil {
+			return `"{}"`, paths // a string always encodes; never keep a forged value
+		}
+		return string(out), paths
+	}
+	v, ok := d.(map[string]any)
+	if !ok || v == nil {
 		return args, nil
 	}
 	var paths []string
@@ -47,10 +69,17 @@ func Drop(args string, names []string) (string, []string) {
 }
 
 // mayHold is a cheap test that args might have one of names as a key: each
-// name must appear in the text (JSON escapes aside, which it then decodes).
+// name must appear in the text, in ASCII and unescaped; text with a JSON
+// escape or a byte beyond ASCII may hold a key that decodes, or folds
+// (Unicode case folding: "ſ" is "s", "K" is "k"), to a name.
 func mayHold(args string, names []string) bool {
 	if strings.Contains(args, `\`) {
 		return true
+	}
+	for i := 0; i < len(args); i++ {
+		if args[i] >= utf8.RuneSelf {
+			return true
+		}
 	}
 	lower := strings.ToLower(args)
 	for _, n := range names {

@@ -18,6 +18,12 @@ func TestDrop(t *testing.T) {
 		{`{"q": 1, "user_id": "admin"}`, `{"q":1}`, []string{"/user_id"}},
 		{`{"USER_ID": "admin", "User_Id": "x", "q": 1}`, `{"q":1}`, []string{"/USER_ID", "/User_Id"}},
 		{`{"user\u005fid": "admin"}`, `{}`, []string{"/user_id"}},
+		{`{"uſer_id": "admin", "q": "é"}`, `{"q":"é"}`, []string{"/uſer_id"}}, // ſ folds to s, as encoding/json matches fields
+		{`{"q": "é"}`, `{"q": "é"}`, nil},
+		{`"{\"q\": 1, \"user_id\": \"admin\"}"`, `"{\"q\":1}"`, []string{"/user_id"}}, // double-encoded: repair.DoubleEncoded decodes it
+		{`"{\"q\": 1}"`, `"{\"q\": 1}"`, nil},
+		{`"user_id"`, `"user_id"`, nil},
+		{"\u00a0{\"user_id\": \"admin\", \"q\": 1}\u2003", `{"q":1}`, []string{"/user_id"}}, // Unicode blanks, which validation trims
 		{`{"a/b": 1}`, `{}`, []string{"/a~1b"}},
 		{`{"q": {"user_id": "nested stays"}}`, `{"q": {"user_id": "nested stays"}}`, nil},
 		{`{"user_id": "admin"`, `{"user_id": "admin"`, nil}, // not JSON: Redact's job

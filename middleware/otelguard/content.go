@@ -3,6 +3,7 @@ package otelguard
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/tmc/langchaingo/llms"
 	injectedargs "github.com/toolguard/toolguard/internal/injected"
@@ -46,14 +47,13 @@ func outputMessages(ctx context.Context, resp *llms.ContentResponse) string {
 			p := part{Type: "tool_call", ID: tc.ID}
 			if tc.FunctionCall != nil {
 				p.Name = tc.FunctionCall.Name
-				text := tc.FunctionCall.Arguments
-				injected := middleware.InjectedArgsFrom(ctx, p.Name)
-				text, _ = injectedargs.Drop(text, injected)
+				text, ok := capturedArgs(ctx, p.Name, tc.FunctionCall.Arguments)
 				var args any = text
-				if json.Valid([]byte(text)) {
+				switch {
+				case !ok:
+					args = nil
+				case json.Valid([]byte(text)):
 					args = json.RawMessage(text)
-				} else if len(injected) > 0 {
-					args = nil // it may hold a forged value Drop could not remove
 				}
 				p.Arguments = args
 			}
@@ -66,4 +66,25 @@ func outputMessages(ctx context.Context, resp *llms.ContentResponse) string {
 		return ""
 	}
 	return string(out)
+}
+
+// capturedArgs returns the arguments text of a call of the tool name as
+// content capture records it: without the values of the tool's injected
+// arguments (middleware.WithInjectedArgs); false when the tool has injected
+// arguments and text is not a JSON object, which may hold a forged value
+// Drop could not remove: such arguments are not recorded.
+func capturedArgs(ctx context.Context, name, text string) (string, bool) {
+	injected := middleware.InjectedArgsFrom(ctx, name)
+	if len(injected) == 0 {
+		return text, true
+	}
+	text, _ = injectedargs.Drop(text, injected)
+	return text, isObject(text)
+}
+
+// isObject reports whether text is one JSON object (blanks around it
+// allowed).
+func isObject(text string) bool {
+	t := strings.TrimSpace(text)
+	return len(t) > 0 && t[0] == '{' && json.Valid([]byte(t))
 }

@@ -71,7 +71,19 @@ func TestForgedInjectedArgument(t *testing.T) {
 		}, "required": []any{"order", "user_id"}}
 		return agent.InjectArgs(agent.NewSchemaTool("place_order", "Place an order.", schema,
 			func(_ context.Context, a map[string]any) (string, error) {
-				*got, _ = a["user_id"].(string)
+				// As a Go MCP server reads the call: encoding/json matches
+				// keys to fields without regard to case (Unicode folding).
+				b, err := json.Marshal(a)
+				if err != nil {
+					return "", err
+				}
+				var args struct {
+					UserID string `json:"user_id"`
+				}
+				if err := json.Unmarshal(b, &args); err != nil {
+					return "", err
+				}
+				*got = args.UserID
 				return "order placed", nil
 			}), "user_id")
 	}
@@ -97,6 +109,21 @@ func TestForgedInjectedArgument(t *testing.T) {
 		// a typed tool and in a Go MCP server alike.
 		{name: "open schema, other case", tool: open, calls: []string{`{"order": 7, "USER_ID": "admin"}`}, path: "/USER_ID"},
 		{name: "closed schema, other case, no model stage", tool: typed, calls: []string{`{"order": 7, "User_Id": "admin"}`}, noStage: true, path: "/User_Id"},
+		// "ſ" (U+017F) folds to "s": encoding/json reads "uſer_id" as user_id.
+		{name: "open schema, unicode case fold", tool: open, calls: []string{`{"order": 7, "uſer_id": "admin"}`}, path: "/uſer_id"},
+		{name: "open schema, unicode case fold, no model stage", tool: open, calls: []string{`{"order": 7, "uſer_id": "admin"}`}, noStage: true, path: "/uſer_id"},
+		{name: "closed schema, unicode case fold, no model stage", tool: typed, calls: []string{`{"order": 7, "uſer_id": "admin"}`}, noStage: true, path: "/uſer_id"},
+		// Validation trims Unicode blanks (NBSP) around the arguments, as
+		// bytes.TrimSpace does; encoding/json does not.
+		{name: "open schema, NBSP before, unicode case fold", tool: open, calls: []string{"\u00a0{\"order\": 7, \"uſer_id\": \"admin\"}"}, path: "/uſer_id"},
+		{name: "open schema, NBSP before, unicode case fold, no model stage", tool: open, calls: []string{"\u00a0{\"order\": 7, \"uſer_id\": \"admin\"}"}, noStage: true, path: "/uſer_id"},
+		// Arguments that are JSON but not an object are not recorded.
+		{name: "open schema, an array then re-asked", tool: open,
+			calls: []string{`[{"order": 7, "user_id": "admin"}]`, `{"order": 7, "user_id": "admin"}`}, detectable: 1},
+		// A double-encoded object, which the default coercions decode.
+		{name: "open schema, double-encoded", tool: open, calls: []string{`"{\"order\": 7, \"user_id\": \"admin\"}"`}},
+		{name: "open schema, double-encoded, no model stage", tool: open, calls: []string{`"{\"order\": 7, \"user_id\": \"admin\"}"`}, noStage: true},
+		{name: "closed schema, double-encoded, no model stage", tool: typed, calls: []string{`"{\"order\": 7, \"user_id\": \"admin\"}"`}, noStage: true},
 	}
 	for _, tc := range tests {
 		for _, capture := range []bool{false, true} {
@@ -248,4 +275,33 @@ func eventsText(es []middleware.Event) string {
 		parts = append(parts, fmt.Sprintf("%s{middleware=%s tool=%s call_id=%s paths=%v}", e.Kind, e.Middleware, e.Tool, e.CallID, e.Paths))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// TestForgedNotJSONNotRecorded: arguments of a tool with injected arguments
+// that are not a JSON object — here truncated JSON holding a forged
+// user_id, with no model stage to re-ask them — are not recorded on the
+// execute_tool span, even with WithCaptureContent.
+func TestForgedNotJSONNotRecorded(t *testing.T) {
+	t.Parallel()
+	var got string
+	tool := agent.NewTool("place_order", "Place an order.", func(_ context.Context, a orderArgs) (string, error) {
+		got = a.UserID
+		return "order placed", nil
+	})
+	model := fakemodel.New(
+		fakemodel.ToolCalls(fakemodel.Call("place_order", `{"order": 7, "user_id": "admin"`)),
+		fakemodel.ToolCalls(fakemodel.Call("place_order", `{"order": 7}`)),
+		fakemodel.Text("Done."))
+	tel := newTelemetry(t)
+	a := agent.New(model, []agent.Tool{tool}, injectUser,
+		agent.WithMiddleware(tel.middleware(otelguard.WithCaptureContent())))
+	if _, err := a.Run(context.WithValue(context.Background(), userKey{}, "u-42"), "Place order 7."); err != nil {
+		t.Fatal(err)
+	}
+	if got != "u-42" {
+		t.Errorf("the tool got user_id %q, want u-42", got)
+	}
+	if n := strings.Count(tel.everything(t), "admin"); n != 0 {
+		t.Errorf("the forged value appears %d times in the spans", n)
+	}
 }

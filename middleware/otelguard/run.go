@@ -24,7 +24,8 @@ func (o *observer) OnRun(ctx context.Context) (context.Context, func(error)) {
 }
 
 // OnToolCall starts the "execute_tool {name}" span of a tool call; with
-// WithCaptureContent it records the call's arguments and result.
+// WithCaptureContent it records the call's arguments (see capturedArgs)
+// and result.
 func (o *observer) OnToolCall(ctx context.Context, call llms.ToolCall) (context.Context, func(string, error)) {
 	name := ""
 	if call.FunctionCall != nil {
@@ -39,7 +40,9 @@ func (o *observer) OnToolCall(ctx context.Context, call llms.ToolCall) (context.
 		attrs = append(attrs, semconv.GenAIToolCallID(call.ID))
 	}
 	if o.capture && call.FunctionCall != nil {
-		attrs = append(attrs, semconv.GenAIToolCallArgumentsKey.String(call.FunctionCall.Arguments))
+		if args, ok := capturedArgs(ctx, name, call.FunctionCall.Arguments); ok {
+			attrs = append(attrs, semconv.GenAIToolCallArgumentsKey.String(args))
+		}
 	}
 	ctx, span := o.tracer.Start(ctx, semconv.GenAIOperationNameExecuteTool.Value.AsString()+" "+name,
 		o.internal, trace.WithAttributes(attrs...))
