@@ -277,6 +277,17 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 			}
 			return nil, err
 		}
+		if inj, ok := a.injection[call.Name]; ok {
+			for _, n := range inj.names {
+				if _, kept := res.Value[n]; !kept {
+					// The check stripped an injected value (a null the
+					// schema refuses, on a property it does not require):
+					// the tool must not run without it.
+					return nil, a.injectFailed(ctx, &InjectError{Tool: call.Name, Name: n,
+						Err: errors.New("the injected value is empty where the schema refuses it")})
+				}
+			}
+		}
 		args, value = res.Args, res.Value
 	}
 	if st.gate == gateUnapproved {

@@ -660,3 +660,34 @@ func TestForgedReportedForToolNameInOtherCase(t *testing.T) {
 		t.Errorf("the transcript holds the forged value: %s", b)
 	}
 }
+
+// An injector that yields nothing (nil, so JSON null) for an optional
+// injected property the schema types as a string: the tool stage's
+// empty-value stripping would remove it and run the tool without the
+// property. The call fails instead; the tool never runs.
+func TestInjectedNullNeverStripped(t *testing.T) {
+	t.Parallel()
+	type NoteArgs struct {
+		Text   string `json:"text"`
+		Tenant string `json:"tenant,omitempty" toolguard:"inject"`
+	}
+	ran := 0
+	tool := agent.NewTool("note", "Writes a note.", func(context.Context, NoteArgs) (string, error) {
+		ran++
+		return "noted", nil
+	})
+	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("note", `{"text":"hi"}`)), fakemodel.Text("done"))
+	a := agent.New(model, []agent.Tool{tool},
+		agent.Inject("tenant", func(context.Context, *agent.ToolCall) (any, error) { return nil, nil }))
+	res, err := a.Run(context.Background(), "note hi")
+	if err != nil {
+		t.Fatalf("Run() error = %v", err)
+	}
+	if ran != 0 {
+		t.Fatalf("the tool ran without its injected tenant (steps %+v)", res.Steps)
+	}
+	var ie *agent.InjectError
+	if !errors.As(res.Steps[0].Err, &ie) || ie.Name != "tenant" {
+		t.Errorf("Step.Err = %v, want an *InjectError naming tenant", res.Steps[0].Err)
+	}
+}
