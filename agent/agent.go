@@ -299,11 +299,11 @@ func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption, s
 	// Hook (checkpoint.go, approval.go): a resumed run first finishes the
 	// turn it stopped in; s records the run's state as it goes.
 	defer func() { err = s.end(ctx, res, err) }()
-	first, over, err := a.resumeTurn(ctx, s, res)
+	reasks := 0 // re-asks for a structured answer (output.go)
+	first, over, err := a.resumeTurn(ctx, s, res, &reasks)
 	if err != nil || over {
 		return err
 	}
-	reasks := 0 // re-asks for a structured answer (output.go)
 	for turn := first; turn < a.maxIt; turn++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -325,7 +325,7 @@ func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption, s
 		// Hook (inject.go): forged values of responses a middleware discarded.
 		a.reportUnclaimed(ctx, calls)
 		if a.output != nil { // structured output (output.go)
-			if done, err := a.outputTurn(ctx, turn+1, res, resp, text, calls, &reasks); done {
+			if done, err := a.outputTurn(ctx, s, turn+1, res, resp, text, calls, &reasks); done {
 				return err
 			}
 			continue
