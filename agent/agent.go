@@ -124,11 +124,6 @@ func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 	a.addOutputTool(cfg.output) // structured output (output.go)
 	slices.Sort(a.names)
 	a.approval = newApproval(cfg.approval, a.tools) // panics on an approval naming no tool
-	if a.output != nil && a.approval != nil {
-		// The answer tool's turn is not yet recorded in an interrupt or a
-		// checkpoint: refuse the combination rather than lose the answer.
-		panic("agent: New: WithOutputSchema cannot be combined with WithApproval, WithApprovalFor or WithCheckpointer yet")
-	}
 	a.toolStage = chainTools(cfg.toolMiddlewares, a.execute)
 	a.installers = installers(cfg.middlewares)
 	a.callOpts = slices.Clone(cfg.callOptions) // WithCallOptions, then the tools
