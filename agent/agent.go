@@ -124,11 +124,6 @@ func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 	a.addOutputTool(cfg.output) // structured output (output.go)
 	slices.Sort(a.names)
 	a.approval = newApproval(cfg.approval, a.tools) // panics on an approval naming no tool
-	if a.output != nil && a.approval != nil {
-		// The answer tool's turn is not yet recorded in an interrupt or a
-		// checkpoint: refuse the combination rather than lose the answer.
-		panic("agent: New: WithOutputSchema cannot be combined with WithApproval, WithApprovalFor or WithCheckpointer yet")
-	}
 	a.toolStage = chainTools(cfg.toolMiddlewares, a.execute)
 	a.installers = installers(cfg.middlewares)
 	a.callOpts = slices.Clone(cfg.callOptions) // WithCallOptions, then the tools
@@ -299,11 +294,11 @@ func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption, s
 	// Hook (checkpoint.go, approval.go): a resumed run first finishes the
 	// turn it stopped in; s records the run's state as it goes.
 	defer func() { err = s.end(ctx, res, err) }()
-	first, over, err := a.resumeTurn(ctx, s, res)
+	reasks := 0 // re-asks for a structured answer (output.go)
+	first, over, err := a.resumeTurn(ctx, s, res, &reasks)
 	if err != nil || over {
 		return err
 	}
-	reasks := 0 // re-asks for a structured answer (output.go)
 	for turn := first; turn < a.maxIt; turn++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -325,7 +320,7 @@ func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption, s
 		// Hook (inject.go): forged values of responses a middleware discarded.
 		a.reportUnclaimed(ctx, calls)
 		if a.output != nil { // structured output (output.go)
-			if done, err := a.outputTurn(ctx, turn+1, res, resp, text, calls, &reasks); done {
+			if done, err := a.outputTurn(ctx, s, turn+1, res, resp, text, calls, &reasks); done {
 				return err
 			}
 			continue

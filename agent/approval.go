@@ -228,9 +228,12 @@ const defaultRejection = "A person reviewing this call rejected it; it did not r
 
 // runBatch runs a model turn's calls: all of them through runTools, unless
 // some wait for approval; then the others run and it returns their steps
-// with an *Interrupt.
+// with an *Interrupt. Calls of the answer tool ([WithOutputSchema]) never
+// run: their slots of the batch are left empty for settleOutput, and an
+// interrupt's state keeps them, unfinished, for Resume.
 func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result, text string, calls []llms.ToolCall) (batch, error) {
-	if !a.approval.gated() {
+	gated := a.approval.gated()
+	if !gated && a.firstAnswer(calls) < 0 {
 		return a.runTools(ctx, turn, res.Messages, calls)
 	}
 	var pending []PendingCall
@@ -239,6 +242,13 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 	var restAt []int
 	var unapproved map[*llms.FunctionCall]approvalGate
 	for i, c := range calls {
+		if a.isAnswer(c) {
+			continue
+		}
+		if !gated {
+			rest, restAt = append(rest, c), append(restAt, i)
+			continue
+		}
 		p, needs, err := a.pendingCall(ctx, c)
 		if needs && err == nil {
 			pending, pendingAt = append(pending, p), append(pendingAt, i)
@@ -255,7 +265,7 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 	if unapproved != nil {
 		ctx = context.WithValue(ctx, gateKey{}, unapproved)
 	}
-	if len(pending) == 0 {
+	if len(pending) == 0 && len(rest) == len(calls) {
 		return a.runTools(ctx, turn, res.Messages, calls)
 	}
 	// A value the model sent for an injected argument of a pending call
@@ -276,6 +286,9 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 	}
 	if err != nil {
 		return b, err
+	}
+	if len(pending) == 0 { // answer calls only were left out
+		return b.spread(restAt, len(calls)), nil
 	}
 	in := &Interrupt{ID: newInterruptID(), Thread: middleware.ThreadFrom(ctx)}
 	for i := range pending {
@@ -307,6 +320,20 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 	in.Pending = pending
 	in.Signature = a.approval.sign(in)
 	return batch{steps: b.steps}, in
+}
+
+// spread returns b, the batch of some of a turn's n calls (at: their
+// indexes in the turn), as a batch of the whole turn: the other calls'
+// slots are empty.
+func (b batch) spread(at []int, n int) batch {
+	out := batch{steps: make([]Step, n), answers: make([]string, n), direct: -1}
+	for j, i := range at {
+		out.steps[i], out.answers[i] = b.steps[j], b.answers[j]
+	}
+	if b.direct >= 0 {
+		out.direct = at[b.direct]
+	}
+	return out
 }
 
 // pendingCall reports whether c needs approval, and if so the pending

@@ -243,9 +243,13 @@ func (s *session) end(ctx context.Context, res *Result, err error) error {
 }
 
 // resumeTurn finishes the turn a resumed run stopped in and returns the
-// index of the next turn, and whether the run is over (a Direct result).
-// A run that is not resumed starts at turn 0.
-func (a *Agent) resumeTurn(ctx context.Context, s *session, res *Result) (first int, over bool, err error) {
+// index of the next turn, and whether the run is over (a Direct result, or
+// with an output schema, the turn's answer taken or the run ended without
+// one: err says which). A run that is not resumed starts at turn 0. The
+// turn's answer calls ([WithOutputSchema]) never ran: once its other calls
+// have finished, settleOutput decides on the answer as outputTurn does;
+// reasks counts the re-asks for it.
+func (a *Agent) resumeTurn(ctx context.Context, s *session, res *Result, reasks *int) (first int, over bool, err error) {
 	if s == nil || s.resume == nil {
 		return 0, false, nil
 	}
@@ -272,7 +276,7 @@ func (a *Agent) resumeTurn(ctx context.Context, s *session, res *Result) (first 
 	var at []int                    // their indexes in calls
 	approved := make(map[*llms.FunctionCall]approvalGate)
 	for i, c := range ot.Calls {
-		if have[i] {
+		if have[i] || a.isAnswer(c) { // an answer call is settleOutput's
 			continue
 		}
 		if args, ok := r.run[i]; ok {
@@ -308,6 +312,15 @@ func (a *Agent) resumeTurn(ctx context.Context, s *session, res *Result) (first 
 	}
 	if rb.direct >= 0 && (b.direct < 0 || at[rb.direct] < b.direct) {
 		b.direct = at[rb.direct]
+	}
+	if a.output != nil {
+		// The ledger of the turn's model call is gone: the answer is
+		// checked against the schema again.
+		answer, answerErr := a.checkFirstAnswer(ctx, calls)
+		if done, err := a.settleOutput(ctx, s, n, res, ot.Text, calls, b, answer, answerErr, reasks); done || err != nil {
+			return 0, true, err
+		}
+		return n, false, nil
 	}
 	if record(res, ot.Text, calls, b) {
 		return 0, true, nil

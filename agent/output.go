@@ -96,8 +96,11 @@ func (a *Agent) noOutput(err error) error {
 // outputTurn handles one model turn of a run with an output schema, in
 // place of the loop's handling: it records the turn in res and reports
 // whether the run is over, and with what error. reasks counts the run's
-// re-asks for the answer.
-func (a *Agent) outputTurn(ctx context.Context, turn int, res *Result, resp *llms.ContentResponse, text string, calls []llms.ToolCall, reasks *int) (bool, error) {
+// re-asks for the answer. The answer's siblings go through the loop's
+// path (s: the turn saved before they run, the approval gate, the batch
+// saved after), so a turn that pauses for approval, or is cut off, keeps
+// its answer call for [Agent.Resume] (resumeTurn), which settles it.
+func (a *Agent) outputTurn(ctx context.Context, s *session, turn int, res *Result, resp *llms.ContentResponse, text string, calls []llms.ToolCall, reasks *int) (bool, error) {
 	name := a.output.name
 	if len(calls) == 0 {
 		if err := middleware.StandInError(resp); err != nil {
@@ -108,54 +111,71 @@ func (a *Agent) outputTurn(ctx context.Context, turn int, res *Result, resp *llm
 			return true, fmt.Errorf("%w: the model answered in text instead of calling %s", ErrNoOutput, name)
 		}
 		res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeHuman, errfmt.AnswerInText(name)))
-		return false, nil
-	}
-
-	first := -1 // the answer considered
-	var others []llms.ToolCall
-	var otherAt []int
-	for i, c := range calls {
-		if c.FunctionCall != nil && c.FunctionCall.Name == name {
-			if first < 0 {
-				first = i
-			}
-			continue
-		}
-		others, otherAt = append(others, c), append(otherAt, i)
-	}
-	// The answer is checked before runTools forgets the ledger.
-	var answer []byte
-	var answerErr error
-	if first >= 0 {
-		answer, answerErr = a.checkAnswer(ctx, calls[first])
-	}
-
-	b := batch{steps: make([]Step, len(calls)), answers: make([]string, len(calls)), direct: -1}
-	if len(others) > 0 {
-		ob, err := a.runTools(ctx, turn, res.Messages, others)
-		for j, i := range otherAt {
-			calls[i] = others[j] // as runTools left them: without forged values
-		}
-		if err != nil {
-			res.Steps = append(res.Steps, ob.steps...)
+		// Hook (checkpoint.go): the re-ask is saved before the next model call.
+		if err := s.saveBatch(ctx, res, turn); err != nil {
 			return true, err
 		}
-		for j, i := range otherAt {
-			b.steps[i], b.answers[i] = ob.steps[j], ob.answers[j]
-		}
-		if ob.direct >= 0 {
-			b.direct = otherAt[ob.direct]
-		}
-	} else {
-		checkedLedger(ctx).Forget()
+		return false, nil
 	}
+	// The answer is checked before runBatch forgets the ledger.
+	answer, answerErr := a.checkFirstAnswer(ctx, calls)
+	// Hook (checkpoint.go): the turn is saved before its calls run.
+	if err := s.saveTurn(ctx, res, turn, text, a.withoutForged(calls)); err != nil {
+		return true, err
+	}
+	// Hook (approval.go): the siblings run, less those that wait for a
+	// person; the answer calls are left to settleOutput.
+	b, err := a.runBatch(ctx, s, turn, res, text, calls)
+	if err != nil {
+		res.Steps = append(res.Steps, b.steps...)
+		return true, err
+	}
+	return a.settleOutput(ctx, s, turn, res, text, calls, b, answer, answerErr, reasks)
+}
+
+// isAnswer reports whether c calls the run's answer tool.
+func (a *Agent) isAnswer(c llms.ToolCall) bool {
+	return a.output != nil && c.FunctionCall != nil && c.FunctionCall.Name == a.output.name
+}
+
+// firstAnswer returns the index of the first answer call of calls, the one
+// considered, or -1.
+func (a *Agent) firstAnswer(calls []llms.ToolCall) int {
+	for i, c := range calls {
+		if a.isAnswer(c) {
+			return i
+		}
+	}
+	return -1
+}
+
+// checkFirstAnswer returns checkAnswer's verdict on the first answer call
+// of calls; nil, nil when there is none.
+func (a *Agent) checkFirstAnswer(ctx context.Context, calls []llms.ToolCall) ([]byte, error) {
+	if first := a.firstAnswer(calls); first >= 0 {
+		return a.checkAnswer(ctx, calls[first])
+	}
+	return nil, nil
+}
+
+// settleOutput finishes an output turn whose siblings of the answer have
+// all finished (b holds their steps, at their indexes in calls; the answer
+// calls' slots are empty): it decides on the answer (answer, answerErr:
+// the first one's checkAnswer), records the turn in res and reports
+// whether the run is over, and with what error. A turn that goes on is
+// saved (s) before the next model call.
+func (a *Agent) settleOutput(ctx context.Context, s *session, turn int, res *Result, text string, calls []llms.ToolCall, b batch, answer []byte, answerErr error, reasks *int) (bool, error) {
+	name := a.output.name
+	first := a.firstAnswer(calls)
 	siblingsOK := true
-	for _, i := range otherAt {
-		siblingsOK = siblingsOK && b.steps[i].Err == nil
+	for i, c := range calls {
+		if !a.isAnswer(c) {
+			siblingsOK = siblingsOK && b.steps[i].Err == nil
+		}
 	}
 	accepted := false
 	for i, c := range calls {
-		if c.FunctionCall == nil || c.FunctionCall.Name != name {
+		if !a.isAnswer(c) {
 			continue
 		}
 		st := Step{CallID: c.ID, Tool: name, Arguments: c.FunctionCall.Arguments, ModelArguments: c.FunctionCall.Arguments, Turn: turn, Message: -1}
@@ -191,8 +211,12 @@ func (a *Agent) outputTurn(ctx context.Context, turn int, res *Result, resp *llm
 		if *reasks++; *reasks > maxOutputReasks {
 			return true, fmt.Errorf("%w: %w", ErrNoOutput, answerErr)
 		}
-		return false, nil
+		fallthrough
 	default:
+		// Hook (checkpoint.go): the batch is saved before the next model call.
+		if err := s.saveBatch(ctx, res, turn); err != nil {
+			return true, err
+		}
 		return false, nil
 	}
 	res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeAI, res.Output))

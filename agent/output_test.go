@@ -467,27 +467,6 @@ func TestOutputStreamsOnlyTheAcceptedAnswer(t *testing.T) {
 	}
 }
 
-// WithOutputSchema with approval or a checkpointer is refused loudly: the
-// answer tool's turn is not recorded in an interrupt or a checkpoint yet, so
-// a paused or resumed run could lose its answer.
-func TestOutputWithApprovalRefused(t *testing.T) {
-	t.Parallel()
-	tool := agent.NewTool("get_weather", "Weather.", func(context.Context, WeatherArgs) (string, error) { return "sunny", nil })
-	for name, opt := range map[string]agent.Option{
-		"approval":     agent.WithApprovalFor("get_weather"),
-		"checkpointer": agent.WithCheckpointer(new(agent.MemoryCheckpointer)),
-	} {
-		t.Run(name, func(t *testing.T) {
-			defer func() {
-				if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "WithOutputSchema") {
-					t.Errorf("New panicked with %v, want a message naming WithOutputSchema", p)
-				}
-			}()
-			agent.New(fakemodel.New(), []agent.Tool{tool}, agent.WithOutputSchema(validation.Typed[WeatherArgs]()), opt)
-		})
-	}
-}
-
 // A sub-agent run inside a tool of an agent with an output schema is a run
 // of its own: the parent's answer tool is not its, and its ToolCallLimit
 // counts its own tool of that name (which New allows without an output
