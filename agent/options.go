@@ -230,6 +230,12 @@ func Inject(name string, fn func(ctx context.Context, call *ToolCall) (any, erro
 // result ends the run only as a valid answer: its Content is validated
 // like one, and a Content that is not ends the run with [ErrNoOutput].
 //
+// With [WithApproval] or [WithCheckpointer], an answer waits for its
+// turn's other calls: a run that pauses for a person, or is cut off and
+// resumed, takes the answer only once those calls have succeeded (the
+// answer call itself never needs approval and is validated again on
+// Resume).
+//
 // ToolCallLimit does not count the answer's calls unless it limits
 // [OutputToolName] by name, so a run whose tools are used up can still
 // answer. [New] panics if a tool is sent under the name [OutputToolName]:
