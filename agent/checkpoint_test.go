@@ -68,12 +68,14 @@ func TestResumeAfterCrashMidBatch(t *testing.T) {
 	var b bank
 	ctx, cancel := context.WithCancel(middleware.WithThread(context.Background(), "mid"))
 	defer cancel()
-	started := make(chan struct{})
-	slow := agent.NewSchemaTool("wire_funds", "Wire.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
+	started, release := make(chan struct{}), make(chan struct{})
+	// The tool blocks until the run has returned, so the cut always comes
+	// before its result (returning on ctx.Done raced with the cut).
+	slow := agent.NewSchemaTool("wire_funds", "Wire.", nil, func(context.Context, map[string]any) (string, error) {
 		b.note("wire_funds", "{}")
 		close(started)
-		<-ctx.Done()
-		return "", ctx.Err()
+		<-release
+		return "", errors.New("wire service: connection lost")
 	})
 	model := fakemodel.New(
 		fakemodel.ToolCalls(fakemodel.Call("wire_funds", `{}`), fakemodel.Call("no_such_tool", `{}`)),
@@ -82,7 +84,9 @@ func TestResumeAfterCrashMidBatch(t *testing.T) {
 	cp := new(agent.MemoryCheckpointer)
 	tools := append(b.tools(), slow)
 	go func() { <-started; cancel() }()
-	if _, err := agent.New(model, tools, agent.WithCheckpointer(cp)).Run(ctx, "wire it"); !errors.Is(err, context.Canceled) {
+	_, err := agent.New(model, tools, agent.WithCheckpointer(cp)).Run(ctx, "wire it")
+	close(release)
+	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run() error = %v, want context.Canceled", err)
 	}
 	thread := middleware.WithThread(context.Background(), "mid")
