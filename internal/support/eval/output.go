@@ -7,7 +7,6 @@ import (
 	"io"
 	"runtime"
 	"strings"
-	"sync"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
@@ -88,26 +87,10 @@ func RunOutput(ctx context.Context, cases []Case, opts Options) (*OutputReport, 
 	for i, c := range configs {
 		r.Configs[i] = c.Name
 	}
-	var (
-		mu       sync.Mutex
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	next := make(chan int)
-	for range opts.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			local := make([]OutputStats, len(configs))
-			for i := range next {
-				if err := outputCase(ctx, cases[i], i, opts, configs, local); err != nil {
-					mu.Lock()
-					firstErr = cmpErr(firstErr, err)
-					mu.Unlock()
-				}
-			}
-			mu.Lock()
-			defer mu.Unlock()
+	err := fanOut(ctx, len(cases), opts.Workers,
+		func() []OutputStats { return make([]OutputStats, len(configs)) },
+		func(i int, local []OutputStats) error { return outputCase(ctx, cases[i], i, opts, configs, local) },
+		func(local []OutputStats) {
 			for j := range local {
 				s, l := &r.Stats[j], local[j]
 				s.Answers += l.Answers
@@ -116,20 +99,8 @@ func RunOutput(ctx context.Context, cases []Case, opts Options) (*OutputReport, 
 				s.NoReask += l.NoReask
 				s.Wrong += l.Wrong
 			}
-		}()
-	}
-	for i := range cases {
-		if ctx.Err() != nil {
-			break
-		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	if err := ctx.Err(); err != nil {
+		})
+	if err != nil {
 		return nil, err
 	}
 	return r, nil

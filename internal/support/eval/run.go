@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"sync"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/middleware"
@@ -133,26 +132,9 @@ func Run(ctx context.Context, cases []Case, opts Options) (*Report, error) {
 	total := newReport()
 	total.Cases = len(cases)
 
-	var (
-		mu       sync.Mutex
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	next := make(chan int)
-	for range opts.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			local := newReport()
-			for i := range next {
-				if err := runCase(ctx, cases[i], i, opts, mws, raw, local); err != nil {
-					mu.Lock()
-					firstErr = cmpErr(firstErr, err)
-					mu.Unlock()
-				}
-			}
-			mu.Lock()
-			defer mu.Unlock()
+	err := fanOut(ctx, len(cases), opts.Workers, newReport,
+		func(i int, local *Report) error { return runCase(ctx, cases[i], i, opts, mws, raw, local) },
+		func(local *Report) {
 			for i := range local.Kinds {
 				total.Kinds[i].Applicable += local.Kinds[i].Applicable
 				total.Kinds[i].Skipped += local.Kinds[i].Skipped
@@ -160,20 +142,8 @@ func Run(ctx context.Context, cases []Case, opts Options) (*Report, error) {
 					total.Kinds[i].ByConfig[j].add(&local.Kinds[i].ByConfig[j])
 				}
 			}
-		}()
-	}
-	for i := range cases {
-		if ctx.Err() != nil {
-			break
-		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	if err := ctx.Err(); err != nil {
+		})
+	if err != nil {
 		return nil, err
 	}
 	for i := range total.Kinds {
