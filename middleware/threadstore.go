@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"time"
 )
 
 // ThreadKey names one count of a [ThreadStore]: what Kind counts made in
@@ -57,10 +58,30 @@ type ThreadStore interface {
 	Reserve(ctx context.Context, key ThreadKey, n, limit int) (count int, ok bool, err error)
 	// Release subtracts n from the count of key (never below 0): calls it
 	// reserved did not leave the model node after all, because an outer
-	// limiter blocked them or a later middleware failed. Its ctx is never
-	// cancelled. An error is ignored: the count stays too high, which errs
+	// limiter blocked them or a later middleware failed. Its ctx is not
+	// the caller's: it is not cancelled when the caller's is, and its
+	// deadline is [ReleaseTimeout] after the release began, even when the
+	// caller's deadline has passed (a model call that failed at its
+	// deadline still releases its count). Release should return by that
+	// deadline. An error is ignored: the count stays too high, which errs
 	// on the side of blocking.
 	Release(ctx context.Context, key ThreadKey, n int) error
+}
+
+// ReleaseTimeout bounds how long a limiter waits for [ThreadStore.Release]
+// of calls that did not go out ([ModelCallLimit] after a failed model
+// call, [ToolCallLimit] after an outer limiter blocked the response): the
+// release runs on a context of its own, not cancelled with the caller's,
+// whose deadline is ReleaseTimeout after the release began. So a model
+// call returns at most ReleaseTimeout past its own deadline (or past its
+// failure), however long a store hangs; a store that cannot answer in
+// time leaves its count too high, which errs on the side of blocking.
+const ReleaseTimeout = 250 * time.Millisecond
+
+// releaseContext returns the context of a release made for the call of
+// ctx: ctx's values, no cancellation, a deadline ReleaseTimeout from now.
+func releaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 }
 
 // storeCounter adapts a [ThreadStore] to the counter interface.
