@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -54,10 +55,11 @@ return 1
 `)
 
 // Load implements agent.Checkpointer: the thread's state and version, nil
-// and 0 when it has none (never saved, or expired).
+// and 0 when it has none (never saved, or expired). It returns when ctx is
+// done, whatever the client's timeouts.
 func (c *Checkpointer) Load(ctx context.Context, thread string) ([]byte, int64, error) {
 	k := c.Key(thread)
-	vals, err := c.s.client.HMGet(ctx, k, "v", "s").Result()
+	vals, err := await(ctx, func() ([]any, error) { return c.s.client.HMGet(ctx, k, "v", "s").Result() })
 	if err != nil {
 		return nil, 0, fmt.Errorf("redisstore: load %q: %w", k, err)
 	}
@@ -73,10 +75,22 @@ func (c *Checkpointer) Load(ctx context.Context, thread string) ([]byte, int64, 
 	return []byte(state), v, nil
 }
 
-// Save implements agent.Checkpointer in one script run.
+// Save implements agent.Checkpointer in one script run. It returns when
+// ctx is done, whatever the client's timeouts; the error then wraps ctx's,
+// and the state may or may not have been saved: Load tells which (the
+// client sends no new copy after ctx is done, but one already sent may
+// still run).
 func (c *Checkpointer) Save(ctx context.Context, thread string, version int64, state []byte) (bool, error) {
 	k := c.Key(thread)
-	n, err := saveScript.Run(ctx, c.s.client, []string{k}, version, state, c.s.ttl.Milliseconds()).Int64()
+	if err := ctx.Err(); err != nil { // nothing sent
+		return false, fmt.Errorf("redisstore: save %q: %w", k, err)
+	}
+	if ctx.Done() != nil {
+		state = bytes.Clone(state) // the client may still send it after Save returns
+	}
+	n, err := await(ctx, func() (int64, error) {
+		return saveScript.Run(ctx, c.s.client, []string{k}, version, state, c.s.ttl.Milliseconds()).Int64()
+	})
 	if err != nil {
 		return false, fmt.Errorf("redisstore: save %q: %w", k, err)
 	}
