@@ -11,31 +11,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/agent/checkpointtest"
 	"github.com/toolguard/toolguard/internal/support/redisserver"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/middleware/redisstore"
+	"github.com/toolguard/toolguard/middleware/storetest"
 )
-
-// The stall of these tests: a redis-server frozen with SIGSTOP for
-// stallFor, longer than the client's ReadTimeout (stallReadTimeout), then
-// thawed with SIGCONT. A command sent while it is frozen times out in the
-// client, which sends it again (go-redis's default MaxRetries is 3); when
-// the server wakes it finds both copies in its sockets and runs both.
-const (
-	stallReadTimeout = 300 * time.Millisecond
-	stallFor         = 450 * time.Millisecond
-)
-
-// stallClient returns a client of addr that times out a read after
-// stallReadTimeout and otherwise keeps go-redis's defaults: MaxRetries 3,
-// its retry backoff, ContextTimeoutEnabled off.
-func stallClient(tb testing.TB, addr string) *redis.Client {
-	tb.Helper()
-	c := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: stallReadTimeout, WriteTimeout: stallReadTimeout})
-	tb.Cleanup(func() { _ = c.Close() })
-	return c
-}
 
 // stall freezes srv now and thaws it after d, in the background. The
 // returned channel is closed once it is thawed; the test's cleanup waits
@@ -56,7 +38,30 @@ func stall(tb testing.TB, srv *redisserver.Server, d time.Duration) <-chan struc
 	return thawed
 }
 
-// count reads key's count straight from the server.
+// storeStall and checkpointStall are the conformance kits' WithStall for
+// srv: SIGSTOP, then SIGCONT, across stallFor.
+func storeStall(srv *redisserver.Server) storetest.Option {
+	return storetest.WithStall(freezer(srv), stallFor)
+}
+
+func checkpointStall(srv *redisserver.Server) checkpointtest.Option {
+	return checkpointtest.WithStall(freezer(srv), stallFor)
+}
+
+func freezer(srv *redisserver.Server) func(t *testing.T) (thaw func()) {
+	return func(t *testing.T) func() {
+		if err := srv.Freeze(); err != nil {
+			t.Fatal(err)
+		}
+		return func() {
+			if err := srv.Thaw(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}
+
+// rawCount reads key's count straight from the server.
 func rawCount(tb testing.TB, client *redis.Client, store *redisstore.Store, key middleware.ThreadKey) int {
 	tb.Helper()
 	n, err := client.Get(context.Background(), store.Key(key)).Int()
