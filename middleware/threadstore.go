@@ -41,8 +41,13 @@ const (
 //
 // Implementations must be safe for concurrent use, and Reserve must be
 // atomic: two concurrent runs of one thread must not both pass a limit of 1.
-// Package storetest checks an implementation against this contract: call
-// storetest.Run from its tests.
+// Under faults, each Reserve and Release must take effect at most once,
+// however often the store's client sends it (a retry after a read timed
+// out on a stalled server), and return by ctx's deadline; a Reserve that
+// returned an error must leave nothing counted once the backend answers
+// again. Package storetest checks an implementation against this
+// contract: call storetest.Run from its tests, with storetest.WithStall
+// for a store with a backend that can stall.
 //
 // Stacked limiters that share a store count each call once: a limiter
 // recognises a store an inner one already counted a response in when the
