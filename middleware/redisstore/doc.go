@@ -67,12 +67,16 @@
 // own the client, and go-redis cannot turn them off per command); they
 // are what lets a call survive a lost connection.
 //
-// A Reserve that returns an error leaves no calls counted: the store
-// abandons the request in the background, by its id, so that calls it
-// added are taken back and a copy still on its way adds nothing. A
-// Release whose caller stops waiting goes on in the background, so the
-// calls are given back, once. The background work ends within a minute
-// if the server does not answer.
+// A Reserve that returns an error leaves no calls counted once the server
+// answers again: the store abandons the request in the background, by its
+// id, so that calls it added are taken back and a copy still on its way
+// adds nothing. A Release whose caller stops waiting, or that fails, goes
+// on in the background, so the calls are given back, once. Both are tried
+// again after a growing pause while they fail (go-redis itself does not
+// retry a new connection whose handshake timed out, as it does against a
+// frozen server), and given up after a minute or when the client is
+// closed; a reservation nobody could take back then stays counted, which
+// errs on the side of blocking, until the count's TTL.
 //
 // # Checkpoints
 //
