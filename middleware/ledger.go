@@ -87,7 +87,8 @@ func (c *limitCall) rollback(ctx context.Context, mark int) {
 	c.held = c.held[:mark]
 	c.mu.Unlock()
 
-	ctx = context.WithoutCancel(ctx)
+	ctx, cancel := releaseContext(ctx)
+	defer cancel()
 	for i := len(undo) - 1; i >= 0; i-- {
 		r := undo[i]
 		_ = r.c.release(ctx, r.key, r.n) // see ThreadStore.Release

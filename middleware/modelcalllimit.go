@@ -19,8 +19,9 @@ import (
 //
 // A call over a limit never reaches the model; it is reported in an
 // [EventLimit]. A call that fails with an error is not counted (its
-// reservation is released), so a transient failure retried by [ModelRetry]
-// does not burn the budget. Scopes work as for [ToolCallLimit]: the run
+// reservation is released, waiting at most [ReleaseTimeout] for the
+// store), so a transient failure retried by [ModelRetry] does not burn
+// the budget. Scopes work as for [ToolCallLimit]: the run
 // started with [WithRun], else the AI messages after the last human message
 // are the calls already made (so an unchanged langchaingo agents.Executor
 // works); the thread named with [WithThread], counted in the [ThreadStore]
@@ -65,7 +66,8 @@ func (l *modelCallLimit) WrapModelCall(next Handler) Handler {
 		sc := l.cfg.scopes(ctx, func() (int, int) { return countAIMessages(req.Messages) })
 		var held []modelReservation
 		release := func() {
-			rctx := context.WithoutCancel(ctx)
+			rctx, cancel := releaseContext(ctx)
+			defer cancel()
 			for _, r := range held {
 				_ = r.c.release(rctx, r.key, 1) // see ThreadStore.Release
 			}

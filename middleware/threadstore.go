@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"time"
 )
 
 // ThreadKey names one count of a [ThreadStore]: what Kind counts made in
@@ -40,8 +41,13 @@ const (
 //
 // Implementations must be safe for concurrent use, and Reserve must be
 // atomic: two concurrent runs of one thread must not both pass a limit of 1.
-// Package storetest checks an implementation against this contract: call
-// storetest.Run from its tests.
+// Under faults, each Reserve and Release must take effect at most once,
+// however often the store's client sends it (a retry after a read timed
+// out on a stalled server), and return by ctx's deadline; a Reserve that
+// returned an error must leave nothing counted once the backend answers
+// again. Package storetest checks an implementation against this
+// contract: call storetest.Run from its tests, with storetest.WithStall
+// for a store with a backend that can stall.
 //
 // Stacked limiters that share a store count each call once: a limiter
 // recognises a store an inner one already counted a response in when the
@@ -57,10 +63,30 @@ type ThreadStore interface {
 	Reserve(ctx context.Context, key ThreadKey, n, limit int) (count int, ok bool, err error)
 	// Release subtracts n from the count of key (never below 0): calls it
 	// reserved did not leave the model node after all, because an outer
-	// limiter blocked them or a later middleware failed. Its ctx is never
-	// cancelled. An error is ignored: the count stays too high, which errs
+	// limiter blocked them or a later middleware failed. Its ctx is not
+	// the caller's: it is not cancelled when the caller's is, and its
+	// deadline is [ReleaseTimeout] after the release began, even when the
+	// caller's deadline has passed (a model call that failed at its
+	// deadline still releases its count). Release should return by that
+	// deadline. An error is ignored: the count stays too high, which errs
 	// on the side of blocking.
 	Release(ctx context.Context, key ThreadKey, n int) error
+}
+
+// ReleaseTimeout bounds how long a limiter waits for [ThreadStore.Release]
+// of calls that did not go out ([ModelCallLimit] after a failed model
+// call, [ToolCallLimit] after an outer limiter blocked the response): the
+// release runs on a context of its own, not cancelled with the caller's,
+// whose deadline is ReleaseTimeout after the release began. So a model
+// call returns at most ReleaseTimeout past its own deadline (or past its
+// failure), however long a store hangs; a store that cannot answer in
+// time leaves its count too high, which errs on the side of blocking.
+const ReleaseTimeout = 250 * time.Millisecond
+
+// releaseContext returns the context of a release made for the call of
+// ctx: ctx's values, no cancellation, a deadline ReleaseTimeout from now.
+func releaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 }
 
 // storeCounter adapts a [ThreadStore] to the counter interface.

@@ -12,7 +12,9 @@
 // saves) and then the use an agent makes of it: a run cut off between a
 // tool batch and the next model call, and again while it waits for
 // approval, is finished by new Agent values on the same store, and each
-// tool runs exactly once.
+// tool runs exactly once. With [WithStall], it checks the store when its
+// backend stalls and wakes: a save retried by the client never reports a
+// conflict with itself, and every call returns by its caller's deadline.
 package checkpointtest
 
 import (
@@ -36,9 +38,15 @@ import (
 // Run runs the conformance tests against the stores newCheckpointer
 // returns: each subtest asks for a new, empty store (one that does not
 // share threads with another test's store). Subtests do not run in
-// parallel with each other.
-func Run(t *testing.T, newCheckpointer func(t *testing.T) agent.Checkpointer) {
+// parallel with each other. opts add checks ([WithStall]).
+func Run(t *testing.T, newCheckpointer func(t *testing.T) agent.Checkpointer, opts ...Option) {
 	t.Helper()
+	var cfg config
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
 	t.Run("Versions", func(t *testing.T) { testVersions(t, newCheckpointer(t)) })
 	t.Run("Threads", func(t *testing.T) { testThreads(t, newCheckpointer(t)) })
 	t.Run("Copies", func(t *testing.T) { testCopies(t, newCheckpointer(t)) })
@@ -47,6 +55,7 @@ func Run(t *testing.T, newCheckpointer func(t *testing.T) agent.Checkpointer) {
 		counts := ResumeAfterCrash(t, newCheckpointer(t))
 		t.Logf("calls run per tool across the crashes: %s", counts)
 	})
+	runStallChecks(t, cfg.stall, newCheckpointer)
 }
 
 func load(t *testing.T, cp agent.Checkpointer, thread string) ([]byte, int64) {

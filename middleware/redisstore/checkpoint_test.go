@@ -13,15 +13,16 @@ import (
 
 // The Checkpointer keeps the contract of agent.Checkpointer against a real
 // redis-server, and an agent's run cut off and resumed on it by new Agent
-// values runs each tool exactly once.
+// values runs each tool exactly once; on unix, the server also stalls with
+// SIGSTOP across stallFor, past the client's ReadTimeout.
 func TestCheckpointer(t *testing.T) {
 	srv := startRedis(t)
-	c := newClient(t, srv.Addr())
+	c := stallClient(t, srv.Addr())
 	n := 0
 	checkpointtest.Run(t, func(t *testing.T) agent.Checkpointer {
 		n++ // each subtest its own prefix: an empty store
 		return redisstore.NewCheckpointer(c, redisstore.WithPrefix(fmt.Sprintf("cp%d:", n)))
-	})
+	}, checkpointStall(srv))
 }
 
 // The crash-resume scenario on Redis, with the calls run per tool in the

@@ -12,10 +12,11 @@ import (
 	"github.com/toolguard/toolguard/middleware/redisstore"
 )
 
-// TestCluster runs the store through a redis.ClusterClient against a
-// one-node Redis Cluster that serves every slot: Redis refuses a script
-// whose keys span slots even on one node, and every key of a thread hashes
-// to one slot (CLUSTER KEYSLOT, computed by the server).
+// TestCluster runs the store and the checkpointer through a
+// redis.ClusterClient against a one-node Redis Cluster that serves every
+// slot: Redis refuses a script whose keys span slots even on one node (a
+// count or a checkpoint and its request's record), and every key of a
+// thread hashes to one slot (CLUSTER KEYSLOT, computed by the server).
 func TestCluster(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -35,6 +36,7 @@ func TestCluster(t *testing.T) {
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr()}, DialTimeout: time.Second, ReadTimeout: time.Second})
 	t.Cleanup(func() { _ = cc.Close() })
 	s := redisstore.New(cc)
+	cp := redisstore.NewCheckpointer(cc)
 
 	for _, thread := range []string{"chat-42", "a}b{c", "{x}", ""} {
 		keys := []middleware.ThreadKey{
@@ -56,9 +58,20 @@ func TestCluster(t *testing.T) {
 			if _, ok, _ := s.Reserve(ctx, k, 1, 1); ok {
 				t.Errorf("cluster Reserve(%+v) passed a full limit", k)
 			}
+			if err := s.Release(ctx, k, 1); err != nil {
+				t.Errorf("cluster Release(%+v) = %v", k, err)
+			}
+		}
+		// A save's compare-and-set and its request's record share the
+		// thread's slot too.
+		if ok, err := cp.Save(ctx, thread, 0, []byte("state")); !ok || err != nil {
+			t.Errorf("cluster Save(%q, 0) = %v, %v; want true, nil", thread, ok, err)
+		}
+		if state, v, err := cp.Load(ctx, thread); string(state) != "state" || v != 1 || err != nil {
+			t.Errorf("cluster Load(%q) = %q, %d, %v; want \"state\", 1, nil", thread, state, v, err)
 		}
 		for _, slot := range slots[1:] {
-			if thread != "" && slot != slots[0] {
+			if slot != slots[0] {
 				t.Errorf("thread %q: keys in slots %v, want one slot", thread, slots)
 				break
 			}

@@ -13,11 +13,13 @@ import (
 
 // TestConformance runs the ThreadStore conformance kit on the Redis store,
 // against a real redis-server, each check under a key prefix of its own;
-// the unreachable store's client points at a closed loopback port.
+// the unreachable store's client points at a closed loopback port, and the
+// server stalls (on unix) with SIGSTOP across stallFor, past the client's
+// ReadTimeout.
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	srv := startRedis(t)
-	client := newClient(t, srv.Addr())
+	client := stallClient(t, srv.Addr())
 	storetest.Run(t, func(t *testing.T) middleware.ThreadStore {
 		return redisstore.New(client, redisstore.WithPrefix(t.Name()+":"))
 	}, storetest.WithUnreachable(func(t *testing.T) middleware.ThreadStore {
@@ -30,5 +32,5 @@ func TestConformance(t *testing.T) {
 		c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: -1})
 		t.Cleanup(func() { _ = c.Close() })
 		return redisstore.New(c)
-	}))
+	}), storeStall(srv))
 }

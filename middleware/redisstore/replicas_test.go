@@ -153,12 +153,25 @@ func TestModelAndToolLimitsOnOneStore(t *testing.T) {
 	if m.seen() != 5 {
 		t.Errorf("the model saw %d requests, want 5", m.seen())
 	}
-	// SCAN the whole keyspace: only the store's keys, each under the prefix,
-	// with the counts above.
+	// SCAN the whole keyspace: only the store's keys, each under the prefix:
+	// the counts above, and the records of the requests that made them,
+	// which expire within ReplayWindow.
 	counts := map[string]string{}
+	records := 0
 	iter := c.Scan(ctx, 0, "*", 100).Iterator()
 	for iter.Next(ctx) {
-		counts[iter.Val()] = c.Get(ctx, iter.Val()).Val()
+		k := iter.Val()
+		if strings.Contains(k, "}:req:") {
+			records++
+			if ttl := c.PTTL(ctx, k).Val(); ttl <= 0 || ttl > redisstore.ReplayWindow {
+				t.Errorf("request record %s expires in %v, want within ReplayWindow (%v)", k, ttl, redisstore.ReplayWindow)
+			}
+			continue
+		}
+		counts[k] = c.Get(ctx, k).Val()
+	}
+	if records == 0 {
+		t.Error("no request records in Redis, want one per reservation")
 	}
 	if err := iter.Err(); err != nil {
 		t.Fatal(err)

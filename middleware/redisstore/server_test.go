@@ -87,3 +87,23 @@ func (m *searchModel) Call(ctx context.Context, prompt string, opts ...llms.Call
 func (m *searchModel) seen() int { return len(m.requests) }
 
 var question = []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "search")}
+
+// The stall of these tests: a redis-server frozen with SIGSTOP for
+// stallFor, longer than the client's ReadTimeout (stallReadTimeout), then
+// thawed with SIGCONT. A command sent while it is frozen times out in the
+// client, which sends it again (go-redis's default MaxRetries is 3); when
+// the server wakes it finds both copies in its sockets and runs both.
+const (
+	stallReadTimeout = 300 * time.Millisecond
+	stallFor         = 450 * time.Millisecond
+)
+
+// stallClient returns a client of addr that times out a read after
+// stallReadTimeout and otherwise keeps go-redis's defaults: MaxRetries 3,
+// its retry backoff, ContextTimeoutEnabled off.
+func stallClient(tb testing.TB, addr string) *redis.Client {
+	tb.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: stallReadTimeout, WriteTimeout: stallReadTimeout})
+	tb.Cleanup(func() { _ = c.Close() })
+	return c
+}

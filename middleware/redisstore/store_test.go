@@ -28,6 +28,8 @@ func TestKeyLayout(t *testing.T) {
 		{middleware.ThreadKey{Thread: "100%"}, "toolguard:{100%25}:tool:"},
 		{middleware.ThreadKey{Thread: "t", Tool: "a:b}"}, "toolguard:{t}:tool:a:b}"},
 		{middleware.ThreadKey{Thread: "t", Kind: "tool"}, "toolguard:{t}:xtool:"},
+		{middleware.ThreadKey{Thread: ""}, "toolguard:{%}:tool:"}, // {} would be no hash tag
+		{middleware.ThreadKey{Thread: "%"}, "toolguard:{%25}:tool:"},
 	} {
 		if got := s.Key(tc.key); got != tc.want {
 			t.Errorf("Key(%+v) = %q, want %q", tc.key, got, tc.want)

@@ -17,8 +17,15 @@
 // Release never takes a count below 0, and releasing a key never reserved
 // is no error; keys that differ in thread, tool or kind never share a
 // count, even when their parts contain the separators a store might join
-// them with; and, with [WithUnreachable], a store that cannot reach its
-// backend reports errors rather than counts.
+// them with; with [WithUnreachable], a store that cannot reach its
+// backend reports errors rather than counts; and, with [WithStall], a
+// store whose backend stalls and wakes runs each command once and returns
+// by its caller's deadline:
+//
+//	storetest.WithStall(func(t *testing.T) (thaw func()) {
+//		srv.Freeze() // SIGSTOP
+//		return func() { srv.Thaw() }
+//	}, 450*time.Millisecond) // the client's ReadTimeout is 300 ms
 package storetest
 
 import (
@@ -35,6 +42,7 @@ type Option func(*config)
 
 type config struct {
 	unreachable func(t *testing.T) middleware.ThreadStore
+	stall       *stall // nil: no WithStall
 }
 
 // WithUnreachable gives [Run] a way to make a store whose backend cannot be
@@ -47,7 +55,8 @@ func WithUnreachable(newStore func(t *testing.T) middleware.ThreadStore) Option 
 }
 
 // Run checks the stores newStore returns against the [middleware.ThreadStore]
-// contract, each check a subtest (run in parallel) with a store of its own.
+// contract, each check a subtest with a store of its own: in parallel,
+// except [WithStall]'s, which run one at a time before the others start.
 // newStore must return an empty store, or one whose keys start empty (a
 // prefix of the test's name, say); it may call t.Cleanup. A failure names
 // the key, the call and what the contract wants.
@@ -82,6 +91,9 @@ func Run(t *testing.T, newStore func(t *testing.T) middleware.ThreadStore, opts 
 		t.Parallel()
 		errorsSurfaced(t, cfg.unreachable(t))
 	})
+	// The parallel checks above wait for Run's caller to return; these run
+	// now, alone on the backend they stall.
+	runStallChecks(t, cfg.stall, newStore)
 }
 
 // maxLimit reads a count with Reserve(key, 0, maxLimit), which never adds.
