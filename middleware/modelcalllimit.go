@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/internal/answertool"
 )
 
 // ModelCallLimit returns a middleware that caps the model calls passing
@@ -62,7 +63,7 @@ type modelReservation struct {
 func (l *modelCallLimit) WrapModelCall(next Handler) Handler {
 	return func(ctx context.Context, req *Request) (*llms.ContentResponse, error) {
 		l.wiring.checkThread(ctx, modelLimitName, &l.cfg)
-		sc := l.cfg.scopes(ctx, func() (int, int) { return countAIMessages(req.Messages) })
+		sc := l.cfg.scopes(ctx, func() (int, int) { return countAIMessages(req.Messages, answertool.Name(ctx)) })
 		var held []modelReservation
 		release := func() {
 			rctx := context.WithoutCancel(ctx)
@@ -99,12 +100,15 @@ func (l *modelCallLimit) WrapModelCall(next Handler) Handler {
 }
 
 // countAIMessages counts the AI messages of msgs: after the last human
-// message (the run's model calls), and in all (the thread's).
-func countAIMessages(msgs []llms.MessageContent) (run, thread int) {
+// message the run did not add itself (see [addedByRun]; answerTool is the
+// run's answer tool), the run's model calls, and in all, the thread's.
+func countAIMessages(msgs []llms.MessageContent, answerTool string) (run, thread int) {
 	for _, m := range msgs {
 		switch m.Role {
 		case llms.ChatMessageTypeHuman:
-			run = 0
+			if !addedByRun(m, answerTool) {
+				run = 0
+			}
 		case llms.ChatMessageTypeAI:
 			run++
 			thread++

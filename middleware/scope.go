@@ -3,6 +3,10 @@ package middleware
 import (
 	"context"
 	"sync"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/internal/modeltext"
 )
 
 // runKey and threadKey are the context keys of [WithRun] and [WithThread].
@@ -18,9 +22,12 @@ type (
 //
 // Without a run in the context, ToolCallLimit reads the run from the
 // transcript instead: the tool calls in AI messages after the last human
-// message. That is what an agent loop that resends its whole transcript on
-// each model call (langchaingo's agents.Executor) needs; an agent loop that
-// trims or summarises its transcript should call WithRun.
+// message (one the run added itself, as the note [ToolCallMessages] adds
+// on calls without a function or an agent's re-ask for its structured
+// answer, does not start a run). That is what an agent loop that resends
+// its whole transcript on each model call (langchaingo's agents.Executor)
+// needs; an agent loop that trims or summarises its transcript should call
+// WithRun.
 //
 // A WithRun inside a run (a sub-agent used as a tool, say) starts a run of
 // its own: the sub-agent's calls do not count against its parent's run. The
@@ -103,4 +110,28 @@ func (r *runScope) release(_ context.Context, key ThreadKey, n int) error {
 func (r *runScope) same(c counter) bool {
 	o, ok := c.(*runScope)
 	return ok && o == r
+}
+
+// addedByRun reports whether m, a human message, is one a run adds to its
+// own transcript — the note on tool calls without a function
+// ([ToolCallMessages]), an agent's re-ask for its structured answer
+// ([errfmt.AnswerInText] of answerTool) — so that a limiter reading the
+// run from the transcript does not take it for the start of a new run.
+func addedByRun(m llms.MessageContent, answerTool string) bool {
+	if len(m.Parts) != 1 {
+		return false
+	}
+	var text string
+	switch p := m.Parts[0].(type) {
+	case llms.TextContent:
+		text = p.Text
+	case *llms.TextContent:
+		if p == nil {
+			return false
+		}
+		text = p.Text
+	default:
+		return false
+	}
+	return modeltext.IsNoFunctionCalls(text) || (answerTool != "" && text == errfmt.AnswerInText(answerTool))
 }
