@@ -22,11 +22,15 @@ import (
 // [EventLimit]. A call that fails with an error is not counted (its
 // reservation is released), so a transient failure retried by [ModelRetry]
 // does not burn the budget. Scopes work as for [ToolCallLimit]: the run
-// started with [WithRun], else the AI messages after the last human message
-// are the calls already made (so an unchanged langchaingo agents.Executor
-// works); the thread named with [WithThread], counted in the [ThreadStore]
-// ([WithThreadStore], shareable with ToolCallLimit: model call counts have
-// keys of their own, Kind [CountModelCalls]), else every AI message.
+// started with [WithRun] (or continued with [WithResumedRun], which says
+// how many model calls it made before), else the AI messages after the
+// last human message are the calls already made (so an unchanged
+// langchaingo agents.Executor works); the thread named with [WithThread],
+// counted in the [ThreadStore] ([WithThreadStore], shareable with
+// ToolCallLimit: model call counts have keys of their own, Kind
+// [CountModelCalls]), else every AI message. A transcript is an upper
+// bound: a response with several tool calls recorded as an AI message per
+// call (the layout of [ToolCallMessages]) counts as that many model calls.
 //
 // Placement decides what counts. Outermost (see [Chain]), it counts agent
 // steps: one per call of the wrapped model. Inside [ToolArgValidation] or

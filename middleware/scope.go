@@ -50,6 +50,23 @@ func WithRunFromTranscript(ctx context.Context) context.Context {
 	return context.WithValue(ctx, limitCallKey{}, (*limitCall)(nil))
 }
 
+// WithResumedRun returns a copy of ctx that continues a run paused
+// earlier (an agent's run resumed after a pause for approval) in a new run
+// scope whose counts start where the run left off: each [ModelCallLimit]'s
+// at modelCalls, the model calls the run made before the pause (one per
+// response, however many tool calls it held: a transcript cannot tell, as
+// it records each parallel call as an AI message of its own); each
+// [ToolCallLimit]'s at the calls it covers in the transcript of the first
+// model call it sees, read as without [WithRun]. From there on the scope
+// counts as WithRun's does. A negative modelCalls counts as 0. A
+// ModelCallLimit placed inside ToolArgValidation or ModelRetry, which
+// counts requests, starts at modelCalls too: the re-asks and retries
+// before the pause are not known.
+func WithResumedRun(ctx context.Context, modelCalls int) context.Context {
+	ctx = context.WithValue(ctx, runKey{}, &runScope{resumed: true, modelCalls: max(modelCalls, 0)})
+	return context.WithValue(ctx, limitCallKey{}, (*limitCall)(nil))
+}
+
 // WithThread returns a copy of ctx that names the conversation thread id
 // (a chat session, say) the calls made with it belong to. [ToolCallLimit]
 // and [ModelCallLimit] count their thread limit ([WithThreadLimit]) per
@@ -82,6 +99,32 @@ func ThreadFrom(ctx context.Context) string {
 type runScope struct {
 	mu     sync.Mutex
 	counts map[ThreadKey]int
+	// A resumed run ([WithResumedRun]) starts each key's count at what the
+	// run made before its pause, once: started lists the keys done.
+	resumed    bool
+	modelCalls int
+	started    map[ThreadKey]bool
+}
+
+// start adds to the count of key, the first time a resumed run sees it,
+// the calls the run made before its pause: made(), called under r's lock.
+func (r *runScope) start(key ThreadKey, made func() int) {
+	if !r.resumed {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started[key] {
+		return
+	}
+	if r.started == nil {
+		r.started = make(map[ThreadKey]bool)
+	}
+	if r.counts == nil {
+		r.counts = make(map[ThreadKey]int)
+	}
+	r.started[key] = true
+	r.counts[key] += made()
 }
 
 func (r *runScope) reserve(_ context.Context, key ThreadKey, n, limit int) (int, bool, error) {
