@@ -39,17 +39,6 @@ func WithRun(ctx context.Context) context.Context {
 	return context.WithValue(ctx, limitCallKey{}, (*limitCall)(nil))
 }
 
-// WithRunFromTranscript returns a copy of ctx in which [ToolCallLimit] and
-// [ModelCallLimit] count the run from the transcript, as without [WithRun]
-// (the calls in AI messages after the last human message), even when ctx
-// carries a run. An agent loop that continues a run in a new call (one
-// resumed after a pause for approval) uses it so that the calls the run
-// made before the pause count against its run limits.
-func WithRunFromTranscript(ctx context.Context) context.Context {
-	ctx = context.WithValue(ctx, runKey{}, (*runScope)(nil))
-	return context.WithValue(ctx, limitCallKey{}, (*limitCall)(nil))
-}
-
 // WithResumedRun returns a copy of ctx that continues a run paused
 // earlier (an agent's run resumed after a pause for approval) in a new run
 // scope whose counts start where the run left off: each [ModelCallLimit]'s
