@@ -42,6 +42,7 @@ func (tc resumeLimitCase) run(t *testing.T) {
 			_, err := a.Run(ctx, "pay alice")
 			in := interruptOf(t, err)
 			_, err = a.Resume(ctx, viaJSON(t, in), decide(in.Pending[0], agent.Accept, ""))
+			t.Logf("Resume() error = %v", err)
 			var le *middleware.LimitExceededError
 			if !errors.As(err, &le) || le.Scope != middleware.ScopeRun || le.Count != tc.count {
 				t.Errorf("Resume() error = %v, want the run limit exceeded with %d calls made", err, tc.count)
