@@ -552,8 +552,9 @@ type runArgs struct {
 // message; a response is the call's result and the tool never runs. Calls
 // of the turn that finished before the pause never run again. The resumed
 // run is the same run for [middleware.ToolCallLimit] and
-// [middleware.ModelCallLimit]: their run limits count, from its transcript,
-// the calls it made before the pause ([middleware.WithRunFromTranscript]).
+// [middleware.ModelCallLimit]: their run limits count the calls it made
+// before the pause, a model call per model turn and the tool calls of its
+// transcript ([middleware.WithResumedRun]).
 //
 // An interrupt can be resumed once. With a [Checkpointer] and a thread,
 // the state is the thread's (the interrupt need only be the thread's
@@ -672,8 +673,12 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 	}
 	ctx, calls := a.runContext(ctx)
 	// The run goes on: its limits count the calls it made before the pause,
-	// which are in its transcript.
-	ctx = middleware.WithRunFromTranscript(ctx)
+	// a model call per turn (its open turn's included).
+	made := st.Turns
+	if st.Turn != nil {
+		made = st.Turn.Number
+	}
+	ctx = middleware.WithResumedRun(ctx, made)
 	s.resume = &resumeFrom{state: st, run: run}
 	res := &Result{Messages: slices.Clone(st.Messages)}
 	err = a.loop(ctx, res, a.callOpts, s)

@@ -12,11 +12,18 @@ type scopes struct {
 
 // scopes returns the counters of ctx's run and thread; transcript counts
 // the run and the thread in the transcript, and is called only when one of
-// them has no counter.
+// them has no counter, or a resumed run's count starts from it.
 func (c *limitConfig) scopes(ctx context.Context, transcript func() (run, thread int)) scopes {
 	var sc scopes
 	if r := runFrom(ctx); r != nil {
 		sc.run = r
+		r.start(c.runKey(), func() int {
+			if c.kind == CountModelCalls {
+				return r.modelCalls
+			}
+			run, _ := transcript()
+			return run
+		})
 	}
 	if id := threadFrom(ctx); id != "" {
 		sc.thread = storeCounter{c.store}
@@ -60,7 +67,7 @@ func (c *limitConfig) admit(ctx context.Context, who string, sc scopes, n int, r
 		}
 		return nil
 	}
-	key := ThreadKey{Thread: c.runOwner, Tool: c.tool, Kind: c.kind}
+	key := c.runKey()
 	if err := check(ScopeRun, c.run, sc.transcriptRun, sc.run, key); err != nil {
 		return nil, err
 	}
@@ -69,4 +76,9 @@ func (c *limitConfig) admit(ctx context.Context, who string, sc scopes, n int, r
 		return nil, err
 	}
 	return worst, nil
+}
+
+// runKey is the key of the limiter's count in a run scope.
+func (c *limitConfig) runKey() ThreadKey {
+	return ThreadKey{Thread: c.runOwner, Tool: c.tool, Kind: c.kind}
 }

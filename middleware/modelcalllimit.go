@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/internal/answertool"
 )
 
 // ModelCallLimit returns a middleware that caps the model calls passing
@@ -22,11 +23,15 @@ import (
 // reservation is released, waiting at most [ReleaseTimeout] for the
 // store), so a transient failure retried by [ModelRetry] does not burn
 // the budget. Scopes work as for [ToolCallLimit]: the run
-// started with [WithRun], else the AI messages after the last human message
-// are the calls already made (so an unchanged langchaingo agents.Executor
-// works); the thread named with [WithThread], counted in the [ThreadStore]
-// ([WithThreadStore], shareable with ToolCallLimit: model call counts have
-// keys of their own, Kind [CountModelCalls]), else every AI message.
+// started with [WithRun] (or continued with [WithResumedRun], which says
+// how many model calls it made before), else the AI messages after the
+// last human message are the calls already made (so an unchanged
+// langchaingo agents.Executor works); the thread named with [WithThread],
+// counted in the [ThreadStore] ([WithThreadStore], shareable with
+// ToolCallLimit: model call counts have keys of their own, Kind
+// [CountModelCalls]), else every AI message. A transcript is an upper
+// bound: a response with several tool calls recorded as an AI message per
+// call (the layout of [ToolCallMessages]) counts as that many model calls.
 //
 // Placement decides what counts. Outermost (see [Chain]), it counts agent
 // steps: one per call of the wrapped model. Inside [ToolArgValidation] or
@@ -63,7 +68,7 @@ type modelReservation struct {
 func (l *modelCallLimit) WrapModelCall(next Handler) Handler {
 	return func(ctx context.Context, req *Request) (*llms.ContentResponse, error) {
 		l.wiring.checkThread(ctx, modelLimitName, &l.cfg)
-		sc := l.cfg.scopes(ctx, func() (int, int) { return countAIMessages(req.Messages) })
+		sc := l.cfg.scopes(ctx, func() (int, int) { return countAIMessages(req.Messages, answertool.Name(ctx)) })
 		var held []modelReservation
 		release := func() {
 			rctx, cancel := releaseContext(ctx)
@@ -101,12 +106,15 @@ func (l *modelCallLimit) WrapModelCall(next Handler) Handler {
 }
 
 // countAIMessages counts the AI messages of msgs: after the last human
-// message (the run's model calls), and in all (the thread's).
-func countAIMessages(msgs []llms.MessageContent) (run, thread int) {
+// message the run did not add itself (see [addedByRun]; answerTool is the
+// run's answer tool), the run's model calls, and in all, the thread's.
+func countAIMessages(msgs []llms.MessageContent, answerTool string) (run, thread int) {
 	for _, m := range msgs {
 		switch m.Role {
 		case llms.ChatMessageTypeHuman:
-			run = 0
+			if !addedByRun(m, answerTool) {
+				run = 0
+			}
 		case llms.ChatMessageTypeAI:
 			run++
 			thread++

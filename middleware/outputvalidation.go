@@ -54,12 +54,25 @@ const outputName = "OutputValidation"
 // default the coercions ToolArgValidation makes ("3" for a number, "true"
 // for a boolean; [repair.Coercions]); with repair.Default() a Markdown code
 // fence or prose around the object is removed too. An empty answer is
-// invalid. A cleaned answer is written back into the response (the first
-// choice with text holds it; the others' text is cleared). While the
-// answer is invalid the model is asked again, up to [WithMaxRetries] times
-// (default 2), with the original messages, its rejected answer as an AI
-// message and the violations as a human message ([errfmt.Answer], or
-// [WithFeedback]'s text); not cumulative, as in ToolArgValidation. Then it
+// invalid.
+//
+// What is checked is what the caller reads: every choice of the response
+// that has text is an answer on its own, and all must be valid —
+// Choices[0] is what llms.GenerateFromSinglePrompt, chains and
+// langchaingo's agents return, and a caller that asked for several
+// choices (llms.WithN) reads each. Choices are never joined: a blank
+// choice beside the answer, or an answer split across choices (Anthropic's
+// provider gives one choice per content block), is invalid, and the
+// feedback says the parts are read one by one. Each cleaned answer is
+// written back into its choice, and when Choices[0] has no text (a
+// thinking block first) the first answer is moved there: what Choices[0],
+// [ResponseText] and the stream show was checked.
+//
+// While the answer is invalid the model is asked again, up to
+// [WithMaxRetries] times (default 2), with the original messages, the
+// rejected response's text (its choices' joined) as an AI message and the
+// violations as a human message ([errfmt.Answer], or [WithFeedback]'s
+// text); not cumulative, as in ToolArgValidation. Then it
 // fails closed with an *[InvalidOutputError]: a structured answer is never
 // handed on unchecked ([WithFailClosed] changes nothing). A response with
 // tool calls is not an answer and passes untouched.
@@ -73,10 +86,10 @@ const outputName = "OutputValidation"
 //
 // Streaming: each attempt's text chunks are held, not shown, so a rejected
 // answer never reaches the caller's streaming function; once an answer is
-// accepted, its (cleaned) text is streamed as one chunk. A response with
-// tool calls releases its held chunks unchanged, in order. Reasoning
-// chunks reach the caller at once. [EventReask] is reported before each
-// re-ask, as ToolArgValidation reports it.
+// accepted, the (cleaned) answer in Choices[0] is streamed as one chunk.
+// A response with tool calls releases its held chunks unchanged, in
+// order. Reasoning chunks reach the caller at once. [EventReask] is
+// reported before each re-ask, as ToolArgValidation reports it.
 //
 // Of the [ValidationOption]s it uses WithMaxRetries, WithStripEmpty,
 // WithDefaultDraft, WithRepair, WithFeedback and WithEventHandler. Events:
@@ -130,8 +143,8 @@ func (m *outputValidation) WrapModelCall(next Handler) Handler {
 			if se := StandInError(resp); se != nil {
 				return nil, fmt.Errorf("%w: %w", ErrNoOutput, se)
 			}
-			text := ResponseText(resp)
-			verr := m.check(ctx, resp, text, attempt)
+			text := ResponseText(resp) // the model's turn, replayed on a re-ask
+			verr := m.check(ctx, resp, attempt)
 			if verr == nil {
 				return hold.answer(ctx, resp)
 			}
@@ -156,30 +169,81 @@ func (m *outputValidation) WrapModelCall(next Handler) Handler {
 	}
 }
 
-// check validates the answer text of resp and writes a cleaned answer back
-// into resp. It returns the violations, or nil.
-func (m *outputValidation) check(ctx context.Context, resp *llms.ContentResponse, text string, attempt int) *validation.Error {
-	if strings.TrimSpace(text) == "" {
-		return &validation.Error{Violations: []validation.Violation{{Keyword: "json", Message: "the answer is empty; " + errfmt.AnswerNotJSON}}}
-	}
-	res := toolargs.Check(m.schema, []byte(text), toolargs.Options{Strip: m.cfg.strip, Repair: m.cfg.repair})
-	if res.Err != nil {
-		return m.violations(res.Err)
-	}
-	if len(res.Repairs) > 0 {
-		names := make([]string, len(res.Repairs))
-		for i, r := range res.Repairs {
-			names[i] = r.String()
+// check validates every choice of resp that has text — each is an answer
+// some caller reads: Choices[0] by llms.GenerateFromSinglePrompt, chains
+// and langchaingo's agents, each of them by a caller that asked for
+// several (llms.WithN) — and, when all are valid, writes the cleaned
+// answers back (see [moveAnswerFirst]). It returns the violations of the first
+// invalid one, or nil.
+func (m *outputValidation) check(ctx context.Context, resp *llms.ContentResponse, attempt int) *validation.Error {
+	var answers []*llms.ContentChoice
+	for _, c := range resp.Choices {
+		if c != nil && c.Content != "" {
+			answers = append(answers, c)
 		}
-		m.emit(ctx, Event{Kind: EventRepaired, Attempt: attempt, Paths: names})
 	}
-	if len(res.Stripped) > 0 {
-		m.emit(ctx, Event{Kind: EventStripped, Attempt: attempt, Paths: res.Stripped})
+	if len(answers) == 0 {
+		return emptyAnswer()
 	}
-	if res.Changed {
-		setAnswer(resp, string(res.Args))
+	results := make([]toolargs.Result, len(answers))
+	for i, c := range answers {
+		if strings.TrimSpace(c.Content) == "" {
+			return severalParts(emptyAnswer(), len(answers))
+		}
+		results[i] = toolargs.Check(m.schema, []byte(c.Content), toolargs.Options{Strip: m.cfg.strip, Repair: m.cfg.repair})
+		if results[i].Err != nil {
+			return severalParts(m.violations(results[i].Err), len(answers))
+		}
 	}
+	for i, res := range results {
+		if len(res.Repairs) > 0 {
+			names := make([]string, len(res.Repairs))
+			for j, r := range res.Repairs {
+				names[j] = r.String()
+			}
+			m.emit(ctx, Event{Kind: EventRepaired, Attempt: attempt, Paths: names})
+		}
+		if len(res.Stripped) > 0 {
+			m.emit(ctx, Event{Kind: EventStripped, Attempt: attempt, Paths: res.Stripped})
+		}
+		if res.Changed {
+			answers[i].Content = string(res.Args)
+		}
+	}
+	moveAnswerFirst(resp, answers[0])
 	return nil
+}
+
+// emptyAnswer is the violation of an answer without text.
+func emptyAnswer() *validation.Error {
+	return &validation.Error{Violations: []validation.Violation{{Keyword: "json", Message: "the answer is empty; " + errfmt.AnswerNotJSON}}}
+}
+
+// severalParts adds to verr, the violations of one of the n choices that
+// had text, that each of them is read as a whole answer.
+func severalParts(verr *validation.Error, n int) *validation.Error {
+	if n < 2 {
+		return verr
+	}
+	verr.Violations = append(verr.Violations, validation.Violation{Keyword: "json",
+		Message: fmt.Sprintf("the answer came in %d text parts, and each part is read as a whole answer: send the JSON object alone, in one part", n)})
+	return verr
+}
+
+// moveAnswerFirst makes sure Choices[0] of an accepted resp, what
+// llms.GenerateFromSinglePrompt returns, holds an answer: when it has no
+// text (Anthropic's thinking block comes first) the text of first, the
+// first choice with text, moves there.
+func moveAnswerFirst(resp *llms.ContentResponse, first *llms.ContentChoice) {
+	c0 := resp.Choices[0]
+	if c0 == first {
+		return
+	}
+	if c0 == nil {
+		c0 = &llms.ContentChoice{}
+		resp.Choices[0] = c0
+	}
+	c0.Content, first.Content = first.Content, ""
 }
 
 // violations returns what the model is told about an invalid answer:
@@ -200,22 +264,6 @@ func (m *outputValidation) violations(verr *validation.Error) *validation.Error 
 		out.Violations[i] = v
 	}
 	return &out
-}
-
-// setAnswer makes text the answer of resp: the first choice with text gets
-// it, the others' text is cleared.
-func setAnswer(resp *llms.ContentResponse, text string) {
-	done := false
-	for _, c := range resp.Choices {
-		if c == nil || c.Content == "" {
-			continue
-		}
-		if done {
-			c.Content = ""
-			continue
-		}
-		c.Content, done = text, true
-	}
 }
 
 // hold returns the context and request of one attempt of OutputValidation,
@@ -310,7 +358,7 @@ func (h *answerHold) answer(ctx context.Context, resp *llms.ContentResponse) (*l
 	text, reason := h.text, h.reason
 	h.chunks = nil
 	h.mu.Unlock()
-	answer := []byte(ResponseText(resp))
+	answer := []byte(resp.Choices[0].Content)
 	if text {
 		if err := h.s.text(ctx, answer); err != nil {
 			return nil, fmt.Errorf("middleware: streaming func returned an error: %w", err)

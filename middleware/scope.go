@@ -3,6 +3,10 @@ package middleware
 import (
 	"context"
 	"sync"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/internal/modeltext"
 )
 
 // runKey and threadKey are the context keys of [WithRun] and [WithThread].
@@ -18,9 +22,12 @@ type (
 //
 // Without a run in the context, ToolCallLimit reads the run from the
 // transcript instead: the tool calls in AI messages after the last human
-// message. That is what an agent loop that resends its whole transcript on
-// each model call (langchaingo's agents.Executor) needs; an agent loop that
-// trims or summarises its transcript should call WithRun.
+// message (one the run added itself, as the note [ToolCallMessages] adds
+// on calls without a function or an agent's re-ask for its structured
+// answer, does not start a run). That is what an agent loop that resends
+// its whole transcript on each model call (langchaingo's agents.Executor)
+// needs; an agent loop that trims or summarises its transcript should call
+// WithRun.
 //
 // A WithRun inside a run (a sub-agent used as a tool, say) starts a run of
 // its own: the sub-agent's calls do not count against its parent's run. The
@@ -32,14 +39,20 @@ func WithRun(ctx context.Context) context.Context {
 	return context.WithValue(ctx, limitCallKey{}, (*limitCall)(nil))
 }
 
-// WithRunFromTranscript returns a copy of ctx in which [ToolCallLimit] and
-// [ModelCallLimit] count the run from the transcript, as without [WithRun]
-// (the calls in AI messages after the last human message), even when ctx
-// carries a run. An agent loop that continues a run in a new call (one
-// resumed after a pause for approval) uses it so that the calls the run
-// made before the pause count against its run limits.
-func WithRunFromTranscript(ctx context.Context) context.Context {
-	ctx = context.WithValue(ctx, runKey{}, (*runScope)(nil))
+// WithResumedRun returns a copy of ctx that continues a run paused
+// earlier (an agent's run resumed after a pause for approval) in a new run
+// scope whose counts start where the run left off: each [ModelCallLimit]'s
+// at modelCalls, the model calls the run made before the pause (one per
+// response, however many tool calls it held: a transcript cannot tell, as
+// it records each parallel call as an AI message of its own); each
+// [ToolCallLimit]'s at the calls it covers in the transcript of the first
+// model call it sees, read as without [WithRun]. From there on the scope
+// counts as WithRun's does. A negative modelCalls counts as 0. A
+// ModelCallLimit placed inside ToolArgValidation or ModelRetry, which
+// counts requests, starts at modelCalls too: the re-asks and retries
+// before the pause are not known.
+func WithResumedRun(ctx context.Context, modelCalls int) context.Context {
+	ctx = context.WithValue(ctx, runKey{}, &runScope{resumed: true, modelCalls: max(modelCalls, 0)})
 	return context.WithValue(ctx, limitCallKey{}, (*limitCall)(nil))
 }
 
@@ -75,6 +88,32 @@ func ThreadFrom(ctx context.Context) string {
 type runScope struct {
 	mu     sync.Mutex
 	counts map[ThreadKey]int
+	// A resumed run ([WithResumedRun]) starts each key's count at what the
+	// run made before its pause, once: started lists the keys done.
+	resumed    bool
+	modelCalls int
+	started    map[ThreadKey]bool
+}
+
+// start adds to the count of key, the first time a resumed run sees it,
+// the calls the run made before its pause: made(), called under r's lock.
+func (r *runScope) start(key ThreadKey, made func() int) {
+	if !r.resumed {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started[key] {
+		return
+	}
+	if r.started == nil {
+		r.started = make(map[ThreadKey]bool)
+	}
+	if r.counts == nil {
+		r.counts = make(map[ThreadKey]int)
+	}
+	r.started[key] = true
+	r.counts[key] += made()
 }
 
 func (r *runScope) reserve(_ context.Context, key ThreadKey, n, limit int) (int, bool, error) {
@@ -103,4 +142,28 @@ func (r *runScope) release(_ context.Context, key ThreadKey, n int) error {
 func (r *runScope) same(c counter) bool {
 	o, ok := c.(*runScope)
 	return ok && o == r
+}
+
+// addedByRun reports whether m, a human message, is one a run adds to its
+// own transcript — the note on tool calls without a function
+// ([ToolCallMessages]), an agent's re-ask for its structured answer
+// ([errfmt.AnswerInText] of answerTool) — so that a limiter reading the
+// run from the transcript does not take it for the start of a new run.
+func addedByRun(m llms.MessageContent, answerTool string) bool {
+	if len(m.Parts) != 1 {
+		return false
+	}
+	var text string
+	switch p := m.Parts[0].(type) {
+	case llms.TextContent:
+		text = p.Text
+	case *llms.TextContent:
+		if p == nil {
+			return false
+		}
+		text = p.Text
+	default:
+		return false
+	}
+	return modeltext.IsNoFunctionCalls(text) || (answerTool != "" && text == errfmt.AnswerInText(answerTool))
 }

@@ -123,12 +123,15 @@ func (l *toolCallLimit) countCovered(calls []toolCall, answer string) int {
 }
 
 // countTranscript counts the covered tool calls in the AI messages of msgs:
-// after the last human message (the run), and in all (the thread).
+// after the last human message the run did not add itself (the run, see
+// [addedByRun]), and in all (the thread).
 func (l *toolCallLimit) countTranscript(msgs []llms.MessageContent, answer string) (run, thread int) {
 	for _, m := range msgs {
 		switch m.Role {
 		case llms.ChatMessageTypeHuman:
-			run = 0
+			if !addedByRun(m, answer) {
+				run = 0
+			}
 		case llms.ChatMessageTypeAI:
 			for _, p := range m.Parts {
 				var fn *llms.FunctionCall

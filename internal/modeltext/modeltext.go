@@ -101,9 +101,27 @@ const NoFunction = "the tool call has no function name or arguments"
 // function in a replayed response: they cannot be shown to the model as
 // tool calls.
 func NoFunctionCalls(n int) string {
-	return "Your previous response contained " + strconv.Itoa(n) +
-		" tool call(s) without a function name; they were not executed. " +
+	return noFunctionCallsHead + strconv.Itoa(n) + noFunctionCallsTail
+}
+
+const (
+	noFunctionCallsHead = "Your previous response contained "
+	noFunctionCallsTail = " tool call(s) without a function name; they were not executed. " +
 		"Call the tools again, each with its name and a JSON object of arguments."
+)
+
+// IsNoFunctionCalls reports whether s is a [NoFunctionCalls] message.
+func IsNoFunctionCalls(s string) bool {
+	rest, ok := strings.CutPrefix(s, noFunctionCallsHead)
+	if !ok {
+		return false
+	}
+	n, ok := strings.CutSuffix(rest, noFunctionCallsTail)
+	if !ok {
+		return false
+	}
+	_, err := strconv.Atoi(n)
+	return err == nil
 }
 
 // ModelFailed is the answer that stands in for a model call that failed

@@ -56,6 +56,27 @@ func TestModelFailed(t *testing.T) {
 	}
 }
 
+func TestIsNoFunctionCalls(t *testing.T) {
+	t.Parallel()
+	msg := modeltext.NoFunctionCalls(12)
+	for _, tc := range []struct {
+		s    string
+		want bool
+	}{
+		{modeltext.NoFunctionCalls(1), true},
+		{msg, true},
+		{strings.Replace(msg, "12", "x", 1), false},
+		{strings.Replace(msg, "12", "", 1), false},
+		{msg + " ", false},
+		{"Pay alice.", false},
+		{"", false},
+	} {
+		if got := modeltext.IsNoFunctionCalls(tc.s); got != tc.want {
+			t.Errorf("IsNoFunctionCalls(%q) = %v, want %v", tc.s, got, tc.want)
+		}
+	}
+}
+
 func TestModelCallLimitReached(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
