@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/tmc/langchaingo/llms"
+	injectedargs "github.com/toolguard/toolguard/internal/injected"
 	"github.com/toolguard/toolguard/middleware"
 )
 
@@ -64,6 +66,11 @@ const interruptedAnswer = "The run stopped while this call was running, so wheth
 // stateFormat is the version of the encoded runState.
 const stateFormat = 1
 
+// detachedSaveTimeout bounds the save a run makes after its context ended
+// (see endSession): the save runs on a context without the caller's
+// cancellation, for at most this long.
+const detachedSaveTimeout = time.Second
+
 // runState is what a checkpoint (or an interrupt without one) holds,
 // encoded as checkpointjson.go says.
 type runState struct {
@@ -104,26 +111,51 @@ type doneCall struct {
 	Rejected       bool   `json:"rejected,omitempty"`
 	Answer         string `json:"answer"`
 	Direct         bool   `json:"direct,omitempty"`
+	// Unknown: the call's outcome is unknown (it was cut off, or its tool
+	// panicked); NotStarted: it never started.
+	Unknown    bool `json:"unknown,omitempty"`
+	NotStarted bool `json:"not_started,omitempty"`
 }
 
 func doneFrom(index int, s Step, answer string, direct bool) doneCall {
 	d := doneCall{Index: index, CallID: s.CallID, Tool: s.Tool, Arguments: s.Arguments,
 		ModelArguments: s.ModelArguments, Result: s.Result, Answer: answer, Direct: direct}
 	if s.Err != nil {
+		var panicked *ToolPanicError
 		d.Failed, d.Err = true, s.Err.Error()
 		d.Rejected = errors.Is(s.Err, ErrCallRejected)
+		d.Unknown = errors.Is(s.Err, ErrCallInterrupted) || errors.As(s.Err, &panicked)
+		d.NotStarted = errors.Is(s.Err, ErrCallNotStarted)
+	}
+	return d
+}
+
+// doneCall returns the record of call index of a turn, finished with step
+// s (answer: what the model reads), as a checkpoint or an interrupt keeps
+// it: without the values of injected arguments, which never rest there.
+func (a *Agent) doneCall(index int, s Step, answer string, direct bool) doneCall {
+	d := doneFrom(index, s, answer, direct)
+	if inj, ok := a.injection[d.Tool]; ok {
+		d.Arguments, _ = injectedargs.Drop(d.Arguments, inj.names)
 	}
 	return d
 }
 
 // step restores the call's Step (an error as its text; a rejection
-// wrapping ErrCallRejected). Artifacts are not kept.
+// wrapping ErrCallRejected, an unknown outcome ErrCallInterrupted, a call
+// that never started ErrCallNotStarted). Artifacts are not kept.
 func (d doneCall) step(turn int) Step {
 	s := Step{CallID: d.CallID, Tool: d.Tool, Arguments: d.Arguments, ModelArguments: d.ModelArguments,
 		Result: d.Result, Turn: turn, Message: -1}
 	switch {
 	case d.Rejected:
 		s.Err = &rejectedError{msg: d.Err}
+	case d.NotStarted:
+		s.Err = ErrCallNotStarted
+	case d.Unknown && d.Err == ErrCallInterrupted.Error():
+		s.Err = ErrCallInterrupted
+	case d.Unknown:
+		s.Err = fmt.Errorf("%w: %s", ErrCallInterrupted, d.Err)
 	case d.Failed:
 		s.Err = errors.New(d.Err)
 	}
@@ -138,6 +170,9 @@ type session struct {
 	thread  string
 	version int64
 	resume  *resumeFrom // set by Resume
+	// cut is the state to leave when the run's context ended inside a
+	// batch: the turn open, with what its calls did (cutTurn).
+	cut *runState
 }
 
 // openSession starts the session of a new run: with a checkpointer and a
@@ -207,6 +242,14 @@ func (s *session) save(ctx context.Context, st runState) error {
 	return nil
 }
 
+// cutOff gives the session the state to leave for a run whose context
+// ended inside a batch.
+func (s *session) cutOff(st runState) {
+	if s != nil && s.cp != nil {
+		s.cut = &st
+	}
+}
+
 // saveTurn saves a model turn whose calls are about to run.
 func (s *session) saveTurn(ctx context.Context, res *Result, turn int, text string, calls []llms.ToolCall) error {
 	if s == nil || s.cp == nil {
@@ -224,19 +267,37 @@ func (s *session) saveBatch(ctx context.Context, res *Result, turn int) error {
 	return s.save(ctx, runState{Messages: res.Messages, Running: true, Turns: turn})
 }
 
-// end saves the outcome of a run that ended with err: a finished run
-// (answered, or ended by an error other than its context's or an
-// interrupt) leaves the thread's transcript, to be continued by the next
-// run. A run whose context ended, or that paused, stays as last saved.
-func (s *session) end(ctx context.Context, res *Result, err error) error {
+// endSession saves the outcome of a run that ended with err, and returns
+// the run's error.
+//
+// A run that finished — it answered, or ended by an error other than its
+// context's or an interrupt: ErrStopRun and a tool's panic included, whose
+// turn cutTurn closed in res — leaves the thread's transcript, to be
+// continued by the next run. A run that paused stays as saved. A run whose
+// context ended leaves the turn it was cut off in as cutTurn recorded it
+// (with a save on a context of its own, see detachedSaveTimeout), or, cut
+// off elsewhere, stays as last saved: [Agent.Resume] continues it.
+func (a *Agent) endSession(ctx context.Context, s *session, res *Result, err error) error {
 	if s == nil || s.cp == nil {
 		return err
 	}
 	var in *Interrupt
-	if errors.As(err, &in) || errors.Is(err, ErrCheckpointConflict) || (err != nil && ctx.Err() != nil) {
+	if errors.As(err, &in) || errors.Is(err, ErrCheckpointConflict) {
 		return err
 	}
-	if serr := s.save(ctx, runState{Messages: res.Messages}); serr != nil {
+	if ctx.Err() != nil {
+		if s.cut == nil {
+			return err
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), detachedSaveTimeout)
+		defer cancel()
+	}
+	st := runState{Messages: res.Messages}
+	if s.cut != nil {
+		st = *s.cut
+	}
+	if serr := s.save(ctx, st); serr != nil {
 		return errors.Join(err, serr)
 	}
 	return err
@@ -300,10 +361,6 @@ func (a *Agent) resumeTurn(ctx context.Context, s *session, res *Result, reasks 
 		b.answers[i] = interruptedAnswer
 	}
 	rb, err := a.runTools(context.WithValue(ctx, gateKey{}, approved), n, res.Messages, run)
-	if err != nil {
-		res.Steps = append(res.Steps, rb.steps...)
-		return 0, false, err
-	}
 	for j, i := range at {
 		b.steps[i], b.answers[i] = rb.steps[j], rb.answers[j]
 		if ot.Calls[i].FunctionCall != nil {
@@ -312,6 +369,23 @@ func (a *Agent) resumeTurn(ctx context.Context, s *session, res *Result, reasks 
 	}
 	if rb.direct >= 0 && (b.direct < 0 || at[rb.direct] < b.direct) {
 		b.direct = at[rb.direct]
+	}
+	if err != nil {
+		// The calls recorded before (finished, or of unknown outcome) are
+		// finished; the answer calls never ran.
+		b.cut = make([]progress, len(ot.Calls))
+		for i, c := range ot.Calls {
+			if a.isAnswer(c) && !have[i] {
+				b.cut[i] = callNotStarted
+			}
+		}
+		for j, i := range at {
+			b.cut[i] = callCutOff
+			if rb.cut != nil {
+				b.cut[i] = rb.cut[j]
+			}
+		}
+		return 0, false, a.cutTurn(ctx, s, res, n, ot.Text, calls, b, err)
 	}
 	if a.output != nil {
 		// The ledger of the turn's model call is gone: the answer is

@@ -341,6 +341,17 @@ func WithInterruptKey(key []byte) Option {
 // [Agent.Resume] with a nil interrupt, on any replica, without running
 // finished calls again.
 //
+// A call that ran is never forgotten, whatever ends a run inside a
+// batch. After [ErrStopRun] or a tool's panic ([ToolPanicError]) the
+// thread's transcript holds the stopped turn whole, every call with its
+// result or what is known of it, and the next Run continues from it. After
+// the context ends, the run saves the turn open, with the calls that
+// finished and those that never started (on a context of its own, without
+// the caller's cancellation, for at most a second: a store that cannot be
+// reached by then leaves the thread as last saved, and the calls of the
+// turn are then of unknown outcome); Resume shows the model their results
+// and runs none of them again.
+//
 // Runs without a thread id are not saved. The default is none: a run's
 // state lives in the run, and in the Interrupt it returns. WithCheckpointer
 // panics if cp is nil.
