@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -83,6 +84,9 @@ type runState struct {
 	Turns int `json:"turns,omitempty"`
 	// Turn is the model turn whose calls are not all recorded, if any.
 	Turn *openTurn `json:"turn,omitempty"`
+	// Stamp is random, new for every save: a run that cannot tell whether
+	// its save was stored (its reply was lost) finds it by its bytes.
+	Stamp string `json:"stamp,omitempty"`
 }
 
 // openTurn is a model turn whose batch has not finished.
@@ -173,6 +177,16 @@ type session struct {
 	// cut is the state to leave when the run's context ended inside a
 	// batch: the turn open, with what its calls did (cutTurn).
 	cut *runState
+	// unsaved is the run's last save, when the store did not confirm it
+	// and the run could not tell whether it was stored.
+	unsaved *unsavedState
+}
+
+// unsavedState is a save the store did not confirm: the state and its
+// bytes (with their stamp).
+type unsavedState struct {
+	state runState
+	data  []byte
 }
 
 // openSession starts the session of a new run: with a checkpointer and a
@@ -226,20 +240,60 @@ func (s *session) save(ctx context.Context, st runState) error {
 	if s == nil || s.cp == nil {
 		return nil
 	}
-	st.Format = stateFormat
+	st.Format, st.Stamp = stateFormat, newInterruptID()
 	data, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("agent: encode checkpoint of thread %q: %w", s.thread, err)
 	}
+	return s.put(ctx, st, data)
+}
+
+// put stores data, st encoded, as the thread's next version. When the
+// store does not confirm the save — an error, after which the state may or
+// may not be stored (its reply was lost after the write), or a conflict,
+// which a store client's retry of this very save can report — it reloads
+// the thread: a state byte for byte this one, at the next version, is this
+// save (its stamp is no other's), and the run goes on. A save it cannot
+// settle so is kept in s.unsaved for endSession.
+func (s *session) put(ctx context.Context, st runState, data []byte) error {
 	ok, err := s.cp.Save(ctx, s.thread, s.version, data)
-	if err != nil {
-		return fmt.Errorf("agent: save checkpoint of thread %q: %w", s.thread, err)
+	if err == nil && ok {
+		s.version++
+		s.unsaved = nil
+		return nil
 	}
-	if !ok {
+	stored, rerr := s.reconcile(ctx, data)
+	switch {
+	case stored:
+		s.unsaved = nil
+		return nil
+	case err == nil || errors.Is(rerr, ErrCheckpointConflict):
+		// Another run or resume saved first.
+		s.unsaved = nil
 		return fmt.Errorf("%w (thread %q)", ErrCheckpointConflict, s.thread)
 	}
-	s.version++
-	return nil
+	s.unsaved = &unsavedState{state: st, data: data}
+	return fmt.Errorf("agent: save checkpoint of thread %q: %w", s.thread, errors.Join(err, rerr))
+}
+
+// reconcile reloads the thread after a save of data the store did not
+// confirm and reports whether data is stored, as the version after the
+// run's (then the run's version moves on to it). A thread still at the
+// run's version did not store it (false, nil); one at any other version
+// was saved by another run or resume: ErrCheckpointConflict.
+func (s *session) reconcile(ctx context.Context, data []byte) (bool, error) {
+	stored, v, err := s.cp.Load(ctx, s.thread)
+	if err != nil {
+		return false, fmt.Errorf("agent: load checkpoint of thread %q: %w", s.thread, err)
+	}
+	switch {
+	case v == s.version+1 && bytes.Equal(stored, data):
+		s.version = v
+		return true, nil
+	case v == s.version:
+		return false, nil
+	}
+	return false, fmt.Errorf("%w (thread %q)", ErrCheckpointConflict, s.thread)
 }
 
 // cutOff gives the session the state to leave for a run whose context
@@ -277,6 +331,11 @@ func (s *session) saveBatch(ctx context.Context, res *Result, turn int) error {
 // context ended leaves the turn it was cut off in as cutTurn recorded it
 // (with a save on a context of its own, see detachedSaveTimeout), or, cut
 // off elsewhere, stays as last saved: [Agent.Resume] continues it.
+//
+// A save the store did not confirm (s.unsaved) is settled first: if it
+// paused the run for approval, its interrupt is stored now (unless the
+// reload shows it was), and the run returns that [*Interrupt] as if the
+// save had gone through.
 func (a *Agent) endSession(ctx context.Context, s *session, res *Result, err error) error {
 	if s == nil || s.cp == nil {
 		return err
@@ -285,13 +344,34 @@ func (a *Agent) endSession(ctx context.Context, s *session, res *Result, err err
 	if errors.As(err, &in) || errors.Is(err, ErrCheckpointConflict) {
 		return err
 	}
-	if ctx.Err() != nil {
-		if s.cut == nil {
+	done := ctx.Err() != nil
+	if done {
+		if s.cut == nil && s.unsaved == nil {
 			return err
 		}
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), detachedSaveTimeout)
 		defer cancel()
+	}
+	if u := s.unsaved; u != nil && s.cut == nil {
+		stored, rerr := s.reconcile(ctx, u.data)
+		if rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		if t := u.state.Turn; t != nil && t.Interrupt != "" {
+			if !stored {
+				if perr := s.put(ctx, u.state, u.data); perr != nil {
+					return errors.Join(err, perr)
+				}
+			}
+			if done {
+				return err
+			}
+			return a.storedInterrupt(s.thread, t)
+		}
+		if done {
+			return err // the thread stays as last saved
+		}
 	}
 	st := runState{Messages: res.Messages}
 	if s.cut != nil {
@@ -301,6 +381,14 @@ func (a *Agent) endSession(ctx context.Context, s *session, res *Result, err err
 		return errors.Join(err, serr)
 	}
 	return err
+}
+
+// storedInterrupt returns the interrupt of ot, a turn of thread paused for
+// approval whose state the Checkpointer keeps, as runBatch returned it.
+func (a *Agent) storedInterrupt(thread string, ot *openTurn) *Interrupt {
+	in := &Interrupt{ID: ot.Interrupt, Thread: thread, Pending: slices.Clone(ot.Pending)}
+	in.Signature = a.approval.sign(in)
+	return in
 }
 
 // resumeTurn finishes the turn a resumed run stopped in and returns the

@@ -25,3 +25,18 @@ func TestFaultCancelAfterPayment(t *testing.T) {
 	t.Parallel()
 	checkpointtest.CancelAfterPayment(t, new(agent.MemoryCheckpointer))
 }
+
+func TestFaultFailedInterruptSave(t *testing.T) {
+	t.Parallel()
+	checkpointtest.FailedInterruptSave(t, new(agent.MemoryCheckpointer))
+}
+
+func TestFaultLostInterruptReply(t *testing.T) {
+	t.Parallel()
+	checkpointtest.LostInterruptReply(t, new(agent.MemoryCheckpointer))
+}
+
+func TestFaultConflictAfterOwnWrite(t *testing.T) {
+	t.Parallel()
+	checkpointtest.ConflictAfterOwnWrite(t, new(agent.MemoryCheckpointer))
+}

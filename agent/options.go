@@ -350,7 +350,12 @@ func WithInterruptKey(key []byte) Option {
 // the caller's cancellation, for at most a second: a store that cannot be
 // reached by then leaves the thread as last saved, and the calls of the
 // turn are then of unknown outcome); Resume shows the model their results
-// and runs none of them again.
+// and runs none of them again. A save the store does not confirm (an
+// error, after which the state may have been stored; or a conflict, which
+// a store client's retry of the same save can report) is settled by
+// reloading the thread: each saved state carries a random stamp, so the
+// run recognises its own write and goes on; a pause for approval whose
+// save failed is saved again before the run returns its interrupt.
 //
 // Runs without a thread id are not saved. The default is none: a run's
 // state lives in the run, and in the Interrupt it returns. WithCheckpointer
