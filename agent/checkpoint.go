@@ -42,7 +42,8 @@ type Checkpointer interface {
 
 // ErrRunUnfinished is returned by [Agent.Run] and [Agent.RunMessages] on
 // a thread whose last run did not finish: it awaits decisions on an
-// [Interrupt], or it was cut off. Continue it with [Agent.Resume].
+// [Interrupt] ([Agent.Pending] returns it), or it was cut off. Continue it
+// with [Agent.Resume], or end it with [Agent.Abandon].
 var ErrRunUnfinished = errors.New("agent: the thread's last run did not finish; continue it with Resume")
 
 // ErrCheckpointConflict is returned when the thread's saved state changed
@@ -50,15 +51,17 @@ var ErrRunUnfinished = errors.New("agent: the thread's last run did not finish; 
 // run stops, and what it would have done next is left to the other.
 var ErrCheckpointConflict = errors.New("agent: the thread's checkpoint was changed by another run")
 
-// ErrNothingToResume is returned by [Agent.Resume] given a nil interrupt
-// when the thread in the context has no unfinished run, or the agent has
-// no [Checkpointer].
+// ErrNothingToResume is returned by [Agent.Resume] given a nil interrupt,
+// [Agent.Pending] and [Agent.Abandon] when the thread in the context has no
+// unfinished run, or the agent has no [Checkpointer] (or the context no
+// thread).
 var ErrNothingToResume = errors.New("agent: no unfinished run to resume")
 
 // ErrCallInterrupted is the Step.Err of a call that had started, or may
 // have, when its run was cut off (the process died or the context was
-// cancelled mid-batch). Resuming never runs it again — its outcome is
-// unknown — and the model reads that it must check before calling again.
+// cancelled mid-batch) or abandoned ([Agent.Abandon]). Resuming never runs
+// it again — its outcome is unknown — and the model reads that it must
+// check before calling again.
 var ErrCallInterrupted = errors.New("agent: the run stopped while the call was running; its outcome is unknown")
 
 // interruptedAnswer is what the model reads of a call in ErrCallInterrupted.
@@ -335,7 +338,7 @@ func (s *session) saveBatch(ctx context.Context, res *Result, turn int) error {
 // A save the store did not confirm (s.unsaved) is settled first: if it
 // paused the run for approval, its interrupt is stored now (unless the
 // reload shows it was), and the run returns that [*Interrupt] as if the
-// save had gone through.
+// save had gone through ([Agent.Pending] returns it too).
 func (a *Agent) endSession(ctx context.Context, s *session, res *Result, err error) error {
 	if s == nil || s.cp == nil {
 		return err

@@ -120,6 +120,9 @@ func TestCancelMidBatchRecordsFinishedCalls(t *testing.T) {
 		t.Errorf("steps %+v, messages %q; want the payment alone and a transcript before the turn", res.Steps, render(res.Messages))
 	}
 	thread := middleware.WithThread(context.Background(), "cancel")
+	if _, err := a.Pending(thread); !errors.Is(err, agent.ErrRunUnfinished) {
+		t.Errorf("Pending() of a cut-off run: error = %v, want ErrRunUnfinished", err)
+	}
 	model.Append(fakemodel.Text("Paid."))
 	res, err = a.Resume(thread, nil)
 	if err != nil {

@@ -36,6 +36,16 @@ func TestFaultLostInterruptReply(t *testing.T) {
 	checkpointtest.LostInterruptReply(t, new(agent.MemoryCheckpointer))
 }
 
+func TestFaultPendingAfterLostReply(t *testing.T) {
+	t.Parallel()
+	checkpointtest.PendingAfterLostReply(t, new(agent.MemoryCheckpointer))
+}
+
+func TestFaultAbandonAfterLostReply(t *testing.T) {
+	t.Parallel()
+	checkpointtest.AbandonAfterLostReply(t, new(agent.MemoryCheckpointer))
+}
+
 func TestFaultConflictAfterOwnWrite(t *testing.T) {
 	t.Parallel()
 	checkpointtest.ConflictAfterOwnWrite(t, new(agent.MemoryCheckpointer))

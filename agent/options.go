@@ -355,7 +355,11 @@ func WithInterruptKey(key []byte) Option {
 // a store client's retry of the same save can report) is settled by
 // reloading the thread: each saved state carries a random stamp, so the
 // run recognises its own write and goes on; a pause for approval whose
-// save failed is saved again before the run returns its interrupt.
+// save failed is saved again before the run returns its interrupt. A run
+// whose pause cannot be confirmed so returns the store's error, and its
+// interrupt, if stored, is read back with [Agent.Pending].
+// [Agent.Abandon] ends a thread's unfinished run that no one will
+// continue.
 //
 // Runs without a thread id are not saved. The default is none: a run's
 // state lives in the run, and in the Interrupt it returns. WithCheckpointer
