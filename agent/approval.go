@@ -578,6 +578,7 @@ type runArgs struct {
 // a run awaiting decisions takes them as with its interrupt. It returns
 // [ErrNothingToResume] when there is none.
 func (a *Agent) Resume(ctx context.Context, in *Interrupt, decisions ...Decision) (*Result, error) {
+	ctx = ownThread(ctx) // a sub-agent's Resume is not on its caller's thread (RunMessages)
 	res, err := a.resume(ctx, in, decisions)
 	if a.events != nil && (errors.Is(err, ErrDecisionRefused) || errors.Is(err, ErrInterruptRefused)) {
 		e := middleware.Event{Kind: middleware.EventApprovalRefused, Middleware: "agent", Err: err}

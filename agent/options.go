@@ -361,7 +361,9 @@ func WithInterruptKey(key []byte) Option {
 // [Agent.Abandon] ends a thread's unfinished run that no one will
 // continue.
 //
-// Runs without a thread id are not saved. The default is none: a run's
+// Runs without a thread id are not saved, nor are those of a sub-agent
+// called from a tool of a run on a thread, unless the tool names a thread
+// of its own (see [Agent.RunMessages]). The default is none: a run's
 // state lives in the run, and in the Interrupt it returns. WithCheckpointer
 // panics if cp is nil.
 func WithCheckpointer(cp Checkpointer) Option {

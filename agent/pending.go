@@ -29,7 +29,7 @@ const abandonedAnswer = "This call was waiting for a person's approval when the 
 // agent has no Checkpointer or ctx no thread, and the store's error when
 // the state cannot be read. Pending changes nothing.
 func (a *Agent) Pending(ctx context.Context) (*Interrupt, error) {
-	s, st, err := a.loadThread(ctx, "Pending")
+	s, st, err := a.loadThread(ownThread(ctx), "Pending")
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func (a *Agent) Pending(ctx context.Context) (*Interrupt, error) {
 // state cannot be read or saved. A state the agent cannot decode is left
 // alone: delete it in the store.
 func (a *Agent) Abandon(ctx context.Context) (*Result, error) {
-	s, st, err := a.loadThread(ctx, "Abandon")
+	s, st, err := a.loadThread(ownThread(ctx), "Abandon")
 	if err != nil {
 		return nil, err
 	}
