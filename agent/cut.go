@@ -36,8 +36,8 @@ func (e *ToolPanicError) Unwrap() error {
 }
 
 // ErrCallNotStarted is the Step.Err of a call of a batch the run ended
-// inside ([ErrStopRun], a [*ToolPanicError], a cancelled context) before
-// the call started: it did not run, and the model
+// inside ([ErrStopRun], a [*ToolPanicError], a cancelled context, an
+// abandoned run) before the call started: it did not run, and the model
 // reads so. It wraps [ErrNotRun].
 var ErrCallNotStarted = fmt.Errorf("%w: the run ended before the call started", ErrNotRun)
 
