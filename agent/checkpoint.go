@@ -36,7 +36,9 @@ type Checkpointer interface {
 	// Save stores state as thread's version version+1 if the thread's
 	// saved version is still version (0: never saved), and reports whether
 	// it did. It must not keep state after it returns (copy it). An error
-	// means the state may or may not have been saved.
+	// means the state may or may not have been saved: after an error, or a
+	// false, the agent loads the thread and takes a state byte for byte
+	// its own (each carries a random stamp) at version+1 as saved.
 	Save(ctx context.Context, thread string, version int64, state []byte) (saved bool, err error)
 }
 

@@ -14,7 +14,9 @@ import (
 // calls not yet started never start, and [Agent.Run] returns this error
 // with the partial *[Result]. What the call did before it panicked is
 // unknown: the model reads that its outcome is unknown and must be checked
-// before it is called again.
+// before it is called again. A panic is never retried ([ToolRetry] does
+// not see it). A panic on a goroutine the tool starts itself is beyond
+// recovery: it crashes the process, as in any Go program.
 type ToolPanicError struct {
 	// Tool is the tool's name as sent to the model; CallID the call's id.
 	Tool, CallID string
