@@ -143,3 +143,20 @@ func TestCancelMidBatchRecordsFinishedCalls(t *testing.T) {
 		t.Errorf("transfer_money ran %d times, get_balance %d; want 1 and 0", m.payments.Load(), m.last.Load())
 	}
 }
+
+// A panic is never retried: ToolRetry does not see it, even for an
+// idempotent tool.
+func TestToolPanicNotRetried(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int32
+	boom := agent.Idempotent(agent.NewSchemaTool("boom", "Panics.", nil, func(context.Context, map[string]any) (string, error) {
+		runs.Add(1)
+		panic("kaboom")
+	}))
+	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("boom", `{}`)))
+	_, err := agent.New(model, []agent.Tool{boom}, agent.WithToolMiddleware(agent.ToolRetry())).Run(context.Background(), "go")
+	var perr *agent.ToolPanicError
+	if !errors.As(err, &perr) || runs.Load() != 1 {
+		t.Errorf("Run() error = %v, boom ran %d times; want a *ToolPanicError after 1 run", err, runs.Load())
+	}
+}
