@@ -13,76 +13,83 @@ import (
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 
-// midBatch is a batch of four calls, at most two at a time: a payment, a
-// slow sibling, one that panics (or stops the run) once the payment has
-// returned, and one that never starts. The slow sibling returns only once
-// the third has failed, so it is still running when the run is ended.
-type midBatch struct {
-	payments atomic.Int32
-	paid     chan struct{}
-	failing  chan struct{}
-	last     atomic.Int32
+// counted is a tool that counts its runs and returns result.
+func counted(name, result string, runs *atomic.Int32, before func()) agent.Tool {
+	return agent.NewSchemaTool(name, name, nil, func(context.Context, map[string]any) (string, error) {
+		runs.Add(1)
+		if before != nil {
+			before()
+		}
+		return result, nil
+	})
 }
 
-func newMidBatch() *midBatch {
-	return &midBatch{paid: make(chan struct{}), failing: make(chan struct{})}
-}
-
-func (m *midBatch) tools(fail func()) []agent.Tool {
-	tool := func(name string, fn func() string) agent.Tool {
-		return agent.NewSchemaTool(name, name, nil, func(context.Context, map[string]any) (string, error) { return fn(), nil })
-	}
-	return []agent.Tool{
-		tool("transfer_money", func() string { m.payments.Add(1); close(m.paid); return "paid, ref P-1" }),
-		tool("get_rate", func() string { <-m.failing; return "1.08" }),
-		tool("lookup_fee", func() string { <-m.paid; close(m.failing); fail(); return "unreachable" }),
-		tool("get_balance", func() string { m.last.Add(1); return "1000.00" }),
-	}
-}
-
-func (m *midBatch) model() *fakemodel.Model {
-	return fakemodel.New(fakemodel.ToolCalls(
-		fakemodel.Call("transfer_money", `{}`), fakemodel.Call("get_rate", `{}`),
-		fakemodel.Call("lookup_fee", `{}`), fakemodel.Call("get_balance", `{}`)))
-}
+const (
+	unknownAnswer    = "The run stopped while this call was running, so whether it took effect is unknown. Check before calling it again."
+	notStartedAnswer = "The run stopped before this call started, so it did not run."
+)
 
 // A tool that panics mid-batch ends the run with a *ToolPanicError naming
-// it; the process survives; the sibling still running finishes and is
-// recorded; the call not started never starts; the turn is recorded whole,
-// with or without a checkpointer, and the next run on the thread shows the
-// model every outcome, the payment's result first.
+// it; the process survives; a sibling still running when it panics
+// finishes and is recorded; a call not yet started never starts; the turn
+// is recorded whole, with or without a checkpointer, and the next run on
+// the thread shows the model every outcome, the payment's result first.
 func TestToolPanicMidBatch(t *testing.T) {
 	t.Parallel()
-	for _, checkpointed := range []bool{false, true} {
-		t.Run(fmt.Sprintf("checkpointer %v", checkpointed), func(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		concurrency  int
+		checkpointed bool
+	}{
+		// All three start: get_rate is running when lookup_fee panics.
+		{"siblings running", 3, false},
+		{"siblings running, checkpointer", 3, true},
+		// One at a time: get_rate never starts.
+		{"siblings not started", 1, false},
+		{"siblings not started, checkpointer", 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			m := newMidBatch()
-			model := m.model()
-			cp := new(agent.MemoryCheckpointer)
-			opts := []agent.Option{agent.WithMaxConcurrency(2)}
-			if checkpointed {
-				opts = append(opts, agent.WithCheckpointer(cp))
+			var payments, rates, fees atomic.Int32
+			paid, failing := make(chan struct{}), make(chan struct{})
+			tools := []agent.Tool{
+				counted("transfer_money", "paid, ref P-1", &payments, func() { close(paid) }),
+				counted("lookup_fee", "unreachable", &fees, func() {
+					<-paid
+					close(failing)
+					panic(fmt.Errorf("fee table: %w", errors.ErrUnsupported))
+				}),
+				counted("get_rate", "1.08", &rates, func() { <-failing }),
 			}
-			a := agent.New(model, m.tools(func() { panic(fmt.Errorf("fee table: %w", errors.ErrUnsupported)) }), opts...)
+			model := fakemodel.New(fakemodel.ToolCalls(
+				fakemodel.Call("transfer_money", `{}`), fakemodel.Call("lookup_fee", `{}`), fakemodel.Call("get_rate", `{}`)))
+			opts := []agent.Option{agent.WithMaxConcurrency(tc.concurrency)}
+			if tc.checkpointed {
+				opts = append(opts, agent.WithCheckpointer(new(agent.MemoryCheckpointer)))
+			}
+			a := agent.New(model, tools, opts...)
 			ctx := middleware.WithThread(context.Background(), "panic")
 			res, err := a.Run(ctx, "pay")
 			var perr *agent.ToolPanicError
-			if !errors.As(err, &perr) || perr.Tool != "lookup_fee" || perr.CallID != "call_3" || !errors.Is(err, errors.ErrUnsupported) {
-				t.Fatalf("Run() error = %v, want a *ToolPanicError for lookup_fee's call_3 wrapping the panic's error", err)
+			if !errors.As(err, &perr) || perr.Tool != "lookup_fee" || perr.CallID != "call_2" || !errors.Is(err, errors.ErrUnsupported) {
+				t.Fatalf("Run() error = %v, want a *ToolPanicError for lookup_fee's call_2 wrapping the panic's error", err)
 			}
-			if n := m.payments.Load(); n != 1 || m.last.Load() != 0 {
-				t.Errorf("transfer_money ran %d times, get_balance %d; want 1 and 0", n, m.last.Load())
+			wantRates, rate, rateStep := int32(1), "1.08", error(nil)
+			if tc.concurrency == 1 {
+				wantRates, rate, rateStep = 0, notStartedAnswer, agent.ErrCallNotStarted
 			}
-			wantMsgs := []string{"paid, ref P-1", "1.08", "The run stopped while this call was running, so whether it took effect is unknown. Check before calling it again.",
-				"The run stopped before this call started, so it did not run."}
+			if payments.Load() != 1 || fees.Load() != 1 || rates.Load() != wantRates {
+				t.Errorf("runs: transfer_money %d, lookup_fee %d, get_rate %d; want 1, 1, %d", payments.Load(), fees.Load(), rates.Load(), wantRates)
+			}
+			wantMsgs := []string{"paid, ref P-1", unknownAnswer, rate}
 			if got := toolMessages(res.Messages); !slices.Equal(got, wantMsgs) {
 				t.Errorf("tool messages:\n%q\nwant\n%q", got, wantMsgs)
 			}
-			if len(res.Steps) != 4 || res.Steps[0].Result != "paid, ref P-1" || res.Steps[1].Result != "1.08" ||
-				!errors.As(res.Steps[2].Err, &perr) || !errors.Is(res.Steps[3].Err, agent.ErrCallNotStarted) {
-				t.Errorf("steps = %+v, want the payment, the rate, the panic and the call that never started", res.Steps)
+			if len(res.Steps) != 3 || res.Steps[0].Result != "paid, ref P-1" || !errors.As(res.Steps[1].Err, &perr) ||
+				!errors.Is(res.Steps[2].Err, rateStep) || (rateStep == nil && res.Steps[2].Err != nil) {
+				t.Errorf("steps = %+v, want the payment, the panic and get_rate (%v)", res.Steps, rateStep)
 			}
-			if !checkpointed {
+			if !tc.checkpointed {
 				return
 			}
 			if _, err := a.Resume(ctx, nil); !errors.Is(err, agent.ErrNothingToResume) {
@@ -96,23 +103,39 @@ func TestToolPanicMidBatch(t *testing.T) {
 			if got := toolMessages(reqs[len(reqs)-1].Messages); !slices.Equal(got, wantMsgs) {
 				t.Errorf("the next run showed the model:\n%q\nwant\n%q", got, wantMsgs)
 			}
+			if payments.Load() != 1 {
+				t.Errorf("transfer_money ran %d times, want 1", payments.Load())
+			}
 		})
 	}
 }
 
 // A context cancelled mid-batch leaves the thread's run cut off with the
 // calls that finished recorded: Resume shows the model the payment's
-// result, that the running call's outcome is unknown, and that the call
+// result, that the running calls' outcome is unknown, and that the call
 // never started did not run — and runs none of them again.
 func TestCancelMidBatchRecordsFinishedCalls(t *testing.T) {
 	t.Parallel()
-	m := newMidBatch()
-	model := m.model()
 	cp := new(agent.MemoryCheckpointer)
 	ctx, cancel := context.WithCancel(middleware.WithThread(context.Background(), "cancel"))
 	defer cancel()
-	a := agent.New(model, m.tools(func() { cancel() }), agent.WithMaxConcurrency(2), agent.WithCheckpointer(cp))
+	// The calls cut off return only once Run has returned: the cut always
+	// comes before their results.
+	release := make(chan struct{})
+	var payments, rates, fees, balances atomic.Int32
+	tools := []agent.Tool{
+		counted("transfer_money", "paid, ref P-1", &payments, nil),
+		counted("get_rate", "1.08", &rates, func() { <-release }),
+		counted("lookup_fee", "0.50", &fees, func() { cancel(); <-release }),
+		counted("get_balance", "1000.00", &balances, nil),
+	}
+	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{}`), fakemodel.Call("get_rate", `{}`),
+		fakemodel.Call("lookup_fee", `{}`), fakemodel.Call("get_balance", `{}`)))
+	// Two at a time: transfer_money and get_rate start; lookup_fee takes
+	// the payment's slot and cancels; get_balance never starts.
+	a := agent.New(model, tools, agent.WithMaxConcurrency(2), agent.WithCheckpointer(cp))
 	res, err := a.Run(ctx, "pay")
+	close(release)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run() error = %v, want context.Canceled", err)
 	}
@@ -128,10 +151,7 @@ func TestCancelMidBatchRecordsFinishedCalls(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Resume(nil) error = %v", err)
 	}
-	// lookup_fee and get_rate were both running when the context ended.
-	want := []string{"paid, ref P-1", "The run stopped while this call was running, so whether it took effect is unknown. Check before calling it again.",
-		"The run stopped while this call was running, so whether it took effect is unknown. Check before calling it again.",
-		"The run stopped before this call started, so it did not run."}
+	want := []string{"paid, ref P-1", unknownAnswer, unknownAnswer, notStartedAnswer}
 	if got := toolMessages(res.Messages); !slices.Equal(got, want) {
 		t.Errorf("the resumed run shows the model:\n%q\nwant\n%q", got, want)
 	}
@@ -139,8 +159,11 @@ func TestCancelMidBatchRecordsFinishedCalls(t *testing.T) {
 		!errors.Is(res.Steps[2].Err, agent.ErrCallInterrupted) || !errors.Is(res.Steps[3].Err, agent.ErrCallNotStarted) {
 		t.Errorf("steps = %+v", res.Steps)
 	}
-	if m.payments.Load() != 1 || m.last.Load() != 0 {
-		t.Errorf("transfer_money ran %d times, get_balance %d; want 1 and 0", m.payments.Load(), m.last.Load())
+	// get_rate was started; whether its tool got to run before the cut
+	// is its own business (outcome unknown), but it never ran twice.
+	if payments.Load() != 1 || rates.Load() > 1 || fees.Load() != 1 || balances.Load() != 0 {
+		t.Errorf("runs: transfer_money %d, get_rate %d, lookup_fee %d, get_balance %d; want 1, at most 1, 1, 0",
+			payments.Load(), rates.Load(), fees.Load(), balances.Load())
 	}
 }
 
