@@ -309,13 +309,26 @@ func (s *session) cutOff(st runState) {
 	}
 }
 
-// saveTurn saves a model turn whose calls are about to run.
+// saveTurn saves a model turn whose calls are about to run. If the save
+// fails because the run's context ended, none of the calls will start:
+// the session is given the turn, open, with every call not started.
 func (s *session) saveTurn(ctx context.Context, res *Result, turn int, text string, calls []llms.ToolCall) error {
 	if s == nil || s.cp == nil {
 		return nil
 	}
-	return s.save(ctx, runState{Messages: res.Messages, Running: true, Turns: turn - 1,
-		Turn: &openTurn{Number: turn, Text: text, Calls: calls}})
+	st := runState{Messages: res.Messages, Running: true, Turns: turn - 1, Turn: &openTurn{Number: turn, Text: text, Calls: calls}}
+	err := s.save(ctx, st)
+	if err != nil && ctx.Err() != nil {
+		ot := *st.Turn
+		for i, c := range calls {
+			if c.FunctionCall != nil {
+				ot.Finished = append(ot.Finished, doneFrom(i, unranStep(c, turn, ErrCallNotStarted), notStartedAnswer, false))
+			}
+		}
+		st.Turn = &ot
+		s.cutOff(st)
+	}
+	return err
 }
 
 // saveBatch saves a run whose turn's batch is recorded in res.
@@ -337,10 +350,12 @@ func (s *session) saveBatch(ctx context.Context, res *Result, turn int) error {
 // (with a save on a context of its own, see detachedSaveTimeout), or, cut
 // off elsewhere, stays as last saved: [Agent.Resume] continues it.
 //
-// A save the store did not confirm (s.unsaved) is settled first: if it
+// A save the store did not confirm (s.unsaved) is settled first. If it
 // paused the run for approval, its interrupt is stored now (unless the
 // reload shows it was), and the run returns that [*Interrupt] as if the
-// save had gone through ([Agent.Pending] returns it too).
+// save had gone through ([Agent.Pending] returns it too). If the context
+// ended, it is stored now too: it records what the run did (a batch that
+// finished) past the last save.
 func (a *Agent) endSession(ctx context.Context, s *session, res *Result, err error) error {
 	if s == nil || s.cp == nil {
 		return err
@@ -358,24 +373,22 @@ func (a *Agent) endSession(ctx context.Context, s *session, res *Result, err err
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), detachedSaveTimeout)
 		defer cancel()
 	}
-	if u := s.unsaved; u != nil && s.cut == nil {
+	if u := s.unsaved; u != nil {
 		stored, rerr := s.reconcile(ctx, u.data)
 		if rerr != nil {
 			return errors.Join(err, rerr)
 		}
-		if t := u.state.Turn; t != nil && t.Interrupt != "" {
+		paused := u.state.Turn != nil && u.state.Turn.Interrupt != ""
+		if s.cut == nil && (paused || done) {
 			if !stored {
 				if perr := s.put(ctx, u.state, u.data); perr != nil {
 					return errors.Join(err, perr)
 				}
 			}
-			if done {
-				return err
+			if paused && !done {
+				return a.storedInterrupt(s.thread, u.state.Turn)
 			}
-			return a.storedInterrupt(s.thread, t)
-		}
-		if done {
-			return err // the thread stays as last saved
+			return err
 		}
 	}
 	st := runState{Messages: res.Messages}

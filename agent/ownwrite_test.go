@@ -100,3 +100,83 @@ func (s *staleSave) Save(ctx context.Context, thread string, version int64, stat
 	}
 	return ok, err
 }
+
+// ctxStore is a store that honours its context as a network store does
+// (a call with a done context fails), and ends the run's context during
+// its save number at: after applying it when applied is set, before when
+// not.
+type ctxStore struct {
+	agent.Checkpointer
+	at      int
+	applied bool
+	cancel  context.CancelFunc
+	saves   atomic.Int32
+}
+
+func (s *ctxStore) Load(ctx context.Context, thread string) ([]byte, int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	return s.Checkpointer.Load(ctx, thread)
+}
+
+func (s *ctxStore) Save(ctx context.Context, thread string, version int64, state []byte) (bool, error) {
+	if int(s.saves.Add(1)) == s.at {
+		if s.applied {
+			if _, err := s.Checkpointer.Save(ctx, thread, version, state); err != nil {
+				return false, err
+			}
+		}
+		s.cancel()
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	return s.Checkpointer.Save(ctx, thread, version, state)
+}
+
+// The context ends while the run saves: after its batch finished (the
+// batch's save fails), or as it saves the turn whose calls are about to
+// run (applied, its reply lost to the cancel). Resume shows the model what
+// happened: the payment's result, or that the payment never started —
+// never an unknown outcome for either.
+func TestCancelDuringSave(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		at       int
+		applied  bool
+		payments int32
+		want     string
+	}{
+		{"batch saved", 2, false, 1, "paid, ref P-1"},
+		{"turn saved, reply lost", 1, true, 0, "The run stopped before this call started, so it did not run."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var payments atomic.Int32
+			pay := agent.NewSchemaTool("transfer_money", "Pay.", nil, func(context.Context, map[string]any) (string, error) {
+				payments.Add(1)
+				return "paid, ref P-1", nil
+			})
+			model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{}`)), fakemodel.Text("Done."))
+			ctx, cancel := context.WithCancel(middleware.WithThread(context.Background(), "cancel-save"))
+			defer cancel()
+			mem := new(agent.MemoryCheckpointer)
+			store := &ctxStore{Checkpointer: mem, at: tc.at, applied: tc.applied, cancel: cancel}
+			if _, err := agent.New(model, []agent.Tool{pay}, agent.WithCheckpointer(store)).Run(ctx, "pay"); !errors.Is(err, context.Canceled) {
+				t.Fatalf("Run() error = %v, want context.Canceled", err)
+			}
+			res, err := agent.New(model, []agent.Tool{pay}, agent.WithCheckpointer(mem)).Resume(middleware.WithThread(context.Background(), "cancel-save"), nil)
+			if err != nil {
+				t.Fatalf("Resume(nil) error = %v", err)
+			}
+			if got := toolMessages(res.Messages); len(got) != 1 || got[0] != tc.want {
+				t.Errorf("the resumed run shows the model %q, want [%q]", got, tc.want)
+			}
+			if payments.Load() != tc.payments {
+				t.Errorf("transfer_money ran %d times, want %d", payments.Load(), tc.payments)
+			}
+		})
+	}
+}
