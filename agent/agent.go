@@ -255,9 +255,13 @@ type Step struct {
 	// *validation.Error for model arguments the tool stage rejects, an
 	// *ArgsRejectedError for arguments a tool middleware replaced that do
 	// not validate, an *InjectError for injected arguments that could not
-	// be set, an error wrapping ErrUnknownTool or ErrStopRun, or,
-	// for a call that came without a function, an error saying so. Unless
-	// it wraps ErrStopRun, the model was told about it.
+	// be set, an error wrapping ErrUnknownTool or ErrStopRun, a
+	// *ToolPanicError for a call whose tool stage panicked, or, for a call
+	// that came without a function, an error saying so. Unless it wraps
+	// ErrStopRun or is a *ToolPanicError, the model was told about it when
+	// the run went on. A call of a turn the run ended inside that never
+	// started has [ErrCallNotStarted]; one whose outcome is unknown (cut
+	// off, or restored as such from a checkpoint) [ErrCallInterrupted].
 	Err error
 }
 
@@ -273,15 +277,27 @@ type Step struct {
 // done, and nil when the model answered; [ErrMaxIterations] when it still
 // called tools after [WithMaxIterations] turns; ctx's error at once when ctx
 // is done (running tools were given ctx; calls not started never start;
-// Messages ends before the interrupted turn); else an error wrapping the
-// failed model call.
+// Messages ends before the interrupted turn, Steps holds its calls that
+// finished); the error of a call that ended the run — one wrapping
+// [ErrStopRun], or a [*ToolPanicError] — once the batch's running calls
+// have finished (Messages and Steps record the whole turn, each call with
+// its outcome: see [ErrStopRun]); else an error wrapping the failed model
+// call.
 //
 // Each Run starts a run scope ([middleware.WithRun]), so ToolCallLimit's run
 // limit counts this run only; a thread named in ctx with
 // [middleware.WithThread] carries over from run to run. It hands
 // ToolArgValidation its tools' schemas ([middleware.WithToolSchemas]) and
-// starts a fresh count of ModelCalls. A tool that panics makes Run panic on
-// the caller's goroutine, naming the tool.
+// starts a fresh count of ModelCalls. A tool that panics does not crash
+// the process: the panic is recovered on the tool call's goroutine and
+// ends the run with a [*ToolPanicError] naming the tool.
+//
+// On a thread with a [Checkpointer] ([WithCheckpointer]), Run continues
+// the thread's conversation; and whatever ends it inside a batch, the
+// thread's state records every call that finished, with its result: the
+// next Run (after ErrStopRun or a panic) or [Agent.Resume] (after a
+// cancelled context) never runs a finished call again, and shows the model
+// its real result.
 //
 // Run is [Agent.RunMessages] with one human message, input.
 func (a *Agent) Run(ctx context.Context, input string) (*Result, error) {
@@ -293,7 +309,7 @@ func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption, s
 	defer func() { endRun(err) }()
 	// Hook (checkpoint.go, approval.go): a resumed run first finishes the
 	// turn it stopped in; s records the run's state as it goes.
-	defer func() { err = s.end(ctx, res, err) }()
+	defer func() { err = a.endSession(ctx, s, res, err) }()
 	reasks := 0 // re-asks for a structured answer (output.go)
 	first, over, err := a.resumeTurn(ctx, s, res, &reasks)
 	if err != nil || over {
@@ -337,8 +353,7 @@ func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption, s
 		// Hook (approval.go): runTools, less the calls that wait for a person.
 		b, err := a.runBatch(ctx, s, turn+1, res, text, calls)
 		if err != nil {
-			res.Steps = append(res.Steps, b.steps...)
-			return err
+			return a.cutTurn(ctx, s, res, turn+1, text, calls, b, err)
 		}
 		if record(res, text, calls, b) {
 			return nil

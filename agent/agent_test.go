@@ -709,20 +709,27 @@ func TestConcurrentRuns(t *testing.T) {
 	wg.Wait()
 }
 
-// A panicking tool makes Run panic on the caller's goroutine, where it can
-// be recovered, instead of crashing the process from a tool goroutine.
-func TestToolPanicReachesCaller(t *testing.T) {
+// A panicking tool neither crashes the process nor makes Run panic: the
+// run ends with a *ToolPanicError naming the tool, carrying the value and
+// the stack.
+func TestToolPanicEndsRun(t *testing.T) {
 	t.Parallel()
 	boom := agent.NewSchemaTool("boom", "Panics.", nil, func(context.Context, map[string]any) (string, error) { panic("kaboom") })
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("boom", `{}`)))
-	defer func() {
-		p := recover()
-		if s, _ := p.(string); !strings.Contains(s, `tool "boom" panicked: kaboom`) {
-			t.Errorf("Run panicked with %v, want the tool's panic", p)
-		}
-	}()
-	_, _ = agent.New(model, []agent.Tool{boom}).Run(context.Background(), "go")
-	t.Error("Run returned, want a panic")
+	res, err := agent.New(model, []agent.Tool{boom}).Run(context.Background(), "go")
+	var perr *agent.ToolPanicError
+	if !errors.As(err, &perr) || perr.Tool != "boom" || perr.CallID != "call_1" || perr.Value != "kaboom" || !strings.Contains(string(perr.Stack), "goroutine") {
+		t.Fatalf("Run error = %v (%#v), want a *ToolPanicError for boom's call_1 with value kaboom and a stack", err, perr)
+	}
+	if !strings.Contains(err.Error(), `tool "boom" panicked: kaboom`) {
+		t.Errorf("Run error = %q, want it to name the tool and the value", err)
+	}
+	if len(res.Steps) != 1 || !errors.As(res.Steps[0].Err, &perr) {
+		t.Errorf("steps = %+v, want boom's call with the panic", res.Steps)
+	}
+	if got := toolMessages(res.Messages); len(got) != 1 || !strings.Contains(got[0], "unknown") {
+		t.Errorf("tool messages %q, want that boom's outcome is unknown", got)
+	}
 }
 
 func TestNewPanics(t *testing.T) {

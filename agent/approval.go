@@ -285,7 +285,7 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 		calls[i] = rest[j] // as runTools left them: without forged values
 	}
 	if err != nil {
-		return b, err
+		return b.spread(restAt, len(calls)), err // cut short: the pending and answer calls never started
 	}
 	if len(pending) == 0 { // answer calls only were left out
 		return b.spread(restAt, len(calls)), nil
@@ -297,13 +297,9 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 	}
 	ot := &openTurn{Number: turn, Text: text, Calls: calls, Interrupt: in.ID, Pending: pending, PendingAt: pendingAt}
 	for j, i := range restAt {
-		d := doneFrom(i, b.steps[j], b.answers[j], b.direct == j)
-		if inj, ok := a.injection[d.Tool]; ok {
-			// Injected values never travel in an interrupt (nor rest in a
-			// checkpoint): the resumed Step.Arguments of such a call lack them.
-			d.Arguments, _ = injectedargs.Drop(d.Arguments, inj.names)
-		}
-		ot.Finished = append(ot.Finished, d)
+		// Injected values never travel in an interrupt (nor rest in a
+		// checkpoint): the resumed Step.Arguments of such a call lack them.
+		ot.Finished = append(ot.Finished, a.doneCall(i, b.steps[j], b.answers[j], b.direct == j))
 	}
 	st := runState{Format: stateFormat, Messages: res.Messages, Running: true, Turns: turn - 1, Turn: ot}
 	if s != nil && s.cp != nil {
@@ -324,11 +320,20 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 
 // spread returns b, the batch of some of a turn's n calls (at: their
 // indexes in the turn), as a batch of the whole turn: the other calls'
-// slots are empty.
+// slots are empty (in a batch cut short, never started).
 func (b batch) spread(at []int, n int) batch {
 	out := batch{steps: make([]Step, n), answers: make([]string, n), direct: -1}
 	for j, i := range at {
 		out.steps[i], out.answers[i] = b.steps[j], b.answers[j]
+	}
+	if b.cut != nil {
+		out.cut = make([]progress, n)
+		for i := range out.cut {
+			out.cut[i] = callNotStarted
+		}
+		for j, i := range at {
+			out.cut[i] = b.cut[j]
+		}
 	}
 	if b.direct >= 0 {
 		out.direct = at[b.direct]
@@ -574,6 +579,7 @@ type runArgs struct {
 // a run awaiting decisions takes them as with its interrupt. It returns
 // [ErrNothingToResume] when there is none.
 func (a *Agent) Resume(ctx context.Context, in *Interrupt, decisions ...Decision) (*Result, error) {
+	ctx = ownThread(ctx) // a sub-agent's Resume is not on its caller's thread (RunMessages)
 	res, err := a.resume(ctx, in, decisions)
 	if a.events != nil && (errors.Is(err, ErrDecisionRefused) || errors.Is(err, ErrInterruptRefused)) {
 		e := middleware.Event{Kind: middleware.EventApprovalRefused, Middleware: "agent", Err: err}

@@ -124,6 +124,7 @@ type wireState struct {
 	Running  bool          `json:"running,omitempty"`
 	Turns    int           `json:"turns,omitempty"`
 	Turn     *wireTurn     `json:"turn,omitempty"`
+	Stamp    string        `json:"stamp,omitempty"`
 }
 
 type wireTurn struct {
@@ -142,7 +143,7 @@ func (st runState) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := wireState{Format: st.Format, Messages: msgs, Running: st.Running, Turns: st.Turns}
+	w := wireState{Format: st.Format, Messages: msgs, Running: st.Running, Turns: st.Turns, Stamp: st.Stamp}
 	if t := st.Turn; t != nil {
 		w.Turn = &wireTurn{Number: t.Number, Text: t.Text, Calls: toWireCalls(t.Calls), Finished: t.Finished,
 			Interrupt: t.Interrupt, Pending: t.Pending, PendingAt: t.PendingAt}
@@ -160,7 +161,7 @@ func (st *runState) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return err
 	}
-	*st = runState{Format: w.Format, Messages: msgs, Running: w.Running, Turns: w.Turns}
+	*st = runState{Format: w.Format, Messages: msgs, Running: w.Running, Turns: w.Turns, Stamp: w.Stamp}
 	if t := w.Turn; t != nil {
 		st.Turn = &openTurn{Number: t.Number, Text: t.Text, Calls: fromWireCalls(t.Calls), Finished: t.Finished,
 			Interrupt: t.Interrupt, Pending: t.Pending, PendingAt: t.PendingAt}

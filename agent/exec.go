@@ -29,8 +29,6 @@ type finished struct {
 	index  int
 	step   Step
 	result *ToolResult
-	panic  any // the tool's panic value, re-raised on Run's goroutine
-	stack  []byte
 }
 
 // batch is what the tool stage made of one model turn's calls, in call
@@ -39,22 +37,38 @@ type batch struct {
 	steps   []Step
 	answers []string // the tool messages' contents
 	direct  int      // index of the first Direct result; -1 if none
+	// cut is nil for a batch whose calls all finished; for a batch cut
+	// short (the run ended inside it: ErrStopRun, a tool's panic, its
+	// context), how far each call got. steps and answers hold the
+	// outcome of the calls that finished.
+	cut []progress
 }
+
+// progress is how far a call of a batch cut short got.
+type progress uint8
+
+const (
+	callFinished   progress = iota // it finished: its step holds its outcome
+	callCutOff                     // it started and had not finished: its outcome is unknown
+	callNotStarted                 // it never started
+)
 
 // runTools runs calls through the tool stage, at most a.maxPar at a time,
 // and returns their steps and tool-message contents in call order. history
 // is the transcript before the turn (CallInfo.Messages).
 //
-// When ctx is done it returns ctx.Err() at once with the steps of the calls
-// that finished; calls not yet started are not started, and running ones
-// are left to honour ctx (their results are dropped: the channel they
-// report to has room for all of them, so they never block). When a call
-// returns an error wrapping ErrStopRun, calls not yet started are not
-// started, running ones finish, and it returns that error with the steps of
-// the calls that finished.
+// When ctx is done it returns ctx.Err() at once; calls not yet started are
+// not started, and running ones are left to honour ctx (their results are
+// dropped: the channel they report to has room for all of them, so they
+// never block). When a call returns an error wrapping ErrStopRun, or its
+// tool stage panics (a *ToolPanicError), calls not yet started are not
+// started, running ones finish, and it returns that error. Either way the
+// batch it returns is cut short: it holds the outcome of every call that
+// finished and says which calls were cut off and which never started.
 func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageContent, calls []llms.ToolCall) (batch, error) {
 	b := batch{steps: make([]Step, len(calls)), answers: make([]string, len(calls)), direct: -1}
 	done := make([]bool, len(calls))
+	started := make([]bool, len(calls))
 	var todo []int // calls of known tools, in order
 	for i, c := range calls {
 		b.steps[i] = Step{CallID: c.ID, Turn: turn, Message: -1}
@@ -82,6 +96,7 @@ func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageCo
 			i := todo[0]
 			todo = todo[1:]
 			running++
+			started[i] = true
 			// Values the model sent for injected arguments are dropped here,
 			// so that they are in neither the transcript nor the span.
 			// The gate is looked up first: it knows the call by the
@@ -107,13 +122,14 @@ func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageCo
 		select {
 		case f := <-results:
 			running--
-			if f.panic != nil {
-				panic(fmt.Sprintf("agent: tool %q panicked: %v\n\n%s", f.step.Tool, f.panic, f.stack))
-			}
 			f.step.Turn = turn
 			b.steps[f.index] = f.step
 			b.answers[f.index], done[f.index] = toolMessage(f.step), true
-			if f.step.Err != nil && errors.Is(f.step.Err, ErrStopRun) && stop == nil {
+			var panicked *ToolPanicError
+			if errors.As(f.step.Err, &panicked) {
+				b.answers[f.index] = interruptedAnswer // whatever the tool did before it panicked is unknown
+			}
+			if stop == nil && (panicked != nil || errors.Is(f.step.Err, ErrStopRun)) {
 				stop = f.step.Err
 			}
 			if f.result != nil && f.result.Direct && f.step.Err == nil && (b.direct < 0 || f.index < b.direct) {
@@ -121,27 +137,36 @@ func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageCo
 			}
 		case <-ctx.Done():
 			a.reportNotStarted(ctx, ledger, calls, todo)
-			return b.finished(done, calls), ctx.Err()
+			b.cutShort(done, started)
+			if stop != nil {
+				return b, errors.Join(stop, ctx.Err())
+			}
+			return b, ctx.Err()
 		}
 	}
 	a.reportNotStarted(ctx, ledger, calls, todo)
 	ledger.Forget()
 	if stop != nil {
-		return b.finished(done, calls), stop
+		b.cutShort(done, started)
+		return b, stop
 	}
 	return b, nil
 }
 
-// finished returns the batch's steps of calls that finished (calls without
-// a function excluded), for a run that ends inside the batch.
-func (b batch) finished(done []bool, calls []llms.ToolCall) batch {
-	var steps []Step
-	for i, s := range b.steps {
-		if done[i] && calls[i].FunctionCall != nil {
-			steps = append(steps, s)
+// cutShort marks b as a batch the run ended inside: done says which calls
+// finished, started which had started.
+func (b *batch) cutShort(done, started []bool) {
+	b.cut = make([]progress, len(b.steps))
+	for i := range b.cut {
+		switch {
+		case done[i]:
+			b.cut[i] = callFinished
+		case started[i]:
+			b.cut[i] = callCutOff
+		default:
+			b.cut[i] = callNotStarted
 		}
 	}
-	return batch{steps: steps, direct: -1}
 }
 
 // callTool runs one tool call through the tool stage and reports its
@@ -152,9 +177,16 @@ func (a *Agent) callTool(ctx context.Context, index int, c llms.ToolCall, st *ca
 	ctx = withCallState(ctx, st)
 	ctx, end := middleware.ObserveToolCall(ctx, c)
 	defer func() {
+		// A panic in the tool stage (the tool, a tool middleware, an
+		// injector) is the call's outcome: it ends the run, not the
+		// process.
 		if p := recover(); p != nil {
-			f.panic, f.stack = p, debug.Stack()
-			f.step.Tool = st.info.Tool
+			perr := &ToolPanicError{Tool: st.info.Tool, CallID: c.ID, Value: p, Stack: debug.Stack()}
+			f.step = Step{CallID: c.ID, Tool: st.info.Tool, ModelArguments: st.modelArgs, Arguments: st.modelArgs, Message: -1, Err: perr}
+			if ran, args := st.out.get(); ran {
+				f.step.Arguments = args
+			}
+			f.result = nil
 			end("", errToolPanicked)
 		}
 		results <- f

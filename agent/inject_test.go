@@ -406,8 +406,11 @@ func TestForgedReportedWhenNotRun(t *testing.T) {
 				opts = append(opts, agent.WithMiddleware(middleware.ToolArgValidation()))
 			}
 			res, err := agent.New(m, []agent.Tool{tool}, opts...).Run(asUser("u-1"), "tea")
-			if !errors.Is(err, agent.ErrStopRun) || len(res.Steps) != 1 {
-				t.Fatalf("Run = %v with %d steps, want ErrStopRun after the first call", err, len(res.Steps))
+			if !errors.Is(err, agent.ErrStopRun) || len(res.Steps) != 2 || !errors.Is(res.Steps[1].Err, agent.ErrCallNotStarted) {
+				t.Fatalf("Run = %v with %d steps, want ErrStopRun after the first call and the second not started", err, len(res.Steps))
+			}
+			if s := fmt.Sprint(res.Messages, res.Steps[1].ModelArguments); strings.Contains(s, "admin") {
+				t.Errorf("the forged value of the call that never started is in the transcript or its step: %s", s)
 			}
 			e, ok := log.find(middleware.EventForgedArgument)
 			if !ok || e.Tool != "order" || e.CallID != "call_2" || !slices.Equal(e.Paths, []string{"/user_id"}) {

@@ -341,7 +341,29 @@ func WithInterruptKey(key []byte) Option {
 // [Agent.Resume] with a nil interrupt, on any replica, without running
 // finished calls again.
 //
-// Runs without a thread id are not saved. The default is none: a run's
+// A call that ran is never forgotten, whatever ends a run inside a
+// batch. After [ErrStopRun] or a tool's panic ([ToolPanicError]) the
+// thread's transcript holds the stopped turn whole, every call with its
+// result or what is known of it, and the next Run continues from it. After
+// the context ends, the run saves the turn open, with the calls that
+// finished and those that never started (on a context of its own, without
+// the caller's cancellation, for at most a second: a store that cannot be
+// reached by then leaves the thread as last saved, and the calls of the
+// turn are then of unknown outcome); Resume shows the model their results
+// and runs none of them again. A save the store does not confirm (an
+// error, after which the state may have been stored; or a conflict, which
+// a store client's retry of the same save can report) is settled by
+// reloading the thread: each saved state carries a random stamp, so the
+// run recognises its own write and goes on; a pause for approval whose
+// save failed is saved again before the run returns its interrupt. A run
+// whose pause cannot be confirmed so returns the store's error, and its
+// interrupt, if stored, is read back with [Agent.Pending].
+// [Agent.Abandon] ends a thread's unfinished run that no one will
+// continue.
+//
+// Runs without a thread id are not saved, nor are those of a sub-agent
+// called from a tool of a run on a thread, unless the tool names a thread
+// of its own (see [Agent.RunMessages]). The default is none: a run's
 // state lives in the run, and in the Interrupt it returns. WithCheckpointer
 // panics if cp is nil.
 func WithCheckpointer(cp Checkpointer) Option {

@@ -127,8 +127,7 @@ func (a *Agent) outputTurn(ctx context.Context, s *session, turn int, res *Resul
 	// person; the answer calls are left to settleOutput.
 	b, err := a.runBatch(ctx, s, turn, res, text, calls)
 	if err != nil {
-		res.Steps = append(res.Steps, b.steps...)
-		return true, err
+		return true, a.cutTurn(ctx, s, res, turn, text, calls, b, err)
 	}
 	return a.settleOutput(ctx, s, turn, res, text, calls, b, answer, answerErr, reasks)
 }

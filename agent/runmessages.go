@@ -32,11 +32,20 @@ var ErrNoMessages = errors.New("agent: RunMessages: no messages to answer")
 // with [middleware.WithThread] in ctx so that ToolCallLimit's thread limit
 // spans the conversation. It returns [ErrNoMessages] (and a nil Result) when
 // msgs is empty.
+//
+// A run started from inside a tool call of another run — a sub-agent used
+// as a tool, given the tool's ctx — runs in its own thread scope: the
+// calling run's thread is not its thread, so it runs without one (its
+// limiters count the thread from its own transcript, and a [Checkpointer]
+// does not save it: the calling run's checkpoint records the tool call,
+// whose result is the sub-agent's answer), unless the tool names a thread
+// of its own with [middleware.WithThread]. The same holds for
+// [Agent.Resume], [Agent.Pending] and [Agent.Abandon] called there.
 func (a *Agent) RunMessages(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*Result, error) {
 	if len(msgs) == 0 {
 		return nil, ErrNoMessages
 	}
-	ctx, calls := a.runContext(ctx)
+	ctx, calls := a.runContext(ownThread(ctx))
 	// Hook (checkpoint.go): a thread's saved conversation comes first.
 	s, saved, err := a.openSession(ctx)
 	if err != nil {
@@ -94,4 +103,16 @@ func nonNil(opts []llms.CallOption) []llms.CallOption {
 		}
 	}
 	return out
+}
+
+// ownThread returns ctx for a run, Resume, Pending or Abandon of an agent
+// called from inside a tool call of another run (a sub-agent used as a
+// tool): the calling run's thread is not the sub-agent's, so ctx names no
+// thread unless the tool named one of its own. Elsewhere it returns ctx.
+func ownThread(ctx context.Context) context.Context {
+	st := callStateFrom(ctx)
+	if st == nil || st.info.Thread == "" || middleware.ThreadFrom(ctx) != st.info.Thread {
+		return ctx
+	}
+	return middleware.WithThread(ctx, "")
 }

@@ -80,9 +80,15 @@ func (f ToolFunc) WrapToolCall(next ToolHandler) ToolHandler { return f(next) }
 // ErrStopRun ends a run from the tool stage: a tool middleware (or a tool)
 // that returns an error wrapping it makes [Agent.Run] return that error with
 // the partial *[Result]. The calls of the batch that are running finish;
-// those not started never start; Result.Messages ends before the stopped
-// turn, and Result.Steps holds the calls that finished, the stopping one
-// included.
+// those not started never start. The stopped turn is recorded whole, so
+// that what ran is never forgotten: Result.Messages ends with it, each call
+// followed by the tool message the model will read if the conversation
+// goes on (the result of a call that finished, the stopping call's error,
+// and for a call that never started, that it did not run), and
+// Result.Steps holds every call of it, those that never started with
+// [ErrCallNotStarted]. On a thread with a [Checkpointer] that is the
+// thread's transcript: the next run on the thread continues from it. A
+// tool stage that panics ends the run in the same way ([ToolPanicError]).
 var ErrStopRun = errors.New("agent: run stopped by the tool stage")
 
 // chainTools returns h wrapped in mws, the first outermost.

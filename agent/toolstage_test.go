@@ -254,7 +254,8 @@ func fmtPart(p llms.ContentPart) string {
 }
 
 // ErrStopRun ends the run with the partial result: the next model call is
-// never made, and calls of the batch not yet started never start.
+// never made, and calls of the batch not yet started never start. The
+// stopped turn is recorded whole, each call with what the model will read.
 func TestErrStopRun(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -292,11 +293,18 @@ func TestErrStopRun(t *testing.T) {
 	if !slices.Equal(ran, []string{"1"}) {
 		t.Errorf("tool ran %v, want only the first turn's call", ran)
 	}
-	if len(res.Steps) != 2 || !errors.Is(res.Steps[1].Err, agent.ErrStopRun) || res.Steps[1].Turn != 2 {
-		t.Errorf("steps = %+v, want the first call and the stopping one", res.Steps)
+	if len(res.Steps) != 3 || !errors.Is(res.Steps[1].Err, agent.ErrStopRun) || res.Steps[1].Turn != 2 ||
+		!errors.Is(res.Steps[2].Err, agent.ErrCallNotStarted) || !errors.Is(res.Steps[2].Err, agent.ErrNotRun) {
+		t.Errorf("steps = %+v, want the first call, the stopping one and the one that never started", res.Steps)
 	}
-	if n := len(toolMessages(res.Messages)); n != 1 {
-		t.Errorf("transcript has %d tool messages, want 1: it ends before the stopped turn", n)
+	got := toolMessages(res.Messages)
+	if len(got) != 3 || got[0] != "ok" || !strings.Contains(got[1], "budget exhausted") || !strings.Contains(got[2], "did not run") {
+		t.Errorf("tool messages %q, want the first call's result, the stop's error and that the third did not run", got)
+	}
+	for _, s := range res.Steps {
+		if s.Message < 0 || s.Message >= len(res.Messages) {
+			t.Errorf("step %s: Message = %d, want its AI message's index", s.CallID, s.Message)
+		}
 	}
 	if _, ok := log.find(middleware.EventRunStopped); !ok {
 		t.Errorf("events = %v, want run_stopped", log.kinds())
