@@ -18,6 +18,7 @@ import (
 	"sync"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/internal/canonjson"
 	injectedargs "github.com/toolguard/toolguard/internal/injected"
 	"github.com/toolguard/toolguard/middleware"
 )
@@ -460,12 +461,19 @@ func (ap *approval) mac() hash.Hash {
 // decision cannot be replayed on another interrupt, even one whose calls
 // have the same ids and arguments, as synthesized ids do), the thread, the
 // call's index in its turn (two identical calls of a turn are two calls),
-// the tool, the call id and the exact arguments (compacted JSON). Each
-// field is length-prefixed so that no two tuples hash alike.
+// the tool, the call id and the exact arguments. The arguments are hashed
+// in their canonical form with numbers as written ([canonjson.Exact]): what
+// json.Marshal does to them on the way (it escapes "<" and "&") changes
+// nothing, a changed digit changes the digest. Each field is
+// length-prefixed so that no two tuples hash alike.
 func (ap *approval) digest(interrupt, thread string, at int, p PendingCall) string {
+	args, err := canonjson.Exact(p.Args)
+	if err != nil {
+		args = p.Args // not JSON: never pending; hashed as it is
+	}
 	h := ap.mac()
-	h.Write([]byte("toolguard/approval/v2"))
-	for _, f := range []string{interrupt, thread, strconv.Itoa(at), p.Tool, p.ID, string(compactJSON(p.Args))} {
+	h.Write([]byte("toolguard/approval/v3"))
+	for _, f := range []string{interrupt, thread, strconv.Itoa(at), p.Tool, p.ID, string(args)} {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
 		h.Write(n[:])
@@ -475,6 +483,18 @@ func (ap *approval) digest(interrupt, thread string, at int, p PendingCall) stri
 }
 
 // sign returns the interrupt's signature: "" without a key.
+//
+// It is an HMAC of the interrupt's JSON in the canonical form of RFC 8785
+// ([canonjson.RFC8785]), which any JSON round trip keeps: one through
+// Go's any or JavaScript reads the numbers of a schema as doubles (0.0,
+// 1e6, 0.50 and 9007199254740993 come back as 0, 1000000, 0.5 and
+// 9007199254740992), json.Marshal escapes "<" and "&", and none of that
+// changes the canonical form. RFC 8785 compares numbers as doubles; what
+// runs is still bound digit for digit: the only numbers of the signed text
+// that a double can round are those of schemas (shown to a reviewer, never
+// used to run) and of pending calls' arguments, which their digests bind
+// exactly (plan recomputes each from the state, and a decision must carry
+// it).
 func (ap *approval) sign(in *Interrupt) string {
 	if ap.key == nil {
 		return ""
@@ -483,11 +503,15 @@ func (ap *approval) sign(in *Interrupt) string {
 	unsigned.Signature = ""
 	data, err := json.Marshal(&unsigned)
 	if err != nil {
-		return "" // unreachable: an Interrupt is plain data; an empty signature never verifies
+		return "" // a schema that does not marshal; an empty signature never verifies
+	}
+	canon, err := canonjson.RFC8785(data)
+	if err != nil {
+		return "" // unreachable: json.Marshal writes one JSON value, names unique
 	}
 	h := hmac.New(sha256.New, ap.key)
-	h.Write([]byte("toolguard/interrupt/v1"))
-	h.Write(data)
+	h.Write([]byte("toolguard/interrupt/v2"))
+	h.Write(canon)
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/internal/canonjson"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/validation"
@@ -759,9 +760,10 @@ func TestApprovalInvalidCallFixedByMiddlewareNeverRuns(t *testing.T) {
 // agent without WithInterruptKey (the format of approval.go's digest); at
 // is the call's index in its turn.
 func unkeyedDigest(interrupt, thread string, at int, p agent.PendingCall) string {
+	args, _ := canonjson.Exact(p.Args)
 	h := sha256.New()
-	h.Write([]byte("toolguard/approval/v2"))
-	for _, f := range []string{interrupt, thread, strconv.Itoa(at), p.Tool, p.ID, string(p.Args)} {
+	h.Write([]byte("toolguard/approval/v3"))
+	for _, f := range []string{interrupt, thread, strconv.Itoa(at), p.Tool, p.ID, string(args)} {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
 		h.Write(n[:])

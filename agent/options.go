@@ -315,14 +315,17 @@ func WithApprovalFor(tools ...string) Option {
 // refuses an interrupt whose signature does not verify: an interrupt that
 // travelled through a client — a browser, a chat app — cannot have its
 // calls, arguments or transcript changed, nor a digest computed for calls
-// it never held. Use it whenever an interrupt leaves the server. With a
-// [Checkpointer], the state of a run on a thread is read from the store
-// anyway, and where the context names a thread Resume refuses an unsigned
-// interrupt that carries a state of its own (one of a run without a
-// thread); but a run without a thread still puts its state in the
-// interrupt, which without a key a client can rewrite. All replicas that
-// resume each other's interrupts need the same key. It panics if key is
-// shorter than 16 bytes.
+// it never held. The signature is taken over the interrupt's canonical
+// JSON (RFC 8785), so it verifies after any JSON round trip, one that reads
+// a schema's numbers as doubles included; the digests bind each call's
+// arguments digit for digit. Use it whenever an interrupt leaves the
+// server. With a [Checkpointer], the state of a run on a thread is read
+// from the store anyway, and where the context names a thread Resume
+// refuses an unsigned interrupt that carries a state of its own (one of a
+// run without a thread); but a run without a thread still puts its state
+// in the interrupt, which without a key a client can rewrite. All replicas
+// that resume each other's interrupts need the same key. It panics if key
+// is shorter than 16 bytes.
 func WithInterruptKey(key []byte) Option {
 	if len(key) < 16 {
 		panic(fmt.Sprintf("agent: WithInterruptKey: the key has %d bytes, want at least 16", len(key)))
