@@ -354,7 +354,7 @@ func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (p PendingCall
 		// A value the model sent for an injected argument never reaches a
 		// reviewer; it is reported when the call goes through the tool
 		// stage (dropForged).
-		modelArgs, _ = injectedargs.Drop(modelArgs, inj.names)
+		modelArgs, _ = injectedargs.Withhold(modelArgs, inj.names)
 	}
 	st := &callState{
 		info:      CallInfo{ID: c.ID, Tool: name, Thread: middleware.ThreadFrom(ctx), Attempt: 1},
