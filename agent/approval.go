@@ -425,6 +425,25 @@ var errNotApproved = errors.New("agent: the call needs a person's approval and i
 // a tool middleware replaced.
 var errApprovedArgsChanged = errors.New("agent: a tool middleware changed the arguments a person approved; the tool did not run")
 
+// binding is what a pending call's decision is bound to besides its
+// arguments. It is kept in the run's state (the checkpoint, or a threadless
+// interrupt's signed State), never in the PendingCall a client reads, and
+// each pending call's digest binds it.
+type binding struct {
+	// Schema is the digest of the tool's schema when the call paused
+	// (schemaDigest): a decision to run it under another is refused.
+	Schema string `json:"schema"`
+}
+
+// binding returns pending call j's binding; the zero binding when the
+// state has none for it (a digest over it matches no decision).
+func (ot *openTurn) binding(j int) binding {
+	if len(ot.Bound) != len(ot.Pending) || j < 0 || j >= len(ot.Bound) {
+		return binding{}
+	}
+	return ot.Bound[j]
+}
+
 // modelSchema returns the schema the model is sent for tool name.
 func (a *Agent) modelSchema(name string) any {
 	for _, d := range a.defs {
@@ -798,7 +817,7 @@ func (ot *openTurn) pendingIndex(j int) int {
 // decision to its pending call's index (plan's result).
 func (a *Agent) decided(ot *openTurn, decisions []Decision, at []int) *openTurn {
 	next := *ot
-	next.Interrupt, next.Pending, next.PendingAt = "", nil, nil
+	next.Interrupt, next.Pending, next.PendingAt, next.Bound = "", nil, nil, nil
 	next.Finished = slices.Clone(ot.Finished)
 	for k, d := range decisions {
 		if d.Action != Reject && d.Action != Respond {

@@ -134,6 +134,7 @@ type wireTurn struct {
 	Interrupt string        `json:"interrupt,omitempty"`
 	Pending   []PendingCall `json:"pending,omitempty"`
 	PendingAt []int         `json:"pending_at,omitempty"`
+	Bound     []binding     `json:"bound,omitempty"`
 }
 
 // MarshalJSON encodes the state in its stored form.
@@ -145,7 +146,7 @@ func (st runState) MarshalJSON() ([]byte, error) {
 	w := wireState{Format: st.Format, Messages: msgs, Running: st.Running, Turns: st.Turns}
 	if t := st.Turn; t != nil {
 		w.Turn = &wireTurn{Number: t.Number, Text: t.Text, Calls: toWireCalls(t.Calls), Finished: t.Finished,
-			Interrupt: t.Interrupt, Pending: t.Pending, PendingAt: t.PendingAt}
+			Interrupt: t.Interrupt, Pending: t.Pending, PendingAt: t.PendingAt, Bound: t.Bound}
 	}
 	return json.Marshal(w)
 }
@@ -163,7 +164,7 @@ func (st *runState) UnmarshalJSON(data []byte) error {
 	*st = runState{Format: w.Format, Messages: msgs, Running: w.Running, Turns: w.Turns}
 	if t := w.Turn; t != nil {
 		st.Turn = &openTurn{Number: t.Number, Text: t.Text, Calls: fromWireCalls(t.Calls), Finished: t.Finished,
-			Interrupt: t.Interrupt, Pending: t.Pending, PendingAt: t.PendingAt}
+			Interrupt: t.Interrupt, Pending: t.Pending, PendingAt: t.PendingAt, Bound: t.Bound}
 	}
 	return nil
 }
