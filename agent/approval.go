@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,7 +21,9 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/internal/canonjson"
 	injectedargs "github.com/toolguard/toolguard/internal/injected"
+	"github.com/toolguard/toolguard/internal/toolargs"
 	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/strip"
 )
 
 // approvalConfig is what the options say about approval and checkpoints.
@@ -424,6 +427,45 @@ var errNotApproved = errors.New("agent: the call needs a person's approval and i
 // errApprovedArgsChanged is the error of an approved call whose arguments
 // a tool middleware replaced.
 var errApprovedArgsChanged = errors.New("agent: a tool middleware changed the arguments a person approved; the tool did not run")
+
+// errApprovedToolChanged is the error of an approved call whose Tool a
+// tool middleware replaced.
+var errApprovedToolChanged = errors.New("agent: a tool middleware changed the tool of a call a person approved; the tool did not run")
+
+// approvedArgs is the innermost handler's check of a call a person
+// approved ([gateApproved]): it runs the tool the model called with
+// exactly the approved arguments (and the injected values), or not at
+// all. The arguments are validated as they are, never stripped or coerced
+// again: if what they must meet changed since they were approved, the call
+// fails with an [*ArgsRejectedError] (the model reads only that it could
+// not run). It returns the arguments decoded.
+func (a *Agent) approvedArgs(ctx context.Context, st *callState, call *ToolCall) (map[string]any, error) {
+	if call.Tool != nil && !sameTool(call.Tool, st.tool) {
+		return nil, errApprovedToolChanged
+	}
+	if string(call.Args) != st.stageArgs {
+		return nil, errApprovedArgsChanged
+	}
+	res, err := checkArgsWith(call.Name, a.compiled[call.Name], call.Args, toolargs.Options{Strip: strip.Off})
+	if err != nil {
+		rejected := &ArgsRejectedError{Tool: call.Name, Err: err}
+		ReportEvent(ctx, middleware.Event{Kind: middleware.EventArgsRejected, Err: rejected}) // never the violations
+		return nil, rejected
+	}
+	return res.Value, nil
+}
+
+// sameTool reports whether x and y are the same tool: equal interface
+// values, or for a tool of a type == cannot compare, deeply equal ones.
+func sameTool(x, y Tool) bool {
+	if reflect.TypeOf(x) != reflect.TypeOf(y) {
+		return false
+	}
+	if v := reflect.ValueOf(x); v.IsValid() && !v.Comparable() {
+		return reflect.DeepEqual(x, y)
+	}
+	return x == y
+}
 
 // binding is what a pending call's decision is bound to besides its
 // arguments. It is kept in the run's state (the checkpoint, or a threadless
