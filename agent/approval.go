@@ -20,6 +20,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/internal/canonjson"
+	"github.com/toolguard/toolguard/internal/exactjson"
 	injectedargs "github.com/toolguard/toolguard/internal/injected"
 	"github.com/toolguard/toolguard/internal/toolargs"
 	"github.com/toolguard/toolguard/middleware"
@@ -40,6 +41,9 @@ type approval struct {
 	tools map[string]bool        // WithApprovalFor
 	key   []byte                 // nil: unsigned, plain SHA-256 digests
 	cp    Checkpointer
+	// schemas is each tool's schema digest (schemaDigest), by sent name:
+	// a decision on a call paused under another schema is refused.
+	schemas map[string]string
 
 	mu   sync.Mutex
 	used map[string]bool // interrupts resumed by this agent, without a checkpointer
@@ -57,7 +61,10 @@ func newApproval(c approvalConfig, tools map[string]Tool) *approval {
 	if len(c.needs) == 0 && len(c.tools) == 0 && c.cp == nil {
 		return nil
 	}
-	ap := &approval{needs: c.needs, key: c.key, cp: c.cp}
+	ap := &approval{needs: c.needs, key: c.key, cp: c.cp, schemas: make(map[string]string, len(tools))}
+	for name, t := range tools {
+		ap.schemas[name] = schemaDigest(t)
+	}
 	for _, name := range c.tools {
 		if tools[name] == nil {
 			names := make([]string, 0, len(tools))
@@ -295,11 +302,13 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 		return b.spread(restAt, len(calls)), nil
 	}
 	in := &Interrupt{ID: newInterruptID(), Thread: middleware.ThreadFrom(ctx)}
+	bound := make([]binding, len(pending))
 	for i := range pending {
-		pending[i].Digest = a.approval.digest(in.ID, in.Thread, pendingAt[i], pending[i])
+		bound[i] = binding{Schema: a.approval.schemas[pending[i].Tool]}
+		pending[i].Digest = a.approval.digest(in.ID, in.Thread, pendingAt[i], pending[i], bound[i])
 		ReportEvent(ctx, middleware.Event{Kind: middleware.EventApprovalPending, Tool: pending[i].Tool, CallID: pending[i].ID})
 	}
-	ot := &openTurn{Number: turn, Text: text, Calls: calls, Interrupt: in.ID, Pending: pending, PendingAt: pendingAt}
+	ot := &openTurn{Number: turn, Text: text, Calls: calls, Interrupt: in.ID, Pending: pending, PendingAt: pendingAt, Bound: bound}
 	for j, i := range restAt {
 		d := doneFrom(i, b.steps[j], b.answers[j], b.direct == j)
 		if inj, ok := a.injection[d.Tool]; ok {
@@ -486,6 +495,22 @@ func (ot *openTurn) binding(j int) binding {
 	return ot.Bound[j]
 }
 
+// schemaDigest returns the SHA-256 of t's schema in canonical form, the
+// schema as sent to a person's form and validated against, injected
+// properties included. What the schema refers to (a $ref'd resource) and a
+// Validate method are not in it; approvedArgs still refuses arguments they
+// no longer accept.
+func schemaDigest(t Tool) string {
+	raw, err := exactjson.Text(parameters(t.Schema()))
+	if err == nil {
+		if c, cerr := canonjson.Exact(raw); cerr == nil {
+			raw = c
+		}
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
+}
+
 // modelSchema returns the schema the model is sent for tool name.
 func (a *Agent) modelSchema(name string) any {
 	for _, d := range a.defs {
@@ -522,19 +547,20 @@ func (ap *approval) mac() hash.Hash {
 // decision cannot be replayed on another interrupt, even one whose calls
 // have the same ids and arguments, as synthesized ids do), the thread, the
 // call's index in its turn (two identical calls of a turn are two calls),
-// the tool, the call id and the exact arguments. The arguments are hashed
+// the tool, the call id, the exact arguments and the call's binding (the
+// schema it paused under). The arguments are hashed
 // in their canonical form with numbers as written ([canonjson.Exact]): what
 // json.Marshal does to them on the way (it escapes "<" and "&") changes
 // nothing, a changed digit changes the digest. Each field is
 // length-prefixed so that no two tuples hash alike.
-func (ap *approval) digest(interrupt, thread string, at int, p PendingCall) string {
+func (ap *approval) digest(interrupt, thread string, at int, p PendingCall, b binding) string {
 	args, err := canonjson.Exact(p.Args)
 	if err != nil {
 		args = p.Args // not JSON: never pending; hashed as it is
 	}
 	h := ap.mac()
 	h.Write([]byte("toolguard/approval/v3"))
-	for _, f := range []string{interrupt, thread, strconv.Itoa(at), p.Tool, p.ID, string(args)} {
+	for _, f := range []string{interrupt, thread, strconv.Itoa(at), p.Tool, p.ID, string(args), b.Schema} {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
 		h.Write(n[:])
@@ -781,7 +807,7 @@ func (a *Agent) plan(ot *openTurn, id, thread string, decisions []Decision) (map
 	}
 	byDigest := make(map[string]int, len(pending))
 	for j, p := range pending {
-		byDigest[a.approval.digest(id, thread, ot.pendingIndex(j), p)] = j
+		byDigest[a.approval.digest(id, thread, ot.pendingIndex(j), p, ot.binding(j))] = j
 	}
 	decided := make([]bool, len(pending))
 	run := make(map[int]runArgs)
@@ -805,6 +831,11 @@ func (a *Agent) plan(ot *openTurn, id, thread string, decisions []Decision) (map
 		i := ot.pendingIndex(j)
 		if i < 0 {
 			return nil, nil, &DecisionError{CallID: d.CallID, Reason: "the pending call is not in the interrupted turn"}
+		}
+		if (d.Action == Accept || d.Action == Edit) && ot.binding(j).Schema != a.approval.schemas[p.Tool] {
+			// What the person saw and approved was checked against another
+			// schema: running it now would run something else.
+			return nil, nil, &DecisionError{CallID: d.CallID, Reason: fmt.Sprintf("tool %q's schema changed since the call was put to a person: reject it, or let the model call the tool again", p.Tool)}
 		}
 		switch d.Action {
 		case Accept:

@@ -3,13 +3,68 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/validation"
 )
+
+// The fault: a deploy between the pause and the resume changes the tool's
+// schema. The person approved {"amount": "100", "memo": null} under the old
+// one; the new one wants a number and refuses a null memo, and the tool
+// stage coerced and stripped the approved arguments to fit it: the
+// transfer ran as 100 with no memo, which nobody approved. The decision is
+// refused instead, nothing runs, and the interrupt can still be rejected.
+func TestApprovalSchemaChangeRefusesDecision(t *testing.T) {
+	t.Parallel()
+	const before = `{"type": "object", "properties": {"to": {"type": "string"}, "amount": {"type": "string"},
+		"memo": {"type": ["string", "null"]}}, "required": ["to", "amount"]}`
+	const after = `{"type": "object", "properties": {"to": {"type": "string"}, "amount": {"type": "number"},
+		"memo": {"type": "string"}}, "required": ["to", "amount"]}`
+	for _, checkpointed := range []bool{false, true} {
+		old := &rawTool{name: "transfer", schema: json.RawMessage(before)}
+		deployed := &rawTool{name: "transfer", schema: json.RawMessage(after)}
+		store := new(agent.MemoryCheckpointer)
+		ctx := context.Background()
+		newAgent := func(tool *rawTool, steps ...fakemodel.Step) *agent.Agent {
+			opts := []agent.Option{agent.WithApprovalFor("transfer"), agent.WithInterruptKey([]byte("a secret of 16 bytes or more"))}
+			if checkpointed {
+				opts = append(opts, agent.WithCheckpointer(store))
+			}
+			return agent.New(fakemodel.New(steps...), []agent.Tool{tool}, opts...)
+		}
+		if checkpointed {
+			ctx = middleware.WithThread(ctx, "t-1")
+		}
+		_, err := newAgent(old, fakemodel.ToolCalls(fakemodel.Call("transfer", `{"to": "alice", "amount": "100", "memo": null}`))).Run(ctx, "pay alice 100")
+		in := viaJSON(t, interruptOf(t, err))
+		if got := string(in.Pending[0].Args); got != `{"to":"alice","amount":"100","memo":null}` {
+			t.Fatalf("pending Args = %s, want the arguments as approved", got)
+		}
+		next := newAgent(deployed, fakemodel.Text("ok"))
+		for _, action := range []agent.Action{agent.Accept, agent.Edit} {
+			d := decide(in.Pending[0], action, "")
+			if action == agent.Edit {
+				d.Args = json.RawMessage(`{"to": "alice", "amount": 100}`)
+			}
+			_, err = next.Resume(ctx, in, d)
+			var de *agent.DecisionError
+			if !errors.As(err, &de) || !strings.Contains(de.Reason, "schema") {
+				t.Errorf("checkpointed %v: Resume(%s) after the schema changed: error = %v, want a *DecisionError about the schema", checkpointed, action, err)
+			}
+		}
+		if runs := deployed.runs(); len(runs) != 0 {
+			t.Fatalf("checkpointed %v: transfer ran %q: arguments approved under another schema", checkpointed, runs)
+		}
+		if _, err := next.Resume(ctx, in, decide(in.Pending[0], agent.Reject, "the form changed; ask again")); err != nil {
+			t.Errorf("checkpointed %v: Resume(reject) after the schema changed: error = %v, want nil", checkpointed, err)
+		}
+	}
+}
 
 // The attack: a tool middleware swaps the Tool of a call a person approved
 // (the arguments untouched), so that something else runs with them. The
