@@ -29,10 +29,11 @@ import (
 
 // approvalConfig is what the options say about approval and checkpoints.
 type approvalConfig struct {
-	needs []func(*ToolCall) bool
-	tools []string
-	key   []byte
-	cp    Checkpointer
+	needs    []func(*ToolCall) bool
+	tools    []string
+	key      []byte
+	cp       Checkpointer
+	reinject []string // WithReinjectOnResume (approvalidentity.go)
 }
 
 // approval is an agent's approval gate and checkpointer.
@@ -44,6 +45,12 @@ type approval struct {
 	// schemas is each tool's schema digest (schemaDigest), by sent name:
 	// a decision on a call paused under another schema is refused.
 	schemas map[string]string
+	// The identity a decision binds (approvalidentity.go): the agent's own
+	// key and its id, without an interrupt key; the injected arguments
+	// WithReinjectOnResume leaves unbound.
+	local    []byte
+	localID  string
+	reinject map[string]bool
 
 	mu   sync.Mutex
 	used map[string]bool // interrupts resumed by this agent, without a checkpointer
@@ -65,6 +72,7 @@ func newApproval(c approvalConfig, tools map[string]Tool) *approval {
 	for name, t := range tools {
 		ap.schemas[name] = schemaDigest(t)
 	}
+	ap.setupIdentity(c.reinject, tools) // panics on a name no tool injects
 	for _, name := range c.tools {
 		if tools[name] == nil {
 			names := make([]string, 0, len(tools))
@@ -182,9 +190,11 @@ type Decision struct {
 }
 
 // ErrDecisionRefused is wrapped by the error of [Agent.Resume] when the
-// decisions do not fit the interrupt's pending calls, or an edit's
-// arguments fail the tool's schema: nothing ran, and the interrupt can be
-// resumed again with corrected decisions.
+// decisions do not fit the interrupt's pending calls, an edit's arguments
+// fail the tool's schema, the tool's schema changed since the pause, or
+// the Resume's context gives a call other injected values than it was
+// approved with: nothing ran, and the interrupt can be resumed again with
+// corrected decisions (or from the right context).
 var ErrDecisionRefused = errors.New("agent: decision refused")
 
 // ErrInterruptRefused is wrapped by the error of [Agent.Resume] when the
@@ -249,6 +259,7 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 	}
 	var pending []PendingCall
 	var pendingAt []int
+	var pendingValues [][]byte // the injected values each was judged with (boundValues)
 	var rest []llms.ToolCall
 	var restAt []int
 	var unapproved map[*llms.FunctionCall]approvalGate
@@ -260,9 +271,9 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 			rest, restAt = append(rest, c), append(restAt, i)
 			continue
 		}
-		p, needs, err := a.pendingCall(ctx, c)
+		p, values, needs, err := a.pendingCall(ctx, c)
 		if needs && err == nil {
-			pending, pendingAt = append(pending, p), append(pendingAt, i)
+			pending, pendingAt, pendingValues = append(pending, p), append(pendingAt, i), append(pendingValues, values)
 			continue
 		}
 		if needs { // never shown to a person, so never to run (see gateKey)
@@ -304,7 +315,8 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 	in := &Interrupt{ID: newInterruptID(), Thread: middleware.ThreadFrom(ctx)}
 	bound := make([]binding, len(pending))
 	for i := range pending {
-		bound[i] = binding{Schema: a.approval.schemas[pending[i].Tool]}
+		identity := a.approval.identity(in.ID, pendingAt[i], pending[i].Tool, pendingValues[i])
+		bound[i] = binding{Schema: a.approval.schemas[pending[i].Tool], Identity: identity, Agent: a.approval.identityAgent(identity)}
 		pending[i].Digest = a.approval.digest(in.ID, in.Thread, pendingAt[i], pending[i], bound[i])
 		ReportEvent(ctx, middleware.Event{Kind: middleware.EventApprovalPending, Tool: pending[i].Tool, CallID: pending[i].ID})
 	}
@@ -351,13 +363,15 @@ func (b batch) spread(at []int, n int) batch {
 
 // pendingCall reports whether c needs approval, and if so the pending
 // call: its arguments as the tool stage would start with them, checked
-// against the tool's schema, or the check's error. A call that fails the
+// against the tool's schema, or the check's error; and the injected
+// values it was judged with that a decision binds (boundValues), which
+// never go into the PendingCall. A call that fails the
 // check is not pending: it goes through the tool stage, which tells the
 // model why and never runs it (even when a tool middleware makes its
 // arguments valid: no person approved them).
-func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (p PendingCall, needs bool, err error) {
+func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (p PendingCall, values []byte, needs bool, err error) {
 	if c.FunctionCall == nil || a.tools[c.FunctionCall.Name] == nil {
-		return PendingCall{}, false, nil
+		return PendingCall{}, nil, false, nil
 	}
 	name := c.FunctionCall.Name
 	modelArgs := c.FunctionCall.Arguments
@@ -374,12 +388,14 @@ func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (p PendingCall
 		tool:      a.tools[name],
 		out:       &callDone{},
 	}
-	args, err := a.prepareArgs(ctx, st) // needs sees the injected values (a rule may depend on the user)
+	// needs sees the injected values (a rule may depend on the user); the
+	// injectors see the call in their context, as in the tool stage.
+	args, err := a.prepareArgs(withCallState(ctx, st), st)
 	if err != nil {
 		// Whether it needs approval cannot be judged: fail closed. The
 		// tool stage fails the call and reports why; should the injector
 		// succeed there, the gate still never lets the call run.
-		return PendingCall{}, true, err
+		return PendingCall{}, nil, true, err
 	}
 	// The gate judges the arguments the tool would run with: checked
 	// (stripped, coerced) when they pass, as sent when they fail (such a
@@ -390,10 +406,10 @@ func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (p PendingCall
 		judged = r.Args
 	}
 	if !a.approval.needsApproval(&ToolCall{ID: c.ID, Name: name, Args: judged, Tool: st.tool}) {
-		return PendingCall{}, false, nil
+		return PendingCall{}, nil, false, nil
 	}
 	if err != nil {
-		return PendingCall{}, true, err
+		return PendingCall{}, nil, true, err
 	}
 	shown := r.Args
 	if injects {
@@ -402,7 +418,8 @@ func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (p PendingCall
 		kept, _ := injectedargs.Drop(string(r.Args), inj.names)
 		shown = []byte(kept)
 	}
-	return PendingCall{ID: c.ID, Tool: name, Args: compactJSON(shown), Schema: a.modelSchema(name)}, true, nil
+	p = PendingCall{ID: c.ID, Tool: name, Args: compactJSON(shown), Schema: a.modelSchema(name)}
+	return p, a.boundValues(name, args), true, nil
 }
 
 // approvalGate is what the approval gate says of a call the tool stage
@@ -484,6 +501,11 @@ type binding struct {
 	// Schema is the digest of the tool's schema when the call paused
 	// (schemaDigest): a decision to run it under another is refused.
 	Schema string `json:"schema"`
+	// Identity is the MAC of the injected values the gate judged the call
+	// with (approvalidentity.go), "" for a tool without any; Agent, the id
+	// of the agent whose own key made it, "" under an interrupt key.
+	Identity string `json:"identity,omitempty"`
+	Agent    string `json:"agent,omitempty"`
 }
 
 // binding returns pending call j's binding; the zero binding when the
@@ -548,11 +570,11 @@ func (ap *approval) mac() hash.Hash {
 // have the same ids and arguments, as synthesized ids do), the thread, the
 // call's index in its turn (two identical calls of a turn are two calls),
 // the tool, the call id, the exact arguments and the call's binding (the
-// schema it paused under). The arguments are hashed
+// schema it paused under, the MAC of the injected values it was judged
+// with). The arguments are hashed
 // in their canonical form with numbers as written ([canonjson.Exact]): what
 // json.Marshal does to them on the way (it escapes "<" and "&") changes
-// nothing, a changed digit changes the digest. Each field is
-// length-prefixed so that no two tuples hash alike.
+// nothing, a changed digit changes the digest.
 func (ap *approval) digest(interrupt, thread string, at int, p PendingCall, b binding) string {
 	args, err := canonjson.Exact(p.Args)
 	if err != nil {
@@ -560,13 +582,19 @@ func (ap *approval) digest(interrupt, thread string, at int, p PendingCall, b bi
 	}
 	h := ap.mac()
 	h.Write([]byte("toolguard/approval/v3"))
-	for _, f := range []string{interrupt, thread, strconv.Itoa(at), p.Tool, p.ID, string(args), b.Schema} {
+	writeFields(h, interrupt, thread, strconv.Itoa(at), p.Tool, p.ID, string(args), b.Schema, b.Identity, b.Agent)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// writeFields writes each field to h after its length, so that no two
+// lists of fields hash alike.
+func writeFields(h hash.Hash, fields ...string) {
+	for _, f := range fields {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
 		h.Write(n[:])
 		h.Write([]byte(f))
 	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // sign returns the interrupt's signature: "" without a key.
@@ -658,13 +686,25 @@ type runArgs struct {
 // tool middlewares, the schema check, the same path as a call of Run — and
 // an edit keeps the call's tool; the transcript records an edited call with
 // the arguments that ran. A tool middleware may refuse an approved call
-// but not change it: one whose arguments it replaces fails, and its tool
-// does not run. Rejected calls never run and the model reads the
-// message; a response is the call's result and the tool never runs. Calls
+// but not change it: one whose arguments or Tool it replaces fails, and
+// its tool does not run; and approved arguments are validated as they
+// are, never stripped or coerced again. Rejected calls never run and the
+// model reads the message; a response is the call's result and the tool
+// never runs. Calls
 // of the turn that finished before the pause never run again. The resumed
 // run is the same run for [middleware.ToolCallLimit] and
 // [middleware.ModelCallLimit]: their run limits count, from its transcript,
 // the calls it made before the pause ([middleware.WithRunFromTranscript]).
+//
+// An approval runs as the identity it was judged for, and against the
+// schema it was judged against. Resume sets an accepted or edited call's
+// injected arguments ([Inject]) from its own context, once, and refuses
+// the decision ([DecisionError], nothing runs) when they differ from the
+// values the approval gate saw — the reviewer resuming alice's call from
+// their own request would run it as themselves — unless
+// [WithReinjectOnResume] names them; without [WithInterruptKey], only the
+// Agent value that paused can check them. It refuses an accept or an edit
+// too when the tool's schema has changed since the pause.
 //
 // An interrupt can be resumed once. With a [Checkpointer] and a thread,
 // the state is the thread's (the interrupt need only be the thread's
@@ -758,6 +798,15 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 	run, at, err := a.plan(st.Turn, id, thread, decisions)
 	if err != nil {
 		return nil, err
+	}
+	if len(run) > 0 {
+		// The approved calls run as the identity they were judged for, with
+		// the injected values checked here (approvalidentity.go).
+		injected, err := a.injectApproved(ctx, st.Turn, id, thread, run)
+		if err != nil {
+			return nil, err
+		}
+		ctx = context.WithValue(ctx, approvedInjectionsKey{}, injected)
 	}
 	// A context already done would claim the interrupt and run nothing:
 	// the approved calls would be lost (never run, or with a checkpointer

@@ -767,7 +767,8 @@ func unkeyedDigest(interrupt, thread string, at int, p agent.PendingCall) string
 	schemaSum := sha256.Sum256(schema)
 	h := sha256.New()
 	h.Write([]byte("toolguard/approval/v3"))
-	for _, f := range []string{interrupt, thread, strconv.Itoa(at), p.Tool, p.ID, string(args), hex.EncodeToString(schemaSum[:])} {
+	// The last two fields: no injected values, so no identity and no agent.
+	for _, f := range []string{interrupt, thread, strconv.Itoa(at), p.Tool, p.ID, string(args), hex.EncodeToString(schemaSum[:]), "", ""} {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
 		h.Write(n[:])

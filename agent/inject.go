@@ -243,6 +243,14 @@ func (a *Agent) inject(ctx context.Context, st *callState) (string, error) {
 	if !ok {
 		return st.modelArgs, nil
 	}
+	if st.gate == gateApproved {
+		// Resume set and checked them against the approval
+		// (injectApproved): the values checked are the values that run.
+		if args, ok := approvedInjected(ctx, st); ok {
+			return args, nil
+		}
+		return "", a.injectFailed(ctx, &InjectError{Tool: st.info.Tool, Err: errApprovedUnchecked})
+	}
 	if st.forged != nil {
 		ReportEvent(ctx, *st.forged)
 	}

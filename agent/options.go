@@ -165,6 +165,13 @@ func WithToolNames(fn func(name string) string) Option {
 // goes there: a tool's error (the model reads it; ToolRetry reports it) or
 // a Validate message at a property the model sent. Step.Arguments, the
 // arguments the tool ran with, holds them (it is for the program).
+// Arguments that are not a JSON object and mention an injected argument
+// (which no key can be dropped from) are withheld from every record and
+// fail the call.
+//
+// A call that waits for approval ([WithApproval]) is bound to the values
+// fn gave when the gate judged it: [Agent.Resume] runs it only with the
+// same ones, unless [WithReinjectOnResume] names the argument.
 //
 // ToolArgValidation validates the model's arguments against the schema the
 // model is sent, which has no Validate hook: a typed tool's Validate method
