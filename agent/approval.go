@@ -799,6 +799,12 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 	if err != nil {
 		return nil, err
 	}
+	// A context already done would claim the interrupt and run nothing:
+	// the approved calls would be lost (never run, or with a checkpointer
+	// marked interrupted).
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if len(run) > 0 {
 		// The approved calls run as the identity they were judged for, with
 		// the injected values checked here (approvalidentity.go).
@@ -807,12 +813,6 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 			return nil, err
 		}
 		ctx = context.WithValue(ctx, approvedInjectionsKey{}, injected)
-	}
-	// A context already done would claim the interrupt and run nothing:
-	// the approved calls would be lost (never run, or with a checkpointer
-	// marked interrupted).
-	if err := ctx.Err(); err != nil {
-		return nil, err
 	}
 	// Claim the interrupt before anything runs: rejected and answered calls
 	// are finished; accepted and edited ones are about to run (cut off
