@@ -12,22 +12,28 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/internal/canonjson"
+	"github.com/toolguard/toolguard/internal/exactjson"
 	injectedargs "github.com/toolguard/toolguard/internal/injected"
+	"github.com/toolguard/toolguard/internal/toolargs"
 	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/strip"
 )
 
 // approvalConfig is what the options say about approval and checkpoints.
 type approvalConfig struct {
-	needs []func(*ToolCall) bool
-	tools []string
-	key   []byte
-	cp    Checkpointer
+	needs    []func(*ToolCall) bool
+	tools    []string
+	key      []byte
+	cp       Checkpointer
+	reinject []string // WithReinjectOnResume (approvalidentity.go)
 }
 
 // approval is an agent's approval gate and checkpointer.
@@ -36,6 +42,15 @@ type approval struct {
 	tools map[string]bool        // WithApprovalFor
 	key   []byte                 // nil: unsigned, plain SHA-256 digests
 	cp    Checkpointer
+	// schemas is each tool's schema digest (schemaDigest), by sent name:
+	// a decision on a call paused under another schema is refused.
+	schemas map[string]string
+	// The identity a decision binds (approvalidentity.go): the agent's own
+	// key and its id, without an interrupt key; the injected arguments
+	// WithReinjectOnResume leaves unbound.
+	local    []byte
+	localID  string
+	reinject map[string]bool
 
 	mu   sync.Mutex
 	used map[string]bool // interrupts resumed by this agent, without a checkpointer
@@ -53,7 +68,11 @@ func newApproval(c approvalConfig, tools map[string]Tool) *approval {
 	if len(c.needs) == 0 && len(c.tools) == 0 && c.cp == nil {
 		return nil
 	}
-	ap := &approval{needs: c.needs, key: c.key, cp: c.cp}
+	ap := &approval{needs: c.needs, key: c.key, cp: c.cp, schemas: make(map[string]string, len(tools))}
+	for name, t := range tools {
+		ap.schemas[name] = schemaDigest(t)
+	}
+	ap.setupIdentity(c.reinject, tools) // panics on a name no tool injects
 	for _, name := range c.tools {
 		if tools[name] == nil {
 			names := make([]string, 0, len(tools))
@@ -171,9 +190,11 @@ type Decision struct {
 }
 
 // ErrDecisionRefused is wrapped by the error of [Agent.Resume] when the
-// decisions do not fit the interrupt's pending calls, or an edit's
-// arguments fail the tool's schema: nothing ran, and the interrupt can be
-// resumed again with corrected decisions.
+// decisions do not fit the interrupt's pending calls, an edit's arguments
+// fail the tool's schema, the tool's schema changed since the pause, or
+// the Resume's context gives a call other injected values than it was
+// approved with: nothing ran, and the interrupt can be resumed again with
+// corrected decisions (or from the right context).
 var ErrDecisionRefused = errors.New("agent: decision refused")
 
 // ErrInterruptRefused is wrapped by the error of [Agent.Resume] when the
@@ -238,6 +259,7 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 	}
 	var pending []PendingCall
 	var pendingAt []int
+	var pendingValues [][]byte // the injected values each was judged with (boundValues)
 	var rest []llms.ToolCall
 	var restAt []int
 	var unapproved map[*llms.FunctionCall]approvalGate
@@ -249,9 +271,9 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 			rest, restAt = append(rest, c), append(restAt, i)
 			continue
 		}
-		p, needs, err := a.pendingCall(ctx, c)
+		p, values, needs, err := a.pendingCall(ctx, c)
 		if needs && err == nil {
-			pending, pendingAt = append(pending, p), append(pendingAt, i)
+			pending, pendingAt, pendingValues = append(pending, p), append(pendingAt, i), append(pendingValues, values)
 			continue
 		}
 		if needs { // never shown to a person, so never to run (see gateKey)
@@ -291,11 +313,14 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 		return b.spread(restAt, len(calls)), nil
 	}
 	in := &Interrupt{ID: newInterruptID(), Thread: middleware.ThreadFrom(ctx)}
+	bound := make([]binding, len(pending))
 	for i := range pending {
-		pending[i].Digest = a.approval.digest(in.ID, in.Thread, pendingAt[i], pending[i])
+		identity := a.approval.identity(in.ID, pendingAt[i], pending[i].Tool, pendingValues[i])
+		bound[i] = binding{Schema: a.approval.schemas[pending[i].Tool], Identity: identity, Agent: a.approval.identityAgent(identity)}
+		pending[i].Digest = a.approval.digest(in.ID, in.Thread, pendingAt[i], pending[i], bound[i])
 		ReportEvent(ctx, middleware.Event{Kind: middleware.EventApprovalPending, Tool: pending[i].Tool, CallID: pending[i].ID})
 	}
-	ot := &openTurn{Number: turn, Text: text, Calls: calls, Interrupt: in.ID, Pending: pending, PendingAt: pendingAt}
+	ot := &openTurn{Number: turn, Text: text, Calls: calls, Interrupt: in.ID, Pending: pending, PendingAt: pendingAt, Bound: bound}
 	for j, i := range restAt {
 		// Injected values never travel in an interrupt (nor rest in a
 		// checkpoint): the resumed Step.Arguments of such a call lack them.
@@ -343,13 +368,15 @@ func (b batch) spread(at []int, n int) batch {
 
 // pendingCall reports whether c needs approval, and if so the pending
 // call: its arguments as the tool stage would start with them, checked
-// against the tool's schema, or the check's error. A call that fails the
+// against the tool's schema, or the check's error; and the injected
+// values it was judged with that a decision binds (boundValues), which
+// never go into the PendingCall. A call that fails the
 // check is not pending: it goes through the tool stage, which tells the
 // model why and never runs it (even when a tool middleware makes its
 // arguments valid: no person approved them).
-func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (p PendingCall, needs bool, err error) {
+func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (p PendingCall, values []byte, needs bool, err error) {
 	if c.FunctionCall == nil || a.tools[c.FunctionCall.Name] == nil {
-		return PendingCall{}, false, nil
+		return PendingCall{}, nil, false, nil
 	}
 	name := c.FunctionCall.Name
 	modelArgs := c.FunctionCall.Arguments
@@ -358,7 +385,7 @@ func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (p PendingCall
 		// A value the model sent for an injected argument never reaches a
 		// reviewer; it is reported when the call goes through the tool
 		// stage (dropForged).
-		modelArgs, _ = injectedargs.Drop(modelArgs, inj.names)
+		modelArgs, _ = injectedargs.Withhold(modelArgs, inj.names)
 	}
 	st := &callState{
 		info:      CallInfo{ID: c.ID, Tool: name, Thread: middleware.ThreadFrom(ctx), Attempt: 1},
@@ -366,12 +393,14 @@ func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (p PendingCall
 		tool:      a.tools[name],
 		out:       &callDone{},
 	}
-	args, err := a.prepareArgs(ctx, st) // needs sees the injected values (a rule may depend on the user)
+	// needs sees the injected values (a rule may depend on the user); the
+	// injectors see the call in their context, as in the tool stage.
+	args, err := a.prepareArgs(withCallState(ctx, st), st)
 	if err != nil {
 		// Whether it needs approval cannot be judged: fail closed. The
 		// tool stage fails the call and reports why; should the injector
 		// succeed there, the gate still never lets the call run.
-		return PendingCall{}, true, err
+		return PendingCall{}, nil, true, err
 	}
 	// The gate judges the arguments the tool would run with: checked
 	// (stripped, coerced) when they pass, as sent when they fail (such a
@@ -382,10 +411,10 @@ func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (p PendingCall
 		judged = r.Args
 	}
 	if !a.approval.needsApproval(&ToolCall{ID: c.ID, Name: name, Args: judged, Tool: st.tool}) {
-		return PendingCall{}, false, nil
+		return PendingCall{}, nil, false, nil
 	}
 	if err != nil {
-		return PendingCall{}, true, err
+		return PendingCall{}, nil, true, err
 	}
 	shown := r.Args
 	if injects {
@@ -394,7 +423,8 @@ func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (p PendingCall
 		kept, _ := injectedargs.Drop(string(r.Args), inj.names)
 		shown = []byte(kept)
 	}
-	return PendingCall{ID: c.ID, Tool: name, Args: compactJSON(shown), Schema: a.modelSchema(name)}, true, nil
+	p = PendingCall{ID: c.ID, Tool: name, Args: compactJSON(shown), Schema: a.modelSchema(name)}
+	return p, a.boundValues(name, args), true, nil
 }
 
 // approvalGate is what the approval gate says of a call the tool stage
@@ -428,6 +458,85 @@ var errNotApproved = errors.New("agent: the call needs a person's approval and i
 // errApprovedArgsChanged is the error of an approved call whose arguments
 // a tool middleware replaced.
 var errApprovedArgsChanged = errors.New("agent: a tool middleware changed the arguments a person approved; the tool did not run")
+
+// errApprovedToolChanged is the error of an approved call whose Tool a
+// tool middleware replaced.
+var errApprovedToolChanged = errors.New("agent: a tool middleware changed the tool of a call a person approved; the tool did not run")
+
+// approvedArgs is the innermost handler's check of a call a person
+// approved ([gateApproved]): it runs the tool the model called with
+// exactly the approved arguments (and the injected values), or not at
+// all. The arguments are validated as they are, never stripped or coerced
+// again: if what they must meet changed since they were approved, the call
+// fails with an [*ArgsRejectedError] (the model reads only that it could
+// not run). It returns the arguments decoded.
+func (a *Agent) approvedArgs(ctx context.Context, st *callState, call *ToolCall) (map[string]any, error) {
+	if call.Tool != nil && !sameTool(call.Tool, st.tool) {
+		return nil, errApprovedToolChanged
+	}
+	if string(call.Args) != st.stageArgs {
+		return nil, errApprovedArgsChanged
+	}
+	res, err := checkArgsWith(call.Name, a.compiled[call.Name], call.Args, toolargs.Options{Strip: strip.Off})
+	if err != nil {
+		rejected := &ArgsRejectedError{Tool: call.Name, Err: err}
+		ReportEvent(ctx, middleware.Event{Kind: middleware.EventArgsRejected, Err: rejected}) // never the violations
+		return nil, rejected
+	}
+	return res.Value, nil
+}
+
+// sameTool reports whether x and y are the same tool: equal interface
+// values, or for a tool of a type == cannot compare, deeply equal ones.
+func sameTool(x, y Tool) bool {
+	if reflect.TypeOf(x) != reflect.TypeOf(y) {
+		return false
+	}
+	if v := reflect.ValueOf(x); v.IsValid() && !v.Comparable() {
+		return reflect.DeepEqual(x, y)
+	}
+	return x == y
+}
+
+// binding is what a pending call's decision is bound to besides its
+// arguments. It is kept in the run's state (the checkpoint, or a threadless
+// interrupt's signed State), never in the PendingCall a client reads, and
+// each pending call's digest binds it.
+type binding struct {
+	// Schema is the digest of the tool's schema when the call paused
+	// (schemaDigest): a decision to run it under another is refused.
+	Schema string `json:"schema"`
+	// Identity is the MAC of the injected values the gate judged the call
+	// with (approvalidentity.go), "" for a tool without any; Agent, the id
+	// of the agent whose own key made it, "" under an interrupt key.
+	Identity string `json:"identity,omitempty"`
+	Agent    string `json:"agent,omitempty"`
+}
+
+// binding returns pending call j's binding; the zero binding when the
+// state has none for it (a digest over it matches no decision).
+func (ot *openTurn) binding(j int) binding {
+	if len(ot.Bound) != len(ot.Pending) || j < 0 || j >= len(ot.Bound) {
+		return binding{}
+	}
+	return ot.Bound[j]
+}
+
+// schemaDigest returns the SHA-256 of t's schema in canonical form, the
+// schema as sent to a person's form and validated against, injected
+// properties included. What the schema refers to (a $ref'd resource) and a
+// Validate method are not in it; approvedArgs still refuses arguments they
+// no longer accept.
+func schemaDigest(t Tool) string {
+	raw, err := exactjson.Text(parameters(t.Schema()))
+	if err == nil {
+		if c, cerr := canonjson.Exact(raw); cerr == nil {
+			raw = c
+		}
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
+}
 
 // modelSchema returns the schema the model is sent for tool name.
 func (a *Agent) modelSchema(name string) any {
@@ -465,21 +574,47 @@ func (ap *approval) mac() hash.Hash {
 // decision cannot be replayed on another interrupt, even one whose calls
 // have the same ids and arguments, as synthesized ids do), the thread, the
 // call's index in its turn (two identical calls of a turn are two calls),
-// the tool, the call id and the exact arguments (compacted JSON). Each
-// field is length-prefixed so that no two tuples hash alike.
-func (ap *approval) digest(interrupt, thread string, at int, p PendingCall) string {
+// the tool, the call id, the exact arguments and the call's binding (the
+// schema it paused under, the MAC of the injected values it was judged
+// with). The arguments are hashed
+// in their canonical form with numbers as written ([canonjson.Exact]): what
+// json.Marshal does to them on the way (it escapes "<" and "&") changes
+// nothing, a changed digit changes the digest.
+func (ap *approval) digest(interrupt, thread string, at int, p PendingCall, b binding) string {
+	args, err := canonjson.Exact(p.Args)
+	if err != nil {
+		args = p.Args // not JSON: never pending; hashed as it is
+	}
 	h := ap.mac()
-	h.Write([]byte("toolguard/approval/v2"))
-	for _, f := range []string{interrupt, thread, strconv.Itoa(at), p.Tool, p.ID, string(compactJSON(p.Args))} {
+	h.Write([]byte("toolguard/approval/v3"))
+	writeFields(h, interrupt, thread, strconv.Itoa(at), p.Tool, p.ID, string(args), b.Schema, b.Identity, b.Agent)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// writeFields writes each field to h after its length, so that no two
+// lists of fields hash alike.
+func writeFields(h hash.Hash, fields ...string) {
+	for _, f := range fields {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
 		h.Write(n[:])
 		h.Write([]byte(f))
 	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // sign returns the interrupt's signature: "" without a key.
+//
+// It is an HMAC of the interrupt's JSON in the canonical form of RFC 8785
+// ([canonjson.RFC8785]), which any JSON round trip keeps: one through
+// Go's any or JavaScript reads the numbers of a schema as doubles (0.0,
+// 1e6, 0.50 and 9007199254740993 come back as 0, 1000000, 0.5 and
+// 9007199254740992), json.Marshal escapes "<" and "&", and none of that
+// changes the canonical form. RFC 8785 compares numbers as doubles; what
+// runs is still bound digit for digit: the only numbers of the signed text
+// that a double can round are those of schemas (shown to a reviewer, never
+// used to run) and of pending calls' arguments, which their digests bind
+// exactly (plan recomputes each from the state, and a decision must carry
+// it).
 func (ap *approval) sign(in *Interrupt) string {
 	if ap.key == nil {
 		return ""
@@ -488,11 +623,15 @@ func (ap *approval) sign(in *Interrupt) string {
 	unsigned.Signature = ""
 	data, err := json.Marshal(&unsigned)
 	if err != nil {
-		return "" // unreachable: an Interrupt is plain data; an empty signature never verifies
+		return "" // a schema that does not marshal; an empty signature never verifies
+	}
+	canon, err := canonjson.RFC8785(data)
+	if err != nil {
+		return "" // unreachable: json.Marshal writes one JSON value, names unique
 	}
 	h := hmac.New(sha256.New, ap.key)
-	h.Write([]byte("toolguard/interrupt/v1"))
-	h.Write(data)
+	h.Write([]byte("toolguard/interrupt/v2"))
+	h.Write(canon)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -552,14 +691,26 @@ type runArgs struct {
 // tool middlewares, the schema check, the same path as a call of Run — and
 // an edit keeps the call's tool; the transcript records an edited call with
 // the arguments that ran. A tool middleware may refuse an approved call
-// but not change it: one whose arguments it replaces fails, and its tool
-// does not run. Rejected calls never run and the model reads the
-// message; a response is the call's result and the tool never runs. Calls
+// but not change it: one whose arguments or Tool it replaces fails, and
+// its tool does not run; and approved arguments are validated as they
+// are, never stripped or coerced again. Rejected calls never run and the
+// model reads the message; a response is the call's result and the tool
+// never runs. Calls
 // of the turn that finished before the pause never run again. The resumed
 // run is the same run for [middleware.ToolCallLimit] and
 // [middleware.ModelCallLimit]: their run limits count the calls it made
 // before the pause, a model call per model turn and the tool calls of its
 // transcript ([middleware.WithResumedRun]).
+//
+// An approval runs as the identity it was judged for, and against the
+// schema it was judged against. Resume sets an accepted or edited call's
+// injected arguments ([Inject]) from its own context, once, and refuses
+// the decision ([DecisionError], nothing runs) when they differ from the
+// values the approval gate saw — the reviewer resuming alice's call from
+// their own request would run it as themselves — unless
+// [WithReinjectOnResume] names them; without [WithInterruptKey], only the
+// Agent value that paused can check them. It refuses an accept or an edit
+// too when the tool's schema has changed since the pause.
 //
 // An interrupt can be resumed once. With a [Checkpointer] and a thread,
 // the state is the thread's (the interrupt need only be the thread's
@@ -661,6 +812,15 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if len(run) > 0 {
+		// The approved calls run as the identity they were judged for, with
+		// the injected values checked here (approvalidentity.go).
+		injected, err := a.injectApproved(ctx, st.Turn, id, thread, run)
+		if err != nil {
+			return nil, err
+		}
+		ctx = context.WithValue(ctx, approvedInjectionsKey{}, injected)
+	}
 	// Claim the interrupt before anything runs: rejected and answered calls
 	// are finished; accepted and edited ones are about to run (cut off
 	// while they run, they are never run again).
@@ -707,7 +867,7 @@ func (a *Agent) plan(ot *openTurn, id, thread string, decisions []Decision) (map
 	}
 	byDigest := make(map[string]int, len(pending))
 	for j, p := range pending {
-		byDigest[a.approval.digest(id, thread, ot.pendingIndex(j), p)] = j
+		byDigest[a.approval.digest(id, thread, ot.pendingIndex(j), p, ot.binding(j))] = j
 	}
 	decided := make([]bool, len(pending))
 	run := make(map[int]runArgs)
@@ -731,6 +891,11 @@ func (a *Agent) plan(ot *openTurn, id, thread string, decisions []Decision) (map
 		i := ot.pendingIndex(j)
 		if i < 0 {
 			return nil, nil, &DecisionError{CallID: d.CallID, Reason: "the pending call is not in the interrupted turn"}
+		}
+		if (d.Action == Accept || d.Action == Edit) && ot.binding(j).Schema != a.approval.schemas[p.Tool] {
+			// What the person saw and approved was checked against another
+			// schema: running it now would run something else.
+			return nil, nil, &DecisionError{CallID: d.CallID, Reason: fmt.Sprintf("tool %q's schema changed since the call was put to a person: reject it, or let the model call the tool again", p.Tool)}
 		}
 		switch d.Action {
 		case Accept:
@@ -785,7 +950,7 @@ func (ot *openTurn) pendingIndex(j int) int {
 // decision to its pending call's index (plan's result).
 func (a *Agent) decided(ot *openTurn, decisions []Decision, at []int) *openTurn {
 	next := *ot
-	next.Interrupt, next.Pending, next.PendingAt = "", nil, nil
+	next.Interrupt, next.Pending, next.PendingAt, next.Bound = "", nil, nil, nil
 	next.Finished = slices.Clone(ot.Finished)
 	for k, d := range decisions {
 		if d.Action != Reject && d.Action != Respond {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/internal/canonjson"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/validation"
@@ -756,12 +757,18 @@ func TestApprovalInvalidCallFixedByMiddlewareNeverRuns(t *testing.T) {
 }
 
 // unkeyedDigest is a pending call's digest as anyone can compute it for an
-// agent without WithInterruptKey (the format of approval.go's digest); at
-// is the call's index in its turn.
+// agent without WithInterruptKey (the format of approval.go's digest, for a
+// tool without injected arguments, whose schema the call shows); at is the
+// call's index in its turn.
 func unkeyedDigest(interrupt, thread string, at int, p agent.PendingCall) string {
+	args, _ := canonjson.Exact(p.Args)
+	schema, _ := json.Marshal(p.Schema)
+	schema, _ = canonjson.Exact(schema)
+	schemaSum := sha256.Sum256(schema)
 	h := sha256.New()
-	h.Write([]byte("toolguard/approval/v2"))
-	for _, f := range []string{interrupt, thread, strconv.Itoa(at), p.Tool, p.ID, string(p.Args)} {
+	h.Write([]byte("toolguard/approval/v3"))
+	// The last two fields: no injected values, so no identity and no agent.
+	for _, f := range []string{interrupt, thread, strconv.Itoa(at), p.Tool, p.ID, string(args), hex.EncodeToString(schemaSum[:]), "", ""} {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
 		h.Write(n[:])

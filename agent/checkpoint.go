@@ -105,6 +105,7 @@ type openTurn struct {
 	Interrupt string        `json:"interrupt,omitempty"`
 	Pending   []PendingCall `json:"pending,omitempty"`
 	PendingAt []int         `json:"pending_at,omitempty"` // each pending call's index in Calls
+	Bound     []binding     `json:"bound,omitempty"`      // each pending call's binding (approval.go)
 }
 
 // doneCall is a call of an open turn with its outcome.

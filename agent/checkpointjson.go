@@ -135,6 +135,7 @@ type wireTurn struct {
 	Interrupt string        `json:"interrupt,omitempty"`
 	Pending   []PendingCall `json:"pending,omitempty"`
 	PendingAt []int         `json:"pending_at,omitempty"`
+	Bound     []binding     `json:"bound,omitempty"`
 }
 
 // MarshalJSON encodes the state in its stored form.
@@ -146,7 +147,7 @@ func (st runState) MarshalJSON() ([]byte, error) {
 	w := wireState{Format: st.Format, Messages: msgs, Running: st.Running, Turns: st.Turns, Stamp: st.Stamp}
 	if t := st.Turn; t != nil {
 		w.Turn = &wireTurn{Number: t.Number, Text: t.Text, Calls: toWireCalls(t.Calls), Finished: t.Finished,
-			Interrupt: t.Interrupt, Pending: t.Pending, PendingAt: t.PendingAt}
+			Interrupt: t.Interrupt, Pending: t.Pending, PendingAt: t.PendingAt, Bound: t.Bound}
 	}
 	return json.Marshal(w)
 }
@@ -164,7 +165,7 @@ func (st *runState) UnmarshalJSON(data []byte) error {
 	*st = runState{Format: w.Format, Messages: msgs, Running: w.Running, Turns: w.Turns, Stamp: w.Stamp}
 	if t := w.Turn; t != nil {
 		st.Turn = &openTurn{Number: t.Number, Text: t.Text, Calls: fromWireCalls(t.Calls), Finished: t.Finished,
-			Interrupt: t.Interrupt, Pending: t.Pending, PendingAt: t.PendingAt}
+			Interrupt: t.Interrupt, Pending: t.Pending, PendingAt: t.PendingAt, Bound: t.Bound}
 	}
 	return nil
 }

@@ -256,8 +256,8 @@ func (a *Agent) prepareArgs(ctx context.Context, st *callState) (string, error) 
 // "5000" as no amount would let a 5000 transfer through). Arguments that
 // fail are left as they are: execute reports them.
 func (a *Agent) precheck(st *callState) {
-	if st.checked || st.stageArgs != st.modelArgs {
-		return // validated already, or set by the tool stage (not coerced)
+	if st.checked || st.stageArgs != st.modelArgs || st.gate == gateApproved {
+		return // validated already, set by the tool stage, or approved as they are (not coerced)
 	}
 	if r, err := checkArgs(st.info.Tool, a.compiled[st.info.Tool], []byte(st.stageArgs)); err == nil {
 		st.stageArgs, st.checked = string(r.Args), true
@@ -281,11 +281,15 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 	}
 	args := []byte(call.Args)
 	replaced := string(args) != st.stageArgs
-	if replaced && st.gate == gateApproved {
-		return nil, errApprovedArgsChanged
-	}
 	var value map[string]any // the decoded arguments, when checked here
-	if replaced || !st.checked {
+	if st.gate == gateApproved {
+		// Hook (approval.go): exactly what a person approved, or nothing.
+		v, err := a.approvedArgs(ctx, st, call)
+		if err != nil {
+			return nil, err
+		}
+		value = v
+	} else if replaced || !st.checked {
 		// The model's own arguments get the model stage's default
 		// coercions; arguments the tool stage set get none: a value of the
 		// wrong type there is a mistake to report, not to guess around.

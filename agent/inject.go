@@ -205,7 +205,10 @@ func (a *Agent) setupInjection(cfg *config, name string, t Tool, names []string,
 // injected arguments (a copy: the response is not modified), and the
 // forged_argument event to report on the call's span: for those it
 // dropped, or those ToolArgValidation dropped and left to the agent to
-// report (the ledger); nil when there were none.
+// report (the ledger); nil when there were none. Arguments that are not a
+// JSON object and may hold such a value are withheld whole
+// (injectedargs.Withhold): the call fails (inject), and the value is in no
+// record.
 func (a *Agent) dropForged(ledger *checked.Ledger, c llms.ToolCall) (llms.ToolCall, *middleware.Event) {
 	if c.FunctionCall == nil {
 		return c, nil
@@ -218,7 +221,7 @@ func (a *Agent) dropForged(ledger *checked.Ledger, c llms.ToolCall) (llms.ToolCa
 	if paths := ledger.Forged(c.ID); len(paths) > 0 {
 		event = &middleware.Event{Kind: middleware.EventForgedArgument, Middleware: "ToolArgValidation", Paths: paths}
 	}
-	args, forged := injectedargs.Drop(c.FunctionCall.Arguments, inj.names)
+	args, forged := injectedargs.Withhold(c.FunctionCall.Arguments, inj.names)
 	if len(forged) == 0 {
 		return c, event
 	}
@@ -240,19 +243,33 @@ func (a *Agent) inject(ctx context.Context, st *callState) (string, error) {
 	if !ok {
 		return st.modelArgs, nil
 	}
+	if st.gate == gateApproved {
+		// Resume set and checked them against the approval
+		// (injectApproved): the values checked are the values that run.
+		if args, ok := approvedInjected(ctx, st); ok {
+			return args, nil
+		}
+		return "", a.injectFailed(ctx, &InjectError{Tool: st.info.Tool, Err: errApprovedUnchecked})
+	}
 	if st.forged != nil {
 		ReportEvent(ctx, *st.forged)
+	}
+	if st.modelArgs == injectedargs.Withheld {
+		return "", &validation.Error{Tool: st.info.Tool, Violations: []validation.Violation{{Keyword: "json",
+			Message: "arguments are not a JSON object: send one JSON object holding the tool's arguments"}}}
 	}
 	raw := bytes.TrimSpace([]byte(st.modelArgs))
 	if len(raw) == 0 {
 		raw = []byte("{}")
 	}
-	v, err := exactjson.DecodeObject(raw)
+	// Decoded as validation decodes arguments: a key given twice is
+	// refused, never settled by keeping one of its values.
+	v, err := validation.DecodeArgs(raw)
 	if err != nil {
 		// A double-encoded object is one the tool stage's check decodes
 		// (the default coercions): the injected values go into it, or the
 		// tool would run without them. Anything else that is not an
-		// object the check reports.
+		// object, or not one the check takes, the check reports.
 		if v, _ = repair.Only(repair.DoubleEncoded).Repair(raw, nil); v == nil {
 			return st.modelArgs, nil
 		}
@@ -361,7 +378,7 @@ func (a *Agent) withoutForged(calls []llms.ToolCall) []llms.ToolCall {
 		if !ok {
 			continue
 		}
-		args, forged := injectedargs.Drop(c.FunctionCall.Arguments, inj.names)
+		args, forged := injectedargs.Withhold(c.FunctionCall.Arguments, inj.names)
 		if len(forged) == 0 {
 			continue
 		}

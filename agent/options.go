@@ -165,6 +165,13 @@ func WithToolNames(fn func(name string) string) Option {
 // goes there: a tool's error (the model reads it; ToolRetry reports it) or
 // a Validate message at a property the model sent. Step.Arguments, the
 // arguments the tool ran with, holds them (it is for the program).
+// Arguments that are not a JSON object and mention an injected argument
+// (which no key can be dropped from) are withheld from every record and
+// fail the call.
+//
+// A call that waits for approval ([WithApproval]) is bound to the values
+// fn gave when the gate judged it: [Agent.Resume] runs it only with the
+// same ones, unless [WithReinjectOnResume] names the argument.
 //
 // ToolArgValidation validates the model's arguments against the schema the
 // model is sent, which has no Validate hook: a typed tool's Validate method
@@ -315,14 +322,17 @@ func WithApprovalFor(tools ...string) Option {
 // refuses an interrupt whose signature does not verify: an interrupt that
 // travelled through a client — a browser, a chat app — cannot have its
 // calls, arguments or transcript changed, nor a digest computed for calls
-// it never held. Use it whenever an interrupt leaves the server. With a
-// [Checkpointer], the state of a run on a thread is read from the store
-// anyway, and where the context names a thread Resume refuses an unsigned
-// interrupt that carries a state of its own (one of a run without a
-// thread); but a run without a thread still puts its state in the
-// interrupt, which without a key a client can rewrite. All replicas that
-// resume each other's interrupts need the same key. It panics if key is
-// shorter than 16 bytes.
+// it never held. The signature is taken over the interrupt's canonical
+// JSON (RFC 8785), so it verifies after any JSON round trip, one that reads
+// a schema's numbers as doubles included; the digests bind each call's
+// arguments digit for digit. Use it whenever an interrupt leaves the
+// server. With a [Checkpointer], the state of a run on a thread is read
+// from the store anyway, and where the context names a thread Resume
+// refuses an unsigned interrupt that carries a state of its own (one of a
+// run without a thread); but a run without a thread still puts its state
+// in the interrupt, which without a key a client can rewrite. All replicas
+// that resume each other's interrupts need the same key. It panics if key
+// is shorter than 16 bytes.
 func WithInterruptKey(key []byte) Option {
 	if len(key) < 16 {
 		panic(fmt.Sprintf("agent: WithInterruptKey: the key has %d bytes, want at least 16", len(key)))

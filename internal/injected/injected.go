@@ -5,8 +5,14 @@
 package injected
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/toolguard/toolguard/internal/exactjson"
@@ -23,7 +29,12 @@ import (
 // and stay double-encoded. It returns the arguments without them and the
 // JSON Pointers of the keys it removed, sorted; args itself and nil when
 // there was none, or when args is not a JSON object (nothing can be
-// removed from it: see Redact).
+// removed from it: see Withhold and Redact).
+//
+// The other members are kept as they are, in compact form: a key given
+// twice stays twice, for validation to refuse (decoding and encoding the
+// object again would keep one of the two values silently, as encoding/json
+// keeps the last), and numbers keep their digits.
 func Drop(args string, names []string) (string, []string) {
 	if len(names) == 0 || !mayHold(args, names) {
 		return args, nil
@@ -31,11 +42,13 @@ func Drop(args string, names []string) (string, []string) {
 	// Blanks around the value are trimmed as validation trims them
 	// (bytes.TrimSpace: Unicode blanks too, which encoding/json refuses),
 	// so that arguments validation reads as an object are one here.
-	d, err := exactjson.Decode([]byte(strings.TrimSpace(args)))
-	if err != nil {
-		return args, nil
-	}
-	if s, ok := d.(string); ok {
+	trimmed := strings.TrimSpace(args)
+	if strings.HasPrefix(trimmed, `"`) {
+		d, err := exactjson.Decode([]byte(trimmed))
+		s, ok := d.(string)
+		if err != nil || !ok {
+			return args, nil
+		}
 		inner, paths := Drop(s, names)
 		if len(paths) == 0 {
 			return args, nil
@@ -46,26 +59,173 @@ func Drop(args string, names []string) (string, []string) {
 		}
 		return string(out), paths
 	}
-	v, ok := d.(map[string]any)
-	if !ok || v == nil {
+	out, paths, ok := dropMembers([]byte(trimmed), names)
+	if !ok || len(paths) == 0 {
 		return args, nil
-	}
-	var paths []string
-	for k := range v {
-		if isInjected(k, names) {
-			delete(v, k)
-			paths = append(paths, "/"+jsonptr.Escape(k))
-		}
-	}
-	if len(paths) == 0 {
-		return args, nil
-	}
-	slices.Sort(paths)
-	out, err := exactjson.Encode(v)
-	if err != nil {
-		return "{}", paths // decoded JSON always encodes; never keep a forged value
 	}
 	return string(out), paths
+}
+
+// dropMembers returns obj, the text of one JSON object, without its
+// members named (without regard to case) one of names, the others as they
+// are (compacted), and the JSON Pointers of those it removed, sorted, each once; false
+// when obj is not one JSON object.
+func dropMembers(obj []byte, names []string) ([]byte, []string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, nil, false
+	}
+	var kept [][]byte
+	var paths []string
+	for dec.More() {
+		start := dec.InputOffset() // after the previous value, before its comma
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil, false
+		}
+		key, _ := tok.(string) // encoding/json yields a string here
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return nil, nil, false
+		}
+		if isInjected(key, names) {
+			paths = append(paths, "/"+jsonptr.Escape(key))
+			continue
+		}
+		kept = append(kept, bytes.TrimLeft(obj[start:dec.InputOffset()], ", \t\r\n"))
+	}
+	if _, err := dec.Token(); err != nil { // }
+		return nil, nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, nil, false
+	}
+	slices.Sort(paths)
+	paths = slices.Compact(paths)
+	joined := slices.Concat([]byte("{"), bytes.Join(kept, []byte(",")), []byte("}"))
+	var out bytes.Buffer
+	out.Grow(len(joined))
+	if err := json.Compact(&out, joined); err != nil {
+		return nil, nil, false // unreachable: members the decoder read
+	}
+	return out.Bytes(), paths, true
+}
+
+// Withheld is what [Withhold] puts in place of arguments that are not a
+// JSON object and may hold a value for an injected argument. It is not
+// JSON: a call whose arguments it is never validates, so never runs.
+const Withheld = "<withheld: not a JSON object, and may hold a value the program supplies>"
+
+// Withhold is [Drop] for arguments that are kept where the program reads
+// them (a Step, a checkpoint, an interrupt): arguments from which no key
+// can be dropped — not a JSON object, nor a JSON string holding one:
+// truncated JSON, Python literals, an array, data after the object — that
+// mention one of names are replaced whole by [Withheld], and reported at
+// the root ("", the whole arguments). A name is mentioned as Drop matches
+// keys: without regard to case, and with JSON escapes read ("\u0075ser_id"),
+// once or twice over (double-encoded text), so that nothing a lenient
+// parser could read as the key is kept.
+func Withhold(args string, names []string) (string, []string) {
+	out, paths := Drop(args, names)
+	if len(paths) > 0 || len(names) == 0 || !mayHold(args, names) || isObject(args) {
+		return out, paths
+	}
+	if !mentions(args, names) {
+		return args, nil
+	}
+	return Withheld, []string{""}
+}
+
+// isObject reports whether args is one JSON object, or a JSON string
+// holding one (blanks around either allowed).
+func isObject(args string) bool {
+	t := strings.TrimSpace(args)
+	if strings.HasPrefix(t, `"`) {
+		d, err := exactjson.Decode([]byte(t))
+		s, ok := d.(string)
+		if err != nil || !ok {
+			return false
+		}
+		t = strings.TrimSpace(s)
+	}
+	return strings.HasPrefix(t, "{") && json.Valid([]byte(t))
+}
+
+// mentions reports whether text holds one of names without regard to
+// case (Unicode simple folding, as strings.EqualFold), reading JSON escapes
+// in it up to twice.
+func mentions(text string, names []string) bool {
+	for range 3 {
+		folded := fold(text)
+		for _, n := range names {
+			if strings.Contains(folded, fold(n)) {
+				return true
+			}
+		}
+		next := unescape(text)
+		if next == text {
+			break
+		}
+		text = next
+	}
+	return false
+}
+
+// fold maps every rune of s to the least rune it folds to, so that two
+// strings are equal under strings.EqualFold exactly when their folds are
+// equal.
+func fold(s string) string {
+	return strings.Map(func(r rune) rune {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		return least
+	}, s)
+}
+
+// unescape reads the JSON escapes of s leniently: \uXXXX (a surrogate pair
+// too) as its rune, a backslash before any other character as that
+// character.
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		if r, n := hexRune(s[i+1:]); n > 0 {
+			i += n // at the escape's last digit
+			if utf16.IsSurrogate(r) && strings.HasPrefix(s[i+1:], `\`) {
+				if r2, n2 := hexRune(s[i+2:]); n2 > 0 {
+					if pair := utf16.DecodeRune(r, r2); pair != unicode.ReplacementChar {
+						r = pair
+						i += 1 + n2
+					}
+				}
+			}
+			b.WriteRune(r) // a lone surrogate as U+FFFD
+			continue
+		}
+		b.WriteByte(s[i+1])
+		i++
+	}
+	return b.String()
+}
+
+// hexRune reads "uXXXX" at the start of s; n is the bytes read, 0 if none.
+func hexRune(s string) (rune, int) {
+	if len(s) < 5 || s[0] != 'u' {
+		return 0, 0
+	}
+	v, err := strconv.ParseUint(s[1:5], 16, 32)
+	if err != nil {
+		return 0, 0
+	}
+	return rune(v), 5
 }
 
 // mayHold is a cheap test that args might have one of names as a key: each
