@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/toolguard/toolguard/validation"
 )
 
 var fence = []byte("```")
@@ -115,13 +117,17 @@ func parseLenient(text []byte) (any, lenientUse, bool) {
 	return v, p.used, true
 }
 
-// maxDepth bounds nesting, so hostile input cannot exhaust the stack.
-const maxDepth = 200
-
+// lenient is one parse. It holds the text to validation's limits as it
+// reads, so that hostile input can neither exhaust the stack nor allocate
+// more values than any arguments may hold: arrays and objects nest at most
+// [validation.MaxDepth] deep, and the text holds at most
+// [validation.MaxValues] values (each array and object, member value and
+// element), counted as validation counts them.
 type lenient struct {
-	s    []byte
-	i    int
-	used lenientUse
+	s      []byte
+	i      int
+	values int // values read so far
+	used   lenientUse
 }
 
 func (p *lenient) ws() {
@@ -142,15 +148,21 @@ func (p *lenient) peek() byte {
 	return 0
 }
 
+// value reads one value; depth is the number of arrays and objects around
+// it.
 func (p *lenient) value(depth int) (any, bool) {
-	if depth > maxDepth {
+	if p.values++; p.values > validation.MaxValues {
 		return nil, false
 	}
 	p.ws()
 	switch c := p.peek(); {
-	case c == '{':
-		return p.object(depth)
-	case c == '[':
+	case c == '{' || c == '[':
+		if depth+1 > validation.MaxDepth {
+			return nil, false
+		}
+		if c == '{' {
+			return p.object(depth)
+		}
 		return p.array(depth)
 	case c == '"' || c == '\'':
 		return p.str()
