@@ -73,6 +73,8 @@ func TestRepair(t *testing.T) {
 			[]string{"python_literal"}},
 		{"python escapes", `{'city': 'a\x41\u00e9\n', 'code': 'C:\dir'}`, `{"city":"aAé\n","code":"C:\\dir"}`,
 			[]string{"python_literal"}},
+		{"python unknown escape before a non-ASCII character", `{'city': 'a\é\😀', 'code': '\\\é'}`, `{"city":"a\\é\\😀","code":"\\\\é"}`,
+			[]string{"python_literal"}},
 		{"python with trailing comma", `{'city': 'Paris', 'ids': [1, 2,],}`, `{"city":"Paris","ids":[1,2]}`,
 			[]string{"trailing_comma", "python_literal"}},
 		{"python in a fence", "```python\n{'city': 'Paris'}\n```", `{"city":"Paris"}`, []string{"code_fence", "python_literal"}},
@@ -129,6 +131,7 @@ func TestRepairRefusesAmbiguity(t *testing.T) {
 		`{"city": "line
 break"}`, // raw newline in a string
 		`{'city': 'Paris', 'days': true_}`,      // identifier
+		"{'city': 'a\\\tb'}",                    // an escaped raw control character
 		`"just a string"`,                       // double encoded, but not an object
 		`[{"city": "Paris"}]`,                   // an array
 		`{"city": "Paris", "days": "three"}`,    // a word is not a number

@@ -420,11 +420,15 @@ func (p *lenient) escape(b *strings.Builder, quote byte) bool {
 	case '\n', 'N':
 		return false // line continuation, named characters: not worth guessing
 	}
-	if quote == '"' {
-		return false // not an escape in JSON, and we are not sure it is Python
+	if quote == '"' || c < 0x20 {
+		return false // not an escape in JSON, and we are not sure it is Python; or a raw control character
 	}
-	b.WriteByte('\\') // Python keeps an unknown escape as written
-	b.WriteByte(c)
+	// Python keeps an unknown escape as written: the backslash and the
+	// character, which may take several bytes.
+	r, size := utf8.DecodeRune(p.s[p.i-1:])
+	b.WriteByte('\\')
+	b.WriteRune(r) // invalid UTF-8 becomes U+FFFD, as in str
+	p.i += size - 1
 	return true
 }
 
