@@ -90,7 +90,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	"github.com/toolguard/toolguard/internal/exactjson"
 	"github.com/toolguard/toolguard/internal/safetext"
@@ -148,10 +147,6 @@ func Kinds() []Kind {
 	return []Kind{CodeFence, Prose, TrailingComma, PythonLiteral, DoubleEncoded,
 		NumberString, BoolString, BoolAnyCase, JSONString, PythonString}
 }
-
-// valueKinds are the kinds that repair one value inside the arguments, where
-// the schema reports a type violation at a string.
-var valueKinds = [...]Kind{NumberString, BoolString, BoolAnyCase, JSONString, PythonString}
 
 // Repair is one repair made to a call's arguments.
 type Repair struct {
@@ -228,6 +223,14 @@ type repairer struct {
 
 func (r *repairer) enabled(k Kind) bool { return r.on[k] }
 
+// coercesValues reports whether r makes one of the repairs of one value
+// inside the arguments, where the schema reports a type violation at a
+// string.
+func (r *repairer) coercesValues() bool {
+	return r.enabled(NumberString) || r.enabled(BoolString) || r.enabled(BoolAnyCase) ||
+		r.enabled(JSONString) || r.enabled(PythonString)
+}
+
 // Repair implements [Repairer]: text repairs first (fence, prose, trailing
 // commas, Python literals, double encoding), then, with a schema, the
 // strings the schema rejects that spell a number, a boolean, an array or an
@@ -264,7 +267,7 @@ func (r *repairer) mayRepair(args []byte) bool {
 	if r.enabled(DoubleEncoded) && len(t) > 0 && t[0] == '"' {
 		return true
 	}
-	if !slices.ContainsFunc(valueKinds[:], r.enabled) {
+	if !r.coercesValues() {
 		return false
 	}
 	if bytes.Contains(t, []byte(`\u`)) {

@@ -15,7 +15,7 @@ import (
 // violation remains at or below its path) and adds no violation elsewhere.
 // It returns the repairs made.
 func (r *repairer) repairValues(v map[string]any, s *validation.Schema) []Repair {
-	if !slices.ContainsFunc(valueKinds[:], r.enabled) {
+	if !r.coercesValues() {
 		return nil
 	}
 	verr := s.Check(v)
