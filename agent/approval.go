@@ -405,7 +405,7 @@ func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (p PendingCall
 	// The gate judges the arguments the tool would run with: checked
 	// (stripped, coerced) when they pass, as sent when they fail (such a
 	// call never runs unless a tool middleware mends it).
-	r, err := checkArgs(name, a.compiled[name], []byte(args))
+	r, err := checkArgsWith(name, a.compiled[name], []byte(args), a.coercing(name))
 	judged := json.RawMessage(args)
 	if err == nil {
 		judged = r.Args

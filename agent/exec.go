@@ -264,6 +264,17 @@ func (a *Agent) precheck(st *callState) {
 	}
 }
 
+// coercing returns the pipeline options for a call of tool whose arguments
+// are the model's with the program's injected values set: the default
+// coercions for the model's values, none for the injected ones.
+func (a *Agent) coercing(tool string) toolargs.Options {
+	o := toolargs.Options{Strip: strip.SchemaAware, Repair: repair.Coercions()}
+	if inj, ok := a.injection[tool]; ok {
+		o.Injected = inj.names
+	}
+	return o
+}
+
 // execute is the innermost handler of the tool stage: it checks the call's
 // arguments unless the model stage already validated exactly these against
 // the tool's schema, and runs the tool.
@@ -291,11 +302,12 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 		value = v
 	} else if replaced || !st.checked {
 		// The model's own arguments get the model stage's default
-		// coercions; arguments the tool stage set get none: a value of the
-		// wrong type there is a mistake to report, not to guess around.
+		// coercions; arguments the tool stage set get none, nor do the
+		// injected values: a value of the wrong type there is a mistake to
+		// report, not to guess around.
 		o := toolargs.Options{Strip: strip.SchemaAware}
 		if !replaced {
-			o.Repair = repair.Coercions()
+			o = a.coercing(call.Name)
 		}
 		res, err := checkArgsWith(call.Name, a.compiled[call.Name], args, o)
 		if err != nil {

@@ -49,10 +49,11 @@
 // that removes violations and adds none; strip.Recursive applies LangChain's
 // rule to every call; strip.Off never strips. Then an invalid call is
 // repaired per [WithRepair]: by default repair.Coercions turns "5" into 5
-// and "true" into true where the schema wants a number or a boolean, and
-// decodes an arguments object sent as a JSON string, when the call then
-// validates ([EventRepaired]; package repair compares it with pydantic's
-// lax mode). [WithClosedObjects] makes an undeclared parameter a violation. A re-ask is not cumulative:
+// and "true" or "True" into true where the schema wants a number or a
+// boolean, decodes an array or object sent as a string (JSON, or a Python
+// literal: "['M', 'L']") where the schema wants one, and decodes an
+// arguments object sent as a JSON string, when the call then validates
+// ([EventRepaired]; package repair compares it with pydantic's lax mode). [WithClosedObjects] makes an undeclared parameter a violation. A re-ask is not cumulative:
 // the model sees the original messages and its latest rejected response,
 // one AI message per tool call (the first also carrying the response's
 // text), each followed by a tool message — the layout OpenAI, Anthropic and

@@ -17,10 +17,11 @@ const (
 	// EventRepaired: [ToolArgValidation] repaired a call's arguments and
 	// the repaired arguments validate: by default a coercion
 	// (repair.Coercions: "number_string at /days", "bool_string at /open",
-	// "double_encoded"), with [WithRepair] whatever its Repairer made. Paths
-	// lists the repairs, each as repair.Repair.String(): the kind, followed
-	// by " at " and a JSON Pointer for a repair inside the arguments
-	// ("code_fence", "number_string at /days").
+	// "bool_any_case at /open", "json_string at /sizes", "python_string at
+	// /sizes", "double_encoded"), with [WithRepair] whatever its Repairer
+	// made. Paths lists the repairs, each as repair.Repair.String(): the
+	// kind, followed by " at " and a JSON Pointer for a repair inside the
+	// arguments ("code_fence", "number_string at /days").
 	EventRepaired EventKind = "repaired"
 	// EventInvalid: a tool call failed validation. Err is a
 	// *validation.Error naming every violation, Feedback the text the model

@@ -121,13 +121,17 @@ func WithFeedback(fn func(*validation.Error) string) ValidationOption {
 // WithRepair sets how [ToolArgValidation] repairs the arguments of a call
 // that fails (not JSON, or invalid) before asking the model again. The
 // default is [repair.Coercions]: the arguments object sent as a JSON string
-// is decoded, and "5" or "true" where the schema rejects a string and wants a
-// number, integer or boolean become 5 and true — what the schema alone
-// decides, and what pydantic's default lax mode (LangChain's path for typed
-// tools) accepts too (the package documentation, "Coercions", has the
-// table). repair.Default() adds the text repairs (code fences, prose,
-// trailing commas, Python literals); repair.None() turns repair off, so that
-// every failing call costs a re-ask.
+// is decoded, and where the schema rejects a string, "5" or "true" where it
+// wants a number, integer or boolean become 5 and true, "True" or "FALSE"
+// where it wants a boolean become true and false, and an array or object
+// sent as a string, in JSON ("[\"M\", \"L\"]") or as a Python literal
+// ("['M', 'L']"), is decoded where it wants an array or object — what the
+// schema alone decides. A single value where an array is wanted and an enum
+// member in another case are re-asked. The package documentation,
+// "Coercions", has the table, beside pydantic's default lax mode
+// (LangChain's path for typed tools). repair.Default() adds the text repairs
+// (code fences, prose, trailing commas, Python literals); repair.None()
+// turns repair off, so that every failing call costs a re-ask.
 //
 // A repair is kept only when the repaired arguments, stripped per
 // [WithStripEmpty], validate; then they are written back into the response

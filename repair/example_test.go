@@ -24,3 +24,24 @@ func ExampleDefault() {
 	// trailing_comma
 	// number_string at /days
 }
+
+// The default coercions read what a value sent as a string means where the
+// schema wants another type, and leave a single value where a list is
+// wanted for the model to send again.
+func ExampleCoercions() {
+	s, _ := validation.Compile(`{"type": "object", "properties": {
+		"sizes":  {"type": "array", "items": {"type": "string"}},
+		"colors": {"type": "array", "items": {"type": "string"}},
+		"open":   {"type": "boolean"}}}`)
+	for _, args := range []string{
+		`{"sizes": "['M', 'L']", "colors": "[\"red\"]", "open": "True"}`,
+		`{"sizes": "M"}`,
+	} {
+		fixed, repairs := repair.Coercions().Repair([]byte(args), s)
+		out, _ := json.Marshal(fixed)
+		fmt.Println(string(out), repairs)
+	}
+	// Output:
+	// {"colors":["red"],"open":true,"sizes":["M","L"]} [json_string at /colors bool_any_case at /open python_string at /sizes]
+	// null []
+}

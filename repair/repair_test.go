@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/toolguard/toolguard/repair"
@@ -20,7 +21,10 @@ var schema = mustCompile(`{
 		"code":  {"type": "string"},
 		"maybe": {"type": ["integer", "null"]},
 		"ids":   {"type": "array", "items": {"type": "integer"}},
-		"units": {"type": "string", "enum": ["celsius", "fahrenheit"]}
+		"units": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+		"tags":  {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+		"where": {"type": "object", "properties": {"lat": {"type": "number"}}, "required": ["lat"]},
+		"pair":  {"type": "array", "enum": [[1, 2]]}
 	},
 	"required": ["city"]
 }`)
@@ -72,6 +76,8 @@ func TestRepair(t *testing.T) {
 		{"python quoting", `{'city': "O'Brien", 'code': 'it\'s \\ "x"'}`, `{"city":"O'Brien","code":"it's \\ \"x\""}`,
 			[]string{"python_literal"}},
 		{"python escapes", `{'city': 'a\x41\u00e9\n', 'code': 'C:\dir'}`, `{"city":"aAé\n","code":"C:\\dir"}`,
+			[]string{"python_literal"}},
+		{"python unknown escape before a non-ASCII character", `{'city': 'a\é\😀', 'code': '\\\é'}`, `{"city":"a\\é\\😀","code":"\\\\é"}`,
 			[]string{"python_literal"}},
 		{"python with trailing comma", `{'city': 'Paris', 'ids': [1, 2,],}`, `{"city":"Paris","ids":[1,2]}`,
 			[]string{"trailing_comma", "python_literal"}},
@@ -129,12 +135,13 @@ func TestRepairRefusesAmbiguity(t *testing.T) {
 		`{"city": "line
 break"}`, // raw newline in a string
 		`{'city': 'Paris', 'days': true_}`,      // identifier
+		"{'city': 'a\\\tb'}",                    // an escaped raw control character
 		`"just a string"`,                       // double encoded, but not an object
 		`[{"city": "Paris"}]`,                   // an array
 		`{"city": "Paris", "days": "three"}`,    // a word is not a number
 		`{"city": "Paris", "days": " 3"}`,       // nor a padded number
 		`{"city": "Paris", "days": "3.5"}`,      // a number, but not an integer: the repair would not help
-		`{"city": "Paris", "ok": "True"}`,       // only JSON's spelling of booleans
+		`{"city": "Paris", "ok": "yes"}`,        // only true and false, in any case
 		`{"city": "Paris", "code": 5}`,          // number to string is not a repair we make
 		`{"city": "Paris", "units": "Celsius"}`, // nor enum case folding
 	} {
@@ -163,6 +170,26 @@ func TestOnly(t *testing.T) {
 	if got, _ := repair.Only(repair.NumberString).Repair([]byte(`{"city": "x", "ok": "true", "days": "2"}`), schema); got == nil ||
 		got["ok"] != "true" {
 		t.Errorf("Only(NumberString) = %v, want days repaired and ok left alone", got)
+	}
+	for _, tc := range []struct {
+		kind     repair.Kind
+		in, want string // want "" for refused
+	}{
+		{repair.BoolAnyCase, `{"city": "x", "ok": "True"}`, `{"city": "x", "ok": true}`},
+		{repair.BoolAnyCase, `{"city": "x", "ok": "true"}`, ""}, // JSON's spelling is BoolString's
+		{repair.BoolString, `{"city": "x", "ok": "True"}`, ""},
+		{repair.JSONString, `{"city": "x", "tags": "[\"M\"]"}`, `{"city": "x", "tags": ["M"]}`},
+		{repair.JSONString, `{"city": "x", "tags": "['M']"}`, ""},
+		{repair.PythonString, `{"city": "x", "tags": "['M']"}`, `{"city": "x", "tags": ["M"]}`},
+		{repair.NumberString, `{"city": "x", "tags": "['M']"}`, ""},
+	} {
+		got, reps := repair.Only(tc.kind).Repair([]byte(tc.in), schema)
+		switch {
+		case tc.want == "" && got != nil:
+			t.Errorf("Only(%s).Repair(%s) = %v, %v; want refused", tc.kind, tc.in, got, reps)
+		case tc.want != "" && (got == nil || !reflect.DeepEqual(normalize(t, got), decode(t, tc.want)) || reps[0].Kind != tc.kind):
+			t.Errorf("Only(%s).Repair(%s) = %v, %v; want %s", tc.kind, tc.in, got, reps, tc.want)
+		}
 	}
 	defer func() {
 		if recover() == nil {
@@ -200,19 +227,58 @@ func FuzzRepair(f *testing.F) {
 func TestCoercions(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		in   string
-		want string // "" for refused
+		in      string
+		want    string // "" for refused
+		repairs string // the repairs, when given
 	}{
-		{`{"city": "Paris", "days": "3"}`, `{"city": "Paris", "days": 3}`},
-		{`{"city": "Paris", "temp": "-2.5", "ok": "false"}`, `{"city": "Paris", "temp": -2.5, "ok": false}`},
-		{`{"city": "Paris", "days": "\u0033"}`, `{"city": "Paris", "days": 3}`}, // an escaped digit is still "3"
-		{`"{\"city\": \"Paris\"}"`, `{"city": "Paris"}`},
-		{"```json\n{\"city\": \"Paris\"}\n```", ""},            // text repairs are not coercions
-		{`{"city": "Paris", "days": 3,}`, ""},                  // nor is a trailing comma
-		{`{"city": "Paris", "units": "Celsius"}`, ""},          // nothing a coercion fixes
-		{`{"city": "Paris", "ok": "True"}`, ""},                // only JSON's own spelling
-		{`{"city": "Paris", "days": "2.5"}`, ""},               // still not an integer
-		{`{"city": 7, "days": "3"}`, `{"city": 7, "days": 3}`}, // coerced; the caller then finds city invalid
+		{`{"city": "Paris", "days": "3"}`, `{"city": "Paris", "days": 3}`, ""},
+		{`{"city": "Paris", "temp": "-2.5", "ok": "false"}`, `{"city": "Paris", "temp": -2.5, "ok": false}`, ""},
+		{`{"city": "Paris", "days": "\u0033"}`, `{"city": "Paris", "days": 3}`, ""}, // an escaped digit is still "3"
+		{`"{\"city\": \"Paris\"}"`, `{"city": "Paris"}`, ""},
+		{"```json\n{\"city\": \"Paris\"}\n```", "", ""},            // text repairs are not coercions
+		{`{"city": "Paris", "days": 3,}`, "", ""},                  // nor is a trailing comma
+		{`{"city": "Paris", "units": "Celsius"}`, "", ""},          // nothing a coercion fixes
+		{`{"city": "Paris", "days": "2.5"}`, "", ""},               // still not an integer
+		{`{"city": 7, "days": "3"}`, `{"city": 7, "days": 3}`, ""}, // coerced; the caller then finds city invalid
+
+		{`{"city": "Paris", "ok": "True"}`, `{"city": "Paris", "ok": true}`, "bool_any_case at /ok"},
+		{`{"city": "Paris", "ok": "FALSE"}`, `{"city": "Paris", "ok": false}`, "bool_any_case at /ok"},
+		{`{"city": "Paris", "ok": "tRuE"}`, `{"city": "Paris", "ok": true}`, "bool_any_case at /ok"},
+		{`{"city": "Paris", "ok": "falſe"}`, "", ""},  // a long s folds to s in Unicode, not here
+		{`{"city": "Paris", "ok": "yes"}`, "", ""},    // other words for a boolean are re-asked
+		{`{"city": "Paris", "ok": "1"}`, "", ""},      //
+		{`{"city": "Paris", "ok": " True"}`, "", ""},  //
+		{`{"city": "Paris", "code": "True"}`, "", ""}, // a string is wanted: nothing to coerce
+
+		{`{"city": "Paris", "tags": "[\"M\", \"L\"]"}`, `{"city": "Paris", "tags": ["M", "L"]}`, "json_string at /tags"},
+		{`{"city": "Paris", "tags": "['M', 'L']"}`, `{"city": "Paris", "tags": ["M", "L"]}`, "python_string at /tags"},
+		{`{"city": "Paris", "tags": "[\"M\", 'it\\'s']"}`, `{"city": "Paris", "tags": ["M", "it's"]}`, "python_string at /tags"},
+		{`{"city": "Paris", "tags": "[]"}`, `{"city": "Paris", "tags": []}`, "json_string at /tags"},
+		{`{"city": "Paris", "ids": "[1, 2]"}`, `{"city": "Paris", "ids": [1, 2]}`, "json_string at /ids"},
+		{`{"city": "Paris", "where": "{\"lat\": 48.85}"}`, `{"city": "Paris", "where": {"lat": 48.85}}`, "json_string at /where"},
+		{`{"city": "Paris", "where": "{'lat': 48.85}"}`, `{"city": "Paris", "where": {"lat": 48.85}}`, "python_string at /where"},
+		{`{"city": "Paris", "pair": "[1, 2]"}`, `{"city": "Paris", "pair": [1, 2]}`, "json_string at /pair"},
+		{`{"city": "Paris", "tags": "['M']", "days": "3", "ok": "True"}`, `{"city": "Paris", "tags": ["M"], "days": 3, "ok": true}`,
+			"number_string at /days, bool_any_case at /ok, python_string at /tags"},
+		{`"{\"city\": \"Paris\", \"tags\": \"['M']\"}"`, `{"city": "Paris", "tags": ["M"]}`, "double_encoded, python_string at /tags"},
+
+		{`{"city": "Paris", "tags": "['M', 5]"}`, "", ""},                  // decoded, it still fails its subschema
+		{`{"city": "Paris", "tags": "['a', 'b', 'c', 'd']"}`, "", ""},      //
+		{`{"city": "Paris", "where": "{'lon': 2.35}"}`, "", ""},            //
+		{`{"city": "Paris", "ids": "[\"1\"]"}`, "", ""},                    // no coercion inside a coercion
+		{`{"city": "Paris", "pair": "[3]"}`, "", ""},                       // a violation stays at the path (enum)
+		{`{"city": "Paris", "days": "[3]"}`, "", ""},                       // an integer is wanted
+		{`{"city": "Paris", "tags": "M"}`, "", ""},                         // a single value is not wrapped
+		{`{"city": "Paris", "units": "Celsius"}`, "", ""},                  // nor an enum member matched in another case
+		{`{"city": "Paris", "tags": " [\"M\"]"}`, "", ""},                  // blanks around the array
+		{`{"city": "Paris", "tags": "[\"M\"]\n"}`, "", ""},                 //
+		{`{"city": "Paris", "tags": "['M', true]"}`, "", ""},               // neither JSON nor Python
+		{`{"city": "Paris", "tags": "('M', 'L')"}`, "", ""},                // a tuple
+		{`{"city": "Paris", "tags": "['M'] + ['L']"}`, "", ""},             // an expression
+		{`{"city": "Paris", "where": "{\"lat\": 1, \"lat\": 2}"}`, "", ""}, // a key twice
+		{`{"city": "Paris", "where": "{'lat': 1, 'lat': 2}"}`, "", ""},     //
+		{`{"city": "Paris", "ids": "[1e999999]"}`, "", ""},                 // a number beyond validation's limits
+		{`{"city": "Paris", "ids": "[1, 2], \"x\": [3]"}`, "", ""},         // not one JSON value
 	}
 	for _, tc := range tests {
 		got, reps := repair.Coercions().Repair([]byte(tc.in), schema)
@@ -224,6 +290,15 @@ func TestCoercions(t *testing.T) {
 		}
 		if !reflect.DeepEqual(normalize(t, got), decode(t, tc.want)) {
 			t.Errorf("Coercions().Repair(%s) = %v (%v), want %s", tc.in, got, reps, tc.want)
+		}
+		if tc.repairs != "" {
+			var names []string
+			for _, r := range reps {
+				names = append(names, r.String())
+			}
+			if got := strings.Join(names, ", "); got != tc.repairs {
+				t.Errorf("Coercions().Repair(%s) repairs = %s, want %s", tc.in, got, tc.repairs)
+			}
 		}
 	}
 	if got, reps := repair.None().Repair([]byte(`{"city": "Paris", "days": "3"}`), schema); got != nil || reps != nil {

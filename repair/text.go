@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/toolguard/toolguard/validation"
 )
 
 var fence = []byte("```")
@@ -115,13 +117,44 @@ func parseLenient(text []byte) (any, lenientUse, bool) {
 	return v, p.used, true
 }
 
-// maxDepth bounds nesting, so hostile input cannot exhaust the stack.
-const maxDepth = 200
+// parsePython parses s as a Python list or dict literal, as repr() writes
+// one: strings in single or double quotes with Python's escapes, True,
+// False and None, numbers as JSON writes them, keys that are strings, and
+// trailing commas, which Python allows. Nothing is evaluated. It is strict
+// where text could be read two ways: true, false and null are refused
+// (Python has no such names), and so are the escapes that mean one thing in
+// JSON and another in Python (\/ in double quotes, and \u escapes of
+// surrogate halves, which JSON pairs and Python keeps apart), so that text
+// that is also JSON decodes as encoding/json decodes it. Whatever Python
+// would not read as a list or dict of such literals is refused: tuples,
+// sets, keys that are not strings, a key twice (Python keeps the last,
+// other readers the first), comments, names, expressions, string prefixes,
+// blanks around the literal, and text beyond validation's depth and value
+// limits (see lenient).
+func parsePython(s string) (any, bool) {
+	if len(s) < 2 || s[0] != '[' && s[0] != '{' {
+		return nil, false
+	}
+	p := lenient{s: []byte(s), python: true}
+	v, ok := p.value(0)
+	if !ok || p.i != len(p.s) {
+		return nil, false
+	}
+	return v, true
+}
 
+// lenient is one parse. It holds the text to validation's limits as it
+// reads, so that hostile input can neither exhaust the stack nor allocate
+// more values than any arguments may hold: arrays and objects nest at most
+// [validation.MaxDepth] deep, and the text holds at most
+// [validation.MaxValues] values (each array and object, member value and
+// element), counted as validation counts them.
 type lenient struct {
-	s    []byte
-	i    int
-	used lenientUse
+	s      []byte
+	i      int
+	values int  // values read so far
+	python bool // parsePython: Python's literals only, no reading JSON and Python disagree on
+	used   lenientUse
 }
 
 func (p *lenient) ws() {
@@ -142,15 +175,21 @@ func (p *lenient) peek() byte {
 	return 0
 }
 
+// value reads one value; depth is the number of arrays and objects around
+// it.
 func (p *lenient) value(depth int) (any, bool) {
-	if depth > maxDepth {
+	if p.values++; p.values > validation.MaxValues {
 		return nil, false
 	}
 	p.ws()
 	switch c := p.peek(); {
-	case c == '{':
-		return p.object(depth)
-	case c == '[':
+	case c == '{' || c == '[':
+		if depth+1 > validation.MaxDepth {
+			return nil, false
+		}
+		if c == '{' {
+			return p.object(depth)
+		}
 		return p.array(depth)
 	case c == '"' || c == '\'':
 		return p.str()
@@ -165,6 +204,9 @@ func (p *lenient) value(depth int) (any, bool) {
 		{"true", true, false}, {"false", false, false}, {"null", nil, false},
 		{"True", true, true}, {"False", false, true}, {"None", nil, true},
 	} {
+		if p.python && !lit.python {
+			continue
+		}
 		if bytes.HasPrefix(p.s[p.i:], []byte(lit.word)) {
 			end := p.i + len(lit.word)
 			if end < len(p.s) && isWordByte(p.s[end]) {
@@ -296,7 +338,34 @@ func (p *lenient) number() (any, bool) {
 	if p.i < len(p.s) && isWordByte(p.s[p.i]) {
 		return nil, false // 0x1F, 1_000, 10L: not JSON numbers
 	}
-	return json.Number(p.s[start:p.i]), true
+	n := p.s[start:p.i]
+	if p.python && !pythonReadsExactly(n) {
+		return nil, false
+	}
+	return json.Number(n), true
+}
+
+// pythonReadsExactly reports whether Python reads the number n (JSON's
+// grammar) as the value JSON gives it, as far as anyone can tell: an
+// integer is exact in both; a float is a float64 in Python, so one beyond
+// float64's range (1e400, which Python reads as inf) or so small that it
+// becomes 0 (1e-400) is another number there.
+func pythonReadsExactly(n []byte) bool {
+	if !bytes.ContainsAny(n, ".eE") {
+		return true
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil {
+		return false
+	}
+	if f != 0 {
+		return true
+	}
+	mantissa := n
+	if i := bytes.IndexAny(n, "eE"); i >= 0 {
+		mantissa = n[:i]
+	}
+	return !bytes.ContainsAny(mantissa, "123456789") // 0.0e5 is 0 to both
 }
 
 func (p *lenient) digits() bool {
@@ -354,16 +423,19 @@ func (p *lenient) escape(b *strings.Builder, quote byte) bool {
 	}
 	switch c {
 	case '/':
-		if quote == '\'' {
+		switch {
+		case quote == '\'':
 			b.WriteString(`\/`) // Python keeps an unknown escape as written
-		} else {
+		case p.python:
+			return false // JSON reads "/", Python "\/"
+		default:
 			b.WriteByte('/')
 		}
 		return true
 	case 'u':
 		r, ok := p.hex(4)
-		if !ok {
-			return false
+		if !ok || p.python && utf16.IsSurrogate(r) {
+			return false // Python keeps surrogate halves apart, JSON pairs them
 		}
 		if utf16.IsSurrogate(r) && bytes.HasPrefix(p.s[p.i:], []byte(`\u`)) {
 			save := p.i
@@ -408,11 +480,15 @@ func (p *lenient) escape(b *strings.Builder, quote byte) bool {
 	case '\n', 'N':
 		return false // line continuation, named characters: not worth guessing
 	}
-	if quote == '"' {
-		return false // not an escape in JSON, and we are not sure it is Python
+	if quote == '"' || c < 0x20 {
+		return false // not an escape in JSON, and we are not sure it is Python; or a raw control character
 	}
-	b.WriteByte('\\') // Python keeps an unknown escape as written
-	b.WriteByte(c)
+	// Python keeps an unknown escape as written: the backslash and the
+	// character, which may take several bytes.
+	r, size := utf8.DecodeRune(p.s[p.i-1:])
+	b.WriteByte('\\')
+	b.WriteRune(r) // invalid UTF-8 becomes U+FFFD, as in str
+	p.i += size - 1
 	return true
 }
 

@@ -24,7 +24,9 @@ func TestEvalSample(t *testing.T) {
 	for _, want := range []string{
 		"20 unique BFCL calls (schema, arguments), corrupted with seed 20260921",
 		"#### All corrupted calls",
-		"#### Each of the 16 kinds weighted equally",
+		"#### Each of the 19 kinds weighted equally",
+		"#### capitalised boolean (\"True\")", "#### array as a JSON string", "#### array as a Python list string",
+		"| model calls saved |",
 		"#### invented key (open schema)",
 		"#### required key dropped",
 		"#### 2–3 corruptions at once",

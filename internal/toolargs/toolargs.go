@@ -7,6 +7,7 @@ package toolargs
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 
 	"github.com/toolguard/toolguard/internal/exactjson"
 	"github.com/toolguard/toolguard/repair"
@@ -19,6 +20,12 @@ import (
 type Options struct {
 	Strip  strip.Mode
 	Repair repair.Repairer // nil: no repair
+	// Injected names the top-level properties whose values the program
+	// set (package agent's injected arguments). A repair never changes
+	// them: repaired arguments in which one of them differs from the input
+	// (or input that is not a JSON object, where they cannot be compared)
+	// are not used, so a value of the wrong type there stays an error.
+	Injected []string
 }
 
 // Result is what Check made of one call's arguments.
@@ -51,7 +58,8 @@ type Result struct {
 //  2. if invalid, strip.SchemaAware removes the empty values whose removal
 //     fixes violations and adds none;
 //  3. if still invalid and o.Repair is set, the repaired arguments, stripped
-//     the same way, are used when they validate.
+//     the same way, are used when they validate and hold o.Injected as the
+//     input did.
 //
 // Arguments that cannot be decoded (not JSON, not an object, beyond
 // validation's limits) are never stripped.
@@ -65,7 +73,7 @@ func Check(s *validation.Schema, raw []byte, o Options) Result {
 		res.Stripped = removed
 	}
 	if verr != nil && o.Repair != nil && mayRepair(raw, v) {
-		if rv, reps := o.Repair.Repair(raw, s); len(reps) > 0 && rv != nil {
+		if rv, reps := o.Repair.Repair(raw, s); len(reps) > 0 && rv != nil && keepsInjected(raw, rv, o.Injected) {
 			rres := Result{Value: rv}
 			if rerr := clean(s, rv, o.Strip, &rres); rerr == nil {
 				rres.Repairs = reps
@@ -92,6 +100,27 @@ func mayRepair(raw []byte, v map[string]any) bool {
 	}
 	t := bytes.TrimSpace(raw)
 	return !json.Valid(t) || t[0] == '"'
+}
+
+// keepsInjected reports whether repaired, the arguments a repair made of
+// raw, holds each of the properties names exactly as raw does (present or
+// absent alike).
+func keepsInjected(raw []byte, repaired map[string]any, names []string) bool {
+	if len(names) == 0 {
+		return true
+	}
+	orig, err := exactjson.DecodeObject(bytes.TrimSpace(raw))
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		was, had := orig[n]
+		is, has := repaired[n]
+		if had != has || !reflect.DeepEqual(was, is) {
+			return false
+		}
+	}
+	return true
 }
 
 // parse decodes and validates raw. It strips recursively first with

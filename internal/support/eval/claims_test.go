@@ -11,8 +11,8 @@ import (
 // corpus (every 8th unique call) and checks, kind by kind, what the README's
 // table says of toolguard: with the default configuration every corrupted
 // call ends valid within max_retries = 2, at one re-ask at most, and the
-// empty-value kinds and the coerced kinds (numbers and booleans as strings,
-// the object double-encoded) cost no re-ask at all; with repair, every
+// empty-value kinds and the coerced kinds (numbers, booleans and arrays as
+// strings, the object double-encoded) cost no re-ask at all; with repair, every
 // formatting and scalar-string kind is fixed without a model call; an
 // invented key on an open schema passes every configuration but strict,
 // which re-asks it once. A regression in validation, feedback, stripping,
@@ -35,8 +35,10 @@ func TestPublishedClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	free := map[eval.Kind]bool{eval.NullOptional: true, eval.EmptyObject: true, eval.EmptyArray: true,
-		eval.NumberAsString: true, eval.BoolAsString: true, eval.DoubleEncoded: true}
+		eval.NumberAsString: true, eval.BoolAsString: true, eval.DoubleEncoded: true,
+		eval.CapitalisedBool: true, eval.ArrayAsJSONString: true, eval.ArrayAsPythonString: true}
 	repaired := map[eval.Kind]bool{eval.NumberAsString: true, eval.BoolAsString: true, eval.DoubleEncoded: true,
+		eval.CapitalisedBool: true, eval.ArrayAsJSONString: true, eval.ArrayAsPythonString: true,
 		eval.CodeFence: true, eval.TrailingProse: true, eval.TrailingComma: true, eval.PythonLiteral: true}
 	for _, k := range r.Kinds {
 		def, rep, strict := k.ByConfig[0], k.ByConfig[1], k.ByConfig[2]

@@ -38,11 +38,22 @@ const (
 	// closed schema. Its value comes after Multi so that the other kinds'
 	// random draws stay what they were; it is listed after ExtraKey.
 	InventedKey
+	// CapitalisedBool, ArrayAsJSONString and ArrayAsPythonString are the
+	// shapes real models send that issue 30 measured: "True" or "TRUE" for a
+	// boolean, and an array sent as a string holding it in JSON
+	// ("[\"M\", \"L\"]") or as a Python list ("['M', 'L']"). Their values
+	// come last for the same reason as InventedKey's, and Multi never draws
+	// them, so that its calls stay what they were; they are listed after
+	// BoolAsString.
+	CapitalisedBool
+	ArrayAsJSONString
+	ArrayAsPythonString
 )
 
 // Kinds lists every kind in table order.
 var Kinds = []Kind{DropRequired, WrongType, EnumViolation, ExtraKey, InventedKey, NullOptional, EmptyObject, EmptyArray,
-	NumberAsString, BoolAsString, DoubleEncoded, CodeFence, TrailingProse, TrailingComma, PythonLiteral, Multi}
+	NumberAsString, BoolAsString, CapitalisedBool, ArrayAsJSONString, ArrayAsPythonString,
+	DoubleEncoded, CodeFence, TrailingProse, TrailingComma, PythonLiteral, Multi}
 
 var kindNames = [...]string{
 	DropRequired:   "required key dropped",
@@ -61,6 +72,10 @@ var kindNames = [...]string{
 	PythonLiteral:  "Python literals",
 	Multi:          "2–3 corruptions at once",
 	InventedKey:    "invented key (open schema)",
+
+	CapitalisedBool:     `capitalised boolean ("True")`,
+	ArrayAsJSONString:   `array as a JSON string ("[\"M\"]")`,
+	ArrayAsPythonString: `array as a Python list string ("['M']")`,
 }
 
 // String returns the kind's label in the tables: "required key dropped".
@@ -217,9 +232,10 @@ type gen struct {
 // and applied last, to different parts of the arguments.
 func (g *gen) multi() []Kind {
 	want := 2 + g.rng.IntN(2)
-	// Every kind but Multi and InventedKey (which is ExtraKey judged
-	// another way), in table order.
-	pool := slices.DeleteFunc(slices.Clone(Kinds), func(k Kind) bool { return k == Multi || k == InventedKey })
+	// Every kind but Multi, InventedKey (which is ExtraKey judged another
+	// way) and the kinds added after it (so that Multi's calls stay what
+	// they were), in table order.
+	pool := slices.DeleteFunc(slices.Clone(Kinds), func(k Kind) bool { return k >= Multi })
 	g.rng.Shuffle(len(pool), func(i, j int) { pool[i], pool[j] = pool[j], pool[i] })
 	var parts []Kind
 	textKind := Kind(-1)
@@ -279,6 +295,35 @@ func (g *gen) apply(k Kind) bool {
 				return nil, false
 			}
 			return strconv.FormatBool(b), true
+		})
+	case CapitalisedBool:
+		upper := g.rng.IntN(4) == 0 // "TRUE" now and then, "True" mostly
+		return g.scalarAsString(func(v any, types []string) (any, bool) {
+			b, ok := v.(bool)
+			if !ok || slices.Contains(types, "string") || !slices.Contains(types, "boolean") {
+				return nil, false
+			}
+			word := capitalize(strconv.FormatBool(b))
+			if upper {
+				word = strings.ToUpper(word)
+			}
+			return word, true
+		})
+	case ArrayAsJSONString, ArrayAsPythonString:
+		return g.scalarAsString(func(v any, types []string) (any, bool) {
+			a, ok := v.([]any)
+			if !ok || len(a) == 0 || slices.Contains(types, "string") || !slices.Contains(types, "array") {
+				return nil, false
+			}
+			text := write(a, textStyle{comma: -1})
+			if k == ArrayAsPythonString {
+				py := write(a, textStyle{python: true, comma: -1})
+				if py == text {
+					return nil, false // numbers only: the Python list is JSON
+				}
+				text = py
+			}
+			return text, true
 		})
 	case DoubleEncoded:
 		g.text = string(marshal(write(g.w, textStyle{comma: -1})))
@@ -579,6 +624,8 @@ func (g *gen) emptyOptional(empty any) bool {
 	return false
 }
 
+// scalarAsString replaces a present value with what conv makes of it (a
+// string), where the schema then reports a violation.
 func (g *gen) scalarAsString(conv func(v any, types []string) (any, bool)) bool {
 	for _, s := range g.shuffled(func(s slot) bool { return s.present }) {
 		if v, ok := conv(s.parent[s.key], types(s.prop)); ok && g.try(s, v, false) {

@@ -47,7 +47,7 @@ var weather = eval.Case{
 		},
 		"required": ["city", "where"]
 	}`),
-	Args: json.RawMessage(`{"city":"Paris","days":3,"hourly":false,"units":"celsius","where":{"lat":48.85,"lon":2.35}}`),
+	Args: json.RawMessage(`{"city":"Paris","days":3,"hourly":false,"tags":["sun","wind"],"units":"celsius","where":{"lat":48.85,"lon":2.35}}`),
 }
 
 // TestCorruptEveryKind: every kind applies to the weather call, yields a
@@ -111,6 +111,11 @@ func TestCorruptExamples(t *testing.T) {
 			return strings.Contains(f, `"days": "3"`) || strings.Contains(f, `"lat": "48.85"`) || strings.Contains(f, `"lon": "2.35"`)
 		}},
 		{eval.BoolAsString, func(f string) bool { return strings.Contains(f, `"hourly": "false"`) }},
+		{eval.CapitalisedBool, func(f string) bool {
+			return strings.Contains(f, `"hourly": "False"`) || strings.Contains(f, `"hourly": "FALSE"`)
+		}},
+		{eval.ArrayAsJSONString, func(f string) bool { return strings.Contains(f, `"tags": "[\"sun\", \"wind\"]"`) }},
+		{eval.ArrayAsPythonString, func(f string) bool { return strings.Contains(f, `"tags": "['sun', 'wind']"`) }},
 		{eval.NullOptional, func(f string) bool { return strings.Contains(f, ": null") }},
 		{eval.EmptyObject, func(f string) bool { return strings.Contains(f, ": {}") }},
 		{eval.EmptyArray, func(f string) bool { return strings.Contains(f, ": []") }},
@@ -262,6 +267,34 @@ func TestFeedbackFormats(t *testing.T) {
 		"• [verbose] Extra inputs are not permitted"
 	if got := eval.LangChain(e); got != wantLC {
 		t.Errorf("LangChain =\n%s\nwant\n%s", got, wantLC)
+	}
+}
+
+// TestMarkdownModelCallsSaved: each row says how many fewer model calls
+// its configuration made than the first row's on the same calls.
+func TestMarkdownModelCallsSaved(t *testing.T) {
+	t.Parallel()
+	r := &eval.Report{Seed: 1, Cases: 3, Configs: []string{"none", "some", "worse"}, Kinds: []eval.KindReport{
+		{Kind: eval.BoolAsString, Applicable: 3, ByConfig: []eval.Stats{
+			{Calls: 3, Valid: 3, ModelCalls: 6},
+			{Calls: 3, Valid: 3, ModelCalls: 4, NoCall: 2},
+			{Calls: 3, Valid: 3, ModelCalls: 1007},
+		}},
+	}}
+	var b strings.Builder
+	if err := r.Markdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| configuration | calls ending valid | model calls per call | fixed with no model call | model calls saved | feedback bytes (median / p95) |",
+		"| none | 100.0% | 2.00 | 0.0% | 0 | – |",
+		"| some | 100.0% | 1.33 | 66.7% | 2 | – |",
+		"| worse | 100.0% | 335.67 | 0.0% | -1,001 | – |",
+		"Model calls saved: how many fewer model calls a configuration made than the first, none, on the same calls.",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, b.String())
+		}
 	}
 }
 

@@ -13,6 +13,9 @@ func (r *Report) Markdown(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s unique BFCL calls (schema, arguments), corrupted with seed %d; "+
 		"model: eval.SelfCorrecting; max_retries = %d.\n", thousands(r.Cases), r.Seed, MaxRetries)
+	if len(r.Configs) > 0 {
+		fmt.Fprintf(&b, "Model calls saved: how many fewer model calls a configuration made than the first, %s, on the same calls.\n", r.Configs[0])
+	}
 
 	all := make([]Stats, len(r.Configs))
 	for i := range r.Configs {
@@ -34,21 +37,35 @@ func (r *Report) Markdown(w io.Writer) error {
 	return err
 }
 
+const tableHead = "| configuration | calls ending valid | model calls per call | fixed with no model call | model calls saved | feedback bytes (median / p95) |\n" +
+	"|---|--:|--:|--:|--:|--:|\n"
+
 func (r *Report) table(b *strings.Builder, stats []Stats) {
-	b.WriteString("| configuration | calls ending valid | model calls per call | fixed with no model call | feedback bytes (median / p95) |\n")
-	b.WriteString("|---|--:|--:|--:|--:|\n")
+	b.WriteString(tableHead)
 	for i, name := range r.Configs {
 		s := stats[i]
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", name,
-			percent(s.Valid, s.Calls), mean(s.ModelCalls, s.Calls), percent(s.NoCall, s.Calls), bytesCell(s.Feedback))
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", name,
+			percent(s.Valid, s.Calls), mean(s.ModelCalls, s.Calls), percent(s.NoCall, s.Calls),
+			saved(stats[0].ModelCalls-s.ModelCalls, s.Calls), bytesCell(s.Feedback))
 	}
 }
 
+// saved renders n model calls saved: "–" for none made, "1,234", "-56".
+func saved(n, calls int) string {
+	if calls == 0 {
+		return "–"
+	}
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	return thousands(n)
+}
+
 // kindMeanTable writes the unweighted mean over kinds of each rate; kinds
-// that applied to no call are left out. Feedback sizes are not averaged.
+// that applied to no call are left out. Calls saved and feedback sizes are
+// not averaged.
 func (r *Report) kindMeanTable(b *strings.Builder) {
-	b.WriteString("| configuration | calls ending valid | model calls per call | fixed with no model call | feedback bytes (median / p95) |\n")
-	b.WriteString("|---|--:|--:|--:|--:|\n")
+	b.WriteString(tableHead)
 	for i, name := range r.Configs {
 		var valid, calls, noCall float64
 		n := 0
@@ -65,7 +82,7 @@ func (r *Report) kindMeanTable(b *strings.Builder) {
 		if n == 0 {
 			continue
 		}
-		fmt.Fprintf(b, "| %s | %s%% | %s | %s%% | – |\n", name,
+		fmt.Fprintf(b, "| %s | %s%% | %s | %s%% | – | – |\n", name,
 			strconv.FormatFloat(100*valid/float64(n), 'f', 1, 64),
 			strconv.FormatFloat(calls/float64(n), 'f', 2, 64),
 			strconv.FormatFloat(100*noCall/float64(n), 'f', 1, 64))
