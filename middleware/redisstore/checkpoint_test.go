@@ -25,6 +25,19 @@ func TestCheckpointer(t *testing.T) {
 	}, checkpointStall(srv))
 }
 
+// The agent's fault scenarios (checkpointtest.RunFaults: a stop, a panic,
+// a cancel, a failed save and a lost reply after a paying call) hold on the
+// Redis Checkpointer too: each pays once.
+func TestCheckpointerFaults(t *testing.T) {
+	srv := startRedis(t)
+	c := newClient(t, srv.Addr())
+	n := 0
+	checkpointtest.RunFaults(t, func(*testing.T) agent.Checkpointer {
+		n++ // each scenario its own prefix: an empty store
+		return redisstore.NewCheckpointer(c, redisstore.WithPrefix(fmt.Sprintf("faults%d:", n)))
+	})
+}
+
 // The crash-resume scenario on Redis, with the calls run per tool in the
 // test's log.
 func TestCheckpointerResumeAfterCrash(t *testing.T) {
