@@ -110,7 +110,7 @@ func runStallChecks(t *testing.T, st *stall, newCheckpointer func(t *testing.T) 
 // first, which Load then shows.
 func afterFailedSave(t *testing.T, cp agent.Checkpointer, thread, prev, next string) {
 	t.Helper()
-	state, v := load(t, cp, thread)
+	state, v := loadAfterStall(t, cp, thread)
 	if !(v == 1 && string(state) == prev) && !(v == 2 && string(state) == next) {
 		t.Fatalf("Load after a failed Save(1, %q) = %q, %d; want %q, 1 or %q, 2", next, state, v, prev, next)
 	}
@@ -122,6 +122,25 @@ func afterFailedSave(t *testing.T, cp agent.Checkpointer, thread, prev, next str
 	}
 	if !save(t, cp, thread, 2, []byte("after")) {
 		t.Fatal("Save(2) once the failed save's copy landed = false, want true")
+	}
+}
+
+// loadAfterStall is load for a backend that was just thawed: a backend
+// waking from a stall may still time out the first reads (its client's
+// own timeouts, a backlog of requests), so an error is tried again for up
+// to a minute.
+func loadAfterStall(t *testing.T, cp agent.Checkpointer, thread string) ([]byte, int64) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		state, v, err := cp.Load(context.Background(), thread)
+		if err == nil {
+			return state, v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Load(%q) a minute after the stall: %v", thread, err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -137,7 +156,7 @@ func stallSave(t *testing.T, st *stall, cp agent.Checkpointer) {
 		err   error
 	)
 	st.across(t, func() { saved, err = cp.Save(context.Background(), thread, 1, []byte("v2")) })
-	state, v := load(t, cp, thread)
+	state, v := loadAfterStall(t, cp, thread)
 	t.Logf("Save(1) across a stall of %v = %v, %v; Load after: %q, version %d", st.d, saved, err, state, v)
 	switch {
 	case err != nil:
@@ -183,11 +202,11 @@ func deadline(t *testing.T, st *stall, cp agent.Checkpointer) {
 				case op == "save" && err != nil:
 					afterFailedSave(t, cp, thread, "v1", "v2")
 				case op == "save":
-					if state, v := load(t, cp, thread); string(state) != "v2" || v != 2 {
+					if state, v := loadAfterStall(t, cp, thread); string(state) != "v2" || v != 2 {
 						t.Errorf("Load after Save(1) succeeded = %q, %d; want \"v2\", 2", state, v)
 					}
 				default:
-					if state, v := load(t, cp, thread); string(state) != "v1" || v != 1 {
+					if state, v := loadAfterStall(t, cp, thread); string(state) != "v1" || v != 1 {
 						t.Errorf("Load after the stall = %q, %d; want \"v1\", 1", state, v)
 					}
 				}
