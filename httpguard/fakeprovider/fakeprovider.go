@@ -21,7 +21,9 @@
 //   - Anthropic Messages: POST …/v1/messages ("stream": true: message_start,
 //     content_block_*, message_delta, message_stop and ping events).
 //   - Gemini: POST …/models/{model}:generateContent and
-//     …:streamGenerateContent?alt=sse.
+//     …:streamGenerateContent?alt=sse (without alt=sse, as the REST
+//     client of github.com/google/generative-ai-go asks, the stream is a
+//     JSON array whose elements arrive one by one, as Gemini sends it).
 //
 // Each request consumes the next [Step], whatever its protocol. A [Reply]
 // is rendered in the protocol's own shape: text, thinking (Anthropic
@@ -283,6 +285,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	var rep *reply
 	if st.handler == nil && st.raw == nil && st.status == 0 {
 		rep = s.render(proto, model, st, body)
+		rep.query = r.URL.RawQuery
 	}
 	reqID := "req_" + strconv.Itoa(len(s.requests))
 	s.mu.Unlock()

@@ -1,6 +1,10 @@
 package fakeprovider
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+)
 
 // Gemini: https://ai.google.dev/api/generate-content
 
@@ -80,6 +84,32 @@ func (r *reply) geminiJSON() []byte {
 // signature on its last fragment), each call whole in its own chunk, the
 // last chunk with finishReason and the full usageMetadata.
 func (r *reply) geminiStream(s *sse) {
+	for _, c := range r.geminiChunks() {
+		s.event("", c)
+	}
+}
+
+// geminiArrayStream writes the chunks of geminiStream as the elements of
+// one JSON array, flushing each.
+func (r *reply) geminiArrayStream(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	w.WriteHeader(http.StatusOK)
+	f, _ := w.(http.Flusher)
+	for i, c := range r.geminiChunks() {
+		sep := ",\r\n"
+		if i == 0 {
+			sep = "["
+		}
+		w.Write(append([]byte(sep), c...))
+		if f != nil {
+			f.Flush()
+		}
+	}
+	w.Write([]byte("]"))
+}
+
+// geminiChunks are the chunks of a streamed reply.
+func (r *reply) geminiChunks() [][]byte {
 	var chunks [][]geminiPart
 	for _, p := range r.parts {
 		if p.kind == callPart {
@@ -102,7 +132,15 @@ func (r *reply) geminiStream(s *sse) {
 		empty := ""
 		chunks = [][]geminiPart{{{Text: &empty}}}
 	}
+	out := make([][]byte, len(chunks))
 	for i, c := range chunks {
-		s.event("", r.geminiChunk(c, i == len(chunks)-1))
+		out[i] = r.geminiChunk(c, i == len(chunks)-1)
 	}
+	return out
+}
+
+// sseQuery reports whether a raw query asks for server-sent events (alt=sse).
+func sseQuery(raw string) bool {
+	q, _ := url.ParseQuery(raw)
+	return q.Get("alt") == "sse"
 }

@@ -18,6 +18,7 @@ type reply struct {
 	itemIDs []string
 	in, out int
 	body    []byte // the request body
+	query   string // the request's raw query
 }
 
 // render assigns a reply's ids and usage. Callers hold s.mu.
@@ -92,6 +93,10 @@ func (r *reply) write(w http.ResponseWriter, stream bool) {
 			b = r.geminiJSON()
 		}
 		w.Write(b)
+		return
+	}
+	if r.proto == Gemini && !sseQuery(r.query) {
+		r.geminiArrayStream(w)
 		return
 	}
 	sw := newSSE(w, r.proto == Gemini)
