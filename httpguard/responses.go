@@ -201,7 +201,9 @@ func (w responsesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, er
 		return apply(req, e), nil
 	case ok && kind(req, in) == '"':
 		// A string input is one user message; the list form replaces it.
-		msg := append(append([]byte(`{"role":"user","content":`), raw(req, in)...), '}')
+		// With its type named: the API does without it, but openai-go's
+		// input item union finds its variant by type.
+		msg := append(append([]byte(`{"type":"message","role":"user","content":`), raw(req, in)...), '}')
 		list := append(append([]byte("["), joinRaw(append([][]byte{msg}, add...))...), ']')
 		return apply(req, edit{at: in, text: list}), nil
 	default:

@@ -9,8 +9,9 @@ import (
 	fp "github.com/toolguard/toolguard/httpguard/fakeprovider"
 )
 
-func anthropicClient(srv *fp.Server, opts ...option.RequestOption) anthropic.Client {
-	return anthropic.NewClient(append([]option.RequestOption{option.WithBaseURL(srv.URL), option.WithAPIKey("sk-ant-test")}, opts...)...)
+func anthropicClient(srv *fp.Server, opts ...option.RequestOption) *anthropic.Client {
+	c := anthropic.NewClient(append([]option.RequestOption{option.WithBaseURL(srv.URL), option.WithAPIKey("sk-ant-test")}, opts...)...)
+	return &c
 }
 
 func messageParams() anthropic.MessageNewParams {

@@ -11,8 +11,9 @@ import (
 	fp "github.com/toolguard/toolguard/httpguard/fakeprovider"
 )
 
-func openaiClient(srv *fp.Server, opts ...option.RequestOption) openai.Client {
-	return openai.NewClient(append([]option.RequestOption{option.WithBaseURL(srv.URL + "/v1/"), option.WithAPIKey("sk-test")}, opts...)...)
+func openaiClient(srv *fp.Server, opts ...option.RequestOption) *openai.Client {
+	c := openai.NewClient(append([]option.RequestOption{option.WithBaseURL(srv.URL + "/v1/"), option.WithAPIKey("sk-test")}, opts...)...)
+	return &c
 }
 
 func chatParams() openai.ChatCompletionNewParams {
