@@ -70,10 +70,8 @@ func secondAttempt() fp.Step {
 // exchange records one protocol's exchanges: the sync request and
 // response, and the streaming request with the streams of both attempts.
 type exchange struct {
-	dir                         string
-	sync, streamReq             func(t *testing.T, hc *http.Client, srv *fp.Server)
-	request, response, streamRq []byte
-	stream, stream2             []byte
+	dir             string
+	sync, streamReq func(t *testing.T, hc *http.Client, srv *fp.Server)
 }
 
 func recordExchanges(t *testing.T) []exchange {
