@@ -1,0 +1,441 @@
+package httpguard
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// chatChunk is what the wire code reads of a chat.completion.chunk.
+type chatChunk struct {
+	ID                string          `json:"id"`
+	Created           json.RawMessage `json:"created"`
+	Model             string          `json:"model"`
+	SystemFingerprint *string         `json:"system_fingerprint"`
+	ServiceTier       *string         `json:"service_tier"`
+	Choices           []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Role      string  `json:"role"`
+			Content   *string `json:"content"`
+			Refusal   *string `json:"refusal"`
+			ToolCalls []struct {
+				Index    *int   `json:"index"`
+				ID       string `json:"id"`
+				Type     string `json:"type"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage json.RawMessage `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// upstreamStreamError is an error event an upstream stream sent; Data is
+// its payload, for the client.
+type upstreamStreamError struct{ Data []byte }
+
+func (e *upstreamStreamError) Error() string {
+	return "httpguard: upstream stream error: " + string(e.Data)
+}
+
+func parseChatChunk(data []byte) (*chatChunk, error) {
+	var c chatChunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, fmt.Errorf("%w: chat chunk: %v", errJSON, err)
+	}
+	if len(c.Error) > 0 && string(c.Error) != "null" {
+		return nil, &upstreamStreamError{Data: append([]byte(nil), data...)}
+	}
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			return nil, fmt.Errorf("%w: choice %d", errUnsupported, ch.Index)
+		}
+	}
+	return &c, nil
+}
+
+type chatCallAcc struct {
+	id, typ, name string
+	args          strings.Builder
+}
+
+// chatAssembler assembles chat.completion.chunk events into a
+// chat.completion.
+type chatAssembler struct {
+	budget
+	started                  bool
+	id, model                string
+	created                  json.RawMessage
+	fingerprint, serviceTier *string
+	role                     string
+	content, refusal         strings.Builder
+	hasContent, hasRefusal   bool
+	calls                    []*chatCallAcc
+	finish                   *string
+	usage                    json.RawMessage
+}
+
+func (a *chatAssembler) add(ev sseEvent) (bool, error) {
+	if bytes.Equal(ev.Data, []byte("[DONE]")) {
+		return true, nil
+	}
+	if err := a.take(len(ev.Data)); err != nil {
+		return false, err
+	}
+	c, err := parseChatChunk(ev.Data)
+	if err != nil {
+		return false, err
+	}
+	if !a.started {
+		a.started = true
+		a.id, a.model, a.created, a.fingerprint, a.serviceTier = c.ID, c.Model, c.Created, c.SystemFingerprint, c.ServiceTier
+	}
+	if len(c.Usage) > 0 && string(c.Usage) != "null" {
+		a.usage = c.Usage
+	}
+	for _, ch := range c.Choices {
+		d := ch.Delta
+		if d.Role != "" {
+			a.role = d.Role
+		}
+		if d.Content != nil {
+			a.content.WriteString(*d.Content)
+			a.hasContent = true
+		}
+		if d.Refusal != nil {
+			a.refusal.WriteString(*d.Refusal)
+			a.hasRefusal = true
+		}
+		for _, tc := range d.ToolCalls {
+			i := len(a.calls) - 1
+			switch {
+			case tc.Index != nil && *tc.Index >= 0:
+				i = *tc.Index
+			case tc.Index == nil && tc.ID != "":
+				i = len(a.calls) // no index: a new id is a new call
+			}
+			if i < 0 || i > len(a.calls) {
+				return false, fmt.Errorf("%w: tool call index %d after %d calls", errJSON, i, len(a.calls))
+			}
+			if i == len(a.calls) {
+				a.calls = append(a.calls, &chatCallAcc{})
+			}
+			acc := a.calls[i]
+			if tc.ID != "" {
+				acc.id = tc.ID
+			}
+			if tc.Type != "" {
+				acc.typ = tc.Type
+			}
+			acc.name += tc.Function.Name
+			acc.args.WriteString(tc.Function.Arguments)
+		}
+		if ch.FinishReason != nil {
+			a.finish = ch.FinishReason
+		}
+	}
+	return false, nil
+}
+
+func (a *chatAssembler) response() ([]byte, error) {
+	type fn struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	}
+	type call struct {
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Function fn     `json:"function"`
+	}
+	type message struct {
+		Role      string  `json:"role"`
+		Content   *string `json:"content"`
+		Refusal   *string `json:"refusal"`
+		ToolCalls []call  `json:"tool_calls,omitempty"`
+	}
+	m := message{Role: a.role}
+	if m.Role == "" {
+		m.Role = "assistant"
+	}
+	if a.hasContent {
+		s := a.content.String()
+		m.Content = &s
+	}
+	if a.hasRefusal {
+		s := a.refusal.String()
+		m.Refusal = &s
+	}
+	for _, c := range a.calls {
+		typ := c.typ
+		if typ == "" {
+			typ = "function"
+		}
+		m.ToolCalls = append(m.ToolCalls, call{c.id, typ, fn{c.name, c.args.String()}})
+	}
+	created := a.created
+	if len(created) == 0 {
+		created = json.RawMessage("0")
+	}
+	usage := a.usage
+	if len(usage) == 0 {
+		usage = json.RawMessage("null")
+	}
+	return marshal(struct {
+		ID                string          `json:"id"`
+		Object            string          `json:"object"`
+		Created           json.RawMessage `json:"created"`
+		Model             string          `json:"model"`
+		Choices           []any           `json:"choices"`
+		Usage             json.RawMessage `json:"usage"`
+		SystemFingerprint *string         `json:"system_fingerprint,omitempty"`
+		ServiceTier       *string         `json:"service_tier,omitempty"`
+	}{a.id, "chat.completion", created, a.model, []any{struct {
+		Index        int     `json:"index"`
+		Message      message `json:"message"`
+		Logprobs     any     `json:"logprobs"`
+		FinishReason *string `json:"finish_reason"`
+	}{0, m, nil, a.finish}}, usage, a.fingerprint, a.serviceTier})
+}
+
+// chatGate is the streamGate of Chat Completions. The client's chunks all
+// carry the first attempt's id (openai.ChatCompletionAccumulator refuses a
+// chunk with another); synthesized chunks are copies of the first chunk
+// with their choices replaced.
+type chatGate struct {
+	w        io.Writer
+	attempt  int
+	asm      *chatAssembler
+	id       string
+	template []byte // the first chunk of the first attempt
+	holding  bool
+	// passedContent and passedRefusal are the bytes of content and refusal
+	// the client has read.
+	passedContent, passedRefusal int
+	terminal                     [][]byte // the attempt's held finish and usage chunks
+	ended                        bool
+}
+
+func newChatGate(w io.Writer) *chatGate { return &chatGate{w: w, asm: &chatAssembler{}} }
+
+func (g *chatGate) event(ev sseEvent) (bool, error) {
+	if g.ended {
+		return true, nil
+	}
+	done, err := g.asm.add(ev)
+	if err != nil || done {
+		return done, err
+	}
+	c, _ := parseChatChunk(ev.Data) // add parsed it already
+	if g.template == nil {
+		g.template, g.id = append([]byte(nil), ev.Data...), c.ID
+	}
+	calls, terminal := false, len(c.Choices) == 0
+	for _, ch := range c.Choices {
+		calls = calls || len(ch.Delta.ToolCalls) > 0
+		terminal = terminal || ch.FinishReason != nil
+	}
+	switch {
+	case terminal:
+		g.terminal = append(g.terminal, append([]byte(nil), ev.Data...))
+	case calls:
+		g.holding = true
+	case g.attempt == 0 && !g.holding:
+		for _, ch := range c.Choices {
+			if ch.Delta.Content != nil {
+				g.passedContent += len(*ch.Delta.Content)
+			}
+			if ch.Delta.Refusal != nil {
+				g.passedRefusal += len(*ch.Delta.Refusal)
+			}
+		}
+		return false, writeEvent(g.w, sseEvent{Data: ev.Data})
+	}
+	return false, nil
+}
+
+func (g *chatGate) response() ([]byte, error) { return g.asm.response() }
+
+// chunk is the template with choices replaced (and usage null when the
+// template has usage).
+func (g *chatGate) chunk(choices []byte) ([]byte, error) {
+	t := g.template
+	r, err := root(t)
+	if err != nil {
+		return nil, err
+	}
+	e1, err := setMember(t, r, "choices", choices)
+	if err != nil {
+		return nil, err
+	}
+	edits := []edit{e1}
+	if u, ok, err := field(t, r, "usage"); err != nil {
+		return nil, err
+	} else if ok {
+		edits = append(edits, edit{at: u, text: []byte("null")})
+	}
+	return apply(t, edits...), nil
+}
+
+func (g *chatGate) accept(resp []byte) error {
+	if g.ended {
+		return nil
+	}
+	g.ended = true
+	if g.template == nil {
+		return fmt.Errorf("%w: accept before any chunk", errJSON)
+	}
+	var r struct {
+		Choices []struct {
+			Message struct {
+				Content   *string           `json:"content"`
+				Refusal   *string           `json:"refusal"`
+				ToolCalls []json.RawMessage `json:"tool_calls"`
+			} `json:"message"`
+			FinishReason *string `json:"finish_reason"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(resp, &r); err != nil || len(r.Choices) != 1 {
+		return fmt.Errorf("%w: accepted response", errJSON)
+	}
+	m := r.Choices[0].Message
+	var out [][]byte
+	type delta struct {
+		Content *string           `json:"content,omitempty"`
+		Refusal *string           `json:"refusal,omitempty"`
+		Calls   []json.RawMessage `json:"tool_calls,omitempty"`
+	}
+	choice := func(d delta, finish *string) ([]byte, error) {
+		return marshal([]any{struct {
+			Index        int     `json:"index"`
+			Delta        delta   `json:"delta"`
+			Logprobs     any     `json:"logprobs"`
+			FinishReason *string `json:"finish_reason"`
+		}{0, d, nil, finish}})
+	}
+	if g.attempt == 0 {
+		var d delta
+		if m.Content != nil && len(*m.Content) > g.passedContent {
+			s := (*m.Content)[g.passedContent:]
+			d.Content = &s
+		}
+		if m.Refusal != nil && len(*m.Refusal) > g.passedRefusal {
+			s := (*m.Refusal)[g.passedRefusal:]
+			d.Refusal = &s
+		}
+		if d.Content != nil || d.Refusal != nil {
+			ch, err := choice(d, nil)
+			if err != nil {
+				return err
+			}
+			out = append(out, ch)
+		}
+	}
+	for i, tc := range m.ToolCalls {
+		// The call whole, with its index in the client's stream.
+		b := []byte(tc)
+		r, err := root(b)
+		if err != nil {
+			return err
+		}
+		e, err := setMember(b, r, "index", []byte(fmt.Sprint(i)))
+		if err != nil {
+			return err
+		}
+		ch, err := choice(delta{Calls: []json.RawMessage{apply(b, e)}}, nil)
+		if err != nil {
+			return err
+		}
+		out = append(out, ch)
+	}
+	for _, ev := range out {
+		c, err := g.chunk(ev)
+		if err != nil {
+			return err
+		}
+		if err := writeEvent(g.w, sseEvent{Data: c}); err != nil {
+			return err
+		}
+	}
+	if len(g.terminal) == 0 {
+		ch, err := choice(delta{}, r.Choices[0].FinishReason)
+		if err != nil {
+			return err
+		}
+		c, err := g.chunk(ch)
+		if err != nil {
+			return err
+		}
+		g.terminal = [][]byte{c}
+	}
+	for _, t := range g.terminal {
+		c, err := g.terminalChunk(t)
+		if err != nil {
+			return err
+		}
+		if err := writeEvent(g.w, sseEvent{Data: c}); err != nil {
+			return err
+		}
+	}
+	return writeEvent(g.w, sseEvent{Data: []byte("[DONE]")})
+}
+
+// terminalChunk is a held finish or usage chunk with the first attempt's id
+// and empty deltas: what its deltas held is written before it.
+func (g *chatGate) terminalChunk(t []byte) ([]byte, error) {
+	r, err := root(t)
+	if err != nil {
+		return nil, err
+	}
+	var edits []edit
+	if id, ok, err := field(t, r, "id"); err != nil {
+		return nil, err
+	} else if ok {
+		edits = append(edits, edit{at: id, text: marshalString(g.id)})
+	}
+	if chs, ok, err := field(t, r, "choices"); err != nil {
+		return nil, err
+	} else if ok {
+		es, err := arrayElems(t, chs)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range es {
+			if d, ok, err := field(t, e, "delta"); err != nil {
+				return nil, err
+			} else if ok {
+				edits = append(edits, edit{at: d, text: []byte("{}")})
+			}
+		}
+	}
+	return apply(t, edits...), nil
+}
+
+func (g *chatGate) reject() {
+	g.attempt++
+	g.asm = &chatAssembler{}
+	g.holding = false
+	g.terminal = nil
+}
+
+func (g *chatGate) fail(typ, msg string) error {
+	if g.ended {
+		return nil
+	}
+	g.ended = true
+	return writeEvent(g.w, sseEvent{Data: openAIErrorBody(typ, msg)})
+}
+
+func (g *chatGate) abort(ev sseEvent) error {
+	if g.ended {
+		return nil
+	}
+	g.ended = true
+	return writeEvent(g.w, sseEvent{Data: ev.Data})
+}

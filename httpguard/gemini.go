@@ -1,0 +1,307 @@
+package httpguard
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// geminiWire is Gemini's generateContent (POST
+// …/models/{model}:generateContent and …:streamGenerateContent?alt=sse),
+// as the Gemini API and Vertex AI serve it. Tool calls are the parts with
+// a functionCall, whose args is a JSON object and whose id Gemini may
+// leave out: calls are matched by position and name, and no id is ever
+// written into what the client reads.
+type geminiWire struct{}
+
+func (geminiWire) name() string { return "gemini" }
+
+// geminiPath splits a Gemini path into its model and method.
+func geminiPath(path string) (model, method string, ok bool) {
+	i := strings.LastIndex(path, "/models/")
+	if i < 0 {
+		return "", "", false
+	}
+	model, method, ok = strings.Cut(path[i+len("/models/"):], ":")
+	if !ok || model == "" || strings.Contains(model, "/") {
+		return "", "", false
+	}
+	if method != "generateContent" && method != "streamGenerateContent" {
+		return "", "", false
+	}
+	return model, method, true
+}
+
+func (geminiWire) parseRequest(path string, body []byte) (wireRequest, error) {
+	model, method, ok := geminiPath(path)
+	if !ok {
+		return wireRequest{}, fmt.Errorf("%w: not a generateContent path", errUnsupported)
+	}
+	type decl struct {
+		Name                   string          `json:"name"`
+		Parameters             json.RawMessage `json:"parameters"`
+		ParametersJSONSchema   json.RawMessage `json:"parametersJsonSchema"`
+		ParametersJSONSchemaSn json.RawMessage `json:"parameters_json_schema"`
+	}
+	var req struct {
+		Contents json.RawMessage `json:"contents"`
+		Tools    []struct {
+			FunctionDeclarations   []decl `json:"functionDeclarations"`
+			FunctionDeclarationsSn []decl `json:"function_declarations"`
+		} `json:"tools"`
+		GenerationConfig *struct {
+			CandidateCount   *int `json:"candidateCount"`
+			CandidateCountSn *int `json:"candidate_count"`
+		} `json:"generationConfig"`
+	}
+	if _, err := parseBody(body); err != nil {
+		return wireRequest{}, err
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
+	}
+	if len(req.Contents) == 0 || req.Contents[0] != '[' {
+		return wireRequest{}, fmt.Errorf("%w: generateContent request without contents", errUnsupported)
+	}
+	if gc := req.GenerationConfig; gc != nil {
+		for _, n := range []*int{gc.CandidateCount, gc.CandidateCountSn} {
+			if n != nil && *n > 1 {
+				return wireRequest{}, fmt.Errorf("%w: candidateCount = %d", errUnsupported, *n)
+			}
+		}
+	}
+	out := wireRequest{Model: model, Stream: method == "streamGenerateContent"}
+	for _, t := range req.Tools {
+		for _, d := range append(t.FunctionDeclarations, t.FunctionDeclarationsSn...) {
+			tool := wireTool{Name: d.Name}
+			switch {
+			case nullToNil(d.ParametersJSONSchema) != nil:
+				tool.Schema = d.ParametersJSONSchema
+			case nullToNil(d.ParametersJSONSchemaSn) != nil:
+				tool.Schema = d.ParametersJSONSchemaSn
+			case nullToNil(d.Parameters) != nil:
+				s, err := geminiSchemaToJSONSchema(d.Parameters)
+				if err != nil {
+					return wireRequest{}, fmt.Errorf("httpguard: tool %q: %w", d.Name, err)
+				}
+				tool.Schema = s
+			}
+			out.Tools = append(out.Tools, tool)
+		}
+	}
+	return out, nil
+}
+
+// geminiParts returns the span of candidates[0].content and the spans of
+// its parts; more than one candidate is errUnsupported.
+func geminiParts(b []byte) (content span, parts []span, ok bool, err error) {
+	r, err := parseBody(b)
+	if err != nil {
+		return span{}, nil, false, err
+	}
+	cs, ok, err := field(b, r, "candidates")
+	if err != nil || !ok || kind(b, cs) == 'n' {
+		return span{}, nil, false, err
+	}
+	es, err := arrayElems(b, cs)
+	if err != nil || len(es) == 0 {
+		return span{}, nil, false, err
+	}
+	if len(es) > 1 {
+		return span{}, nil, false, fmt.Errorf("%w: %d candidates", errUnsupported, len(es))
+	}
+	content, ok, err = field(b, es[0], "content")
+	if err != nil || !ok || kind(b, content) != '{' {
+		return span{}, nil, false, err
+	}
+	ps, ok, err := field(b, content, "parts")
+	if err != nil || !ok || kind(b, ps) == 'n' {
+		return content, nil, true, err
+	}
+	parts, err = arrayElems(b, ps)
+	return content, parts, true, err
+}
+
+// geminiCalls returns the functionCall spans of parts, in order.
+func geminiCalls(b []byte, parts []span) ([]span, error) {
+	var out []span
+	for _, p := range parts {
+		fc, ok, err := field(b, p, "functionCall")
+		if err != nil {
+			return nil, err
+		}
+		if ok && kind(b, fc) == '{' {
+			out = append(out, fc)
+		}
+	}
+	return out, nil
+}
+
+func (geminiWire) calls(resp []byte) ([]wireCall, error) {
+	_, parts, _, err := geminiParts(resp)
+	if err != nil {
+		return nil, err
+	}
+	fcs, err := geminiCalls(resp, parts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]wireCall, 0, len(fcs))
+	for _, fc := range fcs {
+		id, err := optStr(resp, fc, "id")
+		if err != nil {
+			return nil, err
+		}
+		name, err := optStr(resp, fc, "name")
+		if err != nil {
+			return nil, err
+		}
+		var args []byte
+		if a, ok, err := field(resp, fc, "args"); err != nil {
+			return nil, err
+		} else if ok {
+			if args, err = objectArgs(resp, a); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, wireCall{ID: id, Name: name, Args: args})
+	}
+	return out, nil
+}
+
+func (geminiWire) accept(resp []byte, args [][]byte) ([]byte, error) {
+	_, parts, _, err := geminiParts(resp)
+	if err != nil {
+		return nil, err
+	}
+	fcs, err := geminiCalls(resp, parts)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkArgs(args, len(fcs)); err != nil {
+		return nil, err
+	}
+	var edits []edit
+	for i, a := range args {
+		if a == nil {
+			continue
+		}
+		e, err := setMember(resp, fcs[i], "args", a)
+		if err != nil {
+			return nil, err
+		}
+		edits = append(edits, e)
+	}
+	return apply(resp, edits...), nil
+}
+
+func (w geminiWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
+	r, err := parseBody(req)
+	if err != nil {
+		return nil, err
+	}
+	contents, ok, err := field(req, r, "contents")
+	if err != nil || !ok {
+		return nil, fmt.Errorf("%w: request without contents", errJSON)
+	}
+	content, _, ok, err := geminiParts(resp)
+	if err != nil || !ok {
+		return nil, fmt.Errorf("%w: response without content", errJSON)
+	}
+	calls, err := w.calls(resp)
+	if err != nil {
+		return nil, err
+	}
+	if len(answers) != len(calls) {
+		return nil, fmt.Errorf("httpguard: %d answers for %d calls", len(answers), len(calls))
+	}
+	// The model's turn as the response has it, thought signatures on the
+	// parts they came on.
+	turn := raw(resp, content)
+	if role, err := optStr(resp, content, "role"); err != nil {
+		return nil, err
+	} else if role == "" {
+		if turn, err = setAt(turn, nil, "role", []byte(`"model"`)); err != nil {
+			return nil, err
+		}
+	}
+	type fnResp struct {
+		ID       string            `json:"id,omitempty"`
+		Name     string            `json:"name"`
+		Response map[string]string `json:"response"`
+	}
+	type part struct {
+		FunctionResponse fnResp `json:"functionResponse"`
+	}
+	parts := make([]part, len(calls))
+	for i, c := range calls {
+		key := "output"
+		if answers[i].IsError {
+			key = "error"
+		}
+		parts[i] = part{fnResp{c.ID, c.Name, map[string]string{key: answers[i].Content}}}
+	}
+	user, err := marshal(struct {
+		Role  string `json:"role"`
+		Parts []part `json:"parts"`
+	}{"user", parts})
+	if err != nil {
+		return nil, err
+	}
+	e, err := appendElems(req, contents, turn, user)
+	if err != nil {
+		return nil, err
+	}
+	return apply(req, e), nil
+}
+
+// usage counts thoughtsTokenCount as output, as Gemini bills it.
+func (geminiWire) usage(resp []byte) (wireUsage, error) {
+	var r struct {
+		ModelVersion  string `json:"modelVersion"`
+		UsageMetadata *struct {
+			PromptTokenCount     int64 `json:"promptTokenCount"`
+			CandidatesTokenCount int64 `json:"candidatesTokenCount"`
+			ThoughtsTokenCount   int64 `json:"thoughtsTokenCount"`
+		} `json:"usageMetadata"`
+	}
+	if err := json.Unmarshal(resp, &r); err != nil {
+		return wireUsage{}, fmt.Errorf("%w: %v", errJSON, err)
+	}
+	u := wireUsage{Model: r.ModelVersion}
+	if m := r.UsageMetadata; m != nil {
+		u.InputTokens, u.OutputTokens = m.PromptTokenCount, m.CandidatesTokenCount+m.ThoughtsTokenCount
+	}
+	return u, nil
+}
+
+// errorBody is Google's error shape, {"error": {"code", "message",
+// "status", "details"}}: status INVALID_ARGUMENT (Google's code for a
+// request that cannot be served as it is), the kind of refusal in an
+// ErrorInfo's reason (typ upper-cased) with domain toolguard.
+func (geminiWire) errorBody(status int, typ, msg string) []byte {
+	type errorInfo struct {
+		Type   string `json:"@type"`
+		Reason string `json:"reason"`
+		Domain string `json:"domain"`
+	}
+	b, _ := marshal(struct {
+		Error struct {
+			Code    int         `json:"code"`
+			Message string      `json:"message"`
+			Status  string      `json:"status"`
+			Details []errorInfo `json:"details"`
+		} `json:"error"`
+	}{Error: struct {
+		Code    int         `json:"code"`
+		Message string      `json:"message"`
+		Status  string      `json:"status"`
+		Details []errorInfo `json:"details"`
+	}{status, msg, "INVALID_ARGUMENT", []errorInfo{{"type.googleapis.com/google.rpc.ErrorInfo", strings.ToUpper(typ), "toolguard"}}}})
+	return b
+}
+
+func (geminiWire) newAssembler() assembler { return &geminiAssembler{} }
+
+func (geminiWire) newGate(w io.Writer) streamGate { return newGeminiGate(w) }

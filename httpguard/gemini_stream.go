@@ -1,0 +1,273 @@
+package httpguard
+
+import (
+	"fmt"
+	"io"
+)
+
+// geminiChunk is one parsed stream chunk: its candidate and parts.
+type geminiChunk struct {
+	cand   span // zero when the chunk has no candidate
+	hasC   bool
+	role   string
+	parts  []span
+	finish bool
+}
+
+func parseGeminiChunk(b []byte) (*geminiChunk, error) {
+	r, err := parseBody(b)
+	if err != nil {
+		return nil, err
+	}
+	if e, ok, err := field(b, r, "error"); err != nil {
+		return nil, err
+	} else if ok && kind(b, e) != 'n' {
+		return nil, &upstreamStreamError{Data: append([]byte(nil), b...)}
+	}
+	c := &geminiChunk{}
+	cs, ok, err := field(b, r, "candidates")
+	if err != nil || !ok || kind(b, cs) == 'n' {
+		return c, err
+	}
+	es, err := arrayElems(b, cs)
+	if err != nil || len(es) == 0 {
+		return c, err
+	}
+	if len(es) > 1 {
+		return nil, fmt.Errorf("%w: %d candidates", errUnsupported, len(es))
+	}
+	c.cand, c.hasC = es[0], true
+	if f, ok, err := field(b, c.cand, "finishReason"); err != nil {
+		return nil, err
+	} else if ok && kind(b, f) != 'n' {
+		c.finish = true
+	}
+	content, ok, err := field(b, c.cand, "content")
+	if err != nil || !ok || kind(b, content) != '{' {
+		return c, err
+	}
+	if c.role, err = optStr(b, content, "role"); err != nil {
+		return nil, err
+	}
+	ps, ok, err := field(b, content, "parts")
+	if err != nil || !ok || kind(b, ps) == 'n' {
+		return c, err
+	}
+	c.parts, err = arrayElems(b, ps)
+	return c, err
+}
+
+// isCallPart reports whether the part at sp is a functionCall.
+func isCallPart(b []byte, sp span) bool {
+	_, ok, err := field(b, sp, "functionCall")
+	return err == nil && ok
+}
+
+// geminiAssembler assembles a Gemini stream into a GenerateContentResponse:
+// the last chunk's top level (usageMetadata, modelVersion, responseId),
+// the last candidate's fields (finishReason, safetyRatings, …), and every
+// chunk's parts in order, as they came: text fragments are not merged, so
+// each thoughtSignature stays on the part it came on, as Gemini asks a
+// replay to keep it.
+type geminiAssembler struct {
+	budget
+	last   []byte
+	cand   []byte
+	finish []byte
+	role   string
+	parts  [][]byte
+}
+
+func (a *geminiAssembler) add(ev sseEvent) (bool, error) {
+	if err := a.take(len(ev.Data)); err != nil {
+		return false, err
+	}
+	b := append([]byte(nil), ev.Data...)
+	c, err := parseGeminiChunk(b)
+	if err != nil {
+		return false, err
+	}
+	a.last = b
+	if !c.hasC {
+		return false, nil
+	}
+	a.cand = raw(b, c.cand)
+	if c.role != "" {
+		a.role = c.role
+	}
+	if c.finish {
+		f, _, _ := field(b, c.cand, "finishReason")
+		a.finish = raw(b, f)
+	}
+	for _, p := range c.parts {
+		a.parts = append(a.parts, raw(b, p))
+	}
+	return false, nil
+}
+
+func (a *geminiAssembler) response() ([]byte, error) {
+	if a.last == nil {
+		return nil, fmt.Errorf("%w: empty gemini stream", errJSON)
+	}
+	cand := a.cand
+	if cand == nil {
+		cand = []byte(`{}`)
+	}
+	role := a.role
+	if role == "" {
+		role = "model"
+	}
+	content := []byte(`{"parts":[` + string(joinRaw(a.parts)) + `],"role":` + string(marshalString(role)) + `}`)
+	cand, err := setAt(cand, nil, "content", content)
+	if err == nil && a.finish != nil {
+		cand, err = setAt(cand, nil, "finishReason", a.finish)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return setAt(a.last, nil, "candidates", append(append([]byte("["), cand...), ']'))
+}
+
+// withParts returns the Gemini response or chunk b with candidates[0]'s
+// parts replaced (its content dropped when parts is empty), and its
+// finishReason dropped when dropFinish.
+func withParts(b []byte, parts [][]byte, dropFinish bool) ([]byte, error) {
+	r, err := parseBody(b)
+	if err != nil {
+		return nil, err
+	}
+	cand, ok, err := at(b, r, "candidates", 0)
+	if err != nil || !ok {
+		return nil, fmt.Errorf("%w: no candidate", errJSON)
+	}
+	c, err := dropMembers(b, cand, func(m member) bool {
+		return (dropFinish && m.key == "finishReason") || (len(parts) == 0 && m.key == "content")
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(parts) > 0 {
+		if _, ok, err := field(b, cand, "content"); err != nil {
+			return nil, err
+		} else if !ok {
+			c, err = setAt(c, nil, "content", []byte(`{"role":"model"}`))
+			if err != nil {
+				return nil, err
+			}
+		}
+		if c, err = setAt(c, []any{"content"}, "parts", append(append([]byte("["), joinRaw(parts)...), ']')); err != nil {
+			return nil, err
+		}
+	}
+	return apply(b, edit{at: cand, text: c}), nil
+}
+
+// geminiGate is the streamGate of Gemini. genai reads each data line as
+// one JSON chunk, so the gate writes every chunk on one line; a chunk it
+// passes keeps its bytes otherwise.
+type geminiGate struct {
+	w       io.Writer
+	attempt int
+	asm     *geminiAssembler
+	id      string // the first attempt's responseId
+	holding bool
+	passed  int // parts of the first attempt that reached the client
+	ended   bool
+}
+
+func newGeminiGate(w io.Writer) *geminiGate { return &geminiGate{w: w, asm: &geminiAssembler{}} }
+
+func (g *geminiGate) write(b []byte) error { return writeEvent(g.w, sseEvent{Data: compact(b)}) }
+
+func (g *geminiGate) event(ev sseEvent) (bool, error) {
+	if g.ended {
+		return true, nil
+	}
+	if _, err := g.asm.add(ev); err != nil {
+		return false, err
+	}
+	b := g.asm.last
+	if g.attempt == 0 && g.id == "" {
+		r, _ := root(b)
+		g.id, _ = optStr(b, r, "responseId")
+	}
+	if g.attempt > 0 || g.holding {
+		return false, nil
+	}
+	c, _ := parseGeminiChunk(b) // add parsed it already
+	n := len(c.parts)
+	for i, p := range c.parts {
+		if isCallPart(b, p) {
+			n, g.holding = i, true
+			break
+		}
+	}
+	if !g.holding && !c.finish {
+		g.passed += n
+		return false, g.write(b)
+	}
+	if n == 0 {
+		return false, nil
+	}
+	parts := make([][]byte, n)
+	for i := range parts {
+		parts[i] = raw(b, c.parts[i])
+	}
+	out, err := withParts(b, parts, true)
+	if err != nil {
+		return false, err
+	}
+	g.passed += n
+	return false, g.write(out)
+}
+
+func (g *geminiGate) response() ([]byte, error) { return g.asm.response() }
+
+func (g *geminiGate) accept(resp []byte) error {
+	if g.ended {
+		return nil
+	}
+	g.ended = true
+	_, parts, _, err := geminiParts(resp)
+	if err != nil {
+		return err
+	}
+	var emit [][]byte
+	for i, p := range parts {
+		if (g.attempt == 0 && i >= g.passed) || (g.attempt > 0 && isCallPart(resp, p)) {
+			emit = append(emit, raw(resp, p))
+		}
+	}
+	out, err := withParts(resp, emit, false)
+	if err != nil {
+		return err
+	}
+	if g.id != "" {
+		if out, err = setAt(out, nil, "responseId", marshalString(g.id)); err != nil {
+			return err
+		}
+	}
+	return g.write(out)
+}
+
+func (g *geminiGate) reject() {
+	g.attempt++
+	g.asm = &geminiAssembler{}
+	g.holding = false
+}
+
+func (g *geminiGate) fail(typ, msg string) error {
+	if g.ended {
+		return nil
+	}
+	g.ended = true
+	return g.write(geminiWire{}.errorBody(422, typ, msg))
+}
+
+func (g *geminiGate) abort(ev sseEvent) error {
+	if g.ended {
+		return nil
+	}
+	g.ended = true
+	return g.write(ev.Data)
+}

@@ -1,0 +1,165 @@
+package httpguard
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// geminiSchemaToJSONSchema converts a Gemini function declaration's
+// parameters, an OpenAPI 3.0 subset (https://ai.google.dev/api/caching#Schema),
+// into the JSON Schema that means the same:
+//
+//   - type: upper-case names (STRING, NUMBER, INTEGER, BOOLEAN, ARRAY,
+//     OBJECT, NULL) become JSON Schema's lower-case ones; TYPE_UNSPECIFIED
+//     is no type;
+//   - nullable: true adds "null" to the type (and null to an enum), as
+//     OpenAPI 3.0 means it;
+//   - format: kept where JSON Schema has the format (date-time, date,
+//     time, email, uuid, …); Gemini's "enum" and the numeric int32, int64,
+//     float and double, which JSON Schema does not define, are dropped;
+//   - minItems, maxItems, minLength, maxLength, minProperties,
+//     maxProperties: int64 in the proto, so a string in proto JSON ("3")
+//     becomes a number;
+//   - properties, items, anyOf: converted recursively; required, enum,
+//     minimum, maximum, pattern, title, description, default kept;
+//   - example becomes examples: [example]; propertyOrdering, an ordering
+//     hint for generation, is dropped;
+//   - any other member is kept as it is.
+func geminiSchemaToJSONSchema(raw json.RawMessage) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("%w: gemini schema: %v", errJSON, err)
+	}
+	out, err := convertGeminiSchema(v, "")
+	if err != nil {
+		return nil, err
+	}
+	return marshal(out)
+}
+
+// jsonSchemaFormats are the formats of JSON Schema's vocabulary; Gemini's
+// own (enum, int32, …) are not among them.
+var jsonSchemaFormats = map[string]bool{
+	"date-time": true, "date": true, "time": true, "duration": true, "email": true,
+	"idn-email": true, "hostname": true, "idn-hostname": true, "ipv4": true, "ipv6": true,
+	"uri": true, "uri-reference": true, "iri": true, "iri-reference": true, "uuid": true,
+	"uri-template": true, "json-pointer": true, "relative-json-pointer": true, "regex": true,
+}
+
+var geminiCounts = map[string]bool{
+	"minItems": true, "maxItems": true, "minLength": true, "maxLength": true,
+	"minProperties": true, "maxProperties": true,
+}
+
+func convertGeminiSchema(v any, at string) (any, error) {
+	s, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("httpguard: gemini schema at %q is not an object", "/"+at)
+	}
+	out := make(map[string]any, len(s))
+	nullable := false
+	if n, ok := s["nullable"].(bool); ok {
+		nullable = n
+	}
+	for k, val := range s {
+		switch {
+		case k == "nullable" || k == "propertyOrdering":
+		case k == "type":
+			t, ok := val.(string)
+			if !ok {
+				return nil, fmt.Errorf("httpguard: gemini schema at %q: type is not a string", "/"+at)
+			}
+			t = strings.ToLower(t)
+			switch t {
+			case "type_unspecified", "":
+				continue
+			case "string", "number", "integer", "boolean", "array", "object", "null":
+			default:
+				return nil, fmt.Errorf("httpguard: gemini schema at %q: unknown type %q", "/"+at, t)
+			}
+			out["type"] = t
+		case k == "format":
+			if f, ok := val.(string); ok && jsonSchemaFormats[f] {
+				out["format"] = f
+			}
+		case geminiCounts[k]:
+			n, err := geminiCount(val)
+			if err != nil {
+				return nil, fmt.Errorf("httpguard: gemini schema at %q: %s: %w", "/"+at, k, err)
+			}
+			out[k] = n
+		case k == "properties":
+			props, ok := val.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("httpguard: gemini schema at %q: properties is not an object", "/"+at)
+			}
+			conv := make(map[string]any, len(props))
+			for name, p := range props {
+				c, err := convertGeminiSchema(p, at+"properties/"+name+"/")
+				if err != nil {
+					return nil, err
+				}
+				conv[name] = c
+			}
+			out[k] = conv
+		case k == "items":
+			c, err := convertGeminiSchema(val, at+"items/")
+			if err != nil {
+				return nil, err
+			}
+			out[k] = c
+		case k == "anyOf":
+			list, ok := val.([]any)
+			if !ok {
+				return nil, fmt.Errorf("httpguard: gemini schema at %q: anyOf is not an array", "/"+at)
+			}
+			conv := make([]any, len(list))
+			for i, p := range list {
+				c, err := convertGeminiSchema(p, at+"anyOf/"+strconv.Itoa(i)+"/")
+				if err != nil {
+					return nil, err
+				}
+				conv[i] = c
+			}
+			out[k] = conv
+		case k == "example":
+			out["examples"] = []any{val}
+		default:
+			out[k] = val
+		}
+	}
+	if nullable {
+		if t, ok := out["type"].(string); ok {
+			out["type"] = []any{t, "null"}
+		}
+		if e, ok := out["enum"].([]any); ok {
+			out["enum"] = append(e, nil)
+		}
+		if a, ok := out["anyOf"].([]any); ok {
+			out["anyOf"] = append(a, map[string]any{"type": "null"})
+		}
+	}
+	return out, nil
+}
+
+// geminiCount reads an int64 count, a JSON number or a decimal string.
+func geminiCount(v any) (json.Number, error) {
+	switch n := v.(type) {
+	case json.Number:
+		if _, err := strconv.ParseInt(n.String(), 10, 64); err != nil {
+			return "", fmt.Errorf("not an integer: %s", n)
+		}
+		return n, nil
+	case string:
+		if _, err := strconv.ParseInt(n, 10, 64); err != nil {
+			return "", fmt.Errorf("not an integer: %q", n)
+		}
+		return json.Number(n), nil
+	}
+	return "", fmt.Errorf("not an integer: %v", v)
+}

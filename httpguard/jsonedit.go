@@ -1,0 +1,379 @@
+package httpguard
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// The wire code edits JSON bodies by splicing: it finds the byte range of
+// the value it changes and replaces those bytes only, so every other byte
+// of a request or response (unknown fields, key order, number spellings,
+// whitespace) reaches the other side as it was. Decoding into maps and
+// encoding again would reorder keys and respell numbers.
+
+// errJSON reports a body that is not the JSON the protocol sends.
+var errJSON = errors.New("httpguard: malformed JSON")
+
+// span is the byte range [start, end) of a JSON value in a document.
+type span struct{ start, end int }
+
+// member is one member of a JSON object: its key, decoded, and the spans
+// of the key (with its quotes) and of the value.
+type member struct {
+	key  string
+	k, v span
+}
+
+// edit replaces the bytes of at with text; a zero-width at inserts.
+type edit struct {
+	at   span
+	text []byte
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// skipSpace returns the index of the first non-space byte at or after i.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the end of the JSON value that starts at b[i]. It
+// expects well-formed JSON (callers check json.Valid once per body) and
+// reports errJSON, never panics, on anything else.
+func valueEnd(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return 0, errJSON
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				end, err := stringEnd(b, i)
+				if err != nil {
+					return 0, err
+				}
+				i = end
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1, nil
+				}
+			}
+			i++
+		}
+		return 0, errJSON
+	}
+	j := i
+	for j < len(b) && !isSpace(b[j]) && b[j] != ',' && b[j] != ']' && b[j] != '}' && b[j] != ':' {
+		j++
+	}
+	if j == i {
+		return 0, errJSON
+	}
+	return j, nil
+}
+
+// stringEnd returns the end of the JSON string that starts at b[i].
+func stringEnd(b []byte, i int) (int, error) {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1, nil
+		}
+	}
+	return 0, errJSON
+}
+
+// root returns the span of the document's single top-level value.
+func root(b []byte) (span, error) {
+	i := skipSpace(b, 0)
+	end, err := valueEnd(b, i)
+	if err != nil {
+		return span{}, err
+	}
+	if skipSpace(b, end) != len(b) {
+		return span{}, errJSON
+	}
+	return span{i, end}, nil
+}
+
+// kind is the first byte of the value at sp: '{', '[', '"', 't', 'f',
+// 'n' or a number's first byte.
+func kind(b []byte, sp span) byte {
+	if sp.start >= sp.end {
+		return 0
+	}
+	return b[sp.start]
+}
+
+// objectMembers lists the members of the object at sp, in order. A key
+// that appears twice is an error: a guard must never check one value while
+// a client reads another.
+func objectMembers(b []byte, sp span) ([]member, error) {
+	if kind(b, sp) != '{' {
+		return nil, fmt.Errorf("%w: want an object", errJSON)
+	}
+	var out []member
+	i := skipSpace(b, sp.start+1)
+	if i < sp.end && b[i] == '}' {
+		return nil, nil
+	}
+	for i < sp.end {
+		kEnd, err := stringEnd(b, i)
+		if err != nil || b[i] != '"' {
+			return nil, errJSON
+		}
+		key, err := decodeKey(b[i:kEnd])
+		if err != nil {
+			return nil, err
+		}
+		c := skipSpace(b, kEnd)
+		if c >= sp.end || b[c] != ':' {
+			return nil, errJSON
+		}
+		vStart := skipSpace(b, c+1)
+		vEnd, err := valueEnd(b, vStart)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range out {
+			if m.key == key {
+				return nil, fmt.Errorf("%w: duplicate key %q", errJSON, key)
+			}
+		}
+		out = append(out, member{key: key, k: span{i, kEnd}, v: span{vStart, vEnd}})
+		i = skipSpace(b, vEnd)
+		if i >= sp.end {
+			return nil, errJSON
+		}
+		if b[i] == '}' {
+			return out, nil
+		}
+		if b[i] != ',' {
+			return nil, errJSON
+		}
+		i = skipSpace(b, i+1)
+	}
+	return nil, errJSON
+}
+
+// decodeKey decodes a quoted JSON key.
+func decodeKey(q []byte) (string, error) {
+	if bytes.IndexByte(q, '\\') < 0 {
+		return string(q[1 : len(q)-1]), nil
+	}
+	var s string
+	if err := json.Unmarshal(q, &s); err != nil {
+		return "", errJSON
+	}
+	return s, nil
+}
+
+// arrayElems lists the spans of the elements of the array at sp.
+func arrayElems(b []byte, sp span) ([]span, error) {
+	if kind(b, sp) != '[' {
+		return nil, fmt.Errorf("%w: want an array", errJSON)
+	}
+	var out []span
+	i := skipSpace(b, sp.start+1)
+	if i < sp.end && b[i] == ']' {
+		return nil, nil
+	}
+	for i < sp.end {
+		end, err := valueEnd(b, i)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, span{i, end})
+		i = skipSpace(b, end)
+		if i >= sp.end {
+			return nil, errJSON
+		}
+		if b[i] == ']' {
+			return out, nil
+		}
+		if b[i] != ',' {
+			return nil, errJSON
+		}
+		i = skipSpace(b, i+1)
+	}
+	return nil, errJSON
+}
+
+// field returns the value of key in the object at sp; ok is false when
+// the object has no such key.
+func field(b []byte, sp span, key string) (v span, ok bool, err error) {
+	ms, err := objectMembers(b, sp)
+	if err != nil {
+		return span{}, false, err
+	}
+	for _, m := range ms {
+		if m.key == key {
+			return m.v, true, nil
+		}
+	}
+	return span{}, false, nil
+}
+
+// at follows path (string keys and int indexes) from the value at sp. A
+// missing key or index is ok == false.
+func at(b []byte, sp span, path ...any) (v span, ok bool, err error) {
+	v = sp
+	for _, p := range path {
+		switch p := p.(type) {
+		case string:
+			v, ok, err = field(b, v, p)
+			if err != nil || !ok {
+				return span{}, false, err
+			}
+		case int:
+			es, err := arrayElems(b, v)
+			if err != nil {
+				return span{}, false, err
+			}
+			if p < 0 || p >= len(es) {
+				return span{}, false, nil
+			}
+			v = es[p]
+		default:
+			panic("httpguard: path element must be string or int")
+		}
+	}
+	return v, true, nil
+}
+
+// str decodes the string at sp.
+func str(b []byte, sp span) (string, error) {
+	if kind(b, sp) != '"' {
+		return "", fmt.Errorf("%w: want a string", errJSON)
+	}
+	var s string
+	if err := json.Unmarshal(b[sp.start:sp.end], &s); err != nil {
+		return "", errJSON
+	}
+	return s, nil
+}
+
+// optStr is the string at key of the object at sp, "" when absent or null.
+func optStr(b []byte, sp span, key string) (string, error) {
+	v, ok, err := field(b, sp, key)
+	if err != nil || !ok || kind(b, v) == 'n' {
+		return "", err
+	}
+	return str(b, v)
+}
+
+// raw returns the bytes of sp.
+func raw(b []byte, sp span) []byte { return b[sp.start:sp.end] }
+
+// apply returns b with edits applied. Edits must not overlap; they are
+// applied in the order of their positions (two inserts at one position in
+// the order given).
+func apply(b []byte, edits ...edit) []byte {
+	sort.SliceStable(edits, func(i, j int) bool { return edits[i].at.start < edits[j].at.start })
+	n := len(b)
+	for _, e := range edits {
+		n += len(e.text) - (e.at.end - e.at.start)
+	}
+	out := make([]byte, 0, n)
+	last := 0
+	for _, e := range edits {
+		out = append(out, b[last:e.at.start]...)
+		out = append(out, e.text...)
+		last = e.at.end
+	}
+	return append(out, b[last:]...)
+}
+
+// appendElems returns the edit that appends items (each a JSON value) to
+// the array at sp.
+func appendElems(b []byte, sp span, items ...[]byte) (edit, error) {
+	es, err := arrayElems(b, sp)
+	if err != nil {
+		return edit{}, err
+	}
+	joined := bytes.Join(items, []byte(","))
+	if len(es) == 0 {
+		return edit{at: span{sp.start + 1, sp.start + 1}, text: joined}, nil
+	}
+	end := es[len(es)-1].end
+	return edit{at: span{end, end}, text: append([]byte(","), joined...)}, nil
+}
+
+// setMember returns the edit that sets key of the object at sp to value:
+// the value replaced in place when the key exists, else a member appended.
+func setMember(b []byte, sp span, key string, value []byte) (edit, error) {
+	ms, err := objectMembers(b, sp)
+	if err != nil {
+		return edit{}, err
+	}
+	for _, m := range ms {
+		if m.key == key {
+			return edit{at: m.v, text: value}, nil
+		}
+	}
+	text := append(marshalString(key), ':')
+	text = append(text, value...)
+	if len(ms) == 0 {
+		return edit{at: span{sp.start + 1, sp.start + 1}, text: text}, nil
+	}
+	end := ms[len(ms)-1].v.end
+	return edit{at: span{end, end}, text: append([]byte(","), text...)}, nil
+}
+
+// dropMembers returns the object at sp without the members for which drop
+// is true, other bytes unchanged.
+func dropMembers(b []byte, sp span, drop func(m member) bool) ([]byte, error) {
+	ms, err := objectMembers(b, sp)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	out = append(out, '{')
+	n := 0
+	for _, m := range ms {
+		if drop(m) {
+			continue
+		}
+		if n > 0 {
+			out = append(out, ',')
+		}
+		n++
+		out = append(out, b[m.k.start:m.v.end]...)
+	}
+	return append(out, '}'), nil
+}
+
+// marshalString encodes s as a JSON string without HTML escaping, as the
+// providers write them.
+func marshalString(s string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// compact returns b without insignificant space, or b when it is not JSON.
+func compact(b []byte) []byte {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return b
+	}
+	return buf.Bytes()
+}

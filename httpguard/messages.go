@@ -1,0 +1,244 @@
+package httpguard
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// messagesWire is Anthropic Messages (POST …/v1/messages). Tool calls are
+// the content blocks of type tool_use, whose input is a JSON object.
+type messagesWire struct{}
+
+func (messagesWire) name() string { return "anthropic.messages" }
+
+func (messagesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
+	var req struct {
+		Model    string          `json:"model"`
+		Stream   bool            `json:"stream"`
+		Messages json.RawMessage `json:"messages"`
+		Tools    []struct {
+			Type        string          `json:"type"`
+			Name        string          `json:"name"`
+			InputSchema json.RawMessage `json:"input_schema"`
+		} `json:"tools"`
+	}
+	if _, err := parseBody(body); err != nil {
+		return wireRequest{}, err
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
+	}
+	if len(req.Messages) == 0 || req.Messages[0] != '[' {
+		return wireRequest{}, fmt.Errorf("%w: messages request without messages", errUnsupported)
+	}
+	out := wireRequest{Model: req.Model, Stream: req.Stream}
+	for _, t := range req.Tools {
+		// Client tools have no type or type "custom"; server tools
+		// (web_search_…, bash_…) are run by Anthropic and have no schema.
+		if t.Type != "" && t.Type != "custom" {
+			continue
+		}
+		out.Tools = append(out.Tools, wireTool{Name: t.Name, Schema: nullToNil(t.InputSchema)})
+	}
+	return out, nil
+}
+
+// messagesToolUses returns the spans of resp's content blocks and the
+// positions among them of the tool_use blocks.
+func messagesToolUses(b []byte) (blocks []span, uses []int, err error) {
+	r, err := parseBody(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, ok, err := field(b, r, "content")
+	if err != nil || !ok || kind(b, c) == 'n' {
+		return nil, nil, err
+	}
+	blocks, err = arrayElems(b, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, bl := range blocks {
+		typ, err := optStr(b, bl, "type")
+		if err != nil {
+			return nil, nil, err
+		}
+		if typ == "tool_use" {
+			uses = append(uses, i)
+		}
+	}
+	return blocks, uses, nil
+}
+
+// objectArgs is a call's arguments where the protocol carries a JSON
+// object: the value's bytes, or the text of a string value (a stream's
+// invalid JSON, assembled).
+func objectArgs(b []byte, v span) ([]byte, error) {
+	if kind(b, v) == '"' {
+		s, err := str(b, v)
+		return []byte(s), err
+	}
+	return raw(b, v), nil
+}
+
+func (messagesWire) calls(resp []byte) ([]wireCall, error) {
+	blocks, uses, err := messagesToolUses(resp)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]wireCall, 0, len(uses))
+	for _, u := range uses {
+		bl := blocks[u]
+		id, err := optStr(resp, bl, "id")
+		if err != nil {
+			return nil, err
+		}
+		name, err := optStr(resp, bl, "name")
+		if err != nil {
+			return nil, err
+		}
+		var args []byte
+		if in, ok, err := field(resp, bl, "input"); err != nil {
+			return nil, err
+		} else if ok {
+			if args, err = objectArgs(resp, in); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, wireCall{ID: id, Name: name, Args: args})
+	}
+	return out, nil
+}
+
+func (messagesWire) accept(resp []byte, args [][]byte) ([]byte, error) {
+	blocks, uses, err := messagesToolUses(resp)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkArgs(args, len(uses)); err != nil {
+		return nil, err
+	}
+	var edits []edit
+	for i, a := range args {
+		if a == nil {
+			continue
+		}
+		e, err := setMember(resp, blocks[uses[i]], "input", a)
+		if err != nil {
+			return nil, err
+		}
+		edits = append(edits, e)
+	}
+	return apply(resp, edits...), nil
+}
+
+// dropNulls returns the object at sp without its null members: a response
+// marks absent fields with null where a request leaves them out.
+func dropNulls(b []byte, sp span) ([]byte, error) {
+	return dropMembers(b, sp, func(m member) bool { return kind(b, m.v) == 'n' })
+}
+
+func (w messagesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
+	r, err := parseBody(req)
+	if err != nil {
+		return nil, err
+	}
+	msgs, ok, err := field(req, r, "messages")
+	if err != nil || !ok {
+		return nil, fmt.Errorf("%w: request without messages", errJSON)
+	}
+	blocks, _, err := messagesToolUses(resp)
+	if err != nil {
+		return nil, err
+	}
+	calls, err := w.calls(resp)
+	if err != nil {
+		return nil, err
+	}
+	if len(answers) != len(calls) {
+		return nil, fmt.Errorf("httpguard: %d answers for %d calls", len(answers), len(calls))
+	}
+	// The assistant turn: every block as the response has it (thinking
+	// blocks with their signatures, redacted thinking, server tool blocks,
+	// tool_use ids), null members left out.
+	assistant := []byte(`{"role":"assistant","content":[`)
+	for i, bl := range blocks {
+		if i > 0 {
+			assistant = append(assistant, ',')
+		}
+		nb, err := dropNulls(resp, bl)
+		if err != nil {
+			return nil, err
+		}
+		assistant = append(assistant, nb...)
+	}
+	assistant = append(assistant, "]}"...)
+
+	type toolResult struct {
+		Type      string `json:"type"`
+		ToolUseID string `json:"tool_use_id"`
+		Content   string `json:"content"`
+		IsError   bool   `json:"is_error,omitempty"`
+	}
+	results := make([]toolResult, len(calls))
+	for i, c := range calls {
+		results[i] = toolResult{"tool_result", c.ID, answers[i].Content, answers[i].IsError}
+	}
+	user, err := marshal(struct {
+		Role    string       `json:"role"`
+		Content []toolResult `json:"content"`
+	}{"user", results})
+	if err != nil {
+		return nil, err
+	}
+	e, err := appendElems(req, msgs, assistant, user)
+	if err != nil {
+		return nil, err
+	}
+	return apply(req, e), nil
+}
+
+// usage counts cached input (cache_creation_input_tokens,
+// cache_read_input_tokens) as input, as OpenTelemetry's gen_ai.usage.
+// input_tokens asks.
+func (messagesWire) usage(resp []byte) (wireUsage, error) {
+	var r struct {
+		Model string `json:"model"`
+		Usage *struct {
+			InputTokens   int64 `json:"input_tokens"`
+			CacheCreation int64 `json:"cache_creation_input_tokens"`
+			CacheRead     int64 `json:"cache_read_input_tokens"`
+			OutputTokens  int64 `json:"output_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(resp, &r); err != nil {
+		return wireUsage{}, fmt.Errorf("%w: %v", errJSON, err)
+	}
+	u := wireUsage{Model: r.Model}
+	if r.Usage != nil {
+		u.InputTokens = r.Usage.InputTokens + r.Usage.CacheCreation + r.Usage.CacheRead
+		u.OutputTokens = r.Usage.OutputTokens
+	}
+	return u, nil
+}
+
+// anthropicError is the error object of Anthropic's error body and of its
+// stream's error event.
+type anthropicError struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// errorBody is {"type": "error", "error": {"type", "message"}}.
+func (messagesWire) errorBody(_ int, typ, msg string) []byte {
+	b, _ := marshal(struct {
+		Type  string         `json:"type"`
+		Error anthropicError `json:"error"`
+	}{"error", anthropicError{typ, msg}})
+	return b
+}
+
+func (messagesWire) newAssembler() assembler { return &messagesAssembler{} }
+
+func (messagesWire) newGate(w io.Writer) streamGate { return newMessagesGate(w) }

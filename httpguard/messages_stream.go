@@ -1,0 +1,468 @@
+package httpguard
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// messagesEvent is what the wire code reads of an Anthropic stream event.
+type messagesEvent struct {
+	Type         string          `json:"type"`
+	Index        int             `json:"index"`
+	Message      json.RawMessage `json:"message"`
+	ContentBlock json.RawMessage `json:"content_block"`
+	Delta        json.RawMessage `json:"delta"`
+	Usage        json.RawMessage `json:"usage"`
+}
+
+type messagesDelta struct {
+	Type        string          `json:"type"`
+	Text        string          `json:"text"`
+	Thinking    string          `json:"thinking"`
+	Signature   string          `json:"signature"`
+	PartialJSON string          `json:"partial_json"`
+	Citation    json.RawMessage `json:"citation"`
+}
+
+func parseMessagesEvent(ev sseEvent) (*messagesEvent, error) {
+	var e messagesEvent
+	if err := json.Unmarshal(ev.Data, &e); err != nil {
+		return nil, fmt.Errorf("%w: anthropic event: %v", errJSON, err)
+	}
+	if e.Type == "error" || ev.Event == "error" {
+		return nil, &upstreamStreamError{Data: append([]byte(nil), ev.Data...)}
+	}
+	return &e, nil
+}
+
+type blockAcc struct {
+	start                              []byte
+	typ                                string
+	text, thinking, signature, partial strings.Builder
+	hasPartial                         bool
+	citations                          [][]byte
+}
+
+// messagesAssembler assembles an Anthropic stream into a message.
+type messagesAssembler struct {
+	budget
+	message []byte
+	blocks  []*blockAcc
+	delta   []byte // the last message_delta's delta
+	usage   []byte // the last message_delta's usage
+}
+
+func (a *messagesAssembler) add(ev sseEvent) (bool, error) {
+	if err := a.take(len(ev.Data)); err != nil {
+		return false, err
+	}
+	e, err := parseMessagesEvent(ev)
+	if err != nil {
+		return false, err
+	}
+	switch e.Type {
+	case "message_start":
+		a.message = e.Message
+	case "content_block_start":
+		if e.Index != len(a.blocks) {
+			return false, fmt.Errorf("%w: block %d starts after %d blocks", errJSON, e.Index, len(a.blocks))
+		}
+		var t struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(e.ContentBlock, &t)
+		a.blocks = append(a.blocks, &blockAcc{start: e.ContentBlock, typ: t.Type})
+	case "content_block_delta":
+		if e.Index < 0 || e.Index >= len(a.blocks) {
+			return false, fmt.Errorf("%w: delta for block %d of %d", errJSON, e.Index, len(a.blocks))
+		}
+		var d messagesDelta
+		if err := json.Unmarshal(e.Delta, &d); err != nil {
+			return false, fmt.Errorf("%w: %v", errJSON, err)
+		}
+		bl := a.blocks[e.Index]
+		switch d.Type {
+		case "text_delta":
+			bl.text.WriteString(d.Text)
+		case "thinking_delta":
+			bl.thinking.WriteString(d.Thinking)
+		case "signature_delta":
+			bl.signature.WriteString(d.Signature)
+		case "input_json_delta":
+			bl.partial.WriteString(d.PartialJSON)
+			bl.hasPartial = true
+		case "citations_delta":
+			bl.citations = append(bl.citations, d.Citation)
+		}
+	case "message_delta":
+		a.delta, a.usage = e.Delta, e.Usage
+	case "message_stop":
+		return true, nil
+	}
+	return false, nil
+}
+
+// setAt sets key of the object at path in b to value.
+func setAt(b []byte, path []any, key string, value []byte) ([]byte, error) {
+	r, err := root(b)
+	if err != nil {
+		return nil, err
+	}
+	o, ok, err := at(b, r, path...)
+	if err != nil || !ok {
+		return nil, fmt.Errorf("%w: no object at %v", errJSON, path)
+	}
+	e, err := setMember(b, o, key, value)
+	if err != nil {
+		return nil, err
+	}
+	return apply(b, e), nil
+}
+
+// block is the assembled content block.
+func (bl *blockAcc) block() ([]byte, error) {
+	b := bl.start
+	var err error
+	set := func(k string, v []byte) {
+		if err == nil {
+			b, err = setAt(b, nil, k, v)
+		}
+	}
+	switch bl.typ {
+	case "text":
+		set("text", marshalString(bl.text.String()))
+	case "thinking":
+		set("thinking", marshalString(bl.thinking.String()))
+		set("signature", marshalString(bl.signature.String()))
+	}
+	if bl.hasPartial {
+		p := bl.partial.String()
+		switch {
+		case strings.TrimSpace(p) == "":
+			// Nothing streamed: the start's input stands.
+		case json.Valid([]byte(p)):
+			set("input", compact([]byte(p)))
+		default:
+			set("input", marshalString(p)) // invalid JSON, kept as text
+		}
+	}
+	if len(bl.citations) > 0 {
+		set("citations", append(append([]byte("["), joinRaw(bl.citations)...), ']'))
+	}
+	return b, err
+}
+
+func joinRaw(items [][]byte) []byte {
+	var out []byte
+	for i, it := range items {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, it...)
+	}
+	return out
+}
+
+func (a *messagesAssembler) response() ([]byte, error) {
+	if a.message == nil {
+		return nil, fmt.Errorf("%w: anthropic stream without message_start", errJSON)
+	}
+	content := make([][]byte, len(a.blocks))
+	for i, bl := range a.blocks {
+		b, err := bl.block()
+		if err != nil {
+			return nil, err
+		}
+		content[i] = b
+	}
+	b, err := setAt(a.message, nil, "content", append(append([]byte("["), joinRaw(content)...), ']'))
+	if err != nil {
+		return nil, err
+	}
+	// message_delta's delta (stop_reason, stop_sequence, …) and usage
+	// overwrite the start's.
+	for _, d := range []struct {
+		src  []byte
+		path []any
+	}{{a.delta, nil}, {a.usage, []any{"usage"}}} {
+		if len(d.src) == 0 {
+			continue
+		}
+		r, err := root(d.src)
+		if err != nil {
+			return nil, err
+		}
+		ms, err := objectMembers(d.src, r)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range ms {
+			if b, err = setAt(b, d.path, m.key, raw(d.src, m.v)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return b, nil
+}
+
+// messagesGate is the streamGate of Anthropic Messages. Message.Accumulate
+// takes content blocks in index order without gaps, so the client's block
+// indexes run on across attempts.
+type messagesGate struct {
+	w        io.Writer
+	attempt  int
+	asm      *messagesAssembler
+	started  bool // message_start reached the client
+	holding  bool
+	passed   int // blocks of the first attempt that reached the client
+	terminal []sseEvent
+	ended    bool
+}
+
+func newMessagesGate(w io.Writer) *messagesGate {
+	return &messagesGate{w: w, asm: &messagesAssembler{}}
+}
+
+func (g *messagesGate) event(ev sseEvent) (bool, error) {
+	if g.ended {
+		return true, nil
+	}
+	done, err := g.asm.add(ev)
+	if err != nil {
+		return done, err
+	}
+	e, _ := parseMessagesEvent(ev)
+	first := g.attempt == 0
+	switch e.Type {
+	case "message_start":
+		if first {
+			g.started = true
+			return done, writeEvent(g.w, ev)
+		}
+	case "ping":
+		if first && !g.holding {
+			return done, writeEvent(g.w, ev)
+		}
+	case "content_block_start":
+		if bl := g.asm.blocks[e.Index]; bl.typ == "tool_use" {
+			g.holding = true
+		}
+		if first && !g.holding {
+			g.passed++
+			return done, writeEvent(g.w, ev)
+		}
+	case "content_block_delta", "content_block_stop":
+		if first && e.Index < g.passed {
+			return done, writeEvent(g.w, ev)
+		}
+	case "message_delta", "message_stop":
+		g.terminal = append(g.terminal, sseEvent{Event: ev.Event, Data: append([]byte(nil), ev.Data...)})
+	}
+	return done, nil
+}
+
+func (g *messagesGate) response() ([]byte, error) { return g.asm.response() }
+
+func (g *messagesGate) write(typ string, v any) error {
+	b, err := marshal(v)
+	if err != nil {
+		return err
+	}
+	return writeEvent(g.w, sseEvent{Event: typ, Data: b})
+}
+
+// emitBlock writes the block at sp of resp whole as the client's block
+// idx: start, one delta per accumulated field, stop.
+func (g *messagesGate) emitBlock(idx int, resp []byte, sp span) error {
+	typ, err := optStr(resp, sp, "type")
+	if err != nil {
+		return err
+	}
+	blk := raw(resp, sp)
+	start := blk
+	type delta struct {
+		Type        string  `json:"type"`
+		Text        *string `json:"text,omitempty"`
+		Thinking    *string `json:"thinking,omitempty"`
+		Signature   *string `json:"signature,omitempty"`
+		PartialJSON *string `json:"partial_json,omitempty"`
+	}
+	var deltas []delta
+	switch typ {
+	case "text":
+		s, err := optStr(resp, sp, "text")
+		if err != nil {
+			return err
+		}
+		if start, err = setAt(blk, nil, "text", []byte(`""`)); err != nil {
+			return err
+		}
+		deltas = append(deltas, delta{Type: "text_delta", Text: &s})
+	case "thinking":
+		th, err := optStr(resp, sp, "thinking")
+		if err != nil {
+			return err
+		}
+		sig, err := optStr(resp, sp, "signature")
+		if err != nil {
+			return err
+		}
+		if start, err = setAt(blk, nil, "thinking", []byte(`""`)); err == nil {
+			start, err = setAt(start, nil, "signature", []byte(`""`))
+		}
+		if err != nil {
+			return err
+		}
+		deltas = append(deltas, delta{Type: "thinking_delta", Thinking: &th}, delta{Type: "signature_delta", Signature: &sig})
+	case "tool_use":
+		in, ok, err := field(resp, sp, "input")
+		if err != nil {
+			return err
+		}
+		if ok {
+			s := string(compact(raw(resp, in)))
+			if kind(resp, in) == '"' { // invalid JSON, kept as text
+				if s, err = str(resp, in); err != nil {
+					return err
+				}
+			}
+			if start, err = setAt(blk, nil, "input", []byte(`{}`)); err != nil {
+				return err
+			}
+			deltas = append(deltas, delta{Type: "input_json_delta", PartialJSON: &s})
+		}
+	}
+	if err := g.write("content_block_start", struct {
+		Type         string          `json:"type"`
+		Index        int             `json:"index"`
+		ContentBlock json.RawMessage `json:"content_block"`
+	}{"content_block_start", idx, start}); err != nil {
+		return err
+	}
+	for _, d := range deltas {
+		if err := g.write("content_block_delta", struct {
+			Type  string `json:"type"`
+			Index int    `json:"index"`
+			Delta delta  `json:"delta"`
+		}{"content_block_delta", idx, d}); err != nil {
+			return err
+		}
+	}
+	return g.write("content_block_stop", struct {
+		Type  string `json:"type"`
+		Index int    `json:"index"`
+	}{"content_block_stop", idx})
+}
+
+func (g *messagesGate) accept(resp []byte) error {
+	if g.ended {
+		return nil
+	}
+	g.ended = true
+	blocks, uses, err := messagesToolUses(resp)
+	if err != nil {
+		return err
+	}
+	if !g.started {
+		// The first attempt's message_start never reached the client (it
+		// failed before): start the message with this response's.
+		r, err := root(resp)
+		if err != nil {
+			return err
+		}
+		start, err := dropMembers(resp, r, func(m member) bool { return m.key == "content" })
+		if err == nil {
+			start, err = setAt(start, nil, "content", []byte("[]"))
+		}
+		if err != nil {
+			return err
+		}
+		if err := g.write("message_start", struct {
+			Type    string          `json:"type"`
+			Message json.RawMessage `json:"message"`
+		}{"message_start", start}); err != nil {
+			return err
+		}
+	}
+	var emit []int
+	if g.attempt == 0 {
+		for i := g.passed; i < len(blocks); i++ {
+			emit = append(emit, i)
+		}
+	} else {
+		emit = uses
+	}
+	for k, i := range emit {
+		if err := g.emitBlock(g.passed+k, resp, blocks[i]); err != nil {
+			return err
+		}
+	}
+	if len(g.terminal) == 0 {
+		var r struct {
+			StopReason   *string         `json:"stop_reason"`
+			StopSequence *string         `json:"stop_sequence"`
+			Usage        json.RawMessage `json:"usage"`
+		}
+		if err := json.Unmarshal(resp, &r); err != nil {
+			return fmt.Errorf("%w: %v", errJSON, err)
+		}
+		md, err := marshal(struct {
+			Type  string `json:"type"`
+			Delta struct {
+				StopReason   *string `json:"stop_reason"`
+				StopSequence *string `json:"stop_sequence"`
+			} `json:"delta"`
+			Usage json.RawMessage `json:"usage,omitempty"`
+		}{Type: "message_delta", Delta: struct {
+			StopReason   *string `json:"stop_reason"`
+			StopSequence *string `json:"stop_sequence"`
+		}{r.StopReason, r.StopSequence}, Usage: r.Usage})
+		if err != nil {
+			return err
+		}
+		g.terminal = []sseEvent{{Event: "message_delta", Data: md}}
+	}
+	sawStop := false
+	for _, t := range g.terminal {
+		var e struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(t.Data, &e)
+		sawStop = sawStop || e.Type == "message_stop"
+		if err := writeEvent(g.w, t); err != nil {
+			return err
+		}
+	}
+	if !sawStop {
+		return writeEvent(g.w, sseEvent{Event: "message_stop", Data: []byte(`{"type":"message_stop"}`)})
+	}
+	return nil
+}
+
+func (g *messagesGate) reject() {
+	g.attempt++
+	g.asm = &messagesAssembler{}
+	g.holding = false
+	g.terminal = nil
+}
+
+func (g *messagesGate) fail(typ, msg string) error {
+	if g.ended {
+		return nil
+	}
+	g.ended = true
+	return writeEvent(g.w, sseEvent{Event: "error", Data: messagesWire{}.errorBody(0, typ, msg)})
+}
+
+func (g *messagesGate) abort(ev sseEvent) error {
+	if g.ended {
+		return nil
+	}
+	g.ended = true
+	if ev.Event == "" {
+		ev.Event = "error"
+	}
+	return writeEvent(g.w, ev)
+}

@@ -1,0 +1,417 @@
+package httpguard
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// responsesEvent is what the wire code reads of a Responses stream event.
+type responsesEvent struct {
+	Type        string          `json:"type"`
+	Response    json.RawMessage `json:"response"`
+	OutputIndex *int            `json:"output_index"`
+	Item        json.RawMessage `json:"item"`
+	Delta       string          `json:"delta"`
+}
+
+func parseResponsesEvent(ev sseEvent) (*responsesEvent, error) {
+	var e responsesEvent
+	if err := json.Unmarshal(ev.Data, &e); err != nil {
+		return nil, fmt.Errorf("%w: responses event: %v", errJSON, err)
+	}
+	if e.Type == "error" {
+		return nil, &upstreamStreamError{Data: append([]byte(nil), ev.Data...)}
+	}
+	return &e, nil
+}
+
+// responsesTerminal reports whether an event type ends a response.
+func responsesTerminal(typ string) bool {
+	return typ == "response.completed" || typ == "response.incomplete" || typ == "response.failed"
+}
+
+type itemAcc struct {
+	item []byte // the latest whole item: added, then done
+	typ  string
+	done bool
+	args strings.Builder // function_call arguments deltas
+	text strings.Builder // output_text deltas
+}
+
+// responsesAssembler assembles a Responses stream into a response: the
+// terminal event's response when it came, else the created response with
+// the items seen.
+type responsesAssembler struct {
+	budget
+	base  []byte
+	final []byte
+	items []*itemAcc
+}
+
+func (a *responsesAssembler) add(ev sseEvent) (bool, error) {
+	if err := a.take(len(ev.Data)); err != nil {
+		return false, err
+	}
+	e, err := parseResponsesEvent(ev)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case e.Type == "response.created" || e.Type == "response.in_progress" || e.Type == "response.queued":
+		a.base = e.Response
+	case responsesTerminal(e.Type):
+		a.final = e.Response
+		return true, nil
+	case e.Type == "response.output_item.added" || e.Type == "response.output_item.done":
+		if e.OutputIndex == nil {
+			return false, fmt.Errorf("%w: %s without output_index", errJSON, e.Type)
+		}
+		i := *e.OutputIndex
+		if i < 0 || i > len(a.items) {
+			return false, fmt.Errorf("%w: item %d after %d items", errJSON, i, len(a.items))
+		}
+		if i == len(a.items) {
+			a.items = append(a.items, &itemAcc{})
+		}
+		var t struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(e.Item, &t)
+		a.items[i].item, a.items[i].typ = e.Item, t.Type
+		a.items[i].done = e.Type == "response.output_item.done"
+	case e.Type == "response.function_call_arguments.delta" || e.Type == "response.output_text.delta":
+		if e.OutputIndex == nil || *e.OutputIndex < 0 || *e.OutputIndex >= len(a.items) {
+			return false, fmt.Errorf("%w: %s for an unknown item", errJSON, e.Type)
+		}
+		it := a.items[*e.OutputIndex]
+		if e.Type == "response.output_text.delta" {
+			it.text.WriteString(e.Delta)
+		} else {
+			it.args.WriteString(e.Delta)
+		}
+	}
+	return false, nil
+}
+
+func (a *responsesAssembler) response() ([]byte, error) {
+	if a.final != nil {
+		return a.final, nil
+	}
+	if a.base == nil {
+		return nil, fmt.Errorf("%w: responses stream without response.created", errJSON)
+	}
+	// A stream cut short: what its items amount to.
+	out := make([][]byte, 0, len(a.items))
+	for _, it := range a.items {
+		b := it.item
+		if !it.done && it.typ == "function_call" {
+			var err error
+			if b, err = setAt(b, nil, "arguments", marshalString(it.args.String())); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, b)
+	}
+	return setAt(a.base, nil, "output", append(append([]byte("["), joinRaw(out)...), ']'))
+}
+
+// responsesGate is the streamGate of OpenAI Responses. Its client's events
+// keep one sequence_number run and one response id across attempts, and
+// output_index runs on from the first attempt's items.
+type responsesGate struct {
+	w        io.Writer
+	attempt  int
+	asm      *responsesAssembler
+	seq      int
+	id       string // the first attempt's response id
+	holding  bool
+	passed   int      // items of the first attempt that reached the client
+	shown    [][]byte // those items, whole, once the first attempt ended
+	terminal []sseEvent
+	ended    bool
+}
+
+func newResponsesGate(w io.Writer) *responsesGate {
+	return &responsesGate{w: w, asm: &responsesAssembler{}}
+}
+
+// send writes data with its sequence_number set to the gate's next.
+func (g *responsesGate) send(event string, data []byte) error {
+	b, err := setAt(data, nil, "sequence_number", []byte(strconv.Itoa(g.seq)))
+	if err != nil {
+		return err
+	}
+	g.seq++
+	if event == "" {
+		var t struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(b, &t)
+		event = t.Type
+	}
+	return writeEvent(g.w, sseEvent{Event: event, Data: b})
+}
+
+func (g *responsesGate) event(ev sseEvent) (bool, error) {
+	if g.ended {
+		return true, nil
+	}
+	done, err := g.asm.add(ev)
+	if err != nil {
+		return done, err
+	}
+	e, _ := parseResponsesEvent(ev)
+	first := g.attempt == 0
+	switch {
+	case e.Type == "response.created" || e.Type == "response.in_progress" || e.Type == "response.queued":
+		if first {
+			if g.id == "" {
+				var r struct {
+					ID string `json:"id"`
+				}
+				_ = json.Unmarshal(e.Response, &r)
+				g.id = r.ID
+			}
+			return done, g.send(ev.Event, ev.Data)
+		}
+	case responsesTerminal(e.Type):
+		g.terminal = append(g.terminal, sseEvent{Event: ev.Event, Data: append([]byte(nil), ev.Data...)})
+	case e.Type == "response.output_item.added":
+		if t := g.asm.items[*e.OutputIndex].typ; t != "message" && t != "reasoning" && (!responsesItemTypes[t] || t == "function_call") {
+			g.holding = true
+		}
+		if first && !g.holding {
+			g.passed++
+			return done, g.send(ev.Event, ev.Data)
+		}
+	case e.OutputIndex != nil:
+		if first && *e.OutputIndex < g.passed {
+			return done, g.send(ev.Event, ev.Data)
+		}
+	default:
+		if first && !g.holding {
+			return done, g.send(ev.Event, ev.Data)
+		}
+	}
+	return done, nil
+}
+
+func (g *responsesGate) response() ([]byte, error) { return g.asm.response() }
+
+// event writes a synthesized event.
+func (g *responsesGate) emit(typ string, fields ...any) error {
+	b := []byte(`{"type":` + string(marshalString(typ)) + `}`)
+	for i := 0; i+1 < len(fields); i += 2 {
+		v, ok := fields[i+1].([]byte)
+		if !ok {
+			var err error
+			if v, err = marshal(fields[i+1]); err != nil {
+				return err
+			}
+		}
+		var err error
+		if b, err = setAt(b, nil, fields[i].(string), v); err != nil {
+			return err
+		}
+	}
+	return g.send(typ, b)
+}
+
+// emitItem writes the item at sp of resp whole as the client's item idx.
+func (g *responsesGate) emitItem(idx int, resp []byte, sp span) error {
+	item := raw(resp, sp)
+	typ, err := optStr(resp, sp, "type")
+	if err != nil {
+		return err
+	}
+	id, err := optStr(resp, sp, "id")
+	if err != nil {
+		return err
+	}
+	added := item
+	switch typ {
+	case "message":
+		added, err = setAt(item, nil, "content", []byte("[]"))
+		if err == nil {
+			added, err = setAt(added, nil, "status", []byte(`"in_progress"`))
+		}
+	case "reasoning":
+		added, err = setAt(item, nil, "summary", []byte("[]"))
+	case "function_call":
+		added, err = setAt(item, nil, "arguments", []byte(`""`))
+		if err == nil {
+			added, err = setAt(added, nil, "status", []byte(`"in_progress"`))
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if err := g.emit("response.output_item.added", "output_index", idx, "item", added); err != nil {
+		return err
+	}
+	switch typ {
+	case "message":
+		parts, ok, err := field(resp, sp, "content")
+		if err != nil {
+			return err
+		}
+		var ps []span
+		if ok && kind(resp, parts) == '[' {
+			if ps, err = arrayElems(resp, parts); err != nil {
+				return err
+			}
+		}
+		for j, p := range ps {
+			ptyp, err := optStr(resp, p, "type")
+			if err != nil {
+				return err
+			}
+			part := raw(resp, p)
+			if ptyp != "output_text" {
+				if err := g.emit("response.content_part.added", "item_id", id, "output_index", idx, "content_index", j, "part", part); err != nil {
+					return err
+				}
+			} else {
+				text, err := optStr(resp, p, "text")
+				if err != nil {
+					return err
+				}
+				empty, err := setAt(part, nil, "text", []byte(`""`))
+				if err != nil {
+					return err
+				}
+				if err := g.emit("response.content_part.added", "item_id", id, "output_index", idx, "content_index", j, "part", empty); err != nil {
+					return err
+				}
+				if err := g.emit("response.output_text.delta", "item_id", id, "output_index", idx, "content_index", j, "delta", text, "logprobs", []byte("[]")); err != nil {
+					return err
+				}
+				if err := g.emit("response.output_text.done", "item_id", id, "output_index", idx, "content_index", j, "text", text, "logprobs", []byte("[]")); err != nil {
+					return err
+				}
+			}
+			if err := g.emit("response.content_part.done", "item_id", id, "output_index", idx, "content_index", j, "part", part); err != nil {
+				return err
+			}
+		}
+	case "function_call":
+		args, err := optStr(resp, sp, "arguments")
+		if err != nil {
+			return err
+		}
+		if err := g.emit("response.function_call_arguments.delta", "item_id", id, "output_index", idx, "delta", args); err != nil {
+			return err
+		}
+		if err := g.emit("response.function_call_arguments.done", "item_id", id, "output_index", idx, "arguments", args); err != nil {
+			return err
+		}
+	}
+	return g.emit("response.output_item.done", "output_index", idx, "item", item)
+}
+
+func (g *responsesGate) accept(resp []byte) error {
+	if g.ended {
+		return nil
+	}
+	g.ended = true
+	items, calls, err := responsesOutput(resp)
+	if err != nil {
+		return err
+	}
+	var emit []int
+	if g.attempt == 0 {
+		g.shown = nil
+		for i := 0; i < g.passed && i < len(items); i++ {
+			g.shown = append(g.shown, raw(resp, items[i]))
+		}
+		for i := g.passed; i < len(items); i++ {
+			emit = append(emit, i)
+		}
+	} else {
+		emit = calls
+	}
+	output := append([][]byte(nil), g.shown...)
+	for k, i := range emit {
+		if err := g.emitItem(g.passed+k, resp, items[i]); err != nil {
+			return err
+		}
+		output = append(output, raw(resp, items[i]))
+	}
+	// The terminal event: the attempt's own, or response.completed, with
+	// the first attempt's id and the output the client read.
+	term := sseEvent{Event: "response.completed", Data: []byte(`{"type":"response.completed","response":{}}`)}
+	if n := len(g.terminal); n > 0 {
+		term = g.terminal[n-1]
+	} else {
+		var err error
+		if term.Data, err = setAt(term.Data, nil, "response", resp); err != nil {
+			return err
+		}
+	}
+	b, err := setAt(term.Data, []any{"response"}, "output", append(append([]byte("["), joinRaw(output)...), ']'))
+	if err == nil && g.id != "" {
+		b, err = setAt(b, []any{"response"}, "id", marshalString(g.id))
+	}
+	if err != nil {
+		return err
+	}
+	return g.send(term.Event, b)
+}
+
+func (g *responsesGate) reject() {
+	if g.attempt == 0 {
+		// Keep the items the client read, whole, for the terminal event's
+		// output.
+		g.shown = nil
+		if resp, err := g.asm.response(); err == nil {
+			if items, _, err := responsesOutput(resp); err == nil {
+				for i := 0; i < g.passed && i < len(items); i++ {
+					g.shown = append(g.shown, raw(resp, items[i]))
+				}
+			}
+		}
+	}
+	g.attempt++
+	g.asm = &responsesAssembler{}
+	g.holding = false
+	g.terminal = nil
+}
+
+func (g *responsesGate) fail(typ, msg string) error {
+	if g.ended {
+		return nil
+	}
+	g.ended = true
+	if err := g.emit("error", "code", typ, "message", msg, "param", []byte("null")); err != nil {
+		return err
+	}
+	resp := []byte(`{"object":"response","status":"failed","output":[]}`)
+	var err error
+	if g.id != "" {
+		resp, err = setAt(resp, nil, "id", marshalString(g.id))
+	}
+	if err == nil {
+		var e []byte
+		if e, err = marshal(struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		}{typ, msg}); err == nil {
+			resp, err = setAt(resp, nil, "error", e)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return g.emit("response.failed", "response", resp)
+}
+
+func (g *responsesGate) abort(ev sseEvent) error {
+	if g.ended {
+		return nil
+	}
+	g.ended = true
+	return g.send(ev.Event, ev.Data)
+}

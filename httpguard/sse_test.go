@@ -1,0 +1,104 @@
+package httpguard
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+func readAll(t *testing.T, r io.Reader, max int) ([]sseEvent, error) {
+	t.Helper()
+	rd := newSSEReader(r, max)
+	var out []sseEvent
+	for {
+		ev, err := rd.next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ev)
+	}
+}
+
+func TestSSEReader(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     []sseEvent
+	}{
+		{"data only", "data: {\"a\":1}\n\ndata: [DONE]\n\n", []sseEvent{{"", []byte(`{"a":1}`)}, {"", []byte("[DONE]")}}},
+		{"typed", "event: message_start\ndata: {}\n\n", []sseEvent{{"message_start", []byte("{}")}}},
+		{"crlf", "data: a\r\n\r\ndata: b\r\n\r\n", []sseEvent{{"", []byte("a")}, {"", []byte("b")}}},
+		{"lone cr", "data: a\r\rdata: b\r\r", []sseEvent{{"", []byte("a")}, {"", []byte("b")}}},
+		{"multi-line data", "data: a\ndata: b\n\n", []sseEvent{{"", []byte("a\nb")}}},
+		{"comment and ping line", ": keep-alive\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\n", []sseEvent{{"ping", []byte(`{"type":"ping"}`)}}},
+		{"no space after colon", "data:x\n\n", []sseEvent{{"", []byte("x")}}},
+		{"unknown fields ignored", "id: 7\nretry: 10\ndata: x\n\n", []sseEvent{{"", []byte("x")}}},
+		{"event without data dropped", "event: a\n\ndata: b\n\n", []sseEvent{{"", []byte("b")}}},
+		{"cut off at the end", "data: a\n\ndata: b", []sseEvent{{"", []byte("a")}, {"", []byte("b")}}},
+		{"empty", "", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// One byte at a time too: events split across reads.
+			for _, r := range []io.Reader{strings.NewReader(tc.in), iotest.OneByteReader(strings.NewReader(tc.in))} {
+				got, err := readAll(t, r, 1<<10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got) != len(tc.want) {
+					t.Fatalf("got %d events %q, want %q", len(got), got, tc.want)
+				}
+				for i := range got {
+					if got[i].Event != tc.want[i].Event || !bytes.Equal(got[i].Data, tc.want[i].Data) {
+						t.Errorf("event %d = %q, want %q", i, got[i], tc.want[i])
+					}
+				}
+			}
+		})
+	}
+}
+
+// The reader holds at most its bound of one line or one event's data,
+// however long the upstream line runs.
+func TestSSEReaderBounded(t *testing.T) {
+	long := io.MultiReader(strings.NewReader("data: "), iotest.OneByteReader(strings.NewReader(strings.Repeat("x", 1<<20))))
+	if _, err := readAll(t, long, 1<<10); !errors.Is(err, errTooLarge) {
+		t.Errorf("long line: %v, want errTooLarge", err)
+	}
+	many := strings.Repeat("data: xxxxxxxx\n", 1<<10) + "\n"
+	if _, err := readAll(t, strings.NewReader(many), 1<<10); !errors.Is(err, errTooLarge) {
+		t.Errorf("many data lines: %v, want errTooLarge", err)
+	}
+	if _, err := readAll(t, iotest.ErrReader(io.ErrUnexpectedEOF), 1<<10); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("broken stream: %v, want its error", err)
+	}
+}
+
+func TestWriteEventRoundTrip(t *testing.T) {
+	evs := []sseEvent{{"message_start", []byte(`{"a":1}`)}, {"", []byte("x\ny")}, {"", []byte("[DONE]")}}
+	var buf bytes.Buffer
+	for _, ev := range evs {
+		if err := writeEvent(&buf, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := readAll(t, &buf, 1<<10)
+	if err != nil || len(got) != 3 || got[0].Event != "message_start" || string(got[1].Data) != "x\ny" {
+		t.Errorf("round trip = %q, %v", got, err)
+	}
+}
+
+func TestReadBounded(t *testing.T) {
+	if b, err := readBounded(strings.NewReader("12345"), 5); err != nil || string(b) != "12345" {
+		t.Errorf("readBounded at the bound = %q, %v", b, err)
+	}
+	b, err := readBounded(strings.NewReader("123456789"), 5)
+	if !errors.Is(err, errTooLarge) || string(b) != "123456" {
+		t.Errorf("readBounded past the bound = %q, %v; want the bound+1 bytes read and errTooLarge", b, err)
+	}
+}

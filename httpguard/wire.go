@@ -1,0 +1,223 @@
+package httpguard
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// defaultMaxBody is the bound on a request or response body httpguard
+// reads to guard it, and on a stream's assembled response: 8 MiB. Every
+// reader in the package stops there; a body larger than the bound is never
+// buffered whole.
+const defaultMaxBody = 8 << 20
+
+// errTooLarge reports a body past its bound.
+var errTooLarge = errors.New("httpguard: body larger than the bound")
+
+// errUnsupported reports a request or response of a known protocol that
+// the wire code cannot guard (several choices, a tool call of a kind that
+// is not a function); the adapter passes such an exchange through.
+var errUnsupported = errors.New("httpguard: not guardable")
+
+// readBounded reads r whole if it holds at most limit bytes, else returns
+// errTooLarge with the bytes read so far (limit+1 of them) so the caller
+// can pass them on followed by the rest of r.
+func readBounded(r io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return b, err
+	}
+	if int64(len(b)) > limit {
+		return b, errTooLarge
+	}
+	return b, nil
+}
+
+// wireProtocol is one wire protocol's codec over raw bodies. Methods take
+// and return whole JSON bodies; none of them changes its arguments. A
+// stream is first assembled into the equivalent sync response
+// (newAssembler), so the same methods serve both.
+type wireProtocol interface {
+	// name is the protocol's name in events and spans.
+	name() string
+	// parseRequest reads what a guard needs from a request to path with
+	// body; errUnsupported or errJSON when the body is not this protocol's.
+	parseRequest(path string, body []byte) (wireRequest, error)
+	// calls lists resp's tool calls, in order.
+	calls(resp []byte) ([]wireCall, error)
+	// accept writes cleaned arguments back: args[i] (a JSON value) for
+	// call i, nil to leave it as it is.
+	accept(resp []byte, args [][]byte) ([]byte, error)
+	// reask builds the next request from the original request body: resp's
+	// assistant turn replayed and one tool result per call, in order.
+	reask(req, resp []byte, answers []wireAnswer) ([]byte, error)
+	// usage reads the model and token counts of resp.
+	usage(resp []byte) (wireUsage, error)
+	// errorBody is an error body in the protocol's shape.
+	errorBody(status int, typ, msg string) []byte
+	// newAssembler returns an assembler for one upstream stream.
+	newAssembler() assembler
+	// newGate returns the gate of one logical call's client stream.
+	newGate(w io.Writer) streamGate
+}
+
+// wireRequest is what a guard needs from a recognised request.
+type wireRequest struct {
+	Model  string
+	Stream bool
+	Tools  []wireTool
+	// State is the server-side conversation state the request uses.
+	State serverState
+}
+
+// wireTool is a function tool a request offers.
+type wireTool struct {
+	Name string
+	// Schema is the JSON Schema of its arguments, raw as the request has
+	// it (Gemini's OpenAPI-subset parameters converted); nil when the tool
+	// declares none.
+	Schema json.RawMessage
+}
+
+// serverState is server-side conversation state a request refers to or
+// creates. A re-ask built on such a request is kept by the server too, and
+// becomes part of the conversation the client continues.
+type serverState struct {
+	PreviousResponseID string // Responses previous_response_id
+	Conversation       string // Responses conversation (an id, or an object's id)
+	// Stored: the response is stored server-side (Responses' store, which
+	// defaults to true; Chat Completions' store, which defaults to false).
+	Stored bool
+}
+
+// wireCall is one tool call of a response as the client will read it.
+type wireCall struct {
+	ID   string // "" where the protocol sent none (Gemini)
+	Name string
+	Args []byte // raw arguments: a JSON text (OpenAI's decoded string, Anthropic's input, Gemini's args)
+}
+
+// wireAnswer is the tool result a re-ask sends for one call.
+type wireAnswer struct {
+	Content string
+	IsError bool
+}
+
+// wireUsage is a response's model and token counts.
+type wireUsage struct {
+	Model                     string
+	InputTokens, OutputTokens int64
+}
+
+// recognise returns the protocol of a request by its method and path, or
+// nil. The body still has to parse (parseRequest) for the request to be
+// guarded.
+func recognise(method, path string) wireProtocol {
+	if method != http.MethodPost {
+		return nil
+	}
+	switch {
+	case strings.HasSuffix(path, "/chat/completions"):
+		return chatWire{}
+	case strings.HasSuffix(path, "/responses"):
+		return responsesWire{}
+	case strings.HasSuffix(path, "/v1/messages"):
+		return messagesWire{}
+	}
+	if _, _, ok := geminiPath(path); ok {
+		return geminiWire{}
+	}
+	return nil
+}
+
+// errorResponse is the response a fail-closed guard answers with: status
+// 422 with body in p's error shape, typ naming what was refused, and
+// x-should-retry: false, so the SDK surfaces its API error and does not
+// retry it.
+func errorResponse(p wireProtocol, req *http.Request, typ, msg string) *http.Response {
+	body := p.errorBody(http.StatusUnprocessableEntity, typ, msg)
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Should-Retry", "false")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	return &http.Response{
+		Status:        "422 Unprocessable Entity",
+		StatusCode:    http.StatusUnprocessableEntity,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          io.NopCloser(strings.NewReader(string(body))),
+		ContentLength: int64(len(body)),
+		Request:       req,
+	}
+}
+
+// upstreamError reads what a retry policy needs from an upstream error
+// response: its status and the delay it asks for, from retry-after-ms
+// (OpenAI, Anthropic) or Retry-After (seconds or an HTTP date, relative to
+// now); wait is 0 when it names none.
+func upstreamError(resp *http.Response, now time.Time) (status int, wait time.Duration) {
+	if ms := resp.Header.Get("retry-after-ms"); ms != "" {
+		if f, err := strconv.ParseFloat(ms, 64); err == nil && f > 0 {
+			return resp.StatusCode, time.Duration(f * float64(time.Millisecond))
+		}
+	}
+	if ra := strings.TrimSpace(resp.Header.Get("Retry-After")); ra != "" {
+		if f, err := strconv.ParseFloat(ra, 64); err == nil {
+			if f > 0 {
+				wait = time.Duration(f * float64(time.Second))
+			}
+		} else if t, err := http.ParseTime(ra); err == nil && t.After(now) {
+			wait = t.Sub(now)
+		}
+	}
+	return resp.StatusCode, wait
+}
+
+// checkArgs returns an error unless every non-nil args[i] is one JSON
+// value and len(args) matches the n calls.
+func checkArgs(args [][]byte, n int) error {
+	if len(args) != n {
+		return fmt.Errorf("httpguard: %d arguments for %d calls", len(args), n)
+	}
+	for i, a := range args {
+		if a != nil && !json.Valid(a) {
+			return fmt.Errorf("httpguard: cleaned arguments of call %d are not JSON", i)
+		}
+	}
+	return nil
+}
+
+// marshal encodes v without HTML escaping, as the providers write JSON.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// parseBody checks that b is one JSON object and returns its span.
+func parseBody(b []byte) (span, error) {
+	if !json.Valid(b) {
+		return span{}, errJSON
+	}
+	sp, err := root(b)
+	if err != nil {
+		return span{}, err
+	}
+	if kind(b, sp) != '{' {
+		return span{}, fmt.Errorf("%w: want an object", errJSON)
+	}
+	return sp, nil
+}
