@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolguard/toolguard/eval/bfcl"
 	"github.com/toolguard/toolguard/internal/exactjson"
-	"github.com/toolguard/toolguard/internal/support/bfcl"
 	"github.com/toolguard/toolguard/validation"
 )
 

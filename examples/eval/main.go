@@ -2,10 +2,10 @@
 //
 // It takes the unique ground-truth calls of the Berkeley Function Calling
 // Leaderboard (BFCL; the subset shipped with the module in
-// internal/support/corpus/testdata, or a full corpus with -corpus), corrupts each in the ways models get
+// eval/corpus/testdata, or a full corpus with -corpus), corrupts each in the ways models get
 // tool calls wrong, and sends every corrupted call through
 // ToolArgValidation in several configurations, with a simulated model that
-// fixes exactly what the feedback points at (internal/support/eval.SelfCorrecting). It
+// fixes exactly what the feedback points at (eval.SelfCorrecting). It
 // prints one Markdown table for all corrupted calls and one per kind of
 // corruption. The output is deterministic: the corruptions are drawn from a
 // fixed seed.
@@ -22,8 +22,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/toolguard/toolguard/internal/support/corpus"
-	"github.com/toolguard/toolguard/internal/support/eval"
+	"github.com/toolguard/toolguard/eval"
+	"github.com/toolguard/toolguard/eval/corpus"
 )
 
 // DefaultSeed is the seed of the published table.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"io"
 
-	"github.com/toolguard/toolguard/internal/support/eval"
+	"github.com/toolguard/toolguard/eval"
 )
 
 // runOutput prints the structured-output table: the same corruptions as

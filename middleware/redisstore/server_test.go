@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/tmc/langchaingo/llms"
-	"github.com/toolguard/toolguard/internal/support/redisserver"
+	"github.com/toolguard/toolguard/middleware/redisstore/redisserver"
 	"go.uber.org/goleak"
 )
 

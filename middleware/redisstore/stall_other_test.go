@@ -4,7 +4,7 @@ package redisstore_test
 
 import (
 	"github.com/toolguard/toolguard/agent/checkpointtest"
-	"github.com/toolguard/toolguard/internal/support/redisserver"
+	"github.com/toolguard/toolguard/middleware/redisstore/redisserver"
 	"github.com/toolguard/toolguard/middleware/storetest"
 )
 

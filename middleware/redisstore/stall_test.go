@@ -12,10 +12,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent/checkpointtest"
-	"github.com/toolguard/toolguard/internal/support/redisserver"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/middleware/redisstore"
+	"github.com/toolguard/toolguard/middleware/redisstore/redisserver"
 	"github.com/toolguard/toolguard/middleware/storetest"
 )
 

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolguard/toolguard/internal/support/corpus"
-	"github.com/toolguard/toolguard/internal/support/eval"
+	"github.com/toolguard/toolguard/eval"
+	"github.com/toolguard/toolguard/eval/corpus"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/validation"
 )

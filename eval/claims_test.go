@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/toolguard/toolguard/internal/support/eval"
+	"github.com/toolguard/toolguard/eval"
 )
 
 // TestPublishedClaims runs the evaluation on a deterministic sample of the

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolguard/toolguard/internal/support/corpus"
-	"github.com/toolguard/toolguard/internal/support/eval"
+	"github.com/toolguard/toolguard/eval"
+	"github.com/toolguard/toolguard/eval/corpus"
 )
 
 // TestRunOutput: on a sample, taking corrupted answers as sent returns

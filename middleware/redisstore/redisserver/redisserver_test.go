@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolguard/toolguard/internal/support/redisserver"
+	"github.com/toolguard/toolguard/middleware/redisstore/redisserver"
 	"go.uber.org/goleak"
 )
 
