@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"slices"
 
-	"github.com/toolguard/toolguard/internal/improve"
 	"github.com/toolguard/toolguard/internal/jsonptr"
 	"github.com/toolguard/toolguard/validation"
 )
@@ -42,7 +41,7 @@ func (r *repairer) repairValues(v map[string]any, s *validation.Schema) []Repair
 		}
 		jsonptr.Set(parent, key, repl)
 		after := s.Check(v)
-		if !improve.Improves(after, vs) || after != nil && violatedWithin(after.Violations, viol.Path) {
+		if !validation.Improves(after, vs) || after != nil && violatedWithin(after.Violations, viol.Path) {
 			jsonptr.Set(parent, key, str)
 			continue
 		}

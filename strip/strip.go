@@ -19,7 +19,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/toolguard/toolguard/internal/improve"
 	"github.com/toolguard/toolguard/internal/jsonptr"
 	"github.com/toolguard/toolguard/validation"
 )
@@ -156,7 +155,7 @@ func SchemaAwareStrip(v any, s *validation.Schema, vs []validation.Violation) (r
 			}
 			trials++
 			var kept bool
-			if vs, kept = improve.Try(s, v, vs, c.remove); kept {
+			if vs, kept = s.TryChange(v, vs, c.remove); kept {
 				removed = append(removed, c.path)
 				progress = true
 			}

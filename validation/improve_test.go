@@ -1,4 +1,4 @@
-package improve
+package validation_test
 
 import (
 	"testing"
@@ -28,7 +28,7 @@ func TestImproves(t *testing.T) {
 		{"incomplete after", &validation.Error{Violations: []validation.Violation{a}, Omitted: 3}, []validation.Violation{a, b}, false},
 	}
 	for _, tc := range tests {
-		if got := Improves(tc.after, tc.before); got != tc.want {
+		if got := validation.Improves(tc.after, tc.before); got != tc.want {
 			t.Errorf("%s: Improves = %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -45,21 +45,21 @@ func TestTryKeepsOrUndoes(t *testing.T) {
 	if len(before) != 2 {
 		t.Fatalf("Check = %v, want 2 violations", before)
 	}
-	after, kept := Try(s, v, before, func() func() {
+	after, kept := s.TryChange(v, before, func() func() {
 		delete(v, "a")
 		return func() { v["a"] = nil }
 	})
 	if !kept || len(after) != 1 || after[0].Path != "/b" {
-		t.Fatalf("Try(remove /a) = %v, %v; want kept with /b left", after, kept)
+		t.Fatalf("TryChange(remove /a) = %v, %v; want kept with /b left", after, kept)
 	}
 	if _, ok := v["a"]; ok {
 		t.Error("the kept change was undone")
 	}
-	got, kept := Try(s, v, after, func() func() {
+	got, kept := s.TryChange(v, after, func() func() {
 		v["b"] = 1.0 // still a type violation at /b: no improvement
 		return func() { v["b"] = nil }
 	})
 	if kept || v["b"] != nil || len(got) != 1 {
-		t.Errorf("Try(no improvement) = %v, %v, b = %v; want undone", got, kept, v["b"])
+		t.Errorf("TryChange(no improvement) = %v, %v, b = %v; want undone", got, kept, v["b"])
 	}
 }

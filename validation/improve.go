@@ -1,9 +1,8 @@
-// Package improve holds the one rule by which toolguard's engines (strip,
-// repair) decide to keep a change they made to a call's arguments: the
-// change must remove violations and add none.
-package improve
+package validation
 
-import "github.com/toolguard/toolguard/validation"
+// The one rule by which toolguard's engines (strip, repair) decide to keep a
+// change they made to a call's arguments: the change must remove
+// violations and add none.
 
 // Improves reports whether after, the result of validating a changed value,
 // is a strict improvement on before, the violations of the value as it was:
@@ -11,7 +10,7 @@ import "github.com/toolguard/toolguard/validation"
 // compared by path, keyword and message (the value a violation shows changes
 // with the value without the violation being a new one), and before has
 // more. A nil after improves on any non-empty before.
-func Improves(after *validation.Error, before []validation.Violation) bool {
+func Improves(after *Error, before []Violation) bool {
 	if len(before) == 0 || (after != nil && after.Omitted > 0) {
 		return false
 	}
@@ -34,12 +33,12 @@ func Improves(after *validation.Error, before []validation.Violation) bool {
 	return len(seen) < len(in)
 }
 
-// Try applies change to v, which before violates s as listed in before, and
+// TryChange applies change to v, which before violates s as listed in before, and
 // validates v again. It keeps the change when the result [Improves] on
 // before and returns the violations that remain (none when v is now valid)
 // and true; otherwise it calls the undo function change returned and
 // returns before and false.
-func Try(s *validation.Schema, v any, before []validation.Violation, change func() (undo func())) ([]validation.Violation, bool) {
+func (s *Schema) TryChange(v any, before []Violation, change func() (undo func())) ([]Violation, bool) {
 	undo := change()
 	after := s.Check(v)
 	if !Improves(after, before) {
