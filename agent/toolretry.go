@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/cenkalti/backoff/v4"
-	"github.com/toolguard/toolguard/internal/retrywait"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/retry"
 	"github.com/toolguard/toolguard/validation"
@@ -286,12 +285,12 @@ func (r *toolRetry) WrapToolCall(next ToolHandler) ToolHandler {
 				policy = r.cfg.newBackOff()
 				policy.Reset()
 			}
-			wait, ok := retrywait.Next(ctx, policy, err)
+			wait, ok := retry.NextWaitBy(ctx, policy, err)
 			if !ok {
 				return nil, &retry.Error{Attempts: made, Err: err}
 			}
 			ReportEvent(attemptCtx, middleware.Event{Kind: middleware.EventToolRetry, Middleware: toolRetryName, Attempt: attempt, Err: err, Wait: wait})
-			if serr := retrywait.Sleep(ctx, wait); serr != nil {
+			if serr := retry.Sleep(ctx, wait); serr != nil {
 				return nil, &retry.Error{Attempts: made, Err: err, ContextErr: contextErr(ctx, serr)}
 			}
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/internal/modeltext"
-	"github.com/toolguard/toolguard/internal/retrywait"
 	"github.com/toolguard/toolguard/retry"
 )
 
@@ -135,7 +134,7 @@ func ModelRetry(opts ...RetryOption) Middleware {
 		newBackOff: retry.DefaultBackOff,
 		retryIf:    retry.IsRetryable,
 		onFailure:  returnRetryError,
-		sleep:      retrywait.Sleep,
+		sleep:      retry.Sleep,
 	}
 	for _, o := range opts {
 		if o != nil {

@@ -1,4 +1,4 @@
-package retrywait
+package retry
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 )
 
-func TestNext(t *testing.T) {
+func TestNextWaitBy(t *testing.T) {
 	t.Parallel()
 	hour := backoff.NewConstantBackOff(time.Hour)
 	soon, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -28,7 +28,7 @@ func TestNext(t *testing.T) {
 		{"deadline before the wait ends", soon, hour, 0, false},
 		{"the policy says stop", context.Background(), &backoff.StopBackOff{}, 0, false},
 	} {
-		wait, ok := Next(tc.ctx, tc.policy, errors.New("503"))
+		wait, ok := NextWaitBy(tc.ctx, tc.policy, errors.New("503"))
 		if wait != tc.wait || ok != tc.ok {
 			t.Errorf("%s: Next = %v, %v; want %v, %v", tc.name, wait, ok, tc.wait, tc.ok)
 		}
