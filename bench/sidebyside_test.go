@@ -1,6 +1,6 @@
 // Package bench compares toolguard's validator with the other Go JSON
 // Schema validators side by side, in one process, on the BFCL calls
-// (eval/bfcl: the shipped subset, or the full corpus when
+// (corpus/bfcl: the shipped subset, or the full corpus when
 // $TOOLGUARD_CORPUS names it; give an absolute path, since a relative one
 // resolves against this module's directory).
 //
@@ -24,7 +24,7 @@ import (
 	googlejs "github.com/google/jsonschema-go/jsonschema"
 	v5 "github.com/santhosh-tekuri/jsonschema/v5"
 	v6 "github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/toolguard/toolguard/eval/bfcl"
+	"github.com/toolguard/toolguard/corpus/bfcl"
 	"github.com/toolguard/toolguard/validation"
 )
 

@@ -9,14 +9,14 @@ import (
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
-	"github.com/toolguard/toolguard/eval/bfcl"
+	"github.com/toolguard/toolguard/corpus/bfcl"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/strip"
 	"github.com/toolguard/toolguard/validation"
 )
 
-// The tests in this file send real BFCL tool calls (eval/bfcl: shipped,
+// The tests in this file send real BFCL tool calls (corpus/bfcl: shipped,
 // or the full corpus with $TOOLGUARD_CORPUS)
 // through Wrap(fakemodel, ToolArgValidation()) with the default options, the
 // tool offered to the model the way an application would: its schema as a

@@ -7,7 +7,7 @@ import (
 	"github.com/toolguard/toolguard/validation"
 )
 
-// The benchmarks cycle through real BFCL calls (eval/bfcl: shipped, or
+// The benchmarks cycle through real BFCL calls (corpus/bfcl: shipped, or
 // the full corpus with $TOOLGUARD_CORPUS), one call per op. Schemas are compiled
 // before the timed loop.
 

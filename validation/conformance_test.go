@@ -9,12 +9,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolguard/toolguard/eval/corpus"
+	"github.com/toolguard/toolguard/corpus"
 	"github.com/toolguard/toolguard/validation"
 )
 
 // openSuite returns the official JSON-Schema-Test-Suite: the cases shipped
-// in eval/corpus, or the full suite when $TOOLGUARD_CORPUS names a
+// in corpus, or the full suite when $TOOLGUARD_CORPUS names a
 // corpus directory (see ../shared/corpus/README.md).
 func openSuite(t *testing.T) fs.FS {
 	t.Helper()

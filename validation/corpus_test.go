@@ -11,13 +11,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/toolguard/toolguard/eval/bfcl"
+	"github.com/toolguard/toolguard/corpus/bfcl"
 	"github.com/toolguard/toolguard/strip"
 	"github.com/toolguard/toolguard/validation"
 )
 
 // The tests in this file run toolguard's validator over the real-world BFCL
-// corpus: the subset shipped in eval/corpus, or the full corpus when
+// corpus: the subset shipped in corpus, or the full corpus when
 // $TOOLGUARD_CORPUS names it (e.g. TOOLGUARD_CORPUS=../shared/corpus); the
 // counts they expect are the loaded corpus's Want figures. Under -short they
 // check every shortStride-th call instead of all of them.

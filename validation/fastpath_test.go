@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolguard/toolguard/eval/bfcl"
+	"github.com/toolguard/toolguard/corpus/bfcl"
 	"github.com/toolguard/toolguard/internal/exactjson"
 	"github.com/toolguard/toolguard/validation"
 )

@@ -2,7 +2,7 @@
 //
 // It takes the unique ground-truth calls of the Berkeley Function Calling
 // Leaderboard (BFCL; the subset shipped with the module in
-// eval/corpus/testdata, or a full corpus with -corpus), corrupts each in the ways models get
+// corpus/testdata, or a full corpus with -corpus), corrupts each in the ways models get
 // tool calls wrong, and sends every corrupted call through
 // ToolArgValidation in several configurations, with a simulated model that
 // fixes exactly what the feedback points at (eval.SelfCorrecting). It
@@ -22,8 +22,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/toolguard/toolguard/eval"
-	"github.com/toolguard/toolguard/eval/corpus"
+	"github.com/toolguard/toolguard/corpus"
+	"github.com/toolguard/toolguard/examples/eval/internal/eval"
 )
 
 // DefaultSeed is the seed of the published table.

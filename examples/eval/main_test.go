@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolguard/toolguard/eval/corpus"
+	"github.com/toolguard/toolguard/corpus"
 )
 
 // TestEvalSample runs the program on the first calls of the shipped

@@ -4,7 +4,7 @@ import (
 	"context"
 	"io"
 
-	"github.com/toolguard/toolguard/eval"
+	"github.com/toolguard/toolguard/examples/eval/internal/eval"
 )
 
 // runOutput prints the structured-output table: the same corruptions as

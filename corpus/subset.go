@@ -16,7 +16,7 @@ import (
 
 // Subset cuts the shipped subset of the data set name out of full (a
 // corpus directory's data set) and returns its files by path. It is how
-// testdata/ is made (go test ./eval/corpus -update) and how a test
+// testdata/ is made (go test ./corpus -update) and how a test
 // checks that it still matches the full corpus.
 //
 // BFCL: the unique ground-truth calls (the first of each distinct schema

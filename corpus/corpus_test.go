@@ -10,7 +10,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/toolguard/toolguard/eval/corpus"
+	"github.com/toolguard/toolguard/corpus"
 )
 
 var update = flag.Bool("update", false,
@@ -66,7 +66,7 @@ func TestCorpusOpenEnv(t *testing.T) {
 	if _, err := corpus.Open(corpus.JSONSchemaSuite); err == nil {
 		t.Errorf("Open(%q) with a directory lacking it = nil error, want one", corpus.JSONSchemaSuite)
 	}
-	t.Setenv(corpus.EnvDir, "eval/corpus/testdata") // relative to the module root
+	t.Setenv(corpus.EnvDir, "corpus/testdata") // relative to the module root
 	if _, err := corpus.Open("missing"); err == nil {
 		t.Errorf("Open(%q) = nil error, want one", "missing")
 	}
@@ -133,12 +133,12 @@ func TestCorpusSubsetOfFull(t *testing.T) {
 		})
 		slices.Sort(names)
 		if w := slices.Sorted(maps.Keys(want)); !slices.Equal(names, w) {
-			t.Errorf("Shipped(%s) holds %d files, want the %d of Subset (go test ./eval/corpus -update)", name, len(names), len(w))
+			t.Errorf("Shipped(%s) holds %d files, want the %d of Subset (go test ./corpus -update)", name, len(names), len(w))
 			continue
 		}
 		for _, p := range names {
 			if b, _ := fs.ReadFile(got, p); !bytes.Equal(b, want[p]) {
-				t.Errorf("Shipped(%s): %s differs from Subset of %s (go test ./eval/corpus -update)", name, p, dir)
+				t.Errorf("Shipped(%s): %s differs from Subset of %s (go test ./corpus -update)", name, p, dir)
 			}
 		}
 	}

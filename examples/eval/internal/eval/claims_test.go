@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/toolguard/toolguard/eval"
+	"github.com/toolguard/toolguard/examples/eval/internal/eval"
 )
 
 // TestPublishedClaims runs the evaluation on a deterministic sample of the

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
-	"github.com/toolguard/toolguard/eval"
+	"github.com/toolguard/toolguard/examples/eval/internal/eval"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 

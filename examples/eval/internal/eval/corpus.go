@@ -32,7 +32,7 @@ type Case struct {
 func Load(dir string) ([]Case, error) { return LoadFS(os.DirFS(dir)) }
 
 // LoadFS is Load on a file system holding tools.jsonl and calls.jsonl, such
-// as the shipped subset (eval/corpus).
+// as the shipped subset (corpus).
 func LoadFS(fsys fs.FS) ([]Case, error) {
 	type tool struct {
 		ID         string          `json:"id"`

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolguard/toolguard/eval"
-	"github.com/toolguard/toolguard/eval/corpus"
+	"github.com/toolguard/toolguard/corpus"
+	"github.com/toolguard/toolguard/examples/eval/internal/eval"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/validation"
 )

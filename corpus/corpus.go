@@ -90,7 +90,7 @@ func Shipped(name string) (*Data, error) {
 	if err != nil {
 		return nil, fmt.Errorf("corpus: %s: %w", archive, err)
 	}
-	return &Data{FS: fsys, Source: "eval/corpus/" + archive}, nil
+	return &Data{FS: fsys, Source: "corpus/" + archive}, nil
 }
 
 // untar reads a gzip-compressed tar archive of regular files into memory.

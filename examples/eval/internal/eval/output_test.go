@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolguard/toolguard/eval"
-	"github.com/toolguard/toolguard/eval/corpus"
+	"github.com/toolguard/toolguard/corpus"
+	"github.com/toolguard/toolguard/examples/eval/internal/eval"
 )
 
 // TestRunOutput: on a sample, taking corrupted answers as sent returns

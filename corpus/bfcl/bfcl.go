@@ -1,6 +1,6 @@
 // Package bfcl loads the Berkeley Function Calling Leaderboard corpus for
 // toolguard's tests and benchmarks: the subset shipped in
-// eval/corpus/testdata by default, the full corpus (see
+// corpus/testdata by default, the full corpus (see
 // ../shared/corpus/README.md) when $TOOLGUARD_CORPUS names it.
 //
 // Only test files import it. Tests call Open, and check counts against the
@@ -16,7 +16,7 @@ import (
 	"io/fs"
 	"sync"
 
-	"github.com/toolguard/toolguard/eval/corpus"
+	"github.com/toolguard/toolguard/corpus"
 )
 
 // The sizes of the full corpus as published (BFCL v4, commit 6ea57973).
