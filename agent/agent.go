@@ -9,6 +9,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/internal/exactjson"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/validation"
@@ -34,24 +35,24 @@ type Agent struct {
 	tools    map[string]Tool
 	names    []string          // the tools' names, sorted, for the unknown-tool message
 	defs     []llms.Tool       // what the model is sent, built once
-	schemas  map[string]any    // each tool's Schema(), for ToolArgValidation (middleware.WithToolSchemas)
+	schemas  map[string]any    // each tool's Schema(), for ToolArgValidation (guard.WithToolSchemas)
 	callOpts []llms.CallOption // llms.WithTools(defs), or none without tools
 	system   string
 	maxIt    int
 	maxPar   int
 	// installers are the middlewares that install an observer, installed
 	// for each whole run (observe.go).
-	installers []middleware.ObserverInstaller
+	installers []guard.ObserverInstaller
 	// compiled is each tool's schema compiled once, for the tool stage's
 	// check of calls the model stage did not validate (nil: any object).
 	compiled  map[string]*validation.Schema
 	toolStage ToolHandler // the tool middlewares around execute
-	events    func(context.Context, middleware.Event)
+	events    func(context.Context, guard.Event)
 	output    *outputTool // WithOutputSchema's answer tool; nil without (output.go)
 	approval  *approval   // WithApproval and WithCheckpointer (approval.go); nil: neither
 	// Injected arguments (inject.go): per tool with any, by sent name.
 	injection map[string]injection
-	injected  map[string][]string // the names alone, for middleware.WithInjectedArgs
+	injected  map[string][]string // the names alone, for guard.WithInjectedArgs
 	injectors map[string]injector // Inject's functions, by property name
 }
 
@@ -284,10 +285,10 @@ type Step struct {
 // its outcome: see [ErrStopRun]); else an error wrapping the failed model
 // call.
 //
-// Each Run starts a run scope ([middleware.WithRun]), so ToolCallLimit's run
+// Each Run starts a run scope ([guard.WithRun]), so ToolCallLimit's run
 // limit counts this run only; a thread named in ctx with
-// [middleware.WithThread] carries over from run to run. It hands
-// ToolArgValidation its tools' schemas ([middleware.WithToolSchemas]) and
+// [guard.WithThread] carries over from run to run. It hands
+// ToolArgValidation its tools' schemas ([guard.WithToolSchemas]) and
 // starts a fresh count of ModelCalls. A tool that panics does not crash
 // the process: the panic is recovered on the tool call's goroutine and
 // ends the run with a [*ToolPanicError] naming the tool.

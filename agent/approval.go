@@ -19,11 +19,9 @@ import (
 	"sync"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/internal/canonjson"
 	"github.com/toolguard/toolguard/internal/exactjson"
-	injectedargs "github.com/toolguard/toolguard/internal/injected"
-	"github.com/toolguard/toolguard/internal/toolargs"
-	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/strip"
 )
 
@@ -118,7 +116,7 @@ type Interrupt struct {
 	// digest binds it, so a decision made on one interrupt cannot be
 	// replayed on another.
 	ID string `json:"id"`
-	// Thread is the thread id of the run ([middleware.WithThread]), "" if
+	// Thread is the thread id of the run ([guard.WithThread]), "" if
 	// none.
 	Thread string `json:"thread,omitempty"`
 	// Pending lists the calls awaiting a decision, in call order.
@@ -312,13 +310,13 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 	if len(pending) == 0 { // answer calls only were left out
 		return b.spread(restAt, len(calls)), nil
 	}
-	in := &Interrupt{ID: newInterruptID(), Thread: middleware.ThreadFrom(ctx)}
+	in := &Interrupt{ID: newInterruptID(), Thread: guard.ThreadFrom(ctx)}
 	bound := make([]binding, len(pending))
 	for i := range pending {
 		identity := a.approval.identity(in.ID, pendingAt[i], pending[i].Tool, pendingValues[i])
 		bound[i] = binding{Schema: a.approval.schemas[pending[i].Tool], Identity: identity, Agent: a.approval.identityAgent(identity)}
 		pending[i].Digest = a.approval.digest(in.ID, in.Thread, pendingAt[i], pending[i], bound[i])
-		ReportEvent(ctx, middleware.Event{Kind: middleware.EventApprovalPending, Tool: pending[i].Tool, CallID: pending[i].ID})
+		ReportEvent(ctx, guard.Event{Kind: guard.EventApprovalPending, Tool: pending[i].Tool, CallID: pending[i].ID})
 	}
 	ot := &openTurn{Number: turn, Text: text, Calls: calls, Interrupt: in.ID, Pending: pending, PendingAt: pendingAt, Bound: bound}
 	for j, i := range restAt {
@@ -385,10 +383,10 @@ func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (p PendingCall
 		// A value the model sent for an injected argument never reaches a
 		// reviewer; it is reported when the call goes through the tool
 		// stage (dropForged).
-		modelArgs, _ = injectedargs.Withhold(modelArgs, inj.names)
+		modelArgs, _ = guard.WithholdInjected(modelArgs, inj.names)
 	}
 	st := &callState{
-		info:      CallInfo{ID: c.ID, Tool: name, Thread: middleware.ThreadFrom(ctx), Attempt: 1},
+		info:      CallInfo{ID: c.ID, Tool: name, Thread: guard.ThreadFrom(ctx), Attempt: 1},
 		modelArgs: modelArgs,
 		tool:      a.tools[name],
 		out:       &callDone{},
@@ -420,7 +418,7 @@ func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (p PendingCall
 	if injects {
 		// Injected values never travel in an interrupt: Resume's run
 		// through prepareArgs injects them again.
-		kept, _ := injectedargs.Drop(string(r.Args), inj.names)
+		kept, _ := guard.DropInjected(string(r.Args), inj.names)
 		shown = []byte(kept)
 	}
 	p = PendingCall{ID: c.ID, Tool: name, Args: compactJSON(shown), Schema: a.modelSchema(name)}
@@ -477,10 +475,10 @@ func (a *Agent) approvedArgs(ctx context.Context, st *callState, call *ToolCall)
 	if string(call.Args) != st.stageArgs {
 		return nil, errApprovedArgsChanged
 	}
-	res, err := checkArgsWith(call.Name, a.compiled[call.Name], call.Args, toolargs.Options{Strip: strip.Off})
+	res, err := checkArgsWith(call.Name, a.compiled[call.Name], call.Args, guard.ArgsOptions{Strip: strip.Off})
 	if err != nil {
 		rejected := &ArgsRejectedError{Tool: call.Name, Err: err}
-		ReportEvent(ctx, middleware.Event{Kind: middleware.EventArgsRejected, Err: rejected}) // never the violations
+		ReportEvent(ctx, guard.Event{Kind: guard.EventArgsRejected, Err: rejected}) // never the violations
 		return nil, rejected
 	}
 	return res.Value, nil
@@ -700,7 +698,7 @@ type runArgs struct {
 // run is the same run for [middleware.ToolCallLimit] and
 // [middleware.ModelCallLimit]: their run limits count the calls it made
 // before the pause, a model call per model turn and the tool calls of its
-// transcript ([middleware.WithResumedRun]).
+// transcript ([guard.WithResumedRun]).
 //
 // An approval runs as the identity it was judged for, and against the
 // schema it was judged against. Resume sets an accepted or edited call's
@@ -733,7 +731,7 @@ func (a *Agent) Resume(ctx context.Context, in *Interrupt, decisions ...Decision
 	ctx = ownThread(ctx) // a sub-agent's Resume is not on its caller's thread (RunMessages)
 	res, err := a.resume(ctx, in, decisions)
 	if a.events != nil && (errors.Is(err, ErrDecisionRefused) || errors.Is(err, ErrInterruptRefused)) {
-		e := middleware.Event{Kind: middleware.EventApprovalRefused, Middleware: "agent", Err: err}
+		e := guard.Event{Kind: guard.EventApprovalRefused, Middleware: "agent", Err: err}
 		var de *DecisionError
 		if errors.As(err, &de) {
 			e.CallID = de.CallID
@@ -749,14 +747,14 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 	// had none: its state is in the interrupt, whatever thread ctx names,
 	// though unsigned it is refused where ctx names a checkpointed
 	// thread), else on ctx's.
-	thread := middleware.ThreadFrom(ctx)
+	thread := guard.ThreadFrom(ctx)
 	ctxThread := thread
 	if in != nil {
 		if in.Thread != "" && thread != "" && thread != in.Thread {
 			return nil, fmt.Errorf("%w: it belongs to thread %q, not %q", ErrInterruptRefused, in.Thread, thread)
 		}
 		thread = in.Thread
-		ctx = middleware.WithThread(ctx, thread)
+		ctx = guard.WithThread(ctx, thread)
 	}
 	if ap == nil {
 		if in == nil {
@@ -844,7 +842,7 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 	if st.Turn != nil {
 		made = st.Turn.Number
 	}
-	ctx = middleware.WithResumedRun(ctx, made)
+	ctx = guard.WithResumedRun(ctx, made)
 	s.resume = &resumeFrom{state: st, run: run}
 	res := &Result{Messages: slices.Clone(st.Messages)}
 	err = a.loop(ctx, res, a.callOpts, s)
@@ -909,7 +907,7 @@ func (a *Agent) plan(ot *openTurn, id, thread string, decisions []Decision) (map
 				// A reviewer can no more set an injected argument than the
 				// model can; the edit is checked against the schema the
 				// model sees, and the run injects the rest.
-				if _, set := injectedargs.Drop(string(d.Args), inj.names); len(set) > 0 {
+				if _, set := guard.DropInjected(string(d.Args), inj.names); len(set) > 0 {
 					return nil, nil, &DecisionError{CallID: d.CallID, Reason: fmt.Sprintf("the edit sets %s, supplied by the program: remove it", strings.Join(set, ", "))}
 				}
 				schema = inj.model

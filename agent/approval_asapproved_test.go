@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/agent"
-	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/validation"
 )
@@ -38,7 +38,7 @@ func TestApprovalSchemaChangeRefusesDecision(t *testing.T) {
 			return agent.New(fakemodel.New(steps...), []agent.Tool{tool}, opts...)
 		}
 		if checkpointed {
-			ctx = middleware.WithThread(ctx, "t-1")
+			ctx = guard.WithThread(ctx, "t-1")
 		}
 		_, err := newAgent(old, fakemodel.ToolCalls(fakemodel.Call("transfer", `{"to": "alice", "amount": "100", "memo": null}`))).Run(ctx, "pay alice 100")
 		in := viaJSON(t, interruptOf(t, err))

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/agent"
-	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 
@@ -57,7 +57,7 @@ func TestApprovalRunsAsTheIdentityItWasJudgedFor(t *testing.T) {
 		as := func(user string) context.Context {
 			ctx := asUser(user)
 			if checkpointed {
-				ctx = middleware.WithThread(ctx, "t-7")
+				ctx = guard.WithThread(ctx, "t-7")
 			}
 			return ctx
 		}
@@ -100,7 +100,7 @@ func TestApprovalIdentityWithoutKeyHoldsOnTheAgentThatPaused(t *testing.T) {
 	newAgent := func(steps ...fakemodel.Step) *agent.Agent {
 		return agent.New(fakemodel.New(steps...), []agent.Tool{r.tool()}, agent.WithApprovalFor("refund"), injectUser, agent.WithCheckpointer(store))
 	}
-	ctx := func(user string) context.Context { return middleware.WithThread(asUser(user), "t-7") }
+	ctx := func(user string) context.Context { return guard.WithThread(asUser(user), "t-7") }
 	first := newAgent(fakemodel.ToolCalls(fakemodel.Call("refund", `{"order": "A-1", "amount": 30}`)), fakemodel.Text("Refunded."))
 	_, err := first.Run(ctx("alice"), "refund A-1")
 	in := interruptOf(t, err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/agent"
-	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 
@@ -37,7 +37,7 @@ func TestApprovalInterruptSingleUseWithinAndAcrossReplicas(t *testing.T) {
 			}
 			ctx := context.Background()
 			if tc.thread != "" {
-				ctx = middleware.WithThread(ctx, tc.thread)
+				ctx = guard.WithThread(ctx, tc.thread)
 			}
 			first := replica(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to": "alice", "amount": 25}`)), fakemodel.Text("Sent."), fakemodel.Text("Sent."))
 			_, err := first.Run(ctx, "pay alice")

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/agent"
-	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 
@@ -79,7 +79,7 @@ func TestApprovalSignatureSurvivesJSONRoundTrip(t *testing.T) {
 			ctx := context.Background()
 			opts := []agent.Option{agent.WithApprovalFor("pay"), agent.WithInterruptKey([]byte("a secret of 16 bytes or more"))}
 			if tc.thread {
-				ctx = middleware.WithThread(ctx, "t-1")
+				ctx = guard.WithThread(ctx, "t-1")
 				opts = append(opts, agent.WithCheckpointer(new(agent.MemoryCheckpointer)))
 			}
 			a := agent.New(model, []agent.Tool{pay}, opts...)

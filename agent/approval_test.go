@@ -17,6 +17,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/internal/canonjson"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
@@ -574,7 +575,7 @@ func TestApprovalResumeOnce(t *testing.T) {
 				fakemodel.ToolCalls(fakemodel.Call("get_balance", `{}`), fakemodel.Call("transfer_money", `{"to": "alice", "amount": 25}`)),
 				fakemodel.Text("ok"), fakemodel.Text("ok"), fakemodel.Text("ok"),
 			)
-			ctx := middleware.WithThread(context.Background(), "t-7780")
+			ctx := guard.WithThread(context.Background(), "t-7780")
 			a := newAgent(model)
 			_, err := a.Run(ctx, "pay")
 			in := interruptOf(t, err)
@@ -633,11 +634,11 @@ func TestApprovalEvents(t *testing.T) {
 	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"), agent.WithEventHandler(log.handle))
 	_, err := a.Run(context.Background(), "pay")
 	in := interruptOf(t, err)
-	if e, ok := log.find(middleware.EventApprovalPending); !ok || e.Tool != "transfer_money" || e.CallID != in.Pending[0].ID {
+	if e, ok := log.find(guard.EventApprovalPending); !ok || e.Tool != "transfer_money" || e.CallID != in.Pending[0].ID {
 		t.Errorf("approval_pending event = %+v, %v", e, ok)
 	}
 	_, _ = a.Resume(context.Background(), in) // no decision
-	if e, ok := log.find(middleware.EventApprovalRefused); !ok || !errors.Is(e.Err, agent.ErrDecisionRefused) || e.CallID != in.Pending[0].ID {
+	if e, ok := log.find(guard.EventApprovalRefused); !ok || !errors.Is(e.Err, agent.ErrDecisionRefused) || e.CallID != in.Pending[0].ID {
 		t.Errorf("approval_refused event = %+v, %v", e, ok)
 	}
 }
@@ -680,15 +681,15 @@ func TestApprovalThreadlessInterruptOnAThread(t *testing.T) {
 		agent.WithInterruptKey([]byte("0123456789abcdef-app-secret")))
 	_, err := a.Run(context.Background(), "pay")
 	in := interruptOf(t, err)
-	ctx := middleware.WithThread(context.Background(), "some-thread")
+	ctx := guard.WithThread(context.Background(), "some-thread")
 	if _, err := a.Resume(ctx, in, decide(in.Pending[0], agent.Accept, "")); err != nil || b.count("transfer_money") != 1 {
 		t.Errorf("Resume() = %v, %d transfers; want nil, 1", err, b.count("transfer_money"))
 	}
 	// An interrupt of one thread is refused on another.
 	model.Append(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to":"bob","amount":1}`)))
-	_, err = a.Run(middleware.WithThread(context.Background(), "t1"), "pay")
+	_, err = a.Run(guard.WithThread(context.Background(), "t1"), "pay")
 	in = interruptOf(t, err)
-	if _, err := a.Resume(middleware.WithThread(context.Background(), "t2"), in, decide(in.Pending[0], agent.Accept, "")); !errors.Is(err, agent.ErrInterruptRefused) {
+	if _, err := a.Resume(guard.WithThread(context.Background(), "t2"), in, decide(in.Pending[0], agent.Accept, "")); !errors.Is(err, agent.ErrInterruptRefused) {
 		t.Errorf("Resume() on another thread: error = %v, want ErrInterruptRefused", err)
 	}
 }
@@ -791,7 +792,7 @@ func TestApprovalForgedThreadlessInterruptOnCheckpointedThread(t *testing.T) {
 		fakemodel.Text("ok"),
 	)
 	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"), agent.WithCheckpointer(new(agent.MemoryCheckpointer)))
-	ctx := middleware.WithThread(context.Background(), "victim")
+	ctx := guard.WithThread(context.Background(), "victim")
 	_, err := a.Run(ctx, "pay alice")
 	genuine := interruptOf(t, err)
 	if len(genuine.State) != 0 {
@@ -828,8 +829,8 @@ func TestApprovalResumeKeepsRunLimits(t *testing.T) {
 		name  string
 		limit middleware.Middleware
 	}{
-		{"ToolCallLimit", middleware.ToolCallLimit(middleware.WithRunLimit(2), middleware.WithExitBehavior(middleware.ExitError))},
-		{"ModelCallLimit", middleware.ModelCallLimit(middleware.WithRunLimit(1), middleware.WithExitBehavior(middleware.ExitError))},
+		{"ToolCallLimit", middleware.ToolCallLimit(guard.WithRunLimit(2), guard.WithExitBehavior(guard.ExitError))},
+		{"ModelCallLimit", middleware.ModelCallLimit(guard.WithRunLimit(1), guard.WithExitBehavior(guard.ExitError))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -843,8 +844,8 @@ func TestApprovalResumeKeepsRunLimits(t *testing.T) {
 			_, err := a.Run(context.Background(), "pay alice")
 			in := interruptOf(t, err)
 			_, err = a.Resume(context.Background(), in, decide(in.Pending[0], agent.Accept, ""))
-			var le *middleware.LimitExceededError
-			if !errors.As(err, &le) || le.Scope != middleware.ScopeRun {
+			var le *guard.LimitExceededError
+			if !errors.As(err, &le) || le.Scope != guard.ScopeRun {
 				t.Errorf("Resume() error = %v, want the run limit exceeded", err)
 			}
 			if n := b.count("get_balance"); n != 1 {
@@ -922,7 +923,7 @@ func TestApprovalResumeCancelledKeepsInterrupt(t *testing.T) {
 		ctx := context.Background()
 		if cp {
 			opts = append(opts, agent.WithCheckpointer(new(agent.MemoryCheckpointer)))
-			ctx = middleware.WithThread(ctx, "t")
+			ctx = guard.WithThread(ctx, "t")
 		}
 		a := agent.New(model, b.tools(), opts...)
 		_, err := a.Run(ctx, "pay")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 )
 
@@ -64,7 +65,7 @@ func BenchmarkRun(b *testing.B) {
 	}{
 		{"bare", nil},
 		{"recommended", []agent.Option{agent.WithMiddleware(
-			middleware.ToolCallLimit(middleware.WithRunLimit(10)), middleware.ToolArgValidation(), middleware.ModelRetry())}},
+			middleware.ToolCallLimit(guard.WithRunLimit(10)), middleware.ToolArgValidation(), middleware.ModelRetry())}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			a := agent.New(runBenchModel{}, []agent.Tool{tool}, tc.opts...)

@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"github.com/tmc/langchaingo/llms"
-	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/guard"
 )
 
 // CallInfo is what a tool or a tool middleware can know about the call it
@@ -13,7 +13,7 @@ import (
 type CallInfo struct {
 	// ID is the call's id; Tool the tool's name as sent to the model;
 	// Thread the thread id the run's context names
-	// ([middleware.WithThread]), "" if none.
+	// ([guard.WithThread]), "" if none.
 	ID, Tool, Thread string
 	// Messages is the run's transcript before the call's model turn: a
 	// copy of the slice, shared by the calls of one batch, whose elements
@@ -35,7 +35,7 @@ type callState struct {
 
 	// forged is the forged_argument event to report, if the model sent
 	// values for injected arguments (inject.go).
-	forged *middleware.Event
+	forged *guard.Event
 	// gate is what the approval gate says of the call (approval.go).
 	gate approvalGate
 }
@@ -103,7 +103,7 @@ type eventsKey struct{}
 // it was given; e.Tool, e.CallID and e.Attempt are filled from [CallFrom]
 // when zero, and e.Middleware is "agent" when empty. Outside an agent's run
 // it tells only the observers.
-func ReportEvent(ctx context.Context, e middleware.Event) {
+func ReportEvent(ctx context.Context, e guard.Event) {
 	if st := callStateFrom(ctx); st != nil {
 		if e.Tool == "" {
 			e.Tool = st.info.Tool
@@ -118,10 +118,10 @@ func ReportEvent(ctx context.Context, e middleware.Event) {
 	if e.Middleware == "" {
 		e.Middleware = "agent"
 	}
-	if o := middleware.ObserverFrom(ctx); o != nil {
+	if o := guard.ObserverFrom(ctx); o != nil {
 		o.OnEvent(ctx, e)
 	}
-	if fn, _ := ctx.Value(eventsKey{}).(func(context.Context, middleware.Event)); fn != nil {
+	if fn, _ := ctx.Value(eventsKey{}).(func(context.Context, guard.Event)); fn != nil {
 		fn(ctx, e)
 	}
 }

@@ -11,12 +11,11 @@ import (
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
-	injectedargs "github.com/toolguard/toolguard/internal/injected"
-	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/guard"
 )
 
 // Checkpointer keeps the state of an agent's threads ([WithCheckpointer]):
-// for each thread id ([middleware.WithThread]), one opaque value — the
+// for each thread id ([guard.WithThread]), one opaque value — the
 // thread's transcript, the run under way and any [Interrupt] awaiting
 // decisions, encoded by the agent — and its version, a counter the store
 // increments on each save. The contract is plain data (strings, bytes,
@@ -146,7 +145,7 @@ func doneFrom(index int, s Step, answer string, direct bool) doneCall {
 func (a *Agent) doneCall(index int, s Step, answer string, direct bool) doneCall {
 	d := doneFrom(index, s, answer, direct)
 	if inj, ok := a.injection[d.Tool]; ok {
-		d.Arguments, _ = injectedargs.Drop(d.Arguments, inj.names)
+		d.Arguments, _ = guard.DropInjected(d.Arguments, inj.names)
 	}
 	return d
 }
@@ -203,7 +202,7 @@ func (a *Agent) openSession(ctx context.Context) (*session, []llms.MessageConten
 		return nil, nil, nil
 	}
 	s := &session{}
-	thread := middleware.ThreadFrom(ctx)
+	thread := guard.ThreadFrom(ctx)
 	if a.approval.cp == nil || thread == "" {
 		return s, nil, nil
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/agent/checkpointtest"
-	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 
@@ -29,7 +29,7 @@ func TestCheckpointerContinuesConversation(t *testing.T) {
 	)
 	cp := new(agent.MemoryCheckpointer)
 	a := agent.New(model, b.tools(), agent.WithCheckpointer(cp), agent.WithSystemPrompt("You are a bank."))
-	ctx := middleware.WithThread(context.Background(), "conv")
+	ctx := guard.WithThread(context.Background(), "conv")
 	if _, err := a.Run(ctx, "balance?"); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestCheckpointerContinuesConversation(t *testing.T) {
 		t.Errorf("the model's third request:\n%q\nwant\n%q", got, want[:6])
 	}
 	// Another thread starts afresh.
-	other := middleware.WithThread(context.Background(), "other")
+	other := guard.WithThread(context.Background(), "other")
 	model.Append(fakemodel.Text("hi"))
 	res, err = a.Run(other, "hello")
 	if err != nil || len(res.Messages) != 3 {
@@ -66,7 +66,7 @@ func TestCheckpointerContinuesConversation(t *testing.T) {
 func TestResumeAfterCrashMidBatch(t *testing.T) {
 	t.Parallel()
 	var b bank
-	ctx, cancel := context.WithCancel(middleware.WithThread(context.Background(), "mid"))
+	ctx, cancel := context.WithCancel(guard.WithThread(context.Background(), "mid"))
 	defer cancel()
 	started, release := make(chan struct{}), make(chan struct{})
 	// The tool blocks until the run has returned, so the cut always comes
@@ -89,7 +89,7 @@ func TestResumeAfterCrashMidBatch(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run() error = %v, want context.Canceled", err)
 	}
-	thread := middleware.WithThread(context.Background(), "mid")
+	thread := guard.WithThread(context.Background(), "mid")
 	res, err := agent.New(model, tools, agent.WithCheckpointer(cp)).Resume(thread, nil)
 	if err != nil {
 		t.Fatalf("Resume(nil) error = %v", err)
@@ -111,7 +111,7 @@ func TestRunOnThreadAwaitingApproval(t *testing.T) {
 	var b bank
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to":"alice","amount":25}`)))
 	a := agent.New(model, b.tools(), agent.WithCheckpointer(new(agent.MemoryCheckpointer)), agent.WithApprovalFor("transfer_money"))
-	ctx := middleware.WithThread(context.Background(), "await")
+	ctx := guard.WithThread(context.Background(), "await")
 	_, err := a.Run(ctx, "pay")
 	interruptOf(t, err)
 	if _, err := a.Run(ctx, "pay again"); !errors.Is(err, agent.ErrRunUnfinished) {
@@ -125,7 +125,7 @@ func TestConcurrentRunsOnOneThread(t *testing.T) {
 	t.Parallel()
 	var b bank
 	cp := new(agent.MemoryCheckpointer)
-	ctx := middleware.WithThread(context.Background(), "busy")
+	ctx := guard.WithThread(context.Background(), "busy")
 	release := make(chan struct{})
 	arrived := make(chan struct{}, 2)
 	slowModel := func() *fakemodel.Model {

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/agent"
-	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 
@@ -68,7 +68,7 @@ func TestToolPanicMidBatch(t *testing.T) {
 				opts = append(opts, agent.WithCheckpointer(new(agent.MemoryCheckpointer)))
 			}
 			a := agent.New(model, tools, opts...)
-			ctx := middleware.WithThread(context.Background(), "panic")
+			ctx := guard.WithThread(context.Background(), "panic")
 			res, err := a.Run(ctx, "pay")
 			var perr *agent.ToolPanicError
 			if !errors.As(err, &perr) || perr.Tool != "lookup_fee" || perr.CallID != "call_2" || !errors.Is(err, errors.ErrUnsupported) {
@@ -117,7 +117,7 @@ func TestToolPanicMidBatch(t *testing.T) {
 func TestCancelMidBatchRecordsFinishedCalls(t *testing.T) {
 	t.Parallel()
 	cp := new(agent.MemoryCheckpointer)
-	ctx, cancel := context.WithCancel(middleware.WithThread(context.Background(), "cancel"))
+	ctx, cancel := context.WithCancel(guard.WithThread(context.Background(), "cancel"))
 	defer cancel()
 	// The calls cut off return only once Run has returned: the cut always
 	// comes before their results.
@@ -142,7 +142,7 @@ func TestCancelMidBatchRecordsFinishedCalls(t *testing.T) {
 	if len(res.Steps) != 1 || res.Steps[0].Result != "paid, ref P-1" || len(toolMessages(res.Messages)) != 0 {
 		t.Errorf("steps %+v, messages %q; want the payment alone and a transcript before the turn", res.Steps, render(res.Messages))
 	}
-	thread := middleware.WithThread(context.Background(), "cancel")
+	thread := guard.WithThread(context.Background(), "cancel")
 	if _, err := a.Pending(thread); !errors.Is(err, agent.ErrRunUnfinished) {
 		t.Errorf("Pending() of a cut-off run: error = %v, want ErrRunUnfinished", err)
 	}

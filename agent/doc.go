@@ -43,7 +43,7 @@
 // call's id — are injected: a struct field tagged `toolguard:"inject"`, or
 // [InjectArgs] for raw and MCP schemas, and [Inject] to supply the value.
 // The model is sent the schema without them; a value it sends anyway is
-// dropped and reported (middleware.EventForgedArgument), never echoed.
+// dropped and reported (guard.EventForgedArgument), never echoed.
 //
 // The transcript uses the layout every provider accepts: one AI message per
 // tool call, each followed by its tool message, with call ids synthesized
@@ -51,9 +51,9 @@
 // of a tool that does not exist become tool messages the model reads, never
 // an aborted run. Cancelling the context stops a run promptly.
 //
-// A middleware that installs a middleware.Observer (otelguard.Middleware
-// does: it implements middleware.ObserverInstaller) is installed for each
-// whole run, and the run's observers that implement middleware.RunObserver
+// A middleware that installs a guard.Observer (otelguard.Middleware
+// does: it implements guard.ObserverInstaller) is installed for each
+// whole run, and the run's observers that implement guard.RunObserver
 // are told of the run and of each tool execution: with otelguard, an
 // invoke_agent span per run and an execute_tool span per tool call.
 //

@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/toolguard/toolguard/agent"
-	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 
@@ -28,7 +28,7 @@ func ExampleAgent_Resume() {
 			agent.WithInterruptKey([]byte("a secret of 16 bytes or more")), // interrupts sent to clients are signed
 			agent.WithCheckpointer(store))
 	}
-	ctx := middleware.WithThread(context.Background(), "customer-7")
+	ctx := guard.WithThread(context.Background(), "customer-7")
 
 	_, err := newAgent().Run(ctx, "Pay ACME's invoice.")
 	var in *agent.Interrupt

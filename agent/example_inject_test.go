@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/toolguard/toolguard/agent"
-	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 
@@ -29,7 +29,7 @@ func ExampleInject() {
 		agent.Inject("user_id", func(ctx context.Context, _ *agent.ToolCall) (any, error) {
 			return ctx.Value(userKey{}), nil
 		}),
-		agent.WithEventHandler(func(_ context.Context, e middleware.Event) {
+		agent.WithEventHandler(func(_ context.Context, e guard.Event) {
 			fmt.Println("event:", e.Kind, e.Tool, e.CallID, e.Paths)
 		}))
 	res, err := a.Run(context.WithValue(context.Background(), userKey{}, "alice"), "Tea, please.")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -26,10 +27,10 @@ func ExampleAgent_RunMessages() {
 	)
 	a := agent.New(llm, []agent.Tool{weather},
 		agent.WithMiddleware(middleware.ToolCallLimit(
-			middleware.WithThreadLimit(1), middleware.WithExitBehavior(middleware.ExitEnd))),
+			guard.WithThreadLimit(1), guard.WithExitBehavior(guard.ExitEnd))),
 		agent.WithCallOptions(llms.WithModel("gpt-4o-mini"), llms.WithTemperature(0)),
 	)
-	ctx := middleware.WithThread(context.Background(), "user-42")
+	ctx := guard.WithThread(context.Background(), "user-42")
 
 	history := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Weather in Paris?")}
 	res, err := a.RunMessages(ctx, history)

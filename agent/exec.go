@@ -11,11 +11,9 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
-	"github.com/toolguard/toolguard/internal/checked"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/internal/exactjson"
 	"github.com/toolguard/toolguard/internal/jsonptr"
-	"github.com/toolguard/toolguard/internal/toolargs"
-	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/repair"
 	"github.com/toolguard/toolguard/strip"
 	"github.com/toolguard/toolguard/validation"
@@ -87,7 +85,7 @@ func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageCo
 
 	history = slices.Clone(history)
 	ledger := checkedLedger(ctx)
-	thread := middleware.ThreadFrom(ctx)
+	thread := guard.ThreadFrom(ctx)
 	results := make(chan finished, len(todo))
 	running := 0
 	var stop error
@@ -108,7 +106,7 @@ func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageCo
 				info:      CallInfo{ID: c.ID, Tool: c.FunctionCall.Name, Thread: thread, Messages: history, Attempt: 1},
 				modelArgs: c.FunctionCall.Arguments,
 				tool:      a.tools[c.FunctionCall.Name],
-				checked:   ledger.Has(c.ID, c.FunctionCall.Name, c.FunctionCall.Arguments),
+				checked:   ledger.Validated(c.ID, c.FunctionCall.Name, c.FunctionCall.Arguments),
 				out:       &callDone{},
 				forged:    forged,
 				gate:      gate, // Hook (approval.go)
@@ -175,7 +173,7 @@ func (b *batch) cutShort(done, started []bool) {
 func (a *Agent) callTool(ctx context.Context, index int, c llms.ToolCall, st *callState, results chan<- finished) {
 	f := finished{index: index}
 	ctx = withCallState(ctx, st)
-	ctx, end := middleware.ObserveToolCall(ctx, c)
+	ctx, end := guard.ObserveToolCall(ctx, guardCall(c))
 	defer func() {
 		// A panic in the tool stage (the tool, a tool middleware, an
 		// injector) is the call's outcome: it ends the run, not the
@@ -223,12 +221,12 @@ func (a *Agent) callTool(ctx context.Context, index int, c llms.ToolCall, st *ca
 	case err != nil:
 		f.step.Err = err
 		if errors.Is(err, ErrStopRun) {
-			ReportEvent(ctx, middleware.Event{Kind: middleware.EventRunStopped, Err: err})
+			ReportEvent(ctx, guard.Event{Kind: guard.EventRunStopped, Err: err})
 		} else if prepared && !ran {
 			var rejected *ArgsRejectedError
 			var ve *validation.Error
 			if !errors.As(err, &rejected) && !errors.As(err, &ve) {
-				ReportEvent(ctx, middleware.Event{Kind: middleware.EventToolDenied, Err: err})
+				ReportEvent(ctx, guard.Event{Kind: guard.EventToolDenied, Err: err})
 			}
 		}
 		end("", err)
@@ -267,8 +265,8 @@ func (a *Agent) precheck(st *callState) {
 // coercing returns the pipeline options for a call of tool whose arguments
 // are the model's with the program's injected values set: the default
 // coercions for the model's values, none for the injected ones.
-func (a *Agent) coercing(tool string) toolargs.Options {
-	o := toolargs.Options{Strip: strip.SchemaAware, Repair: repair.Coercions()}
+func (a *Agent) coercing(tool string) guard.ArgsOptions {
+	o := guard.ArgsOptions{Strip: strip.SchemaAware, Repair: repair.Coercions()}
 	if inj, ok := a.injection[tool]; ok {
 		o.Injected = inj.names
 	}
@@ -305,7 +303,7 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 		// coercions; arguments the tool stage set get none, nor do the
 		// injected values: a value of the wrong type there is a mistake to
 		// report, not to guess around.
-		o := toolargs.Options{Strip: strip.SchemaAware}
+		o := guard.ArgsOptions{Strip: strip.SchemaAware}
 		if !replaced {
 			o = a.coercing(call.Name)
 		}
@@ -317,7 +315,7 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 				if _, ok := a.injection[call.Name]; ok {
 					reported = rejected // its violations may quote an injected value
 				}
-				ReportEvent(ctx, middleware.Event{Kind: middleware.EventArgsRejected, Err: reported})
+				ReportEvent(ctx, guard.Event{Kind: guard.EventArgsRejected, Err: reported})
 				return nil, rejected
 			}
 			if _, ok := a.injection[call.Name]; ok {
@@ -342,7 +340,7 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 		return nil, errNotApproved
 	}
 	if replaced {
-		ReportEvent(ctx, middleware.Event{Kind: middleware.EventArgsRewritten, Paths: changedPaths(st.stageArgs, args)})
+		ReportEvent(ctx, guard.Event{Kind: guard.EventArgsRewritten, Paths: changedPaths(st.stageArgs, args)})
 	}
 	st.out.record(string(args))
 	if r := resultToolOf(t); r != nil { // a tool that returns a whole ToolResult (toolresult.go)
@@ -400,8 +398,8 @@ func jsonEqual(x, y any) bool {
 
 // checkedLedger returns the run's ledger of calls the model stage
 // validated (nil outside a run).
-func checkedLedger(ctx context.Context) *checked.Ledger {
-	l, _ := ctx.Value(ledgerKey{}).(*checked.Ledger)
+func checkedLedger(ctx context.Context) *guard.CallRecord {
+	l, _ := ctx.Value(ledgerKey{}).(*guard.CallRecord)
 	return l
 }
 
@@ -409,3 +407,12 @@ func checkedLedger(ctx context.Context) *checked.Ledger {
 // tool stage (the ledger itself is found by ToolArgValidation through
 // package checked's own key).
 type ledgerKey struct{}
+
+// guardCall is c as the observers of a run see a tool call.
+func guardCall(c llms.ToolCall) guard.Call {
+	gc := guard.Call{ID: c.ID}
+	if c.FunctionCall != nil {
+		gc.Name, gc.Args = c.FunctionCall.Name, []byte(c.FunctionCall.Arguments)
+	}
+	return gc
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -68,7 +69,7 @@ func TestForgedInNonJSONArgumentsWithheld(t *testing.T) {
 				opts := []agent.Option{injectUser, agent.WithApprovalFor("transfer_money"), agent.WithEventHandler(log.handle),
 					agent.WithInterruptKey([]byte("a secret of 16 bytes or more"))}
 				if checkpointed {
-					ctx = middleware.WithThread(ctx, "t-1")
+					ctx = guard.WithThread(ctx, "t-1")
 					opts = append(opts, agent.WithCheckpointer(cp))
 				}
 				a := agent.New(m, append(b.tools(), order), opts...)
@@ -102,7 +103,7 @@ func TestForgedInNonJSONArgumentsWithheld(t *testing.T) {
 				if n := strings.Count(records.String(), "admin"); n != 0 {
 					t.Errorf("the forged value is kept %d times:\n%s", n, records.String())
 				}
-				e, ok := log.find(middleware.EventForgedArgument)
+				e, ok := log.find(guard.EventForgedArgument)
 				if !ok || e.Tool != "order" || e.CallID != "call_1" {
 					t.Errorf("events %v, forged_argument %+v: want one for order call_1", log.kinds(), e)
 				}

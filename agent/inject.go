@@ -8,10 +8,8 @@ import (
 	"slices"
 
 	"github.com/tmc/langchaingo/llms"
-	"github.com/toolguard/toolguard/internal/checked"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/internal/exactjson"
-	injectedargs "github.com/toolguard/toolguard/internal/injected"
-	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/repair"
 	"github.com/toolguard/toolguard/validation"
 )
@@ -209,7 +207,7 @@ func (a *Agent) setupInjection(cfg *config, name string, t Tool, names []string,
 // JSON object and may hold such a value are withheld whole
 // (injectedargs.Withhold): the call fails (inject), and the value is in no
 // record.
-func (a *Agent) dropForged(ledger *checked.Ledger, c llms.ToolCall) (llms.ToolCall, *middleware.Event) {
+func (a *Agent) dropForged(ledger *guard.CallRecord, c llms.ToolCall) (llms.ToolCall, *guard.Event) {
 	if c.FunctionCall == nil {
 		return c, nil
 	}
@@ -217,11 +215,11 @@ func (a *Agent) dropForged(ledger *checked.Ledger, c llms.ToolCall) (llms.ToolCa
 	if !ok {
 		return c, nil
 	}
-	var event *middleware.Event
+	var event *guard.Event
 	if paths := ledger.Forged(c.ID); len(paths) > 0 {
-		event = &middleware.Event{Kind: middleware.EventForgedArgument, Middleware: "ToolArgValidation", Paths: paths}
+		event = &guard.Event{Kind: guard.EventForgedArgument, Middleware: "ToolArgValidation", Paths: paths}
 	}
-	args, forged := injectedargs.Withhold(c.FunctionCall.Arguments, inj.names)
+	args, forged := guard.WithholdInjected(c.FunctionCall.Arguments, inj.names)
 	if len(forged) == 0 {
 		return c, event
 	}
@@ -229,7 +227,7 @@ func (a *Agent) dropForged(ledger *checked.Ledger, c llms.ToolCall) (llms.ToolCa
 	fn.Arguments = args
 	c.FunctionCall = &fn
 	if event == nil {
-		event = &middleware.Event{Kind: middleware.EventForgedArgument}
+		event = &guard.Event{Kind: guard.EventForgedArgument}
 	}
 	event.Paths = append(event.Paths, forged...)
 	return c, event
@@ -254,7 +252,7 @@ func (a *Agent) inject(ctx context.Context, st *callState) (string, error) {
 	if st.forged != nil {
 		ReportEvent(ctx, *st.forged)
 	}
-	if st.modelArgs == injectedargs.Withheld {
+	if st.modelArgs == guard.WithheldArgs {
 		return "", &validation.Error{Tool: st.info.Tool, Violations: []validation.Violation{{Keyword: "json",
 			Message: "arguments are not a JSON object: send one JSON object holding the tool's arguments"}}}
 	}
@@ -295,7 +293,7 @@ func (a *Agent) inject(ctx context.Context, st *callState) (string, error) {
 
 // injectFailed reports an injection that failed and returns its error.
 func (a *Agent) injectFailed(ctx context.Context, err *InjectError) error {
-	ReportEvent(ctx, middleware.Event{Kind: middleware.EventArgsRejected, Err: err})
+	ReportEvent(ctx, guard.Event{Kind: guard.EventArgsRejected, Err: err})
 	return err
 }
 
@@ -310,7 +308,7 @@ func (a *Agent) injectedCheckFailed(ctx context.Context, st *callState, err erro
 	inj := a.injection[st.info.Tool]
 	if _, merr := checkArgs(st.info.Tool, inj.model, []byte(st.modelArgs)); merr != nil {
 		if mve, ok := merr.(*validation.Error); ok {
-			if r := injectedargs.Redact(mve, inj.names); r != nil {
+			if r := guard.RedactInjected(mve, inj.names); r != nil {
 				return r
 			}
 		}
@@ -318,7 +316,7 @@ func (a *Agent) injectedCheckFailed(ctx context.Context, st *callState, err erro
 	if ve, ok := err.(*validation.Error); ok && len(ve.Violations) > 0 {
 		ownOnly := ve.Omitted == 0
 		for _, v := range ve.Violations {
-			if v.Path == "" || injectedargs.At(v.Path, inj.names) {
+			if v.Path == "" || guard.IsInjectedPath(v.Path, inj.names) {
 				ownOnly = false
 			}
 		}
@@ -332,7 +330,7 @@ func (a *Agent) injectedCheckFailed(ctx context.Context, st *callState, err erro
 // reportNotStarted reports the forged injected arguments of the calls todo
 // that never started (a run cancelled or stopped mid-batch): a security
 // event is not lost because its call did not run.
-func (a *Agent) reportNotStarted(ctx context.Context, ledger *checked.Ledger, calls []llms.ToolCall, todo []int) {
+func (a *Agent) reportNotStarted(ctx context.Context, ledger *guard.CallRecord, calls []llms.ToolCall, todo []int) {
 	for _, i := range todo {
 		if _, e := a.dropForged(ledger, calls[i]); e != nil {
 			e.Tool, e.CallID = calls[i].FunctionCall.Name, calls[i].ID
@@ -360,7 +358,7 @@ func (a *Agent) reportUnclaimed(ctx context.Context, calls []llms.ToolCall) {
 		}
 	}
 	for _, f := range checkedLedger(ctx).Unclaimed(ids) {
-		ReportEvent(ctx, middleware.Event{Kind: middleware.EventForgedArgument, Middleware: "ToolArgValidation", Tool: f.Tool, CallID: f.ID, Paths: f.Paths})
+		ReportEvent(ctx, guard.Event{Kind: guard.EventForgedArgument, Middleware: "ToolArgValidation", Tool: f.Tool, CallID: f.ID, Paths: f.Paths})
 	}
 }
 
@@ -378,7 +376,7 @@ func (a *Agent) withoutForged(calls []llms.ToolCall) []llms.ToolCall {
 		if !ok {
 			continue
 		}
-		args, forged := injectedargs.Withhold(c.FunctionCall.Arguments, inj.names)
+		args, forged := guard.WithholdInjected(c.FunctionCall.Arguments, inj.names)
 		if len(forged) == 0 {
 			continue
 		}

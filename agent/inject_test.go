@@ -12,6 +12,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/validation"
@@ -242,7 +243,7 @@ func TestInjectFailures(t *testing.T) {
 			if !strings.Contains(msg, "could not be run") || strings.Contains(msg, "secret") || strings.Contains(msg, "user_id") {
 				t.Errorf("the model read %q, want a generic failure", msg)
 			}
-			e, ok := log.find(middleware.EventArgsRejected)
+			e, ok := log.find(guard.EventArgsRejected)
 			if !ok || strings.Contains(e.Err.Error(), "secret") {
 				t.Errorf("events %v: want args_rejected without the cause's text", log.kinds())
 			}
@@ -412,7 +413,7 @@ func TestForgedReportedWhenNotRun(t *testing.T) {
 			if s := fmt.Sprint(res.Messages, res.Steps[1].ModelArguments); strings.Contains(s, "admin") {
 				t.Errorf("the forged value of the call that never started is in the transcript or its step: %s", s)
 			}
-			e, ok := log.find(middleware.EventForgedArgument)
+			e, ok := log.find(guard.EventForgedArgument)
 			if !ok || e.Tool != "order" || e.CallID != "call_2" || !slices.Equal(e.Paths, []string{"/user_id"}) {
 				t.Errorf("events %v, forged_argument %+v: want one for order call_2 at /user_id", log.kinds(), e)
 			}
@@ -434,7 +435,7 @@ func TestForgedNotInToolCallLimitReask(t *testing.T) {
 		fakemodel.Text("ok"),
 	)
 	a := agent.New(m, []agent.Tool{tool}, injectUser,
-		agent.WithMiddleware(middleware.ToolCallLimit(middleware.WithRunLimit(1))))
+		agent.WithMiddleware(middleware.ToolCallLimit(guard.WithRunLimit(1))))
 	if _, err := a.Run(asUser("u-1"), "tea"); err != nil {
 		t.Fatal(err)
 	}
@@ -484,7 +485,7 @@ func TestInjectedValueNotInRejectedEvent(t *testing.T) {
 	var logs strings.Builder
 	var mu sync.Mutex
 	log := &eventLog{}
-	handle := func(ctx context.Context, e middleware.Event) {
+	handle := func(ctx context.Context, e guard.Event) {
 		log.handle(ctx, e)
 		mu.Lock()
 		defer mu.Unlock()
@@ -502,7 +503,7 @@ func TestInjectedValueNotInRejectedEvent(t *testing.T) {
 	if !errors.As(res.Steps[0].Err, &rejected) {
 		t.Fatalf("Step.Err = %v, want an *ArgsRejectedError", res.Steps[0].Err)
 	}
-	if _, ok := log.find(middleware.EventArgsRejected); !ok {
+	if _, ok := log.find(guard.EventArgsRejected); !ok {
 		t.Errorf("events %v, want args_rejected", log.kinds())
 	}
 	if strings.Contains(logs.String(), "u-secret") {
@@ -527,12 +528,12 @@ func TestForgedReportedWhenResponseDiscarded(t *testing.T) {
 	)
 	log := &eventLog{}
 	a := agent.New(m, []agent.Tool{tool}, injectUser, agent.WithEventHandler(log.handle),
-		agent.WithMiddleware(middleware.ToolCallLimit(middleware.WithRunLimit(1)), middleware.ToolArgValidation()))
+		agent.WithMiddleware(middleware.ToolCallLimit(guard.WithRunLimit(1)), middleware.ToolArgValidation()))
 	res, err := a.Run(asUser("u-1"), "tea")
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, ok := log.find(middleware.EventForgedArgument)
+	e, ok := log.find(guard.EventForgedArgument)
 	if !ok || e.Tool != "order" || e.CallID != "call_1" || !slices.Equal(e.Paths, []string{"/user_id"}) {
 		t.Errorf("events %v, forged_argument %+v: want one for order call_1 at /user_id", log.kinds(), e)
 	}
@@ -595,7 +596,7 @@ func TestSubAgentDoesNotInheritInjectedArgs(t *testing.T) {
 // forged value must not be in that state either.
 func TestCheckpointWithoutForgedValue(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(middleware.WithThread(asUser("u-1"), "t-1"))
+	ctx, cancel := context.WithCancel(guard.WithThread(asUser("u-1"), "t-1"))
 	defer cancel()
 	tool := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) {
 		cancel() // the run is cut off while its call runs
@@ -655,7 +656,7 @@ func TestForgedReportedForToolNameInOtherCase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, ok := log.find(middleware.EventForgedArgument)
+	e, ok := log.find(guard.EventForgedArgument)
 	if !ok || e.Tool != "ORDER" || e.CallID != "call_1" || !slices.Equal(e.Paths, []string{"/user_id"}) {
 		t.Errorf("events %v, forged_argument %+v: want one for ORDER call_1 at /user_id", log.kinds(), e)
 	}

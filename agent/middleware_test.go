@@ -8,6 +8,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -30,7 +31,7 @@ func TestToolCallLimitPerRun(t *testing.T) {
 		ping(), ping(), fakemodel.Text("two pings"),
 	)
 	a := agent.New(model, []agent.Tool{pingTool()}, agent.WithMiddleware(
-		middleware.ToolCallLimit(middleware.WithRunLimit(2), middleware.WithExitBehavior(middleware.ExitEnd)),
+		middleware.ToolCallLimit(guard.WithRunLimit(2), guard.WithExitBehavior(guard.ExitEnd)),
 	))
 
 	first, err := a.Run(context.Background(), "ping forever")
@@ -62,11 +63,11 @@ func TestToolCallLimitRunIgnoresHumanMessages(t *testing.T) {
 	}}})
 	model := fakemodel.New(ping(), broken, ping(), fakemodel.Text("unreached"))
 	a := agent.New(model, []agent.Tool{pingTool()}, agent.WithMiddleware(
-		middleware.ToolCallLimit(middleware.WithRunLimit(1), middleware.WithExitBehavior(middleware.ExitError)),
+		middleware.ToolCallLimit(guard.WithRunLimit(1), guard.WithExitBehavior(guard.ExitError)),
 	))
 	res, err := a.Run(context.Background(), "ping")
-	var le *middleware.LimitExceededError
-	if !errors.As(err, &le) || le.Scope != middleware.ScopeRun || le.Count != 1 {
+	var le *guard.LimitExceededError
+	if !errors.As(err, &le) || le.Scope != guard.ScopeRun || le.Count != 1 {
 		t.Fatalf("Run = %v, want a *LimitExceededError of the run with 1 call made", err)
 	}
 	if got := res.Messages[len(res.Messages)-1].Role; got != llms.ChatMessageTypeHuman {
@@ -79,9 +80,9 @@ func TestToolCallLimitThreadAcrossRuns(t *testing.T) {
 	t.Parallel()
 	model := fakemodel.New(ping(), ping(), fakemodel.Text("done"), ping(), ping())
 	a := agent.New(model, []agent.Tool{pingTool()}, agent.WithMiddleware(
-		middleware.ToolCallLimit(middleware.WithThreadLimit(3), middleware.WithExitBehavior(middleware.ExitEnd)),
+		middleware.ToolCallLimit(guard.WithThreadLimit(3), guard.WithExitBehavior(guard.ExitEnd)),
 	))
-	ctx := middleware.WithThread(context.Background(), "session-1")
+	ctx := guard.WithThread(context.Background(), "session-1")
 	if res, err := a.Run(ctx, "ping twice"); err != nil || res.Output != "done" {
 		t.Fatalf("first Run = %q, %v; want done, nil", res.Output, err)
 	}
@@ -105,9 +106,9 @@ func TestRecommendedStack(t *testing.T) {
 		fakemodel.Text("Sunny."),
 	)
 	a := agent.New(model, []agent.Tool{weather}, agent.WithMiddleware(
-		middleware.ToolCallLimit(middleware.WithRunLimit(5)),
+		middleware.ToolCallLimit(guard.WithRunLimit(5)),
 		middleware.ToolArgValidation(),
-		middleware.ModelRetry(middleware.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} })),
+		middleware.ModelRetry(guard.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} })),
 	))
 	res, err := a.Run(context.Background(), "Weather in Paris?")
 	if err != nil {

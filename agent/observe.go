@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 )
 
@@ -11,11 +12,11 @@ import (
 var errToolPanicked = errors.New("agent: the tool panicked")
 
 // installers returns the middlewares among mws that install an observer
-// ([middleware.ObserverInstaller], as otelguard's does), in order.
-func installers(mws []middleware.Middleware) []middleware.ObserverInstaller {
-	var list []middleware.ObserverInstaller
+// ([guard.ObserverInstaller], as otelguard's does), in order.
+func installers(mws []middleware.Middleware) []guard.ObserverInstaller {
+	var list []guard.ObserverInstaller
 	for _, mw := range mws {
-		if in, ok := mw.(middleware.ObserverInstaller); ok {
+		if in, ok := mw.(guard.ObserverInstaller); ok {
 			list = append(list, in)
 		}
 	}
@@ -24,11 +25,11 @@ func installers(mws []middleware.Middleware) []middleware.ObserverInstaller {
 
 // observeRun installs the observers of the agent's middlewares in ctx and
 // tells the run observers ctx then carries that a run starts
-// ([middleware.ObserveRun]). It returns the run's context and the function
+// ([guard.ObserveRun]). It returns the run's context and the function
 // to call with its outcome.
 func (a *Agent) observeRun(ctx context.Context) (context.Context, func(error)) {
 	for _, in := range a.installers {
 		ctx = in.InstallObserver(ctx)
 	}
-	return middleware.ObserveRun(ctx)
+	return guard.ObserveRun(ctx)
 }

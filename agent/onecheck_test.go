@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -43,7 +44,7 @@ func TestOneCheckPerCall(t *testing.T) {
 		validates, decodes int64
 	}{
 		{"recommended stack", []middleware.Middleware{
-			middleware.ToolCallLimit(middleware.WithRunLimit(10)), middleware.ToolArgValidation(), middleware.ModelRetry(),
+			middleware.ToolCallLimit(guard.WithRunLimit(10)), middleware.ToolArgValidation(), middleware.ModelRetry(),
 		}, nil, 1, 2},
 		{"no model-stage validation", nil, nil, 1, 2},
 		{"a tool middleware replaces the arguments", []middleware.Middleware{middleware.ToolArgValidation()},

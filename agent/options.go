@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/validation"
 )
@@ -19,13 +20,13 @@ type config struct {
 	systemPrompt    string
 	maxIterations   int
 	maxConcurrency  int
-	toolName        func(string) string                     // WithToolNames; nil: SafeToolName
-	callOptions     []llms.CallOption                       // WithCallOptions
-	toolMiddlewares []ToolMiddleware                        // WithToolMiddleware
-	events          func(context.Context, middleware.Event) // WithEventHandler
-	output          *validation.Schema                      // WithOutputSchema (output.go)
-	approval        approvalConfig                          // WithApproval, WithApprovalFor, WithInterruptKey, WithCheckpointer (approval.go)
-	injectors       map[string]injector                     // Inject
+	toolName        func(string) string                // WithToolNames; nil: SafeToolName
+	callOptions     []llms.CallOption                  // WithCallOptions
+	toolMiddlewares []ToolMiddleware                   // WithToolMiddleware
+	events          func(context.Context, guard.Event) // WithEventHandler
+	output          *validation.Schema                 // WithOutputSchema (output.go)
+	approval        approvalConfig                     // WithApproval, WithApprovalFor, WithInterruptKey, WithCheckpointer (approval.go)
+	injectors       map[string]injector                // Inject
 }
 
 // Defaults of the options.
@@ -39,7 +40,7 @@ const (
 // order to use). Each call of WithMiddleware appends to the middlewares of
 // earlier calls; nil middlewares are skipped. The default is none: the model
 // is called as is. A middleware that implements
-// [middleware.ObserverInstaller] also observes each run and its tool calls.
+// [guard.ObserverInstaller] also observes each run and its tool calls.
 func WithMiddleware(mws ...middleware.Middleware) Option {
 	return func(c *config) { c.middlewares = append(c.middlewares, mws...) }
 }
@@ -116,14 +117,14 @@ func WithToolMiddleware(mws ...ToolMiddleware) Option {
 }
 
 // WithEventHandler sets a function the agent calls for each event of its
-// tool stage (the kinds documented with [middleware.EventToolRetry]):
+// tool stage (the kinds documented with [guard.EventToolRetry]):
 // those the agent reports itself and those its tool middlewares report
 // with [ReportEvent]. Pass the function given to the model stage's
-// [middleware.WithEventHandler] (such as [middleware.LogEvents]) to see
+// [guard.WithEventHandler] (such as [guard.LogEvents]) to see
 // both stages in one place. It is called on the tool call's goroutine,
 // concurrently, and must not block. The default reports nothing; the run's
 // observers (otelguard) are told either way.
-func WithEventHandler(fn func(ctx context.Context, e middleware.Event)) Option {
+func WithEventHandler(fn func(ctx context.Context, e guard.Event)) Option {
 	return func(c *config) { c.events = fn }
 }
 
@@ -152,7 +153,7 @@ func WithToolNames(fn func(name string) string) Option {
 //
 // For every call of a tool that declares name, before the tool stage runs,
 // the agent drops any value the model sent for it (and reports
-// [middleware.EventForgedArgument]), calls fn with the run's context (the
+// [guard.EventForgedArgument]), calls fn with the run's context (the
 // call in it: [CallFrom]) and the call (Args as the model sent them), and
 // sets the property to fn's value encoded as JSON. The arguments are then
 // validated against the tool's whole schema, the injected properties
@@ -214,7 +215,7 @@ func Inject(name string, fn func(ctx context.Context, call *ToolCall) (any, erro
 // answer's call is a Step of the run (Tool [OutputToolName]).
 //
 // Answers go through the pipeline and feedback tool arguments go through:
-// the schema reaches ToolArgValidation with the tools' ([middleware.WithToolSchemas]),
+// the schema reaches ToolArgValidation with the tools' ([guard.WithToolSchemas]),
 // so an invalid answer is re-asked there, inside the model call; an answer
 // nothing validated (no ToolArgValidation, or one that gave up) is checked
 // by the agent and, when invalid, answered with [errfmt.Feedback] in a new
@@ -343,7 +344,7 @@ func WithInterruptKey(key []byte) Option {
 
 // WithCheckpointer keeps each thread's state in cp: after every model turn
 // and every tool batch, and when a run ends or pauses for approval. With
-// it, a run on a thread named in the context ([middleware.WithThread])
+// it, a run on a thread named in the context ([guard.WithThread])
 // continues the thread's conversation (the saved transcript comes before
 // the new messages; the system prompt is not added again), an [Interrupt]
 // leaves its state in cp rather than carrying it, and a run cut off — its

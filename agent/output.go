@@ -8,7 +8,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
-	"github.com/toolguard/toolguard/internal/answertool"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/validation"
 )
@@ -31,7 +31,7 @@ const maxOutputReasks = 2
 // *[Result], when a run with [WithOutputSchema] ends without a valid
 // answer: the model kept answering in text or with invalid answers, a
 // limit or ModelRetry's ContinueOnFailure stood in for the model's answer
-// (the error also wraps the *middleware.LimitExceededError or
+// (the error also wraps the *guard.LimitExceededError or
 // *retry.Error, see [middleware.StandInError]), the run reached
 // [WithMaxIterations] (it also wraps [ErrMaxIterations]), or a Direct tool
 // result is not a valid answer. [Output] returns it for a Result without
@@ -76,12 +76,12 @@ func (a *Agent) addOutputTool(s *validation.Schema) {
 // (a sub-agent called by a tool), whose answer tool is not this run's.
 func (a *Agent) withOutput(ctx context.Context) context.Context {
 	if a.output == nil {
-		if answertool.Name(ctx) == "" {
+		if guard.AnswerToolFrom(ctx) == "" {
 			return ctx
 		}
-		return answertool.With(ctx, "")
+		return guard.WithAnswerTool(ctx, "")
 	}
-	return answertool.With(ctx, a.output.name)
+	return guard.WithAnswerTool(ctx, a.output.name)
 }
 
 // noOutput wraps err, which ends a run without an answer, in [ErrNoOutput]
@@ -227,7 +227,7 @@ func (a *Agent) settleOutput(ctx context.Context, s *session, turn int, res *Res
 // against the run's schemas is not checked again.
 func (a *Agent) checkAnswer(ctx context.Context, c llms.ToolCall) ([]byte, error) {
 	args := c.FunctionCall.Arguments
-	if checkedLedger(ctx).Has(c.ID, c.FunctionCall.Name, args) {
+	if checkedLedger(ctx).Validated(c.ID, c.FunctionCall.Name, args) {
 		return []byte(compactJSON([]byte(args))), nil
 	}
 	res, err := checkArgs(a.output.name, a.output.schema, []byte(args))

@@ -9,6 +9,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/validation"
@@ -40,7 +41,7 @@ func TestOutputWithApproval(t *testing.T) {
 			ctx := context.Background()
 			if store == "checkpointer" {
 				opts = append(opts, agent.WithCheckpointer(new(agent.MemoryCheckpointer)))
-				ctx = middleware.WithThread(ctx, "accept")
+				ctx = guard.WithThread(ctx, "accept")
 			}
 			res, err := agent.New(model, b.tools(), opts...).Run(ctx, "Classify")
 			in := interruptOf(t, err)
@@ -90,7 +91,7 @@ func TestOutputWithApproval(t *testing.T) {
 			ctx := context.Background()
 			if store == "checkpointer" {
 				opts = append(opts, agent.WithCheckpointer(new(agent.MemoryCheckpointer)))
-				ctx = middleware.WithThread(ctx, "reject")
+				ctx = guard.WithThread(ctx, "reject")
 			}
 			_, err := agent.New(model, b.tools(), opts...).Run(ctx, "Classify")
 			in := interruptOf(t, err)
@@ -139,14 +140,14 @@ func TestOutputCheckpointResumeAfterCut(t *testing.T) {
 		answer(goodAnswer),
 	)
 	cp := new(agent.MemoryCheckpointer)
-	ctx, cancel := context.WithCancel(middleware.WithThread(context.Background(), "cut"))
+	ctx, cancel := context.WithCancel(guard.WithThread(context.Background(), "cut"))
 	defer cancel()
 	schema := agent.WithOutputSchema(validation.Typed[Verdict]())
 	_, err := agent.New(model, b.tools(), schema, agent.WithCheckpointer(cp), agent.WithMiddleware(cutAt(2, cancel))).Run(ctx, "Classify")
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run() error = %v, want context.Canceled", err)
 	}
-	thread := middleware.WithThread(context.Background(), "cut")
+	thread := guard.WithThread(context.Background(), "cut")
 	res, err := agent.New(model, b.tools(), schema, agent.WithCheckpointer(cp)).Resume(thread, nil)
 	if err != nil {
 		t.Fatalf("Resume(nil) error = %v", err)
@@ -172,7 +173,7 @@ func TestOutputCheckpointResumeAfterCut(t *testing.T) {
 func TestOutputCheckpointResumeMidBatch(t *testing.T) {
 	t.Parallel()
 	var b bank
-	ctx, cancel := context.WithCancel(middleware.WithThread(context.Background(), "mid"))
+	ctx, cancel := context.WithCancel(guard.WithThread(context.Background(), "mid"))
 	defer cancel()
 	// The tool outlives the cut run, so the batch can only end by the
 	// context: its result never arrives in time to be recorded.
@@ -196,7 +197,7 @@ func TestOutputCheckpointResumeMidBatch(t *testing.T) {
 	if _, err := agent.New(model, tools, schema, agent.WithCheckpointer(cp)).Run(ctx, "wire it"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run() error = %v, want context.Canceled", err)
 	}
-	res, err := agent.New(model, tools, schema, agent.WithCheckpointer(cp)).Resume(middleware.WithThread(context.Background(), "mid"), nil)
+	res, err := agent.New(model, tools, schema, agent.WithCheckpointer(cp)).Resume(guard.WithThread(context.Background(), "mid"), nil)
 	if err != nil {
 		t.Fatalf("Resume(nil) error = %v", err)
 	}

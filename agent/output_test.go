@@ -14,6 +14,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/retry"
@@ -272,17 +273,17 @@ func TestOutputLimits(t *testing.T) {
 		mw    middleware.Middleware
 		steps []fakemodel.Step
 	}{
-		{"ModelCallLimit ExitEnd, after a tool call", middleware.ModelCallLimit(middleware.WithRunLimit(1)), []fakemodel.Step{call()}},
-		{"ModelCallLimit ExitEnd, after a text answer", middleware.ModelCallLimit(middleware.WithRunLimit(1)), []fakemodel.Step{fakemodel.Text("spam")}},
-		{"ToolCallLimit ExitEnd", middleware.ToolCallLimit(middleware.WithRunLimit(1), middleware.WithExitBehavior(middleware.ExitEnd)), []fakemodel.Step{call(), call()}},
-		{"ToolCallLimit ExitContinue falls back to ExitEnd", middleware.ToolCallLimit(middleware.WithRunLimit(1)), []fakemodel.Step{call(), call(), call()}},
+		{"ModelCallLimit ExitEnd, after a tool call", middleware.ModelCallLimit(guard.WithRunLimit(1)), []fakemodel.Step{call()}},
+		{"ModelCallLimit ExitEnd, after a text answer", middleware.ModelCallLimit(guard.WithRunLimit(1)), []fakemodel.Step{fakemodel.Text("spam")}},
+		{"ToolCallLimit ExitEnd", middleware.ToolCallLimit(guard.WithRunLimit(1), guard.WithExitBehavior(guard.ExitEnd)), []fakemodel.Step{call(), call()}},
+		{"ToolCallLimit ExitContinue falls back to ExitEnd", middleware.ToolCallLimit(guard.WithRunLimit(1)), []fakemodel.Step{call(), call(), call()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			model := fakemodel.New(tc.steps...)
 			a := agent.New(model, []agent.Tool{lookup}, agent.WithMiddleware(tc.mw), agent.WithOutputSchema(validation.Typed[Verdict]()))
 			res, err := a.Run(context.Background(), "Classify")
-			var le *middleware.LimitExceededError
+			var le *guard.LimitExceededError
 			if !errors.Is(err, agent.ErrNoOutput) || !errors.As(err, &le) {
 				t.Fatalf("Run error = %v, want ErrNoOutput wrapping the *LimitExceededError", err)
 			}
@@ -293,7 +294,7 @@ func TestOutputLimits(t *testing.T) {
 	}
 	// Without an output schema, the limit's text is the answer, as before.
 	model := fakemodel.New(call())
-	res, err := agent.New(model, []agent.Tool{lookup}, agent.WithMiddleware(middleware.ModelCallLimit(middleware.WithRunLimit(1)))).Run(context.Background(), "Classify")
+	res, err := agent.New(model, []agent.Tool{lookup}, agent.WithMiddleware(middleware.ModelCallLimit(guard.WithRunLimit(1)))).Run(context.Background(), "Classify")
 	if err != nil || !strings.HasPrefix(res.Output, errfmt.PrefixModelLimitReached) {
 		t.Errorf("without a schema: Run = %q, %v; want the limit's text", res.Output, err)
 	}
@@ -311,7 +312,7 @@ func TestOutputNotCountedByToolCallLimit(t *testing.T) {
 		answer(goodAnswer),
 	)
 	a := agent.New(model, []agent.Tool{lookup},
-		agent.WithMiddleware(middleware.ToolCallLimit(middleware.WithRunLimit(1))),
+		agent.WithMiddleware(middleware.ToolCallLimit(guard.WithRunLimit(1))),
 		agent.WithOutputSchema(validation.Typed[Verdict]()))
 	res, err := a.Run(context.Background(), "Classify")
 	if err != nil || res.Output != goodAnswer || n.Load() != 1 {
@@ -320,9 +321,9 @@ func TestOutputNotCountedByToolCallLimit(t *testing.T) {
 	// Limiting the answer tool by name counts it.
 	model = fakemodel.New(answer(goodAnswer))
 	a = agent.New(model, nil,
-		agent.WithMiddleware(middleware.ToolCallLimit(middleware.WithRunLimit(1), middleware.WithThreadLimit(1), middleware.WithToolName(agent.OutputToolName))),
+		agent.WithMiddleware(middleware.ToolCallLimit(guard.WithRunLimit(1), guard.WithThreadLimit(1), guard.WithToolName(agent.OutputToolName))),
 		agent.WithOutputSchema(validation.Typed[Verdict]()))
-	ctx := middleware.WithThread(context.Background(), "t1")
+	ctx := guard.WithThread(context.Background(), "t1")
 	if _, err := a.Run(ctx, "Classify"); err != nil {
 		t.Fatalf("first run: %v", err)
 	}
@@ -335,7 +336,7 @@ func TestOutputNotCountedByToolCallLimit(t *testing.T) {
 func TestOutputModelRetry(t *testing.T) {
 	t.Parallel()
 	err503 := errors.New("API returned unexpected status code: 503: overloaded")
-	zero := middleware.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} })
+	zero := guard.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} })
 	t.Run("a transient failure is retried", func(t *testing.T) {
 		t.Parallel()
 		model := fakemodel.New(fakemodel.Fail(err503), answer(goodAnswer))
@@ -348,8 +349,8 @@ func TestOutputModelRetry(t *testing.T) {
 	t.Run("ContinueOnFailure's text is not an answer", func(t *testing.T) {
 		t.Parallel()
 		model := fakemodel.New(fakemodel.Fail(err503), fakemodel.Fail(err503))
-		a := agent.New(model, nil, agent.WithMiddleware(middleware.ModelRetry(zero, middleware.WithMaxRetries(1),
-			middleware.WithOnFailure(middleware.ContinueOnFailure))), agent.WithOutputSchema(validation.Typed[Verdict]()))
+		a := agent.New(model, nil, agent.WithMiddleware(middleware.ModelRetry(zero, guard.WithMaxRetries(1),
+			guard.WithOnFailure(guard.ContinueOnFailure))), agent.WithOutputSchema(validation.Typed[Verdict]()))
 		res, err := a.Run(context.Background(), "Classify")
 		var re *retry.Error
 		if !errors.Is(err, agent.ErrNoOutput) || !errors.As(err, &re) || res.Output != "" {
@@ -484,7 +485,7 @@ func TestOutputAnswerToolNotInheritedBySubAgent(t *testing.T) {
 		fakemodel.Text("sub done"),
 	)
 	sub := agent.New(subModel, []agent.Tool{own}, agent.WithMiddleware(
-		middleware.ToolCallLimit(middleware.WithRunLimit(1), middleware.WithExitBehavior(middleware.ExitError))))
+		middleware.ToolCallLimit(guard.WithRunLimit(1), guard.WithExitBehavior(guard.ExitError))))
 	delegate := agent.NewTool("delegate", "Runs the sub-agent.", func(ctx context.Context, _ struct{}) (string, error) {
 		res, err := sub.Run(ctx, "go")
 		if err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/agent/checkpointtest"
-	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 
@@ -27,7 +27,7 @@ func TestOwnWriteFound(t *testing.T) {
 				cp := &checkpointtest.Faulty{Checkpointer: new(agent.MemoryCheckpointer), Saves: map[int]checkpointtest.Fault{save: fault}}
 				model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_balance", `{}`)), fakemodel.Text("1000."), fakemodel.Text("Still 1000."))
 				a := agent.New(model, b.tools(), agent.WithCheckpointer(cp))
-				ctx := middleware.WithThread(context.Background(), "own")
+				ctx := guard.WithThread(context.Background(), "own")
 				if res, err := a.Run(ctx, "balance?"); err != nil || res.Output != "1000." {
 					t.Fatalf("Run() = %v, %v; want 1000., nil", res, err)
 				}
@@ -47,7 +47,7 @@ func TestOwnWriteNotMistaken(t *testing.T) {
 	t.Parallel()
 	var b bank
 	mem := new(agent.MemoryCheckpointer)
-	ctx := middleware.WithThread(context.Background(), "twins")
+	ctx := guard.WithThread(context.Background(), "twins")
 	// The winner saves the turn first (version 1); then the loser, from
 	// version 0, whose store reports an error as if its reply were lost.
 	model := func() llms.Model {
@@ -160,14 +160,14 @@ func TestCancelDuringSave(t *testing.T) {
 				return "paid, ref P-1", nil
 			})
 			model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{}`)), fakemodel.Text("Done."))
-			ctx, cancel := context.WithCancel(middleware.WithThread(context.Background(), "cancel-save"))
+			ctx, cancel := context.WithCancel(guard.WithThread(context.Background(), "cancel-save"))
 			defer cancel()
 			mem := new(agent.MemoryCheckpointer)
 			store := &ctxStore{Checkpointer: mem, at: tc.at, applied: tc.applied, cancel: cancel}
 			if _, err := agent.New(model, []agent.Tool{pay}, agent.WithCheckpointer(store)).Run(ctx, "pay"); !errors.Is(err, context.Canceled) {
 				t.Fatalf("Run() error = %v, want context.Canceled", err)
 			}
-			res, err := agent.New(model, []agent.Tool{pay}, agent.WithCheckpointer(mem)).Resume(middleware.WithThread(context.Background(), "cancel-save"), nil)
+			res, err := agent.New(model, []agent.Tool{pay}, agent.WithCheckpointer(mem)).Resume(guard.WithThread(context.Background(), "cancel-save"), nil)
 			if err != nil {
 				t.Fatalf("Resume(nil) error = %v", err)
 			}

@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/toolguard/toolguard/errfmt"
-	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/guard"
 )
 
 // abandonedAnswer is what the model reads of a call that awaited a
@@ -14,7 +14,7 @@ import (
 const abandonedAnswer = "This call was waiting for a person's approval when the run was abandoned, so it did not run."
 
 // Pending returns the [*Interrupt] the thread named in ctx
-// ([middleware.WithThread]) awaits decisions on, read back from the
+// ([guard.WithThread]) awaits decisions on, read back from the
 // agent's [Checkpointer]: the interrupt Run or Resume returned when the
 // run paused, or would have returned had the caller seen it (the store
 // applied the save and its reply was lost, the process died right after
@@ -81,7 +81,7 @@ func (a *Agent) Abandon(ctx context.Context) (*Result, error) {
 // loadThread loads the state of the thread named in ctx, for who (Pending,
 // Abandon): an error unless it has an unfinished run.
 func (a *Agent) loadThread(ctx context.Context, who string) (*session, *runState, error) {
-	thread := middleware.ThreadFrom(ctx)
+	thread := guard.ThreadFrom(ctx)
 	if a.approval == nil || a.approval.cp == nil || thread == "" {
 		return nil, nil, fmt.Errorf("%w: %s needs an agent with a Checkpointer and a thread in the context", ErrNothingToResume, who)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/agent"
-	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 
@@ -24,7 +24,7 @@ func TestPending(t *testing.T) {
 	)
 	key := []byte("0123456789abcdef")
 	a := agent.New(model, b.tools(), agent.WithCheckpointer(cp), agent.WithApprovalFor("transfer_money"), agent.WithInterruptKey(key))
-	ctx := middleware.WithThread(context.Background(), "pending")
+	ctx := guard.WithThread(context.Background(), "pending")
 	if _, err := a.Pending(ctx); !errors.Is(err, agent.ErrNothingToResume) {
 		t.Errorf("Pending() of a new thread: error = %v, want ErrNothingToResume", err)
 	}
@@ -63,7 +63,7 @@ func TestPending(t *testing.T) {
 func TestAbandonCutOffRun(t *testing.T) {
 	t.Parallel()
 	cp := new(agent.MemoryCheckpointer)
-	ctx, cancel := context.WithCancel(middleware.WithThread(context.Background(), "abandon"))
+	ctx, cancel := context.WithCancel(guard.WithThread(context.Background(), "abandon"))
 	defer cancel()
 	var payments atomic.Int32
 	pay := agent.NewSchemaTool("transfer_money", "Pay.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
@@ -77,7 +77,7 @@ func TestAbandonCutOffRun(t *testing.T) {
 	if _, err := a.Run(ctx, "pay"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run() error = %v, want context.Canceled", err)
 	}
-	thread := middleware.WithThread(context.Background(), "abandon")
+	thread := guard.WithThread(context.Background(), "abandon")
 	res, err := a.Abandon(thread)
 	if err != nil {
 		t.Fatalf("Abandon() error = %v", err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/validation"
@@ -36,15 +37,15 @@ func (tc resumeLimitCase) run(t *testing.T) {
 			ctx := context.Background()
 			if store == "checkpointer" {
 				opts = append(opts, agent.WithCheckpointer(new(agent.MemoryCheckpointer)))
-				ctx = middleware.WithThread(ctx, "t")
+				ctx = guard.WithThread(ctx, "t")
 			}
 			a := agent.New(fakemodel.New(tc.steps...), b.tools(), opts...)
 			_, err := a.Run(ctx, "pay alice")
 			in := interruptOf(t, err)
 			_, err = a.Resume(ctx, viaJSON(t, in), decide(in.Pending[0], agent.Accept, ""))
 			t.Logf("Resume() error = %v", err)
-			var le *middleware.LimitExceededError
-			if !errors.As(err, &le) || le.Scope != middleware.ScopeRun || le.Count != tc.count {
+			var le *guard.LimitExceededError
+			if !errors.As(err, &le) || le.Scope != guard.ScopeRun || le.Count != tc.count {
 				t.Errorf("Resume() error = %v, want the run limit exceeded with %d calls made", err, tc.count)
 			}
 			if n := b.count("get_balance"); n != tc.balances {
@@ -66,7 +67,7 @@ func (tc resumeLimitCase) run(t *testing.T) {
 func TestResumeCountsModelCallsNotMessages(t *testing.T) {
 	t.Parallel()
 	resumeLimitCase{
-		limit: middleware.ModelCallLimit(middleware.WithRunLimit(2), middleware.WithExitBehavior(middleware.ExitError)),
+		limit: middleware.ModelCallLimit(guard.WithRunLimit(2), guard.WithExitBehavior(guard.ExitError)),
 		steps: []fakemodel.Step{
 			fakemodel.ToolCalls(fakemodel.Call("get_balance", `{}`), fakemodel.Call("close_account", `{"reason":"moving"}`),
 				fakemodel.Call("transfer_money", `{"to":"alice","amount":25}`)),
@@ -85,7 +86,7 @@ func TestResumeCountsModelCallsNotMessages(t *testing.T) {
 func TestResumeCountsCallsBeforeRunFeedback(t *testing.T) {
 	t.Parallel()
 	toolLimit := func() middleware.Middleware {
-		return middleware.ToolCallLimit(middleware.WithRunLimit(3), middleware.WithExitBehavior(middleware.ExitError))
+		return middleware.ToolCallLimit(guard.WithRunLimit(3), guard.WithExitBehavior(guard.ExitError))
 	}
 	textFirst := func() []fakemodel.Step {
 		return []fakemodel.Step{
@@ -100,7 +101,7 @@ func TestResumeCountsCallsBeforeRunFeedback(t *testing.T) {
 	for _, tc := range []resumeLimitCase{
 		{name: "ToolCallLimit, structured answer re-asked", limit: toolLimit(), steps: textFirst(), opts: output, count: 3, balances: 2},
 		{name: "ModelCallLimit, structured answer re-asked", steps: textFirst(), opts: output, count: 3, balances: 2,
-			limit: middleware.ModelCallLimit(middleware.WithRunLimit(3), middleware.WithExitBehavior(middleware.ExitError))},
+			limit: middleware.ModelCallLimit(guard.WithRunLimit(3), guard.WithExitBehavior(guard.ExitError))},
 		{name: "ToolCallLimit, a call without a function", limit: toolLimit(), count: 3, balances: 2, steps: []fakemodel.Step{
 			fakemodel.Response(&llms.ContentResponse{Choices: []*llms.ContentChoice{{ToolCalls: []llms.ToolCall{
 				{ID: "c1", Type: "function", FunctionCall: &llms.FunctionCall{Name: "get_balance", Arguments: `{}`}},

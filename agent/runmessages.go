@@ -7,8 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tmc/langchaingo/llms"
-	"github.com/toolguard/toolguard/internal/checked"
-	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/guard"
 )
 
 // ErrNoMessages is returned by [Agent.RunMessages] when it is given no
@@ -28,8 +27,8 @@ var ErrNoMessages = errors.New("agent: RunMessages: no messages to answer")
 // llms.WithStreamingFunc that streams this run's model calls to one
 // client.
 //
-// Each RunMessages is a run of its own ([middleware.WithRun]); name a thread
-// with [middleware.WithThread] in ctx so that ToolCallLimit's thread limit
+// Each RunMessages is a run of its own ([guard.WithRun]); name a thread
+// with [guard.WithThread] in ctx so that ToolCallLimit's thread limit
 // spans the conversation. It returns [ErrNoMessages] (and a nil Result) when
 // msgs is empty.
 //
@@ -39,7 +38,7 @@ var ErrNoMessages = errors.New("agent: RunMessages: no messages to answer")
 // limiters count the thread from its own transcript, and a [Checkpointer]
 // does not save it: the calling run's checkpoint records the tool call,
 // whose result is the sub-agent's answer), unless the tool names a thread
-// of its own with [middleware.WithThread]. The same holds for
+// of its own with [guard.WithThread]. The same holds for
 // [Agent.Resume], [Agent.Pending] and [Agent.Abandon] called there.
 func (a *Agent) RunMessages(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*Result, error) {
 	if len(msgs) == 0 {
@@ -70,13 +69,13 @@ func (a *Agent) RunMessages(ctx context.Context, msgs []llms.MessageContent, opt
 // scope, the tools' schemas, the ledger of checked calls, the event
 // handler, and the run's model-call counter.
 func (a *Agent) runContext(ctx context.Context) (context.Context, *atomic.Int64) {
-	ctx = middleware.WithRun(ctx)
-	ctx = middleware.WithToolSchemas(ctx, a.schemas)
+	ctx = guard.WithRun(ctx)
+	ctx = guard.WithToolSchemas(ctx, a.schemas)
 	ctx = a.withOutput(ctx) // structured output (output.go)
 	// Injected arguments (inject.go). Always set, nil included: a
 	// sub-agent's tools are not its caller's.
-	ctx = middleware.WithInjectedArgs(ctx, a.injected)
-	ctx, ledger := checked.With(ctx)
+	ctx = guard.WithInjectedArgs(ctx, a.injected)
+	ctx, ledger := guard.WithCallRecord(ctx)
 	ctx = context.WithValue(ctx, ledgerKey{}, ledger)
 	// Always set, nil included: a sub-agent run from a tool of another
 	// agent reports to its own handler, not its caller's.
@@ -111,8 +110,8 @@ func nonNil(opts []llms.CallOption) []llms.CallOption {
 // thread unless the tool named one of its own. Elsewhere it returns ctx.
 func ownThread(ctx context.Context) context.Context {
 	st := callStateFrom(ctx)
-	if st == nil || st.info.Thread == "" || middleware.ThreadFrom(ctx) != st.info.Thread {
+	if st == nil || st.info.Thread == "" || guard.ThreadFrom(ctx) != st.info.Thread {
 		return ctx
 	}
-	return middleware.WithThread(ctx, "")
+	return guard.WithThread(ctx, "")
 }

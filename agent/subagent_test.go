@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/agent"
-	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 
@@ -47,7 +47,7 @@ func TestSubAgentOwnThread(t *testing.T) {
 		fakemodel.Text("Done."),
 	)
 	parent := agent.New(parentModel, []agent.Tool{research}, agent.WithCheckpointer(cp))
-	ctx := middleware.WithThread(context.Background(), "parent")
+	ctx := guard.WithThread(context.Background(), "parent")
 	res, err := parent.Run(ctx, "Research the balance.")
 	if err != nil {
 		t.Fatalf("parent Run() error = %v", err)
@@ -71,7 +71,7 @@ func TestSubAgentOwnThread(t *testing.T) {
 }
 
 // A tool may give its sub-agent a thread of its own with
-// middleware.WithThread: the sub-agent then runs, and is saved, there.
+// guard.WithThread: the sub-agent then runs, and is saved, there.
 func TestSubAgentNamedThread(t *testing.T) {
 	t.Parallel()
 	cp := new(agent.MemoryCheckpointer)
@@ -79,7 +79,7 @@ func TestSubAgentNamedThread(t *testing.T) {
 	sub := agent.New(subModel, nil, agent.WithCheckpointer(cp))
 	ask := agent.NewSchemaTool("ask", "Ask the helper.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
 		info, _ := agent.CallFrom(ctx)
-		res, err := sub.Run(middleware.WithThread(ctx, info.Thread+"/helper"), "question")
+		res, err := sub.Run(guard.WithThread(ctx, info.Thread+"/helper"), "question")
 		if err != nil {
 			return "", err
 		}
@@ -90,7 +90,7 @@ func TestSubAgentNamedThread(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("ask", `{}`)),
 		fakemodel.Text("Done."),
 	)
-	ctx := middleware.WithThread(context.Background(), "p")
+	ctx := guard.WithThread(context.Background(), "p")
 	if _, err := agent.New(parentModel, []agent.Tool{ask}, agent.WithCheckpointer(cp)).Run(ctx, "go"); err != nil {
 		t.Fatalf("Run() error = %v", err)
 	}

@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/internal/exactjson"
-	"github.com/toolguard/toolguard/internal/toolargs"
 	"github.com/toolguard/toolguard/repair"
 	"github.com/toolguard/toolguard/strip"
 	"github.com/toolguard/toolguard/validation"
@@ -168,13 +168,13 @@ func (t *schemaTool) callChecked(ctx context.Context, raw []byte, value map[stri
 // ToolArgValidation uses with its defaults (schema-aware stripping, the
 // default coercions) against s (nil: any JSON object), and returns the result, or a
 // *[validation.Error] naming tool.
-func checkArgs(tool string, s *validation.Schema, raw []byte) (toolargs.Result, error) {
-	return checkArgsWith(tool, s, raw, toolargs.Options{Strip: strip.SchemaAware, Repair: repair.Coercions()})
+func checkArgs(tool string, s *validation.Schema, raw []byte) (guard.ArgsResult, error) {
+	return checkArgsWith(tool, s, raw, guard.ArgsOptions{Strip: strip.SchemaAware, Repair: repair.Coercions()})
 }
 
 // checkArgsWith is checkArgs with the pipeline's options given.
-func checkArgsWith(tool string, s *validation.Schema, raw []byte, o toolargs.Options) (toolargs.Result, error) {
-	res := toolargs.Check(s, raw, o)
+func checkArgsWith(tool string, s *validation.Schema, raw []byte, o guard.ArgsOptions) (guard.ArgsResult, error) {
+	res := guard.CheckArgs(s, raw, o)
 	if res.Err != nil {
 		named := *res.Err
 		named.Tool = tool

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cenkalti/backoff/v4"
-	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/retry"
 	"github.com/toolguard/toolguard/validation"
 )
@@ -157,7 +157,7 @@ func RetryMax(n int) ToolRetryOption {
 }
 
 // RetryBackOff sets the policy for the waits between [ToolRetry]'s
-// attempts, as [middleware.WithBackOff] does for ModelRetry: newBackOff is
+// attempts, as [guard.WithBackOff] does for ModelRetry: newBackOff is
 // called once per call that fails (a backoff.BackOff is stateful), Reset,
 // and asked for each wait; backoff.Stop means give up. The default is
 // [retry.DefaultBackOff] (1s, 2s, 4s, … capped at 60s, ±25% jitter). Tests
@@ -216,7 +216,7 @@ const toolRetryName = "ToolRetry"
 // ±25% jitter, raised to a server's retry hint in the error). It gives up
 // when the wait would end after the context's deadline; a cancelled
 // context ends a wait at once. Each attempt after the first runs with
-// [CallFrom](ctx).Attempt set to its number; [middleware.EventToolRetry]
+// [CallFrom](ctx).Attempt set to its number; [guard.EventToolRetry]
 // is reported before each wait ([ReportEvent]).
 //
 // A tool that is not idempotent and fails transiently without ErrNotRun
@@ -224,7 +224,7 @@ const toolRetryName = "ToolRetry"
 // again: its outcome is unknown, so the call fails with an
 // *[OutcomeUnknownError], whose text tells the model to check whether the
 // call took effect before repeating it, and
-// [middleware.EventToolOutcomeUnknown] is reported. (LangChain's
+// [guard.EventToolOutcomeUnknown] is reported. (LangChain's
 // ToolRetryMiddleware repeats it: one payment asked for, three made.)
 //
 // When it gives up on a call it retried it returns a *[retry.Error]
@@ -275,7 +275,7 @@ func (r *toolRetry) WrapToolCall(next ToolHandler) ToolHandler {
 			}
 			made := attempt - first + 1
 			if !errors.Is(err, ErrNotRun) && !r.idempotent(ctx, call) {
-				ReportEvent(attemptCtx, middleware.Event{Kind: middleware.EventToolOutcomeUnknown, Middleware: toolRetryName, Attempt: attempt, Err: err})
+				ReportEvent(attemptCtx, guard.Event{Kind: guard.EventToolOutcomeUnknown, Middleware: toolRetryName, Attempt: attempt, Err: err})
 				return nil, &OutcomeUnknownError{Tool: call.Name, Err: err}
 			}
 			if made > r.cfg.maxRetries {
@@ -289,7 +289,7 @@ func (r *toolRetry) WrapToolCall(next ToolHandler) ToolHandler {
 			if !ok {
 				return nil, &retry.Error{Attempts: made, Err: err}
 			}
-			ReportEvent(attemptCtx, middleware.Event{Kind: middleware.EventToolRetry, Middleware: toolRetryName, Attempt: attempt, Err: err, Wait: wait})
+			ReportEvent(attemptCtx, guard.Event{Kind: guard.EventToolRetry, Middleware: toolRetryName, Attempt: attempt, Err: err, Wait: wait})
 			if serr := retry.Sleep(ctx, wait); serr != nil {
 				return nil, &retry.Error{Attempts: made, Err: err, ContextErr: contextErr(ctx, serr)}
 			}

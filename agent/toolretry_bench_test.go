@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 )
 
@@ -15,7 +16,7 @@ func BenchmarkRunToolRetry(b *testing.B) {
 	tool := agent.Idempotent(agent.NewTool("change_drink", "Change the preferences of a drink order.",
 		func(_ context.Context, a ChangeDrinkArgs) (string, error) { return "changed " + a.DrinkID, nil }))
 	a := agent.New(runBenchModel{}, []agent.Tool{tool},
-		agent.WithMiddleware(middleware.ToolCallLimit(middleware.WithRunLimit(10)), middleware.ToolArgValidation(), middleware.ModelRetry()),
+		agent.WithMiddleware(middleware.ToolCallLimit(guard.WithRunLimit(10)), middleware.ToolArgValidation(), middleware.ModelRetry()),
 		agent.WithToolMiddleware(agent.ToolRetry()))
 	ctx := context.Background()
 	b.ReportAllocs()

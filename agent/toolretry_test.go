@@ -15,6 +15,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/retry"
@@ -78,7 +79,7 @@ func TestToolRetryIdempotentTimeout(t *testing.T) {
 	}
 	var retries []int
 	for _, e := range log.events {
-		if e.Kind == middleware.EventToolRetry {
+		if e.Kind == guard.EventToolRetry {
 			retries = append(retries, e.Attempt)
 			if e.Middleware != "ToolRetry" || e.Tool != "get_rate" || e.CallID != "call_1" || !errors.Is(e.Err, context.DeadlineExceeded) {
 				t.Errorf("tool_retry event %+v: want ToolRetry, get_rate, call_1 and the timeout", e)
@@ -115,10 +116,10 @@ func TestToolRetryNotIdempotentTimeout(t *testing.T) {
 			t.Errorf("tool message %q lacks %q", msgs[0], want)
 		}
 	}
-	if e, ok := log.find(middleware.EventToolOutcomeUnknown); !ok || e.Attempt != 1 || e.Tool != "charge_card" || !errors.Is(e.Err, context.DeadlineExceeded) {
+	if e, ok := log.find(guard.EventToolOutcomeUnknown); !ok || e.Attempt != 1 || e.Tool != "charge_card" || !errors.Is(e.Err, context.DeadlineExceeded) {
 		t.Errorf("tool_outcome_unknown event = %+v, %v; want attempt 1 of charge_card with the timeout", e, ok)
 	}
-	if _, ok := log.find(middleware.EventToolRetry); ok {
+	if _, ok := log.find(guard.EventToolRetry); ok {
 		t.Error("tool_retry reported for a call that was not repeated")
 	}
 }
@@ -138,7 +139,7 @@ func TestToolRetryErrNotRun(t *testing.T) {
 	if got := attempts(); !slices.Equal(got, []int{1, 2}) || res.Steps[0].Result != "ok" {
 		t.Errorf("attempts %v, result %q; want [1 2], ok", got, res.Steps[0].Result)
 	}
-	if _, ok := log.find(middleware.EventToolOutcomeUnknown); ok {
+	if _, ok := log.find(guard.EventToolOutcomeUnknown); ok {
 		t.Error("tool_outcome_unknown reported for a call that did not run")
 	}
 }
@@ -162,8 +163,8 @@ func TestToolRetryCancelStopsWait(t *testing.T) {
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_rate", `{}`)), fakemodel.Text("done"))
 	a := agent.New(model, []agent.Tool{agent.Idempotent(tool)},
 		agent.WithToolMiddleware(outer, agent.ToolRetry(agent.RetryBackOff(hour))),
-		agent.WithEventHandler(func(_ context.Context, e middleware.Event) {
-			if e.Kind == middleware.EventToolRetry {
+		agent.WithEventHandler(func(_ context.Context, e guard.Event) {
+			if e.Kind == guard.EventToolRetry {
 				cancel()
 			}
 		}))
@@ -202,7 +203,7 @@ func TestToolRetryDeadline(t *testing.T) {
 	if !errors.As(res.Steps[0].Err, &re) || re.Attempts != 1 || len(attempts()) != 1 {
 		t.Errorf("Step.Err = %v after %d runs, want a *retry.Error after one attempt", res.Steps[0].Err, len(attempts()))
 	}
-	if _, ok := log.find(middleware.EventToolRetry); ok {
+	if _, ok := log.find(guard.EventToolRetry); ok {
 		t.Error("tool_retry reported for a wait past the deadline")
 	}
 }
@@ -378,7 +379,7 @@ func TestOneCheckIdempotentUnderToolRetry(t *testing.T) {
 	}))
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city":"Paris"}`)), fakemodel.Text("done"))
 	a := agent.New(model, []agent.Tool{tool},
-		agent.WithMiddleware(middleware.ToolCallLimit(middleware.WithRunLimit(10)), middleware.ToolArgValidation(), middleware.ModelRetry()),
+		agent.WithMiddleware(middleware.ToolCallLimit(guard.WithRunLimit(10)), middleware.ToolArgValidation(), middleware.ModelRetry()),
 		agent.WithToolMiddleware(agent.ToolRetry()))
 	if _, err := a.Run(context.Background(), "weather"); err != nil {
 		t.Fatal(err)
@@ -390,7 +391,7 @@ func TestOneCheckIdempotentUnderToolRetry(t *testing.T) {
 	}
 }
 
-// ToolRetry's events reach middleware.LogEvents through the agent's
+// ToolRetry's events reach guard.LogEvents through the agent's
 // WithEventHandler: a retry at Info, an unknown outcome at Warn.
 func TestToolRetryLogEvents(t *testing.T) {
 	t.Parallel()
@@ -408,7 +409,7 @@ func TestToolRetryLogEvents(t *testing.T) {
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_rate", `{}`), fakemodel.Call("charge_card", `{}`)), fakemodel.Text("done"))
 	a := agent.New(model, []agent.Tool{agent.Idempotent(rates), charge}, agent.WithMaxConcurrency(1),
 		agent.WithToolMiddleware(agent.ToolRetry(agent.RetryBackOff(noWait))),
-		agent.WithEventHandler(middleware.LogEvents(logger)))
+		agent.WithEventHandler(guard.LogEvents(logger)))
 	if _, err := a.Run(context.Background(), "go"); err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +447,7 @@ func TestToolRetryNestedOutcomeUnknownOnce(t *testing.T) {
 	}
 	n := 0
 	for _, k := range log.kinds() {
-		if k == middleware.EventToolOutcomeUnknown {
+		if k == guard.EventToolOutcomeUnknown {
 			n++
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/validation"
@@ -20,26 +21,26 @@ import (
 // eventLog collects events from the agent's WithEventHandler.
 type eventLog struct {
 	mu     sync.Mutex
-	events []middleware.Event
+	events []guard.Event
 }
 
-func (l *eventLog) handle(_ context.Context, e middleware.Event) {
+func (l *eventLog) handle(_ context.Context, e guard.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.events = append(l.events, e)
 }
 
-func (l *eventLog) kinds() []middleware.EventKind {
+func (l *eventLog) kinds() []guard.EventKind {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var ks []middleware.EventKind
+	var ks []guard.EventKind
 	for _, e := range l.events {
 		ks = append(ks, e.Kind)
 	}
 	return ks
 }
 
-func (l *eventLog) find(k middleware.EventKind) (middleware.Event, bool) {
+func (l *eventLog) find(k guard.EventKind) (guard.Event, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, e := range l.events {
@@ -47,7 +48,7 @@ func (l *eventLog) find(k middleware.EventKind) (middleware.Event, bool) {
 			return e, true
 		}
 	}
-	return middleware.Event{}, false
+	return guard.Event{}, false
 }
 
 // toolMessages returns the content of every tool message of msgs.
@@ -124,7 +125,7 @@ func TestToolMiddlewareDenies(t *testing.T) {
 	if got := toolMessages(res.Messages); len(got) != 1 || !strings.Contains(got[0], "needs an administrator") {
 		t.Errorf("tool messages = %q, want the refusal", got)
 	}
-	if e, ok := log.find(middleware.EventToolDenied); !ok || e.Tool != "delete_user" || e.CallID != "call_1" {
+	if e, ok := log.find(guard.EventToolDenied); !ok || e.Tool != "delete_user" || e.CallID != "call_1" {
 		t.Errorf("events = %v, want tool_denied for delete_user call_1", log.kinds())
 	}
 }
@@ -185,7 +186,7 @@ func TestToolMiddlewareRewritesArguments(t *testing.T) {
 				if strings.Contains(msg, "units") || strings.Contains(msg, "7") || strings.Contains(msg, "Paris") {
 					t.Errorf("the model read %q: it must not be shown the replaced arguments' violations", msg)
 				}
-				if _, ok := log.find(middleware.EventArgsRejected); !ok {
+				if _, ok := log.find(guard.EventArgsRejected); !ok {
 					t.Errorf("events = %v, want args_rejected", log.kinds())
 				}
 				return
@@ -196,7 +197,7 @@ func TestToolMiddlewareRewritesArguments(t *testing.T) {
 			if step.Arguments != tc.args {
 				t.Errorf("Arguments = %s, want %s", step.Arguments, tc.args)
 			}
-			if e, ok := log.find(middleware.EventArgsRewritten); !ok || !slices.Equal(e.Paths, []string{"/units"}) {
+			if e, ok := log.find(guard.EventArgsRewritten); !ok || !slices.Equal(e.Paths, []string{"/units"}) {
 				t.Errorf("args_rewritten event = %+v (found %v), want Paths [/units]", e, ok)
 			}
 			// The transcript keeps what the model sent.
@@ -306,7 +307,7 @@ func TestErrStopRun(t *testing.T) {
 			t.Errorf("step %s: Message = %d, want its AI message's index", s.CallID, s.Message)
 		}
 	}
-	if _, ok := log.find(middleware.EventRunStopped); !ok {
+	if _, ok := log.find(guard.EventRunStopped); !ok {
 		t.Errorf("events = %v, want run_stopped", log.kinds())
 	}
 }
@@ -331,7 +332,7 @@ func TestCallFrom(t *testing.T) {
 	})
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("whoami", `{}`)), fakemodel.Text("done"))
 	a := agent.New(model, []agent.Tool{tool}, agent.WithToolMiddleware(mw), agent.WithSystemPrompt("sys"))
-	ctx := middleware.WithThread(context.Background(), "thread-7")
+	ctx := guard.WithThread(context.Background(), "thread-7")
 	if _, err := a.Run(ctx, "hi"); err != nil {
 		t.Fatal(err)
 	}
@@ -551,7 +552,7 @@ func TestEventHandlerNotInheritedBySubAgent(t *testing.T) {
 	if _, err := a.Run(context.Background(), "go"); err != nil {
 		t.Fatal(err)
 	}
-	if e, ok := log.find(middleware.EventToolDenied); ok {
+	if e, ok := log.find(guard.EventToolDenied); ok {
 		t.Errorf("the parent's handler got the sub-agent's event %+v", e)
 	}
 }

@@ -5,7 +5,7 @@ import (
 )
 
 // The words that begin toolguard's texts, for code that must recognise a
-// text without parsing it. Prefer the events (middleware.WithEventHandler),
+// text without parsing it. Prefer the events (guard.WithEventHandler),
 // which say the same thing in fields.
 const (
 	PrefixInvalid       = "Invalid arguments"        // Feedback

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/repair"
 )
@@ -101,7 +102,7 @@ func BenchmarkWrap(b *testing.B) {
 	coerced := middleware.Wrap(&benchModel{name: benchTool, args: string(doubled)}, middleware.ToolArgValidation())
 	invalid := &benchModel{name: benchTool, args: benchArgsInvalid}
 	reasked := middleware.Wrap(invalid, middleware.ToolArgValidation())
-	reaskedNone := middleware.Wrap(invalid, middleware.ToolArgValidation(middleware.WithRepair(repair.None())))
+	reaskedNone := middleware.Wrap(invalid, middleware.ToolArgValidation(guard.WithRepair(repair.None())))
 
 	tests := []struct {
 		name  string

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 )
 
@@ -44,7 +45,7 @@ func TestChainForwardsObserverInstaller(t *testing.T) {
 		{"nested", middleware.Chain(newInstaller("x"), middleware.Chain(nil, middleware.Chain(newInstaller("y")))), []string{"x", "y"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in, ok := tc.chain.(middleware.ObserverInstaller)
+			in, ok := tc.chain.(guard.ObserverInstaller)
 			if ok != (tc.want != nil) {
 				t.Fatalf("Chain is an ObserverInstaller: %v, want %v", ok, tc.want != nil)
 			}

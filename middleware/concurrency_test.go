@@ -13,6 +13,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/retry"
@@ -179,9 +180,9 @@ func TestThousandGoroutinesFullStack(t *testing.T) {
 	}
 	m := fakemodel.New(steps...)
 	llm := middleware.Wrap(m,
-		middleware.ToolCallLimit(middleware.WithRunLimit(2), middleware.WithExitBehavior(middleware.ExitEnd)),
+		middleware.ToolCallLimit(guard.WithRunLimit(2), guard.WithExitBehavior(guard.ExitEnd)),
 		middleware.ToolArgValidation(),
-		middleware.ModelRetry(middleware.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} })),
+		middleware.ModelRetry(guard.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} })),
 	)
 	tools := llms.WithTools([]llms.Tool{weatherTool})
 
@@ -193,7 +194,7 @@ func TestThousandGoroutinesFullStack(t *testing.T) {
 			defer wg.Done()
 			k := kinds[i%len(kinds)]
 			msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, strconv.Itoa(i)+" "+k.name)}
-			resp, err := llm.GenerateContent(middleware.WithRun(context.Background()), msgs, tools)
+			resp, err := llm.GenerateContent(guard.WithRun(context.Background()), msgs, tools)
 			var rerr *retry.Error
 			switch {
 			case k.wantErr:

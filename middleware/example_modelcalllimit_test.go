@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -17,9 +18,9 @@ func ExampleModelCallLimit() {
 		fakemodel.ToolCalls(fakemodel.Call("search", `{"q": "go"}`)),
 		fakemodel.ToolCalls(fakemodel.Call("search", `{"q": "go"}`)),
 	)
-	llm := middleware.Wrap(model, middleware.ModelCallLimit(middleware.WithRunLimit(2)))
+	llm := middleware.Wrap(model, middleware.ModelCallLimit(guard.WithRunLimit(2)))
 
-	ctx := middleware.WithRun(context.Background()) // one user turn
+	ctx := guard.WithRun(context.Background()) // one user turn
 	msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Find out about Go.")}
 	for {
 		resp, err := llm.GenerateContent(ctx, msgs)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -19,8 +20,8 @@ func ExampleModelRetry() {
 	)
 	llm := middleware.Wrap(model, middleware.ModelRetry(
 		// No waiting in an example; the default is exponential from 1s.
-		middleware.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} }),
-		middleware.WithEventHandler(func(_ context.Context, e middleware.Event) {
+		guard.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} }),
+		guard.WithEventHandler(func(_ context.Context, e guard.Event) {
 			fmt.Printf("%s: attempt %d failed, waiting %v\n", e.Kind, e.Attempt, e.Wait)
 		}),
 	))
@@ -41,7 +42,7 @@ func ExampleContinueOnFailure() {
 	model := fakemodel.New(
 		fakemodel.Fail(errors.New("API returned unexpected status code: 401: Incorrect API key provided")),
 	)
-	llm := middleware.Wrap(model, middleware.ModelRetry(middleware.WithOnFailure(middleware.ContinueOnFailure)))
+	llm := middleware.Wrap(model, middleware.ModelRetry(guard.WithOnFailure(guard.ContinueOnFailure)))
 
 	answer, err := llms.GenerateFromSinglePrompt(context.Background(), llm, "What is the weather in Paris?")
 	fmt.Printf("%q %v\n", answer, err)

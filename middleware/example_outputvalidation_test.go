@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/repair"
@@ -18,12 +19,12 @@ func ExampleOutputValidation() {
 	llm := middleware.Wrap(fakemodel.New(
 		fakemodel.Text("```json\n{\"label\": \"maybe\"}\n```"),
 		fakemodel.Text("```json\n{\"label\": \"spam\"}\n```"),
-	), middleware.OutputValidation(schema, middleware.WithRepair(repair.Default())))
+	), middleware.OutputValidation(schema, guard.WithRepair(repair.Default())))
 
 	resp, err := llm.GenerateContent(context.Background(),
 		[]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Classify: WIN A PRIZE")},
 		llms.WithJSONMode())
-	if errors.Is(err, middleware.ErrNoOutput) {
+	if errors.Is(err, guard.ErrNoOutput) {
 		fmt.Println("no valid answer:", err)
 		return
 	}

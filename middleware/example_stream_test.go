@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -26,8 +27,8 @@ func ExampleObserverFunc() {
 	model := middleware.Wrap(fakemodel.New(streamed("call_1", `{"city": 75001}`), streamed("call_2", `{"city": "Paris"}`)),
 		middleware.ToolArgValidation())
 
-	ctx := middleware.WithObserver(context.Background(), middleware.ObserverFunc(func(_ context.Context, e middleware.Event) {
-		if e.Kind == middleware.EventReask {
+	ctx := guard.WithObserver(context.Background(), guard.ObserverFunc(func(_ context.Context, e guard.Event) {
+		if e.Kind == guard.EventReask {
 			fmt.Println("-- reset: what was streamed is superseded")
 		}
 	}))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/repair"
@@ -100,12 +101,12 @@ func ExampleWithRepair() {
 	model := fakemodel.New(
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", "```python\n{'city': 'Paris', 'days': '3'}\n```")),
 	)
-	report := func(_ context.Context, e middleware.Event) {
+	report := func(_ context.Context, e guard.Event) {
 		fmt.Println(e.Kind, e.Paths)
 	}
 	llm := middleware.Wrap(model, middleware.ToolArgValidation(
-		middleware.WithRepair(repair.Default()),
-		middleware.WithEventHandler(report),
+		guard.WithRepair(repair.Default()),
+		guard.WithEventHandler(report),
 	))
 
 	resp, err := llm.GenerateContent(context.Background(),
@@ -141,8 +142,8 @@ func ExampleToolArgValidation_coercions() {
 	model := fakemodel.New(
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris", "days": "3", "hourly": "true"}`)),
 	)
-	report := func(_ context.Context, e middleware.Event) { fmt.Println(e.Kind, e.Paths) }
-	llm := middleware.Wrap(model, middleware.ToolArgValidation(middleware.WithEventHandler(report)))
+	report := func(_ context.Context, e guard.Event) { fmt.Println(e.Kind, e.Paths) }
+	llm := middleware.Wrap(model, middleware.ToolArgValidation(guard.WithEventHandler(report)))
 
 	resp, err := llm.GenerateContent(context.Background(),
 		[]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Hourly weather in Paris for 3 days?")},
@@ -174,7 +175,7 @@ func ExampleWithClosedObjects() {
 		fakemodel.ToolCalls(fakemodel.Call("search", `{"query": "toolguard", "verbose": true}`)),
 		fakemodel.ToolCalls(fakemodel.Call("search", `{"query": "toolguard"}`)),
 	)
-	llm := middleware.Wrap(model, middleware.ToolArgValidation(middleware.WithClosedObjects()))
+	llm := middleware.Wrap(model, middleware.ToolArgValidation(guard.WithClosedObjects()))
 
 	resp, err := llm.GenerateContent(context.Background(),
 		[]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Search for toolguard.")},

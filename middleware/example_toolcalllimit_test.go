@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -25,11 +26,11 @@ func ExampleToolCallLimit() {
 		),
 	)
 	llm := middleware.Wrap(model, middleware.ToolCallLimit(
-		middleware.WithToolName("search"),
-		middleware.WithRunLimit(2),
+		guard.WithToolName("search"),
+		guard.WithRunLimit(2),
 	))
 
-	ctx := middleware.WithRun(context.Background()) // one user turn
+	ctx := guard.WithRun(context.Background()) // one user turn
 	question := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Compare go, rust and zig.")}
 	resp, err := llm.GenerateContent(ctx, question)
 	if err != nil {

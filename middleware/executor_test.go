@@ -11,6 +11,7 @@ import (
 	"github.com/tmc/langchaingo/chains"
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/tools"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -61,7 +62,7 @@ func TestToolCallLimitInLangchainExecutor(t *testing.T) {
 		t.Parallel()
 		m := fakemodel.New(execSearch("a"), execSearch("b"), execSearch("c"), fakemodel.Text("a and b it is"))
 		search := &execTool{name: "search"}
-		ex := newExecutor(m, search, middleware.ToolCallLimit(middleware.WithToolName("search"), middleware.WithRunLimit(2)))
+		ex := newExecutor(m, search, middleware.ToolCallLimit(guard.WithToolName("search"), guard.WithRunLimit(2)))
 		out, err := chains.Run(context.Background(), ex, "find a, b and c")
 		if err != nil || out != "a and b it is" {
 			t.Fatalf("Executor answered %q, %v; want %q, nil", out, err, "a and b it is")
@@ -96,7 +97,7 @@ func TestToolCallLimitInLangchainExecutor(t *testing.T) {
 		t.Parallel()
 		m := fakemodel.New(execSearch("a"), execSearch("b"), execSearch("c"))
 		search := &execTool{name: "search"}
-		ex := newExecutor(m, search, middleware.ToolCallLimit(middleware.WithRunLimit(2), middleware.WithExitBehavior(middleware.ExitEnd)))
+		ex := newExecutor(m, search, middleware.ToolCallLimit(guard.WithRunLimit(2), guard.WithExitBehavior(guard.ExitEnd)))
 		out, err := chains.Run(context.Background(), ex, "find a, b and c")
 		if err != nil || out != globalEnd {
 			t.Fatalf("Executor answered %q, %v; want %q, nil", out, err, globalEnd)
@@ -112,9 +113,9 @@ func TestToolCallLimitInLangchainExecutor(t *testing.T) {
 			execSearch("c"), execSearch("d"),
 		)
 		search := &execTool{name: "search"}
-		ex := newExecutor(m, search, middleware.ToolCallLimit(middleware.WithRunLimit(2), middleware.WithThreadLimit(3),
-			middleware.WithExitBehavior(middleware.ExitEnd)))
-		ctx := middleware.WithThread(context.Background(), "chat-1")
+		ex := newExecutor(m, search, middleware.ToolCallLimit(guard.WithRunLimit(2), guard.WithThreadLimit(3),
+			guard.WithExitBehavior(guard.ExitEnd)))
+		ctx := guard.WithThread(context.Background(), "chat-1")
 		if out, err := chains.Run(ctx, ex, "first question"); err != nil || out != "first" {
 			t.Fatalf("first run answered %q, %v; want %q, nil", out, err, "first")
 		}
@@ -135,7 +136,7 @@ func TestModelCallLimitInLangchainExecutor(t *testing.T) {
 	t.Parallel()
 	m := fakemodel.New(execSearch("a"), execSearch("b"), execSearch("c"), execSearch("d"), fakemodel.Text("c it is"))
 	search := &execTool{name: "search"}
-	ex := newExecutor(m, search, middleware.ModelCallLimit(middleware.WithRunLimit(2)))
+	ex := newExecutor(m, search, middleware.ModelCallLimit(guard.WithRunLimit(2)))
 	// Each Executor run is a run: the first is cut at its third model call,
 	// the second starts afresh.
 	for _, tc := range []struct{ input, want string }{

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -39,7 +40,7 @@ func TestFailOpenIsLoggedByDefault(t *testing.T) {
 		name    string
 		model   func() llms.Model
 		tool    llms.Tool
-		opts    []middleware.ValidationOption
+		opts    []guard.ValidationOption
 		wantLog string // "" = nothing logged
 		wantErr bool
 	}{
@@ -48,13 +49,13 @@ func TestFailOpenIsLoggedByDefault(t *testing.T) {
 		{name: "schema error, no handler", model: broken, tool: tool("broken", map[string]any{"type": "nonsense"}),
 			wantLog: `level=WARN msg="toolguard: schema_error" event.kind=schema_error event.middleware=ToolArgValidation event.attempt=1 event.tool=broken`},
 		{name: "give up, handler set", model: invalid, tool: tool("count", intSchema),
-			opts: []middleware.ValidationOption{middleware.WithEventHandler(func(context.Context, middleware.Event) {})}},
+			opts: []guard.ValidationOption{guard.WithEventHandler(func(context.Context, guard.Event) {})}},
 		{name: "schema error, handler set", model: broken, tool: tool("broken", map[string]any{"type": "nonsense"}),
-			opts: []middleware.ValidationOption{middleware.WithEventHandler(func(context.Context, middleware.Event) {})}},
+			opts: []guard.ValidationOption{guard.WithEventHandler(func(context.Context, guard.Event) {})}},
 		{name: "give up, fail closed", model: invalid, tool: tool("count", intSchema),
-			opts: []middleware.ValidationOption{middleware.WithFailClosed()}, wantErr: true},
+			opts: []guard.ValidationOption{guard.WithFailClosed()}, wantErr: true},
 		{name: "schema error, fail closed", model: broken, tool: tool("broken", map[string]any{"type": "nonsense"}),
-			opts: []middleware.ValidationOption{middleware.WithFailClosed()}, wantErr: true},
+			opts: []guard.ValidationOption{guard.WithFailClosed()}, wantErr: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,12 +85,12 @@ func TestStoreFailOpenIsLoggedByDefault(t *testing.T) {
 	for _, failOpen := range []bool{true, false} {
 		t.Run(map[bool]string{true: "fail open", false: "fail closed"}[failOpen], func(t *testing.T) {
 			logged := captureDefaultLog(t)
-			opts := []middleware.LimitOption{middleware.WithThreadLimit(5), middleware.WithThreadStore(&failingStore{errors.New("store down")})}
+			opts := []guard.LimitOption{guard.WithThreadLimit(5), guard.WithThreadStore(&failingStore{errors.New("store down")})}
 			if failOpen {
-				opts = append(opts, middleware.WithStoreFailOpen())
+				opts = append(opts, guard.WithStoreFailOpen())
 			}
 			m := fakemodel.New(fakemodel.Text("hi"))
-			ctx := middleware.WithThread(context.Background(), "t1")
+			ctx := guard.WithThread(context.Background(), "t1")
 			_, err := middleware.Wrap(m, middleware.ModelCallLimit(opts...)).GenerateContent(ctx,
 				[]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")})
 			if (err != nil) == failOpen {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/repair"
@@ -107,21 +108,21 @@ func FuzzReask(f *testing.F) {
 			steps[i] = fakemodel.Response(resp)
 		}
 		m := fakemodel.New(steps...)
-		opts := []middleware.ValidationOption{middleware.WithMaxRetries(retries)}
+		opts := []guard.ValidationOption{guard.WithMaxRetries(retries)}
 		if failClosed {
-			opts = append(opts, middleware.WithFailClosed())
+			opts = append(opts, guard.WithFailClosed())
 		}
 		if reject {
-			opts = append(opts, middleware.WithUnknownTools(middleware.UnknownReject))
+			opts = append(opts, guard.WithUnknownTools(guard.UnknownReject))
 		}
 		if repairs {
-			opts = append(opts, middleware.WithRepair(repair.Default()))
+			opts = append(opts, guard.WithRepair(repair.Default()))
 		}
 		out, err := middleware.Wrap(m, middleware.ToolArgValidation(opts...)).
 			GenerateContent(context.Background(), question, llms.WithTools(tools))
 
-		var invalid *middleware.InvalidToolCallsError
-		var schemaErr *middleware.SchemaError
+		var invalid *guard.InvalidToolCallsError
+		var schemaErr *guard.SchemaError
 		switch {
 		case err == nil:
 			if out == nil {

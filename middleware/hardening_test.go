@@ -11,7 +11,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
-	"github.com/toolguard/toolguard/internal/modeltext"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/internal/safetext"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
@@ -119,8 +119,8 @@ func TestBadArgumentsEndToEnd(t *testing.T) {
 
 			// No retries, failing closed: an error with the same reason.
 			m = fakemodel.New(fakemodel.ToolCalls(fakemodel.Call(name, tc.args)))
-			_, err = run(t, m, []llms.Tool{tc.tool}, middleware.ToolArgValidation(middleware.WithMaxRetries(0), middleware.WithFailClosed()))
-			var ite *middleware.InvalidToolCallsError
+			_, err = run(t, m, []llms.Tool{tc.tool}, middleware.ToolArgValidation(guard.WithMaxRetries(0), guard.WithFailClosed()))
+			var ite *guard.InvalidToolCallsError
 			var ve *validation.Error
 			if !errors.As(err, &ite) || !errors.As(err, &ve) || len(ve.Violations) == 0 {
 				t.Fatalf("fail closed: error = %v, want *InvalidToolCallsError wrapping *validation.Error", err)
@@ -130,7 +130,7 @@ func TestBadArgumentsEndToEnd(t *testing.T) {
 			}
 			// No retries, failing open: the call is handed on as sent.
 			m = fakemodel.New(fakemodel.ToolCalls(fakemodel.Call(name, tc.args)))
-			resp, err = run(t, m, []llms.Tool{tc.tool}, middleware.ToolArgValidation(middleware.WithMaxRetries(0)))
+			resp, err = run(t, m, []llms.Tool{tc.tool}, middleware.ToolArgValidation(guard.WithMaxRetries(0)))
 			if err != nil || len(resp.Choices[0].ToolCalls) != 1 {
 				t.Fatalf("fail open: %v, %v; want the response", resp, err)
 			}
@@ -220,7 +220,7 @@ func TestBigNumbersWrittenBackExactly(t *testing.T) {
 	const want = `{"big":123,"huge":1e400,"id":123456789012345678901234567890,"precise":0.1000000000000000055511151231257827,"tiny":-4.9E-400}`
 	for _, mode := range []strip.Mode{strip.SchemaAware, strip.Recursive} {
 		m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("measure", sent)))
-		resp, err := run(t, m, []llms.Tool{numbersTool}, middleware.ToolArgValidation(middleware.WithStripEmpty(mode)))
+		resp, err := run(t, m, []llms.Tool{numbersTool}, middleware.ToolArgValidation(guard.WithStripEmpty(mode)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,7 +242,7 @@ func TestOddToolNames(t *testing.T) {
 			m := fakemodel.New(
 				fakemodel.ToolCalls(fakemodel.Call(name, `{"city": 1}`), fakemodel.Call(name+"?", `{}`)),
 				fakemodel.ToolCalls(fakemodel.Call(name, `{"city": "Paris"}`)))
-			resp, err := run(t, m, []llms.Tool{known}, middleware.ToolArgValidation(middleware.WithUnknownTools(middleware.UnknownReject)))
+			resp, err := run(t, m, []llms.Tool{known}, middleware.ToolArgValidation(guard.WithUnknownTools(guard.UnknownReject)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -341,7 +341,7 @@ func TestThousandToolCalls(t *testing.T) {
 			if !strings.Contains(answer.Content, "3 errors") {
 				t.Errorf("call %d: feedback %q, want 3 errors", i/2, answer.Content)
 			}
-		} else if answer.Content != modeltext.NotExecuted {
+		} else if answer.Content != notExecuted {
 			t.Errorf("call %d: answer %q, want NotExecuted", i/2, answer.Content)
 		}
 		total += len(answer.Content)
@@ -373,7 +373,7 @@ func TestBadSchemasDoNotBreakOtherTools(t *testing.T) {
 		fakemodel.Call("not_json", `{"x": 1}`), fakemodel.Call("future", `{"x": "y"}`), fakemodel.Call("get_weather", `{"city": "Paris"}`)}
 	m := fakemodel.New(fakemodel.ToolCalls(bad...), fakemodel.ToolCalls(good...))
 	rec := &recorder{}
-	if _, err := run(t, m, tools, middleware.ToolArgValidation(middleware.WithEventHandler(rec.handle))); err != nil {
+	if _, err := run(t, m, tools, middleware.ToolArgValidation(guard.WithEventHandler(rec.handle))); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(m.Requests()); n != 2 {
@@ -387,7 +387,7 @@ func TestBadSchemasDoNotBreakOtherTools(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"remote", "laughs", "not_json"} {
-		if answers[name] != modeltext.NotExecuted {
+		if answers[name] != notExecuted {
 			t.Errorf("%s: answer %q, want it passed (NotExecuted as a sibling)", name, answers[name])
 		}
 	}
@@ -399,9 +399,9 @@ func TestBadSchemasDoNotBreakOtherTools(t *testing.T) {
 	rec.mu.Lock()
 	for _, e := range rec.events {
 		switch e.Kind {
-		case middleware.EventSchemaError:
+		case guard.EventSchemaError:
 			schemaErrs[e.Tool] = e.Err
-		case middleware.EventSchemaFallback:
+		case guard.EventSchemaFallback:
 			fallback = fallback || e.Tool == "future"
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -34,13 +35,13 @@ func TestInjectedArgsModelStage(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("refund", `{"order": 1, "user_id": "admin"}`)),
 	)
 	var mu sync.Mutex
-	var events []middleware.Event
-	llm := middleware.Wrap(m, middleware.ToolArgValidation(middleware.WithEventHandler(func(_ context.Context, e middleware.Event) {
+	var events []guard.Event
+	llm := middleware.Wrap(m, middleware.ToolArgValidation(guard.WithEventHandler(func(_ context.Context, e guard.Event) {
 		mu.Lock()
 		events = append(events, e)
 		mu.Unlock()
 	})))
-	ctx := middleware.WithInjectedArgs(context.Background(), map[string][]string{"refund": {"user_id"}})
+	ctx := guard.WithInjectedArgs(context.Background(), map[string][]string{"refund": {"user_id"}})
 	resp, err := llm.GenerateContent(ctx, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "refund 1")}, llms.WithTools([]llms.Tool{tool}))
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +69,7 @@ func TestInjectedArgsModelStage(t *testing.T) {
 	}
 	var forged []int
 	for _, e := range events {
-		if e.Kind == middleware.EventForgedArgument {
+		if e.Kind == guard.EventForgedArgument {
 			if e.Tool != "refund" || !slices.Equal(e.Paths, []string{"/user_id"}) {
 				t.Errorf("event %+v, want tool refund, paths [/user_id]", e)
 			}
@@ -95,15 +96,15 @@ func TestInjectedArgsToolNameCase(t *testing.T) {
 	}}}
 	m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("REFUND", `{"order": 1, "user_id": "admin"}`)))
 	var mu sync.Mutex
-	var forged []middleware.Event
-	llm := middleware.Wrap(m, middleware.ToolArgValidation(middleware.WithEventHandler(func(_ context.Context, e middleware.Event) {
+	var forged []guard.Event
+	llm := middleware.Wrap(m, middleware.ToolArgValidation(guard.WithEventHandler(func(_ context.Context, e guard.Event) {
 		mu.Lock()
 		defer mu.Unlock()
-		if e.Kind == middleware.EventForgedArgument {
+		if e.Kind == guard.EventForgedArgument {
 			forged = append(forged, e)
 		}
 	})))
-	ctx := middleware.WithInjectedArgs(context.Background(), map[string][]string{"refund": {"user_id"}})
+	ctx := guard.WithInjectedArgs(context.Background(), map[string][]string{"refund": {"user_id"}})
 	resp, err := llm.GenerateContent(ctx, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "refund 1")}, llms.WithTools([]llms.Tool{tool}))
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 )
 
 // Request is one model call as it travels through a middleware chain: the
@@ -104,17 +105,17 @@ func (f Func) WrapModelCall(next Handler) Handler { return f(next) }
 // would repeat a whole validation sequence for one transient error.
 //
 // The result forwards the optional interfaces of what it chains: when one
-// of mws is an [ObserverInstaller] (otelguard's middleware is), so is the
+// of mws is an [guard.ObserverInstaller] ([Observe]'s is), so is the
 // chain, and it installs each such middleware's observer in order, so an
 // agent given the chain observes its runs and tool calls as it would
 // given the middlewares one by one.
 func Chain(mws ...Middleware) Middleware {
 	kept := make([]Middleware, 0, len(mws))
-	var installers []ObserverInstaller
+	var installers []guard.ObserverInstaller
 	for _, mw := range mws {
 		if mw != nil {
 			kept = append(kept, mw)
-			if in, ok := mw.(ObserverInstaller); ok {
+			if in, ok := mw.(guard.ObserverInstaller); ok {
 				installers = append(installers, in)
 			}
 		}
@@ -127,10 +128,10 @@ func Chain(mws ...Middleware) Middleware {
 
 type chain []Middleware
 
-// installingChain is a chain holding [ObserverInstaller]s.
+// installingChain is a chain holding [guard.ObserverInstaller]s.
 type installingChain struct {
 	chain
-	installers []ObserverInstaller
+	installers []guard.ObserverInstaller
 }
 
 // InstallObserver installs the observers of the chained installers, the

@@ -205,8 +205,8 @@ func TestCoreImportsStayLight(t *testing.T) {
 			}
 		}
 	}
-	// OpenTelemetry is for middleware/otelguard alone: the core and the
-	// agent reach it only through middleware.Observer.
+	// OpenTelemetry is for guard/otelguard alone: the core and the
+	// agent reach it only through guard.Observer.
 	for _, pkg := range []string{"middleware", "agent"} {
 		for _, d := range deps("github.com/toolguard/toolguard/" + pkg) {
 			if strings.HasPrefix(d, "go.opentelemetry.io/") {

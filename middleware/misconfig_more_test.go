@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -17,12 +18,12 @@ import (
 // it once per value; a context with a thread id reports nothing.
 func TestThreadLimitWithoutThreadIsReported(t *testing.T) {
 	t.Parallel()
-	limiters := map[string]func(opt middleware.Option) middleware.Middleware{
-		"ToolCallLimit": func(opt middleware.Option) middleware.Middleware {
-			return middleware.ToolCallLimit(middleware.WithThreadLimit(3), opt)
+	limiters := map[string]func(opt guard.Option) middleware.Middleware{
+		"ToolCallLimit": func(opt guard.Option) middleware.Middleware {
+			return middleware.ToolCallLimit(guard.WithThreadLimit(3), opt)
 		},
-		"ModelCallLimit": func(opt middleware.Option) middleware.Middleware {
-			return middleware.ModelCallLimit(middleware.WithThreadLimit(3), opt)
+		"ModelCallLimit": func(opt guard.Option) middleware.Middleware {
+			return middleware.ModelCallLimit(guard.WithThreadLimit(3), opt)
 		},
 	}
 	for name, limiter := range limiters {
@@ -30,19 +31,19 @@ func TestThreadLimitWithoutThreadIsReported(t *testing.T) {
 			t.Run(name+"/thread="+thread, func(t *testing.T) {
 				t.Parallel()
 				var rec recorder
-				llm := middleware.Wrap(fakemodel.New(limCalls("search"), limCalls("search")), limiter(middleware.WithEventHandler(rec.handle)))
+				llm := middleware.Wrap(fakemodel.New(limCalls("search"), limCalls("search")), limiter(guard.WithEventHandler(rec.handle)))
 				ctx := context.Background()
 				if thread != "" {
-					ctx = middleware.WithThread(ctx, thread)
+					ctx = guard.WithThread(ctx, thread)
 				}
 				for range 2 {
 					if _, err := llm.GenerateContent(ctx, question, llms.WithTools([]llms.Tool{searchTool})); err != nil {
 						t.Fatal(err)
 					}
 				}
-				var got []middleware.Event
+				var got []guard.Event
 				for _, e := range rec.all() {
-					if e.Kind == middleware.EventMisconfigured {
+					if e.Kind == guard.EventMisconfigured {
 						got = append(got, e)
 					}
 				}
@@ -52,8 +53,8 @@ func TestThreadLimitWithoutThreadIsReported(t *testing.T) {
 					}
 					return
 				}
-				if len(got) != 1 || !errors.Is(got[0].Err, middleware.ErrNoThread) || got[0].Middleware != name ||
-					!strings.Contains(got[0].Err.Error(), "middleware.WithThread(ctx, id)") {
+				if len(got) != 1 || !errors.Is(got[0].Err, guard.ErrNoThread) || got[0].Middleware != name ||
+					!strings.Contains(got[0].Err.Error(), "guard.WithThread(ctx, id)") {
 					t.Errorf("events %+v, want one EventMisconfigured from %s wrapping ErrNoThread", got, name)
 				}
 			})
@@ -70,29 +71,29 @@ func TestDuplicateToolNamesReported(t *testing.T) {
 	stringQuery := tool("search", map[string]any{"type": "object", "properties": map[string]any{"query": map[string]any{"type": "string"}}})
 	intQuery := tool("search", map[string]any{"type": "object", "properties": map[string]any{"query": map[string]any{"type": "integer"}}})
 	call := fakemodel.ToolCalls(fakemodel.Call("search", `{"query": 1}`))
-	llm := middleware.Wrap(fakemodel.New(call, call), middleware.ToolArgValidation(middleware.WithEventHandler(rec.handle)))
+	llm := middleware.Wrap(fakemodel.New(call, call), middleware.ToolArgValidation(guard.WithEventHandler(rec.handle)))
 	for range 2 {
 		if _, err := llm.GenerateContent(context.Background(), question, llms.WithTools([]llms.Tool{stringQuery, weatherTool, intQuery})); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var got []middleware.Event
+	var got []guard.Event
 	for _, e := range rec.all() {
-		if e.Kind == middleware.EventMisconfigured {
+		if e.Kind == guard.EventMisconfigured {
 			got = append(got, e)
 		}
 	}
-	if len(got) != 1 || !errors.Is(got[0].Err, middleware.ErrDuplicateTool) || got[0].Tool != "search" ||
+	if len(got) != 1 || !errors.Is(got[0].Err, guard.ErrDuplicateTool) || got[0].Tool != "search" ||
 		!strings.Contains(got[0].Err.Error(), `more than one tool named "search"`) {
 		t.Errorf("events %+v, want one EventMisconfigured wrapping ErrDuplicateTool for search", got)
 	}
 	// One tool per name: nothing to report.
 	var clean recorder
-	llm = middleware.Wrap(fakemodel.New(call), middleware.ToolArgValidation(middleware.WithEventHandler(clean.handle)))
+	llm = middleware.Wrap(fakemodel.New(call), middleware.ToolArgValidation(guard.WithEventHandler(clean.handle)))
 	if _, err := llm.GenerateContent(context.Background(), question, llms.WithTools([]llms.Tool{intQuery, weatherTool})); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := clean.find(middleware.EventMisconfigured); ok {
+	if _, ok := clean.find(guard.EventMisconfigured); ok {
 		t.Errorf("events %v, want no EventMisconfigured", clean.kinds())
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/validation"
@@ -30,20 +31,20 @@ func TestStructValueAsParameters(t *testing.T) {
 		t.Run(map[bool]string{false: "fail open", true: "fail closed"}[failClosed], func(t *testing.T) {
 			t.Parallel()
 			rec := &recorder{}
-			opts := []middleware.ValidationOption{middleware.WithEventHandler(rec.handle)}
+			opts := []guard.ValidationOption{guard.WithEventHandler(rec.handle)}
 			if failClosed {
-				opts = append(opts, middleware.WithFailClosed())
+				opts = append(opts, guard.WithFailClosed())
 			}
 			m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_city_weather", `{"city": 1}`)))
 			resp, err := run(t, m, []llms.Tool{tool("get_city_weather", cityArgs{})}, middleware.ToolArgValidation(opts...))
-			e, ok := rec.find(middleware.EventSchemaError)
+			e, ok := rec.find(guard.EventSchemaError)
 			if !ok || !errors.Is(e.Err, validation.ErrNoKeyword) || e.Tool != "get_city_weather" {
 				t.Errorf("events = %v, want an EventSchemaError for get_city_weather wrapping validation.ErrNoKeyword", rec.all())
 			}
-			var se *middleware.SchemaError
+			var se *guard.SchemaError
 			switch {
 			case failClosed && (!errors.As(err, &se) || !errors.Is(err, validation.ErrNoKeyword)):
-				t.Errorf("GenerateContent = %v, want a *middleware.SchemaError wrapping validation.ErrNoKeyword", err)
+				t.Errorf("GenerateContent = %v, want a *guard.SchemaError wrapping validation.ErrNoKeyword", err)
 			case !failClosed && (err != nil || args(resp, 0) != `{"city": 1}`):
 				t.Errorf("GenerateContent = %v, %v, want the call passed on unvalidated (fail open)", resp, err)
 			}
@@ -70,8 +71,8 @@ func TestToolNameNotOffered(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			rec := &recorder{}
-			lim := middleware.ToolCallLimit(middleware.WithRunLimit(5), middleware.WithToolName(tc.limit),
-				middleware.WithEventHandler(rec.handle))
+			lim := middleware.ToolCallLimit(guard.WithRunLimit(5), guard.WithToolName(tc.limit),
+				guard.WithEventHandler(rec.handle))
 			m := fakemodel.New(fakemodel.Text("a"), fakemodel.Text("b"), fakemodel.Text("c"))
 			guarded := middleware.Wrap(m, lim)
 			for range 3 {
@@ -83,9 +84,9 @@ func TestToolNameNotOffered(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			var got []middleware.Event
+			var got []guard.Event
 			for _, e := range rec.all() {
-				if e.Kind == middleware.EventMisconfigured {
+				if e.Kind == guard.EventMisconfigured {
 					got = append(got, e)
 				}
 			}
@@ -96,7 +97,7 @@ func TestToolNameNotOffered(t *testing.T) {
 				return
 			}
 			e := got[0]
-			if !errors.Is(e.Err, middleware.ErrToolNotOffered) || e.Tool != tc.limit || e.Middleware != "ToolCallLimit" {
+			if !errors.Is(e.Err, guard.ErrToolNotOffered) || e.Tool != tc.limit || e.Middleware != "ToolCallLimit" {
 				t.Errorf("event = %+v, want Tool %q, Middleware ToolCallLimit, Err wrapping ErrToolNotOffered", e, tc.limit)
 			}
 			for _, want := range []string{`"getWeather"`, `"get_weather"`, `"search"`} {
@@ -114,7 +115,7 @@ func TestToolNameReportedPerLimiter(t *testing.T) {
 	t.Parallel()
 	rec := &recorder{}
 	newLimiter := func() middleware.Middleware {
-		return middleware.ToolCallLimit(middleware.WithRunLimit(5), middleware.WithToolName("getWeather"), middleware.WithEventHandler(rec.handle))
+		return middleware.ToolCallLimit(guard.WithRunLimit(5), guard.WithToolName("getWeather"), guard.WithEventHandler(rec.handle))
 	}
 	for range 2 {
 		m := fakemodel.New(fakemodel.Text("a"))
@@ -122,7 +123,7 @@ func TestToolNameReportedPerLimiter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := rec.kinds(); !slices.Equal(got, []middleware.EventKind{middleware.EventMisconfigured, middleware.EventMisconfigured}) {
+	if got := rec.kinds(); !slices.Equal(got, []guard.EventKind{guard.EventMisconfigured, guard.EventMisconfigured}) {
 		t.Errorf("two limiters, one call each: events %v, want one EventMisconfigured each", got)
 	}
 }
@@ -149,15 +150,15 @@ func TestEmptyResponse(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			rec := &recorder{}
-			resp, err := run(t, fakemodel.New(tc.step), tc.tools, middleware.ToolArgValidation(middleware.WithEventHandler(rec.handle)))
+			resp, err := run(t, fakemodel.New(tc.step), tc.tools, middleware.ToolArgValidation(guard.WithEventHandler(rec.handle)))
 			if err != nil || resp == nil {
 				t.Fatalf("GenerateContent = %v, %v, want the response as is", resp, err)
 			}
-			e, got := rec.find(middleware.EventEmptyResponse)
+			e, got := rec.find(guard.EventEmptyResponse)
 			if got != tc.want {
 				t.Fatalf("events = %v, want EventEmptyResponse: %v", rec.all(), tc.want)
 			}
-			if got && (!errors.Is(e.Err, middleware.ErrEmptyResponse) || !strings.Contains(e.Err.Error(), "/v1")) {
+			if got && (!errors.Is(e.Err, guard.ErrEmptyResponse) || !strings.Contains(e.Err.Error(), "/v1")) {
 				t.Errorf("event error = %v, want ErrEmptyResponse naming the /v1 endpoint", e.Err)
 			}
 		})
@@ -168,10 +169,10 @@ func TestEmptyResponse(t *testing.T) {
 // mistake are logged at Warn, where a default logger shows them.
 func TestLogEventsWarnsOnMisconfiguration(t *testing.T) {
 	t.Parallel()
-	for _, k := range []middleware.EventKind{middleware.EventMisconfigured, middleware.EventEmptyResponse, middleware.EventSchemaError} {
+	for _, k := range []guard.EventKind{guard.EventMisconfigured, guard.EventEmptyResponse, guard.EventSchemaError} {
 		var buf bytes.Buffer
-		log := middleware.LogEvents(slog.New(slog.NewTextHandler(&buf, nil)))
-		log(context.Background(), middleware.Event{Kind: k})
+		log := guard.LogEvents(slog.New(slog.NewTextHandler(&buf, nil)))
+		log(context.Background(), guard.Event{Kind: k})
 		if !strings.Contains(buf.String(), "level=WARN") {
 			t.Errorf("LogEvents(%s) logged %q, want level WARN", k, buf.String())
 		}
@@ -187,10 +188,10 @@ func TestReadmeStackLogsMistakes(t *testing.T) {
 	var buf bytes.Buffer
 	var mu sync.Mutex
 	logger := slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &buf}, nil))
-	logEvents := middleware.WithEventHandler(middleware.LogEvents(logger))
+	logEvents := guard.WithEventHandler(guard.LogEvents(logger))
 	m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": 1}`)))
 	guarded := middleware.Wrap(m,
-		middleware.ToolCallLimit(middleware.WithRunLimit(20), middleware.WithToolName("getWeather"), logEvents),
+		middleware.ToolCallLimit(guard.WithRunLimit(20), guard.WithToolName("getWeather"), logEvents),
 		middleware.ToolArgValidation(logEvents),
 		middleware.ModelRetry(logEvents),
 	)
@@ -244,7 +245,7 @@ func TestLimitInsideValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			rec := &recorder{}
-			lim := middleware.ToolCallLimit(middleware.WithRunLimit(5), middleware.WithEventHandler(rec.handle))
+			lim := middleware.ToolCallLimit(guard.WithRunLimit(5), guard.WithEventHandler(rec.handle))
 			m := fakemodel.New(fakemodel.Text("a"), fakemodel.Text("b"))
 			guarded := middleware.Wrap(m, tc.stack(lim)...)
 			for range 2 {
@@ -252,16 +253,16 @@ func TestLimitInsideValidation(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			var got []middleware.Event
+			var got []guard.Event
 			for _, e := range rec.all() {
-				if e.Kind == middleware.EventMisconfigured {
+				if e.Kind == guard.EventMisconfigured {
 					got = append(got, e)
 				}
 			}
 			if len(got) != tc.want {
 				t.Fatalf("%s, 2 calls: %d EventMisconfigured (%v), want %d", tc.name, len(got), got, tc.want)
 			}
-			if tc.want > 0 && !errors.Is(got[0].Err, middleware.ErrLimitInsideValidation) {
+			if tc.want > 0 && !errors.Is(got[0].Err, guard.ErrLimitInsideValidation) {
 				t.Errorf("event error = %v, want ErrLimitInsideValidation", got[0].Err)
 			}
 		})

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -37,20 +38,20 @@ func TestModelCallLimitBlocksBeforeTheModel(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name      string
-		opts      []middleware.LimitOption
+		opts      []guard.LimitOption
 		ctx       func() context.Context
 		wantTexts []string
 		wantCalls int
 	}{
-		{"run limit, ExitEnd by default", []middleware.LimitOption{middleware.WithRunLimit(2)},
-			func() context.Context { return middleware.WithRun(context.Background()) },
+		{"run limit, ExitEnd by default", []guard.LimitOption{guard.WithRunLimit(2)},
+			func() context.Context { return guard.WithRun(context.Background()) },
 			[]string{"tools", "tools", modelEnd, modelEnd}, 2},
-		{"thread limit", []middleware.LimitOption{middleware.WithThreadLimit(3)},
-			func() context.Context { return middleware.WithThread(context.Background(), "chat-1") },
+		{"thread limit", []guard.LimitOption{guard.WithThreadLimit(3)},
+			func() context.Context { return guard.WithThread(context.Background(), "chat-1") },
 			[]string{"tools", "tools", "tools", "Model call limit reached: thread limit exceeded (3/3 calls)."}, 3},
-		{"run within thread: the run's is reached first", []middleware.LimitOption{middleware.WithRunLimit(2), middleware.WithThreadLimit(5)},
+		{"run within thread: the run's is reached first", []guard.LimitOption{guard.WithRunLimit(2), guard.WithThreadLimit(5)},
 			func() context.Context {
-				return middleware.WithRun(middleware.WithThread(context.Background(), "chat-1"))
+				return guard.WithRun(guard.WithThread(context.Background(), "chat-1"))
 			},
 			[]string{"tools", "tools", modelEnd}, 2},
 	} {
@@ -73,25 +74,25 @@ func TestModelCallLimitExitError(t *testing.T) {
 	t.Parallel()
 	var rec recorder
 	m := fakemodel.New(limCalls("search"), limCalls("search"))
-	llm := middleware.Wrap(m, middleware.ModelCallLimit(middleware.WithRunLimit(1),
-		middleware.WithExitBehavior(middleware.ExitError), middleware.WithEventHandler(rec.handle)))
-	ctx := middleware.WithRun(context.Background())
+	llm := middleware.Wrap(m, middleware.ModelCallLimit(guard.WithRunLimit(1),
+		guard.WithExitBehavior(guard.ExitError), guard.WithEventHandler(rec.handle)))
+	ctx := guard.WithRun(context.Background())
 	_, err := modelCalls(ctx, llm, 2)
-	var le *middleware.LimitExceededError
+	var le *guard.LimitExceededError
 	if !errors.As(err, &le) {
 		t.Fatalf("second call error = %v, want a *LimitExceededError", err)
 	}
-	want := middleware.LimitExceededError{Scope: middleware.ScopeRun, Limit: 1, Count: 1, Requested: 1, Kind: middleware.CountModelCalls}
+	want := guard.LimitExceededError{Scope: guard.ScopeRun, Limit: 1, Count: 1, Requested: 1, Kind: guard.CountModelCalls}
 	if *le != want {
 		t.Errorf("LimitExceededError = %+v, want %+v", *le, want)
 	}
-	if got, want := err.Error(), "middleware: model call limit exceeded: run limit of 1 call (1 made, 1 more requested)"; got != want {
+	if got, want := err.Error(), "guard: model call limit exceeded: run limit of 1 call (1 made, 1 more requested)"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
 	if n := len(m.Requests()); n != 1 {
 		t.Errorf("the model saw %d requests, want 1", n)
 	}
-	if e, ok := rec.find(middleware.EventLimit); !ok || e.Middleware != "ModelCallLimit" || !errors.Is(e.Err, le) {
+	if e, ok := rec.find(guard.EventLimit); !ok || e.Middleware != "ModelCallLimit" || !errors.Is(e.Err, le) {
 		t.Errorf("EventLimit = %+v, %v; want one from ModelCallLimit carrying the error", e, ok)
 	}
 }
@@ -102,11 +103,11 @@ func TestModelCallLimitReadsTheTranscript(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		opt  middleware.LimitOption
+		opt  guard.LimitOption
 		want []string // answers of the first turn, then of the second
 	}{
-		{"run limit resets each turn", middleware.WithRunLimit(2), []string{modelEnd, modelEnd}},
-		{"thread limit spans the turns", middleware.WithThreadLimit(3), []string{
+		{"run limit resets each turn", guard.WithRunLimit(2), []string{modelEnd, modelEnd}},
+		{"thread limit spans the turns", guard.WithThreadLimit(3), []string{
 			"Model call limit reached: thread limit exceeded (3/3 calls).",
 			"Model call limit reached: thread limit exceeded (4/3 calls)."}},
 	} {
@@ -132,17 +133,17 @@ func TestModelCallLimitReadsTheTranscript(t *testing.T) {
 func TestModelCallLimitErrorsDoNotCount(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("503 service unavailable")
-	store := middleware.NewMemoryThreadStore(10)
+	store := guard.NewMemoryThreadStore(10)
 	m := fakemodel.New(fakemodel.Fail(boom), limCalls("search"), fakemodel.Fail(boom), limCalls("search"))
-	llm := middleware.Wrap(m, middleware.ModelCallLimit(middleware.WithRunLimit(2), middleware.WithThreadLimit(2), middleware.WithThreadStore(store)))
-	ctx := middleware.WithRun(middleware.WithThread(context.Background(), "t"))
+	llm := middleware.Wrap(m, middleware.ModelCallLimit(guard.WithRunLimit(2), guard.WithThreadLimit(2), guard.WithThreadStore(store)))
+	ctx := guard.WithRun(guard.WithThread(context.Background(), "t"))
 	for i, wantErr := range []bool{true, false, true, false} {
 		_, err := llm.GenerateContent(ctx, question, limTools)
 		if (err != nil) != wantErr {
 			t.Fatalf("call %d: error %v, want error: %v", i+1, err, wantErr)
 		}
 	}
-	key := middleware.ThreadKey{Thread: "t", Kind: middleware.CountModelCalls}
+	key := guard.ThreadKey{Thread: "t", Kind: guard.CountModelCalls}
 	if got := store.Count(key); got != 2 {
 		t.Errorf("store.Count(%+v) = %d, want 2: failed calls are released", key, got)
 	}
@@ -170,8 +171,8 @@ func TestModelCallLimitPlacement(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			m := fakemodel.New(bad, good)
-			llm := middleware.Wrap(m, tc.stack(middleware.ModelCallLimit(middleware.WithRunLimit(1)))...)
-			resp, err := llm.GenerateContent(middleware.WithRun(context.Background()), question, llms.WithTools([]llms.Tool{weatherTool}))
+			llm := middleware.Wrap(m, tc.stack(middleware.ModelCallLimit(guard.WithRunLimit(1)))...)
+			resp, err := llm.GenerateContent(guard.WithRun(context.Background()), question, llms.WithTools([]llms.Tool{weatherTool}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -192,22 +193,22 @@ func TestModelCallLimitPlacement(t *testing.T) {
 // ModelCallLimit and ToolCallLimit count in one store under different keys.
 func TestModelCallLimitSharesAStoreWithToolCallLimit(t *testing.T) {
 	t.Parallel()
-	store := middleware.NewMemoryThreadStore(10)
+	store := guard.NewMemoryThreadStore(10)
 	m := fakemodel.New(limCalls("search", "search"), limCalls("search"), fakemodel.Text("done"))
 	a := newLimAgent(m,
-		middleware.ModelCallLimit(middleware.WithThreadLimit(3), middleware.WithThreadStore(store)),
-		middleware.ToolCallLimit(middleware.WithThreadLimit(3), middleware.WithThreadStore(store)),
+		middleware.ModelCallLimit(guard.WithThreadLimit(3), guard.WithThreadStore(store)),
+		middleware.ToolCallLimit(guard.WithThreadLimit(3), guard.WithThreadStore(store)),
 	)
-	out, err := a.turn(middleware.WithThread(context.Background(), "chat"), "go")
+	out, err := a.turn(guard.WithThread(context.Background(), "chat"), "go")
 	if err != nil || out != "done" {
 		t.Fatalf("turn = %q, %v; want %q, nil", out, err, "done")
 	}
 	for _, tc := range []struct {
-		key  middleware.ThreadKey
+		key  guard.ThreadKey
 		want int
 	}{
-		{middleware.ThreadKey{Thread: "chat"}, 3},
-		{middleware.ThreadKey{Thread: "chat", Kind: middleware.CountModelCalls}, 3},
+		{guard.ThreadKey{Thread: "chat"}, 3},
+		{guard.ThreadKey{Thread: "chat", Kind: guard.CountModelCalls}, 3},
 	} {
 		if got := store.Count(tc.key); got != tc.want {
 			t.Errorf("store.Count(%+v) = %d, want %d", tc.key, got, tc.want)
@@ -219,20 +220,20 @@ func TestModelCallLimitPanics(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		opts []middleware.LimitOption
+		opts []guard.LimitOption
 		want string
 	}{
 		{"no limit", nil, "set WithRunLimit, WithThreadLimit or both"},
-		{"tool name", []middleware.LimitOption{middleware.WithRunLimit(1), middleware.WithToolName("search")}, "WithToolName(\"search\") does not apply"},
-		{"ExitContinue", []middleware.LimitOption{middleware.WithRunLimit(1), middleware.WithExitBehavior(middleware.ExitContinue)}, "ExitContinue) does not apply"},
-		{"run over thread", []middleware.LimitOption{middleware.WithRunLimit(3), middleware.WithThreadLimit(2)}, "the run limit (3) exceeds the thread limit (2)"},
+		{"tool name", []guard.LimitOption{guard.WithRunLimit(1), guard.WithToolName("search")}, "WithToolName(\"search\") does not apply"},
+		{"ExitContinue", []guard.LimitOption{guard.WithRunLimit(1), guard.WithExitBehavior(guard.ExitContinue)}, "ExitContinue) does not apply"},
+		{"run over thread", []guard.LimitOption{guard.WithRunLimit(3), guard.WithThreadLimit(2)}, "the run limit (3) exceeds the thread limit (2)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			defer func() {
 				msg, _ := recover().(string)
-				if !strings.HasPrefix(msg, "middleware: ModelCallLimit: ") || !strings.Contains(msg, tc.want) {
-					t.Errorf("ModelCallLimit(%s) panicked with %q, want a middleware: ModelCallLimit: message containing %q", tc.name, msg, tc.want)
+				if !strings.HasPrefix(msg, "guard: ModelCallLimit: ") || !strings.Contains(msg, tc.want) {
+					t.Errorf("ModelCallLimit(%s) panicked with %q, want a guard: ModelCallLimit: message containing %q", tc.name, msg, tc.want)
 				}
 			}()
 			middleware.ModelCallLimit(tc.opts...)
@@ -248,11 +249,11 @@ func TestModelCallLimitStackedRunCountsApart(t *testing.T) {
 	good := fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`))
 	m := fakemodel.New(bad, good, good, bad, good)
 	llm := middleware.Wrap(m,
-		middleware.ModelCallLimit(middleware.WithRunLimit(3)), // steps
+		middleware.ModelCallLimit(guard.WithRunLimit(3)), // steps
 		middleware.ToolArgValidation(),
-		middleware.ModelCallLimit(middleware.WithRunLimit(4)), // requests
+		middleware.ModelCallLimit(guard.WithRunLimit(4)), // requests
 	)
-	ctx := middleware.WithRun(context.Background())
+	ctx := guard.WithRun(context.Background())
 	var got []string
 	for range 3 {
 		resp, err := llm.GenerateContent(ctx, question, llms.WithTools([]llms.Tool{weatherTool}))

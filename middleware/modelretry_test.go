@@ -13,6 +13,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/retry"
@@ -51,8 +52,8 @@ func (r *sleepRecorder) recorded() []time.Duration {
 	return append([]time.Duration(nil), r.waits...)
 }
 
-func constant(d time.Duration) middleware.RetryOption {
-	return middleware.WithBackOff(func() backoff.BackOff { return backoff.NewConstantBackOff(d) })
+func constant(d time.Duration) guard.RetryOption {
+	return guard.WithBackOff(func() backoff.BackOff { return backoff.NewConstantBackOff(d) })
 }
 
 func text(t *testing.T, resp *llms.ContentResponse) string {
@@ -78,7 +79,7 @@ func TestModelRetryRetriesTransientErrors(t *testing.T) {
 	var sleeps sleepRecorder
 	var events recorder
 	llm := middleware.Wrap(model, middleware.ModelRetry(
-		middleware.WithSleep(sleeps.sleep), middleware.WithEventHandler(events.handle)))
+		guard.WithSleep(sleeps.sleep), guard.WithEventHandler(events.handle)))
 
 	resp, err := llm.GenerateContent(context.Background(), retryQuestion())
 	if err != nil {
@@ -97,9 +98,9 @@ func TestModelRetryRetriesTransientErrors(t *testing.T) {
 		waits[1] < 1500*time.Millisecond || waits[1] > 2500*time.Millisecond {
 		t.Errorf("waits = %v, want [~1s ~2s] within ±25%%", waits)
 	}
-	want := []middleware.Event{
-		{Kind: middleware.EventRetry, Middleware: "ModelRetry", Attempt: 1, Err: err429},
-		{Kind: middleware.EventRetry, Middleware: "ModelRetry", Attempt: 2, Err: err503},
+	want := []guard.Event{
+		{Kind: guard.EventRetry, Middleware: "ModelRetry", Attempt: 1, Err: err429},
+		{Kind: guard.EventRetry, Middleware: "ModelRetry", Attempt: 2, Err: err503},
 	}
 	if len(events.events) != len(want) {
 		t.Fatalf("events = %v, want %v", events.trace(), want)
@@ -118,7 +119,7 @@ func TestModelRetryPermanentError(t *testing.T) {
 	var sleeps sleepRecorder
 	var events recorder
 	llm := middleware.Wrap(model, middleware.ModelRetry(
-		middleware.WithSleep(sleeps.sleep), middleware.WithEventHandler(events.handle)))
+		guard.WithSleep(sleeps.sleep), guard.WithEventHandler(events.handle)))
 
 	_, err := llm.GenerateContent(context.Background(), retryQuestion())
 	if !errors.Is(err, err401) {
@@ -142,16 +143,16 @@ func TestModelRetryMaxRetries(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name         string
-		opts         []middleware.RetryOption
+		opts         []guard.RetryOption
 		failures     int
 		wantCalls    int
 		wantAttempts int // 0: the call succeeds
 	}{
 		{name: "default gives up after 3 attempts", failures: 3, wantCalls: 3, wantAttempts: 3},
 		{name: "default succeeds on the third attempt", failures: 2, wantCalls: 3},
-		{name: "WithMaxRetries(5) succeeds on the sixth attempt", opts: []middleware.RetryOption{middleware.WithMaxRetries(5)}, failures: 5, wantCalls: 6},
-		{name: "WithMaxRetries(5) gives up after 6 attempts", opts: []middleware.RetryOption{middleware.WithMaxRetries(5)}, failures: 6, wantCalls: 6, wantAttempts: 6},
-		{name: "WithMaxRetries(0) never retries", opts: []middleware.RetryOption{middleware.WithMaxRetries(0)}, failures: 1, wantCalls: 1, wantAttempts: 1},
+		{name: "WithMaxRetries(5) succeeds on the sixth attempt", opts: []guard.RetryOption{guard.WithMaxRetries(5)}, failures: 5, wantCalls: 6},
+		{name: "WithMaxRetries(5) gives up after 6 attempts", opts: []guard.RetryOption{guard.WithMaxRetries(5)}, failures: 6, wantCalls: 6, wantAttempts: 6},
+		{name: "WithMaxRetries(0) never retries", opts: []guard.RetryOption{guard.WithMaxRetries(0)}, failures: 1, wantCalls: 1, wantAttempts: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,7 +166,7 @@ func TestModelRetryMaxRetries(t *testing.T) {
 			}
 			model := fakemodel.New(append(steps, fakemodel.Text("ok"))...)
 			var sleeps sleepRecorder
-			opts := append([]middleware.RetryOption{middleware.WithSleep(sleeps.sleep)}, tc.opts...)
+			opts := append([]guard.RetryOption{guard.WithSleep(sleeps.sleep)}, tc.opts...)
 			llm := middleware.Wrap(model, middleware.ModelRetry(opts...))
 
 			resp, err := llm.GenerateContent(context.Background(), retryQuestion())
@@ -205,14 +206,14 @@ func TestModelRetryCancelDuringWait(t *testing.T) {
 	failureHandled := false
 	llm := middleware.Wrap(model, middleware.ModelRetry(
 		constant(time.Hour), // the real timer, not a fake sleep
-		middleware.WithEventHandler(func(_ context.Context, e middleware.Event) {
-			if e.Kind == middleware.EventRetry {
+		guard.WithEventHandler(func(_ context.Context, e guard.Event) {
+			if e.Kind == guard.EventRetry {
 				close(waiting)
 			}
 		}),
-		middleware.WithOnFailure(func(context.Context, error) (*llms.ContentResponse, error) {
+		guard.WithOnFailure(func(context.Context, error) (string, error) {
 			failureHandled = true
-			return nil, errors.New("handled")
+			return "", errors.New("handled")
 		}),
 	))
 
@@ -267,7 +268,7 @@ func TestModelRetryDeadline(t *testing.T) {
 			var sleeps sleepRecorder
 			var events recorder
 			llm := middleware.Wrap(model, middleware.ModelRetry(constant(30*time.Second),
-				middleware.WithSleep(sleeps.sleep), middleware.WithEventHandler(events.handle)))
+				guard.WithSleep(sleeps.sleep), guard.WithEventHandler(events.handle)))
 
 			resp, err := llm.GenerateContent(ctx, retryQuestion())
 			if got := len(model.Requests()); got != tc.wantCalls {
@@ -304,24 +305,24 @@ func TestModelRetryHonoursRetryAfter(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name     string
-		policy   []middleware.RetryOption
+		policy   []guard.RetryOption
 		err      error
 		wantWait time.Duration
 	}{
-		{"hint above the backoff", []middleware.RetryOption{constant(time.Second)},
+		{"hint above the backoff", []guard.RetryOption{constant(time.Second)},
 			errors.New("API returned unexpected status code: 429: Rate limit reached for gpt-4o. Please try again in 20s."), 20 * time.Second},
-		{"hint below the backoff", []middleware.RetryOption{constant(5 * time.Second)},
+		{"hint below the backoff", []guard.RetryOption{constant(5 * time.Second)},
 			errors.New("API returned unexpected status code: 429: retry after 2"), 5 * time.Second},
 		{"hint capped at the default 60s", nil,
 			errors.New("API returned unexpected status code: 429: Rate limit reached for gpt-4o on tokens per day (TPD). Please try again in 6m0s."), time.Minute},
-		{"RetryAfter method", []middleware.RetryOption{constant(time.Second)}, retryAfterError{7 * time.Second}, 7 * time.Second},
+		{"RetryAfter method", []guard.RetryOption{constant(time.Second)}, retryAfterError{7 * time.Second}, 7 * time.Second},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			model := fakemodel.New(fakemodel.Fail(tc.err), fakemodel.Text("ok"))
 			var sleeps sleepRecorder
-			opts := append([]middleware.RetryOption{middleware.WithSleep(sleeps.sleep)}, tc.policy...)
+			opts := append([]guard.RetryOption{guard.WithSleep(sleeps.sleep)}, tc.policy...)
 			llm := middleware.Wrap(model, middleware.ModelRetry(opts...))
 			if _, err := llm.GenerateContent(context.Background(), retryQuestion()); err != nil {
 				t.Fatalf("GenerateContent() error = %v, want nil", err)
@@ -374,7 +375,7 @@ func TestModelRetryStreaming(t *testing.T) {
 		name         string
 		steps        []fakemodel.Step
 		reasoning    bool // stream through WithStreamingReasoningFunc instead
-		opts         []middleware.RetryOption
+		opts         []guard.RetryOption
 		wantCalls    int
 		wantStreamed string
 		wantErr      bool
@@ -401,7 +402,7 @@ func TestModelRetryStreaming(t *testing.T) {
 		{
 			name:         "WithRetryStreamed: replayed",
 			steps:        []fakemodel.Step{fakemodel.StreamThenFail(err503, "Hel", "lo"), fakemodel.Text("Hello, Paris!")},
-			opts:         []middleware.RetryOption{middleware.WithRetryStreamed()},
+			opts:         []guard.RetryOption{guard.WithRetryStreamed()},
 			wantCalls:    2,
 			wantStreamed: "HelloHello, Paris!",
 		},
@@ -420,7 +421,7 @@ func TestModelRetryStreaming(t *testing.T) {
 			model := fakemodel.New(tc.steps...)
 			var sink streamSink
 			var sleeps sleepRecorder
-			opts := append([]middleware.RetryOption{middleware.WithSleep(sleeps.sleep)}, tc.opts...)
+			opts := append([]guard.RetryOption{guard.WithSleep(sleeps.sleep)}, tc.opts...)
 			llm := middleware.Wrap(model, middleware.ModelRetry(opts...))
 
 			// Spare capacity: an append by ModelRetry would write into it.
@@ -480,8 +481,8 @@ func TestModelRetryInsideToolArgValidation(t *testing.T) {
 	var sleeps sleepRecorder
 	var events recorder
 	llm := middleware.Wrap(model,
-		middleware.ToolArgValidation(middleware.WithEventHandler(events.handle)),
-		middleware.ModelRetry(middleware.WithSleep(sleeps.sleep), middleware.WithEventHandler(events.handle)),
+		middleware.ToolArgValidation(guard.WithEventHandler(events.handle)),
+		middleware.ModelRetry(guard.WithSleep(sleeps.sleep), guard.WithEventHandler(events.handle)),
 	)
 
 	resp, err := llm.GenerateContent(context.Background(), retryQuestion(), llms.WithTools(retryWeatherTools()))
@@ -526,7 +527,7 @@ func TestModelRetryRunsInnerMiddlewaresPerAttempt(t *testing.T) {
 	}
 	model := fakemodel.New(fakemodel.Fail(err503), fakemodel.Fail(err429), fakemodel.Text("ok"))
 	var sleeps sleepRecorder
-	llm := middleware.Wrap(model, count(&outer), middleware.ModelRetry(middleware.WithSleep(sleeps.sleep)), count(&inner))
+	llm := middleware.Wrap(model, count(&outer), middleware.ModelRetry(guard.WithSleep(sleeps.sleep)), count(&inner))
 	if _, err := llm.GenerateContent(context.Background(), retryQuestion()); err != nil {
 		t.Fatalf("GenerateContent() error = %v, want nil", err)
 	}
@@ -537,12 +538,12 @@ func TestModelRetryRunsInnerMiddlewaresPerAttempt(t *testing.T) {
 
 func TestModelRetryRetryIf(t *testing.T) {
 	t.Parallel()
-	always := middleware.WithRetryIf(func(error) bool { return true })
-	never := middleware.WithRetryIf(func(error) bool { return false })
+	always := guard.WithRetryIf(func(error) bool { return true })
+	never := guard.WithRetryIf(func(error) bool { return false })
 	tests := []struct {
 		name      string
 		steps     func(cancel context.CancelFunc) []fakemodel.Step
-		opt       middleware.RetryOption
+		opt       guard.RetryOption
 		wantCalls int
 		wantErrIs []error
 	}{
@@ -566,7 +567,7 @@ func TestModelRetryRetryIf(t *testing.T) {
 			defer cancel()
 			model := fakemodel.New(tc.steps(cancel)...)
 			var sleeps sleepRecorder
-			llm := middleware.Wrap(model, middleware.ModelRetry(middleware.WithSleep(sleeps.sleep), tc.opt))
+			llm := middleware.Wrap(model, middleware.ModelRetry(guard.WithSleep(sleeps.sleep), tc.opt))
 			resp, err := llm.GenerateContent(ctx, retryQuestion())
 			if got := len(model.Requests()); got != tc.wantCalls {
 				t.Errorf("model calls = %d, want %d", got, tc.wantCalls)
@@ -596,36 +597,36 @@ func TestModelRetryOnFailure(t *testing.T) {
 	tests := []struct {
 		name      string
 		steps     []fakemodel.Step
-		opt       middleware.RetryOption
+		opt       guard.RetryOption
 		wantText  string
 		wantErrIs error
 	}{
 		{
 			name:     "ContinueOnFailure after the retries",
 			steps:    []fakemodel.Step{fakemodel.Fail(err503), fakemodel.Fail(err503), fakemodel.Fail(err429)},
-			opt:      middleware.WithOnFailure(middleware.ContinueOnFailure),
+			opt:      guard.WithOnFailure(guard.ContinueOnFailure),
 			wantText: "Model call failed after 3 attempts: " + err429.Error(),
 		},
 		{
 			name:     "ContinueOnFailure after a permanent error",
 			steps:    []fakemodel.Step{fakemodel.Fail(err401)},
-			opt:      middleware.WithOnFailure(middleware.ContinueOnFailure),
+			opt:      guard.WithOnFailure(guard.ContinueOnFailure),
 			wantText: "Model call failed after 1 attempt: " + err401.Error(),
 		},
 		{
 			name:  "custom handler",
 			steps: []fakemodel.Step{fakemodel.Fail(err401)},
-			opt: middleware.WithOnFailure(func(_ context.Context, err error) (*llms.ContentResponse, error) {
+			opt: guard.WithOnFailure(func(_ context.Context, err error) (string, error) {
 				gotErr = err
-				return nil, errCustom
+				return "", errCustom
 			}),
 			wantErrIs: errCustom,
 		},
 		{
 			name:  "handler returning nothing",
 			steps: []fakemodel.Step{fakemodel.Fail(err401)},
-			opt: middleware.WithOnFailure(func(context.Context, error) (*llms.ContentResponse, error) {
-				return nil, nil
+			opt: guard.WithOnFailure(func(context.Context, error) (string, error) {
+				return "", nil
 			}),
 			wantErrIs: err401,
 		},
@@ -635,7 +636,7 @@ func TestModelRetryOnFailure(t *testing.T) {
 			// Not parallel: the custom handler case writes gotErr.
 			model := fakemodel.New(tc.steps...)
 			var sleeps sleepRecorder
-			llm := middleware.Wrap(model, middleware.ModelRetry(middleware.WithSleep(sleeps.sleep), tc.opt))
+			llm := middleware.Wrap(model, middleware.ModelRetry(guard.WithSleep(sleeps.sleep), tc.opt))
 			resp, err := llm.GenerateContent(context.Background(), retryQuestion())
 			if tc.wantErrIs != nil {
 				if !errors.Is(err, tc.wantErrIs) {
@@ -663,7 +664,7 @@ func TestModelRetryStopPolicy(t *testing.T) {
 	t.Parallel()
 	model := fakemodel.New(fakemodel.Fail(err503), fakemodel.Text("never"))
 	llm := middleware.Wrap(model, middleware.ModelRetry(
-		middleware.WithBackOff(func() backoff.BackOff { return &backoff.StopBackOff{} })))
+		guard.WithBackOff(func() backoff.BackOff { return &backoff.StopBackOff{} })))
 	_, err := llm.GenerateContent(context.Background(), retryQuestion())
 	if re := asRetryError(t, err); re.Attempts != 1 || !errors.Is(err, err503) {
 		t.Errorf("error = %v, want a *retry.Error of 1 attempt reaching the 503", err)
@@ -686,7 +687,7 @@ func TestModelRetryBackOffPerCall(t *testing.T) {
 		return b
 	}
 	var sleeps sleepRecorder
-	mw := middleware.ModelRetry(middleware.WithBackOff(factory), middleware.WithSleep(sleeps.sleep))
+	mw := middleware.ModelRetry(guard.WithBackOff(factory), guard.WithSleep(sleeps.sleep))
 	madeAtConstruction := made.Load()
 
 	var seen sync.Map // question -> attempts
@@ -729,13 +730,13 @@ func TestModelRetryOptionPanics(t *testing.T) {
 		fn   func()
 		want string
 	}{
-		{"WithBackOff(nil)", func() { middleware.WithBackOff(nil) }, "WithBackOff(nil)"},
-		{"WithRetryIf(nil)", func() { middleware.WithRetryIf(nil) }, "WithRetryIf(nil)"},
-		{"WithOnFailure(nil)", func() { middleware.WithOnFailure(nil) }, "WithOnFailure(nil)"},
+		{"WithBackOff(nil)", func() { guard.WithBackOff(nil) }, "WithBackOff(nil)"},
+		{"WithRetryIf(nil)", func() { guard.WithRetryIf(nil) }, "WithRetryIf(nil)"},
+		{"WithOnFailure(nil)", func() { guard.WithOnFailure(nil) }, "WithOnFailure(nil)"},
 		{"factory returning nil", func() {
-			middleware.ModelRetry(middleware.WithBackOff(func() backoff.BackOff { return nil }))
+			middleware.ModelRetry(guard.WithBackOff(func() backoff.BackOff { return nil }))
 		}, "returned a nil backoff.BackOff"},
-		{"negative WithMaxRetries", func() { middleware.ModelRetry(middleware.WithMaxRetries(-1)) }, "ModelRetry: WithMaxRetries(-1)"},
+		{"negative WithMaxRetries", func() { middleware.ModelRetry(guard.WithMaxRetries(-1)) }, "ModelRetry: WithMaxRetries(-1)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -772,7 +773,7 @@ func TestModelRetryDeadlineShorterThanRetryAfter(t *testing.T) {
 			model := fakemodel.New(fakemodel.Fail(tc.fail), fakemodel.Text("ok"))
 			var sleeps sleepRecorder
 			llm := middleware.Wrap(model, middleware.ModelRetry(constant(time.Millisecond*map[bool]time.Duration{true: 1, false: 60_000}[tc.hinted]),
-				middleware.WithSleep(sleeps.sleep)))
+				guard.WithSleep(sleeps.sleep)))
 			_, err := llm.GenerateContent(ctx, retryQuestion())
 			re := asRetryError(t, err)
 			if !errors.Is(err, tc.fail) || re.Hinted != tc.hinted || re.Left <= 0 || re.Left > 5*time.Second ||

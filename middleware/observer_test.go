@@ -10,6 +10,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -29,14 +30,14 @@ func (o traceObserver) add(s string) {
 	*o.log = append(*o.log, o.name+" "+s)
 }
 
-func (o traceObserver) OnEvent(_ context.Context, e middleware.Event) {
+func (o traceObserver) OnEvent(_ context.Context, e guard.Event) {
 	o.add("event " + string(e.Kind))
 }
 
-func (o traceObserver) OnModelCall(ctx context.Context, req *middleware.Request) (context.Context, func(*llms.ContentResponse, error)) {
-	o.add(fmt.Sprintf("request (%d messages)", len(req.Messages)))
-	return context.WithValue(ctx, ctxMark{}, o.name), func(resp *llms.ContentResponse, err error) {
-		if err != nil {
+func (o traceObserver) OnModelCall(ctx context.Context, call guard.ModelCall) (context.Context, func(guard.ModelResult)) {
+	o.add(fmt.Sprintf("request (model %q)", call.Model))
+	return context.WithValue(ctx, ctxMark{}, o.name), func(r guard.ModelResult) {
+		if r.Err != nil {
 			o.add("failed")
 			return
 		}
@@ -64,23 +65,26 @@ func TestObserverSeesEveryRequestAndEvent(t *testing.T) {
 	)
 	llm := middleware.Wrap(m,
 		middleware.ToolArgValidation(),
-		middleware.ModelRetry(middleware.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} })),
+		middleware.ModelRetry(guard.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} })),
 	)
-	ctx := middleware.WithObserver(context.Background(), traceObserver{"outer", &mu, &log})
-	ctx = middleware.WithObserver(ctx, traceObserver{"inner", &mu, &log})
-	if _, err := llm.GenerateContent(ctx, question, llms.WithTools([]llms.Tool{weatherTool})); err != nil {
+	ctx := guard.WithObserver(context.Background(), traceObserver{"outer", &mu, &log})
+	ctx = guard.WithObserver(ctx, traceObserver{"inner", &mu, &log})
+	if _, err := llm.GenerateContent(ctx, question, llms.WithTools([]llms.Tool{weatherTool}), llms.WithModel("m1")); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
-		"outer request (2 messages)", "inner request (2 messages)", "inner failed", "outer failed",
+		`outer request (model "m1")`, `inner request (model "m1")`, "inner failed", "outer failed",
 		"outer event retry", "inner event retry",
-		"outer request (2 messages)", "inner request (2 messages)", "inner answered", "outer answered",
+		`outer request (model "m1")`, `inner request (model "m1")`, "inner answered", "outer answered",
 		"outer event invalid", "inner event invalid",
 		"outer event reask", "inner event reask",
-		"outer request (4 messages)", "inner request (4 messages)", "inner answered", "outer answered",
+		`outer request (model "m1")`, `inner request (model "m1")`, "inner answered", "outer answered",
 	}
 	if !slices.Equal(log, want) {
 		t.Errorf("observers were told:\n%q\nwant:\n%q", log, want)
+	}
+	if reqs := m.Requests(); len(reqs) != 3 || len(reqs[2].Messages) != 4 {
+		t.Errorf("the model got %d requests, want 3, the re-ask with 4 messages", len(reqs))
 	}
 	if !slices.Equal(seenByModel, []any{"inner"}) {
 		t.Errorf("the model saw context marks %v, want the innermost observer's context", seenByModel)
@@ -91,7 +95,7 @@ func TestObserverSeesEveryRequestAndEvent(t *testing.T) {
 func TestWithObserverNil(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	if got := middleware.WithObserver(ctx, nil); got != ctx || middleware.ObserverFrom(got) != nil {
+	if got := guard.WithObserver(ctx, nil); got != ctx || guard.ObserverFrom(got) != nil {
 		t.Errorf("WithObserver(ctx, nil) = %v, want ctx unchanged", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/ollama"
 	"github.com/tmc/langchaingo/llms/openai"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 )
 
@@ -82,7 +83,7 @@ func TestOllamaNativeClientDropsTools(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &recorder{}
-			resp, err := middleware.Wrap(tc.model, middleware.ToolArgValidation(middleware.WithEventHandler(rec.handle))).
+			resp, err := middleware.Wrap(tc.model, middleware.ToolArgValidation(guard.WithEventHandler(rec.handle))).
 				GenerateContent(context.Background(), question, llms.WithTools([]llms.Tool{weatherTool}))
 			if err != nil {
 				t.Fatalf("GenerateContent = %v", err)
@@ -98,7 +99,7 @@ func TestOllamaNativeClientDropsTools(t *testing.T) {
 			if calls != tc.wantCalls {
 				t.Errorf("response has %d tool calls, want %d", calls, tc.wantCalls)
 			}
-			if _, got := rec.find(middleware.EventEmptyResponse); got != (tc.wantCalls == 0) {
+			if _, got := rec.find(guard.EventEmptyResponse); got != (tc.wantCalls == 0) {
 				t.Errorf("events = %v, want EventEmptyResponse: %v", rec.all(), tc.wantCalls == 0)
 			}
 		})

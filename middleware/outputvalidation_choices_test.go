@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/repair"
@@ -41,7 +42,7 @@ func TestOutputValidationChecksWhatTheCallerReads(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		steps []fakemodel.Step
-		opts  []middleware.ValidationOption
+		opts  []guard.ValidationOption
 		want  string // what GenerateFromSinglePrompt returns; "" for an error
 		calls int
 	}{
@@ -51,17 +52,17 @@ func TestOutputValidationChecksWhatTheCallerReads(t *testing.T) {
 			steps: []fakemodel.Step{choices(good, " "), choices(good)}, want: good, calls: 2},
 		{name: "an answer split across choices: never valid",
 			steps: []fakemodel.Step{choices(`{"label":"spam",`, `"score":3}`), choices(`{"label":"spam",`, `"score":3}`)},
-			opts:  []middleware.ValidationOption{middleware.WithMaxRetries(1)}, calls: 2},
+			opts:  []guard.ValidationOption{guard.WithMaxRetries(1)}, calls: 2},
 		{name: "prose in a choice of its own, repair on: re-asked",
 			steps: []fakemodel.Step{choices("Here is the answer:", good), choices(good)},
-			opts:  []middleware.ValidationOption{middleware.WithRepair(repair.Default())}, want: good, calls: 2},
+			opts:  []guard.ValidationOption{guard.WithRepair(repair.Default())}, want: good, calls: 2},
 		{name: "an invalid choice before a valid one: re-asked",
 			steps: []fakemodel.Step{choices(`{"label":"maybe","score":3}`, good), choices(good)}, want: good, calls: 2},
 		{name: "a choice without text first (Anthropic's thinking block): the answer is moved to Choices[0]",
 			steps: []fakemodel.Step{choices("", good)}, want: good, calls: 1},
 		{name: "a choice without text first, the answer cleaned: the cleaned answer is in Choices[0]",
 			steps: []fakemodel.Step{choices("", "```json\n"+good+"\n```")},
-			opts:  []middleware.ValidationOption{middleware.WithRepair(repair.Default())}, want: good, calls: 1},
+			opts:  []guard.ValidationOption{guard.WithRepair(repair.Default())}, want: good, calls: 1},
 		{name: "several valid choices (llms.WithN): accepted, each cleaned",
 			steps: []fakemodel.Step{choices(good, `{"label":"spam","score":"3"}`)}, want: good, calls: 1},
 	} {
@@ -71,7 +72,7 @@ func TestOutputValidationChecksWhatTheCallerReads(t *testing.T) {
 			model := middleware.Wrap(m, middleware.OutputValidation(answerSchema, tc.opts...))
 			got, err := llms.GenerateFromSinglePrompt(context.Background(), model, "Classify: WIN A PRIZE")
 			switch {
-			case tc.want == "" && !errors.Is(err, middleware.ErrNoOutput):
+			case tc.want == "" && !errors.Is(err, guard.ErrNoOutput):
 				t.Errorf("GenerateFromSinglePrompt() = %q, %v; want an error wrapping ErrNoOutput", got, err)
 			case tc.want != "" && (err != nil || got != tc.want):
 				t.Errorf("GenerateFromSinglePrompt() = %q, %v; want %q", got, err, tc.want)

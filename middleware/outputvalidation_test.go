@@ -11,6 +11,7 @@ import (
 	"github.com/tmc/langchaingo/chains"
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/repair"
@@ -26,11 +27,11 @@ var ask = []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Class
 func TestOutputValidation(t *testing.T) {
 	t.Parallel()
 	const good = `{"label":"spam","score":3}`
-	repairOn := []middleware.ValidationOption{middleware.WithRepair(repair.Default())}
+	repairOn := []guard.ValidationOption{guard.WithRepair(repair.Default())}
 	for _, tc := range []struct {
 		name     string
 		answers  []string
-		opts     []middleware.ValidationOption
+		opts     []guard.ValidationOption
 		want     string // the returned text
 		calls    int
 		repaired []string
@@ -48,7 +49,7 @@ func TestOutputValidation(t *testing.T) {
 		{name: "number string, default coercions: cleaned", answers: []string{`{"label":"spam","score":"3"}`},
 			want: good, calls: 1, repaired: []string{"number_string at /score"}},
 		{name: "number string, repair.None: re-asked", answers: []string{`{"label":"spam","score":"3"}`, good},
-			opts: []middleware.ValidationOption{middleware.WithRepair(repair.None())}, want: good, calls: 2},
+			opts: []guard.ValidationOption{guard.WithRepair(repair.None())}, want: good, calls: 2},
 		{name: "empty value stripped", answers: []string{`{"label":"spam","score":3,"note":null}`}, want: good, calls: 1, stripped: []string{"/note"}},
 		{name: "empty answer: re-asked", answers: []string{"", good}, want: good, calls: 2},
 		{name: "plain text: re-asked", answers: []string{"It is spam.", good}, want: good, calls: 2},
@@ -61,7 +62,7 @@ func TestOutputValidation(t *testing.T) {
 			}
 			m := fakemodel.New(steps...)
 			var rec recorder
-			mw := middleware.OutputValidation(answerSchema, append(tc.opts, middleware.WithEventHandler(rec.handle))...)
+			mw := middleware.OutputValidation(answerSchema, append(tc.opts, guard.WithEventHandler(rec.handle))...)
 			resp, err := middleware.Wrap(m, mw).GenerateContent(context.Background(), ask)
 			if err != nil {
 				t.Fatalf("GenerateContent: %v", err)
@@ -78,9 +79,9 @@ func TestOutputValidation(t *testing.T) {
 					t.Errorf("event %v from %q", e.Kind, e.Middleware)
 				}
 				switch e.Kind {
-				case middleware.EventRepaired:
+				case guard.EventRepaired:
 					repaired = e.Paths
-				case middleware.EventStripped:
+				case guard.EventStripped:
 					stripped = e.Paths
 				}
 			}
@@ -124,10 +125,10 @@ func TestOutputValidationReaskLayout(t *testing.T) {
 func TestOutputValidationFailsClosed(t *testing.T) {
 	t.Parallel()
 	m := fakemodel.New(fakemodel.Text("spam"), fakemodel.Text("spam"))
-	_, err := middleware.Wrap(m, middleware.OutputValidation(answerSchema, middleware.WithMaxRetries(1))).GenerateContent(context.Background(), ask)
-	var ioe *middleware.InvalidOutputError
+	_, err := middleware.Wrap(m, middleware.OutputValidation(answerSchema, guard.WithMaxRetries(1))).GenerateContent(context.Background(), ask)
+	var ioe *guard.InvalidOutputError
 	var ve *validation.Error
-	if !errors.As(err, &ioe) || ioe.Attempts != 2 || !errors.Is(err, middleware.ErrNoOutput) || !errors.As(err, &ve) {
+	if !errors.As(err, &ioe) || ioe.Attempts != 2 || !errors.Is(err, guard.ErrNoOutput) || !errors.As(err, &ve) {
 		t.Fatalf("error = %v, want an *InvalidOutputError after 2 calls wrapping ErrNoOutput and the *validation.Error", err)
 	}
 }
@@ -155,17 +156,17 @@ func TestOutputValidationStandIns(t *testing.T) {
 		inner middleware.Middleware
 		as    any
 	}{
-		{"ModelCallLimit ExitEnd", nil, history, middleware.ModelCallLimit(middleware.WithRunLimit(1)), new(*middleware.LimitExceededError)},
+		{"ModelCallLimit ExitEnd", nil, history, middleware.ModelCallLimit(guard.WithRunLimit(1)), new(*guard.LimitExceededError)},
 		{"ToolCallLimit ExitEnd", []fakemodel.Step{fakemodel.ToolCalls(fakemodel.Call("get_weather", `{}`), fakemodel.Call("get_weather", `{}`))}, ask,
-			middleware.ToolCallLimit(middleware.WithRunLimit(1), middleware.WithExitBehavior(middleware.ExitEnd)), new(*middleware.LimitExceededError)},
+			middleware.ToolCallLimit(guard.WithRunLimit(1), guard.WithExitBehavior(guard.ExitEnd)), new(*guard.LimitExceededError)},
 		{"ModelRetry ContinueOnFailure", []fakemodel.Step{fakemodel.Fail(err503)}, ask,
-			middleware.ModelRetry(middleware.WithMaxRetries(0), middleware.WithOnFailure(middleware.ContinueOnFailure)), new(*retry.Error)},
+			middleware.ModelRetry(guard.WithMaxRetries(0), guard.WithOnFailure(guard.ContinueOnFailure)), new(*retry.Error)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			m := fakemodel.New(tc.steps...)
 			_, err := middleware.Wrap(m, middleware.OutputValidation(answerSchema), tc.inner).GenerateContent(context.Background(), tc.msgs)
-			if !errors.Is(err, middleware.ErrNoOutput) || !errors.As(err, tc.as) {
+			if !errors.Is(err, guard.ErrNoOutput) || !errors.As(err, tc.as) {
 				t.Fatalf("error = %v, want ErrNoOutput wrapping %T", err, tc.as)
 			}
 		})
@@ -183,15 +184,15 @@ func TestOutputValidationStandIns(t *testing.T) {
 func TestOutputValidationInLangchainExecutor(t *testing.T) {
 	t.Parallel()
 	m := fakemodel.New(execSearch("a"), fakemodel.Text("```json\n{\"label\": \"spam\", \"score\": 3}\n```"))
-	ex := newExecutor(m, &execTool{name: "search"}, middleware.OutputValidation(answerSchema, middleware.WithRepair(repair.Default())))
+	ex := newExecutor(m, &execTool{name: "search"}, middleware.OutputValidation(answerSchema, guard.WithRepair(repair.Default())))
 	out, err := chains.Run(context.Background(), ex, "classify")
 	if err != nil || out != `{"label":"spam","score":3}` {
 		t.Fatalf("Executor = %q, %v; want the cleaned JSON", out, err)
 	}
 	m = fakemodel.New(execSearch("a"), execSearch("b"), execSearch("c"))
-	ex = newExecutor(m, &execTool{name: "search"}, middleware.OutputValidation(answerSchema), middleware.ModelCallLimit(middleware.WithRunLimit(2)))
+	ex = newExecutor(m, &execTool{name: "search"}, middleware.OutputValidation(answerSchema), middleware.ModelCallLimit(guard.WithRunLimit(2)))
 	out, err = chains.Run(context.Background(), ex, "classify")
-	if !errors.Is(err, middleware.ErrNoOutput) {
+	if !errors.Is(err, guard.ErrNoOutput) {
 		t.Fatalf("Executor at the limit = %q, %v; want ErrNoOutput", out, err)
 	}
 }
@@ -202,7 +203,7 @@ func TestOutputValidationStreaming(t *testing.T) {
 	t.Parallel()
 	m := fakemodel.New(fakemodel.Text(`{"label":"maybe"}`), fakemodel.Text("```json\n{\"label\":\"ham\",\"score\":1}\n```"))
 	var tp tape
-	resp, err := middleware.Wrap(m, middleware.OutputValidation(answerSchema, middleware.WithRepair(repair.Default()))).
+	resp, err := middleware.Wrap(m, middleware.OutputValidation(answerSchema, guard.WithRepair(repair.Default()))).
 		GenerateContent(tp.observe(context.Background()), ask, llms.WithStreamingFunc(tp.chunk))
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +241,7 @@ func TestOutputValidationThroughOpenAIProvider(t *testing.T) {
 		oaiCalls("```json\n{\"label\": \"maybe\", \"score\": 3}\n```"),
 		oaiCalls(`{"label": "spam", "score": 3}`),
 	}}
-	llm := middleware.Wrap(openaiClient(t, srv.serve(t)), middleware.OutputValidation(answerSchema, middleware.WithRepair(repair.Default())))
+	llm := middleware.Wrap(openaiClient(t, srv.serve(t)), middleware.OutputValidation(answerSchema, guard.WithRepair(repair.Default())))
 	var tp tape
 	resp, err := llm.GenerateContent(tp.observe(context.Background()), ask, llms.WithJSONMode(), llms.WithStreamingFunc(tp.chunk))
 	if err != nil {
@@ -294,9 +295,12 @@ func TestStandInError(t *testing.T) {
 	if err := middleware.StandInError(own); err != nil {
 		t.Errorf("StandInError(the model's answer) = %v, want nil", err)
 	}
-	re := &retry.Error{Attempts: 3, Err: errors.New("boom")}
-	resp, err := middleware.ContinueOnFailure(context.Background(), re)
-	if err != nil || !errors.Is(middleware.StandInError(resp), re) {
-		t.Errorf("ContinueOnFailure's answer: StandInError = %v, want the *retry.Error", middleware.StandInError(resp))
+	boom := errors.New("boom")
+	llm := middleware.Wrap(fakemodel.New(fakemodel.Fail(boom)),
+		middleware.ModelRetry(guard.WithMaxRetries(0), guard.WithOnFailure(guard.ContinueOnFailure)))
+	resp, err := llm.GenerateContent(context.Background(), []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")})
+	var re *retry.Error
+	if err != nil || !errors.As(middleware.StandInError(resp), &re) || !errors.Is(re, boom) {
+		t.Errorf("ContinueOnFailure's answer: StandInError = %v (err %v), want the *retry.Error of boom", middleware.StandInError(resp), err)
 	}
 }

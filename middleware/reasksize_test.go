@@ -7,7 +7,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
-	"github.com/toolguard/toolguard/internal/modeltext"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -32,7 +32,7 @@ func reaskBytes(msgs []llms.MessageContent) int {
 }
 
 // TestOversizedArgumentsAreNotReplayed: a re-ask shows arguments larger
-// than modeltext.MaxReplayedArguments as {}, as it shows broken JSON, and the
+// than maxReplayedArguments as {}, as it shows broken JSON, and the
 // tool messages say how large they were and the limit, so the re-ask's size
 // does not grow with what the model sent. Both the rejected call and its
 // valid sibling are shown as {}.
@@ -55,8 +55,8 @@ func TestOversizedArgumentsAreNotReplayed(t *testing.T) {
 	}
 	extra := reask[len(question):]
 	for i, want := range []struct{ args, answer string }{
-		{"{}", "- (root): " + modeltext.Oversized(len(invalid)) + "\n"},
-		{"{}", modeltext.NotExecuted + " Note: " + modeltext.Oversized(len(valid)) + "."},
+		{"{}", "- (root): " + oversized(len(invalid)) + "\n"},
+		{"{}", notExecuted + " Note: " + oversized(len(valid)) + "."},
 	} {
 		call := extra[2*i].Parts[0].(llms.ToolCall)
 		answer := extra[2*i+1].Parts[0].(llms.ToolCallResponse).Content
@@ -64,8 +64,8 @@ func TestOversizedArgumentsAreNotReplayed(t *testing.T) {
 			t.Errorf("call %d replayed as %s answered %q; want %s answered with %q", i, call.FunctionCall.Arguments, answer, want.args, want.answer)
 		}
 	}
-	if !strings.Contains(modeltext.Oversized(len(invalid)), strconv.Itoa(len(invalid))+" bytes, more than the "+strconv.Itoa(modeltext.MaxReplayedArguments)) {
-		t.Errorf("Oversized(%d) = %q, want the size and the limit", len(invalid), modeltext.Oversized(len(invalid)))
+	if !strings.Contains(oversized(len(invalid)), strconv.Itoa(len(invalid))+" bytes, more than the "+strconv.Itoa(maxReplayedArguments)) {
+		t.Errorf("Oversized(%d) = %q, want the size and the limit", len(invalid), oversized(len(invalid)))
 	}
 }
 
@@ -78,7 +78,7 @@ func TestOversizedArgumentsInLimitReask(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("search", big), fakemodel.Call("search", big)),
 		fakemodel.ToolCalls(fakemodel.Call("search", `{"query": "x"}`)),
 	)
-	if _, err := run(t, m, []llms.Tool{searchTool}, middleware.ToolCallLimit(middleware.WithRunLimit(1))); err != nil {
+	if _, err := run(t, m, []llms.Tool{searchTool}, middleware.ToolCallLimit(guard.WithRunLimit(1))); err != nil {
 		t.Fatal(err)
 	}
 	reask := m.Requests()[1].Messages
@@ -86,7 +86,7 @@ func TestOversizedArgumentsInLimitReask(t *testing.T) {
 		t.Errorf("limit re-ask carries %d bytes, want it bounded", n)
 	}
 	for _, msg := range reask[len(question):] {
-		if r, ok := msg.Parts[0].(llms.ToolCallResponse); ok && !strings.Contains(r.Content, modeltext.Oversized(len(big))) {
+		if r, ok := msg.Parts[0].(llms.ToolCallResponse); ok && !strings.Contains(r.Content, oversized(len(big))) {
 			t.Errorf("tool message %q does not say the arguments are shown as {}", r.Content)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -17,7 +18,7 @@ import (
 // context is done (or the test ends). It records the context of each
 // Release.
 type hungStore struct {
-	*middleware.MemoryThreadStore
+	*guard.MemoryThreadStore
 	stop chan struct{} // closed when the test ends
 
 	mu       sync.Mutex
@@ -31,12 +32,12 @@ type releaseCall struct {
 }
 
 func newHungStore(t *testing.T) *hungStore {
-	s := &hungStore{MemoryThreadStore: middleware.NewMemoryThreadStore(10), stop: make(chan struct{})}
+	s := &hungStore{MemoryThreadStore: guard.NewMemoryThreadStore(10), stop: make(chan struct{})}
 	t.Cleanup(func() { close(s.stop) })
 	return s
 }
 
-func (s *hungStore) Release(ctx context.Context, key middleware.ThreadKey, n int) error {
+func (s *hungStore) Release(ctx context.Context, key guard.ThreadKey, n int) error {
 	c := releaseCall{doneAtEntry: ctx.Err()}
 	if d, ok := ctx.Deadline(); ok {
 		c.deadline = time.Until(d)
@@ -67,8 +68,8 @@ func (s *hungStore) check(t *testing.T) {
 	if c.doneAtEntry != nil {
 		t.Errorf("Release's ctx was done when it was called (%v): the caller's cancellation must not stop the release", c.doneAtEntry)
 	}
-	if c.deadline <= 0 || c.deadline > middleware.ReleaseTimeout {
-		t.Errorf("Release's ctx deadline was %v away, want within (0, ReleaseTimeout=%v]", c.deadline, middleware.ReleaseTimeout)
+	if c.deadline <= 0 || c.deadline > guard.ReleaseTimeout {
+		t.Errorf("Release's ctx deadline was %v away, want within (0, ReleaseTimeout=%v]", c.deadline, guard.ReleaseTimeout)
 	}
 	if !errors.Is(c.returned, context.DeadlineExceeded) {
 		t.Errorf("the hung Release returned %v, want its own deadline", c.returned)
@@ -95,12 +96,12 @@ func returnsWithin(t *testing.T, call func()) {
 func TestModelCallLimitReleaseIsBounded(t *testing.T) {
 	t.Parallel()
 	store := newHungStore(t)
-	ctx, cancel := context.WithCancel(middleware.WithThread(context.Background(), "hung"))
+	ctx, cancel := context.WithCancel(guard.WithThread(context.Background(), "hung"))
 	model := fakemodel.New(fakemodel.Func(func(ctx context.Context, _ []llms.MessageContent, _ llms.CallOptions) (*llms.ContentResponse, error) {
 		cancel() // the caller gives up while the model runs
 		return nil, ctx.Err()
 	}))
-	llm := middleware.Wrap(model, middleware.ModelCallLimit(middleware.WithThreadLimit(5), middleware.WithThreadStore(store)))
+	llm := middleware.Wrap(model, middleware.ModelCallLimit(guard.WithThreadLimit(5), guard.WithThreadStore(store)))
 	var err error
 	returnsWithin(t, func() {
 		_, err = llm.GenerateContent(ctx, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")})
@@ -119,16 +120,16 @@ func TestToolCallLimitRollbackIsBounded(t *testing.T) {
 	store := newHungStore(t)
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("search", `{}`), fakemodel.Call("search", `{}`)))
 	llm := middleware.Wrap(model,
-		middleware.ToolCallLimit(middleware.WithRunLimit(1), middleware.WithExitBehavior(middleware.ExitError)),
-		middleware.ToolCallLimit(middleware.WithThreadLimit(5), middleware.WithThreadStore(store)),
+		middleware.ToolCallLimit(guard.WithRunLimit(1), guard.WithExitBehavior(guard.ExitError)),
+		middleware.ToolCallLimit(guard.WithThreadLimit(5), guard.WithThreadStore(store)),
 	)
 	var err error
 	returnsWithin(t, func() {
-		_, err = llm.GenerateContent(middleware.WithThread(context.Background(), "hung"),
+		_, err = llm.GenerateContent(guard.WithThread(context.Background(), "hung"),
 			[]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "search twice")})
 	})
-	var le *middleware.LimitExceededError
-	if !errors.As(err, &le) || le.Scope != middleware.ScopeRun {
+	var le *guard.LimitExceededError
+	if !errors.As(err, &le) || le.Scope != guard.ScopeRun {
 		t.Errorf("GenerateContent error = %v, want the run limit exceeded", err)
 	}
 	store.check(t)

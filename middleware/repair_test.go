@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/internal/safetext"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
@@ -20,7 +21,7 @@ func TestWithRepair(t *testing.T) {
 	tests := []struct {
 		name     string
 		sent     string
-		opts     []middleware.ValidationOption
+		opts     []guard.ValidationOption
 		calls    int      // model calls
 		want     string   // returned arguments
 		repaired []string // Paths of EventRepaired; nil: no such event
@@ -37,39 +38,39 @@ func TestWithRepair(t *testing.T) {
 		{name: "repaired but still invalid: the model is asked", sent: `{'city': 42}`, calls: 2, want: `{"city": "Rome"}`},
 		{name: "valid calls are not touched", sent: `{"city": "Paris", "units": "celsius"}`, calls: 1,
 			want: `{"city": "Paris", "units": "celsius"}`},
-		{name: "text repairs off by default", sent: "```json\n{\"city\": \"Paris\"}\n```", opts: []middleware.ValidationOption{}, calls: 2,
+		{name: "text repairs off by default", sent: "```json\n{\"city\": \"Paris\"}\n```", opts: []guard.ValidationOption{}, calls: 2,
 			want: `{"city": "Rome"}`},
-		{name: "number string coerced by default", sent: `{"city": "Paris", "days": "3"}`, opts: []middleware.ValidationOption{},
+		{name: "number string coerced by default", sent: `{"city": "Paris", "days": "3"}`, opts: []guard.ValidationOption{},
 			calls: 1, want: `{"city":"Paris","days":3}`, repaired: []string{"number_string at /days"}},
-		{name: "double encoded decoded by default", sent: `"{\"city\": \"Paris\"}"`, opts: []middleware.ValidationOption{},
+		{name: "double encoded decoded by default", sent: `"{\"city\": \"Paris\"}"`, opts: []guard.ValidationOption{},
 			calls: 1, want: fixed, repaired: []string{"double_encoded"}},
-		{name: "coerced and stripped by default", sent: `{"city": "Paris", "days": "3", "units": null}`, opts: []middleware.ValidationOption{},
+		{name: "coerced and stripped by default", sent: `{"city": "Paris", "days": "3", "units": null}`, opts: []guard.ValidationOption{},
 			calls: 1, want: `{"city":"Paris","days":3}`, repaired: []string{"number_string at /days"}, stripped: []string{"/units"}},
-		{name: "a coercion that breaks another keyword is not made", sent: `{"city": "Paris", "days": "0"}`, opts: []middleware.ValidationOption{},
+		{name: "a coercion that breaks another keyword is not made", sent: `{"city": "Paris", "days": "0"}`, opts: []guard.ValidationOption{},
 			calls: 2, want: `{"city": "Rome"}`},
-		{name: "a number for a string is never coerced", sent: `{"city": 75001}`, opts: []middleware.ValidationOption{},
+		{name: "a number for a string is never coerced", sent: `{"city": 75001}`, opts: []guard.ValidationOption{},
 			calls: 2, want: `{"city": "Rome"}`},
 		{name: "a Python list sent as a string decoded by default", sent: `{"city": "Paris", "tags": "['sun', 'wind']"}`,
-			opts: []middleware.ValidationOption{}, calls: 1, want: `{"city":"Paris","tags":["sun","wind"]}`,
+			opts: []guard.ValidationOption{}, calls: 1, want: `{"city":"Paris","tags":["sun","wind"]}`,
 			repaired: []string{"python_string at /tags"}},
 		{name: "a JSON array sent as a string decoded by default", sent: `{"city": "Paris", "tags": "[\"sun\"]"}`,
-			opts: []middleware.ValidationOption{}, calls: 1, want: `{"city":"Paris","tags":["sun"]}`,
+			opts: []guard.ValidationOption{}, calls: 1, want: `{"city":"Paris","tags":["sun"]}`,
 			repaired: []string{"json_string at /tags"}},
-		{name: "a list whose items fail is not decoded", sent: `{"city": "Paris", "tags": "['sun', 3]"}`, opts: []middleware.ValidationOption{},
+		{name: "a list whose items fail is not decoded", sent: `{"city": "Paris", "tags": "['sun', 3]"}`, opts: []guard.ValidationOption{},
 			calls: 2, want: `{"city": "Rome"}`},
-		{name: "a single value is never wrapped into a list", sent: `{"city": "Paris", "tags": "sun"}`, opts: []middleware.ValidationOption{},
+		{name: "a single value is never wrapped into a list", sent: `{"city": "Paris", "tags": "sun"}`, opts: []guard.ValidationOption{},
 			calls: 2, want: `{"city": "Rome"}`},
-		{name: "an enum member in another case is never folded", sent: `{"city": "Paris", "units": "Celsius"}`, opts: []middleware.ValidationOption{},
+		{name: "an enum member in another case is never folded", sent: `{"city": "Paris", "units": "Celsius"}`, opts: []guard.ValidationOption{},
 			calls: 2, want: `{"city": "Rome"}`},
 		{name: "repair.None turns them off", sent: `{"city": "Paris", "tags": "['sun']"}`, calls: 2, want: `{"city": "Rome"}`,
-			opts: []middleware.ValidationOption{middleware.WithRepair(repair.None())}},
+			opts: []guard.ValidationOption{guard.WithRepair(repair.None())}},
 		{name: "repair.None turns coercions off", sent: `{"city": "Paris", "days": "3"}`, calls: 2, want: `{"city": "Rome"}`,
-			opts: []middleware.ValidationOption{middleware.WithRepair(repair.None())}},
+			opts: []guard.ValidationOption{guard.WithRepair(repair.None())}},
 		{name: "only the kinds asked for", sent: `{"city": "Paris", "days": "3"}`, calls: 2, want: `{"city": "Rome"}`,
-			opts: []middleware.ValidationOption{middleware.WithRepair(repair.Only(repair.CodeFence))}},
+			opts: []guard.ValidationOption{guard.WithRepair(repair.Only(repair.CodeFence))}},
 		{name: "with strip off, an empty value stays and fails", sent: `{'city': 'Paris', 'units': None}`, calls: 2,
 			want: `{"city": "Rome"}`,
-			opts: []middleware.ValidationOption{middleware.WithRepair(repair.Default()), middleware.WithStripEmpty(strip.Off)}},
+			opts: []guard.ValidationOption{guard.WithRepair(repair.Default()), guard.WithStripEmpty(strip.Off)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,9 +82,9 @@ func TestWithRepair(t *testing.T) {
 			var rec recorder
 			opts := tc.opts
 			if opts == nil {
-				opts = []middleware.ValidationOption{middleware.WithRepair(repair.Default())}
+				opts = []guard.ValidationOption{guard.WithRepair(repair.Default())}
 			}
-			opts = append(opts, middleware.WithEventHandler(rec.handle))
+			opts = append(opts, guard.WithEventHandler(rec.handle))
 			resp, err := run(t, m, []llms.Tool{weatherTool}, middleware.ToolArgValidation(opts...))
 			if err != nil {
 				t.Fatal(err)
@@ -97,14 +98,14 @@ func TestWithRepair(t *testing.T) {
 			if fc := resp.Choices[0].FuncCall; fc == nil || fc.Arguments != args(resp, 0) {
 				t.Errorf("legacy FuncCall = %v, want it to mirror the written-back arguments", fc)
 			}
-			e, ok := rec.find(middleware.EventRepaired)
+			e, ok := rec.find(guard.EventRepaired)
 			if ok != (tc.repaired != nil) || !slices.Equal(e.Paths, tc.repaired) {
 				t.Errorf("EventRepaired = %v (found %v), want paths %q", e.Paths, ok, tc.repaired)
 			}
 			if ok && (e.Tool != "get_weather" || e.CallID != "call_1" || e.Attempt != 1) {
 				t.Errorf("EventRepaired = %+v, want tool, call id and attempt 1", e)
 			}
-			e, ok = rec.find(middleware.EventStripped)
+			e, ok = rec.find(guard.EventStripped)
 			if ok != (tc.stripped != nil) || !slices.Equal(e.Paths, tc.stripped) {
 				t.Errorf("EventStripped = %v (found %v), want paths %q", e.Paths, ok, tc.stripped)
 			}
@@ -137,11 +138,11 @@ func TestWithClosedObjects(t *testing.T) {
 	const sent = `{"city": "Paris", "verbose": true}`
 	tests := []struct {
 		name  string
-		opts  []middleware.ValidationOption
+		opts  []guard.ValidationOption
 		calls int
 	}{
 		{"open by default: the invented key passes", nil, 1},
-		{"closed: the invented key is re-asked", []middleware.ValidationOption{middleware.WithClosedObjects()}, 2},
+		{"closed: the invented key is re-asked", []guard.ValidationOption{guard.WithClosedObjects()}, 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -151,7 +152,7 @@ func TestWithClosedObjects(t *testing.T) {
 				fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`)),
 			)
 			var rec recorder
-			resp, err := run(t, m, []llms.Tool{open}, middleware.ToolArgValidation(append(tc.opts, middleware.WithEventHandler(rec.handle))...))
+			resp, err := run(t, m, []llms.Tool{open}, middleware.ToolArgValidation(append(tc.opts, guard.WithEventHandler(rec.handle))...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,7 +165,7 @@ func TestWithClosedObjects(t *testing.T) {
 			if got := args(resp, 0); got != `{"city": "Paris"}` {
 				t.Errorf("arguments = %s, want the corrected call", got)
 			}
-			e, ok := rec.find(middleware.EventInvalid)
+			e, ok := rec.find(guard.EventInvalid)
 			if !ok || !strings.Contains(e.Feedback, "/verbose") {
 				t.Errorf("EventInvalid = %+v (found %v), want feedback naming /verbose", e, ok)
 			}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -31,8 +32,8 @@ func pausedTranscript() []llms.MessageContent {
 func TestWithResumedRunModelCalls(t *testing.T) {
 	t.Parallel()
 	m := fakemodel.New(limCalls("search", "search"), limCalls("search"), limCalls("search"))
-	llm := middleware.Wrap(m, middleware.ModelCallLimit(middleware.WithRunLimit(3), middleware.WithExitBehavior(middleware.ExitError)))
-	ctx := middleware.WithResumedRun(context.Background(), 1)
+	llm := middleware.Wrap(m, middleware.ModelCallLimit(guard.WithRunLimit(3), guard.WithExitBehavior(guard.ExitError)))
+	ctx := guard.WithResumedRun(context.Background(), 1)
 	msgs := pausedTranscript()
 	for i := range 2 {
 		resp, err := llm.GenerateContent(ctx, msgs, limTools)
@@ -43,7 +44,7 @@ func TestWithResumedRunModelCalls(t *testing.T) {
 		msgs = append(msgs, middleware.ToolCallMessages("", tcs, slices.Repeat([]string{"found"}, len(tcs)))...)
 	}
 	_, err := llm.GenerateContent(ctx, msgs, limTools)
-	if le := limitErr(t, err); le.Scope != middleware.ScopeRun || le.Count != 3 {
+	if le := limitErr(t, err); le.Scope != guard.ScopeRun || le.Count != 3 {
 		t.Errorf("the fourth model call: %v, want the run limit with 3 calls made", err)
 	}
 	if n := len(m.Requests()); n != 2 {
@@ -62,10 +63,10 @@ func TestWithResumedRunStackedModelCallLimits(t *testing.T) {
 			t.Parallel()
 			m := fakemodel.New(limCalls("search"), limCalls("search"), limCalls("search"))
 			limit := func() middleware.Middleware {
-				return middleware.ModelCallLimit(middleware.WithRunLimit(2), middleware.WithExitBehavior(middleware.ExitError))
+				return middleware.ModelCallLimit(guard.WithRunLimit(2), guard.WithExitBehavior(guard.ExitError))
 			}
 			llm := middleware.Wrap(m, limit(), limit())
-			ctx := middleware.WithResumedRun(context.Background(), tc.made)
+			ctx := guard.WithResumedRun(context.Background(), tc.made)
 			for range 3 {
 				if _, err := llm.GenerateContent(ctx, pausedTranscript(), limTools); err != nil {
 					limitErr(t, err)
@@ -85,8 +86,8 @@ func TestWithResumedRunStackedModelCallLimits(t *testing.T) {
 func TestWithResumedRunToolCalls(t *testing.T) {
 	t.Parallel()
 	m := fakemodel.New(limCalls("search"), limCalls("search", "search"), limCalls("search"))
-	llm := middleware.Wrap(m, middleware.ToolCallLimit(middleware.WithRunLimit(5), middleware.WithExitBehavior(middleware.ExitError)))
-	ctx := middleware.WithResumedRun(context.Background(), 1)
+	llm := middleware.Wrap(m, middleware.ToolCallLimit(guard.WithRunLimit(5), guard.WithExitBehavior(guard.ExitError)))
+	ctx := guard.WithResumedRun(context.Background(), 1)
 	msgs := pausedTranscript() // 3 calls made
 	var made []int
 	for range 3 {

@@ -14,6 +14,7 @@ import (
 	"github.com/tmc/langchaingo/llms/anthropic"
 	"github.com/tmc/langchaingo/llms/ollama"
 	"github.com/tmc/langchaingo/llms/openai"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/retry"
 )
@@ -115,10 +116,10 @@ func hintedAnthropic(t *testing.T, srv *httptest.Server, hc *http.Client) llms.M
 
 // recordWaits returns a ModelRetry sleep that records each wait and returns
 // at once.
-func recordWaits() (middleware.RetryOption, func() []time.Duration) {
+func recordWaits() (guard.RetryOption, func() []time.Duration) {
 	var mu sync.Mutex
 	var waits []time.Duration
-	return middleware.WithSleep(func(ctx context.Context, d time.Duration) error {
+	return guard.WithSleep(func(ctx context.Context, d time.Duration) error {
 			mu.Lock()
 			defer mu.Unlock()
 			waits = append(waits, d)

@@ -7,8 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tmc/langchaingo/llms"
-	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/guard"
 )
 
 // runTracer is a traceObserver that is also a RunObserver.
@@ -19,8 +18,8 @@ func (o runTracer) OnRun(ctx context.Context) (context.Context, func(error)) {
 	return context.WithValue(ctx, ctxMark{}, o.name), func(err error) { o.add("run ended: " + errText(err)) }
 }
 
-func (o runTracer) OnToolCall(ctx context.Context, call llms.ToolCall) (context.Context, func(string, error)) {
-	o.add("tool " + call.FunctionCall.Name + " " + call.ID + ", ctx mark " + mark(ctx))
+func (o runTracer) OnToolCall(ctx context.Context, call guard.Call) (context.Context, func(string, error)) {
+	o.add("tool " + call.Name + " " + call.ID + ", ctx mark " + mark(ctx))
 	return context.WithValue(ctx, ctxMark{}, o.name), func(result string, err error) {
 		o.add("tool ended: " + result + errText(err))
 	}
@@ -46,12 +45,12 @@ func TestObserveRunAndToolCall(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var log []string
-	ctx := middleware.WithObserver(context.Background(), runTracer{traceObserver{"outer", &mu, &log}})
-	ctx = middleware.WithObserver(ctx, traceObserver{"plain", &mu, &log})
-	ctx = middleware.WithObserver(ctx, runTracer{traceObserver{"inner", &mu, &log}})
+	ctx := guard.WithObserver(context.Background(), runTracer{traceObserver{"outer", &mu, &log}})
+	ctx = guard.WithObserver(ctx, traceObserver{"plain", &mu, &log})
+	ctx = guard.WithObserver(ctx, runTracer{traceObserver{"inner", &mu, &log}})
 
-	runCtx, endRun := middleware.ObserveRun(ctx)
-	toolCtx, endTool := middleware.ObserveToolCall(runCtx, llms.ToolCall{ID: "c1", FunctionCall: &llms.FunctionCall{Name: "search"}})
+	runCtx, endRun := guard.ObserveRun(ctx)
+	toolCtx, endTool := guard.ObserveToolCall(runCtx, guard.Call{ID: "c1", Name: "search"})
 	if got := mark(toolCtx); got != "inner" {
 		t.Errorf("ObserveToolCall ctx mark = %q, want the innermost observer's", got)
 	}
@@ -73,9 +72,9 @@ func TestObserveRunAndToolCall(t *testing.T) {
 func TestObserveRunWithoutObserver(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	got, end := middleware.ObserveRun(ctx)
+	got, end := guard.ObserveRun(ctx)
 	end(nil)
-	got2, endTool := middleware.ObserveToolCall(ctx, llms.ToolCall{})
+	got2, endTool := guard.ObserveToolCall(ctx, guard.Call{})
 	endTool("", nil)
 	if got != ctx || got2 != ctx {
 		t.Errorf("ObserveRun/ObserveToolCall without observers changed the context")

@@ -8,21 +8,21 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/guard"
 )
 
 func TestMemoryThreadStore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	key := func(s string) middleware.ThreadKey { return middleware.ThreadKey{Thread: s} }
-	reserve := func(s *middleware.MemoryThreadStore, k string, n, limit int) string {
+	key := func(s string) guard.ThreadKey { return guard.ThreadKey{Thread: s} }
+	reserve := func(s *guard.MemoryThreadStore, k string, n, limit int) string {
 		count, ok, err := s.Reserve(ctx, key(k), n, limit)
 		return fmt.Sprint(count, ok, err)
 	}
 
 	t.Run("reserve is check and add", func(t *testing.T) {
 		t.Parallel()
-		s := middleware.NewMemoryThreadStore(10)
+		s := guard.NewMemoryThreadStore(10)
 		for i, want := range []string{"0 true <nil>", "2 true <nil>", "3 false <nil>"} {
 			n := []int{2, 1, 1}[i]
 			if got := reserve(s, "a", n, 3); got != want {
@@ -40,7 +40,7 @@ func TestMemoryThreadStore(t *testing.T) {
 	})
 	t.Run("bounded, least recently used goes first", func(t *testing.T) {
 		t.Parallel()
-		s := middleware.NewMemoryThreadStore(2)
+		s := guard.NewMemoryThreadStore(2)
 		reserve(s, "a", 1, 9)
 		reserve(s, "b", 1, 9)
 		reserve(s, "a", 1, 9) // a is now the most recently used
@@ -52,14 +52,14 @@ func TestMemoryThreadStore(t *testing.T) {
 	})
 	t.Run("zero value", func(t *testing.T) {
 		t.Parallel()
-		var s middleware.MemoryThreadStore
+		var s guard.MemoryThreadStore
 		if got := reserve(&s, "a", 1, 1); got != "0 true <nil>" {
 			t.Errorf("zero value Reserve = %s, want 0 true <nil>", got)
 		}
 	})
 	t.Run("concurrent reservations never pass the limit", func(t *testing.T) {
 		t.Parallel()
-		s := middleware.NewMemoryThreadStore(10)
+		s := guard.NewMemoryThreadStore(10)
 		var wg sync.WaitGroup
 		var passed atomic.Int32
 		for range 100 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -26,12 +27,12 @@ func TestRecommendedStack(t *testing.T) {
 			fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`)),
 		)
 	}
-	noWait := middleware.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} })
-	ctx := middleware.WithRun(context.Background())
+	noWait := guard.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} })
+	ctx := guard.WithRun(context.Background())
 
 	m := script()
 	llm := middleware.Wrap(m,
-		middleware.ToolCallLimit(middleware.WithRunLimit(1), middleware.WithExitBehavior(middleware.ExitError)),
+		middleware.ToolCallLimit(guard.WithRunLimit(1), guard.WithExitBehavior(guard.ExitError)),
 		middleware.ToolArgValidation(),
 		middleware.ModelRetry(noWait),
 	)
@@ -46,11 +47,11 @@ func TestRecommendedStack(t *testing.T) {
 	m = script()
 	inverted := middleware.Wrap(m,
 		middleware.ToolArgValidation(),
-		middleware.ToolCallLimit(middleware.WithRunLimit(1), middleware.WithExitBehavior(middleware.ExitError)),
+		middleware.ToolCallLimit(guard.WithRunLimit(1), guard.WithExitBehavior(guard.ExitError)),
 		middleware.ModelRetry(noWait),
 	)
-	_, err = inverted.GenerateContent(middleware.WithRun(context.Background()), question, llms.WithTools([]llms.Tool{weatherTool}))
-	var le *middleware.LimitExceededError
+	_, err = inverted.GenerateContent(guard.WithRun(context.Background()), question, llms.WithTools([]llms.Tool{weatherTool}))
+	var le *guard.LimitExceededError
 	if !errors.As(err, &le) {
 		t.Errorf("limiter inside validation: err = %v, want the rejected call to have used the run's budget", err)
 	}

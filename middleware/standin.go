@@ -7,8 +7,8 @@ import "github.com/tmc/langchaingo/llms"
 const standInKey = "toolguard_stand_in"
 
 // standIn returns a text response without tool calls that a middleware
-// returns in place of the model's (a limit's [ExitEnd] answer,
-// [ContinueOnFailure]'s), recording err for [StandInError].
+// returns in place of the model's (a limit's [guard.ExitEnd] answer,
+// [guard.ContinueOnFailure]'s), recording err for [StandInError].
 func standIn(text string, err error) *llms.ContentResponse {
 	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{
 		Content:        text,
@@ -19,8 +19,8 @@ func standIn(text string, err error) *llms.ContentResponse {
 
 // StandInError returns the error that resp stands for when resp is not the
 // model's answer but a middleware's stand-in for one: the
-// *[LimitExceededError] of a limit's [ExitEnd] answer, the *retry.Error
-// behind [ContinueOnFailure]'s. It returns nil for any other response.
+// *[guard.LimitExceededError] of a limit's [guard.ExitEnd] answer, the *retry.Error
+// behind [guard.ContinueOnFailure]'s. It returns nil for any other response.
 //
 // A loop that needs a structured answer (agent.WithOutputSchema,
 // [OutputValidation]) uses it to end with that error rather than take the

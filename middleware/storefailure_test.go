@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -14,7 +15,7 @@ import (
 func TestStoreFailurePolicy(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("redis down")
-	limiters := map[string]func(...middleware.LimitOption) middleware.Middleware{
+	limiters := map[string]func(...guard.LimitOption) middleware.Middleware{
 		"ToolCallLimit":  middleware.ToolCallLimit,
 		"ModelCallLimit": middleware.ModelCallLimit,
 	}
@@ -23,14 +24,14 @@ func TestStoreFailurePolicy(t *testing.T) {
 			t.Run(name+map[bool]string{false: "/closed", true: "/open"}[failOpen], func(t *testing.T) {
 				t.Parallel()
 				var rec recorder
-				opts := []middleware.LimitOption{middleware.WithThreadLimit(3), middleware.WithThreadStore(&failingStore{boom}),
-					middleware.WithEventHandler(rec.handle)}
+				opts := []guard.LimitOption{guard.WithThreadLimit(3), guard.WithThreadStore(&failingStore{boom}),
+					guard.WithEventHandler(rec.handle)}
 				if failOpen {
-					opts = append(opts, middleware.WithStoreFailOpen())
+					opts = append(opts, guard.WithStoreFailOpen())
 				}
 				m := fakemodel.New(limCalls("search"))
-				resp, err := middleware.Wrap(m, limiter(opts...)).GenerateContent(middleware.WithThread(context.Background(), "t"), question, limTools)
-				var se *middleware.StoreError
+				resp, err := middleware.Wrap(m, limiter(opts...)).GenerateContent(guard.WithThread(context.Background(), "t"), question, limTools)
+				var se *guard.StoreError
 				if failOpen {
 					if err != nil || len(resp.Choices[0].ToolCalls) != 1 {
 						t.Errorf("%s with WithStoreFailOpen = %v, %v; want the tool call through", name, resp, err)
@@ -43,7 +44,7 @@ func TestStoreFailurePolicy(t *testing.T) {
 						t.Errorf("the model saw %d requests, want none", len(m.Requests()))
 					}
 				}
-				e, ok := rec.find(middleware.EventStoreError)
+				e, ok := rec.find(guard.EventStoreError)
 				if !ok || e.Middleware != name || !errors.Is(e.Err, boom) {
 					t.Errorf("EventStoreError = %+v, %v; want one from %s wrapping %v", e, ok, name, boom)
 				}

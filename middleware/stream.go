@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 )
 
 // stream is the caller's streaming functions of one logical call, as a
@@ -20,6 +22,26 @@ type stream struct {
 
 // streamOf returns nil when req streams nothing to the caller.
 func streamOf(req *Request) *stream { return streamFrom(req.CallOptions()) }
+
+// Attempt implements [guard.Stream]: with [guard.HoldToolCalls] an attempt
+// whose tool-call chunks wait in a [streamGate], with [guard.HoldAll] one
+// whose text waits in an [answerHold].
+func (s *stream) Attempt(ctx context.Context, req *Request, hold guard.Hold) (context.Context, *Request, guard.Gate[*llms.ContentResponse]) {
+	if hold == guard.HoldAll {
+		ctx, req, h := s.hold(ctx, req)
+		return ctx, req, h
+	}
+	ctx, req, g := s.attempt(ctx, req)
+	return ctx, req, g
+}
+
+// Watch implements [guard.Stream]: the attempt's streaming functions count
+// the chunks that reach the caller.
+func (s *stream) Watch(ctx context.Context, req *Request) (*Request, func() bool) {
+	w := &streamWatch{text: s.text, reasoning: s.reasoning, held: toolChunksHeld(ctx)}
+	opts, chunks := w.options(req.Options)
+	return &Request{Messages: req.Messages, Options: opts}, func() bool { return chunks.Load() > 0 }
+}
 
 // streamFrom is streamOf for options already applied.
 func streamFrom(o llms.CallOptions) *stream {
@@ -93,11 +115,11 @@ func (g *streamGate) onReasoning(ctx context.Context, reasoningChunk, chunk []by
 	return g.s.reasoning(ctx, reasoningChunk, chunk)
 }
 
-// deliver streams the tool calls of the accepted response resp to the
+// Deliver streams the tool calls of the accepted response resp to the
 // functions that had tool-call chunks held back, one chunk per call, and
-// returns resp. A nil gate, or one that held nothing, streams nothing.
-func (g *streamGate) deliver(ctx context.Context, resp *llms.ContentResponse) (*llms.ContentResponse, error) {
-	if g == nil || (!g.heldText.Load() && !g.heldReasoning.Load()) {
+// returns resp. A gate that held nothing streams nothing.
+func (g *streamGate) Deliver(ctx context.Context, resp *llms.ContentResponse) (*llms.ContentResponse, error) {
+	if !g.heldText.Load() && !g.heldReasoning.Load() {
 		return resp, nil
 	}
 	calls := collectToolCalls(resp, 0)
@@ -199,4 +221,157 @@ func isFunctionDelta(fn map[string]json.RawMessage) bool {
 	}
 	var name, args string
 	return json.Unmarshal(fn["name"], &name) == nil && json.Unmarshal(fn["arguments"], &args) == nil
+}
+
+// hold returns the context and request of one attempt of OutputValidation,
+// whose streaming functions hold every text chunk in the returned hold,
+// and the hold. Reasoning passes through at once. On a nil s it returns
+// ctx, req and a nil hold.
+func (s *stream) hold(ctx context.Context, req *Request) (context.Context, *Request, *answerHold) {
+	if s == nil {
+		return ctx, req, nil
+	}
+	h := &answerHold{s: s}
+	opts := make([]llms.CallOption, len(req.Options), len(req.Options)+2)
+	copy(opts, req.Options)
+	if s.text != nil {
+		opts = append(opts, llms.WithStreamingFunc(h.onText))
+	}
+	if s.reasoning != nil {
+		opts = append(opts, llms.WithStreamingReasoningFunc(h.onReasoning))
+	}
+	return ctx, &Request{Messages: req.Messages, Options: opts}, h
+}
+
+// answerHold keeps the text chunks of one attempt until it is known
+// whether the attempt is a final answer (then only the accepted answer is
+// streamed) or a tool-calling turn (then the chunks are released).
+type answerHold struct {
+	s  *stream
+	mu sync.Mutex // providers may stream on another goroutine
+	// chunks held, in order; reasoning marks those from the reasoning
+	// function (their reasoning part was passed on at once).
+	chunks []heldChunk
+	text   bool // the text function had chunks
+	reason bool // the reasoning function had non-reasoning chunks
+}
+
+type heldChunk struct {
+	reasoning bool
+	b         []byte
+}
+
+func (h *answerHold) onText(_ context.Context, chunk []byte) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.chunks = append(h.chunks, heldChunk{b: append([]byte(nil), chunk...)})
+	h.text = true
+	return nil
+}
+
+func (h *answerHold) onReasoning(ctx context.Context, reasoningChunk, chunk []byte) error {
+	if len(chunk) > 0 {
+		h.mu.Lock()
+		h.chunks = append(h.chunks, heldChunk{reasoning: true, b: append([]byte(nil), chunk...)})
+		h.reason = true
+		h.mu.Unlock()
+	}
+	if len(reasoningChunk) == 0 {
+		return nil
+	}
+	return h.s.reasoning(ctx, reasoningChunk, []byte{})
+}
+
+// Deliver streams what h held for resp: the held chunks as they came when
+// resp calls tools, else the accepted answer once.
+func (h *answerHold) Deliver(ctx context.Context, resp *llms.ContentResponse) (*llms.ContentResponse, error) {
+	if len(collectToolCalls(resp, 0)) > 0 {
+		return h.release(ctx, resp)
+	}
+	return h.answer(ctx, resp)
+}
+
+// release streams the held chunks as they came, and returns resp.
+func (h *answerHold) release(ctx context.Context, resp *llms.ContentResponse) (*llms.ContentResponse, error) {
+	if h == nil {
+		return resp, nil
+	}
+	h.mu.Lock()
+	chunks := h.chunks
+	h.chunks = nil
+	h.mu.Unlock()
+	for _, c := range chunks {
+		var err error
+		if c.reasoning {
+			err = h.s.reasoning(ctx, []byte{}, c.b)
+		} else {
+			err = h.s.text(ctx, c.b)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("middleware: streaming func returned an error: %w", err)
+		}
+	}
+	return resp, nil
+}
+
+// answer streams the accepted answer of resp, once, to each function that
+// had chunks held, and returns resp.
+func (h *answerHold) answer(ctx context.Context, resp *llms.ContentResponse) (*llms.ContentResponse, error) {
+	if h == nil {
+		return resp, nil
+	}
+	h.mu.Lock()
+	text, reason := h.text, h.reason
+	h.chunks = nil
+	h.mu.Unlock()
+	answer := []byte(resp.Choices[0].Content)
+	if text {
+		if err := h.s.text(ctx, answer); err != nil {
+			return nil, fmt.Errorf("middleware: streaming func returned an error: %w", err)
+		}
+	}
+	if reason {
+		if err := h.s.reasoning(ctx, []byte{}, answer); err != nil {
+			return nil, fmt.Errorf("middleware: streaming reasoning func returned an error: %w", err)
+		}
+	}
+	return resp, nil
+}
+
+// streamWatch holds the caller's streaming functions, so that each attempt
+// can count the chunks it delivers to them.
+type streamWatch struct {
+	text      func(ctx context.Context, chunk []byte) error
+	reasoning func(ctx context.Context, reasoningChunk, chunk []byte) error
+	held      bool // tool-call chunks are held back from the caller (stream.go)
+}
+
+// reaches reports whether chunk reaches the caller.
+func (w *streamWatch) reaches(chunk []byte) bool {
+	return len(chunk) > 0 && !(w.held && isToolCallChunk(chunk))
+}
+
+// options returns a copy of opts followed by streaming functions that count
+// the non-empty chunks of one attempt and forward them to the caller's.
+func (w *streamWatch) options(opts []llms.CallOption) ([]llms.CallOption, *atomic.Int64) {
+	chunks := new(atomic.Int64)
+	out := make([]llms.CallOption, len(opts), len(opts)+2)
+	copy(out, opts)
+	if f := w.text; f != nil {
+		out = append(out, llms.WithStreamingFunc(func(ctx context.Context, chunk []byte) error {
+			if w.reaches(chunk) {
+				chunks.Add(1)
+			}
+			return f(ctx, chunk)
+		}))
+	}
+	if f := w.reasoning; f != nil {
+		out = append(out, llms.WithStreamingReasoningFunc(func(ctx context.Context, reasoningChunk, chunk []byte) error {
+			if len(reasoningChunk) > 0 || w.reaches(chunk) {
+				chunks.Add(1)
+			}
+			return f(ctx, reasoningChunk, chunk)
+		}))
+	}
+	return out, chunks
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/tmc/langchaingo/agents"
 	"github.com/tmc/langchaingo/chains"
 	"github.com/tmc/langchaingo/tools"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 )
 
@@ -27,7 +28,7 @@ func TestStreamingThroughLangchainExecutor(t *testing.T) {
 		oaiAnswer("Sunny in Paris.", "", "", ""),
 	}}
 	llm := middleware.Wrap(openaiClient(t, srv.serve(t)),
-		middleware.ToolCallLimit(middleware.WithRunLimit(5)),
+		middleware.ToolCallLimit(guard.WithRunLimit(5)),
 		middleware.ToolArgValidation(),
 		middleware.ModelRetry(noWait()),
 	)

@@ -19,6 +19,7 @@ import (
 	"github.com/tmc/langchaingo/llms/anthropic"
 	"github.com/tmc/langchaingo/llms/ollama"
 	"github.com/tmc/langchaingo/llms/openai"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/retry"
 	"github.com/toolguard/toolguard/strip"
@@ -187,8 +188,8 @@ func (tp *tape) chunk(_ context.Context, c []byte) error {
 }
 
 func (tp *tape) observe(ctx context.Context) context.Context {
-	return middleware.WithObserver(ctx, middleware.ObserverFunc(func(_ context.Context, e middleware.Event) {
-		if e.Kind == middleware.EventReask || e.Kind == middleware.EventRetry {
+	return guard.WithObserver(ctx, guard.ObserverFunc(func(_ context.Context, e guard.Event) {
+		if e.Kind == guard.EventReask || e.Kind == guard.EventRetry {
 			tp.add("<" + string(e.Kind) + ">")
 		}
 	}))
@@ -289,8 +290,8 @@ func quoteAll(seq []string) string {
 	return strings.Join(q, "\n")
 }
 
-func noWait() middleware.RetryOption {
-	return middleware.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} })
+func noWait() guard.RetryOption {
+	return guard.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} })
 }
 
 // TestStreamingThroughOpenAIProvider drives langchaingo's OpenAI client in
@@ -315,7 +316,7 @@ func TestStreamingThroughOpenAIProvider(t *testing.T) {
 		{
 			name:    "stripped null",
 			replies: []reply{oaiAnswer("", "call_1", "get_weather", `{"city": "Paris", "days": null}`)},
-			mws:     []middleware.Middleware{middleware.ToolArgValidation(middleware.WithStripEmpty(strip.Recursive))},
+			mws:     []middleware.Middleware{middleware.ToolArgValidation(guard.WithStripEmpty(strip.Recursive))},
 			want: []string{"", "",
 				`[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]`},
 			call: `get_weather {"city":"Paris"}`, requests: 1,
@@ -334,7 +335,7 @@ func TestStreamingThroughOpenAIProvider(t *testing.T) {
 				oaiCalls("Two at once.", oaiCall{"call_1", "get_weather", `{"city": "Paris"}`}, oaiCall{"call_2", "get_weather", `{"city": "Rome"}`}),
 				oaiCalls("One then.", oaiCall{"call_3", "get_weather", `{"city": "Paris"}`}),
 			},
-			mws: []middleware.Middleware{middleware.ToolCallLimit(middleware.WithRunLimit(1)), middleware.ToolArgValidation()},
+			mws: []middleware.Middleware{middleware.ToolCallLimit(guard.WithRunLimit(1)), middleware.ToolArgValidation()},
 			want: []string{"", "Two at once.", "", "<reask>", "", "One then.", "",
 				`[{"id":"call_3","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}]`},
 			text: "One then.", call: `get_weather {"city": "Paris"}`, requests: 2,
@@ -344,7 +345,7 @@ func TestStreamingThroughOpenAIProvider(t *testing.T) {
 			replies: []reply{
 				oaiCalls("Two at once.", oaiCall{"call_1", "get_weather", `{"city": "Paris"}`}, oaiCall{"call_2", "get_weather", `{"city": "Rome"}`}),
 			},
-			mws:  []middleware.Middleware{middleware.ToolCallLimit(middleware.WithRunLimit(1), middleware.WithExitBehavior(middleware.ExitEnd)), middleware.ToolArgValidation()},
+			mws:  []middleware.Middleware{middleware.ToolCallLimit(guard.WithRunLimit(1), guard.WithExitBehavior(guard.ExitEnd)), middleware.ToolArgValidation()},
 			want: []string{"", "Two at once.", ""},
 			text: "Tool call limit reached: run limit exceeded (0/1 calls).", requests: 1,
 		},
@@ -426,7 +427,7 @@ func TestStreamingThroughAnthropicProvider(t *testing.T) {
 		{
 			name:    "stripped null",
 			replies: []reply{antAnswer("", "toolu_1", "get_weather", `{"city": "Paris", "days": null}`)},
-			mws:     []middleware.Middleware{middleware.ToolArgValidation(middleware.WithStripEmpty(strip.Recursive))},
+			mws:     []middleware.Middleware{middleware.ToolArgValidation(guard.WithStripEmpty(strip.Recursive))},
 			want:    nil,
 			call:    `get_weather {"city":"Paris"}`, requests: 1,
 		},

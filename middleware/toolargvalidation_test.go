@@ -13,7 +13,7 @@ import (
 
 	"github.com/tmc/langchaingo/jsonschema"
 	"github.com/tmc/langchaingo/llms"
-	"github.com/toolguard/toolguard/internal/modeltext"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/strip"
@@ -64,16 +64,16 @@ func args(resp *llms.ContentResponse, i int) string {
 // recorder collects events.
 type recorder struct {
 	mu     sync.Mutex
-	events []middleware.Event
+	events []guard.Event
 }
 
-func (r *recorder) handle(_ context.Context, e middleware.Event) {
+func (r *recorder) handle(_ context.Context, e guard.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)
 }
 
-func (r *recorder) all() []middleware.Event {
+func (r *recorder) all() []guard.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.events)
@@ -88,17 +88,17 @@ func (r *recorder) trace() []string {
 	return ts
 }
 
-func (r *recorder) kinds() []middleware.EventKind {
+func (r *recorder) kinds() []guard.EventKind {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var ks []middleware.EventKind
+	var ks []guard.EventKind
 	for _, e := range r.events {
 		ks = append(ks, e.Kind)
 	}
 	return ks
 }
 
-func (r *recorder) find(k middleware.EventKind) (middleware.Event, bool) {
+func (r *recorder) find(k guard.EventKind) (guard.Event, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, e := range r.events {
@@ -106,7 +106,7 @@ func (r *recorder) find(k middleware.EventKind) (middleware.Event, bool) {
 			return e, true
 		}
 	}
-	return middleware.Event{}, false
+	return guard.Event{}, false
 }
 
 func TestValidCallPassesInOneModelCall(t *testing.T) {
@@ -143,7 +143,7 @@ func TestInvalidCallIsReaskedWithFeedback(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", good)),
 	)
 	var rec recorder
-	resp, err := run(t, m, []llms.Tool{weatherTool}, middleware.ToolArgValidation(middleware.WithEventHandler(rec.handle)))
+	resp, err := run(t, m, []llms.Tool{weatherTool}, middleware.ToolArgValidation(guard.WithEventHandler(rec.handle)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestInvalidCallIsReaskedWithFeedback(t *testing.T) {
 	if !reflect.DeepEqual(reqs[1].Messages, want) {
 		t.Errorf("re-ask messages:\n%s\nwant:\n%s", dump(reqs[1].Messages), dump(want))
 	}
-	if e, ok := rec.find(middleware.EventInvalid); !ok || e.Feedback != wantFeedback || e.CallID != "call_1" {
+	if e, ok := rec.find(guard.EventInvalid); !ok || e.Feedback != wantFeedback || e.CallID != "call_1" {
 		t.Errorf("invalid event = %+v, want call_1 with the feedback the model was sent", e)
 	}
 	if len(reqs[1].Options.Tools) != 1 {
@@ -201,12 +201,12 @@ func TestRetriesExhausted(t *testing.T) {
 				steps = append(steps, fakemodel.ToolCalls(fakemodel.Call("get_weather", fmt.Sprintf(`{"city": %d}`, i))))
 			}
 			m := fakemodel.New(steps...)
-			var opts []middleware.ValidationOption
+			var opts []guard.ValidationOption
 			if maxRetries != 2 { // 2 is the default
-				opts = append(opts, middleware.WithMaxRetries(maxRetries))
+				opts = append(opts, guard.WithMaxRetries(maxRetries))
 			}
 			rec := &recorder{}
-			opts = append(opts, middleware.WithEventHandler(rec.handle))
+			opts = append(opts, guard.WithEventHandler(rec.handle))
 			resp, err := run(t, m, []llms.Tool{weatherTool}, middleware.ToolArgValidation(opts...))
 			if err != nil {
 				t.Fatalf("fail-open returned error %v", err)
@@ -217,7 +217,7 @@ func TestRetriesExhausted(t *testing.T) {
 			if got, want := args(resp, 0), fmt.Sprintf(`{"city": %d}`, maxRetries); got != want {
 				t.Errorf("returned arguments = %q, want the last attempt's %q", got, want)
 			}
-			e, ok := rec.find(middleware.EventGiveUp)
+			e, ok := rec.find(guard.EventGiveUp)
 			var ve *validation.Error
 			if !ok || e.Attempt != maxRetries+1 || !errors.As(e.Err, &ve) {
 				t.Errorf("give-up event = %+v (found %v), want attempt %d with a *validation.Error", e, ok, maxRetries+1)
@@ -233,7 +233,7 @@ func TestFailClosed(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": 2}`)),
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": 3}`)),
 	)
-	resp, err := run(t, m, []llms.Tool{weatherTool}, middleware.ToolArgValidation(middleware.WithFailClosed()))
+	resp, err := run(t, m, []llms.Tool{weatherTool}, middleware.ToolArgValidation(guard.WithFailClosed()))
 	if resp != nil {
 		t.Errorf("fail-closed returned a response: %v", resp)
 	}
@@ -244,7 +244,7 @@ func TestFailClosed(t *testing.T) {
 	if ve.Tool != "get_weather" || ve.CallID != "call_3" || len(ve.Violations) != 1 || ve.Violations[0].Path != "/city" {
 		t.Errorf("validation error = %+v, want get_weather call_3 with one /city violation", ve)
 	}
-	var ie *middleware.InvalidToolCallsError
+	var ie *guard.InvalidToolCallsError
 	if !errors.As(err, &ie) || ie.Attempts != 3 || ie.Response == nil {
 		t.Errorf("error = %#v, want *InvalidToolCallsError after 3 attempts carrying the response", err)
 	}
@@ -285,7 +285,7 @@ func TestMixedBatchSiblingsAreNotExecuted(t *testing.T) {
 			t.Errorf("pair %d: call %q answered as %q/%q, want matching ids and names", i, call.ID, answer.ToolCallID, answer.Name)
 		}
 		wantNotExecuted := id != "b"
-		if got := answer.Content == modeltext.NotExecuted; got != wantNotExecuted {
+		if got := answer.Content == notExecuted; got != wantNotExecuted {
 			t.Errorf("call %s answer = %q; not-executed = %v, want %v", id, answer.Content, got, wantNotExecuted)
 		}
 	}
@@ -311,11 +311,11 @@ func TestUnknownTools(t *testing.T) {
 		const raw = `{broken json`
 		m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_wether", raw)))
 		rec := &recorder{}
-		resp, err := run(t, m, []llms.Tool{weatherTool}, middleware.ToolArgValidation(middleware.WithEventHandler(rec.handle)))
+		resp, err := run(t, m, []llms.Tool{weatherTool}, middleware.ToolArgValidation(guard.WithEventHandler(rec.handle)))
 		if err != nil || len(m.Requests()) != 1 || args(resp, 0) != raw {
 			t.Errorf("unknown tool with UnknownPass: %v after %d calls, args %q; want untouched after 1 call", err, len(m.Requests()), args(resp, 0))
 		}
-		if e, ok := rec.find(middleware.EventUnknownTool); !ok || e.Tool != "get_wether" {
+		if e, ok := rec.find(guard.EventUnknownTool); !ok || e.Tool != "get_wether" {
 			t.Errorf("no unknown-tool event for get_wether: %v", rec.kinds())
 		}
 	})
@@ -325,7 +325,7 @@ func TestUnknownTools(t *testing.T) {
 			fakemodel.ToolCalls(fakemodel.Call("get_wether", `{"city": "Paris"}`)),
 			fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`)),
 		)
-		resp, err := run(t, m, []llms.Tool{weatherTool, searchTool}, middleware.ToolArgValidation(middleware.WithUnknownTools(middleware.UnknownReject)))
+		resp, err := run(t, m, []llms.Tool{weatherTool, searchTool}, middleware.ToolArgValidation(guard.WithUnknownTools(guard.UnknownReject)))
 		if err != nil || resp.Choices[0].ToolCalls[0].FunctionCall.Name != "get_weather" {
 			t.Fatalf("UnknownReject: %v, %v; want the corrected call", resp, err)
 		}
@@ -425,7 +425,7 @@ func TestStripModes(t *testing.T) {
 			)
 			rec := &recorder{}
 			resp, err := run(t, m, []llms.Tool{strictTags},
-				middleware.ToolArgValidation(middleware.WithStripEmpty(tc.mode), middleware.WithEventHandler(rec.handle)))
+				middleware.ToolArgValidation(guard.WithStripEmpty(tc.mode), guard.WithEventHandler(rec.handle)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -435,7 +435,7 @@ func TestStripModes(t *testing.T) {
 			if got := args(resp, 0); got != tc.wantArgs {
 				t.Errorf("arguments = %q, want %q", got, tc.wantArgs)
 			}
-			e, ok := rec.find(middleware.EventStripped)
+			e, ok := rec.find(guard.EventStripped)
 			if tc.wantPaths == nil {
 				if ok {
 					t.Errorf("stripped event %v, want none", e.Paths)
@@ -531,7 +531,7 @@ func TestTypedValidateHook(t *testing.T) {
 	}{
 		{"schema in the request", typed, context.Background(), 2},
 		{"map in the request, schema in the context", typed.Map(),
-			middleware.WithToolSchemas(context.Background(), map[string]any{"forecast": typed}), 2},
+			guard.WithToolSchemas(context.Background(), map[string]any{"forecast": typed}), 2},
 		{"map alone has no hook", typed.Map(), context.Background(), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -569,13 +569,13 @@ func TestWithToolSchemasPrecedence(t *testing.T) {
 		name    string
 		request string
 		ctx     map[string]any
-		opts    []middleware.ValidationOption
+		opts    []guard.ValidationOption
 		valid   string // the call that passes first
 	}{
 		{"request only", wantString, nil, nil, `{"city":"Paris"}`},
 		{"context over request", anything, map[string]any{"get_weather": wantInt}, nil, `{"city":75001}`},
 		{"WithSchema over context", anything, map[string]any{"get_weather": wantInt},
-			[]middleware.ValidationOption{middleware.WithSchema("get_weather", wantString)}, `{"city":"Paris"}`},
+			[]guard.ValidationOption{guard.WithSchema("get_weather", wantString)}, `{"city":"Paris"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -589,7 +589,7 @@ func TestWithToolSchemasPrecedence(t *testing.T) {
 			)
 			ctx := context.Background()
 			if tc.ctx != nil {
-				ctx = middleware.WithToolSchemas(ctx, tc.ctx)
+				ctx = guard.WithToolSchemas(ctx, tc.ctx)
 			}
 			llm := middleware.Wrap(m, middleware.ToolArgValidation(tc.opts...))
 			resp, err := llm.GenerateContent(ctx, question, llms.WithTools([]llms.Tool{tool("get_weather", tc.request)}))
@@ -619,7 +619,7 @@ func TestWithSchemaWinsOverRequestTools(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "P"}`)),
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`)),
 	)
-	if _, err := run(t, m, []llms.Tool{weatherTool}, middleware.ToolArgValidation(middleware.WithSchema("get_weather", strict))); err != nil {
+	if _, err := run(t, m, []llms.Tool{weatherTool}, middleware.ToolArgValidation(guard.WithSchema("get_weather", strict))); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(m.Requests()); n != 2 {
@@ -635,7 +635,7 @@ func TestUncompilableSchema(t *testing.T) {
 		m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("fetch", `{"url": 1}`), fakemodel.Call("get_weather", `{"city": 1}`)),
 			fakemodel.ToolCalls(fakemodel.Call("fetch", `{"url": 1}`), fakemodel.Call("get_weather", `{"city": "Paris"}`)))
 		rec := &recorder{}
-		resp, err := run(t, m, []llms.Tool{broken, weatherTool}, middleware.ToolArgValidation(middleware.WithEventHandler(rec.handle)))
+		resp, err := run(t, m, []llms.Tool{broken, weatherTool}, middleware.ToolArgValidation(guard.WithEventHandler(rec.handle)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -645,7 +645,7 @@ func TestUncompilableSchema(t *testing.T) {
 		if args(resp, 0) != `{"url": 1}` {
 			t.Errorf("fetch arguments = %q, want them passed unvalidated", args(resp, 0))
 		}
-		e, ok := rec.find(middleware.EventSchemaError)
+		e, ok := rec.find(guard.EventSchemaError)
 		if !ok || e.Tool != "fetch" || !errors.Is(e.Err, validation.ErrRefused) {
 			t.Errorf("schema error event = %+v, want fetch with an error wrapping ErrRefused", e)
 		}
@@ -653,8 +653,8 @@ func TestUncompilableSchema(t *testing.T) {
 	t.Run("fail closed returns a SchemaError", func(t *testing.T) {
 		t.Parallel()
 		m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("fetch", `{"url": "x"}`)))
-		_, err := run(t, m, []llms.Tool{broken}, middleware.ToolArgValidation(middleware.WithFailClosed()))
-		var se *middleware.SchemaError
+		_, err := run(t, m, []llms.Tool{broken}, middleware.ToolArgValidation(guard.WithFailClosed()))
+		var se *guard.SchemaError
 		if !errors.As(err, &se) || se.Tool != "fetch" || !errors.Is(err, validation.ErrRefused) {
 			t.Errorf("error = %v, want *SchemaError for fetch wrapping ErrRefused", err)
 		}
@@ -758,13 +758,13 @@ func TestWithDefaultDraft(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		params    string
-		opts      []middleware.ValidationOption
+		opts      []guard.ValidationOption
 		wantCalls int
 	}{
 		{"draft7 default ignores prefixItems", params, nil, 1},
-		{"Draft2020 applies prefixItems", params, []middleware.ValidationOption{middleware.WithDefaultDraft(validation.Draft2020)}, 2},
+		{"Draft2020 applies prefixItems", params, []guard.ValidationOption{guard.WithDefaultDraft(validation.Draft2020)}, 2},
 		{"$schema wins over the default", `{"$schema":"http://json-schema.org/draft-07/schema#",` + params[1:],
-			[]middleware.ValidationOption{middleware.WithDefaultDraft(validation.Draft2020)}, 1},
+			[]guard.ValidationOption{guard.WithDefaultDraft(validation.Draft2020)}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -898,17 +898,17 @@ func TestConcurrentCallers(t *testing.T) {
 func TestOptionPanics(t *testing.T) {
 	t.Parallel()
 	for name, f := range map[string]func(){
-		"negative retries": func() { middleware.ToolArgValidation(middleware.WithMaxRetries(-1)) },
-		"unknown draft":    func() { middleware.WithDefaultDraft(validation.Draft(5)) },
-		"unknown strip":    func() { middleware.WithStripEmpty(strip.Mode(9)) },
-		"nil schema":       func() { middleware.WithSchema("x", nil) },
-		"unknown policy":   func() { middleware.WithUnknownTools(middleware.UnknownToolPolicy(7)) },
-		"nil repairer":     func() { middleware.WithRepair(nil) },
+		"negative retries": func() { middleware.ToolArgValidation(guard.WithMaxRetries(-1)) },
+		"unknown draft":    func() { guard.WithDefaultDraft(validation.Draft(5)) },
+		"unknown strip":    func() { guard.WithStripEmpty(strip.Mode(9)) },
+		"nil schema":       func() { guard.WithSchema("x", nil) },
+		"unknown policy":   func() { guard.WithUnknownTools(guard.UnknownToolPolicy(7)) },
+		"nil repairer":     func() { guard.WithRepair(nil) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
-				if r := recover(); r == nil || !strings.HasPrefix(fmt.Sprint(r), "middleware: ") {
-					t.Errorf("panic = %v, want a clear middleware: message", r)
+				if r := recover(); r == nil || !strings.HasPrefix(fmt.Sprint(r), "guard: ") {
+					t.Errorf("panic = %v, want a clear guard: message", r)
 				}
 			}()
 			f()
@@ -923,7 +923,7 @@ func TestCustomFeedback(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "x"}`)),
 	)
 	first := func(e *validation.Error) string { return "fix " + e.Violations[0].Path }
-	if _, err := run(t, m, []llms.Tool{weatherTool}, middleware.ToolArgValidation(middleware.WithFeedback(first))); err != nil {
+	if _, err := run(t, m, []llms.Tool{weatherTool}, middleware.ToolArgValidation(guard.WithFeedback(first))); err != nil {
 		t.Fatal(err)
 	}
 	if fb := m.Requests()[1].Messages[len(question)+1].Parts[0].(llms.ToolCallResponse).Content; fb != "fix /city" {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -127,22 +128,22 @@ func TestToolCallLimitContinue(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name    string
-		opts    []middleware.LimitOption
+		opts    []guard.LimitOption
 		withRun bool
 		want    string
 	}{
 		{"global from transcript", nil, false, globalBlocked},
 		{"global with WithRun", nil, true, globalBlocked},
-		{"per tool from transcript", []middleware.LimitOption{middleware.WithToolName("search")}, false, perToolBlocked},
-		{"per tool with WithRun", []middleware.LimitOption{middleware.WithToolName("search")}, true, perToolBlocked},
+		{"per tool from transcript", []guard.LimitOption{guard.WithToolName("search")}, false, perToolBlocked},
+		{"per tool with WithRun", []guard.LimitOption{guard.WithToolName("search")}, true, perToolBlocked},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			m := fakemodel.New(limCalls("search"), limCalls("search"), limCalls("search"), fakemodel.Text("done"))
-			a := newLimAgent(m, middleware.ToolCallLimit(append(tc.opts, middleware.WithRunLimit(2))...))
+			a := newLimAgent(m, middleware.ToolCallLimit(append(tc.opts, guard.WithRunLimit(2))...))
 			ctx := context.Background()
 			if tc.withRun {
-				ctx = middleware.WithRun(ctx)
+				ctx = guard.WithRun(ctx)
 			}
 			out, err := a.turn(ctx, "find it")
 			if err != nil || out != "done" {
@@ -170,7 +171,7 @@ func TestToolCallLimitContinueFallsBackToEnd(t *testing.T) {
 	t.Parallel()
 	m := fakemodel.New(limCalls("search"), limCalls("search"), limCalls("search"), limCalls("search"))
 	var ev recorder
-	a := newLimAgent(m, middleware.ToolCallLimit(middleware.WithRunLimit(2), middleware.WithEventHandler(ev.handle)))
+	a := newLimAgent(m, middleware.ToolCallLimit(guard.WithRunLimit(2), guard.WithEventHandler(ev.handle)))
 	out, err := a.turn(context.Background(), "find it")
 	if err != nil || out != globalEnd {
 		t.Fatalf("turn = %q, %v; want %q, nil", out, err, globalEnd)
@@ -182,9 +183,9 @@ func TestToolCallLimitContinueFallsBackToEnd(t *testing.T) {
 	// announced (a streaming caller resets on it).
 	events := ev.all()
 	want := []struct {
-		kind    middleware.EventKind
+		kind    guard.EventKind
 		attempt int
-	}{{middleware.EventLimit, 1}, {middleware.EventReask, 2}, {middleware.EventLimit, 2}}
+	}{{guard.EventLimit, 1}, {guard.EventReask, 2}, {guard.EventLimit, 2}}
 	if len(events) != len(want) {
 		t.Fatalf("events = %+v, want limit, reask, limit", events)
 	}
@@ -192,8 +193,8 @@ func TestToolCallLimitContinueFallsBackToEnd(t *testing.T) {
 		if e.Kind != want[i].kind || e.Middleware != "ToolCallLimit" || e.Attempt != want[i].attempt {
 			t.Errorf("event %d = %+v, want %s from ToolCallLimit, attempt %d", i, e, want[i].kind, want[i].attempt)
 		}
-		var le *middleware.LimitExceededError
-		if e.Kind == middleware.EventLimit && !errors.As(e.Err, &le) {
+		var le *guard.LimitExceededError
+		if e.Kind == guard.EventLimit && !errors.As(e.Err, &le) {
 			t.Errorf("event %d = %+v, want a *LimitExceededError", i, e)
 		}
 	}
@@ -203,16 +204,16 @@ func TestToolCallLimitExitEnd(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		opts []middleware.LimitOption
+		opts []guard.LimitOption
 		want string
 	}{
 		{"global", nil, globalEnd},
-		{"per tool", []middleware.LimitOption{middleware.WithToolName("search")}, perToolEnd},
+		{"per tool", []guard.LimitOption{guard.WithToolName("search")}, perToolEnd},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			m := fakemodel.New(limCalls("search"), limCalls("search"), limCalls("search"))
-			a := newLimAgent(m, middleware.ToolCallLimit(append(tc.opts, middleware.WithRunLimit(2), middleware.WithExitBehavior(middleware.ExitEnd))...))
+			a := newLimAgent(m, middleware.ToolCallLimit(append(tc.opts, guard.WithRunLimit(2), guard.WithExitBehavior(guard.ExitEnd))...))
 			out, err := a.turn(context.Background(), "find it")
 			if err != nil || out != tc.want {
 				t.Fatalf("turn = %q, %v; want %q, nil", out, err, tc.want)
@@ -230,13 +231,13 @@ func TestToolCallLimitExitEndResponseHasNoToolCalls(t *testing.T) {
 		{Content: "searching", ToolCalls: []llms.ToolCall{fakemodel.Call("search", `{}`)}, FuncCall: &llms.FunctionCall{Name: "search"}},
 		{ToolCalls: []llms.ToolCall{fakemodel.Call("search", `{}`)}},
 	}}))
-	llm := middleware.Wrap(m, middleware.ToolCallLimit(middleware.WithRunLimit(1), middleware.WithExitBehavior(middleware.ExitEnd)))
+	llm := middleware.Wrap(m, middleware.ToolCallLimit(guard.WithRunLimit(1), guard.WithExitBehavior(guard.ExitEnd)))
 	resp, err := llm.GenerateContent(context.Background(), []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The answer records the limit it stands for (StandInError).
-	var le *middleware.LimitExceededError
+	var le *guard.LimitExceededError
 	if !errors.As(middleware.StandInError(resp), &le) || le.Limit != 1 {
 		t.Errorf("StandInError = %v, want the *LimitExceededError", middleware.StandInError(resp))
 	}
@@ -250,17 +251,17 @@ func TestToolCallLimitExitEndResponseHasNoToolCalls(t *testing.T) {
 func TestToolCallLimitExitError(t *testing.T) {
 	t.Parallel()
 	m := fakemodel.New(limCalls("search"), limCalls("weather"), limCalls("search"))
-	a := newLimAgent(m, middleware.ToolCallLimit(middleware.WithToolName("search"), middleware.WithRunLimit(1), middleware.WithExitBehavior(middleware.ExitError)))
+	a := newLimAgent(m, middleware.ToolCallLimit(guard.WithToolName("search"), guard.WithRunLimit(1), guard.WithExitBehavior(guard.ExitError)))
 	_, err := a.turn(context.Background(), "find it")
-	var le *middleware.LimitExceededError
+	var le *guard.LimitExceededError
 	if !errors.As(err, &le) {
 		t.Fatalf("turn error = %v, want a *LimitExceededError", err)
 	}
-	want := middleware.LimitExceededError{Tool: "search", Scope: middleware.ScopeRun, Limit: 1, Count: 1, Requested: 1}
+	want := guard.LimitExceededError{Tool: "search", Scope: guard.ScopeRun, Limit: 1, Count: 1, Requested: 1}
 	if *le != want {
 		t.Errorf("error = %+v, want %+v", *le, want)
 	}
-	if got, want := err.Error(), "middleware: tool call limit exceeded: 'search' run limit of 1 call (1 made, 1 more requested)"; got != want {
+	if got, want := err.Error(), "guard: tool call limit exceeded: 'search' run limit of 1 call (1 made, 1 more requested)"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
 	if want := []string{"search", "weather"}; !slices.Equal(a.ran, want) || len(m.Requests()) != 3 {
@@ -280,7 +281,7 @@ func TestToolCallLimitPerToolLeavesOtherToolsAlone(t *testing.T) {
 		limCalls("weather"),
 		fakemodel.Text("done"),
 	)
-	a := newLimAgent(m, middleware.ToolCallLimit(middleware.WithToolName("search"), middleware.WithRunLimit(1)))
+	a := newLimAgent(m, middleware.ToolCallLimit(guard.WithToolName("search"), guard.WithRunLimit(1)))
 	out, err := a.turn(context.Background(), "go")
 	if err != nil || out != "done" {
 		t.Fatalf("turn = %q, %v; want %q, nil", out, err, "done")
@@ -307,27 +308,27 @@ func TestToolCallLimitParallelBatch(t *testing.T) {
 	)
 	for _, tc := range []struct {
 		name    string
-		exit    middleware.ExitBehavior
+		exit    guard.ExitBehavior
 		reask   []fakemodel.Step // the model's answer to the re-ask, if any
 		wantOut string
 		wantRan int
-		wantErr *middleware.LimitExceededError
+		wantErr *guard.LimitExceededError
 	}{
-		{name: "continue, model re-issues 2", exit: middleware.ExitContinue, reask: []fakemodel.Step{limCalls("search", "search")}, wantOut: "done", wantRan: 2},
-		{name: "continue, model re-issues 3", exit: middleware.ExitContinue, reask: []fakemodel.Step{limCalls("search", "search", "search")},
+		{name: "continue, model re-issues 2", exit: guard.ExitContinue, reask: []fakemodel.Step{limCalls("search", "search")}, wantOut: "done", wantRan: 2},
+		{name: "continue, model re-issues 3", exit: guard.ExitContinue, reask: []fakemodel.Step{limCalls("search", "search", "search")},
 			wantOut: "Tool call limit reached: run limit exceeded (0/2 calls).", wantRan: 0},
-		{name: "end", exit: middleware.ExitEnd, wantOut: "Tool call limit reached: run limit exceeded (0/2 calls).", wantRan: 0},
-		{name: "error", exit: middleware.ExitError, wantRan: 0,
-			wantErr: &middleware.LimitExceededError{Scope: middleware.ScopeRun, Limit: 2, Count: 0, Requested: 3}},
+		{name: "end", exit: guard.ExitEnd, wantOut: "Tool call limit reached: run limit exceeded (0/2 calls).", wantRan: 0},
+		{name: "error", exit: guard.ExitError, wantRan: 0,
+			wantErr: &guard.LimitExceededError{Scope: guard.ScopeRun, Limit: 2, Count: 0, Requested: 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			steps := append([]fakemodel.Step{limCalls("search", "search", "search")}, tc.reask...)
 			m := fakemodel.New(append(steps, fakemodel.Text("done"))...)
-			a := newLimAgent(m, middleware.ToolCallLimit(middleware.WithRunLimit(2), middleware.WithExitBehavior(tc.exit)))
+			a := newLimAgent(m, middleware.ToolCallLimit(guard.WithRunLimit(2), guard.WithExitBehavior(tc.exit)))
 			out, err := a.turn(context.Background(), "go")
 			if tc.wantErr != nil {
-				var le *middleware.LimitExceededError
+				var le *guard.LimitExceededError
 				if !errors.As(err, &le) || *le != *tc.wantErr {
 					t.Fatalf("turn error = %v, want %+v", err, *tc.wantErr)
 				}
@@ -337,7 +338,7 @@ func TestToolCallLimitParallelBatch(t *testing.T) {
 			if len(a.ran) != tc.wantRan {
 				t.Errorf("ran %v, want %d calls", a.ran, tc.wantRan)
 			}
-			if tc.exit != middleware.ExitContinue {
+			if tc.exit != guard.ExitContinue {
 				return
 			}
 			reqs := m.Requests()
@@ -356,7 +357,7 @@ func TestToolCallLimitParallelBatch(t *testing.T) {
 func TestToolCallLimitBatchSiblings(t *testing.T) {
 	t.Parallel()
 	m := fakemodel.New(limCalls("search"), limCalls("search", "weather", "search", "search"), fakemodel.Text("done"))
-	a := newLimAgent(m, middleware.ToolCallLimit(middleware.WithToolName("search"), middleware.WithRunLimit(3)))
+	a := newLimAgent(m, middleware.ToolCallLimit(guard.WithToolName("search"), guard.WithRunLimit(3)))
 	if _, err := a.turn(context.Background(), "go"); err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +387,7 @@ func TestToolCallLimitCallsInEveryChoice(t *testing.T) {
 	m := fakemodel.New(fakemodel.Response(&llms.ContentResponse{Choices: []*llms.ContentChoice{
 		{Content: "Let me look."}, {ToolCalls: []llms.ToolCall{noID}}, {ToolCalls: []llms.ToolCall{noID}},
 	}}), fakemodel.Text("done"))
-	llm := middleware.Wrap(m, middleware.ToolCallLimit(middleware.WithRunLimit(1)))
+	llm := middleware.Wrap(m, middleware.ToolCallLimit(guard.WithRunLimit(1)))
 	msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")}
 	if _, err := llm.GenerateContent(context.Background(), msgs); err != nil {
 		t.Fatal(err)
@@ -415,12 +416,12 @@ func TestToolCallLimitRunsAreIndependent(t *testing.T) {
 		ctx  func() context.Context // per turn
 	}{
 		{"transcript", context.Background},
-		{"WithRun", func() context.Context { return middleware.WithRun(context.Background()) }},
+		{"WithRun", func() context.Context { return guard.WithRun(context.Background()) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			m := fakemodel.New(limCalls("search"), limCalls("search"), fakemodel.Text("one"), limCalls("search"), limCalls("search"), fakemodel.Text("two"))
-			a := newLimAgent(m, middleware.ToolCallLimit(middleware.WithRunLimit(2), middleware.WithExitBehavior(middleware.ExitError)))
+			a := newLimAgent(m, middleware.ToolCallLimit(guard.WithRunLimit(2), guard.WithExitBehavior(guard.ExitError)))
 			for _, want := range []string{"one", "two"} {
 				if out, err := a.turn(tc.ctx(), "go"); err != nil || out != want {
 					t.Fatalf("turn = %q, %v; want %q, nil", out, err, want)
@@ -437,8 +438,8 @@ func TestToolCallLimitRunsAreIndependent(t *testing.T) {
 	t.Run("WithRun shared by two turns", func(t *testing.T) {
 		t.Parallel()
 		m := fakemodel.New(limCalls("search"), limCalls("search"), fakemodel.Text("one"), limCalls("search"))
-		a := newLimAgent(m, middleware.ToolCallLimit(middleware.WithRunLimit(2), middleware.WithExitBehavior(middleware.ExitEnd)))
-		ctx := middleware.WithRun(context.Background())
+		a := newLimAgent(m, middleware.ToolCallLimit(guard.WithRunLimit(2), guard.WithExitBehavior(guard.ExitEnd)))
+		ctx := guard.WithRun(context.Background())
 		if _, err := a.turn(ctx, "go"); err != nil {
 			t.Fatal(err)
 		}
@@ -456,14 +457,14 @@ func TestToolCallLimitThread(t *testing.T) {
 	const threadEnd = "Tool call limit reached: thread limit exceeded (3/3 calls)."
 	t.Run("WithThread", func(t *testing.T) {
 		t.Parallel()
-		store := middleware.NewMemoryThreadStore(10)
-		limit := middleware.ToolCallLimit(middleware.WithRunLimit(2), middleware.WithThreadLimit(3),
-			middleware.WithExitBehavior(middleware.ExitEnd), middleware.WithThreadStore(store))
+		store := guard.NewMemoryThreadStore(10)
+		limit := middleware.ToolCallLimit(guard.WithRunLimit(2), guard.WithThreadLimit(3),
+			guard.WithExitBehavior(guard.ExitEnd), guard.WithThreadStore(store))
 		run := func(thread string, steps ...fakemodel.Step) (string, []string) {
 			// A fresh agent each time: the thread count cannot come from
 			// the transcript.
 			a := newLimAgent(fakemodel.New(steps...), limit)
-			out, err := a.turn(middleware.WithThread(middleware.WithRun(context.Background()), thread), "go")
+			out, err := a.turn(guard.WithThread(guard.WithRun(context.Background()), thread), "go")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -479,14 +480,14 @@ func TestToolCallLimitThread(t *testing.T) {
 			t.Errorf("thread b = %q after %v, want %q after 2 calls", out, ran, "b")
 		}
 		for thread, want := range map[string]int{"a": 3, "b": 2} {
-			if got := store.Count(middleware.ThreadKey{Thread: thread}); got != want {
+			if got := store.Count(guard.ThreadKey{Thread: thread}); got != want {
 				t.Errorf("store.Count(%q) = %d, want %d", thread, got, want)
 			}
 		}
 	})
 	t.Run("transcript", func(t *testing.T) {
 		t.Parallel()
-		limit := middleware.ToolCallLimit(middleware.WithRunLimit(2), middleware.WithThreadLimit(3), middleware.WithExitBehavior(middleware.ExitEnd))
+		limit := middleware.ToolCallLimit(guard.WithRunLimit(2), guard.WithThreadLimit(3), guard.WithExitBehavior(guard.ExitEnd))
 		m := fakemodel.New(limCalls("search"), limCalls("search"), fakemodel.Text("one"), limCalls("search"), limCalls("search"))
 		a := newLimAgent(m, limit)
 		if out, err := a.turn(context.Background(), "go"); err != nil || out != "one" {
@@ -531,18 +532,18 @@ func TestToolCallLimitConcurrentRuns(t *testing.T) {
 	const runs = 100
 	for _, tc := range []struct {
 		name    string
-		opts    []middleware.LimitOption
+		opts    []guard.LimitOption
 		ctx     func() context.Context
 		perRun  int // calls each run makes, -1: any
 		wantAll int // calls all runs make together
 	}{
-		{"runs from transcript", []middleware.LimitOption{middleware.WithRunLimit(2)},
+		{"runs from transcript", []guard.LimitOption{guard.WithRunLimit(2)},
 			context.Background, 2, 2 * runs},
-		{"runs from WithRun", []middleware.LimitOption{middleware.WithRunLimit(2)},
-			func() context.Context { return middleware.WithRun(context.Background()) }, 2, 2 * runs},
-		{"one thread", []middleware.LimitOption{middleware.WithRunLimit(1), middleware.WithThreadLimit(5)},
+		{"runs from WithRun", []guard.LimitOption{guard.WithRunLimit(2)},
+			func() context.Context { return guard.WithRun(context.Background()) }, 2, 2 * runs},
+		{"one thread", []guard.LimitOption{guard.WithRunLimit(1), guard.WithThreadLimit(5)},
 			func() context.Context {
-				return middleware.WithThread(middleware.WithRun(context.Background()), "shared")
+				return guard.WithThread(guard.WithRun(context.Background()), "shared")
 			}, -1, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -596,10 +597,10 @@ func TestToolCallLimitStacked(t *testing.T) {
 			fakemodel.Text("done"),
 		)
 		a := newLimAgent(m,
-			middleware.ToolCallLimit(middleware.WithToolName("search"), middleware.WithRunLimit(1)),
-			middleware.ToolCallLimit(middleware.WithRunLimit(2), middleware.WithExitBehavior(middleware.ExitError)),
+			middleware.ToolCallLimit(guard.WithToolName("search"), guard.WithRunLimit(1)),
+			middleware.ToolCallLimit(guard.WithRunLimit(2), guard.WithExitBehavior(guard.ExitError)),
 		)
-		out, err := a.turn(middleware.WithRun(context.Background()), "go")
+		out, err := a.turn(guard.WithRun(context.Background()), "go")
 		if err != nil || out != "done" {
 			t.Fatalf("turn = %q, %v; want %q, nil", out, err, "done")
 		}
@@ -616,8 +617,8 @@ func TestToolCallLimitStacked(t *testing.T) {
 			fakemodel.Text("done"),
 		)
 		a := newLimAgent(m,
-			middleware.ToolCallLimit(middleware.WithRunLimit(2)),
-			middleware.ToolCallLimit(middleware.WithToolName("search"), middleware.WithRunLimit(2), middleware.WithExitBehavior(middleware.ExitError)),
+			middleware.ToolCallLimit(guard.WithRunLimit(2)),
+			middleware.ToolCallLimit(guard.WithToolName("search"), guard.WithRunLimit(2), guard.WithExitBehavior(guard.ExitError)),
 		)
 		out, err := a.turn(context.Background(), "go")
 		if err != nil || out != "done" {
@@ -639,8 +640,8 @@ func TestToolCallLimitStacked(t *testing.T) {
 		)
 		var ev recorder
 		a := newLimAgent(m,
-			middleware.ToolCallLimit(middleware.WithRunLimit(3), middleware.WithEventHandler(ev.handle)),
-			middleware.ToolCallLimit(middleware.WithToolName("search"), middleware.WithRunLimit(1), middleware.WithEventHandler(ev.handle)),
+			middleware.ToolCallLimit(guard.WithRunLimit(3), guard.WithEventHandler(ev.handle)),
+			middleware.ToolCallLimit(guard.WithToolName("search"), guard.WithRunLimit(1), guard.WithEventHandler(ev.handle)),
 		)
 		out, err := a.turn(context.Background(), "go")
 		if err != nil || out != "done" {
@@ -659,27 +660,27 @@ func TestToolCallLimitStacked(t *testing.T) {
 	})
 	for _, tc := range []struct {
 		name         string
-		outer, inner middleware.LimitOption
+		outer, inner guard.LimitOption
 		ctx          context.Context
 	}{
-		{"same run", middleware.WithRunLimit(3), middleware.WithRunLimit(5), middleware.WithRun(context.Background())},
-		{"same thread store", middleware.WithThreadLimit(3), middleware.WithThreadLimit(5), middleware.WithThread(context.Background(), "t")},
+		{"same run", guard.WithRunLimit(3), guard.WithRunLimit(5), guard.WithRun(context.Background())},
+		{"same thread store", guard.WithThreadLimit(3), guard.WithThreadLimit(5), guard.WithThread(context.Background(), "t")},
 	} {
 		t.Run("shared count: "+tc.name, func(t *testing.T) {
 			t.Parallel()
-			store := middleware.NewMemoryThreadStore(10)
+			store := guard.NewMemoryThreadStore(10)
 			outer, inner := tc.outer, tc.inner
 			m := fakemodel.New(limCalls("search"), limCalls("search"), limCalls("search"), limCalls("search"))
 			llm := middleware.Wrap(m,
-				middleware.ToolCallLimit(outer, middleware.WithThreadStore(store), middleware.WithExitBehavior(middleware.ExitError)),
-				middleware.ToolCallLimit(inner, middleware.WithThreadStore(store), middleware.WithExitBehavior(middleware.ExitError)),
+				middleware.ToolCallLimit(outer, guard.WithThreadStore(store), guard.WithExitBehavior(guard.ExitError)),
+				middleware.ToolCallLimit(inner, guard.WithThreadStore(store), guard.WithExitBehavior(guard.ExitError)),
 			)
 			for i := range 3 {
 				if _, err := llm.GenerateContent(tc.ctx, nil); err != nil {
 					t.Fatalf("call %d: %v, want it within the outer limit of 3", i+1, err)
 				}
 			}
-			var le *middleware.LimitExceededError
+			var le *guard.LimitExceededError
 			if _, err := llm.GenerateContent(tc.ctx, nil); !errors.As(err, &le) || le.Limit != 3 || le.Count != 3 {
 				t.Errorf("call 4: %v, want the outer limit exceeded at 3/3", err)
 			}
@@ -689,19 +690,19 @@ func TestToolCallLimitStacked(t *testing.T) {
 
 type failingStore struct{ err error }
 
-func (s *failingStore) Reserve(context.Context, middleware.ThreadKey, int, int) (int, bool, error) {
+func (s *failingStore) Reserve(context.Context, guard.ThreadKey, int, int) (int, bool, error) {
 	return 0, false, s.err
 }
-func (s *failingStore) Release(context.Context, middleware.ThreadKey, int) error { return nil }
+func (s *failingStore) Release(context.Context, guard.ThreadKey, int) error { return nil }
 
 func TestToolCallLimitThreadStoreErrorFailsTheCall(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("redis down")
 	m := fakemodel.New(limCalls("search"))
-	llm := middleware.Wrap(m, middleware.ToolCallLimit(middleware.WithThreadLimit(3), middleware.WithThreadStore(&failingStore{boom})))
-	_, err := llm.GenerateContent(middleware.WithThread(context.Background(), "t"), nil)
-	if !errors.Is(err, boom) || !strings.HasPrefix(err.Error(), "middleware: ") {
-		t.Errorf("GenerateContent error = %v, want a middleware: error wrapping %v", err, boom)
+	llm := middleware.Wrap(m, middleware.ToolCallLimit(guard.WithThreadLimit(3), guard.WithThreadStore(&failingStore{boom})))
+	_, err := llm.GenerateContent(guard.WithThread(context.Background(), "t"), nil)
+	if !errors.Is(err, boom) || !strings.HasPrefix(err.Error(), "guard: ") {
+		t.Errorf("GenerateContent error = %v, want a guard: error wrapping %v", err, boom)
 	}
 }
 
@@ -715,7 +716,7 @@ func TestToolCallLimitPassesTextAndErrors(t *testing.T) {
 		}),
 		fakemodel.Fail(boom),
 	)
-	llm := middleware.Wrap(m, middleware.ToolCallLimit(middleware.WithRunLimit(1)))
+	llm := middleware.Wrap(m, middleware.ToolCallLimit(guard.WithRunLimit(1)))
 	if resp, err := llm.GenerateContent(context.Background(), nil); resp != text || err != nil {
 		t.Errorf("text response: GenerateContent = %v, %v; want it untouched", resp, err)
 	}
@@ -731,7 +732,7 @@ func TestToolCallLimitCancelledBeforeReask(t *testing.T) {
 		cancel()
 		return &llms.ContentResponse{Choices: []*llms.ContentChoice{{ToolCalls: []llms.ToolCall{fakemodel.Call("search", `{}`), fakemodel.Call("search", `{}`)}}}}, nil
 	}))
-	llm := middleware.Wrap(m, middleware.ToolCallLimit(middleware.WithRunLimit(1)))
+	llm := middleware.Wrap(m, middleware.ToolCallLimit(guard.WithRunLimit(1)))
 	if _, err := llm.GenerateContent(ctx, nil); !errors.Is(err, context.Canceled) || len(m.Requests()) != 1 {
 		t.Errorf("GenerateContent = %v after %d model calls, want context.Canceled after 1", err, len(m.Requests()))
 	}
@@ -741,36 +742,36 @@ func TestToolCallLimitOptionPanics(t *testing.T) {
 	t.Parallel()
 	for name, f := range map[string]func(){
 		"no limit":             func() { middleware.ToolCallLimit() },
-		"only a tool name":     func() { middleware.ToolCallLimit(middleware.WithToolName("search")) },
-		"run above thread":     func() { middleware.ToolCallLimit(middleware.WithRunLimit(5), middleware.WithThreadLimit(3)) },
-		"zero run limit":       func() { middleware.WithRunLimit(0) },
-		"negative thread":      func() { middleware.WithThreadLimit(-1) },
-		"empty tool name":      func() { middleware.WithToolName("") },
-		"unknown exit":         func() { middleware.WithExitBehavior(middleware.ExitBehavior(9)) },
-		"nil store":            func() { middleware.WithThreadStore(nil) },
-		"zero-capacity memory": func() { middleware.NewMemoryThreadStore(0) },
+		"only a tool name":     func() { middleware.ToolCallLimit(guard.WithToolName("search")) },
+		"run above thread":     func() { middleware.ToolCallLimit(guard.WithRunLimit(5), guard.WithThreadLimit(3)) },
+		"zero run limit":       func() { guard.WithRunLimit(0) },
+		"negative thread":      func() { guard.WithThreadLimit(-1) },
+		"empty tool name":      func() { guard.WithToolName("") },
+		"unknown exit":         func() { guard.WithExitBehavior(guard.ExitBehavior(9)) },
+		"nil store":            func() { guard.WithThreadStore(nil) },
+		"zero-capacity memory": func() { guard.NewMemoryThreadStore(0) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			defer func() {
-				if r := recover(); r == nil || !strings.HasPrefix(fmt.Sprint(r), "middleware: ") {
-					t.Errorf("panic = %v, want a clear middleware: message", r)
+				if r := recover(); r == nil || !strings.HasPrefix(fmt.Sprint(r), "guard: ") {
+					t.Errorf("panic = %v, want a clear guard: message", r)
 				}
 			}()
 			f()
 		})
 	}
 	// Equal limits are fine.
-	middleware.ToolCallLimit(middleware.WithRunLimit(3), middleware.WithThreadLimit(3))
+	middleware.ToolCallLimit(guard.WithRunLimit(3), guard.WithThreadLimit(3))
 }
 
 // valueStore is a ThreadStore used by value: equal values share one count.
-type valueStore struct{ s *middleware.MemoryThreadStore }
+type valueStore struct{ s *guard.MemoryThreadStore }
 
-func (v valueStore) Reserve(ctx context.Context, key middleware.ThreadKey, n, limit int) (int, bool, error) {
+func (v valueStore) Reserve(ctx context.Context, key guard.ThreadKey, n, limit int) (int, bool, error) {
 	return v.s.Reserve(ctx, key, n, limit)
 }
-func (v valueStore) Release(ctx context.Context, key middleware.ThreadKey, n int) error {
+func (v valueStore) Release(ctx context.Context, key guard.ThreadKey, n int) error {
 	return v.s.Release(ctx, key, n)
 }
 
@@ -789,27 +790,27 @@ func TestToolCallLimitStackedStoreIdentity(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name      string
-		store     func(*middleware.MemoryThreadStore) middleware.ThreadStore
+		store     func(*guard.MemoryThreadStore) guard.ThreadStore
 		wantCount int // the shared count after one call
 	}{
-		{"one pointer", func(m *middleware.MemoryThreadStore) middleware.ThreadStore { return m }, 1},
-		{"equal values", func(m *middleware.MemoryThreadStore) middleware.ThreadStore { return valueStore{m} }, 1},
-		{"values that cannot be compared", func(m *middleware.MemoryThreadStore) middleware.ThreadStore {
+		{"one pointer", func(m *guard.MemoryThreadStore) guard.ThreadStore { return m }, 1},
+		{"equal values", func(m *guard.MemoryThreadStore) guard.ThreadStore { return valueStore{m} }, 1},
+		{"values that cannot be compared", func(m *guard.MemoryThreadStore) guard.ThreadStore {
 			return unhashableStore{valueStore{m}, []string{"a"}}
 		}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			mem := middleware.NewMemoryThreadStore(10)
+			mem := guard.NewMemoryThreadStore(10)
 			m := fakemodel.New(limCalls("search"))
 			llm := middleware.Wrap(m,
-				middleware.ToolCallLimit(middleware.WithThreadLimit(5), middleware.WithThreadStore(tc.store(mem))),
-				middleware.ToolCallLimit(middleware.WithThreadLimit(5), middleware.WithThreadStore(tc.store(mem))),
+				middleware.ToolCallLimit(guard.WithThreadLimit(5), guard.WithThreadStore(tc.store(mem))),
+				middleware.ToolCallLimit(guard.WithThreadLimit(5), guard.WithThreadStore(tc.store(mem))),
 			)
-			if _, err := llm.GenerateContent(middleware.WithThread(context.Background(), "t"), nil); err != nil {
+			if _, err := llm.GenerateContent(guard.WithThread(context.Background(), "t"), nil); err != nil {
 				t.Fatal(err)
 			}
-			if got := mem.Count(middleware.ThreadKey{Thread: "t"}); got != tc.wantCount {
+			if got := mem.Count(guard.ThreadKey{Thread: "t"}); got != tc.wantCount {
 				t.Errorf("count after one call = %d, want %d", got, tc.wantCount)
 			}
 		})

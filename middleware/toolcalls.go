@@ -1,15 +1,12 @@
 package middleware
 
 import (
-	"context"
 	"encoding/json"
 	"hash/fnv"
 	"strconv"
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
-	injectedargs "github.com/toolguard/toolguard/internal/injected"
-	"github.com/toolguard/toolguard/internal/modeltext"
 )
 
 // toolCall locates one tool call in a response. Providers put tool calls in
@@ -198,7 +195,7 @@ func ToolCallMessages(text string, calls []llms.ToolCall, results []string) []ll
 		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeAI, text))
 	}
 	if broken > 0 {
-		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeHuman, modeltext.NoFunctionCalls(broken)))
+		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeHuman, noFunctionCalls(broken)))
 	}
 	return msgs
 }
@@ -208,51 +205,6 @@ func ToolCallMessages(text string, calls []llms.ToolCall, results []string) []ll
 func isJSONObject(s string) bool {
 	t := strings.TrimSpace(s)
 	return len(t) >= 2 && t[0] == '{' && json.Valid([]byte(t))
-}
-
-// replay shows the model its rejected response, each call answered by
-// answers[i], in the [ToolCallMessages] layout. Arguments longer than
-// [modeltext.MaxReplayedArguments] are shown as {} (the callers' answers say
-// so, see [oversized]), so a re-ask's size is bounded whatever the model
-// sent; values the model sent for a tool's injected arguments
-// ([WithInjectedArgs]) are never replayed.
-func replay(ctx context.Context, resp *llms.ContentResponse, calls []toolCall, answers []string) []llms.MessageContent {
-	tcs := toToolCalls(calls)
-	for i, tc := range tcs {
-		if tc.FunctionCall == nil {
-			continue
-		}
-		args := tc.FunctionCall.Arguments
-		if len(args) > modeltext.MaxReplayedArguments {
-			args = "{}"
-		} else {
-			args, _ = injectedargs.Drop(args, InjectedArgsFrom(ctx, tc.FunctionCall.Name))
-		}
-		if args != tc.FunctionCall.Arguments {
-			fn := *tc.FunctionCall
-			fn.Arguments = args
-			tcs[i].FunctionCall = &fn
-		}
-	}
-	return ToolCallMessages(ResponseText(resp), tcs, answers)
-}
-
-// oversized returns the length of c's arguments when a re-ask would show
-// them as {} (see [replay]), else 0.
-func oversized(c *toolCall) int {
-	if n := len(c.args()); n > modeltext.MaxReplayedArguments {
-		return n
-	}
-	return 0
-}
-
-// withOversized adds to answer, the tool message of a call that is not
-// rejected itself, that its arguments (size bytes) are shown as {}.
-func withOversized(answer string, size int) string {
-	if size == 0 {
-		return answer
-	}
-	return answer + " Note: " + modeltext.Oversized(size) + "."
 }
 
 // withReplay returns orig followed by extra, in a new slice: the caller's

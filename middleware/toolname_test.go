@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tmc/langchaingo/chains"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -21,8 +22,8 @@ func TestToolNameMatchesAsTheExecutor(t *testing.T) {
 	}
 	m := fakemodel.New(call("Search", "a"), call("SEARCH", "b"), call("search", "c"))
 	search := &execTool{name: "search"}
-	ex := newExecutor(m, search, middleware.ToolCallLimit(middleware.WithToolName("search"), middleware.WithRunLimit(2),
-		middleware.WithExitBehavior(middleware.ExitEnd)))
+	ex := newExecutor(m, search, middleware.ToolCallLimit(guard.WithToolName("search"), guard.WithRunLimit(2),
+		guard.WithExitBehavior(guard.ExitEnd)))
 	out, err := chains.Run(context.Background(), ex, "find a, b and c")
 	const want = "Tool call limit reached: 'search' run limit exceeded (2/2 calls)."
 	if err != nil || out != want {
@@ -36,8 +37,8 @@ func TestToolNameMatchesAsTheExecutor(t *testing.T) {
 	// although strings.EqualFold tells them apart.
 	m = fakemodel.New(call("fınd", "a"), call("fınd", "b"), call("find", "c"))
 	find := &execTool{name: "find"}
-	ex = newExecutor(m, find, middleware.ToolCallLimit(middleware.WithToolName("find"), middleware.WithRunLimit(2),
-		middleware.WithExitBehavior(middleware.ExitEnd)))
+	ex = newExecutor(m, find, middleware.ToolCallLimit(guard.WithToolName("find"), guard.WithRunLimit(2),
+		guard.WithExitBehavior(guard.ExitEnd)))
 	out, err = chains.Run(context.Background(), ex, "find a, b and c")
 	if want := "Tool call limit reached: 'find' run limit exceeded (2/2 calls)."; err != nil || out != want {
 		t.Fatalf("Executor answered %q, %v; want %q, nil", out, err, want)

@@ -7,15 +7,16 @@ import (
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 
 // limitErr returns the *LimitExceededError err holds, failing the test if
 // none.
-func limitErr(t *testing.T, err error) *middleware.LimitExceededError {
+func limitErr(t *testing.T, err error) *guard.LimitExceededError {
 	t.Helper()
-	var le *middleware.LimitExceededError
+	var le *guard.LimitExceededError
 	if !errors.As(err, &le) {
 		t.Fatalf("error = %v, want a *LimitExceededError", err)
 	}
@@ -39,14 +40,14 @@ func TestTranscriptRunOutlivesNoFunctionNote(t *testing.T) {
 		name  string
 		limit middleware.Middleware
 	}{
-		{"ToolCallLimit", middleware.ToolCallLimit(middleware.WithRunLimit(1), middleware.WithExitBehavior(middleware.ExitError))},
-		{"ModelCallLimit", middleware.ModelCallLimit(middleware.WithRunLimit(1), middleware.WithExitBehavior(middleware.ExitError))},
+		{"ToolCallLimit", middleware.ToolCallLimit(guard.WithRunLimit(1), guard.WithExitBehavior(guard.ExitError))},
+		{"ModelCallLimit", middleware.ModelCallLimit(guard.WithRunLimit(1), guard.WithExitBehavior(guard.ExitError))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			m := fakemodel.New(limCalls("search"))
 			_, err := middleware.Wrap(m, tc.limit).GenerateContent(context.Background(), msgs, limTools)
-			if le := limitErr(t, err); le.Scope != middleware.ScopeRun || le.Count != 1 {
+			if le := limitErr(t, err); le.Scope != guard.ScopeRun || le.Count != 1 {
 				t.Errorf("error = %v, want the run limit with 1 call made", err)
 			}
 		})

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 )
 
 // Wrap returns an llms.Model that sends every GenerateContent call (and every
@@ -32,17 +33,19 @@ type wrapped struct {
 }
 
 func (w *wrapped) call(ctx context.Context, req *Request) (*llms.ContentResponse, error) {
-	var done func(*llms.ContentResponse, error)
-	if o := ObserverFrom(ctx); o != nil {
-		ctx, done = o.OnModelCall(ctx, req)
+	if guard.ObserverFrom(ctx) == nil {
+		resp, err := w.model.GenerateContent(ctx, req.Messages, req.Options...)
+		if err == nil && resp == nil {
+			err = errNilResponse
+		}
+		return resp, err
 	}
+	ctx, done := guard.ObserveModelCall(ctx, guard.ModelCall{Model: req.CallOptions().Model})
 	resp, err := w.model.GenerateContent(ctx, req.Messages, req.Options...)
 	if err == nil && resp == nil {
 		err = errNilResponse
 	}
-	if done != nil {
-		done(resp, err)
-	}
+	done(modelResult(ctx, resp, err))
 	return resp, err
 }
 

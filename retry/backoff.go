@@ -20,7 +20,7 @@ const (
 // (MaxElapsedTime 0: the number of attempts and the caller's deadline bound
 // it). Change its fields before first use to tune it:
 //
-//	middleware.WithBackOff(func() backoff.BackOff {
+//	guard.WithBackOff(func() backoff.BackOff {
 //		b := retry.NewExponentialBackOff()
 //		b.InitialInterval = 250 * time.Millisecond
 //		return b

@@ -31,7 +31,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
-	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 
@@ -235,7 +235,7 @@ func ResumeAfterCrash(t *testing.T, cp agent.Checkpointer) Counts {
 	process := func(c agent.Checkpointer) *agent.Agent {
 		return agent.New(model, tools, agent.WithCheckpointer(c), agent.WithApprovalFor("transfer_money"))
 	}
-	thread := middleware.WithThread(context.Background(), "checkpointtest-crash")
+	thread := guard.WithThread(context.Background(), "checkpointtest-crash")
 
 	// Process 1 dies after saving its first batch (saves: the turn, then
 	// the batch).

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
-	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/guard"
 )
 
 // ErrInjected is the error [Faulty] returns for the faults it injects.
@@ -245,7 +245,7 @@ func StopAfterPayment(t *testing.T, cp agent.Checkpointer) int {
 	process := func() *agent.Agent {
 		return agent.New(model, []agent.Tool{pay.Tool(), check}, agent.WithCheckpointer(cp))
 	}
-	ctx := middleware.WithThread(context.Background(), "fault-stop")
+	ctx := guard.WithThread(context.Background(), "fault-stop")
 	_, err := process().Run(ctx, "Pay alice 25.")
 	if !errors.Is(err, agent.ErrStopRun) {
 		t.Fatalf("Run() error = %v, want ErrStopRun", err)
@@ -266,7 +266,7 @@ func PanicAfterPayment(t *testing.T, cp agent.Checkpointer) int {
 	process := func() *agent.Agent {
 		return agent.New(model, []agent.Tool{pay.Tool(), boom}, agent.WithCheckpointer(cp))
 	}
-	ctx := middleware.WithThread(context.Background(), "fault-panic")
+	ctx := guard.WithThread(context.Background(), "fault-panic")
 	_, err := process().Run(ctx, "Pay alice 25.")
 	if err == nil || !strings.Contains(err.Error(), "lookup_rate") {
 		t.Fatalf("Run() error = %v, want an error naming the tool that panicked", err)
@@ -283,7 +283,7 @@ func PanicAfterPayment(t *testing.T, cp agent.Checkpointer) int {
 func CancelAfterPayment(t *testing.T, cp agent.Checkpointer) int {
 	t.Helper()
 	pay := NewPayments()
-	ctx, cancel := context.WithCancel(middleware.WithThread(context.Background(), "fault-cancel"))
+	ctx, cancel := context.WithCancel(guard.WithThread(context.Background(), "fault-cancel"))
 	defer cancel()
 	wait := stopTool("wait_for_bank", pay, func(ctx context.Context) (string, error) {
 		cancel()
@@ -300,7 +300,7 @@ func CancelAfterPayment(t *testing.T, cp agent.Checkpointer) int {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run() error = %v, want context.Canceled", err)
 	}
-	res, err := Carry(middleware.WithThread(context.Background(), "fault-cancel"), process(), err)
+	res, err := Carry(guard.WithThread(context.Background(), "fault-cancel"), process(), err)
 	checkCarried(t, "a cancel after the payment finished", pay, res, err)
 	return pay.Count()
 }
@@ -328,7 +328,7 @@ func approvalScenario(t *testing.T, cp agent.Checkpointer, thread string, saves,
 	process := func(cp agent.Checkpointer) *agent.Agent {
 		return agent.New(model, []agent.Tool{pay.Tool(), notify}, agent.WithCheckpointer(cp), agent.WithApprovalFor("notify_manager"))
 	}
-	ctx := middleware.WithThread(context.Background(), thread)
+	ctx := guard.WithThread(context.Background(), thread)
 	_, runErr := process(faulty).Run(ctx, "Pay alice 25 and tell the manager.")
 	res, err := Carry(ctx, process(cp), runErr)
 	return approvalOutcome{runErr: runErr, pay: pay, res: res, err: err}
@@ -377,7 +377,7 @@ func ConflictAfterOwnWrite(t *testing.T, cp agent.Checkpointer) int {
 	process := func(cp agent.Checkpointer) *agent.Agent {
 		return agent.New(model, []agent.Tool{pay.Tool(), notify}, agent.WithCheckpointer(cp), agent.WithApprovalFor("notify_manager"))
 	}
-	ctx := middleware.WithThread(context.Background(), "fault-own-conflict")
+	ctx := guard.WithThread(context.Background(), "fault-own-conflict")
 	_, err := process(cp).Run(ctx, "Pay alice 25 and tell the manager.")
 	var in *agent.Interrupt
 	if !errors.As(err, &in) {

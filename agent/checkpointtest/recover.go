@@ -8,7 +8,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
-	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/guard"
 )
 
 // RunFaults runs the fault scenarios against the stores newCheckpointer
@@ -59,7 +59,7 @@ func wedged(t *testing.T, cp agent.Checkpointer, thread string) (func() *agent.A
 		return agent.New(model, []agent.Tool{pay.Tool(), notify}, agent.WithCheckpointer(cp), agent.WithApprovalFor("notify_manager"))
 	}
 	saves, loads := lostAndDown()
-	ctx := middleware.WithThread(context.Background(), thread)
+	ctx := guard.WithThread(context.Background(), thread)
 	_, err := process(&Faulty{Checkpointer: cp, Saves: saves, Loads: loads}).Run(ctx, "Pay alice 25 and tell the manager.")
 	var in *agent.Interrupt
 	if err == nil || errors.As(err, &in) || !errors.Is(err, ErrInjected) {

@@ -9,6 +9,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/tools"
 	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/validation"
 )
@@ -142,7 +143,7 @@ func (o *offer) WrapModelCall(next middleware.Handler) middleware.Handler {
 		}
 		// The original schemas keep a typed tool's Validate hook, which the
 		// map sent to the model has lost.
-		ctx = middleware.WithToolSchemas(ctx, o.schemas)
+		ctx = guard.WithToolSchemas(ctx, o.schemas)
 		return next(ctx, &middleware.Request{Messages: req.Messages, Options: callOpts})
 	}
 }

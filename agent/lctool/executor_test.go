@@ -16,6 +16,7 @@ import (
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/agent/lctool"
 	"github.com/toolguard/toolguard/agent/mcptool"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -95,9 +96,9 @@ func TestTypedToolsInLangchainExecutor(t *testing.T) {
 		fakemodel.Text("Refunded 19.99; 17 + 25 = 42."),
 	)
 	var invalid []string
-	llm := middleware.Wrap(m, lctool.OfferSchemas(ts...), middleware.ToolArgValidation(middleware.WithEventHandler(
-		func(_ context.Context, e middleware.Event) {
-			if e.Kind == middleware.EventInvalid {
+	llm := middleware.Wrap(m, lctool.OfferSchemas(ts...), middleware.ToolArgValidation(guard.WithEventHandler(
+		func(_ context.Context, e guard.Event) {
+			if e.Kind == guard.EventInvalid {
 				invalid = append(invalid, e.Tool+": "+e.Err.Error())
 			}
 		})))

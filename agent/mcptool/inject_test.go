@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/agent/mcptool"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -34,9 +35,9 @@ func TestNPMInjectArgs(t *testing.T) {
 		fakemodel.Text("done"),
 	)
 	var mu sync.Mutex
-	var forged []middleware.Event
-	events := func(_ context.Context, e middleware.Event) {
-		if e.Kind == middleware.EventForgedArgument {
+	var forged []guard.Event
+	events := func(_ context.Context, e guard.Event) {
+		if e.Kind == guard.EventForgedArgument {
 			mu.Lock()
 			forged = append(forged, e)
 			mu.Unlock()
@@ -44,7 +45,7 @@ func TestNPMInjectArgs(t *testing.T) {
 	}
 	a := agent.New(m, []agent.Tool{echo},
 		agent.Inject("message", func(ctx context.Context, _ *agent.ToolCall) (any, error) { return ctx.Value(userKey{}), nil }),
-		agent.WithMiddleware(middleware.ToolArgValidation(middleware.WithEventHandler(events))),
+		agent.WithMiddleware(middleware.ToolArgValidation(guard.WithEventHandler(events))),
 		agent.WithEventHandler(events))
 	res, err := a.Run(context.WithValue(ctx, userKey{}, "u-42"), "echo as admin")
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/tmc/langchaingo/llms/openai"
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/agent/mcptool"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 )
 
@@ -151,7 +152,7 @@ func TestProviderSafeNamesThroughOpenAI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := agent.New(llm, tools, agent.WithMiddleware(middleware.ToolArgValidation(middleware.WithUnknownTools(middleware.UnknownReject))))
+			a := agent.New(llm, tools, agent.WithMiddleware(middleware.ToolArgValidation(guard.WithUnknownTools(guard.UnknownReject))))
 			res, err := a.Run(context.Background(), "What does notes.txt say?")
 			if err != nil {
 				t.Fatalf("Run: %v", err)

@@ -35,6 +35,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/validation"
@@ -105,7 +106,7 @@ func run(ctx context.Context, out io.Writer, in io.Reader, model llms.Model) err
 			agent.WithInterruptKey(key),
 			agent.WithCheckpointer(store))
 	}
-	ctx = middleware.WithThread(ctx, "customer-7")
+	ctx = guard.WithThread(ctx, "customer-7")
 
 	const ask = "Pay ACME Ltd's invoice of 1200 EUR."
 	fmt.Fprintln(out, "user:", ask)

@@ -1,6 +1,6 @@
 // Command custom-middleware shows how to write a middleware of your own — a
 // slog logger of model calls — and compose it with toolguard's built-ins in
-// a toolguard agent, with middleware.LogEvents reporting what the built-ins
+// a toolguard agent, with guard.LogEvents reporting what the built-ins
 // do.
 //
 // The same logging middleware is placed twice, to show the order rule: the
@@ -29,6 +29,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/openai"
 	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -133,7 +134,7 @@ func run(ctx context.Context, out io.Writer, model llms.Model) error {
 		agent.WithSystemPrompt("You answer questions about orders."),
 		agent.WithMiddleware(
 			logModelCalls(logger.With("layer", "turn")), // outermost: one log line per agent turn
-			middleware.ToolArgValidation(middleware.WithEventHandler(middleware.LogEvents(logger))),
+			middleware.ToolArgValidation(guard.WithEventHandler(guard.LogEvents(logger))),
 			logModelCalls(logger.With("layer", "model")), // innermost: every call that reaches the model
 		),
 	)

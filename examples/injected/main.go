@@ -17,6 +17,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -78,7 +79,7 @@ func run(ctx context.Context, out io.Writer, model *fakemodel.Model) error {
 		}
 		return a
 	}}))
-	events := middleware.LogEvents(log)
+	events := guard.LogEvents(log)
 
 	a := agent.New(model, []agent.Tool{placeOrder, invoices},
 		agent.Inject("user_id", func(ctx context.Context, _ *agent.ToolCall) (any, error) {
@@ -88,7 +89,7 @@ func run(ctx context.Context, out io.Writer, model *fakemodel.Model) error {
 			}
 			return user, nil
 		}),
-		agent.WithMiddleware(middleware.ToolArgValidation(middleware.WithEventHandler(events))),
+		agent.WithMiddleware(middleware.ToolArgValidation(guard.WithEventHandler(events))),
 		agent.WithEventHandler(events),
 	)
 

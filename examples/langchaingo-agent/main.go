@@ -28,6 +28,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/openai"
 	"github.com/tmc/langchaingo/tools"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -35,7 +36,7 @@ import (
 func main() {
 	var (
 		model     llms.Model
-		retryOpts []middleware.RetryOption
+		retryOpts []guard.RetryOption
 	)
 	useOpenAI := flag.Bool("openai", false, "run on OpenAI (needs OPENAI_API_KEY) instead of the scripted fake model")
 	flag.Parse()
@@ -44,7 +45,7 @@ func main() {
 		model = scriptedModel()
 		// The script's 503 is retried at once; real providers get
 		// ModelRetry's default exponential backoff from 1s.
-		retryOpts = append(retryOpts, middleware.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} }))
+		retryOpts = append(retryOpts, guard.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} }))
 	} else {
 		if os.Getenv("OPENAI_API_KEY") == "" {
 			log.Fatal("-openai needs OPENAI_API_KEY")
@@ -77,21 +78,21 @@ func scriptedModel() *fakemodel.Model {
 	)
 }
 
-func run(ctx context.Context, out io.Writer, model llms.Model, retryOpts ...middleware.RetryOption) error {
-	events := middleware.WithEventHandler(func(_ context.Context, e middleware.Event) {
+func run(ctx context.Context, out io.Writer, model llms.Model, retryOpts ...guard.RetryOption) error {
+	events := guard.WithEventHandler(func(_ context.Context, e guard.Event) {
 		switch e.Kind {
-		case middleware.EventRetry:
+		case guard.EventRetry:
 			fmt.Fprintf(out, "  ModelRetry: attempt %d failed, retrying: %v\n", e.Attempt, e.Err)
-		case middleware.EventInvalid:
+		case guard.EventInvalid:
 			fmt.Fprintf(out, "  ToolArgValidation: asking the model to fix %s: %v\n", e.CallID, e.Err)
-		case middleware.EventLimit:
+		case guard.EventLimit:
 			fmt.Fprintf(out, "  ToolCallLimit: blocked: %v\n", e.Err)
 		}
 	})
 	// The recommended stack: the limiter outermost counts only calls that
 	// passed validation; retry innermost absorbs each attempt's errors.
 	llm := middleware.Wrap(model,
-		middleware.ToolCallLimit(middleware.WithRunLimit(2), events),
+		middleware.ToolCallLimit(guard.WithRunLimit(2), events),
 		middleware.ToolArgValidation(events),
 		middleware.ModelRetry(append(retryOpts, events)...),
 	)

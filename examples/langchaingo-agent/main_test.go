@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/cenkalti/backoff/v4"
-	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/guard"
 )
 
 // TestLangchaingoAgent pins what the example shows: all three middlewares at
@@ -14,7 +14,7 @@ import (
 func TestLangchaingoAgent(t *testing.T) {
 	model := scriptedModel()
 	var out strings.Builder
-	err := run(context.Background(), &out, model, middleware.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} }))
+	err := run(context.Background(), &out, model, guard.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func TestLangchaingoAgent(t *testing.T) {
 		`ToolArgValidation: asking the model to fix call_1: validation: tool "calculator" (call "call_1"): 1 violation: /__arg1: missing required property`,
 		`tool calculator("6 * 7") = 42`,
 		`tool calculator("42 + 8") = 50`,
-		"ToolCallLimit: blocked: middleware: tool call limit exceeded: run limit of 2 calls (2 made, 1 more requested)",
+		"ToolCallLimit: blocked: guard: tool call limit exceeded: run limit of 2 calls (2 made, 1 more requested)",
 		"assistant: 6 × 7 = 42, and 42 + 8 = 50.",
 	}
 	got := out.String()

@@ -37,6 +37,7 @@ import (
 	"github.com/tmc/langchaingo/llms/openai"
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/agent/mcptool"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -129,8 +130,8 @@ func run(ctx context.Context, out io.Writer, server string, model llms.Model) er
 	a := agent.New(model, tools,
 		agent.WithSystemPrompt("You do arithmetic with the tools you are given."),
 		agent.WithMiddleware(
-			middleware.ToolArgValidation(middleware.WithEventHandler(func(_ context.Context, e middleware.Event) {
-				if e.Kind == middleware.EventInvalid {
+			middleware.ToolArgValidation(guard.WithEventHandler(func(_ context.Context, e guard.Event) {
+				if e.Kind == guard.EventInvalid {
 					fmt.Fprintf(out, "  toolguard: %s has invalid arguments; nothing is sent to the MCP server\n", e.CallID)
 					printFeedback(out, e)
 				}
@@ -277,7 +278,7 @@ func trace(out io.Writer) middleware.Middleware {
 
 // printFeedback prints the tool message a re-ask sends the model about an
 // invalid call.
-func printFeedback(out io.Writer, e middleware.Event) {
+func printFeedback(out io.Writer, e guard.Event) {
 	fmt.Fprintf(out, "  toolguard -> model, tool message for %s:\n", e.CallID)
 	for _, line := range strings.Split(e.Feedback, "\n") {
 		fmt.Fprintf(out, "    | %s\n", line)

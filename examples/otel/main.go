@@ -27,9 +27,10 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/guard"
+	"github.com/toolguard/toolguard/guard/otelguard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
-	"github.com/toolguard/toolguard/middleware/otelguard"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -108,10 +109,10 @@ func run(ctx context.Context, out io.Writer, model llms.Model, stdout bool) erro
 		agent.WithMiddleware(
 			// Outermost: it sees the whole stack, and the agent finds it
 			// and adds invoke_agent and execute_tool spans.
-			otelguard.Middleware(otelguard.WithTracerProvider(tp), otelguard.WithMeterProvider(mp)),
+			middleware.Observe(otelguard.New(otelguard.WithTracerProvider(tp), otelguard.WithMeterProvider(mp))),
 			middleware.ToolArgValidation(),
 			// A short backoff for the demo; the default waits about 1 s.
-			middleware.ModelRetry(middleware.WithBackOff(func() backoff.BackOff {
+			middleware.ModelRetry(guard.WithBackOff(func() backoff.BackOff {
 				return backoff.NewConstantBackOff(50 * time.Millisecond)
 			})),
 		),

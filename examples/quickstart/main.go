@@ -26,6 +26,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/openai"
 	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -92,11 +93,11 @@ func run(ctx context.Context, out io.Writer, model llms.Model) error {
 	a := agent.New(model, []agent.Tool{weather},
 		agent.WithSystemPrompt("You answer weather questions with the get_weather tool."),
 		agent.WithMiddleware(
-			middleware.ToolArgValidation(middleware.WithEventHandler(func(_ context.Context, e middleware.Event) {
+			middleware.ToolArgValidation(guard.WithEventHandler(func(_ context.Context, e guard.Event) {
 				switch e.Kind {
-				case middleware.EventStripped:
+				case guard.EventStripped:
 					fmt.Fprintf(out, "  toolguard: removed empty values at %s\n", strings.Join(e.Paths, ", "))
-				case middleware.EventInvalid:
+				case guard.EventInvalid:
 					fmt.Fprintf(out, "  toolguard: %s has invalid arguments\n", e.CallID)
 					printFeedback(out, e)
 				}
@@ -139,7 +140,7 @@ func trace(out io.Writer) middleware.Middleware {
 
 // printFeedback prints the tool message a re-ask sends the model about an
 // invalid call.
-func printFeedback(out io.Writer, e middleware.Event) {
+func printFeedback(out io.Writer, e guard.Event) {
 	fmt.Fprintf(out, "  toolguard -> model, tool message for %s:\n", e.CallID)
 	for _, line := range strings.Split(e.Feedback, "\n") {
 		fmt.Fprintf(out, "    | %s\n", line)

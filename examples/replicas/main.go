@@ -21,12 +21,14 @@ import (
 	"log"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
+	"github.com/toolguard/toolguard/guard/redisstore"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
-	"github.com/toolguard/toolguard/middleware/redisstore"
 )
 
 const (
@@ -70,15 +72,15 @@ type replica struct {
 	llm  llms.Model
 }
 
-func newReplica(name string, s middleware.ThreadStore) *replica {
+func newReplica(name string, s guard.ThreadStore) *replica {
 	model := fakemodel.New()
 	for range turns {
 		model.Append(fakemodel.ToolCalls(fakemodel.Call("search", `{"q": "replicas"}`)))
 	}
 	llm := middleware.Wrap(model,
-		middleware.ModelCallLimit(middleware.WithThreadLimit(modelLimit), middleware.WithThreadStore(s)),
-		middleware.ToolCallLimit(middleware.WithThreadLimit(toolLimit), middleware.WithThreadStore(s),
-			middleware.WithExitBehavior(middleware.ExitEnd)),
+		middleware.ModelCallLimit(guard.WithThreadLimit(modelLimit), guard.WithThreadStore(s)),
+		middleware.ToolCallLimit(guard.WithThreadLimit(toolLimit), guard.WithThreadStore(s),
+			guard.WithExitBehavior(guard.ExitEnd)),
 	)
 	return &replica{name: name, llm: llm}
 }
@@ -86,12 +88,12 @@ func newReplica(name string, s middleware.ThreadStore) *replica {
 // conversation sends the turns of one thread to the replicas in turn and
 // returns how many searches were let out.
 func conversation(ctx context.Context, out io.Writer, replicas []*replica) (int, error) {
-	ctx = middleware.WithThread(ctx, thread)
+	ctx = guard.WithThread(ctx, thread)
 	searches := 0
 	for i := range turns {
 		r := replicas[i%len(replicas)]
 		msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, fmt.Sprintf("question %d", i+1))}
-		resp, err := r.llm.GenerateContent(middleware.WithRun(ctx), msgs)
+		resp, err := r.llm.GenerateContent(guard.WithRun(ctx), msgs)
 		if err != nil {
 			return 0, err
 		}
@@ -126,12 +128,18 @@ func run(ctx context.Context, out io.Writer, addr string) error {
 		return err
 	}
 	slices.Sort(keys)
+	requests := 0
 	for _, k := range keys {
+		if strings.Contains(k, "}:req:") {
+			requests++ // each reserve's and release's record, so that a retried command runs once
+			continue
+		}
 		fmt.Fprintf(out, "  %s = %s\n", k, clientA.Get(ctx, k).Val())
 	}
+	fmt.Fprintf(out, "  and %d request records (<prefix>{<thread>}:req:<id>): a command the client sends again is not applied twice\n", requests)
 
-	c := newReplica("A", middleware.NewMemoryThreadStore(100))
-	d := newReplica("B", middleware.NewMemoryThreadStore(100))
+	c := newReplica("A", guard.NewMemoryThreadStore(100))
+	d := newReplica("B", guard.NewMemoryThreadStore(100))
 	fmt.Fprintln(out, "The same conversation with a store in each replica's memory:")
 	if n, err = conversation(ctx, out, []*replica{c, d}); err != nil {
 		return err

@@ -28,6 +28,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
@@ -159,7 +160,7 @@ func run(ctx context.Context, out io.Writer, model llms.Model) error {
 				return backoff.NewConstantBackOff(10 * time.Millisecond)
 			})),
 		),
-		agent.WithEventHandler(func(_ context.Context, e middleware.Event) {
+		agent.WithEventHandler(func(_ context.Context, e guard.Event) {
 			line := "event " + string(e.Kind)
 			if e.Attempt != 0 {
 				line += fmt.Sprintf(" attempt=%d", e.Attempt)

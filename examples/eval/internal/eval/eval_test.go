@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolguard/toolguard/corpus"
 	"github.com/toolguard/toolguard/examples/eval/internal/eval"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/validation"
 )
@@ -183,8 +184,8 @@ func threeErrors(t *testing.T) eval.Corrupted {
 	}
 }
 
-func mw(opts ...middleware.ValidationOption) middleware.Middleware {
-	return middleware.ToolArgValidation(append([]middleware.ValidationOption{middleware.WithMaxRetries(eval.MaxRetries)}, opts...)...)
+func mw(opts ...guard.ValidationOption) middleware.Middleware {
+	return middleware.ToolArgValidation(append([]guard.ValidationOption{guard.WithMaxRetries(eval.MaxRetries)}, opts...)...)
 }
 
 // TestFeedbackDecidesTheRounds pins the simulator through the middleware,
@@ -209,12 +210,12 @@ func TestFeedbackDecidesTheRounds(t *testing.T) {
 		valid bool
 	}{
 		{"all errors named: one re-ask", mw(), threeErrors(t), 2, true},
-		{"LangChain format names all: one re-ask", mw(middleware.WithFeedback(eval.LangChain)), threeErrors(t), 2, true},
-		{"first error only, two errors: two re-asks", mw(middleware.WithFeedback(eval.FirstError)), two, 3, true},
-		{"first error only, three errors: out of re-asks", mw(middleware.WithFeedback(eval.FirstError)), threeErrors(t), 3, false},
-		{"no path in the feedback: nothing fixed", mw(middleware.WithFeedback(vague)), threeErrors(t), 3, false},
+		{"LangChain format names all: one re-ask", mw(guard.WithFeedback(eval.LangChain)), threeErrors(t), 2, true},
+		{"first error only, two errors: two re-asks", mw(guard.WithFeedback(eval.FirstError)), two, 3, true},
+		{"first error only, three errors: out of re-asks", mw(guard.WithFeedback(eval.FirstError)), threeErrors(t), 3, false},
+		{"no path in the feedback: nothing fixed", mw(guard.WithFeedback(vague)), threeErrors(t), 3, false},
 		{"not JSON, told why: one re-ask", mw(), fence, 2, true},
-		{"not JSON, not told why: nothing fixed", mw(middleware.WithFeedback(noWhy)), fence, 3, false},
+		{"not JSON, not told why: nothing fixed", mw(guard.WithFeedback(noWhy)), fence, 3, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

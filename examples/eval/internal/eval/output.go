@@ -10,6 +10,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/repair"
@@ -36,11 +37,11 @@ type OutputConfig struct {
 // check: the same pipeline and feedback; it is left out to keep the run
 // short.)
 func OutputConfigs() []OutputConfig {
-	repairOn := middleware.WithRepair(repair.Default())
+	repairOn := guard.WithRepair(repair.Default())
 	return []OutputConfig{
 		{Name: "no check (answer taken as sent)"},
 		{Name: "agent answer tool", run: agentAnswer()},
-		{Name: "agent answer tool + ToolArgValidation + repair", run: agentAnswer(middleware.ToolArgValidation(middleware.WithMaxRetries(MaxRetries), repairOn))},
+		{Name: "agent answer tool + ToolArgValidation + repair", run: agentAnswer(middleware.ToolArgValidation(guard.WithMaxRetries(MaxRetries), repairOn))},
 		{Name: "OutputValidation (text answer)", run: textAnswer()},
 		{Name: "OutputValidation + repair", run: textAnswer(repairOn)},
 	}
@@ -172,7 +173,7 @@ func agentAnswer(mws ...middleware.Middleware) func(context.Context, Corrupted) 
 // textAnswer returns a configuration that asks a model wrapped in
 // OutputValidation (with opts) for a text answer, the model correcting its
 // text from the feedback as SelfCorrecting corrects a call.
-func textAnswer(opts ...middleware.ValidationOption) func(context.Context, Corrupted) (outputOutcome, error) {
+func textAnswer(opts ...guard.ValidationOption) func(context.Context, Corrupted) (outputOutcome, error) {
 	return func(ctx context.Context, cor Corrupted) (outputOutcome, error) {
 		step := selfCorrectingText(cor.Truth, cor.First)
 		steps := make([]fakemodel.Step, 1+MaxRetries)
@@ -180,11 +181,11 @@ func textAnswer(opts ...middleware.ValidationOption) func(context.Context, Corru
 			steps[i] = step
 		}
 		m := fakemodel.New(steps...)
-		mw := middleware.OutputValidation(cor.Schema, append([]middleware.ValidationOption{middleware.WithMaxRetries(MaxRetries)}, opts...)...)
+		mw := middleware.OutputValidation(cor.Schema, append([]guard.ValidationOption{guard.WithMaxRetries(MaxRetries)}, opts...)...)
 		resp, err := middleware.Wrap(m, mw).GenerateContent(ctx, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Answer in JSON.")})
 		out := outputOutcome{modelCalls: len(m.Requests())}
 		switch {
-		case errors.Is(err, middleware.ErrNoOutput):
+		case errors.Is(err, guard.ErrNoOutput):
 		case err != nil:
 			return out, err
 		default:

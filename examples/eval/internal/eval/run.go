@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/repair"
@@ -20,7 +21,7 @@ const MaxRetries = 2
 // Config is one ToolArgValidation set-up under test.
 type Config struct {
 	Name    string
-	Options []middleware.ValidationOption
+	Options []guard.ValidationOption
 	// RawSchema sends each tool's schema as JSON (Corrupted.Params), so
 	// that the middleware compiles it with its own options, as it must for
 	// WithClosedObjects. Otherwise the schema goes as the compiled
@@ -35,13 +36,13 @@ type Config struct {
 // stripping or the feedback text.
 func Configs() []Config {
 	return []Config{
-		{Name: "old default (no coercion)", Options: []middleware.ValidationOption{middleware.WithRepair(repair.None())}},
+		{Name: "old default (no coercion)", Options: []guard.ValidationOption{guard.WithRepair(repair.None())}},
 		{Name: "new default"},
-		{Name: "default + repair", Options: []middleware.ValidationOption{middleware.WithRepair(repair.Default())}},
-		{Name: "strict (WithClosedObjects)", Options: []middleware.ValidationOption{middleware.WithClosedObjects()}, RawSchema: true},
-		{Name: "strip off", Options: []middleware.ValidationOption{middleware.WithStripEmpty(strip.Off)}},
-		{Name: "first error only (v5 Error())", Options: []middleware.ValidationOption{middleware.WithFeedback(FirstError)}},
-		{Name: "LangChain proposal format", Options: []middleware.ValidationOption{middleware.WithFeedback(LangChain)}},
+		{Name: "default + repair", Options: []guard.ValidationOption{guard.WithRepair(repair.Default())}},
+		{Name: "strict (WithClosedObjects)", Options: []guard.ValidationOption{guard.WithClosedObjects()}, RawSchema: true},
+		{Name: "strip off", Options: []guard.ValidationOption{guard.WithStripEmpty(strip.Off)}},
+		{Name: "first error only (v5 Error())", Options: []guard.ValidationOption{guard.WithFeedback(FirstError)}},
+		{Name: "LangChain proposal format", Options: []guard.ValidationOption{guard.WithFeedback(LangChain)}},
 	}
 }
 
@@ -117,7 +118,7 @@ func Run(ctx context.Context, cases []Case, opts Options) (*Report, error) {
 		raw[i] = c.RawSchema
 		// The evaluation counts give-ups itself: a handler that does nothing
 		// keeps them out of the log (a config's own handler wins).
-		base := []middleware.ValidationOption{middleware.WithMaxRetries(MaxRetries), middleware.WithEventHandler(ignoreEvent)}
+		base := []guard.ValidationOption{guard.WithMaxRetries(MaxRetries), guard.WithEventHandler(ignoreEvent)}
 		mws[i] = middleware.ToolArgValidation(append(base, c.Options...)...)
 		names[i] = c.Name
 	}
@@ -247,4 +248,4 @@ func Attempt(ctx context.Context, mw middleware.Middleware, tool string, cor Cor
 }
 
 // ignoreEvent is the evaluation's event handler: it reports nothing.
-func ignoreEvent(context.Context, middleware.Event) {}
+func ignoreEvent(context.Context, guard.Event) {}

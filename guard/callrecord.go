@@ -1,0 +1,77 @@
+package guard
+
+import (
+	"context"
+	"sync"
+)
+
+// CallRecord is how the model stage tells an agent loop's tool stage what
+// it did to the tool calls of a response it handed on: which calls
+// [ToolArgValidation] validated against the loop's own tool schemas (so the
+// tool stage does not validate and decode them a second time), and which
+// lost a value the model sent for an injected argument (so the tool stage
+// reports the security event once, with the tool call it concerns).
+//
+// The loop starts a record per run ([WithCallRecord]); ToolArgValidation
+// records each call it accepts whose schema came from the context's
+// [WithToolSchemas]; the loop runs a call unchecked only when
+// [CallRecord.Validated] finds the very same id, tool name and argument
+// bytes. Anything else — a call nothing validated, arguments a tool
+// middleware replaced, a schema given to the middleware some other way — is
+// checked again by the loop. A CallRecord is safe for concurrent use.
+type CallRecord struct {
+	mu     sync.Mutex
+	calls  map[string]call       // by call id
+	forged map[string]forgedCall // by call id: forged injected arguments dropped (forged.go)
+}
+
+type call struct{ name, args string }
+
+type callRecordKey struct{}
+
+// WithCallRecord returns a copy of ctx carrying a new, empty record, and
+// the record.
+func WithCallRecord(ctx context.Context) (context.Context, *CallRecord) {
+	l := &CallRecord{}
+	return context.WithValue(ctx, callRecordKey{}, l), l
+}
+
+// recordValidated notes, in the record ctx carries (if any), that the call
+// id of tool name with exactly args was validated against the run's schema
+// of name.
+func recordValidated(ctx context.Context, id, name, args string) {
+	l, _ := ctx.Value(callRecordKey{}).(*CallRecord)
+	if l == nil || id == "" {
+		return
+	}
+	l.mu.Lock()
+	if l.calls == nil {
+		l.calls = make(map[string]call)
+	}
+	l.calls[id] = call{name: name, args: args}
+	l.mu.Unlock()
+}
+
+// Validated reports whether the call id of tool name with exactly args was
+// validated against the run's schema of name. A nil record has nothing.
+func (l *CallRecord) Validated(id, name, args string) bool {
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, ok := l.calls[id]
+	return ok && c.name == name && c.args == args
+}
+
+// Forget removes everything recorded so far; an agent loop calls it after
+// each batch so a run's record never holds more than one turn.
+func (l *CallRecord) Forget() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	clear(l.calls)
+	clear(l.forged)
+	l.mu.Unlock()
+}

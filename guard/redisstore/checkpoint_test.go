@@ -1,0 +1,85 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/agent/checkpointtest"
+	"github.com/toolguard/toolguard/guard/redisstore"
+)
+
+// The Checkpointer keeps the contract of agent.Checkpointer against a real
+// redis-server, and an agent's run cut off and resumed on it by new Agent
+// values runs each tool exactly once; on unix, the server also stalls with
+// SIGSTOP across stallFor, past the client's ReadTimeout.
+func TestCheckpointer(t *testing.T) {
+	srv := startRedis(t)
+	c := stallClient(t, srv.Addr())
+	n := 0
+	checkpointtest.Run(t, func(t *testing.T) agent.Checkpointer {
+		n++ // each subtest its own prefix: an empty store
+		return redisstore.NewCheckpointer(c, redisstore.WithPrefix(fmt.Sprintf("cp%d:", n)))
+	}, checkpointStall(srv))
+}
+
+// The agent's fault scenarios (checkpointtest.RunFaults: a stop, a panic,
+// a cancel, a failed save and a lost reply after a paying call) hold on the
+// Redis Checkpointer too: each pays once.
+func TestCheckpointerFaults(t *testing.T) {
+	srv := startRedis(t)
+	c := newClient(t, srv.Addr())
+	n := 0
+	checkpointtest.RunFaults(t, func(*testing.T) agent.Checkpointer {
+		n++ // each scenario its own prefix: an empty store
+		return redisstore.NewCheckpointer(c, redisstore.WithPrefix(fmt.Sprintf("faults%d:", n)))
+	})
+}
+
+// The crash-resume scenario on Redis, with the calls run per tool in the
+// test's log.
+func TestCheckpointerResumeAfterCrash(t *testing.T) {
+	srv := startRedis(t)
+	cp := redisstore.NewCheckpointer(newClient(t, srv.Addr()), redisstore.WithPrefix("crash:"))
+	counts := checkpointtest.ResumeAfterCrash(t, cp)
+	t.Logf("redis-server %s: calls run per tool: %s", srv.Addr(), counts)
+	state, v, err := cp.Load(context.Background(), "checkpointtest-crash")
+	if err != nil || state == nil || v < 5 {
+		t.Errorf("Load after the run = %d bytes, version %d, %v; want the final state", len(state), v, err)
+	}
+}
+
+func TestCheckpointerKeyAndTTL(t *testing.T) {
+	srv := startRedis(t)
+	client := newClient(t, srv.Addr())
+	cp := redisstore.NewCheckpointer(client, redisstore.WithTTL(time.Hour))
+	if got, want := cp.Key("chat:42}"), "toolguard:{chat%3A42%7D}:checkpoint"; got != want {
+		t.Errorf("Key = %q, want %q", got, want)
+	}
+	ctx := context.Background()
+	if ok, err := cp.Save(ctx, "chat:42}", 0, []byte("s")); !ok || err != nil {
+		t.Fatalf("Save = %v, %v", ok, err)
+	}
+	ttl, err := client.PTTL(ctx, cp.Key("chat:42}")).Result()
+	if err != nil || ttl <= 0 || ttl > time.Hour {
+		t.Errorf("PTTL = %v, %v; want within an hour", ttl, err)
+	}
+}
+
+func TestCheckpointerServerDown(t *testing.T) {
+	srv := startRedis(t)
+	client := newClient(t, srv.Addr())
+	cp := redisstore.NewCheckpointer(client)
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, _, err := cp.Load(ctx, "t"); err == nil {
+		t.Error("Load with the server down: no error")
+	}
+	if _, err := cp.Save(ctx, "t", 0, []byte("s")); err == nil {
+		t.Error("Save with the server down: no error")
+	}
+}

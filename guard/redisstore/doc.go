@@ -1,0 +1,122 @@
+// Package redisstore keeps toolguard's thread counts in Redis, so that
+// replicas serving the same conversations share one thread limit: a
+// [guard.ThreadStore] for [guard.WithThreadStore], on
+// github.com/redis/go-redis/v9.
+//
+//	store := redisstore.New(redis.NewClient(&redis.Options{Addr: "redis:6379"}))
+//	llm := middleware.Wrap(model,
+//		middleware.ModelCallLimit(guard.WithThreadLimit(50), guard.WithThreadStore(store)),
+//		middleware.ToolCallLimit(guard.WithThreadLimit(20), guard.WithThreadStore(store)),
+//	)
+//	ctx := guard.WithThread(ctx, sessionID)
+//
+// # Key layout
+//
+// Each count is one Redis string holding a decimal integer, under
+//
+//	<prefix>{<thread>}:<kind>:<tool>
+//
+// where prefix is [WithPrefix]'s ("toolguard:" by default), thread the id
+// given to [guard.WithThread], kind "tool" for ToolCallLimit's counts
+// and "model" for ModelCallLimit's, and tool the limited tool's name (empty
+// for a limit over every tool, and for model calls). In the thread id and
+// the kind, "%", "{", "}" and ":" are written as "%25", "%7B", "%7D" and
+// "%3A", so no id can end the braces early or pass for another key. The
+// braces are a Redis Cluster hash tag: every key of a thread hashes to one
+// slot, so the store works on a single node, with Sentinel and on Cluster
+// alike. Examples:
+//
+//	toolguard:{chat-42}:tool:          every tool call of thread chat-42
+//	toolguard:{chat-42}:tool:search    its calls of search
+//	toolguard:{chat-42}:model:         its model calls
+//
+// A count expires [WithTTL] after its last change (24h by default); a count
+// that falls to 0 is deleted. The empty thread id is written "%" (no
+// escaped id is), because Redis takes empty braces for no hash tag.
+//
+// Beside the counts, each reserve, release and save leaves a record of its
+// request for [ReplayWindow] (10 minutes), about 120 bytes, under
+//
+//	<prefix>{<thread>}:req:<id>
+//
+// where id is 128 random bits (see "Stalls and retries").
+//
+// # Atomicity
+//
+// Reserve is one Lua script, run with EVALSHA in one round trip: it reads
+// the count, adds n and refreshes the TTL only if the sum stays within the
+// limit, and returns the count before. Concurrent replicas therefore never
+// pass a limit together. Release is a script too and never takes a count
+// below 0. Each script touches the count and its request's record, two
+// keys of the thread's hash slot.
+//
+// # Stalls and retries
+//
+// A client sends a command again when its reply does not come in time:
+// go-redis retries a command whose read timed out, MaxRetries times (3 by
+// default), and a server that was only slow, or frozen and then woken,
+// runs every copy it received. None of the scripts may run twice: a
+// reservation added twice blocks calls the limit allows, a release run
+// twice lets calls past the limit, and a save run twice finds its own
+// write and reports a conflict. So each reserve, release and save carries
+// a request id the script remembers: its first run records its reply
+// under <prefix>{<thread>}:req:<id>, and a copy that finds the record
+// returns that reply and changes nothing. It does not matter whether a
+// copy comes as EVALSHA or, after NOSCRIPT, as EVAL: the record is data,
+// not script state. The store leaves the client's retries on (it does not
+// own the client, and go-redis cannot turn them off per command); they
+// are what lets a call survive a lost connection.
+//
+// A Reserve that returns an error leaves no calls counted once the server
+// answers again: the store abandons the request in the background, by its
+// id, so that calls it added are taken back and a copy still on its way
+// adds nothing. A Release whose caller stops waiting, or that fails, goes
+// on in the background, so the calls are given back, once. Both are tried
+// again after a growing pause while they fail (go-redis itself does not
+// retry a new connection whose handshake timed out, as it does against a
+// frozen server), and given up after a minute or when the client is
+// closed; a reservation nobody could take back then stays counted, which
+// errs on the side of blocking, until the count's TTL.
+//
+// # Checkpoints
+//
+// [Checkpointer] keeps an agent's thread states (agent.WithCheckpointer) in
+// the same server: one hash per thread under <prefix>{<thread>}:checkpoint,
+// saved by a compare-and-set script, so a run paused for approval or cut
+// off with its process resumes on any replica, and two replicas never both
+// resume it. A save carries a request id too: retried by the client, it
+// still reports its own write as saved, never as a conflict.
+//
+// Errors (an unreachable server, a timeout) are returned wrapped, prefixed
+// "redisstore: "; the limiters then fail the model call, or let it pass
+// with [guard.WithStoreFailOpen].
+//
+// # Timeouts
+//
+// Every call — Reserve, Release, Load, Save — returns when the caller's
+// context is done (its deadline, or a cancellation), whatever the client's
+// settings: the margin is the time it takes to notice (microseconds on
+// an idle machine).
+// go-redis itself ignores a context's deadline unless the client sets
+// ContextTimeoutEnabled, so against a hung server (one frozen with
+// SIGSTOP, say) a Load with a 300 ms deadline used to return after the
+// client's 3 s ReadTimeout. The error then wraps the context's
+// (errors.Is(err, context.DeadlineExceeded)). What happens to the command
+// then: a reservation is abandoned and a release goes on (see "Stalls and
+// retries"); a save may or may not have been stored — the client sends no
+// new copy once the context is done, but one already sent may still run,
+// once — and Load reads back which.
+//
+// The limiters release the calls that did not go out on a context whose
+// deadline is [guard.ReleaseTimeout] (250 ms) away, so a failed model
+// call returns at most that long after its deadline, however long the
+// server is frozen.
+//
+// A call whose context has no deadline is bounded by the client's timeouts
+// only: DialTimeout (default 5 s) to connect, then WriteTimeout and
+// ReadTimeout (default 3 s each) per attempt, and MaxRetries attempts.
+// Against a frozen server with go-redis's defaults each store call took
+// 3.0 s per attempt, and limiters stacked with
+// [guard.WithStoreFailOpen] wait that long each. Give the model calls
+// a deadline, or set these timeouts to what a limiter may wait.
+package redisstore
