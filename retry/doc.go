@@ -1,18 +1,22 @@
 // Package retry decides whether a failed model call is worth another attempt
 // and how long to wait before it. It is the engine behind
-// [github.com/toolguard/toolguard/middleware.ModelRetry] and has no dependency on it: use it in any retry loop
-// around an llms.Model.
+// [github.com/toolguard/toolguard/middleware.ModelRetry] and has no
+// dependency on it: use it in any retry loop around a model client.
 //
 // # Classification
 //
-// langchaingo's providers return plain errors such as
+// A failed call is classified by the HTTP status of its response wherever
+// one can be found, and by its text otherwise. SDKs carry the status in
+// their error types: a field (openai-go's and anthropic-sdk-go's *Error,
+// go-openai's *APIError, genai's APIError), a method (the AWS SDK, Google's
+// apierror), or an error type only its host's adapter knows, whose status
+// the adapter supplies with a [StatusFunc] ([IsRetryableWith]). Other clients
+// return plain errors such as langchaingo's
 //
 //	API returned unexpected status code: 429: Rate limit reached for gpt-4o ...
 //
-// and never call the MapError helpers that would turn them into *llms.Error.
-// [IsRetryable] reads what is there: an *llms.Error code, a status code from
-// a typed error (the AWS and Google SDKs expose one), a net.Error timeout or
-// a broken connection, and failing those the message text of every provider
+// and [IsRetryable] reads what is there: a status, a net.Error timeout or a
+// broken connection, and failing those the message text of every provider
 // (OpenAI, Azure OpenAI, Anthropic, Google AI, Vertex AI, Ollama, Mistral,
 // Bedrock). It decides on the first of these that applies:
 //
@@ -25,32 +29,40 @@
 //     resource_not_found, content_filter, token_limit, quota_exceeded,
 //     not_implemented and canceled are not; unknown goes on.
 //  4. context.Canceled: not retryable.
-//  5. An HTTP status from a typed error in the chain (a method
-//     HTTPStatusCode() int as in the AWS SDK, HTTPCode() int as in Google's
-//     apierror, or StatusCode() int): see below.
-//  6. An AWS error code (a method ErrorCode() string): throttling codes,
+//  5. The server's own word: the x-should-retry header ("true" or "false")
+//     of the response an SDK error keeps in an exported field Response
+//     *http.Response (openai-go, anthropic-sdk-go), honoured as those SDKs
+//     honour it.
+//  6. An HTTP status from the error's types ([Status]): a [StatusFunc]
+//     given to [IsRetryableWith], then a method HTTPStatusCode() int (AWS),
+//     HTTPCode() int (Google's apierror) or StatusCode() int, then an
+//     exported int field StatusCode or HTTPStatusCode of an error struct in
+//     the chain (Code on genai's APIError): see below.
+//  7. An AWS error code (a method ErrorCode() string): throttling codes,
 //     ServiceUnavailableException, InternalServerException,
 //     ModelNotReadyException, ModelTimeoutException,
 //     ModelStreamErrorException and RequestTimeout are retryable.
-//  7. context.DeadlineExceeded, a net.Error whose Timeout() is true, a
+//  8. context.DeadlineExceeded, a net.Error whose Timeout() is true, a
 //     temporary DNS failure, a refused, reset or aborted connection, a
 //     broken pipe, io.ErrUnexpectedEOF, and an HTTP request that ended in
 //     io.EOF: retryable. A host that does not exist is not.
-//  8. The message: an HTTP status in it ("status code: 429", "(HTTP Error
+//  9. The message: an HTTP status in it ("status code: 429", "(HTTP Error
 //     503)", "googleapi: Error 429", "StatusCode: 503", "503 Service
 //     Unavailable"), then a gRPC code ("rpc error: code = Unavailable"),
 //     then phrases: rate limits, "overloaded", "service unavailable", "server
 //     busy", "internal server error", timeouts, broken connections,
 //     "unexpected EOF" are retryable; a billing quota ("exceeded your current
 //     quota") and AWS's client-side "retry quota exceeded" are not.
-//  9. Anything else: not retryable.
+//
+// 10. Anything else: not retryable.
 //
 // HTTP statuses: 408, 409 and 429 are retryable, as is every 5xx but 501
-// and 505 (so Anthropic's 529 "overloaded" is); every other status is not.
-// A 429 (or gRPC ResourceExhausted) whose message says a billing quota is
-// exhausted is not retryable unless the error also carries a retry hint
-// ([After]): Google answers per-minute limits with the same words and a
-// "retry in 24s".
+// and 505 (so Anthropic's 529 "overloaded" is); every other status is not,
+// 425 included. These are the statuses openai-go and anthropic-sdk-go retry
+// by default. A 429 (or gRPC ResourceExhausted) whose message says a
+// billing quota is exhausted is not retryable unless the error also carries
+// a retry hint ([After]): Google answers per-minute limits with the same
+// words and a "retry in 24s".
 //
 // # Waiting
 //
