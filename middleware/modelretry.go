@@ -133,7 +133,7 @@ func ModelRetry(opts ...RetryOption) Middleware {
 	cfg := retryConfig{
 		maxRetries: 2,
 		newBackOff: retry.DefaultBackOff,
-		retryIf:    retry.IsRetryable,
+		retryIf:    func(err error) bool { return retry.IsRetryableWith(err, llmsStatus) },
 		onFailure:  returnRetryError,
 		sleep:      retrywait.Sleep,
 	}

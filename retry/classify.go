@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"github.com/tmc/langchaingo/llms"
 )
 
 // IsRetryable reports whether a model call that failed with err may succeed
@@ -52,17 +50,6 @@ func IsRetryableWith(err error, status ...StatusFunc) bool {
 	if strings.Contains(lower, "streaming func returned an error") ||
 		strings.Contains(lower, "streaming reasoning func returned an error") {
 		return false
-	}
-	var le *llms.Error
-	if errors.As(err, &le) {
-		switch le.Code {
-		case llms.ErrCodeRateLimit, llms.ErrCodeTimeout, llms.ErrCodeProviderUnavailable:
-			return true
-		case llms.ErrCodeUnknown, "":
-			// Nothing known: look further.
-		default:
-			return false
-		}
 	}
 	if errors.Is(err, context.Canceled) {
 		return false

@@ -1,7 +1,8 @@
 // Package retry decides whether a failed model call is worth another attempt
 // and how long to wait before it. It is the engine behind
-// [github.com/toolguard/toolguard/middleware.ModelRetry] and has no
-// dependency on it: use it in any retry loop around a model client.
+// [github.com/toolguard/toolguard/middleware.ModelRetry] and names no host's
+// types: it imports no SDK, so any retry loop around any model client can
+// use it.
 //
 // # Classification
 //
@@ -10,7 +11,8 @@
 // their error types: a field (openai-go's and anthropic-sdk-go's *Error,
 // go-openai's *APIError, genai's APIError), a method (the AWS SDK, Google's
 // apierror), or an error type only its host's adapter knows, whose status
-// the adapter supplies with a [StatusFunc] ([IsRetryableWith]). Other clients
+// the adapter supplies with a [StatusFunc] ([IsRetryableWith]; the
+// langchaingo adapter maps *llms.Error codes this way). Other clients
 // return plain errors such as langchaingo's
 //
 //	API returned unexpected status code: 429: Rate limit reached for gpt-4o ...
@@ -24,37 +26,32 @@
 //     loops do not multiply): not retryable.
 //  2. An error from the caller's own streaming function ("streaming func
 //     returned an error"): not retryable.
-//  3. An *llms.Error with a code: rate_limit, timeout and
-//     provider_unavailable are retryable; authentication, invalid_request,
-//     resource_not_found, content_filter, token_limit, quota_exceeded,
-//     not_implemented and canceled are not; unknown goes on.
-//  4. context.Canceled: not retryable.
-//  5. The server's own word: the x-should-retry header ("true" or "false")
+//  3. context.Canceled: not retryable.
+//  4. The server's own word: the x-should-retry header ("true" or "false")
 //     of the response an SDK error keeps in an exported field Response
 //     *http.Response (openai-go, anthropic-sdk-go), honoured as those SDKs
 //     honour it.
-//  6. An HTTP status from the error's types ([Status]): a [StatusFunc]
+//  5. An HTTP status from the error's types ([Status]): a [StatusFunc]
 //     given to [IsRetryableWith], then a method HTTPStatusCode() int (AWS),
 //     HTTPCode() int (Google's apierror) or StatusCode() int, then an
 //     exported int field StatusCode or HTTPStatusCode of an error struct in
 //     the chain (Code on genai's APIError): see below.
-//  7. An AWS error code (a method ErrorCode() string): throttling codes,
+//  6. An AWS error code (a method ErrorCode() string): throttling codes,
 //     ServiceUnavailableException, InternalServerException,
 //     ModelNotReadyException, ModelTimeoutException,
 //     ModelStreamErrorException and RequestTimeout are retryable.
-//  8. context.DeadlineExceeded, a net.Error whose Timeout() is true, a
+//  7. context.DeadlineExceeded, a net.Error whose Timeout() is true, a
 //     temporary DNS failure, a refused, reset or aborted connection, a
 //     broken pipe, io.ErrUnexpectedEOF, and an HTTP request that ended in
 //     io.EOF: retryable. A host that does not exist is not.
-//  9. The message: an HTTP status in it ("status code: 429", "(HTTP Error
+//  8. The message: an HTTP status in it ("status code: 429", "(HTTP Error
 //     503)", "googleapi: Error 429", "StatusCode: 503", "503 Service
 //     Unavailable"), then a gRPC code ("rpc error: code = Unavailable"),
 //     then phrases: rate limits, "overloaded", "service unavailable", "server
 //     busy", "internal server error", timeouts, broken connections,
 //     "unexpected EOF" are retryable; a billing quota ("exceeded your current
 //     quota") and AWS's client-side "retry quota exceeded" are not.
-//
-// 10. Anything else: not retryable.
+//  9. Anything else: not retryable.
 //
 // HTTP statuses: 408, 409 and 429 are retryable, as is every 5xx but 501
 // and 505 (so Anthropic's 529 "overloaded" is); every other status is not,
