@@ -5,6 +5,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/guard"
+	"github.com/toolguard/toolguard/retry"
 )
 
 // From adapts a middleware of package guard, written over langchaingo's
@@ -42,14 +43,24 @@ func ToolArgValidation(opts ...guard.ValidationOption) Middleware {
 // ModelRetry returns a middleware that calls the model again when a call
 // fails with a transient error: [guard.ModelRetry] over langchaingo's
 // requests and responses, with the options it takes. Without
-// [guard.WithRetryIf], a failure is classified by [retry.IsRetryable], and
-// a langchaingo *llms.Error by its code too. [guard.WithOnFailure]'s text
+// [guard.WithRetryIf], a failure is classified by [retry.IsRetryable],
+// with a langchaingo *llms.Error's code read as the HTTP status it means
+// (rate_limit as 429, provider_unavailable as 503, timeout as 504; every
+// other code as a status that is not retried). [guard.WithOnFailure]'s text
 // becomes a one-choice response that [StandInError] reads back.
 // langchaingo's clients drop response headers: give the provider client a
 // [retry.HTTPClient] so that ModelRetry reads Retry-After.
 func ModelRetry(opts ...guard.RetryOption) Middleware {
-	return From(guard.ModelRetry(codec{}, opts...))
+	// The adapter's classifier first, so that a WithRetryIf of the
+	// caller's overrides it.
+	all := make([]guard.RetryOption, 0, 1+len(opts))
+	all = append(all, guard.WithRetryIf(isRetryable))
+	return From(guard.ModelRetry(codec{}, append(all, opts...)...))
 }
+
+// isRetryable is [retry.IsRetryable] that also reads a langchaingo
+// *llms.Error's code as the status it means (llmsStatus).
+func isRetryable(err error) bool { return retry.IsRetryableWith(err, llmsStatus) }
 
 // ToolCallLimit returns a middleware that caps the tool calls leaving the
 // model per run and per thread: [guard.ToolCallLimit] over langchaingo's

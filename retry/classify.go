@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"github.com/tmc/langchaingo/llms"
 )
 
 // IsRetryable reports whether a model call that failed with err may succeed
@@ -20,14 +18,26 @@ import (
 // timeouts and broken connections are retryable; authentication, invalid
 // requests, content filters, context length, billing quotas, an *[Error]
 // (a retry loop already gave up on it) and anything it does not recognise
-// are not. The package documentation ("Classification") lists the rules in
-// the order they are applied.
+// are not. It is [IsRetryableWith] without a [StatusFunc]. The package
+// documentation ("Classification") lists the rules in the order they are
+// applied.
 //
 // context.DeadlineExceeded counts as a timeout, hence retryable: an inner
 // HTTP client or per-attempt timeout expired. Whether it is the caller's own
 // deadline only the caller's context can tell, so a retry loop must stop when
 // ctx.Err() != nil whatever IsRetryable says; middleware.ModelRetry does.
-func IsRetryable(err error) bool {
+func IsRetryable(err error) bool { return IsRetryableWith(err) }
+
+// IsRetryableWith is [IsRetryable] with an adapter's knowledge: status are
+// asked, in order, for the HTTP status of err before the classifier looks
+// for one itself ([Status]), so an adapter passes the extractor of its
+// host's error type (nil entries are skipped). Unless an earlier rule of
+// the package's "Classification" decides first (an *[Error],
+// context.Canceled, a server's x-should-retry header), the status found
+// decides: 408, 409, 429 and every 5xx but 501 and 505 are retryable, a
+// 429 whose message says a billing quota is exhausted is not, and neither
+// is any other status. It is safe for concurrent use when status are.
+func IsRetryableWith(err error, status ...StatusFunc) bool {
 	if err == nil {
 		return false
 	}
@@ -41,22 +51,14 @@ func IsRetryable(err error) bool {
 		strings.Contains(lower, "streaming reasoning func returned an error") {
 		return false
 	}
-	var le *llms.Error
-	if errors.As(err, &le) {
-		switch le.Code {
-		case llms.ErrCodeRateLimit, llms.ErrCodeTimeout, llms.ErrCodeProviderUnavailable:
-			return true
-		case llms.ErrCodeUnknown, "":
-			// Nothing known: look further.
-		default:
-			return false
-		}
-	}
 	if errors.Is(err, context.Canceled) {
 		return false
 	}
-	if code, ok := typedStatus(err); ok {
-		return retryableStatus(code, err, lower)
+	if retryable, ok := shouldRetryHeader(err); ok {
+		return retryable
+	}
+	if code, ok := typedStatus(err, status); ok {
+		return retryableResponse(code, err, lower)
 	}
 	if retryable, ok := awsCode(err); ok {
 		return retryable
@@ -67,41 +69,13 @@ func IsRetryable(err error) bool {
 	return retryableMessage(err, msg, lower)
 }
 
-// typedStatus returns the HTTP status of the first error in err's chain that
-// exposes one.
-func typedStatus(err error) (int, bool) {
-	var aws interface{ HTTPStatusCode() int } // AWS smithy-go *http.ResponseError
-	if errors.As(err, &aws) && validStatus(aws.HTTPStatusCode()) {
-		return aws.HTTPStatusCode(), true
-	}
-	var google interface{ HTTPCode() int } // Google gax *apierror.APIError (-1 for gRPC)
-	if errors.As(err, &google) && validStatus(google.HTTPCode()) {
-		return google.HTTPCode(), true
-	}
-	var other interface{ StatusCode() int }
-	if errors.As(err, &other) && validStatus(other.StatusCode()) {
-		return other.StatusCode(), true
-	}
-	return 0, false
-}
-
-// validStatus accepts the error statuses; a 1xx–3xx on an error says
-// nothing about retrying it.
-func validStatus(code int) bool { return code >= 400 && code <= 599 }
-
-func retryableStatus(code int, err error, lower string) bool {
-	switch {
-	case code == http.StatusTooManyRequests:
+// retryableResponse classifies a failed response by its status; a 429 that
+// is a billing quota is not retryable.
+func retryableResponse(code int, err error, lower string) bool {
+	if code == http.StatusTooManyRequests {
 		return !billingQuota(err, lower)
-	case code == http.StatusRequestTimeout, code == http.StatusConflict:
-		return true
-	case code == http.StatusNotImplemented, code == http.StatusHTTPVersionNotSupported:
-		return false
-	case code >= 500 && code <= 599:
-		return true
-	default:
-		return false
 	}
+	return retryableStatus(code)
 }
 
 // billingQuota reports whether a rate-limit error is in fact an exhausted
@@ -216,7 +190,7 @@ func textStatus(msg string) (int, bool) {
 
 func retryableMessage(err error, msg, lower string) bool {
 	if code, ok := textStatus(msg); ok {
-		return retryableStatus(code, err, lower)
+		return retryableResponse(code, err, lower)
 	}
 	if m := grpcCodeInText.FindStringSubmatch(msg); m != nil {
 		switch m[1] {

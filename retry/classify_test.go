@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/retry"
 )
 
@@ -161,55 +160,8 @@ func TestIsRetryableProviderErrors(t *testing.T) {
 			if got := retry.IsRetryable(wrapped); got != tc.want {
 				t.Errorf("IsRetryable(%q) = %v, want %v (wrapped with %%w)", wrapped, got, tc.want)
 			}
-			// langchaingo's MapError helpers wrap what they do not recognise
-			// in an *llms.Error with code unknown; the cause still decides.
-			mapped := llms.NewError(llms.ErrCodeUnknown, "test", tc.err.Error()).WithCause(tc.err)
-			if got := retry.IsRetryable(mapped); got != tc.want {
-				t.Errorf("IsRetryable(%q) = %v, want %v (llms.Error unknown)", mapped, got, tc.want)
-			}
 		})
 	}
-}
-
-func TestIsRetryableLLMErrorCodes(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		code llms.ErrorCode
-		want bool
-	}{
-		{llms.ErrCodeRateLimit, true},
-		{llms.ErrCodeTimeout, true},
-		{llms.ErrCodeProviderUnavailable, true},
-		{llms.ErrCodeAuthentication, false},
-		{llms.ErrCodeInvalidRequest, false},
-		{llms.ErrCodeResourceNotFound, false},
-		{llms.ErrCodeContentFilter, false},
-		{llms.ErrCodeTokenLimit, false},
-		{llms.ErrCodeQuotaExceeded, false},
-		{llms.ErrCodeNotImplemented, false},
-		{llms.ErrCodeCanceled, false},
-		{llms.ErrCodeUnknown, false}, // nothing else known about it
-	}
-	for _, tc := range tests {
-		t.Run(string(tc.code), func(t *testing.T) {
-			t.Parallel()
-			// The message is neutral so that only the code decides.
-			err := llms.NewError(tc.code, "openai", "something happened")
-			if got := retry.IsRetryable(err); got != tc.want {
-				t.Errorf("IsRetryable(%q) = %v, want %v", err, got, tc.want)
-			}
-			if got := retry.IsRetryable(fmt.Errorf("call: %w", err)); got != tc.want {
-				t.Errorf("IsRetryable(wrapped %q) = %v, want %v", err, got, tc.want)
-			}
-		})
-	}
-	t.Run("code wins over message", func(t *testing.T) {
-		t.Parallel()
-		err := llms.NewError(llms.ErrCodeAuthentication, "openai", "API returned unexpected status code: 503")
-		if retry.IsRetryable(err) {
-			t.Errorf("IsRetryable(%q) = true, want false", err)
-		}
-	})
 }
 
 func TestIsRetryableGoErrors(t *testing.T) {

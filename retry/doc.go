@@ -1,18 +1,24 @@
 // Package retry decides whether a failed model call is worth another attempt
 // and how long to wait before it. It is the engine behind
-// [github.com/toolguard/toolguard/middleware.ModelRetry] and has no dependency on it: use it in any retry loop
-// around an llms.Model.
+// [github.com/toolguard/toolguard/middleware.ModelRetry] and names no host's
+// types: it imports no SDK, so any retry loop around any model client can
+// use it.
 //
 // # Classification
 //
-// langchaingo's providers return plain errors such as
+// A failed call is classified by the HTTP status of its response wherever
+// one can be found, and by its text otherwise. SDKs carry the status in
+// their error types: a field (openai-go's and anthropic-sdk-go's *Error,
+// go-openai's *APIError, genai's APIError), a method (the AWS SDK, Google's
+// apierror), or an error type only its host's adapter knows, whose status
+// the adapter supplies with a [StatusFunc] ([IsRetryableWith]; the
+// langchaingo adapter maps *llms.Error codes this way). Other clients
+// return plain errors such as langchaingo's
 //
 //	API returned unexpected status code: 429: Rate limit reached for gpt-4o ...
 //
-// and never call the MapError helpers that would turn them into *llms.Error.
-// [IsRetryable] reads what is there: an *llms.Error code, a status code from
-// a typed error (the AWS and Google SDKs expose one), a net.Error timeout or
-// a broken connection, and failing those the message text of every provider
+// and [IsRetryable] reads what is there: a status, a net.Error timeout or a
+// broken connection, and failing those the message text of every provider
 // (OpenAI, Azure OpenAI, Anthropic, Google AI, Vertex AI, Ollama, Mistral,
 // Bedrock). It decides on the first of these that applies:
 //
@@ -20,14 +26,16 @@
 //     loops do not multiply): not retryable.
 //  2. An error from the caller's own streaming function ("streaming func
 //     returned an error"): not retryable.
-//  3. An *llms.Error with a code: rate_limit, timeout and
-//     provider_unavailable are retryable; authentication, invalid_request,
-//     resource_not_found, content_filter, token_limit, quota_exceeded,
-//     not_implemented and canceled are not; unknown goes on.
-//  4. context.Canceled: not retryable.
-//  5. An HTTP status from a typed error in the chain (a method
-//     HTTPStatusCode() int as in the AWS SDK, HTTPCode() int as in Google's
-//     apierror, or StatusCode() int): see below.
+//  3. context.Canceled: not retryable.
+//  4. The server's own word: the x-should-retry header ("true" or "false")
+//     of the response an SDK error keeps in an exported field Response
+//     *http.Response (openai-go, anthropic-sdk-go), honoured as those SDKs
+//     honour it.
+//  5. An HTTP status from the error's types ([Status]): a [StatusFunc]
+//     given to [IsRetryableWith], then a method HTTPStatusCode() int (AWS),
+//     HTTPCode() int (Google's apierror) or StatusCode() int, then an
+//     exported int field StatusCode or HTTPStatusCode of an error struct in
+//     the chain (Code on genai's APIError): see below.
 //  6. An AWS error code (a method ErrorCode() string): throttling codes,
 //     ServiceUnavailableException, InternalServerException,
 //     ModelNotReadyException, ModelTimeoutException,
@@ -46,11 +54,12 @@
 //  9. Anything else: not retryable.
 //
 // HTTP statuses: 408, 409 and 429 are retryable, as is every 5xx but 501
-// and 505 (so Anthropic's 529 "overloaded" is); every other status is not.
-// A 429 (or gRPC ResourceExhausted) whose message says a billing quota is
-// exhausted is not retryable unless the error also carries a retry hint
-// ([After]): Google answers per-minute limits with the same words and a
-// "retry in 24s".
+// and 505 (so Anthropic's 529 "overloaded" is); every other status is not,
+// 425 included. These are the statuses openai-go and anthropic-sdk-go retry
+// by default. A 429 (or gRPC ResourceExhausted) whose message says a
+// billing quota is exhausted is not retryable unless the error also carries
+// a retry hint ([After]): Google answers per-minute limits with the same
+// words and a "retry in 24s".
 //
 // # Waiting
 //

@@ -125,15 +125,3 @@ func capHint(d float64) time.Duration {
 	}
 	return time.Duration(d)
 }
-
-// hintStatus reports whether a response with this status may carry a hint
-// worth honouring: the statuses [IsRetryable] retries.
-func hintStatus(code int) bool {
-	switch {
-	case code == http.StatusTooManyRequests, code == http.StatusRequestTimeout, code == http.StatusConflict:
-		return true
-	case code == http.StatusNotImplemented, code == http.StatusHTTPVersionNotSupported:
-		return false
-	}
-	return code >= 500 && code <= 599
-}

@@ -48,7 +48,7 @@ type hintTransport struct {
 // response's hint in the request context's HeaderHint.
 func (t *hintTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
-	if err != nil || resp == nil || !hintStatus(resp.StatusCode) {
+	if err != nil || resp == nil || !retryableStatus(resp.StatusCode) {
 		return resp, err
 	}
 	if h := headerHintFrom(req.Context()); h != nil {
