@@ -28,6 +28,13 @@ type ArgsOptions struct {
 	// (or input that is not a JSON object, where they cannot be compared)
 	// are not used, so a value of the wrong type there stays an error.
 	Injected []string
+	// NoDecode skips decoding arguments that validation's one-pass check
+	// accepts as they are ([validation.Schema.AcceptsFast]): they are only
+	// validated, and ArgsResult.Value is nil. For callers
+	// that only need the cleaned arguments, as ToolArgValidation, which
+	// writes back only what it changed. It has no effect with
+	// strip.Recursive, which decodes every call to strip it.
+	NoDecode bool
 }
 
 // ArgsResult is what [CheckArgs] made of one call's arguments.
@@ -37,7 +44,8 @@ type ArgsResult struct {
 	// input becomes {}, so that whoever reads the call back can unmarshal it.
 	Args []byte
 	// Value is Args decoded, numbers as json.Number; nil when the arguments
-	// could not be decoded.
+	// could not be decoded, or were valid and not decoded
+	// (ArgsOptions.NoDecode).
 	Value map[string]any
 	// Changed reports that empty values were stripped or the arguments
 	// repaired, so Args differ from the input.
@@ -66,6 +74,9 @@ type ArgsResult struct {
 // Arguments that cannot be decoded (not JSON, not an object, beyond
 // validation's limits) are never stripped.
 func CheckArgs(s *validation.Schema, raw []byte, o ArgsOptions) ArgsResult {
+	if o.NoDecode && s != nil && o.Strip != strip.Recursive && len(bytes.TrimSpace(raw)) > 0 && s.AcceptsFast(raw) {
+		return ArgsResult{Args: raw}
+	}
 	res := ArgsResult{Args: raw}
 	v, verr := parseArgs(s, raw, o.Strip, &res)
 	res.Value = v

@@ -307,7 +307,7 @@ func validateCalls[Req, Resp any](ctx context.Context, m *toolArgValidation, c C
 		invalid := invalidErrors(verdicts)
 		if len(invalid) == 0 {
 			m.reportForged(ctx, calls, verdicts, attempt, true)
-			if resp, err = c.Accept(resp, plain(verdicts)); err != nil {
+			if resp, err = accept(c, resp, verdicts); err != nil {
 				return zero, err
 			}
 			return deliver(ctx, gate, resp)
@@ -315,7 +315,7 @@ func validateCalls[Req, Resp any](ctx context.Context, m *toolArgValidation, c C
 		if attempt > m.cfg.maxRetries {
 			m.emitFailOpen(ctx, Event{Kind: EventGiveUp, Attempt: attempt, Err: invalid[0]})
 			m.reportForged(ctx, calls, verdicts, attempt, !m.cfg.failClosed)
-			if resp, err = c.Accept(resp, plain(verdicts)); err != nil {
+			if resp, err = accept(c, resp, verdicts); err != nil {
 				return zero, err
 			}
 			if m.cfg.failClosed {
@@ -488,13 +488,21 @@ func invalidErrors(vs []verdict) []*validation.Error {
 	return errs
 }
 
-// plain returns the verdicts as the codec takes them.
-func plain(vs []verdict) []Verdict {
+// accept writes the cleaned arguments of vs into resp through c; a
+// response none of whose calls changed is handed on as it is.
+func accept[Req, Resp any](c Codec[Req, Resp], resp Resp, vs []verdict) (Resp, error) {
+	changed := false
+	for _, v := range vs {
+		changed = changed || v.Args != nil
+	}
+	if !changed {
+		return resp, nil
+	}
 	out := make([]Verdict, len(vs))
 	for i, v := range vs {
 		out[i] = v.Verdict
 	}
-	return out
+	return c.Accept(resp, out)
 }
 
 func (m *toolArgValidation) checkAll(ctx context.Context, calls []Call, tools toolSchemas, attempt int) ([]verdict, error) {
@@ -557,7 +565,7 @@ func (m *toolArgValidation) check(ctx context.Context, c Call, tools toolSchemas
 	injected := InjectedArgsFrom(ctx, c.Name)
 	args, forged := dropForged(c.Args, injected)
 	cleaned := args // nil: as sent
-	res := CheckArgs(schema, current(c, args), ArgsOptions{Strip: m.cfg.strip, Repair: m.cfg.repair})
+	res := CheckArgs(schema, current(c, args), ArgsOptions{Strip: m.cfg.strip, Repair: m.cfg.repair, NoDecode: true})
 	if res.Changed {
 		cleaned = res.Args
 	}
