@@ -52,8 +52,9 @@ type ArgsResult struct {
 	Changed bool
 	// Stripped lists the JSON Pointers of the empty values removed, sorted.
 	Stripped []string
-	// Repairs lists the repairs made; when it is not empty, the repaired
-	// arguments validate.
+	// Repairs lists the repairs made. When it is not empty, the repaired
+	// arguments validate, or (Err not nil) have fewer violations than the
+	// input and none it did not have.
 	Repairs []repair.Repair
 	// Err lists the violations that remain; nil when the arguments are
 	// valid.
@@ -69,7 +70,9 @@ type ArgsResult struct {
 //     fixes violations and adds none;
 //  3. if still invalid and o.Repair is set, the repaired arguments, stripped
 //     the same way, are used when they validate and hold o.Injected as the
-//     input did.
+//     input did, and also when they remove violations and add none: Err
+//     then lists only the violations the repairs leave, so that feedback
+//     names only what the model must fix.
 //
 // Arguments that cannot be decoded (not JSON, not an object, beyond
 // validation's limits) are never stripped.
@@ -88,8 +91,16 @@ func CheckArgs(s *validation.Schema, raw []byte, o ArgsOptions) ArgsResult {
 	if verr != nil && o.Repair != nil && mayRepairArgs(raw, v) {
 		if rv, reps := o.Repair.Repair(raw, s); len(reps) > 0 && rv != nil && keepsInjected(raw, rv, o.Injected) {
 			rres := ArgsResult{Value: rv}
-			if rerr := cleanArgs(s, rv, o.Strip, &rres); rerr == nil {
+			rerr := cleanArgs(s, rv, o.Strip, &rres)
+			if rerr == nil {
 				rres.Repairs = reps
+				return rres.withArgs(rv)
+			}
+			if validation.Improves(rerr, verr.Violations) {
+				// The repairs fix some violations and add none: they
+				// are kept, and only what toolguard could not fix is
+				// left for the model.
+				rres.Repairs, rres.Err = reps, rerr
 				return rres.withArgs(rv)
 			}
 		}

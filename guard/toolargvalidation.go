@@ -128,13 +128,16 @@ func WithFeedback(fn func(*validation.Error) string) ValidationOption {
 // (code fences, prose, trailing commas, Python literals); repair.None()
 // turns repair off, so that every failing call costs a re-ask.
 //
-// A repair is kept only when the repaired arguments, stripped per
-// [WithStripEmpty], validate; then they are written back into the response
-// and an [EventRepaired] lists the repairs (one repair.Repair.String() per
-// entry of Paths), as [EventStripped] lists what stripping removed.
-// Otherwise the call is handled as without repair: the original arguments
-// are stripped, validated and, if still invalid, fed back to the model. A
-// valid call is never touched. r must not be nil.
+// A repair is kept when the repaired arguments, stripped per
+// [WithStripEmpty], validate, or when they remove violations and add none
+// (a "5" coerced beside a missing required property): then they are
+// written back into the response and an [EventRepaired] lists the repairs
+// (one repair.Repair.String() per entry of Paths), as [EventStripped] lists
+// what stripping removed, and a call still invalid is fed back with only
+// the violations the repairs leave, so the model is asked about nothing
+// toolguard fixed itself. Otherwise the call is handled as without repair:
+// the original arguments are stripped, validated and, if still invalid,
+// fed back to the model. A valid call is never touched. r must not be nil.
 func WithRepair(r repair.Repairer) ValidationOption {
 	if r == nil {
 		panic("guard: WithRepair(nil)")

@@ -199,6 +199,9 @@ func TestFeedbackDecidesTheRounds(t *testing.T) {
 	two.First = `{"city":7,"days":3,"hourly":false,"units":"Celsius","where":{"lat":48.85,"lon":2.35}}` // no coercion applies
 	fence := threeErrors(t)
 	fence.First = "```json\n" + fence.Truth + "\n```"
+	three := threeErrors(t)
+	three.First = `{"city":7,"days":"three","hourly":false,"units":"Celsius","where":{"lat":48.85,"lon":2.35}}` // none coerced
+	coercedOnly := threeErrors(t) // "3" for days is coerced: the feedback names the other two
 	vague := func(*validation.Error) string { return "Invalid arguments. Fix all errors and try again." }
 	noWhy := func(*validation.Error) string { return "(root): the arguments are not valid JSON." }
 
@@ -212,7 +215,8 @@ func TestFeedbackDecidesTheRounds(t *testing.T) {
 		{"all errors named: one re-ask", mw(), threeErrors(t), 2, true},
 		{"LangChain format names all: one re-ask", mw(guard.WithFeedback(eval.LangChain)), threeErrors(t), 2, true},
 		{"first error only, two errors: two re-asks", mw(guard.WithFeedback(eval.FirstError)), two, 3, true},
-		{"first error only, three errors: out of re-asks", mw(guard.WithFeedback(eval.FirstError)), threeErrors(t), 3, false},
+		{"first error only, three errors: out of re-asks", mw(guard.WithFeedback(eval.FirstError)), three, 3, false},
+		{"first error only, two errors and a coercion: two re-asks", mw(guard.WithFeedback(eval.FirstError)), coercedOnly, 3, true},
 		{"no path in the feedback: nothing fixed", mw(guard.WithFeedback(vague)), threeErrors(t), 3, false},
 		{"not JSON, told why: one re-ask", mw(), fence, 2, true},
 		{"not JSON, not told why: nothing fixed", mw(guard.WithFeedback(noWhy)), fence, 3, false},
