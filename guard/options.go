@@ -26,11 +26,15 @@ type Option interface {
 // [ModelRetry] retries after transient errors. The default is 2 for both, so at
 // most 3 model calls per layer. n must not be negative; the constructor
 // panics otherwise.
-func WithMaxRetries(n int) interface {
+func WithMaxRetries(n int) RetriesOption {
+	return maxRetriesOption(n)
+}
+
+// RetriesOption is the option both [ToolArgValidation] (its re-asks) and
+// [ModelRetry] (its retries) take: [WithMaxRetries].
+type RetriesOption interface {
 	ValidationOption
 	RetryOption
-} {
-	return maxRetriesOption(n)
 }
 
 type maxRetriesOption int

@@ -258,9 +258,10 @@ func ToolArgValidation[Req, Resp any](c Codec[Req, Resp], opts ...ValidationOpti
 }
 
 type toolArgValidation struct {
-	cfg        validationConfig
-	cache      *validation.Cache
-	duplicates atomic.Bool // reported a request offering two tools of one name
+	cfg         validationConfig
+	cache       *validation.Cache
+	duplicates  atomic.Bool // reported a request offering two tools of one name
+	placeholder atomic.Bool // reported a tool offered with langchaingo's one-string schema
 }
 
 const validationName = "ToolArgValidation"
@@ -301,7 +302,9 @@ func validateCalls[Req, Resp any](ctx context.Context, m *toolArgValidation, c C
 			return resp, nil
 		}
 		if tools == nil {
-			tools = m.toolSchemas(ctx, c.Tools(req))
+			offered := c.Tools(req)
+			m.checkPlaceholders(ctx, offered)
+			tools = m.toolSchemas(ctx, offered)
 		}
 		verdicts, err := m.checkAll(ctx, calls, tools, attempt)
 		if err != nil {

@@ -201,7 +201,7 @@ func TestFeedbackDecidesTheRounds(t *testing.T) {
 	fence.First = "```json\n" + fence.Truth + "\n```"
 	three := threeErrors(t)
 	three.First = `{"city":7,"days":"three","hourly":false,"units":"Celsius","where":{"lat":48.85,"lon":2.35}}` // none coerced
-	coercedOnly := threeErrors(t) // "3" for days is coerced: the feedback names the other two
+	coercedOnly := threeErrors(t)                                                                               // "3" for days is coerced: the feedback names the other two
 	vague := func(*validation.Error) string { return "Invalid arguments. Fix all errors and try again." }
 	noWhy := func(*validation.Error) string { return "(root): the arguments are not valid JSON." }
 
