@@ -178,6 +178,8 @@ type InvalidToolCallsError struct {
 	Response any
 }
 
+// Error says how many model calls were made and lists each invalid call's
+// violations.
 func (e *InvalidToolCallsError) Error() string {
 	msgs := make([]string, len(e.Errors))
 	for i, err := range e.Errors {
@@ -202,10 +204,12 @@ type SchemaError struct {
 	Err  error
 }
 
+// Error names the tool and why its schema does not compile.
 func (e *SchemaError) Error() string {
 	return fmt.Sprintf("guard: schema of tool %q: %v", e.Tool, e.Err)
 }
 
+// Unwrap returns the compilation error.
 func (e *SchemaError) Unwrap() error { return e.Err }
 
 // ToolArgValidation returns a middleware that makes sure the tool calls
