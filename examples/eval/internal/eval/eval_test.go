@@ -354,7 +354,7 @@ func TestRunSample(t *testing.T) {
 		t.Errorf("strict: %d of %d calls end valid, want >= 99%%", strict.Valid, strict.Calls)
 	}
 	if def.NoCall <= old.NoCall || def.ModelCalls >= old.ModelCalls {
-		t.Errorf("new default: %d fixed without a model call and %d model calls, old default %d and %d; want coercions to save calls",
+		t.Errorf("default: %d fixed without a model call and %d model calls, no repair %d and %d; want coercions to save calls",
 			def.NoCall, def.ModelCalls, old.NoCall, old.ModelCalls)
 	}
 	if rep.NoCall <= def.NoCall || rep.ModelCalls >= def.ModelCalls {
@@ -364,7 +364,7 @@ func TestRunSample(t *testing.T) {
 	if first.ModelCalls < def.ModelCalls || first.Valid > def.Valid {
 		t.Errorf("first-error-only feedback did better than all errors: %+v vs %+v", first, def)
 	}
-	for _, want := range []string{"#### All corrupted calls", "| new default |", "| strict (WithClosedObjects) |", "#### invented key (open schema)", "#### 2–3 corruptions at once"} {
+	for _, want := range []string{"#### All corrupted calls", "| default (coercions) |", "| closed objects (WithClosedObjects) |", "#### invented key (open schema)", "#### 2–3 corruptions at once"} {
 		if !strings.Contains(one, want) {
 			t.Errorf("report lacks %q", want)
 		}
