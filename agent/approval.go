@@ -253,20 +253,21 @@ const defaultRejection = "A person reviewing this call rejected it; it did not r
 func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result, text string, calls []llms.ToolCall) (batch, error) {
 	gated := a.approval.gated()
 	if !gated && a.firstAnswer(calls) < 0 {
-		return a.runTools(ctx, turn, res.Messages, calls)
+		return a.runTools(ctx, turn, res.Messages, calls, nil)
 	}
 	var pending []PendingCall
 	var pendingAt []int
 	var pendingValues [][]byte // the injected values each was judged with (boundValues)
 	var rest []llms.ToolCall
 	var restAt []int
-	var unapproved map[*llms.FunctionCall]approvalGate
+	var restGates []callGate
+	gates := make([]callGate, len(calls))
 	for i, c := range calls {
 		if a.isAnswer(c) {
 			continue
 		}
 		if !gated {
-			rest, restAt = append(rest, c), append(restAt, i)
+			rest, restAt, restGates = append(rest, c), append(restAt, i), append(restGates, callGate{})
 			continue
 		}
 		p, values, needs, err := a.pendingCall(ctx, c)
@@ -274,19 +275,13 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 			pending, pendingAt, pendingValues = append(pending, p), append(pendingAt, i), append(pendingValues, values)
 			continue
 		}
-		if needs { // never shown to a person, so never to run (see gateKey)
-			if unapproved == nil {
-				unapproved = make(map[*llms.FunctionCall]approvalGate)
-			}
-			unapproved[c.FunctionCall] = gateUnapproved
+		if needs { // never shown to a person, so never to run
+			gates[i] = callGate{id: c.ID, refused: true}
 		}
-		rest, restAt = append(rest, c), append(restAt, i)
-	}
-	if unapproved != nil {
-		ctx = context.WithValue(ctx, gateKey{}, unapproved)
+		rest, restAt, restGates = append(rest, c), append(restAt, i), append(restGates, gates[i])
 	}
 	if len(pending) == 0 && len(rest) == len(calls) {
-		return a.runTools(ctx, turn, res.Messages, calls)
+		return a.runTools(ctx, turn, res.Messages, calls, gates)
 	}
 	// A value the model sent for an injected argument of a pending call
 	// is dropped from the turn (so from the interrupt's state and the
@@ -300,7 +295,7 @@ func (a *Agent) runBatch(ctx context.Context, s *session, turn int, res *Result,
 			ReportEvent(ctx, *forged)
 		}
 	}
-	b, err := a.runTools(ctx, turn, res.Messages, rest)
+	b, err := a.runTools(ctx, turn, res.Messages, rest, restGates)
 	for j, i := range restAt {
 		calls[i] = rest[j] // as runTools left them: without forged values
 	}
@@ -425,28 +420,44 @@ func (a *Agent) pendingCall(ctx context.Context, c llms.ToolCall) (p PendingCall
 	return p, a.boundValues(name, args), true, nil
 }
 
-// approvalGate is what the approval gate says of a call the tool stage
-// runs.
-type approvalGate int
+// callGate is what the approval gate says of one call of a batch. runTools
+// is handed one per call, by the call's place in the batch: neither a
+// call's id (a model may send one id twice) nor its *llms.FunctionCall (a
+// response may hold one function under two calls) names it alone. The zero
+// value: the call needs no approval.
+type callGate struct {
+	// id is the id of the call the verdict is for: runTools refuses a call
+	// at that place with another id, whatever the verdict.
+	id string
+	// refused: the call needs approval and was never shown to a person
+	// (its arguments fail the tool's schema, or its injected values could
+	// not be set while it was judged); it goes through the tool stage,
+	// which tells the model why and never runs it, whatever the tool
+	// middlewares make of its arguments ([errNotApproved]).
+	refused bool
+	// approved: a person accepted or edited the call; it runs with
+	// exactly its arguments, or not at all ([errApprovedArgsChanged]).
+	approved bool
+	// injected is, for an approved call of a tool with injected
+	// arguments, its arguments with the injected values Resume set and
+	// checked against the approval (approvalidentity.go): the values
+	// checked are the values that run.
+	injected string
+}
 
-const (
-	gateNone       approvalGate = iota // the call needs no approval
-	gateUnapproved                     // it needs approval and was never shown to a person: never run it
-	gateApproved                       // a person accepted or edited it: run exactly its arguments
-)
+// set reports whether the gate says anything of its call.
+func (g callGate) set() bool { return g.refused || g.approved }
 
-// gateKey is the context key under which runBatch and resumeTurn name the
-// calls of a batch the approval gate concerns (by their FunctionCall), for
-// execute: a call that needs approval but is not pending (its arguments
-// fail the tool's schema) never runs, whatever the tool middlewares make of
-// its arguments ([errNotApproved]); an approved call runs only with the
-// arguments the person approved ([errApprovedArgsChanged]).
-type gateKey struct{}
-
-// gateOf returns what ctx says of the call fc.
-func gateOf(ctx context.Context, fc *llms.FunctionCall) approvalGate {
-	m, _ := ctx.Value(gateKey{}).(map[*llms.FunctionCall]approvalGate)
-	return m[fc]
+// gateAt returns the verdict of gates on the call c at place i of a batch:
+// a verdict given for another id refuses the call.
+func gateAt(gates []callGate, i int, c llms.ToolCall) callGate {
+	if i >= len(gates) || !gates[i].set() {
+		return callGate{}
+	}
+	if gates[i].id != c.ID {
+		return callGate{id: c.ID, refused: true}
+	}
+	return gates[i]
 }
 
 // errNotApproved is the error of a call that needs approval and was never
@@ -462,7 +473,7 @@ var errApprovedArgsChanged = errors.New("agent: a tool middleware changed the ar
 var errApprovedToolChanged = errors.New("agent: a tool middleware changed the tool of a call a person approved; the tool did not run")
 
 // approvedArgs is the innermost handler's check of a call a person
-// approved ([gateApproved]): it runs the tool the model called with
+// approved (callGate.approved): it runs the tool the model called with
 // exactly the approved arguments (and the injected values), or not at
 // all. The arguments are validated as they are, never stripped or coerced
 // again: if what they must meet changed since they were approved, the call
@@ -671,6 +682,9 @@ type resumeFrom struct {
 type runArgs struct {
 	args   string
 	edited bool
+	// injected is args with the injected values Resume set and checked
+	// (injectApproved); "" for a tool without injected arguments.
+	injected string
 }
 
 // Resume continues a run that returned an [*Interrupt], with a person's
@@ -816,11 +830,9 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 	if len(run) > 0 {
 		// The approved calls run as the identity they were judged for, with
 		// the injected values checked here (approvalidentity.go).
-		injected, err := a.injectApproved(ctx, st.Turn, id, thread, run)
-		if err != nil {
+		if err := a.injectApproved(ctx, st.Turn, id, thread, run); err != nil {
 			return nil, err
 		}
-		ctx = context.WithValue(ctx, approvedInjectionsKey{}, injected)
 	}
 	// Claim the interrupt before anything runs: rejected and answered calls
 	// are finished; accepted and edited ones are about to run (cut off

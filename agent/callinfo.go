@@ -37,7 +37,7 @@ type callState struct {
 	// values for injected arguments (inject.go).
 	forged *guard.Event
 	// gate is what the approval gate says of the call (approval.go).
-	gate approvalGate
+	gate callGate
 }
 
 // callDone is what the innermost handler reports of a call. A tool

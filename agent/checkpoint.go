@@ -441,7 +441,7 @@ func (a *Agent) resumeTurn(ctx context.Context, s *session, res *Result, reasks 
 	calls := slices.Clone(ot.Calls) // the transcript's: an edit's arguments replace the model's
 	var run []llms.ToolCall         // what runs now, through the tool stage
 	var at []int                    // their indexes in calls
-	approved := make(map[*llms.FunctionCall]approvalGate)
+	var gates []callGate            // by place in run
 	for i, c := range ot.Calls {
 		if have[i] || a.isAnswer(c) { // an answer call is settleOutput's
 			continue
@@ -450,15 +450,16 @@ func (a *Agent) resumeTurn(ctx context.Context, s *session, res *Result, reasks 
 			fc := *c.FunctionCall
 			fc.Arguments = args.args
 			c.FunctionCall = &fc
-			approved[&fc] = gateApproved
 			if args.edited {
 				calls[i] = c
 			}
 			run, at = append(run, c), append(at, i)
+			gates = append(gates, callGate{id: c.ID, approved: true, injected: args.injected})
 			continue
 		}
 		if c.FunctionCall == nil || a.tools[c.FunctionCall.Name] == nil {
 			run, at = append(run, c), append(at, i) // no tool runs: the model reads why
+			gates = append(gates, callGate{})
 			continue
 		}
 		// A call that started, or may have, before the run was cut off.
@@ -466,7 +467,7 @@ func (a *Agent) resumeTurn(ctx context.Context, s *session, res *Result, reasks 
 			ModelArguments: c.FunctionCall.Arguments, Turn: n, Message: -1, Err: ErrCallInterrupted}
 		b.answers[i] = interruptedAnswer
 	}
-	rb, err := a.runTools(context.WithValue(ctx, gateKey{}, approved), n, res.Messages, run)
+	rb, err := a.runTools(ctx, n, res.Messages, run, gates)
 	for j, i := range at {
 		b.steps[i], b.answers[i] = rb.steps[j], rb.answers[j]
 		if ot.Calls[i].FunctionCall != nil {

@@ -53,7 +53,8 @@ const (
 
 // runTools runs calls through the tool stage, at most a.maxPar at a time,
 // and returns their steps and tool-message contents in call order. history
-// is the transcript before the turn (CallInfo.Messages).
+// is the transcript before the turn (CallInfo.Messages); gates holds what
+// the approval gate says of each call, by place in calls (nil: nothing).
 //
 // When ctx is done it returns ctx.Err() at once; calls not yet started are
 // not started, and running ones are left to honour ctx (their results are
@@ -63,7 +64,7 @@ const (
 // started, running ones finish, and it returns that error. Either way the
 // batch it returns is cut short: it holds the outcome of every call that
 // finished and says which calls were cut off and which never started.
-func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageContent, calls []llms.ToolCall) (batch, error) {
+func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageContent, calls []llms.ToolCall, gates []callGate) (batch, error) {
 	b := batch{steps: make([]Step, len(calls)), answers: make([]string, len(calls)), direct: -1}
 	done := make([]bool, len(calls))
 	started := make([]bool, len(calls))
@@ -97,9 +98,6 @@ func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageCo
 			started[i] = true
 			// Values the model sent for injected arguments are dropped here,
 			// so that they are in neither the transcript nor the span.
-			// The gate is looked up first: it knows the call by the
-			// FunctionCall the batch holds, which dropForged may copy.
-			gate := gateOf(ctx, calls[i].FunctionCall)
 			c, forged := a.dropForged(ledger, calls[i])
 			calls[i] = c
 			st := &callState{
@@ -109,7 +107,7 @@ func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageCo
 				checked:   ledger.Validated(c.ID, c.FunctionCall.Name, c.FunctionCall.Arguments),
 				out:       &callDone{},
 				forged:    forged,
-				gate:      gate, // Hook (approval.go)
+				gate:      gateAt(gates, i, c), // Hook (approval.go)
 			}
 			go a.callTool(ctx, i, c, st, results)
 			continue
@@ -254,7 +252,7 @@ func (a *Agent) prepareArgs(ctx context.Context, st *callState) (string, error) 
 // "5000" as no amount would let a 5000 transfer through). Arguments that
 // fail are left as they are: execute reports them.
 func (a *Agent) precheck(st *callState) {
-	if st.checked || st.stageArgs != st.modelArgs || st.gate == gateApproved {
+	if st.checked || st.stageArgs != st.modelArgs || st.gate.approved {
 		return // validated already, set by the tool stage, or approved as they are (not coerced)
 	}
 	if r, err := checkArgs(st.info.Tool, a.compiled[st.info.Tool], []byte(st.stageArgs)); err == nil {
@@ -291,7 +289,7 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 	args := []byte(call.Args)
 	replaced := string(args) != st.stageArgs
 	var value map[string]any // the decoded arguments, when checked here
-	if st.gate == gateApproved {
+	if st.gate.approved {
 		// Hook (approval.go): exactly what a person approved, or nothing.
 		v, err := a.approvedArgs(ctx, st, call)
 		if err != nil {
@@ -336,7 +334,7 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 		}
 		args, value = res.Args, res.Value
 	}
-	if st.gate == gateUnapproved {
+	if st.gate.refused {
 		return nil, errNotApproved
 	}
 	if replaced {

@@ -241,11 +241,11 @@ func (a *Agent) inject(ctx context.Context, st *callState) (string, error) {
 	if !ok {
 		return st.modelArgs, nil
 	}
-	if st.gate == gateApproved {
+	if st.gate.approved {
 		// Resume set and checked them against the approval
 		// (injectApproved): the values checked are the values that run.
-		if args, ok := approvedInjected(ctx, st); ok {
-			return args, nil
+		if st.gate.injected != "" {
+			return st.gate.injected, nil
 		}
 		return "", a.injectFailed(ctx, &InjectError{Tool: st.info.Tool, Err: errApprovedUnchecked})
 	}
