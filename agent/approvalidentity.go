@@ -97,14 +97,14 @@ func (ap *approval) setupIdentity(reinject []string, tools map[string]Tool) {
 // decision binds (all but those of WithReinjectOnResume), taken from args,
 // the call's arguments with them set, as canonical JSON; nil when the tool
 // has none.
-func (a *Agent) boundValues(name, args string) []byte {
-	inj, ok := a.injection[name]
+func (ap *approval) boundValues(name, args string) []byte {
+	inj, ok := ap.a.injection[name]
 	if !ok {
 		return nil
 	}
 	var names []string
 	for _, n := range inj.names {
-		if !a.approval.reinject[n] {
+		if !ap.reinject[n] {
 			names = append(names, n)
 		}
 	}
@@ -161,7 +161,8 @@ func (ap *approval) identityAgent(identity string) string {
 // that they are the ones each call was approved with. It records them in
 // run (runArgs.injected), for inject; it returns a *DecisionError when an
 // injector fails or a value differs (nothing has run).
-func (a *Agent) injectApproved(ctx context.Context, ot *openTurn, id, thread string, run map[int]runArgs) error {
+func (ap *approval) injectApproved(ctx context.Context, ot *openTurn, id, thread string, run map[int]runArgs) error {
+	a := ap.a
 	pendingOf := make(map[int]int, len(ot.Pending)) // index in the turn → pending call
 	for j := range ot.Pending {
 		pendingOf[ot.pendingIndex(j)] = j
@@ -193,7 +194,7 @@ func (a *Agent) injectApproved(ctx context.Context, ot *openTurn, id, thread str
 		if err != nil {
 			return &DecisionError{CallID: p.ID, Reason: "a value the program supplies for the call could not be set; nothing ran", Err: err}
 		}
-		if reason := a.approval.sameIdentity(b, a.approval.identity(id, i, p.Tool, a.boundValues(p.Tool, args)), a.injection[p.Tool].names); reason != "" {
+		if reason := ap.sameIdentity(b, ap.identity(id, i, p.Tool, ap.boundValues(p.Tool, args)), a.injection[p.Tool].names); reason != "" {
 			return &DecisionError{CallID: p.ID, Reason: reason}
 		}
 		r := run[i]

@@ -32,12 +32,7 @@ type callState struct {
 	tool      Tool      // the agent's tool of that name
 	checked   bool      // stageArgs passed the tool's schema (the model stage's check, or precheck)
 	out       *callDone // shared by every attempt of the call
-
-	// forged is the forged_argument event to report, if the model sent
-	// values for injected arguments (inject.go).
-	forged *guard.Event
-	// gate is what the approval gate says of the call (approval.go).
-	gate callGate
+	gate      callGate  // what the turn's stages say of the call (turnstage.go)
 }
 
 // callDone is what the innermost handler reports of a call. A tool

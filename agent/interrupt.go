@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"slices"
 	"strconv"
 
 	"github.com/toolguard/toolguard/internal/canonjson"
@@ -181,7 +182,7 @@ func (ot *openTurn) binding(j int) binding {
 // schemaDigest returns the SHA-256 of t's schema in canonical form, the
 // schema as sent to a person's form and validated against, injected
 // properties included. What the schema refers to (a $ref'd resource) and a
-// Validate method are not in it; approvedArgs still refuses arguments they
+// Validate method are not in it; pinnedArgs still refuses arguments they
 // no longer accept.
 func schemaDigest(t Tool) string {
 	raw, err := exactjson.Text(parameters(t.Schema()))
@@ -280,4 +281,13 @@ func (ap *approval) verify(in *Interrupt) bool {
 	}
 	want := ap.sign(in)
 	return want != "" && hmac.Equal([]byte(want), []byte(in.Signature))
+}
+
+// storedInterrupt returns the interrupt of ot, a turn of thread paused for
+// approval whose state the Checkpointer keeps, as the gate returned it
+// when the run paused.
+func (ap *approval) storedInterrupt(thread string, ot *openTurn) *Interrupt {
+	in := &Interrupt{ID: ot.Interrupt, Thread: thread, Pending: slices.Clone(ot.Pending)}
+	in.Signature = ap.sign(in)
+	return in
 }

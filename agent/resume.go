@@ -32,10 +32,14 @@ func (ap *approval) claim(id string) bool {
 	return true
 }
 
-// resumeFrom is the state a resumed run starts from and what to run.
+// resumeFrom is the state a continued run starts from (run.from): the run
+// as saved, with its open turn decided, and what to run.
 type resumeFrom struct {
 	state runState
 	run   map[int]runArgs // index in the open turn's calls: accepted or edited
+	// version is the thread's checkpoint version the state was saved as,
+	// for a run whose state a Checkpointer keeps.
+	version int64
 }
 
 type runArgs struct {
@@ -138,7 +142,7 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 		}
 		return nil, fmt.Errorf("%w: the agent has no approval configured", ErrInterruptRefused)
 	}
-	if in != nil && in.Thread == "" && ctxThread != "" && ap.cp != nil && ap.key == nil {
+	if in != nil && in.Thread == "" && ctxThread != "" && a.checkpoints != nil && ap.key == nil {
 		// The thread's state is in the checkpointer; an unsigned state
 		// carried by the interrupt is the client's to forge.
 		return nil, fmt.Errorf("%w: an unsigned interrupt of a run without a thread cannot be resumed on thread %q, whose state the checkpointer keeps", ErrInterruptRefused, ctxThread)
@@ -146,11 +150,11 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 	if in != nil && !ap.verify(in) {
 		return nil, fmt.Errorf("%w: its signature does not verify", ErrInterruptRefused)
 	}
-	s := &session{}
+	var s *session // the thread's checkpoint, if a Checkpointer keeps it
 	var st runState
 	switch {
-	case ap.cp != nil && thread != "":
-		s.cp, s.thread = ap.cp, thread
+	case a.checkpoints != nil && thread != "":
+		s = &session{cp: a.checkpoints.cp, thread: thread}
 		saved, err := s.load(ctx)
 		if err != nil {
 			return nil, err
@@ -176,7 +180,7 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 	if st.Turn != nil {
 		id = st.Turn.Interrupt
 	}
-	run, at, err := a.plan(st.Turn, id, thread, decisions)
+	run, at, err := ap.plan(st.Turn, id, thread, decisions)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +193,7 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 	if len(run) > 0 {
 		// The approved calls run as the identity they were judged for, with
 		// the injected values checked here (approvalidentity.go).
-		if err := a.injectApproved(ctx, st.Turn, id, thread, run); err != nil {
+		if err := ap.injectApproved(ctx, st.Turn, id, thread, run); err != nil {
 			return nil, err
 		}
 	}
@@ -197,19 +201,21 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 	// are finished; accepted and edited ones are about to run (cut off
 	// while they run, they are never run again).
 	if st.Turn != nil && id != "" {
-		st.Turn = a.decided(st.Turn, decisions, at)
+		st.Turn = st.Turn.decided(decisions, at)
 	}
-	if s.cp != nil {
+	from := &resumeFrom{state: st, run: run}
+	if s != nil {
 		if err := s.save(ctx, st); err != nil {
 			if errors.Is(err, ErrCheckpointConflict) {
 				return nil, fmt.Errorf("%w: another resume of thread %q came first: %w", ErrInterruptRefused, thread, err)
 			}
 			return nil, err
 		}
+		from.version = s.version
 	} else if !ap.claim(id) {
 		return nil, fmt.Errorf("%w: it was already resumed", ErrInterruptRefused)
 	}
-	ctx, calls := a.runContext(ctx)
+	ctx, r := a.newRun(ctx, a.callOpts)
 	// The run goes on: its limits count the calls it made before the pause,
 	// a model call per turn (its open turn's included).
 	made := st.Turns
@@ -217,16 +223,18 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 		made = st.Turn.Number
 	}
 	ctx = guard.WithResumedRun(ctx, made)
-	s.resume = &resumeFrom{state: st, run: run}
-	res := &Result{Messages: slices.Clone(st.Messages)}
-	err = a.loop(ctx, res, a.callOpts, s)
-	res.ModelCalls = int(calls.Load())
-	return res, err
+	r.from = from
+	r.res.Messages = slices.Clone(st.Messages)
+	if err := r.start(ctx); err != nil {
+		return nil, err
+	}
+	return r.loop(ctx)
 }
 
 // plan checks decisions against the open turn's pending calls and returns
 // the calls to run (accepted and edited, with their arguments).
-func (a *Agent) plan(ot *openTurn, id, thread string, decisions []Decision) (map[int]runArgs, []int, error) {
+func (ap *approval) plan(ot *openTurn, id, thread string, decisions []Decision) (map[int]runArgs, []int, error) {
+	a := ap.a
 	var pending []PendingCall
 	if ot != nil && id != "" {
 		pending = ot.Pending
@@ -239,7 +247,7 @@ func (a *Agent) plan(ot *openTurn, id, thread string, decisions []Decision) (map
 	}
 	byDigest := make(map[string]int, len(pending))
 	for j, p := range pending {
-		byDigest[a.approval.digest(id, thread, ot.pendingIndex(j), p, ot.binding(j))] = j
+		byDigest[ap.digest(id, thread, ot.pendingIndex(j), p, ot.binding(j))] = j
 	}
 	decided := make([]bool, len(pending))
 	run := make(map[int]runArgs)
@@ -264,7 +272,7 @@ func (a *Agent) plan(ot *openTurn, id, thread string, decisions []Decision) (map
 		if i < 0 {
 			return nil, nil, &DecisionError{CallID: d.CallID, Reason: "the pending call is not in the interrupted turn"}
 		}
-		if (d.Action == Accept || d.Action == Edit) && ot.binding(j).Schema != a.approval.schemas[p.Tool] {
+		if (d.Action == Accept || d.Action == Edit) && ot.binding(j).Schema != ap.schemas[p.Tool] {
 			// What the person saw and approved was checked against another
 			// schema: running it now would run something else.
 			return nil, nil, &DecisionError{CallID: d.CallID, Reason: fmt.Sprintf("tool %q's schema changed since the call was put to a person: reject it, or let the model call the tool again", p.Tool)}
@@ -320,7 +328,7 @@ func (ot *openTurn) pendingIndex(j int) int {
 // decided returns the open turn once its decisions are taken: the
 // interrupt resumed, rejected and answered calls finished. at maps each
 // decision to its pending call's index (plan's result).
-func (a *Agent) decided(ot *openTurn, decisions []Decision, at []int) *openTurn {
+func (ot *openTurn) decided(decisions []Decision, at []int) *openTurn {
 	next := *ot
 	next.Interrupt, next.Pending, next.PendingAt, next.Bound = "", nil, nil, nil
 	next.Finished = slices.Clone(ot.Finished)
@@ -344,4 +352,56 @@ func (a *Agent) decided(ot *openTurn, decisions []Decision, at []int) *openTurn 
 		next.Finished = append(next.Finished, dc)
 	}
 	return &next
+}
+
+// continuedTurn returns the turn a continued run (r.from) stopped in, to
+// be finished first, and the number of model turns the run had made; nil
+// and 0 for a new run. The turn's calls that finished before, and those a
+// person rejected or answered, are known; those a person accepted or
+// edited are pinned to their arguments (an edit's replace the model's in
+// the transcript); those that had started, or may have, when the run was
+// cut off are known as interrupted (their outcome is unknown, they never
+// run again); the rest run: those without a function or of an unknown
+// tool, which the model is told about, and those a stage settles (an
+// answer, see output.go).
+func (r *run) continuedTurn() (*turn, int, error) {
+	if r.from == nil {
+		return nil, 0, nil
+	}
+	st := r.from.state
+	ot := st.Turn
+	if ot == nil {
+		return nil, st.Turns, nil
+	}
+	n := ot.Number
+	r.cur = turn{number: n, text: ot.Text, calls: slices.Clone(ot.Calls), resumed: true}
+	t := &r.cur
+	t.outcomes()
+	for _, d := range ot.Finished {
+		if d.Index < 0 || d.Index >= len(ot.Calls) || t.plan(d.Index) == callKnown {
+			return nil, 0, fmt.Errorf("agent: resume: the saved turn's call %d is not a call of the turn", d.Index)
+		}
+		t.known(d.Index, d.step(n), d.Answer, d.Direct)
+	}
+	for i, c := range ot.Calls {
+		if t.plan(i) == callKnown {
+			continue
+		}
+		if args, ok := r.from.run[i]; ok {
+			if args.edited {
+				fc := *c.FunctionCall
+				fc.Arguments = args.args
+				t.calls[i].FunctionCall = &fc
+			}
+			t.pin(i, callGate{args: args.args, model: c.FunctionCall.Arguments, injected: args.injected})
+			continue
+		}
+		if c.FunctionCall == nil || r.a.tools[c.FunctionCall.Name] == nil {
+			continue
+		}
+		// A call that started, or may have, before the run was cut off.
+		t.known(i, Step{CallID: c.ID, Tool: c.FunctionCall.Name, Arguments: c.FunctionCall.Arguments,
+			ModelArguments: c.FunctionCall.Arguments, Turn: n, Message: -1, Err: ErrCallInterrupted}, interruptedAnswer, false)
+	}
+	return t, st.Turns, nil
 }
