@@ -277,12 +277,28 @@ func (a *Agent) prepareArgs(ctx context.Context, st *callState) (string, error) 
 // the arguments the tool would get (stripped, coerced: a policy reading
 // "5000" as no amount would let a 5000 transfer through). Arguments that
 // fail are left as they are: execute reports them.
+//
+// The arguments are decoded once: a tool that takes them decoded (a
+// NewSchemaTool's) is given the check's map when they pass as they are;
+// for any other, arguments the schema accepts as they are need no map,
+// only the verdict ([validation.Schema.ValidateJSON], which agrees with
+// the pipeline's), and only those it refuses go through the pipeline
+// (strip, coerce).
 func (a *Agent) precheck(st *callState) {
 	if st.checked || st.stageArgs != st.modelArgs || st.gate.pinned {
 		return // validated already, set by the tool stage, or pinned as they are (not coerced)
 	}
-	if r, err := checkArgs(st.info.Tool, a.compiled[st.info.Tool], []byte(st.stageArgs)); err == nil {
+	s, raw := a.compiled[st.info.Tool], []byte(st.stageArgs)
+	takes := takesValue(st.tool)
+	if !takes && len(bytes.TrimSpace(raw)) > 0 && s.ValidateJSON(raw) == nil {
+		st.checked = true // valid as they are: unchanged
+		return
+	}
+	if r, err := checkArgs(st.info.Tool, s, raw); err == nil {
 		st.stageArgs, st.checked = string(r.Args), true
+		if takes && !r.Changed {
+			st.out.keepValue(r.Value)
+		}
 	}
 }
 
@@ -314,7 +330,10 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 	}
 	args := []byte(call.Args)
 	replaced := string(args) != st.stageArgs
-	var value map[string]any // the decoded arguments, when checked here
+	var value map[string]any // the decoded arguments, when checked here or by precheck
+	if !replaced {
+		value = st.out.takeValue()
+	}
 	if st.gate.pinned {
 		// Exactly what was pinned (a person approved), or nothing.
 		v, err := a.pinnedArgs(ctx, st, call)
@@ -424,6 +443,23 @@ func sameTool(x, y Tool) bool {
 		return reflect.DeepEqual(x, y)
 	}
 	return x == y
+}
+
+// takesValue reports whether t, through the agent's wrappers, is a tool
+// whose unchecked path takes the arguments decoded (NewSchemaTool's).
+func takesValue(t Tool) bool {
+	for {
+		switch w := t.(type) {
+		case *schemaTool:
+			return true
+		case *injectedTool:
+			t = w.Tool
+		case toolWrapper:
+			t = w.unwrapTool()
+		default:
+			return false
+		}
+	}
 }
 
 // uncheckedCaller is implemented by the agent's own tool types: a call
