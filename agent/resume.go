@@ -32,16 +32,7 @@ func (ap *approval) claim(id string) bool {
 	return true
 }
 
-// resumeFrom is the state a continued run starts from (run.from): the run
-// as saved, with its open turn decided, and what to run.
-type resumeFrom struct {
-	state runState
-	run   map[int]runArgs // index in the open turn's calls: accepted or edited
-	// version is the thread's checkpoint version the state was saved as,
-	// for a run whose state a Checkpointer keeps.
-	version int64
-}
-
+// runArgs are the arguments an accepted or edited call runs with.
 type runArgs struct {
 	args   string
 	edited bool
@@ -203,7 +194,6 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 	if st.Turn != nil && id != "" {
 		st.Turn = st.Turn.decided(decisions, at)
 	}
-	from := &resumeFrom{state: st, run: run}
 	if s != nil {
 		if err := s.save(ctx, st); err != nil {
 			if errors.Is(err, ErrCheckpointConflict) {
@@ -211,10 +201,16 @@ func (a *Agent) resume(ctx context.Context, in *Interrupt, decisions []Decision)
 			}
 			return nil, err
 		}
-		from.version = s.version
 	} else if !ap.claim(id) {
 		return nil, fmt.Errorf("%w: it was already resumed", ErrInterruptRefused)
 	}
+	from := &resumeFrom{state: st}
+	if s != nil {
+		from.version = s.version
+	}
+	// The saved turn keeps the model's arguments; the continued one runs
+	// the approved ones.
+	from.state.Turn, from.pins = pinned(st.Turn, run)
 	ctx, r := a.newRun(ctx, a.callOpts)
 	// The run goes on: its limits count the calls it made before the pause,
 	// a model call per turn (its open turn's included).
@@ -354,54 +350,25 @@ func (ot *openTurn) decided(decisions []Decision, at []int) *openTurn {
 	return &next
 }
 
-// continuedTurn returns the turn a continued run (r.from) stopped in, to
-// be finished first, and the number of model turns the run had made; nil
-// and 0 for a new run. The turn's calls that finished before, and those a
-// person rejected or answered, are known; those a person accepted or
-// edited are pinned to their arguments (an edit's replace the model's in
-// the transcript); those that had started, or may have, when the run was
-// cut off are known as interrupted (their outcome is unknown, they never
-// run again); the rest run: those without a function or of an unknown
-// tool, which the model is told about, and those a stage settles (an
-// answer, see output.go).
-func (r *run) continuedTurn() (*turn, int, error) {
-	if r.from == nil {
-		return nil, 0, nil
+// pinned returns ot as its continued run plays it — an edit's arguments
+// in place of the model's, as the transcript records them — and the gates
+// of the calls to run (run: accepted and edited, by index in ot.Calls),
+// pinned to their arguments. ot itself is not modified.
+func pinned(ot *openTurn, run map[int]runArgs) (*openTurn, map[int]callGate) {
+	if len(run) == 0 {
+		return ot, nil
 	}
-	st := r.from.state
-	ot := st.Turn
-	if ot == nil {
-		return nil, st.Turns, nil
+	next := *ot
+	next.Calls = slices.Clone(ot.Calls)
+	pins := make(map[int]callGate, len(run))
+	for i, args := range run {
+		c := ot.Calls[i]
+		pins[i] = callGate{pinned: true, args: args.args, model: c.FunctionCall.Arguments, injected: args.injected}
+		if args.edited {
+			fc := *c.FunctionCall
+			fc.Arguments = args.args
+			next.Calls[i].FunctionCall = &fc
+		}
 	}
-	n := ot.Number
-	r.cur = turn{number: n, text: ot.Text, calls: slices.Clone(ot.Calls), resumed: true}
-	t := &r.cur
-	t.outcomes()
-	for _, d := range ot.Finished {
-		if d.Index < 0 || d.Index >= len(ot.Calls) || t.plan(d.Index) == callKnown {
-			return nil, 0, fmt.Errorf("agent: resume: the saved turn's call %d is not a call of the turn", d.Index)
-		}
-		t.known(d.Index, d.step(n), d.Answer, d.Direct)
-	}
-	for i, c := range ot.Calls {
-		if t.plan(i) == callKnown {
-			continue
-		}
-		if args, ok := r.from.run[i]; ok {
-			if args.edited {
-				fc := *c.FunctionCall
-				fc.Arguments = args.args
-				t.calls[i].FunctionCall = &fc
-			}
-			t.pin(i, callGate{args: args.args, model: c.FunctionCall.Arguments, injected: args.injected})
-			continue
-		}
-		if c.FunctionCall == nil || r.a.tools[c.FunctionCall.Name] == nil {
-			continue
-		}
-		// A call that started, or may have, before the run was cut off.
-		t.known(i, Step{CallID: c.ID, Tool: c.FunctionCall.Name, Arguments: c.FunctionCall.Arguments,
-			ModelArguments: c.FunctionCall.Arguments, Turn: n, Message: -1, Err: ErrCallInterrupted}, interruptedAnswer, false)
-	}
-	return t, st.Turns, nil
+	return &next, pins
 }

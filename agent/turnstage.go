@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/tmc/langchaingo/llms"
@@ -11,48 +13,58 @@ import (
 
 // A turnStage is a run-level feature of the agent loop: one that acts on a
 // whole run or a whole model turn, where a [ToolMiddleware] acts on one
-// tool call. Checkpoints (checkpoint.go), approval (approval.go) and
-// structured output (output.go) are turn stages, each written against this
-// mechanism alone: the loop calls none of them by name, and they share
-// nothing with it or with each other through the context.
+// tool call (adk-go's request and response processors are the model).
+// Checkpoints (checkpoint.go), approval (approval.go) and structured output
+// (output.go) are turn stages, each written against this mechanism alone:
+// the loop calls none of them by name, and they share nothing with it or
+// with each other through the context.
 //
 // New puts an agent's stages in one ordered list: checkpoints, approval,
 // structured output, each only when its options are given. When a run
 // starts (RunMessages, Resume), each stage returns its hooks for that run,
-// which hold its state for the run; the loop calls them, in list order, at
-// these points and only there:
+// which hold its state for the run (startRun). The loop calls them, in list
+// order, at these points of each turn and only there:
 //
 //	response     a model turn's response arrived, its text and calls
 //	             collected once (turn.text, turn.calls). A stage may take
 //	             the turn over: record it itself and let the run go on
 //	             (turn.settle), or end the run.
-//	beforeBatch  the turn's calls are about to run. A stage saves the turn,
-//	             takes calls out of the batch (turn.wait: not in this run;
-//	             turn.later: the stage settles them after the batch), and
-//	             refuses the calls that must never run (turn.refuse: the
-//	             tool stage checks them, tells the model why, and never
-//	             runs the tool).
+//	beforeBatch  the turn's calls are about to run. A stage saves the
+//	             turn, takes calls out of the batch (turn.wait: they do not
+//	             run in this run; turn.later: the stage settles them after
+//	             the batch), and refuses calls that must never run
+//	             (turn.refuse: the tool stage checks their arguments, tells
+//	             the model what is wrong with them, and never runs the tool).
 //	afterBatch   every call left in the batch has its outcome (turn.batch).
-//	             A stage settles the calls it took for later, decides that
-//	             the turn ends the run (turn.finish with the answer,
-//	             turn.fail), or ends the run before the turn is recorded (a
-//	             pause; only the steps of the calls that ran are kept).
-//	             Then the loop records the turn in the Result.
+//	             A stage settles the calls it took for later and decides
+//	             whether the turn ends the run (turn.finish with the
+//	             answer, turn.fail), or ends the run before the turn is
+//	             recorded (a pause: the steps of the calls that ran are
+//	             kept, nothing else). Then the loop records the turn.
 //	turnDone     the turn is recorded and the run goes on: a stage saves.
-//	keep         a stage pauses the run (run.keep): a stage keeps the state
-//	             the run continues from.
-//	cutOff       the run's context ended inside the batch: the state to
-//	             continue from (calls that finished, calls never started).
-//	end          the run ends: a stage saves, or wraps the run's error.
-//	             End hooks run in reverse list order, as deferred calls do.
+//
+// and at these points of the run:
+//
+//	keep         a stage that pauses the run asks the others to keep the
+//	             state it continues from (run.keep; runState is the state's
+//	             form, checkpoint.go); one that keeps state does.
+//	cutOff       the run's context ended inside a batch: the state to
+//	             continue from, the calls that finished and those that never
+//	             started recorded.
+//	end          the run ends (run.exhausted: at WithMaxIterations): a stage
+//	             saves, or wraps the run's error. End hooks run in reverse
+//	             list order, as deferred calls do.
 //
 // A hook that returns an error ends the run with it; the later stages'
 // hooks of that point are not called. A hook must not keep the turn it is
-// given: the run reuses it for its next turn. A run that continues a paused or cut
-// off one starts from its saved state (run.from) and first finishes the
-// turn it stopped in: that turn (turn.resumed) was saved and judged before
-// it stopped, starts at beforeBatch with the outcomes known so far
-// (turn.known) and the calls a person approved pinned (turn.pin).
+// given: the run reuses it for its next turn.
+//
+// A run that continues a paused or cut off one (Resume) starts from its
+// saved state (run.from) and first finishes the turn it stopped in: that
+// turn (turn.resumed) was saved and judged before it stopped, so it starts
+// at beforeBatch, with the outcomes known so far (turn.known) and the calls
+// a person approved pinned to their arguments (turn.pin), and the stages
+// that save or judge a new turn leave it alone.
 type turnStage interface {
 	// startRun returns the stage's hooks for the run r, which starts on
 	// ctx. It may put messages before the run's own in r.res (a thread's
@@ -319,3 +331,61 @@ func (t *turn) finish(output string) { t.ends, t.output, t.err = true, output, n
 
 // fail makes the turn, once recorded, end the run with err.
 func (t *turn) fail(err error) { t.ends, t.err = true, err }
+
+// resumeFrom is the saved state a continued run starts from (run.from):
+// the run as it stopped, its open turn, if any, with the outcomes known so
+// far (Finished) and the calls it is to run pinned.
+type resumeFrom struct {
+	state runState
+	// pins are the gates of the open turn's calls to run, by index in its
+	// calls (a person's accepted and edited calls).
+	pins map[int]callGate
+	// version is the version of the thread's checkpoint the state was
+	// saved as, for a stage that keeps state (checkpoints).
+	version int64
+}
+
+// continuedTurn returns the turn a continued run (r.from) stopped in, to
+// finish first, and the number of model turns the run had made; nil and 0
+// for a new run. The turn's calls that finished before (or that a person
+// rejected or answered) are known; the pinned ones run with their
+// arguments; those that had started, or may have, when the run was cut off
+// are known as interrupted (their outcome is unknown: they never run
+// again); the rest run: those without a function or of an unknown tool,
+// which the model is told about, and those a stage settles (an answer).
+func (r *run) continuedTurn() (*turn, int, error) {
+	if r.from == nil {
+		return nil, 0, nil
+	}
+	st := r.from.state
+	ot := st.Turn
+	if ot == nil {
+		return nil, st.Turns, nil
+	}
+	n := ot.Number
+	r.cur = turn{number: n, text: ot.Text, calls: slices.Clone(ot.Calls), resumed: true}
+	t := &r.cur
+	t.outcomes()
+	for _, d := range ot.Finished {
+		if d.Index < 0 || d.Index >= len(ot.Calls) || t.plan(d.Index) == callKnown {
+			return nil, 0, fmt.Errorf("agent: resume: the saved turn's call %d is not a call of the turn", d.Index)
+		}
+		t.known(d.Index, d.step(n), d.Answer, d.Direct)
+	}
+	for i, c := range ot.Calls {
+		if t.plan(i) == callKnown {
+			continue
+		}
+		if g, ok := r.from.pins[i]; ok {
+			t.pin(i, g)
+			continue
+		}
+		if c.FunctionCall == nil || r.a.tools[c.FunctionCall.Name] == nil {
+			continue
+		}
+		// A call that started, or may have, before the run was cut off.
+		t.known(i, Step{CallID: c.ID, Tool: c.FunctionCall.Name, Arguments: c.FunctionCall.Arguments,
+			ModelArguments: c.FunctionCall.Arguments, Turn: n, Message: -1, Err: ErrCallInterrupted}, interruptedAnswer, false)
+	}
+	return t, st.Turns, nil
+}
