@@ -71,10 +71,11 @@ func TestApprovalGateRefusedCallWithDuplicateID(t *testing.T) {
 	}
 }
 
-// Two pending calls with one id, and after the person's decisions, a tool
-// middleware that passes each call on as a new ToolCall value: only the
-// accepted one runs, with its own arguments; the rejected one, whose id is
-// the same, never does.
+// Three pending calls with one id; the person accepts the first, rejects
+// the second and edits the third, and a tool middleware passes each call
+// on as a new ToolCall value. Each runs as decided for it, by its place:
+// the accepted one with its own arguments, the edited one with the edit,
+// the rejected one never.
 func TestApprovalGatePinsByPlaceNotID(t *testing.T) {
 	t.Parallel()
 	var b bank
@@ -86,22 +87,25 @@ func TestApprovalGatePinsByPlaceNotID(t *testing.T) {
 	})
 	c1 := fakemodel.Call("transfer_money", `{"to":"bob","amount":1}`)
 	c2 := fakemodel.Call("transfer_money", `{"to":"carol","amount":2}`)
-	c1.ID, c2.ID = "dup", "dup"
-	model := fakemodel.New(fakemodel.ToolCalls(c1, c2), fakemodel.Text("ok"))
-	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"), agent.WithToolMiddleware(copyCall))
+	c3 := fakemodel.Call("transfer_money", `{"to":"dave","amount":3}`)
+	c1.ID, c2.ID, c3.ID = "dup", "dup", "dup"
+	model := fakemodel.New(fakemodel.ToolCalls(c1, c2, c3), fakemodel.Text("ok"))
+	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"), agent.WithToolMiddleware(copyCall), agent.WithMaxConcurrency(1))
 	_, err := a.Run(context.Background(), "pay")
 	in := interruptOf(t, err)
-	if len(in.Pending) != 2 {
-		t.Fatalf("Pending = %+v, want two calls", in.Pending)
+	if len(in.Pending) != 3 {
+		t.Fatalf("Pending = %+v, want three calls", in.Pending)
 	}
-	res, err := a.Resume(context.Background(), viaJSON(t, in), decide(in.Pending[0], agent.Reject, "not bob"), decide(in.Pending[1], agent.Accept, ""))
+	edit := decide(in.Pending[2], agent.Edit, "")
+	edit.Args = json.RawMessage(`{"to":"erin","amount":4}`)
+	res, err := a.Resume(context.Background(), viaJSON(t, in), decide(in.Pending[0], agent.Accept, ""), decide(in.Pending[1], agent.Reject, "not carol"), edit)
 	if err != nil {
 		t.Fatalf("Resume() error = %v", err)
 	}
-	if got := b.args("transfer_money"); !slices.Equal(got, []string{`{"to":"carol","amount":2}`}) {
-		t.Errorf("transfers = %q, want carol's only", got)
+	if got := b.args("transfer_money"); !slices.Equal(got, []string{`{"to":"bob","amount":1}`, `{"to":"erin","amount":4}`}) {
+		t.Errorf("transfers = %q, want bob's as sent and erin's as edited", got)
 	}
-	if got := toolMessages(res.Messages); !slices.Equal(got, []string{"not bob", "sent 2.00 to carol"}) {
+	if got := toolMessages(res.Messages); !slices.Equal(got, []string{"sent 1.00 to bob", "not carol", "sent 4.00 to erin"}) {
 		t.Errorf("tool messages = %q", got)
 	}
 	checkStepMessages(t, res)
