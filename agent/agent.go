@@ -48,8 +48,13 @@ type Agent struct {
 	compiled  map[string]*validation.Schema
 	toolStage ToolHandler // the tool middlewares around execute
 	events    func(context.Context, guard.Event)
-	output    *outputTool // WithOutputSchema's answer tool; nil without (output.go)
-	approval  *approval   // WithApproval and WithCheckpointer (approval.go); nil: neither
+	// stages are the run-level features, in order (turnstage.go): the
+	// checkpoints, the approval gate and the answer tool below, each when
+	// configured.
+	stages      []turnStage
+	checkpoints *checkpoints // WithCheckpointer (checkpoint.go); nil without
+	approval    *approval    // the gate and Resume's keys (approval.go); nil with neither approval nor a Checkpointer
+	output      *outputTool  // WithOutputSchema's answer tool (output.go); nil without
 	// Injected arguments (inject.go): per tool with any, by sent name.
 	injection map[string]injection
 	injected  map[string][]string // the names alone, for guard.WithInjectedArgs
@@ -124,7 +129,17 @@ func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 	}
 	a.addOutputTool(cfg.output) // structured output (output.go)
 	slices.Sort(a.names)
-	a.approval = newApproval(cfg.approval, a.tools) // panics on an approval naming no tool
+	a.approval = newApproval(cfg.approval, cfg.checkpointer, a) // panics on an approval naming no tool
+	if cfg.checkpointer != nil {
+		a.checkpoints = &checkpoints{a: a, cp: cfg.checkpointer}
+		a.stages = append(a.stages, a.checkpoints)
+	}
+	if a.approval.gated() {
+		a.stages = append(a.stages, a.approval)
+	}
+	if a.output != nil {
+		a.stages = append(a.stages, a.output)
+	}
 	a.toolStage = chainTools(cfg.toolMiddlewares, a.execute)
 	a.installers = installers(cfg.middlewares)
 	a.callOpts = slices.Clone(cfg.callOptions) // WithCallOptions, then the tools
@@ -305,78 +320,111 @@ func (a *Agent) Run(ctx context.Context, input string) (*Result, error) {
 	return a.RunMessages(ctx, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, input)})
 }
 
-func (a *Agent) loop(ctx context.Context, res *Result, opts []llms.CallOption, s *session) (err error) {
-	ctx, endRun := a.observeRun(ctx)
-	defer func() { endRun(err) }()
-	// Hook (checkpoint.go, approval.go): a resumed run first finishes the
-	// turn it stopped in; s records the run's state as it goes.
-	defer func() { err = a.endSession(ctx, s, res, err) }()
-	reasks := 0 // re-asks for a structured answer (output.go)
-	first, over, err := a.resumeTurn(ctx, s, res, &reasks)
-	if err != nil || over {
-		return err
-	}
-	for turn := first; turn < a.maxIt; turn++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		// The model gets its own copy of the transcript: a middleware or
-		// model that appends to it must not write into ours.
-		sent := slices.Clip(res.Messages)
-		resp, err := a.model.GenerateContent(ctx, sent, opts...)
-		if err != nil {
-			a.reportUnclaimed(ctx, nil) // Hook (inject.go)
-			if ctxErr := ctx.Err(); ctxErr != nil {
-				return ctxErr
-			}
-			return fmt.Errorf("agent: model call: %w", err)
-		}
-		text := middleware.ResponseText(resp)
-		// Ids as ToolArgValidation synthesizes them, when the model sent none.
-		calls := middleware.ToolCalls(resp, len(sent))
-		// Hook (inject.go): forged values of responses a middleware discarded.
-		a.reportUnclaimed(ctx, calls)
-		if a.output != nil { // structured output (output.go)
-			if done, err := a.outputTurn(ctx, s, turn+1, res, resp, text, calls, &reasks); done {
-				return err
-			}
-			continue
-		}
-		if len(calls) == 0 {
-			res.Output = text
-			res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeAI, text))
-			return nil
-		}
-		// Hook (checkpoint.go): the turn is saved before its calls run.
-		if err := s.saveTurn(ctx, res, turn+1, text, a.withoutForged(calls)); err != nil {
-			return err
-		}
-		// Hook (approval.go): runTools, less the calls that wait for a person.
-		b, err := a.runBatch(ctx, s, turn+1, res, text, calls)
-		if err != nil {
-			return a.cutTurn(ctx, s, res, turn+1, text, calls, b, err)
-		}
-		if record(res, text, calls, b) {
-			return nil
-		}
-		// Hook (checkpoint.go): the batch is saved before the next model call.
-		if err := s.saveBatch(ctx, res, turn+1); err != nil {
-			return err
-		}
-	}
-	return a.noOutput(fmt.Errorf("%w (%d)", ErrMaxIterations, a.maxIt))
+// loop runs r and returns its Result: the turn a continued run stopped in,
+// then model turns until one ends the run.
+func (r *run) loop(ctx context.Context) (*Result, error) {
+	err := r.turns(ctx)
+	r.res.ModelCalls = int(r.modelCalls.Load())
+	return r.res, err
 }
 
-// record appends a turn's finished batch to res (recordTurn). It reports
-// whether a Direct result ended the run.
-func record(res *Result, text string, calls []llms.ToolCall, b batch) bool {
-	recordTurn(res, text, calls, b)
-	if b.direct >= 0 {
-		res.Output = b.steps[b.direct].Result
-		res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeAI, res.Output))
-		return true
+// turns plays r's turns: the turn a continued run stopped in, then model
+// turns until one ends the run. The run's stages are called at the points
+// [turnStage] names, here and in playTurn.
+func (r *run) turns(ctx context.Context) (err error) {
+	ctx, endRun := r.a.observeRun(ctx)
+	defer func() { endRun(err) }()
+	defer func() { err = r.end(ctx, err) }()
+	t, made, err := r.continuedTurn()
+	if err != nil {
+		return err
 	}
-	return false
+	for {
+		if t == nil {
+			if made >= r.a.maxIt {
+				r.exhausted = true
+				return fmt.Errorf("%w (%d)", ErrMaxIterations, r.a.maxIt)
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if t, err = r.modelTurn(ctx, made+1); err != nil {
+				return err
+			}
+		}
+		if over, err := r.playTurn(ctx, t); over || err != nil {
+			return err
+		}
+		made, t = t.number, nil
+	}
+}
+
+// modelTurn calls the model with the transcript and returns its response as
+// turn number n, its text and tool calls collected once.
+func (r *run) modelTurn(ctx context.Context, n int) (*turn, error) {
+	// The model gets its own copy of the transcript: a middleware or
+	// model that appends to it must not write into ours.
+	sent := slices.Clip(r.res.Messages)
+	resp, err := r.a.model.GenerateContent(ctx, sent, r.opts...)
+	if err != nil {
+		r.a.reportUnclaimed(ctx, r.record, nil)
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, ctxErr
+		}
+		return nil, fmt.Errorf("agent: model call: %w", err)
+	}
+	// Ids as ToolArgValidation synthesizes them, when the model sent none.
+	calls := middleware.ToolCalls(resp, len(sent))
+	// Forged values of calls a middleware discarded are reported now.
+	r.a.reportUnclaimed(ctx, r.record, calls)
+	r.cur = turn{number: n, text: middleware.ResponseText(resp), resp: resp, calls: calls}
+	return &r.cur, nil
+}
+
+// playTurn plays turn t: the stages' hooks, the batch, the record. It
+// reports whether the run is over, and with what error.
+func (r *run) playTurn(ctx context.Context, t *turn) (bool, error) {
+	if !t.resumed {
+		if err := r.at(ctx, t, stageRun.atResponse); err != nil {
+			return true, err
+		}
+		if t.settled {
+			return false, r.at(ctx, t, stageRun.atTurnDone)
+		}
+		if len(t.calls) == 0 {
+			r.answer(t.text)
+			return true, nil
+		}
+	}
+	if err := r.at(ctx, t, stageRun.atBeforeBatch); err != nil {
+		return true, err
+	}
+	if err := r.runTools(ctx, t); err != nil {
+		return true, r.cutTurn(ctx, t, err)
+	}
+	if err := r.at(ctx, t, stageRun.atAfterBatch); err != nil {
+		// The run ends before the turn is recorded (a pause): the calls
+		// that ran are not forgotten.
+		r.res.Steps = append(r.res.Steps, t.ranSteps()...)
+		return true, err
+	}
+	recordTurn(r.res, t.text, t.calls, t.batch)
+	if !t.ends && t.batch.direct >= 0 {
+		t.finish(t.batch.steps[t.batch.direct].Result)
+	}
+	if t.ends {
+		if t.err == nil {
+			r.answer(t.output)
+		}
+		return true, t.err
+	}
+	return false, r.at(ctx, t, stageRun.atTurnDone)
+}
+
+// answer ends the run's transcript with output, its answer.
+func (r *run) answer(output string) {
+	r.res.Output = output
+	r.res.Messages = append(r.res.Messages, llms.TextParts(llms.ChatMessageTypeAI, output))
 }
 
 // recordTurn appends a turn's finished batch to res: the turn's messages,

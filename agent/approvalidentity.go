@@ -97,14 +97,14 @@ func (ap *approval) setupIdentity(reinject []string, tools map[string]Tool) {
 // decision binds (all but those of WithReinjectOnResume), taken from args,
 // the call's arguments with them set, as canonical JSON; nil when the tool
 // has none.
-func (a *Agent) boundValues(name, args string) []byte {
-	inj, ok := a.injection[name]
+func (ap *approval) boundValues(name, args string) []byte {
+	inj, ok := ap.a.injection[name]
 	if !ok {
 		return nil
 	}
 	var names []string
 	for _, n := range inj.names {
-		if !a.approval.reinject[n] {
+		if !ap.reinject[n] {
 			names = append(names, n)
 		}
 	}
@@ -156,26 +156,13 @@ func (ap *approval) identityAgent(identity string) string {
 	return ap.localID
 }
 
-// approvedKey names an approved call's arguments in approvedInjections.
-type approvedKey struct{ id, tool, args string }
-
-// approvedInjections holds, for the accepted and edited calls of a Resume,
-// their arguments with the injected values its context gives, checked
-// against the values they were approved with; inject takes them from
-// there, so that the values checked are the values that run.
-type approvedInjections map[approvedKey]string
-
-// approvedInjectionsKey is the context key of a Resume's
-// approvedInjections.
-type approvedInjectionsKey struct{}
-
 // injectApproved sets the injected arguments of the calls about to run
 // (run, by index in the open turn ot of interrupt id) from ctx, and checks
-// that they are the ones each call was approved with. It returns them for
-// inject; a *DecisionError when an injector fails or a value differs
-// (nothing has run).
-func (a *Agent) injectApproved(ctx context.Context, ot *openTurn, id, thread string, run map[int]runArgs) (approvedInjections, error) {
-	out := approvedInjections{}
+// that they are the ones each call was approved with. It records them in
+// run (runArgs.injected), for inject; it returns a *DecisionError when an
+// injector fails or a value differs (nothing has run).
+func (ap *approval) injectApproved(ctx context.Context, ot *openTurn, id, thread string, run map[int]runArgs) error {
+	a := ap.a
 	pendingOf := make(map[int]int, len(ot.Pending)) // index in the turn → pending call
 	for j := range ot.Pending {
 		pendingOf[ot.pendingIndex(j)] = j
@@ -193,7 +180,7 @@ func (a *Agent) injectApproved(ctx context.Context, ot *openTurn, id, thread str
 		p, b := ot.Pending[j], ot.binding(j)
 		if _, injects := a.injection[p.Tool]; !injects {
 			if b.Identity != "" {
-				return nil, &DecisionError{CallID: p.ID, Reason: "the call was approved with injected arguments its tool no longer has"}
+				return &DecisionError{CallID: p.ID, Reason: "the call was approved with injected arguments its tool no longer has"}
 			}
 			continue
 		}
@@ -205,14 +192,16 @@ func (a *Agent) injectApproved(ctx context.Context, ot *openTurn, id, thread str
 		}
 		args, err := a.inject(withCallState(ctx, st), st)
 		if err != nil {
-			return nil, &DecisionError{CallID: p.ID, Reason: "a value the program supplies for the call could not be set; nothing ran", Err: err}
+			return &DecisionError{CallID: p.ID, Reason: "a value the program supplies for the call could not be set; nothing ran", Err: err}
 		}
-		if reason := a.approval.sameIdentity(b, a.approval.identity(id, i, p.Tool, a.boundValues(p.Tool, args)), a.injection[p.Tool].names); reason != "" {
-			return nil, &DecisionError{CallID: p.ID, Reason: reason}
+		if reason := ap.sameIdentity(b, ap.identity(id, i, p.Tool, ap.boundValues(p.Tool, args)), a.injection[p.Tool].names); reason != "" {
+			return &DecisionError{CallID: p.ID, Reason: reason}
 		}
-		out[approvedKey{id: p.ID, tool: p.Tool, args: run[i].args}] = args
+		r := run[i]
+		r.injected = args
+		run[i] = r
 	}
-	return out, nil
+	return nil
 }
 
 // sameIdentity returns why the binding b does not hold for got, the MAC
@@ -234,12 +223,3 @@ func (ap *approval) sameIdentity(b binding, got string, names []string) string {
 // errApprovedUnchecked is the error of an approved call whose injected
 // values no Resume checked.
 var errApprovedUnchecked = errors.New("the approved call's injected values were not checked against the approval")
-
-// approvedInjected returns the arguments Resume set and checked for the
-// approved call st (ctx is the run's); false when ctx holds none, which
-// inject refuses.
-func approvedInjected(ctx context.Context, st *callState) (string, bool) {
-	t, _ := ctx.Value(approvedInjectionsKey{}).(approvedInjections)
-	args, ok := t[approvedKey{id: st.info.ID, tool: st.info.Tool, args: st.modelArgs}]
-	return args, ok
-}

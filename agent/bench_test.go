@@ -2,12 +2,14 @@ package agent_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/validation"
 )
 
 // runBenchModel answers a transcript ending in a tool message with text,
@@ -59,6 +61,39 @@ type ChangeDrinkArgs struct {
 func BenchmarkRun(b *testing.B) {
 	tool := agent.NewTool("change_drink", "Change the preferences of a drink order.",
 		func(_ context.Context, a ChangeDrinkArgs) (string, error) { return "changed " + a.DrinkID, nil })
+	for _, tc := range []struct {
+		name string
+		opts []agent.Option
+	}{
+		{"bare", nil},
+		{"recommended", []agent.Option{agent.WithMiddleware(
+			middleware.ToolCallLimit(guard.WithRunLimit(10)), middleware.ToolArgValidation(), middleware.ModelRetry())}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			a := agent.New(runBenchModel{}, []agent.Tool{tool}, tc.opts...)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := a.Run(ctx, "Make my latte large, hot, with coconut milk.")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(res.Steps) != 1 || res.Steps[0].Result != "changed latte" {
+					b.Fatalf("steps = %+v", res.Steps)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRunSchemaTool is BenchmarkRun with the tool as a NewSchemaTool:
+// the same call, whose arguments the tool takes as a map.
+func BenchmarkRunSchemaTool(b *testing.B) {
+	schema := validation.Typed[ChangeDrinkArgs]().Map()
+	tool := agent.NewSchemaTool("change_drink", "Change the preferences of a drink order.", schema,
+		func(_ context.Context, args map[string]any) (string, error) {
+			return fmt.Sprint("changed ", args["drink_id"]), nil
+		})
 	for _, tc := range []struct {
 		name string
 		opts []agent.Option

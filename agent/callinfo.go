@@ -32,21 +32,37 @@ type callState struct {
 	tool      Tool      // the agent's tool of that name
 	checked   bool      // stageArgs passed the tool's schema (the model stage's check, or precheck)
 	out       *callDone // shared by every attempt of the call
-
-	// forged is the forged_argument event to report, if the model sent
-	// values for injected arguments (inject.go).
-	forged *guard.Event
-	// gate is what the approval gate says of the call (approval.go).
-	gate approvalGate
+	gate      callGate  // what the turn's stages say of the call (turnstage.go)
 }
 
-// callDone is what the innermost handler reports of a call. A tool
-// middleware may run attempts of one call concurrently (a hedge), so it is
-// guarded.
+// callDone is what the innermost handler reports of a call, and what the
+// tool stage's check decoded of it for the tool. A tool middleware may run
+// attempts of one call concurrently (a hedge), so it is guarded.
 type callDone struct {
 	mu   sync.Mutex
 	ran  bool   // the tool was called
 	args string // the arguments it was called with, last attempt
+	// value is the stage's arguments as precheck decoded them, for the
+	// first attempt whose tool runs with them (takeValue): the tool need
+	// not decode them again. A tool may change the map it is given, so
+	// it goes to one attempt only.
+	value map[string]any
+}
+
+// keepValue keeps v, the stage's arguments decoded, for takeValue.
+func (d *callDone) keepValue(v map[string]any) {
+	d.mu.Lock()
+	d.value = v
+	d.mu.Unlock()
+}
+
+// takeValue returns the value keepValue kept, once; nil after.
+func (d *callDone) takeValue() map[string]any {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	v := d.value
+	d.value = nil
+	return v
 }
 
 // record notes that the tool was called with args.

@@ -72,7 +72,7 @@ const interruptedAnswer = "The run stopped while this call was running, so wheth
 const stateFormat = 1
 
 // detachedSaveTimeout bounds the save a run makes after its context ended
-// (see endSession): the save runs on a context without the caller's
+// (see session.end): the save runs on a context without the caller's
 // cancellation, for at most this long.
 const detachedSaveTimeout = time.Second
 
@@ -171,14 +171,60 @@ func (d doneCall) step(turn int) Step {
 	return s
 }
 
-// session is what a run keeps of its thread's checkpoint and of the turn
-// it resumes. A nil *session (an agent with neither approval nor a
-// checkpointer) does nothing.
+// checkpoints is an agent's [Checkpointer] as a turn stage (see startRun).
+type checkpoints struct {
+	a  *Agent
+	cp Checkpointer
+}
+
+// startRun implements [turnStage]: the hooks that keep the state of a run
+// on a thread ([guard.WithThread]) in the Checkpointer. A new run first
+// loads the thread's transcript into the Result, refusing a thread whose
+// last run did not finish; a continued run goes on from the version its
+// Resume saved. The turn is saved before its calls run (beforeBatch), the
+// run after every turn recorded (turnDone), a paused run's state where the
+// approval gate asks (keep), and the run's outcome when it ends (end): the
+// transcript, or, for a run cut off inside a batch, the turn open as
+// cutOff was given it. A run without a thread is not saved.
+func (c *checkpoints) startRun(ctx context.Context, r *run) (stageRun, error) {
+	thread := guard.ThreadFrom(ctx)
+	if thread == "" {
+		return stageRun{}, nil
+	}
+	s := &session{cp: c.cp, thread: thread}
+	if r.from != nil {
+		s.version = r.from.version
+	} else {
+		st, err := s.load(ctx)
+		if err != nil {
+			return stageRun{}, err
+		}
+		if st != nil && st.Running {
+			return stageRun{}, fmt.Errorf("%w (thread %q)", ErrRunUnfinished, thread)
+		}
+		if st != nil {
+			r.res.Messages = append(r.res.Messages, st.Messages...)
+		}
+	}
+	return stageRun{
+		beforeBatch: func(ctx context.Context, t *turn) error {
+			if t.resumed {
+				return nil // its Resume saved it
+			}
+			return s.saveTurn(ctx, r.res, t.number, t.text, c.a.withoutForged(t.calls))
+		},
+		turnDone: func(ctx context.Context, t *turn) error { return s.saveBatch(ctx, r.res, t.number) },
+		keep:     s.keep,
+		cutOff:   s.cutOff,
+		end:      func(ctx context.Context, err error) error { return s.end(ctx, r.res, err) },
+	}, nil
+}
+
+// session is what a run keeps of its thread's checkpoint.
 type session struct {
-	cp      Checkpointer // nil: the run is not saved
+	cp      Checkpointer
 	thread  string
 	version int64
-	resume  *resumeFrom // set by Resume
 	// cut is the state to leave when the run's context ended inside a
 	// batch: the turn open, with what its calls did (cutTurn).
 	cut *runState
@@ -188,36 +234,12 @@ type session struct {
 }
 
 // unsavedState is a save the store did not confirm: the state and its
-// bytes (with their stamp).
+// bytes (with their stamp), and for a paused run's, the error the run
+// returns once it is stored (its *Interrupt).
 type unsavedState struct {
-	state runState
-	data  []byte
-}
-
-// openSession starts the session of a new run: with a checkpointer and a
-// thread, it loads the thread's saved transcript, refusing a thread whose
-// last run did not finish.
-func (a *Agent) openSession(ctx context.Context) (*session, []llms.MessageContent, error) {
-	if a.approval == nil {
-		return nil, nil, nil
-	}
-	s := &session{}
-	thread := guard.ThreadFrom(ctx)
-	if a.approval.cp == nil || thread == "" {
-		return s, nil, nil
-	}
-	s.cp, s.thread = a.approval.cp, thread
-	st, err := s.load(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	if st == nil {
-		return s, nil, nil
-	}
-	if st.Running {
-		return nil, nil, fmt.Errorf("%w (thread %q)", ErrRunUnfinished, thread)
-	}
-	return s, st.Messages, nil
+	state  runState
+	data   []byte
+	paused error
 }
 
 // load reads the thread's state and remembers its version; nil when none.
@@ -242,9 +264,6 @@ func (s *session) load(ctx context.Context) (*runState, error) {
 
 // save stores st as the thread's next version.
 func (s *session) save(ctx context.Context, st runState) error {
-	if s == nil || s.cp == nil {
-		return nil
-	}
 	st.Format, st.Stamp = stateFormat, newInterruptID()
 	data, err := json.Marshal(st)
 	if err != nil {
@@ -259,7 +278,7 @@ func (s *session) save(ctx context.Context, st runState) error {
 // which a store client's retry of this very save can report — it reloads
 // the thread: a state byte for byte this one, at the next version, is this
 // save (its stamp is no other's), and the run goes on. A save it cannot
-// settle so is kept in s.unsaved for endSession.
+// settle so is kept in s.unsaved for end.
 func (s *session) put(ctx context.Context, st runState, data []byte) error {
 	ok, err := s.cp.Save(ctx, s.thread, s.version, data)
 	if err == nil && ok {
@@ -303,19 +322,22 @@ func (s *session) reconcile(ctx context.Context, data []byte) (bool, error) {
 
 // cutOff gives the session the state to leave for a run whose context
 // ended inside a batch.
-func (s *session) cutOff(st runState) {
-	if s != nil && s.cp != nil {
-		s.cut = &st
+func (s *session) cutOff(st runState) { s.cut = &st }
+
+// keep saves st, the state of a run that pauses and then returns paused.
+// A save the store does not confirm is settled when the run ends (end).
+func (s *session) keep(ctx context.Context, st runState, paused error) (bool, error) {
+	err := s.save(ctx, st)
+	if s.unsaved != nil {
+		s.unsaved.paused = paused
 	}
+	return true, err
 }
 
 // saveTurn saves a model turn whose calls are about to run. If the save
 // fails because the run's context ended, none of the calls will start:
 // the session is given the turn, open, with every call not started.
 func (s *session) saveTurn(ctx context.Context, res *Result, turn int, text string, calls []llms.ToolCall) error {
-	if s == nil || s.cp == nil {
-		return nil
-	}
 	st := runState{Messages: res.Messages, Running: true, Turns: turn - 1, Turn: &openTurn{Number: turn, Text: text, Calls: calls}}
 	err := s.save(ctx, st)
 	if err != nil && ctx.Err() != nil {
@@ -333,14 +355,11 @@ func (s *session) saveTurn(ctx context.Context, res *Result, turn int, text stri
 
 // saveBatch saves a run whose turn's batch is recorded in res.
 func (s *session) saveBatch(ctx context.Context, res *Result, turn int) error {
-	if s == nil || s.cp == nil {
-		return nil
-	}
 	return s.save(ctx, runState{Messages: res.Messages, Running: true, Turns: turn})
 }
 
-// endSession saves the outcome of a run that ended with err, and returns
-// the run's error.
+// end saves the outcome of a run that ended with err (res: what it did),
+// and returns the run's error.
 //
 // A run that finished — it answered, or ended by an error other than its
 // context's or an interrupt: ErrStopRun and a tool's panic included, whose
@@ -356,10 +375,7 @@ func (s *session) saveBatch(ctx context.Context, res *Result, turn int) error {
 // save had gone through ([Agent.Pending] returns it too). If the context
 // ended, it is stored now too: it records what the run did (a batch that
 // finished) past the last save.
-func (a *Agent) endSession(ctx context.Context, s *session, res *Result, err error) error {
-	if s == nil || s.cp == nil {
-		return err
-	}
+func (s *session) end(ctx context.Context, res *Result, err error) error {
 	var in *Interrupt
 	if errors.As(err, &in) || errors.Is(err, ErrCheckpointConflict) {
 		return err
@@ -378,7 +394,7 @@ func (a *Agent) endSession(ctx context.Context, s *session, res *Result, err err
 		if rerr != nil {
 			return errors.Join(err, rerr)
 		}
-		paused := u.state.Turn != nil && u.state.Turn.Interrupt != ""
+		paused := u.paused != nil
 		if s.cut == nil && (paused || done) {
 			if !stored {
 				if perr := s.put(ctx, u.state, u.data); perr != nil {
@@ -386,7 +402,7 @@ func (a *Agent) endSession(ctx context.Context, s *session, res *Result, err err
 				}
 			}
 			if paused && !done {
-				return a.storedInterrupt(s.thread, u.state.Turn)
+				return u.paused
 			}
 			return err
 		}
@@ -399,116 +415,6 @@ func (a *Agent) endSession(ctx context.Context, s *session, res *Result, err err
 		return errors.Join(err, serr)
 	}
 	return err
-}
-
-// storedInterrupt returns the interrupt of ot, a turn of thread paused for
-// approval whose state the Checkpointer keeps, as runBatch returned it.
-func (a *Agent) storedInterrupt(thread string, ot *openTurn) *Interrupt {
-	in := &Interrupt{ID: ot.Interrupt, Thread: thread, Pending: slices.Clone(ot.Pending)}
-	in.Signature = a.approval.sign(in)
-	return in
-}
-
-// resumeTurn finishes the turn a resumed run stopped in and returns the
-// index of the next turn, and whether the run is over (a Direct result, or
-// with an output schema, the turn's answer taken or the run ended without
-// one: err says which). A run that is not resumed starts at turn 0. The
-// turn's answer calls ([WithOutputSchema]) never ran: once its other calls
-// have finished, settleOutput decides on the answer as outputTurn does;
-// reasks counts the re-asks for it.
-func (a *Agent) resumeTurn(ctx context.Context, s *session, res *Result, reasks *int) (first int, over bool, err error) {
-	if s == nil || s.resume == nil {
-		return 0, false, nil
-	}
-	r := s.resume
-	ot := r.state.Turn
-	if ot == nil {
-		return r.state.Turns, false, nil
-	}
-	n := ot.Number
-	b := batch{steps: make([]Step, len(ot.Calls)), answers: make([]string, len(ot.Calls)), direct: -1}
-	have := make([]bool, len(ot.Calls))
-	for _, d := range ot.Finished {
-		if d.Index < 0 || d.Index >= len(ot.Calls) || have[d.Index] {
-			return 0, false, fmt.Errorf("agent: resume: the saved turn's call %d is not a call of the turn", d.Index)
-		}
-		have[d.Index] = true
-		b.steps[d.Index], b.answers[d.Index] = d.step(n), d.Answer
-		if d.Direct && (b.direct < 0 || d.Index < b.direct) {
-			b.direct = d.Index
-		}
-	}
-	calls := slices.Clone(ot.Calls) // the transcript's: an edit's arguments replace the model's
-	var run []llms.ToolCall         // what runs now, through the tool stage
-	var at []int                    // their indexes in calls
-	approved := make(map[*llms.FunctionCall]approvalGate)
-	for i, c := range ot.Calls {
-		if have[i] || a.isAnswer(c) { // an answer call is settleOutput's
-			continue
-		}
-		if args, ok := r.run[i]; ok {
-			fc := *c.FunctionCall
-			fc.Arguments = args.args
-			c.FunctionCall = &fc
-			approved[&fc] = gateApproved
-			if args.edited {
-				calls[i] = c
-			}
-			run, at = append(run, c), append(at, i)
-			continue
-		}
-		if c.FunctionCall == nil || a.tools[c.FunctionCall.Name] == nil {
-			run, at = append(run, c), append(at, i) // no tool runs: the model reads why
-			continue
-		}
-		// A call that started, or may have, before the run was cut off.
-		b.steps[i] = Step{CallID: c.ID, Tool: c.FunctionCall.Name, Arguments: c.FunctionCall.Arguments,
-			ModelArguments: c.FunctionCall.Arguments, Turn: n, Message: -1, Err: ErrCallInterrupted}
-		b.answers[i] = interruptedAnswer
-	}
-	rb, err := a.runTools(context.WithValue(ctx, gateKey{}, approved), n, res.Messages, run)
-	for j, i := range at {
-		b.steps[i], b.answers[i] = rb.steps[j], rb.answers[j]
-		if ot.Calls[i].FunctionCall != nil {
-			b.steps[i].ModelArguments = ot.Calls[i].FunctionCall.Arguments
-		}
-	}
-	if rb.direct >= 0 && (b.direct < 0 || at[rb.direct] < b.direct) {
-		b.direct = at[rb.direct]
-	}
-	if err != nil {
-		// The calls recorded before (finished, or of unknown outcome) are
-		// finished; the answer calls never ran.
-		b.cut = make([]progress, len(ot.Calls))
-		for i, c := range ot.Calls {
-			if a.isAnswer(c) && !have[i] {
-				b.cut[i] = callNotStarted
-			}
-		}
-		for j, i := range at {
-			b.cut[i] = callCutOff
-			if rb.cut != nil {
-				b.cut[i] = rb.cut[j]
-			}
-		}
-		return 0, false, a.cutTurn(ctx, s, res, n, ot.Text, calls, b, err)
-	}
-	if a.output != nil {
-		// The ledger of the turn's model call is gone: the answer is
-		// checked against the schema again.
-		answer, answerErr := a.checkFirstAnswer(ctx, calls)
-		if done, err := a.settleOutput(ctx, s, n, res, ot.Text, calls, b, answer, answerErr, reasks); done || err != nil {
-			return 0, true, err
-		}
-		return n, false, nil
-	}
-	if record(res, ot.Text, calls, b) {
-		return 0, true, nil
-	}
-	if err := s.saveBatch(ctx, res, n); err != nil {
-		return 0, false, err
-	}
-	return n, false, nil
 }
 
 // MemoryCheckpointer is an in-process [Checkpointer]: a map from thread id

@@ -46,59 +46,54 @@ var ErrCallNotStarted = fmt.Errorf("%w: the run ended before the call started", 
 // notStartedAnswer is what the model reads of a call in ErrCallNotStarted.
 const notStartedAnswer = "The run stopped before this call started, so it did not run."
 
-// cutTurn records a model turn whose batch ended the run with err, and
-// returns err. b covers all of calls, at their indexes; b.cut nil means
-// the batch itself finished and the run ended after it (it paused for
-// approval, or that pause could not be saved): its steps are recorded as
-// they are, and the session settles the rest.
+// cutTurn records turn t, whose batch ended the run with err: the batch
+// was cut short (t.batch.cut says how far each call got), and returns err.
 //
 // A run whose context ended is cut off, to be continued by
 // [Agent.Resume]: Result.Messages ends before the turn and Result.Steps
-// gets the calls that finished; the session is given the turn, open, with
-// every call that finished (its result) or never started (it did not
-// run), and leaves the calls that were running to Resume, which tells the
-// model their outcome is unknown ([ErrCallInterrupted]).
+// gets the calls that finished; the stages are given (cutOff) the turn,
+// open, with every call that finished (its result) or never started (it
+// did not run), and Resume leaves the calls that were running, whose
+// outcome is unknown ([ErrCallInterrupted]), and those a stage settles
+// after the batch (an answer), to the resumed turn.
 //
 // A run that ErrStopRun or a panic ended is over: the turn is closed in
 // Result.Messages and Steps, every call with its outcome — its result, a
 // panic's or a cut-off call's unknown outcome, or, for a call that never
 // started, that it did not run — so that the next run on the thread (or
 // the caller's next RunMessages) shows the model what ran.
-func (a *Agent) cutTurn(ctx context.Context, s *session, res *Result, turn int, text string, calls []llms.ToolCall, b batch, err error) error {
-	if b.cut == nil {
-		res.Steps = append(res.Steps, b.steps...)
-		return err
-	}
-	calls = a.withoutForged(calls) // the calls that never started still hold them
+func (r *run) cutTurn(ctx context.Context, t *turn, err error) error {
+	a, b := r.a, t.batch
+	calls := a.withoutForged(t.calls) // the calls that never started still hold them
 	if ctx.Err() != nil {
-		ot := &openTurn{Number: turn, Text: text, Calls: calls}
+		ot := &openTurn{Number: t.number, Text: t.text, Calls: calls}
 		for i, c := range calls {
-			if c.FunctionCall == nil || a.isAnswer(c) {
-				continue // the answer is settled when the turn is (resumeTurn)
+			if c.FunctionCall == nil || t.plan(i) == callLater {
+				continue // settled when the turn is (Resume)
 			}
 			switch b.cut[i] {
 			case callFinished:
-				res.Steps = append(res.Steps, b.steps[i])
+				r.res.Steps = append(r.res.Steps, b.steps[i])
 				if a.tools[c.FunctionCall.Name] != nil { // an unknown tool's call is answered again on Resume
 					ot.Finished = append(ot.Finished, a.doneCall(i, b.steps[i], b.answers[i], b.direct == i))
 				}
 			case callNotStarted:
-				ot.Finished = append(ot.Finished, a.doneCall(i, unranStep(c, turn, ErrCallNotStarted), notStartedAnswer, false))
+				ot.Finished = append(ot.Finished, a.doneCall(i, unranStep(c, t.number, ErrCallNotStarted), notStartedAnswer, false))
 			}
 		}
-		s.cutOff(runState{Messages: res.Messages, Running: true, Turns: turn - 1, Turn: ot})
+		r.cutOff(runState{Messages: r.res.Messages, Running: true, Turns: t.number - 1, Turn: ot})
 		return err
 	}
 	for i, c := range calls {
 		switch b.cut[i] {
 		case callCutOff:
-			b.steps[i], b.answers[i] = unranStep(c, turn, ErrCallInterrupted), interruptedAnswer
+			b.steps[i], b.answers[i] = unranStep(c, t.number, ErrCallInterrupted), interruptedAnswer
 		case callNotStarted:
-			b.steps[i], b.answers[i] = unranStep(c, turn, ErrCallNotStarted), notStartedAnswer
+			b.steps[i], b.answers[i] = unranStep(c, t.number, ErrCallNotStarted), notStartedAnswer
 		}
 	}
 	b.direct = -1 // the run ended with err, not with a Direct result
-	recordTurn(res, text, calls, b)
+	recordTurn(r.res, t.text, calls, b)
 	return err
 }
 

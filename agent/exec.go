@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime/debug"
 	"slices"
 
@@ -51,9 +52,12 @@ const (
 	callNotStarted                 // it never started
 )
 
-// runTools runs calls through the tool stage, at most a.maxPar at a time,
-// and returns their steps and tool-message contents in call order. history
-// is the transcript before the turn (CallInfo.Messages).
+// runTools runs the calls of t that the stages left in its batch through
+// the tool stage, at most a.maxPar at a time, and writes their steps and
+// tool-message contents into t.batch, by place. A call's gate (t.gates) goes
+// with it into the tool stage; a call without a function or of an unknown
+// tool is answered without it; a call a stage took out (waits, later) or
+// whose outcome is known does not run.
 //
 // When ctx is done it returns ctx.Err() at once; calls not yet started are
 // not started, and running ones are left to honour ctx (their results are
@@ -61,15 +65,22 @@ const (
 // never block). When a call returns an error wrapping ErrStopRun, or its
 // tool stage panics (a *ToolPanicError), calls not yet started are not
 // started, running ones finish, and it returns that error. Either way the
-// batch it returns is cut short: it holds the outcome of every call that
-// finished and says which calls were cut off and which never started.
-func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageContent, calls []llms.ToolCall) (batch, error) {
-	b := batch{steps: make([]Step, len(calls)), answers: make([]string, len(calls)), direct: -1}
+// batch is cut short: it holds the outcome of every call that finished and
+// says which calls were cut off and which never started.
+func (r *run) runTools(ctx context.Context, t *turn) error {
+	a, calls, b := r.a, t.calls, t.outcomes()
 	done := make([]bool, len(calls))
 	started := make([]bool, len(calls))
 	var todo []int // calls of known tools, in order
 	for i, c := range calls {
-		b.steps[i] = Step{CallID: c.ID, Turn: turn, Message: -1}
+		switch t.plan(i) {
+		case callKnown:
+			done[i] = true
+			continue
+		case callWaits, callLater:
+			continue
+		}
+		b.steps[i] = Step{CallID: c.ID, Turn: t.number, Message: -1}
 		switch {
 		case c.FunctionCall == nil:
 			b.steps[i].Err, done[i] = errNoFunction, true
@@ -83,8 +94,7 @@ func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageCo
 		}
 	}
 
-	history = slices.Clone(history)
-	ledger := checkedLedger(ctx)
+	history := slices.Clone(r.res.Messages)
 	thread := guard.ThreadFrom(ctx)
 	results := make(chan finished, len(todo))
 	running := 0
@@ -95,23 +105,27 @@ func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageCo
 			todo = todo[1:]
 			running++
 			started[i] = true
+			c, gate := calls[i], gateAt(t.gates, i, calls[i])
+			if gate.pinned { // exactly the arguments pinned; the transcript keeps its own
+				fc := *c.FunctionCall
+				fc.Arguments = gate.args
+				c.FunctionCall = &fc
+			}
 			// Values the model sent for injected arguments are dropped here,
 			// so that they are in neither the transcript nor the span.
-			// The gate is looked up first: it knows the call by the
-			// FunctionCall the batch holds, which dropForged may copy.
-			gate := gateOf(ctx, calls[i].FunctionCall)
-			c, forged := a.dropForged(ledger, calls[i])
-			calls[i] = c
+			c, forged := a.dropForged(r.record, c)
+			if !gate.pinned {
+				calls[i] = c
+			}
 			st := &callState{
 				info:      CallInfo{ID: c.ID, Tool: c.FunctionCall.Name, Thread: thread, Messages: history, Attempt: 1},
 				modelArgs: c.FunctionCall.Arguments,
 				tool:      a.tools[c.FunctionCall.Name],
-				checked:   ledger.Validated(c.ID, c.FunctionCall.Name, c.FunctionCall.Arguments),
+				checked:   r.record.Validated(c.ID, c.FunctionCall.Name, c.FunctionCall.Arguments),
 				out:       &callDone{},
-				forged:    forged,
-				gate:      gate, // Hook (approval.go)
+				gate:      gate,
 			}
-			go a.callTool(ctx, i, c, st, results)
+			go a.callTool(ctx, i, c, st, forged, results)
 			continue
 		}
 		if len(todo) > 0 && stop != nil && running == 0 {
@@ -120,7 +134,10 @@ func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageCo
 		select {
 		case f := <-results:
 			running--
-			f.step.Turn = turn
+			f.step.Turn = t.number
+			if i := f.index; i < len(t.gates) && t.gates[i].pinned {
+				f.step.ModelArguments = t.gates[i].model
+			}
 			b.steps[f.index] = f.step
 			b.answers[f.index], done[f.index] = toolMessage(f.step), true
 			var panicked *ToolPanicError
@@ -134,21 +151,21 @@ func (a *Agent) runTools(ctx context.Context, turn int, history []llms.MessageCo
 				b.direct = f.index
 			}
 		case <-ctx.Done():
-			a.reportNotStarted(ctx, ledger, calls, todo)
+			a.reportNotStarted(ctx, r.record, calls, todo)
 			b.cutShort(done, started)
 			if stop != nil {
-				return b, errors.Join(stop, ctx.Err())
+				return errors.Join(stop, ctx.Err())
 			}
-			return b, ctx.Err()
+			return ctx.Err()
 		}
 	}
-	a.reportNotStarted(ctx, ledger, calls, todo)
-	ledger.Forget()
+	a.reportNotStarted(ctx, r.record, calls, todo)
+	r.record.Forget()
 	if stop != nil {
 		b.cutShort(done, started)
-		return b, stop
+		return stop
 	}
-	return b, nil
+	return nil
 }
 
 // cutShort marks b as a batch the run ended inside: done says which calls
@@ -170,7 +187,11 @@ func (b *batch) cutShort(done, started []bool) {
 // callTool runs one tool call through the tool stage and reports its
 // outcome on results. The run's observers see the whole stage as the call's
 // execution (otelguard's execute_tool span).
-func (a *Agent) callTool(ctx context.Context, index int, c llms.ToolCall, st *callState, results chan<- finished) {
+//
+// forged is the forged_argument event of the values the model sent for
+// injected arguments, dropped from c (dropForged), to report on the call's
+// span; nil if none.
+func (a *Agent) callTool(ctx context.Context, index int, c llms.ToolCall, st *callState, forged *guard.Event, results chan<- finished) {
 	f := finished{index: index}
 	ctx = withCallState(ctx, st)
 	ctx, end := guard.ObserveToolCall(ctx, guardCall(c))
@@ -189,6 +210,9 @@ func (a *Agent) callTool(ctx context.Context, index int, c llms.ToolCall, st *ca
 		}
 		results <- f
 	}()
+	if forged != nil && !st.gate.pinned { // a pinned call runs arguments a person saw, which hold none
+		ReportEvent(ctx, *forged)
+	}
 	// The starting arguments are prepared here, on the call's goroutine and
 	// inside its span: preparing may take time (an injector looking a
 	// value up) and may fail, which fails the call without running the
@@ -253,12 +277,28 @@ func (a *Agent) prepareArgs(ctx context.Context, st *callState) (string, error) 
 // the arguments the tool would get (stripped, coerced: a policy reading
 // "5000" as no amount would let a 5000 transfer through). Arguments that
 // fail are left as they are: execute reports them.
+//
+// The arguments are decoded once: a tool that takes them decoded (a
+// NewSchemaTool's) is given the check's map when they pass as they are;
+// for any other, arguments the schema accepts as they are need no map,
+// only the verdict ([validation.Schema.ValidateJSON], which agrees with
+// the pipeline's), and only those it refuses go through the pipeline
+// (strip, coerce).
 func (a *Agent) precheck(st *callState) {
-	if st.checked || st.stageArgs != st.modelArgs || st.gate == gateApproved {
-		return // validated already, set by the tool stage, or approved as they are (not coerced)
+	if st.checked || st.stageArgs != st.modelArgs || st.gate.pinned {
+		return // validated already, set by the tool stage, or pinned as they are (not coerced)
 	}
-	if r, err := checkArgs(st.info.Tool, a.compiled[st.info.Tool], []byte(st.stageArgs)); err == nil {
+	s, raw := a.compiled[st.info.Tool], []byte(st.stageArgs)
+	takes := takesValue(st.tool)
+	if !takes && len(bytes.TrimSpace(raw)) > 0 && s.ValidateJSON(raw) == nil {
+		st.checked = true // valid as they are: unchanged
+		return
+	}
+	if r, err := checkArgs(st.info.Tool, s, raw); err == nil {
 		st.stageArgs, st.checked = string(r.Args), true
+		if takes && !r.Changed {
+			st.out.keepValue(r.Value)
+		}
 	}
 }
 
@@ -290,10 +330,13 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 	}
 	args := []byte(call.Args)
 	replaced := string(args) != st.stageArgs
-	var value map[string]any // the decoded arguments, when checked here
-	if st.gate == gateApproved {
-		// Hook (approval.go): exactly what a person approved, or nothing.
-		v, err := a.approvedArgs(ctx, st, call)
+	var value map[string]any // the decoded arguments, when checked here or by precheck
+	if !replaced {
+		value = st.out.takeValue()
+	}
+	if st.gate.pinned {
+		// Exactly what was pinned (a person approved), or nothing.
+		v, err := a.pinnedArgs(ctx, st, call)
 		if err != nil {
 			return nil, err
 		}
@@ -336,8 +379,8 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 		}
 		args, value = res.Args, res.Value
 	}
-	if st.gate == gateUnapproved {
-		return nil, errNotApproved
+	if st.gate.refuse != nil {
+		return nil, st.gate.refuse
 	}
 	if replaced {
 		ReportEvent(ctx, guard.Event{Kind: guard.EventArgsRewritten, Paths: changedPaths(st.stageArgs, args)})
@@ -357,6 +400,66 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 		return nil, err
 	}
 	return &ToolResult{Content: content}, nil
+}
+
+// errApprovedArgsChanged is the error of an approved call whose arguments
+// a tool middleware replaced.
+var errApprovedArgsChanged = errors.New("agent: a tool middleware changed the arguments a person approved; the tool did not run")
+
+// errApprovedToolChanged is the error of an approved call whose Tool a
+// tool middleware replaced.
+var errApprovedToolChanged = errors.New("agent: a tool middleware changed the tool of a call a person approved; the tool did not run")
+
+// pinnedArgs is the innermost handler's check of a pinned call (a call a
+// person approved, see callGate): it runs the tool the model called with
+// exactly the approved arguments (and the injected values), or not at
+// all. The arguments are validated as they are, never stripped or coerced
+// again: if what they must meet changed since they were approved, the call
+// fails with an [*ArgsRejectedError] (the model reads only that it could
+// not run). It returns the arguments decoded.
+func (a *Agent) pinnedArgs(ctx context.Context, st *callState, call *ToolCall) (map[string]any, error) {
+	if call.Tool != nil && !sameTool(call.Tool, st.tool) {
+		return nil, errApprovedToolChanged
+	}
+	if string(call.Args) != st.stageArgs {
+		return nil, errApprovedArgsChanged
+	}
+	res, err := checkArgsWith(call.Name, a.compiled[call.Name], call.Args, guard.ArgsOptions{Strip: strip.Off})
+	if err != nil {
+		rejected := &ArgsRejectedError{Tool: call.Name, Err: err}
+		ReportEvent(ctx, guard.Event{Kind: guard.EventArgsRejected, Err: rejected}) // never the violations
+		return nil, rejected
+	}
+	return res.Value, nil
+}
+
+// sameTool reports whether x and y are the same tool: equal interface
+// values, or for a tool of a type == cannot compare, deeply equal ones.
+func sameTool(x, y Tool) bool {
+	if reflect.TypeOf(x) != reflect.TypeOf(y) {
+		return false
+	}
+	if v := reflect.ValueOf(x); v.IsValid() && !v.Comparable() {
+		return reflect.DeepEqual(x, y)
+	}
+	return x == y
+}
+
+// takesValue reports whether t, through the agent's wrappers, is a tool
+// whose unchecked path takes the arguments decoded (NewSchemaTool's).
+func takesValue(t Tool) bool {
+	for {
+		switch w := t.(type) {
+		case *schemaTool:
+			return true
+		case *injectedTool:
+			t = w.Tool
+		case toolWrapper:
+			t = w.unwrapTool()
+		default:
+			return false
+		}
+	}
 }
 
 // uncheckedCaller is implemented by the agent's own tool types: a call
@@ -395,18 +498,6 @@ func jsonEqual(x, y any) bool {
 	by, err2 := json.Marshal(y)
 	return err1 == nil && err2 == nil && bytes.Equal(bx, by)
 }
-
-// checkedLedger returns the run's ledger of calls the model stage
-// validated (nil outside a run).
-func checkedLedger(ctx context.Context) *guard.CallRecord {
-	l, _ := ctx.Value(ledgerKey{}).(*guard.CallRecord)
-	return l
-}
-
-// ledgerKey is the context key under which a run keeps its ledger for the
-// tool stage (the ledger itself is found by ToolArgValidation through
-// package checked's own key).
-type ledgerKey struct{}
 
 // guardCall is c as the observers of a run see a tool call.
 func guardCall(c llms.ToolCall) guard.Call {

@@ -203,11 +203,11 @@ func (a *Agent) setupInjection(cfg *config, name string, t Tool, names []string,
 // injected arguments (a copy: the response is not modified), and the
 // forged_argument event to report on the call's span: for those it
 // dropped, or those ToolArgValidation dropped and left to the agent to
-// report (the ledger); nil when there were none. Arguments that are not a
-// JSON object and may hold such a value are withheld whole
-// (injectedargs.Withhold): the call fails (inject), and the value is in no
-// record.
-func (a *Agent) dropForged(ledger *guard.CallRecord, c llms.ToolCall) (llms.ToolCall, *guard.Event) {
+// report (in record, the run's); nil when there were none. Arguments that
+// are not a JSON object and may hold such a value are withheld whole
+// (guard.WithholdInjected): the call fails (inject), and the value is in
+// no record.
+func (a *Agent) dropForged(record *guard.CallRecord, c llms.ToolCall) (llms.ToolCall, *guard.Event) {
 	if c.FunctionCall == nil {
 		return c, nil
 	}
@@ -216,7 +216,7 @@ func (a *Agent) dropForged(ledger *guard.CallRecord, c llms.ToolCall) (llms.Tool
 		return c, nil
 	}
 	var event *guard.Event
-	if paths := ledger.Forged(c.ID); len(paths) > 0 {
+	if paths := record.Forged(c.ID); len(paths) > 0 {
 		event = &guard.Event{Kind: guard.EventForgedArgument, Middleware: "ToolArgValidation", Paths: paths}
 	}
 	args, forged := guard.WithholdInjected(c.FunctionCall.Arguments, inj.names)
@@ -234,23 +234,19 @@ func (a *Agent) dropForged(ledger *guard.CallRecord, c llms.ToolCall) (llms.Tool
 }
 
 // inject returns the call's arguments with its tool's injected arguments
-// set, reporting the forged values dropped from them; the arguments
-// unchanged for a tool without any.
+// set; the arguments unchanged for a tool without any.
 func (a *Agent) inject(ctx context.Context, st *callState) (string, error) {
 	inj, ok := a.injection[st.info.Tool]
 	if !ok {
 		return st.modelArgs, nil
 	}
-	if st.gate == gateApproved {
+	if st.gate.pinned {
 		// Resume set and checked them against the approval
 		// (injectApproved): the values checked are the values that run.
-		if args, ok := approvedInjected(ctx, st); ok {
-			return args, nil
+		if st.gate.injected != "" {
+			return st.gate.injected, nil
 		}
 		return "", a.injectFailed(ctx, &InjectError{Tool: st.info.Tool, Err: errApprovedUnchecked})
-	}
-	if st.forged != nil {
-		ReportEvent(ctx, *st.forged)
 	}
 	if st.modelArgs == guard.WithheldArgs {
 		return "", &validation.Error{Tool: st.info.Tool, Violations: []validation.Violation{{Keyword: "json",
@@ -330,9 +326,9 @@ func (a *Agent) injectedCheckFailed(ctx context.Context, st *callState, err erro
 // reportNotStarted reports the forged injected arguments of the calls todo
 // that never started (a run cancelled or stopped mid-batch): a security
 // event is not lost because its call did not run.
-func (a *Agent) reportNotStarted(ctx context.Context, ledger *guard.CallRecord, calls []llms.ToolCall, todo []int) {
+func (a *Agent) reportNotStarted(ctx context.Context, record *guard.CallRecord, calls []llms.ToolCall, todo []int) {
 	for _, i := range todo {
-		if _, e := a.dropForged(ledger, calls[i]); e != nil {
+		if _, e := a.dropForged(record, calls[i]); e != nil {
 			e.Tool, e.CallID = calls[i].FunctionCall.Name, calls[i].ID
 			ReportEvent(ctx, *e)
 		}
@@ -347,7 +343,10 @@ func (a *Agent) reportNotStarted(ctx context.Context, ledger *guard.CallRecord, 
 // ("ORDER", which ToolArgValidation treats as order, as agents.Executor
 // does), which never reach the tool stage. A security event is not lost
 // because its call never runs.
-func (a *Agent) reportUnclaimed(ctx context.Context, calls []llms.ToolCall) {
+//
+// record is the run's record of what the model stage did (nil outside a
+// run).
+func (a *Agent) reportUnclaimed(ctx context.Context, record *guard.CallRecord, calls []llms.ToolCall) {
 	if len(a.injection) == 0 {
 		return
 	}
@@ -357,7 +356,7 @@ func (a *Agent) reportUnclaimed(ctx context.Context, calls []llms.ToolCall) {
 			ids = append(ids, c.ID)
 		}
 	}
-	for _, f := range checkedLedger(ctx).Unclaimed(ids) {
+	for _, f := range record.Unclaimed(ids) {
 		ReportEvent(ctx, guard.Event{Kind: guard.EventForgedArgument, Middleware: "ToolArgValidation", Tool: f.Tool, CallID: f.ID, Paths: f.Paths})
 	}
 }

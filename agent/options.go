@@ -25,7 +25,8 @@ type config struct {
 	toolMiddlewares []ToolMiddleware                   // WithToolMiddleware
 	events          func(context.Context, guard.Event) // WithEventHandler
 	output          *validation.Schema                 // WithOutputSchema (output.go)
-	approval        approvalConfig                     // WithApproval, WithApprovalFor, WithInterruptKey, WithCheckpointer (approval.go)
+	approval        approvalConfig                     // WithApproval, WithApprovalFor, WithInterruptKey (approval.go)
+	checkpointer    Checkpointer                       // WithCheckpointer (checkpoint.go)
 	injectors       map[string]injector                // Inject
 }
 
@@ -387,5 +388,5 @@ func WithCheckpointer(cp Checkpointer) Option {
 	if cp == nil {
 		panic("agent: WithCheckpointer(nil): a Checkpointer is required")
 	}
-	return func(c *config) { c.approval.cp = cp }
+	return func(c *config) { c.checkpointer = cp }
 }

@@ -84,153 +84,153 @@ func (a *Agent) withOutput(ctx context.Context) context.Context {
 	return guard.WithAnswerTool(ctx, a.output.name)
 }
 
-// noOutput wraps err, which ends a run without an answer, in [ErrNoOutput]
-// when the run needs one.
-func (a *Agent) noOutput(err error) error {
-	if a.output == nil || err == nil {
-		return err
-	}
-	return fmt.Errorf("%w: %w", ErrNoOutput, err)
+// isAnswer reports whether c calls the answer tool o (false for a nil o).
+func (o *outputTool) isAnswer(c llms.ToolCall) bool {
+	return o != nil && c.FunctionCall != nil && c.FunctionCall.Name == o.name
 }
 
-// outputTurn handles one model turn of a run with an output schema, in
-// place of the loop's handling: it records the turn in res and reports
-// whether the run is over, and with what error. reasks counts the run's
-// re-asks for the answer. The answer's siblings go through the loop's
-// path (s: the turn saved before they run, the approval gate, the batch
-// saved after), so a turn that pauses for approval, or is cut off, keeps
-// its answer call for [Agent.Resume] (resumeTurn), which settles it.
-func (a *Agent) outputTurn(ctx context.Context, s *session, turn int, res *Result, resp *llms.ContentResponse, text string, calls []llms.ToolCall, reasks *int) (bool, error) {
-	name := a.output.name
-	if len(calls) == 0 {
-		if err := middleware.StandInError(resp); err != nil {
-			return true, fmt.Errorf("%w: %w", ErrNoOutput, err)
+// startRun implements [turnStage]: the answer tool's hooks for one run.
+//
+// A response without tool calls is no answer: the stage records it and
+// asks for the answer tool (response), or ends the run with [ErrNoOutput]
+// past the re-ask budget or when a limit or ModelRetry stood in for the
+// model. The answer calls of a turn never run: they are taken out of the
+// batch, the first one checked while the model stage's record of the
+// turn's calls still holds (beforeBatch), and settled once the other calls
+// have finished (afterBatch): the answer is taken when it is valid and
+// every other call succeeded, and the turn ends the run with it; a Direct
+// result ends the run only as a valid answer. So a turn that pauses for a
+// person, or is cut off, keeps its answer calls for the resumed turn,
+// which settles them in the same way. A run that ends at
+// WithMaxIterations ends with ErrNoOutput (end).
+func (o *outputTool) startRun(_ context.Context, r *run) (stageRun, error) {
+	or := &outputRun{o: o, r: r}
+	return stageRun{response: or.askAgain, beforeBatch: or.takeAnswers, afterBatch: or.settle, end: or.end}, nil
+}
+
+// outputRun is the answer tool in one run.
+type outputRun struct {
+	o      *outputTool
+	r      *run
+	reasks int // re-asks for the answer so far
+	// answer and answerErr are checkAnswer's verdict on the current
+	// turn's first answer call.
+	answer    []byte
+	answerErr error
+}
+
+// askAgain is the response hook: a response without tool calls is
+// recorded, and the model asked again for the answer tool.
+func (or *outputRun) askAgain(_ context.Context, t *turn) error {
+	if len(t.calls) > 0 {
+		return nil
+	}
+	if err := middleware.StandInError(t.resp); err != nil {
+		return fmt.Errorf("%w: %w", ErrNoOutput, err)
+	}
+	res, name := or.r.res, or.o.name
+	res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeAI, t.text))
+	if or.reasks++; or.reasks > maxOutputReasks {
+		return fmt.Errorf("%w: the model answered in text instead of calling %s", ErrNoOutput, name)
+	}
+	res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeHuman, errfmt.AnswerInText(name)))
+	t.settle()
+	return nil
+}
+
+// takeAnswers is the beforeBatch hook: the answer calls never run; the
+// first is checked now, before the batch's end forgets the model stage's
+// record of the calls it validated.
+func (or *outputRun) takeAnswers(_ context.Context, t *turn) error {
+	or.answer, or.answerErr = nil, nil
+	first := -1
+	for i, c := range t.calls {
+		if or.o.isAnswer(c) {
+			if first < 0 {
+				first = i
+			}
+			t.later(i)
 		}
-		res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeAI, text))
-		if *reasks++; *reasks > maxOutputReasks {
-			return true, fmt.Errorf("%w: the model answered in text instead of calling %s", ErrNoOutput, name)
-		}
-		res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeHuman, errfmt.AnswerInText(name)))
-		// Hook (checkpoint.go): the re-ask is saved before the next model call.
-		if err := s.saveBatch(ctx, res, turn); err != nil {
-			return true, err
-		}
-		return false, nil
 	}
-	// The answer is checked before runBatch forgets the ledger.
-	answer, answerErr := a.checkFirstAnswer(ctx, calls)
-	// Hook (checkpoint.go): the turn is saved before its calls run.
-	if err := s.saveTurn(ctx, res, turn, text, a.withoutForged(calls)); err != nil {
-		return true, err
+	if first >= 0 {
+		or.answer, or.answerErr = or.o.checkAnswer(or.r.record, t.calls[first])
 	}
-	// Hook (approval.go): the siblings run, less those that wait for a
-	// person; the answer calls are left to settleOutput.
-	b, err := a.runBatch(ctx, s, turn, res, text, calls)
-	if err != nil {
-		return true, a.cutTurn(ctx, s, res, turn, text, calls, b, err)
-	}
-	return a.settleOutput(ctx, s, turn, res, text, calls, b, answer, answerErr, reasks)
+	return nil
 }
 
-// isAnswer reports whether c calls the run's answer tool.
-func (a *Agent) isAnswer(c llms.ToolCall) bool {
-	return a.output != nil && c.FunctionCall != nil && c.FunctionCall.Name == a.output.name
-}
-
-// firstAnswer returns the index of the first answer call of calls, the one
-// considered, or -1.
-func (a *Agent) firstAnswer(calls []llms.ToolCall) int {
-	for i, c := range calls {
-		if a.isAnswer(c) {
-			return i
-		}
-	}
-	return -1
-}
-
-// checkFirstAnswer returns checkAnswer's verdict on the first answer call
-// of calls; nil, nil when there is none.
-func (a *Agent) checkFirstAnswer(ctx context.Context, calls []llms.ToolCall) ([]byte, error) {
-	if first := a.firstAnswer(calls); first >= 0 {
-		return a.checkAnswer(ctx, calls[first])
-	}
-	return nil, nil
-}
-
-// settleOutput finishes an output turn whose siblings of the answer have
-// all finished (b holds their steps, at their indexes in calls; the answer
-// calls' slots are empty): it decides on the answer (answer, answerErr:
-// the first one's checkAnswer), records the turn in res and reports
-// whether the run is over, and with what error. A turn that goes on is
-// saved (s) before the next model call.
-func (a *Agent) settleOutput(ctx context.Context, s *session, turn int, res *Result, text string, calls []llms.ToolCall, b batch, answer []byte, answerErr error, reasks *int) (bool, error) {
-	name := a.output.name
-	first := a.firstAnswer(calls)
+// settle is the afterBatch hook: it writes the answer calls' steps and
+// tool messages into the turn's batch, whose other calls have finished,
+// and decides whether the turn ends the run, with the answer or an error.
+func (or *outputRun) settle(_ context.Context, t *turn) error {
+	o, b := or.o, &t.batch
+	first := -1
 	siblingsOK := true
-	for i, c := range calls {
-		if !a.isAnswer(c) {
+	for i, c := range t.calls {
+		switch {
+		case !o.isAnswer(c):
 			siblingsOK = siblingsOK && b.steps[i].Err == nil
+		case first < 0:
+			first = i
 		}
 	}
 	accepted := false
-	for i, c := range calls {
-		if !a.isAnswer(c) {
+	for i, c := range t.calls {
+		if !o.isAnswer(c) {
 			continue
 		}
-		st := Step{CallID: c.ID, Tool: name, Arguments: c.FunctionCall.Arguments, ModelArguments: c.FunctionCall.Arguments, Turn: turn, Message: -1}
+		st := Step{CallID: c.ID, Tool: o.name, Arguments: c.FunctionCall.Arguments, ModelArguments: c.FunctionCall.Arguments, Turn: t.number, Message: -1}
 		switch {
 		case i != first:
 			st.Err, b.answers[i] = errAnswerIgnored, errfmt.AnswerIgnored
-		case answerErr != nil:
-			st.Err, b.answers[i] = answerErr, toolMessage(Step{Err: answerErr})
+		case or.answerErr != nil:
+			st.Err, b.answers[i] = or.answerErr, toolMessage(Step{Err: or.answerErr})
 		case !siblingsOK:
-			st.Arguments = string(answer)
-			st.Err, b.answers[i] = errAnswerNotAccepted, errfmt.AnswerNotAccepted(name)
+			st.Arguments = string(or.answer)
+			st.Err, b.answers[i] = errAnswerNotAccepted, errfmt.AnswerNotAccepted(o.name)
 		default:
-			st.Arguments = string(answer)
+			st.Arguments = string(or.answer)
 			st.Result, b.answers[i] = errfmt.AnswerAccepted, errfmt.AnswerAccepted
 			accepted = true
 		}
 		b.steps[i] = st
 	}
-
-	recordTurn(res, text, calls, b)
-
 	switch {
 	case accepted:
-		res.Output = string(answer)
+		t.finish(string(or.answer))
 	case b.direct >= 0:
 		s := b.steps[b.direct]
-		out, err := checkArgs(name, a.output.schema, []byte(s.Result))
+		out, err := checkArgs(o.name, o.schema, []byte(s.Result))
 		if err != nil {
-			return true, fmt.Errorf("%w: the Direct result of tool %q is not a valid answer: %w", ErrNoOutput, s.Tool, err)
+			t.fail(fmt.Errorf("%w: the Direct result of tool %q is not a valid answer: %w", ErrNoOutput, s.Tool, err))
+			return nil
 		}
-		res.Output = string(compactJSON(out.Args))
-	case answerErr != nil:
-		if *reasks++; *reasks > maxOutputReasks {
-			return true, fmt.Errorf("%w: %w", ErrNoOutput, answerErr)
+		t.finish(string(compactJSON(out.Args)))
+	case or.answerErr != nil:
+		if or.reasks++; or.reasks > maxOutputReasks {
+			t.fail(fmt.Errorf("%w: %w", ErrNoOutput, or.answerErr))
 		}
-		fallthrough
-	default:
-		// Hook (checkpoint.go): the batch is saved before the next model call.
-		if err := s.saveBatch(ctx, res, turn); err != nil {
-			return true, err
-		}
-		return false, nil
 	}
-	res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeAI, res.Output))
-	return true, nil
+	return nil
+}
+
+// end is the end hook: a run that ends at WithMaxIterations ended without
+// an answer.
+func (or *outputRun) end(_ context.Context, err error) error {
+	if or.r.exhausted {
+		return fmt.Errorf("%w: %w", ErrNoOutput, err)
+	}
+	return err
 }
 
 // checkAnswer returns the answer of call, as compact JSON, or the
 // *validation.Error of an invalid one. A call ToolArgValidation validated
-// against the run's schemas is not checked again.
-func (a *Agent) checkAnswer(ctx context.Context, c llms.ToolCall) ([]byte, error) {
+// against the run's schemas (record) is not checked again.
+func (o *outputTool) checkAnswer(record *guard.CallRecord, c llms.ToolCall) ([]byte, error) {
 	args := c.FunctionCall.Arguments
-	if checkedLedger(ctx).Validated(c.ID, c.FunctionCall.Name, args) {
+	if record.Validated(c.ID, c.FunctionCall.Name, args) {
 		return []byte(compactJSON([]byte(args))), nil
 	}
-	res, err := checkArgs(a.output.name, a.output.schema, []byte(args))
+	res, err := checkArgs(o.name, o.schema, []byte(args))
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,7 @@ func (a *Agent) Pending(ctx context.Context) (*Interrupt, error) {
 	if st.Turn == nil || st.Turn.Interrupt == "" {
 		return nil, fmt.Errorf("%w (thread %q): it awaits no decision; continue it with Resume and a nil interrupt", ErrRunUnfinished, s.thread)
 	}
-	return a.storedInterrupt(s.thread, st.Turn), nil
+	return a.approval.storedInterrupt(s.thread, st.Turn), nil
 }
 
 // Abandon ends the unfinished run of the thread named in ctx without
@@ -82,10 +82,10 @@ func (a *Agent) Abandon(ctx context.Context) (*Result, error) {
 // Abandon): an error unless it has an unfinished run.
 func (a *Agent) loadThread(ctx context.Context, who string) (*session, *runState, error) {
 	thread := guard.ThreadFrom(ctx)
-	if a.approval == nil || a.approval.cp == nil || thread == "" {
+	if a.checkpoints == nil || thread == "" {
 		return nil, nil, fmt.Errorf("%w: %s needs an agent with a Checkpointer and a thread in the context", ErrNothingToResume, who)
 	}
-	s := &session{cp: a.approval.cp, thread: thread}
+	s := &session{cp: a.checkpoints.cp, thread: thread}
 	st, err := s.load(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -125,7 +125,7 @@ func (a *Agent) abandonTurn(res *Result, ot *openTurn) {
 			b.steps[i] = unranStep(c, n, errNoFunction)
 		case pending[i]:
 			b.steps[i], b.answers[i] = unranStep(c, n, ErrCallNotStarted), abandonedAnswer
-		case a.isAnswer(c):
+		case a.output.isAnswer(c):
 			b.steps[i], b.answers[i] = unranStep(c, n, ErrCallNotStarted), notStartedAnswer
 		case a.tools[c.FunctionCall.Name] == nil:
 			b.steps[i] = unranStep(c, n, fmt.Errorf("%w %q", ErrUnknownTool, c.FunctionCall.Name))

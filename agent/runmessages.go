@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync/atomic"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/guard"
@@ -44,48 +43,43 @@ func (a *Agent) RunMessages(ctx context.Context, msgs []llms.MessageContent, opt
 	if len(msgs) == 0 {
 		return nil, ErrNoMessages
 	}
-	ctx, calls := a.runContext(ownThread(ctx))
-	// Hook (checkpoint.go): a thread's saved conversation comes first.
-	s, saved, err := a.openSession(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Messages: make([]llms.MessageContent, 0, len(saved)+len(msgs)+4)}
-	res.Messages = append(res.Messages, saved...)
-	if a.system != "" && len(saved) == 0 && msgs[0].Role != llms.ChatMessageTypeSystem {
-		res.Messages = append(res.Messages, llms.TextParts(llms.ChatMessageTypeSystem, a.system))
-	}
-	res.Messages = append(res.Messages, msgs...)
 	callOpts := a.callOpts
 	if len(opts) > 0 {
 		callOpts = slices.Concat(a.callOpts[:len(a.callOpts)-a.toolOpts()], nonNil(opts), a.callOpts[len(a.callOpts)-a.toolOpts():])
 	}
-	err = a.loop(ctx, res, callOpts, s)
-	res.ModelCalls = int(calls.Load())
-	return res, err
+	ctx, r := a.newRun(ownThread(ctx), callOpts)
+	r.res.Messages = make([]llms.MessageContent, 0, len(msgs)+4)
+	// A stage may put messages first (a thread's saved conversation).
+	if err := r.start(ctx); err != nil {
+		return nil, err
+	}
+	if a.system != "" && len(r.res.Messages) == 0 && msgs[0].Role != llms.ChatMessageTypeSystem {
+		r.res.Messages = append(r.res.Messages, llms.TextParts(llms.ChatMessageTypeSystem, a.system))
+	}
+	r.res.Messages = append(r.res.Messages, msgs...)
+	return r.loop(ctx)
 }
 
-// runContext returns ctx set up for a run (RunMessages, Resume): a run
-// scope, the tools' schemas, the ledger of checked calls, the event
-// handler, and the run's model-call counter.
-func (a *Agent) runContext(ctx context.Context) (context.Context, *atomic.Int64) {
+// newRun returns ctx set up for a run (RunMessages, Resume) — a run scope,
+// the tools' schemas, the record of checked calls, the event handler, the
+// run's model-call counter — and the run, whose model calls get opts.
+func (a *Agent) newRun(ctx context.Context, opts []llms.CallOption) (context.Context, *run) {
 	ctx = guard.WithRun(ctx)
 	ctx = guard.WithToolSchemas(ctx, a.schemas)
 	ctx = a.withOutput(ctx) // structured output (output.go)
 	// Injected arguments (inject.go). Always set, nil included: a
 	// sub-agent's tools are not its caller's.
 	ctx = guard.WithInjectedArgs(ctx, a.injected)
-	ctx, ledger := guard.WithCallRecord(ctx)
-	ctx = context.WithValue(ctx, ledgerKey{}, ledger)
+	ctx, record := guard.WithCallRecord(ctx)
 	// Both stages' events reach the agent's handler, else the context's;
 	// a sub-agent run from a tool of another agent reports to its own
 	// handler, not its caller's.
 	if _, inTool := CallFrom(ctx); a.events != nil || inTool {
 		ctx = guard.WithEvents(ctx, a.events)
 	}
-	calls := new(atomic.Int64)
-	ctx = context.WithValue(ctx, modelCallsKey{}, calls)
-	return ctx, calls
+	r := &run{a: a, res: &Result{}, opts: opts, record: record}
+	ctx = context.WithValue(ctx, modelCallsKey{}, &r.modelCalls)
+	return ctx, r
 }
 
 // toolOpts is the number of options at the end of a.callOpts that offer the

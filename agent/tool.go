@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/internal/exactjson"
@@ -181,4 +182,14 @@ func checkArgsWith(tool string, s *validation.Schema, raw []byte, o guard.ArgsOp
 		return res, &named
 	}
 	return res, nil
+}
+
+// compactJSON returns raw without insignificant space, or a copy of raw
+// when it is not JSON.
+func compactJSON(raw []byte) json.RawMessage {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return slices.Clone(raw)
+	}
+	return buf.Bytes()
 }
