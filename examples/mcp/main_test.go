@@ -45,8 +45,7 @@ func TestMCPExample(t *testing.T) {
 				`get-sum inputSchema (from the server): {"$schema":"http://json-schema.org/draft-07/schema#","properties":{"a":{"description":"First number","type":"number"},"b":{"description":"Second number","type":"number"}},"required":["a","b"],"type":"object"}`,
 				`model: get-sum({"a": "17"})`,
 				"toolguard: call_1 has invalid arguments; nothing is sent to the MCP server",
-				`| - /a: expected number, got "17"`,
-				`| - /b: missing required property (number)`,
+				`| - /b: missing required property (number)`, // "17" for /a is coerced: not the model's to fix
 				`model: get-sum({"a": 17, "b": 25})`,
 				`MCP server runs get-sum({"a": 17, "b": 25}) -> The sum of 17 and 25 is 42.`,
 				"assistant: 17 + 25 = 42.",
@@ -60,6 +59,9 @@ func TestMCPExample(t *testing.T) {
 					t.Fatalf("run(%q) output lacks %q (in order):\n%s", tc.server, w, got)
 				}
 				at += i + len(w)
+			}
+			if strings.Contains(got, `- /a: expected number`) {
+				t.Errorf("run(%q): the feedback names /a, which the coercions fix:\n%s", tc.server, got)
 			}
 			if n := strings.Count(got, "MCP server runs"); n != 1 {
 				t.Errorf("the MCP server ran %d tool calls, want 1:\n%s", n, got)
