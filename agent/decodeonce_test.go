@@ -44,7 +44,7 @@ func TestSchemaToolArgumentsDecodedOncePerAttempt(t *testing.T) {
 	args := `{"city": "Paris", "days": 3}`
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("forecast", args), fakemodel.Call("forecast", args)), fakemodel.Text("done"))
 	a := agent.New(model, []agent.Tool{tool}, agent.WithMaxConcurrency(1),
-		agent.WithToolMiddleware(agent.ToolRetry(agent.RetryBackOff(noWait))))
+		agent.WithToolMiddleware(agent.ToolRetry(agent.WithBackOff(noWait))))
 	res, err := a.Run(context.Background(), "weather in Paris?")
 	if err != nil {
 		t.Fatalf("Run() error = %v", err)

@@ -67,7 +67,7 @@ func ExampleToolRetry() {
 	)
 	a := agent.New(model, []agent.Tool{agent.Idempotent(flaky("get_rate")), flaky("pay")},
 		agent.WithToolMiddleware(agent.ToolRetry(
-			agent.RetryBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} }), // no waits in the example
+			agent.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} }), // no waits in the example
 		)))
 
 	res, err := a.Run(context.Background(), "rate, then pay")

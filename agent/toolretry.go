@@ -123,17 +123,17 @@ type toolRetryConfig struct {
 	retryIf    func(error) bool
 }
 
-// RetryTools limits [ToolRetry] to the tools named (as sent to the model);
+// WithRetryTools limits [ToolRetry] to the tools named (as sent to the model);
 // calls of other tools pass through it untouched. The default is every
-// tool. Several RetryTools add up. It panics when given no name or an
+// tool. Several WithRetryTools add up. It panics when given no name or an
 // empty one.
-func RetryTools(names ...string) ToolRetryOption {
+func WithRetryTools(names ...string) ToolRetryOption {
 	if len(names) == 0 {
-		panic("agent: RetryTools(): name at least one tool")
+		panic("agent: WithRetryTools(): name at least one tool")
 	}
 	for _, n := range names {
 		if n == "" {
-			panic("agent: RetryTools: a tool name is empty")
+			panic("agent: WithRetryTools: a tool name is empty")
 		}
 	}
 	return func(c *toolRetryConfig) {
@@ -146,34 +146,34 @@ func RetryTools(names ...string) ToolRetryOption {
 	}
 }
 
-// RetryMax sets how many times [ToolRetry] runs a failed call again
+// WithMaxRetries sets how many times [ToolRetry] runs a failed call again
 // (default 2, so at most 3 attempts; 0 never retries but still reports
 // an unknown outcome). It panics if n is negative.
-func RetryMax(n int) ToolRetryOption {
+func WithMaxRetries(n int) ToolRetryOption {
 	if n < 0 {
-		panic(fmt.Sprintf("agent: RetryMax(%d): the number of retries must not be negative", n))
+		panic(fmt.Sprintf("agent: WithMaxRetries(%d): the number of retries must not be negative", n))
 	}
 	return func(c *toolRetryConfig) { c.maxRetries = n }
 }
 
-// RetryBackOff sets the policy for the waits between [ToolRetry]'s
+// WithBackOff sets the policy for the waits between [ToolRetry]'s
 // attempts, as [guard.WithBackOff] does for ModelRetry: newBackOff is
 // called once per call that fails (a backoff.BackOff is stateful), Reset,
 // and asked for each wait; backoff.Stop means give up. The default is
 // [retry.DefaultBackOff] (1s, 2s, 4s, … capped at 60s, ±25% jitter). Tests
 // pass func() backoff.BackOff { return &backoff.ZeroBackOff{} } to retry
 // without waiting. It panics if newBackOff is nil or returns nil.
-func RetryBackOff(newBackOff func() backoff.BackOff) ToolRetryOption {
+func WithBackOff(newBackOff func() backoff.BackOff) ToolRetryOption {
 	if newBackOff == nil {
-		panic("agent: RetryBackOff(nil): the backoff factory must not be nil")
+		panic("agent: WithBackOff(nil): the backoff factory must not be nil")
 	}
 	if newBackOff() == nil {
-		panic("agent: RetryBackOff: the backoff factory returned a nil backoff.BackOff")
+		panic("agent: WithBackOff: the backoff factory returned a nil backoff.BackOff")
 	}
 	return func(c *toolRetryConfig) { c.newBackOff = newBackOff }
 }
 
-// RetryIf sets the retry rule of [ToolRetry]: which failures are transient,
+// WithRetryIf sets the retry rule of [ToolRetry]: which failures are transient,
 // those a repeat may fix. The default, [IsTransientToolError], takes an
 // error wrapping [ErrNotRun] and those [retry.IsRetryable] accepts
 // (timeouts, broken connections, rate limits, 5xx). The rule says what is
@@ -181,9 +181,9 @@ func RetryBackOff(newBackOff func() backoff.BackOff) ToolRetryOption {
 // only when its error wraps ErrNotRun or the tool is [Idempotent], and is
 // reported as an unknown outcome otherwise. fn must be safe for concurrent
 // use; nil panics.
-func RetryIf(fn func(err error) bool) ToolRetryOption {
+func WithRetryIf(fn func(err error) bool) ToolRetryOption {
 	if fn == nil {
-		panic("agent: RetryIf(nil): the rule must not be nil")
+		panic("agent: WithRetryIf(nil): the rule must not be nil")
 	}
 	return func(c *toolRetryConfig) { c.retryIf = fn }
 }
@@ -208,11 +208,11 @@ const toolRetryName = "ToolRetry"
 // ToolRetry returns a tool middleware that runs a failed tool call again,
 // with ModelRetry's policy, but only when a repeat is safe.
 //
-// A call is repeated when the rule ([RetryIf]) says its failure is
+// A call is repeated when the rule ([WithRetryIf]) says its failure is
 // transient and either its error wraps [ErrNotRun] (any tool: nothing
 // happened) or its tool is [Idempotent] (a repeat does no harm). It makes
-// at most 1 + [RetryMax] (default 2) attempts, waiting between them as the
-// backoff policy says ([RetryBackOff]; default 1s, 2s, … capped at 60s,
+// at most 1 + [WithMaxRetries] (default 2) attempts, waiting between them as the
+// backoff policy says ([WithBackOff]; default 1s, 2s, … capped at 60s,
 // ±25% jitter, raised to a server's retry hint in the error). It gives up
 // when the wait would end after the context's deadline; a cancelled
 // context ends a wait at once. Each attempt after the first runs with

@@ -66,7 +66,7 @@ func TestToolRetryIdempotentTimeout(t *testing.T) {
 	t.Parallel()
 	tool, attempts := flakyTool("get_rate", errTimeout, errTimeout)
 	var log eventLog
-	res, err := runOnce(t, context.Background(), agent.Idempotent(tool), &log, agent.ToolRetry(agent.RetryBackOff(noWait)))
+	res, err := runOnce(t, context.Background(), agent.Idempotent(tool), &log, agent.ToolRetry(agent.WithBackOff(noWait)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestToolRetryNotIdempotentTimeout(t *testing.T) {
 	t.Parallel()
 	tool, attempts := flakyTool("charge_card", errTimeout, errTimeout)
 	var log eventLog
-	res, err := runOnce(t, context.Background(), tool, &log, agent.ToolRetry(agent.RetryBackOff(noWait)))
+	res, err := runOnce(t, context.Background(), tool, &log, agent.ToolRetry(agent.WithBackOff(noWait)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestToolRetryErrNotRun(t *testing.T) {
 	refused := fmt.Errorf("%w: payments API: 429 too many requests", agent.ErrNotRun)
 	tool, attempts := flakyTool("charge_card", refused)
 	var log eventLog
-	res, err := runOnce(t, context.Background(), tool, &log, agent.ToolRetry(agent.RetryBackOff(noWait)))
+	res, err := runOnce(t, context.Background(), tool, &log, agent.ToolRetry(agent.WithBackOff(noWait)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestToolRetryCancelStopsWait(t *testing.T) {
 	hour := func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) }
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_rate", `{}`)), fakemodel.Text("done"))
 	a := agent.New(model, []agent.Tool{agent.Idempotent(tool)},
-		agent.WithToolMiddleware(outer, agent.ToolRetry(agent.RetryBackOff(hour))),
+		agent.WithToolMiddleware(outer, agent.ToolRetry(agent.WithBackOff(hour))),
 		agent.WithEventHandler(func(_ context.Context, e guard.Event) {
 			if e.Kind == guard.EventToolRetry {
 				cancel()
@@ -195,7 +195,7 @@ func TestToolRetryDeadline(t *testing.T) {
 	defer cancel()
 	twoHours := func() backoff.BackOff { return backoff.NewConstantBackOff(2 * time.Hour) }
 	var log eventLog
-	res, err := runOnce(t, ctx, agent.Idempotent(tool), &log, agent.ToolRetry(agent.RetryBackOff(twoHours)))
+	res, err := runOnce(t, ctx, agent.Idempotent(tool), &log, agent.ToolRetry(agent.WithBackOff(twoHours)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,21 +242,21 @@ func TestToolRetryOptions(t *testing.T) {
 	}{
 		{name: "default: three attempts", errs: []error{errTimeout, errTimeout, errTimeout}, idempotent: true,
 			runs: 3, waits: 2, wantErr: retryError(3)},
-		{name: "RetryMax(1)", errs: []error{errTimeout, errTimeout}, idempotent: true,
-			opts: []agent.ToolRetryOption{agent.RetryMax(1)}, runs: 2, waits: 1, wantErr: retryError(2)},
-		{name: "RetryMax(0) still reports an unknown outcome", errs: []error{errTimeout},
-			opts: []agent.ToolRetryOption{agent.RetryMax(0)}, runs: 1, wantErr: outcomeUnknown},
-		{name: "RetryTools leaves other tools alone", errs: []error{errTimeout}, idempotent: false,
-			opts: []agent.ToolRetryOption{agent.RetryTools("other")}, runs: 1, wantErr: is(errTimeout)},
-		{name: "RetryTools covers the tool", errs: []error{errTimeout}, idempotent: true,
-			opts: []agent.ToolRetryOption{agent.RetryTools("other"), agent.RetryTools("tool")}, runs: 2, waits: 1},
+		{name: "WithMaxRetries(1)", errs: []error{errTimeout, errTimeout}, idempotent: true,
+			opts: []agent.ToolRetryOption{agent.WithMaxRetries(1)}, runs: 2, waits: 1, wantErr: retryError(2)},
+		{name: "WithMaxRetries(0) still reports an unknown outcome", errs: []error{errTimeout},
+			opts: []agent.ToolRetryOption{agent.WithMaxRetries(0)}, runs: 1, wantErr: outcomeUnknown},
+		{name: "WithRetryTools leaves other tools alone", errs: []error{errTimeout}, idempotent: false,
+			opts: []agent.ToolRetryOption{agent.WithRetryTools("other")}, runs: 1, wantErr: is(errTimeout)},
+		{name: "WithRetryTools covers the tool", errs: []error{errTimeout}, idempotent: true,
+			opts: []agent.ToolRetryOption{agent.WithRetryTools("other"), agent.WithRetryTools("tool")}, runs: 2, waits: 1},
 		{name: "not transient: one attempt", errs: []error{errFlaky}, idempotent: true, runs: 1, wantErr: is(errFlaky)},
-		{name: "RetryIf makes it transient", errs: []error{errFlaky}, idempotent: true,
-			opts: []agent.ToolRetryOption{agent.RetryIf(func(err error) bool { return errors.Is(err, errFlaky) })}, runs: 2, waits: 1},
-		{name: "RetryIf does not make a repeat safe", errs: []error{errFlaky},
-			opts: []agent.ToolRetryOption{agent.RetryIf(func(err error) bool { return errors.Is(err, errFlaky) })}, runs: 1, wantErr: outcomeUnknown},
+		{name: "WithRetryIf makes it transient", errs: []error{errFlaky}, idempotent: true,
+			opts: []agent.ToolRetryOption{agent.WithRetryIf(func(err error) bool { return errors.Is(err, errFlaky) })}, runs: 2, waits: 1},
+		{name: "WithRetryIf does not make a repeat safe", errs: []error{errFlaky},
+			opts: []agent.ToolRetryOption{agent.WithRetryIf(func(err error) bool { return errors.Is(err, errFlaky) })}, runs: 1, wantErr: outcomeUnknown},
 		{name: "RetryIf can refuse ErrNotRun", errs: []error{fmt.Errorf("%w: bad key", agent.ErrNotRun)},
-			opts: []agent.ToolRetryOption{agent.RetryIf(retry.IsRetryable)}, runs: 1, wantErr: is(agent.ErrNotRun)},
+			opts: []agent.ToolRetryOption{agent.WithRetryIf(retry.IsRetryable)}, runs: 1, wantErr: is(agent.ErrNotRun)},
 		{name: "the backoff says stop", errs: []error{errTimeout}, idempotent: true, stop: true, runs: 1, wantErr: retryError(1)},
 		{name: "ErrStopRun is never retried", errs: []error{fmt.Errorf("%w: %w", agent.ErrStopRun, agent.ErrNotRun)}, runs: 1,
 			wantErr: is(agent.ErrStopRun)},
@@ -269,7 +269,7 @@ func TestToolRetryOptions(t *testing.T) {
 			}
 			var mu sync.Mutex
 			waits := 0
-			opts := append([]agent.ToolRetryOption{agent.RetryBackOff(func() backoff.BackOff {
+			opts := append([]agent.ToolRetryOption{agent.WithBackOff(func() backoff.BackOff {
 				return countingBackOff{mu: &mu, waits: &waits, stop: tc.stop}
 			})}, tc.opts...)
 			var log eventLog
@@ -334,7 +334,7 @@ func TestIdempotentThroughWrappers(t *testing.T) {
 				t.Error("Idempotent of a marked tool wraps it again")
 			}
 			model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call(tc.sent, `{}`)), fakemodel.Text("done"))
-			a := agent.New(model, []agent.Tool{wrapped}, agent.WithToolMiddleware(agent.ToolRetry(agent.RetryBackOff(noWait))))
+			a := agent.New(model, []agent.Tool{wrapped}, agent.WithToolMiddleware(agent.ToolRetry(agent.WithBackOff(noWait))))
 			res, err := a.Run(context.Background(), "go")
 			if err != nil {
 				t.Fatal(err)
@@ -349,13 +349,13 @@ func TestIdempotentThroughWrappers(t *testing.T) {
 func TestToolRetryOptionPanics(t *testing.T) {
 	t.Parallel()
 	for name, fn := range map[string]func(){
-		"RetryTools()":          func() { agent.RetryTools() },
-		`RetryTools("")`:        func() { agent.RetryTools("a", "") },
-		"RetryMax(-1)":          func() { agent.RetryMax(-1) },
-		"RetryBackOff(nil)":     func() { agent.RetryBackOff(nil) },
-		"RetryBackOff(nil-ing)": func() { agent.RetryBackOff(func() backoff.BackOff { return nil }) },
-		"RetryIf(nil)":          func() { agent.RetryIf(nil) },
-		"Idempotent(nil)":       func() { agent.Idempotent(nil) },
+		"WithRetryTools()":     func() { agent.WithRetryTools() },
+		`WithRetryTools("")`:   func() { agent.WithRetryTools("a", "") },
+		"WithMaxRetries(-1)":   func() { agent.WithMaxRetries(-1) },
+		"WithBackOff(nil)":     func() { agent.WithBackOff(nil) },
+		"WithBackOff(nil-ing)": func() { agent.WithBackOff(func() backoff.BackOff { return nil }) },
+		"RetryIf(nil)":         func() { agent.WithRetryIf(nil) },
+		"Idempotent(nil)":      func() { agent.Idempotent(nil) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
@@ -408,7 +408,7 @@ func TestToolRetryLogEvents(t *testing.T) {
 	}))
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_rate", `{}`), fakemodel.Call("charge_card", `{}`)), fakemodel.Text("done"))
 	a := agent.New(model, []agent.Tool{agent.Idempotent(rates), charge}, agent.WithMaxConcurrency(1),
-		agent.WithToolMiddleware(agent.ToolRetry(agent.RetryBackOff(noWait))),
+		agent.WithToolMiddleware(agent.ToolRetry(agent.WithBackOff(noWait))),
 		agent.WithEventHandler(guard.LogEvents(logger)))
 	if _, err := a.Run(context.Background(), "go"); err != nil {
 		t.Fatal(err)
@@ -434,7 +434,7 @@ func TestToolRetryNestedOutcomeUnknownOnce(t *testing.T) {
 	tool, attempts := flakyTool("charge_card", errTimeout, errTimeout)
 	var log eventLog
 	res, err := runOnce(t, context.Background(), tool, &log,
-		agent.ToolRetry(agent.RetryBackOff(noWait)), agent.ToolRetry(agent.RetryBackOff(noWait)))
+		agent.ToolRetry(agent.WithBackOff(noWait)), agent.ToolRetry(agent.WithBackOff(noWait)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,7 +481,7 @@ func TestToolRetryResultTool(t *testing.T) {
 				return &agent.ToolResult{Content: "charged", Artifact: 42}, nil
 			})
 			model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call(tc.sent, `{}`)), fakemodel.Text("done"))
-			a := agent.New(model, []agent.Tool{tc.wrap(tool)}, agent.WithToolMiddleware(agent.ToolRetry(agent.RetryBackOff(noWait))))
+			a := agent.New(model, []agent.Tool{tc.wrap(tool)}, agent.WithToolMiddleware(agent.ToolRetry(agent.WithBackOff(noWait))))
 			res, err := a.Run(context.Background(), "go")
 			if err != nil {
 				t.Fatal(err)

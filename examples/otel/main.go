@@ -118,7 +118,7 @@ func run(ctx context.Context, out io.Writer, model llms.Model, stdout bool) erro
 		),
 		// The tool stage: the tool's timeout is retried, with the same
 		// short backoff.
-		agent.WithToolMiddleware(agent.ToolRetry(agent.RetryBackOff(func() backoff.BackOff {
+		agent.WithToolMiddleware(agent.ToolRetry(agent.WithBackOff(func() backoff.BackOff {
 			return backoff.NewConstantBackOff(50 * time.Millisecond)
 		}))),
 	)

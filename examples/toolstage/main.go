@@ -156,7 +156,7 @@ func run(ctx context.Context, out io.Writer, model llms.Model) error {
 			denyTools(map[string]string{"delete_account": "deleting an account needs a human administrator"}),
 			travelPolicy(say),
 			// A short backoff for the demo; the default waits about 1 s.
-			agent.ToolRetry(agent.RetryBackOff(func() backoff.BackOff {
+			agent.ToolRetry(agent.WithBackOff(func() backoff.BackOff {
 				return backoff.NewConstantBackOff(10 * time.Millisecond)
 			})),
 		),

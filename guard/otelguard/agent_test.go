@@ -189,7 +189,7 @@ func TestAgentToolRetrySpan(t *testing.T) {
 	)
 	a := agent.New(m, []agent.Tool{rates, charge},
 		agent.WithMiddleware(tel.middleware()),
-		agent.WithToolMiddleware(agent.ToolRetry(agent.RetryBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} }))))
+		agent.WithToolMiddleware(agent.ToolRetry(agent.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} }))))
 	if _, err := a.Run(context.Background(), "rate, then charge"); err != nil {
 		t.Fatal(err)
 	}
