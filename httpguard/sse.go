@@ -63,7 +63,7 @@ package httpguard
 // HTTP status is already 200 then).
 //
 // Bounds: a line, an event and an assembled response are each bounded by
-// defaultMaxBody; past it the reader or assembler reports errTooLarge.
+// MaxBody; past it the reader or assembler reports errTooLarge.
 
 import (
 	"bufio"
@@ -241,7 +241,7 @@ type budget struct{ n int }
 
 func (b *budget) take(n int) error {
 	b.n += n
-	if b.n > defaultMaxBody {
+	if b.n > MaxBody {
 		return errTooLarge
 	}
 	return nil

@@ -10,7 +10,7 @@ import (
 
 func events(t *testing.T, b []byte) []sseEvent {
 	t.Helper()
-	evs, err := readAll(t, bytes.NewReader(b), defaultMaxBody)
+	evs, err := readAll(t, bytes.NewReader(b), MaxBody)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,11 +12,13 @@ import (
 	"time"
 )
 
-// defaultMaxBody is the bound on a request or response body httpguard
-// reads to guard it, and on a stream's assembled response: 8 MiB. Every
-// reader in the package stops there; a body larger than the bound is never
-// buffered whole.
-const defaultMaxBody = 8 << 20
+// MaxBody is the bound on what a [Transport] reads of one body to guard
+// it: a request body, a response body, a stream's line or event, and a
+// stream's assembled response, 8 MiB each. Every reader in the package
+// stops there; a body larger than the bound is never buffered whole. A
+// request or sync response body past it passes through unguarded, and the
+// transport says so at Warn on slog.Default.
+const MaxBody = 8 << 20
 
 // errTooLarge reports a body past its bound.
 var errTooLarge = errors.New("httpguard: body larger than the bound")
