@@ -259,10 +259,10 @@ func TestReask(t *testing.T) {
 
 func TestUsage(t *testing.T) {
 	want := map[string]wireUsage{
-		"openai-chat":      {"gpt-4o", 20, 12},
-		"openai-responses": {"gpt-4o", 20, 12},
-		"anthropic":        {"claude-sonnet-4-5", 20, 12},
-		"gemini":           {"gemini-2.5-flash", 20, 12},
+		"openai-chat":      {"gpt-4o", 20, 12, true},
+		"openai-responses": {"gpt-4o", 20, 12, true},
+		"anthropic":        {"claude-sonnet-4-5", 20, 12, true},
+		"gemini":           {"gemini-2.5-flash", 20, 12, true},
 	}
 	for _, p := range protocols {
 		u, err := p.w.usage(fixture(t, p.dir, "response.json"))

@@ -2,6 +2,8 @@ package httpguard
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/toolguard/toolguard/guard"
 )
 
 // MaxBody is the bound on what a [Transport] reads of one body to guard
@@ -64,6 +68,16 @@ type wireProtocol interface {
 	usage(resp []byte) (wireUsage, error)
 	// errorBody is an error body in the protocol's shape.
 	errorBody(status int, typ, msg string) []byte
+	// text returns resp's answer text (not its reasoning), "" if none.
+	text(resp []byte) string
+	// finish returns resp's stop reasons, as the provider names them.
+	finish(resp []byte) []string
+	// end returns a response for model without tool calls whose answer is
+	// text: a guard's stand-in answer (a limit's, a failure handler's).
+	end(model, text string) []byte
+	// transcript reads a request body's messages for the limits, oldest
+	// first; nil when it has none.
+	transcript(req []byte) []guard.Message
 	// newAssembler returns an assembler for one upstream stream.
 	newAssembler() assembler
 	// newGate returns the gate of one logical call's client stream.
@@ -116,6 +130,7 @@ type wireAnswer struct {
 type wireUsage struct {
 	Model                     string
 	InputTokens, OutputTokens int64
+	Reported                  bool // the response reports usage at all
 }
 
 // recognise returns the protocol of a request by its method and path, or
@@ -182,6 +197,14 @@ func upstreamError(resp *http.Response, now time.Time) (status int, wait time.Du
 		}
 	}
 	return resp.StatusCode, wait
+}
+
+// standInID returns a fresh random id for a stand-in answer (ids only
+// need to be unique).
+func standInID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // checkArgs returns an error unless every non-nil args[i] is one JSON
