@@ -275,7 +275,7 @@ func TestUsage(t *testing.T) {
 func TestErrorResponse(t *testing.T) {
 	for _, p := range protocols {
 		req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1"+p.path, nil)
-		resp := errorResponse(p.w, req, "invalid_tool_calls", `get_weather: /city: got number, want string`)
+		resp := errorResponse(p.w, req, http.StatusUnprocessableEntity, "invalid_tool_calls", `get_weather: /city: got number, want string`)
 		body := new(bytes.Buffer)
 		body.ReadFrom(resp.Body)
 		if resp.StatusCode != 422 || resp.Header.Get("x-should-retry") != "false" || resp.Header.Get("Content-Type") != "application/json" ||

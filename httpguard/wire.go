@@ -154,24 +154,24 @@ func recognise(method, path string) wireProtocol {
 	return nil
 }
 
-// errorResponse is the response a fail-closed guard answers with: status
-// 422 with body in p's error shape, typ naming what was refused, and
-// x-should-retry: false, so the SDK surfaces its API error and does not
-// retry it.
-func errorResponse(p wireProtocol, req *http.Request, typ, msg string) *http.Response {
-	body := p.errorBody(http.StatusUnprocessableEntity, typ, msg)
+// errorResponse is the response a guard that refuses answers with: status
+// (422 for refused calls) with body in p's error shape, typ naming what
+// was refused, and x-should-retry: false, so the SDK surfaces its API
+// error and does not retry it.
+func errorResponse(p wireProtocol, req *http.Request, status int, typ, msg string) *http.Response {
+	body := p.errorBody(status, typ, msg)
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Should-Retry", "false")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	return &http.Response{
-		Status:        "422 Unprocessable Entity",
-		StatusCode:    http.StatusUnprocessableEntity,
+		Status:        statusLine(status),
+		StatusCode:    status,
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,
 		Header:        h,
-		Body:          io.NopCloser(strings.NewReader(string(body))),
+		Body:          io.NopCloser(bytes.NewReader(body)),
 		ContentLength: int64(len(body)),
 		Request:       req,
 	}
