@@ -138,7 +138,7 @@ type roundTrip struct {
 // the response it ends with (the upstream's error, the guard's 422).
 func (t *Transport) roundTripStream(r *http.Request, req *request) (*http.Response, error) {
 	ctx, cancel := context.WithCancel(r.Context())
-	client := newClientStream(cancel)
+	client := newClientStream(req.proto, cancel)
 	root := newGateSink(req.proto, client, client)
 	req.sink, req.client = root, client
 	ended := make(chan roundTrip, 1)
@@ -149,7 +149,7 @@ func (t *Transport) roundTripStream(r *http.Request, req *request) (*http.Respon
 			_, err = root.Deliver(ctx, resp)
 		}
 		if err == nil {
-			client.end(nil)
+			client.end(client.flush())
 			return
 		}
 		var se *upstreamStreamError
@@ -159,7 +159,11 @@ func (t *Transport) roundTripStream(r *http.Request, req *request) (*http.Respon
 			ended <- roundTrip{hr, herr}
 			return
 		}
-		client.end(t.failStream(ctx, root, err))
+		ferr := t.failStream(ctx, root, err)
+		if ferr == nil {
+			ferr = client.flush()
+		}
+		client.end(ferr)
 	}()
 	select {
 	case <-client.committed:
