@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,9 @@ type UpstreamError struct {
 	// cut there).
 	Body []byte
 	wait time.Duration
+	// text is the start of Body with the request's credentials blanked
+	// (a provider may quote the key it refuses).
+	text string
 }
 
 // maxErrorText bounds what an error's text quotes of a body.
@@ -41,7 +45,7 @@ const maxErrorText = 2 << 10
 // Error says the status and quotes the start of the body, where providers
 // say why (a rate limit, an exhausted quota).
 func (e *UpstreamError) Error() string {
-	return fmt.Sprintf("httpguard: upstream answered %s: %s", e.Response.Status, preview(e.Body))
+	return fmt.Sprintf("httpguard: upstream answered %s: %s", e.Response.Status, e.text)
 }
 
 // StatusCode returns the response's HTTP status.
@@ -109,10 +113,10 @@ func (t *Transport) sendUpstream(ctx context.Context, req *request) (*response, 
 	out.ContentLength = int64(len(body))
 	hr, err := t.base.RoundTrip(out)
 	if err != nil {
-		return nil, err
+		return nil, redact(err, credentials(req.http))
 	}
 	if hr.StatusCode < 200 || hr.StatusCode > 299 {
-		return nil, readUpstreamError(hr)
+		return nil, readUpstreamError(hr, credentials(req.http))
 	}
 	if req.sink != nil {
 		if !isEventStream(hr) {
@@ -143,8 +147,9 @@ func (t *Transport) sendUpstream(ctx context.Context, req *request) (*response, 
 	return &response{proto: req.proto, body: b, status: hr.StatusCode, header: hr.Header}, nil
 }
 
-// readUpstreamError reads a failed response into an *UpstreamError.
-func readUpstreamError(hr *http.Response) *UpstreamError {
+// readUpstreamError reads a failed response into an *UpstreamError whose
+// text holds none of secrets.
+func readUpstreamError(hr *http.Response, secrets []string) *UpstreamError {
 	b, _ := readBounded(hr.Body, MaxBody)
 	hr.Body.Close()
 	if len(b) > MaxBody {
@@ -153,8 +158,64 @@ func readUpstreamError(hr *http.Response) *UpstreamError {
 	_, wait := upstreamError(hr, time.Now())
 	r := *hr
 	r.Body, r.Request = http.NoBody, nil
-	return &UpstreamError{Response: &r, Body: b, wait: wait}
+	return &UpstreamError{Response: &r, Body: b, wait: wait, text: blank(preview(b), secrets)}
 }
+
+// credentials are the secrets r carries: its Authorization header (and
+// the token after its scheme), the API-key headers of OpenAI's Azure,
+// Anthropic and Google, and a key in the query (Gemini's ?key=).
+func credentials(r *http.Request) []string {
+	var out []string
+	add := func(v string) {
+		if v = strings.TrimSpace(v); len(v) >= 8 {
+			out = append(out, v)
+		}
+	}
+	for _, v := range r.Header.Values("Authorization") {
+		add(v)
+		if _, tok, ok := strings.Cut(v, " "); ok {
+			add(tok)
+		}
+	}
+	for _, h := range []string{"X-Api-Key", "Api-Key", "X-Goog-Api-Key"} {
+		for _, v := range r.Header.Values(h) {
+			add(v)
+		}
+	}
+	for _, v := range r.URL.Query()["key"] {
+		add(v)
+		add(url.QueryEscape(v))
+	}
+	return out
+}
+
+// blank returns s with every secret replaced.
+func blank(s string, secrets []string) string {
+	for _, k := range secrets {
+		s = strings.ReplaceAll(s, k, "[REDACTED]")
+	}
+	return s
+}
+
+// redact returns err, or when its text holds one of secrets (a URL with
+// ?key= in a *url.Error), an error with the same chain whose text does not.
+func redact(err error, secrets []string) error {
+	text := err.Error()
+	if b := blank(text, secrets); b != text {
+		return &redactedError{err: err, text: b}
+	}
+	return err
+}
+
+// redactedError is an error whose text has the request's credentials
+// blanked; errors.Is and errors.As reach the original.
+type redactedError struct {
+	err  error
+	text string
+}
+
+func (e *redactedError) Error() string { return e.text }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // isEventStream reports whether hr is a stream of server-sent events.
 func isEventStream(hr *http.Response) bool {
