@@ -3,6 +3,7 @@ package httpguard
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -120,18 +121,18 @@ func (t *Transport) sendUpstream(ctx context.Context, req *request) (*response, 
 	}
 	if req.sink != nil {
 		if !isEventStream(hr) {
-			t.unguarded(req, "the answer to a streaming request is not an event stream ("+hr.Header.Get("Content-Type")+")")
+			t.unguarded(req, "the answer to a streaming request is not an event stream", fmt.Errorf("Content-Type %q", hr.Header.Get("Content-Type")))
 			return &response{proto: req.proto, pass: hr}, nil
 		}
 		return t.readStream(req, hr)
 	}
 	if enc := hr.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
-		t.unguarded(req, "the response body is encoded ("+enc+")")
+		t.unguarded(req, "the response body is encoded", fmt.Errorf("Content-Encoding %q", enc))
 		return &response{proto: req.proto, pass: hr}, nil
 	}
 	b, err := readBounded(hr.Body, MaxBody)
 	if errors.Is(err, errTooLarge) {
-		t.unguarded(req, "the response body is larger than MaxBody")
+		t.unguarded(req, "the response body is larger than MaxBody", nil)
 		hr.Body = readCloser{io.MultiReader(bytes.NewReader(b), hr.Body), hr.Body}
 		return &response{proto: req.proto, pass: hr}, nil
 	}
@@ -140,7 +141,7 @@ func (t *Transport) sendUpstream(ctx context.Context, req *request) (*response, 
 		return nil, err
 	}
 	if _, err := req.proto.calls(b); err != nil {
-		t.unguarded(req, "the response cannot be read: "+err.Error())
+		t.unguarded(req, "the response cannot be guarded", err)
 		hr.Body = io.NopCloser(bytes.NewReader(b))
 		return &response{proto: req.proto, pass: hr}, nil
 	}
@@ -270,3 +271,49 @@ func (r readCloser) Close() error { return r.c.Close() }
 
 // statusLine is the Status of a response the transport makes.
 func statusLine(code int) string { return strconv.Itoa(code) + " " + http.StatusText(code) }
+
+// StatusCode returns the HTTP status an upstream stream's error event
+// stands for, so that retry classifies it as it classifies the same
+// failure before a stream began: Google's numeric code, else the type
+// OpenAI and Anthropic name (server_error and api_error 500,
+// overloaded_error 529, rate limits 429); 0 when it names none.
+func (e *upstreamStreamError) StatusCode() int {
+	var ev struct {
+		Type  string          `json:"type"`
+		Code  json.RawMessage `json:"code"`
+		Error *struct {
+			Type string          `json:"type"`
+			Code json.RawMessage `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(e.Data, &ev) != nil {
+		return 0
+	}
+	codes := []json.RawMessage{ev.Code}
+	names := []string{}
+	if ev.Error != nil {
+		codes = append(codes, ev.Error.Code)
+		names = append(names, ev.Error.Type)
+	}
+	for _, c := range codes {
+		var n int
+		if json.Unmarshal(c, &n) == nil && n >= 400 && n <= 599 {
+			return n
+		}
+		var s string
+		if json.Unmarshal(c, &s) == nil {
+			names = append(names, s)
+		}
+	}
+	for _, name := range names {
+		switch name {
+		case "server_error", "api_error", "internal_error":
+			return http.StatusInternalServerError
+		case "overloaded_error":
+			return 529
+		case "rate_limit_error", "rate_limit_exceeded":
+			return http.StatusTooManyRequests
+		}
+	}
+	return 0
+}
