@@ -99,6 +99,8 @@ func (t *Transport) send(ctx context.Context, req *request) (*response, error) {
 			res.InputTokens, res.OutputTokens = int(u.InputTokens), int(u.OutputTokens)
 		}
 		res.FinishReasons = req.proto.finish(resp.body)
+		body := resp.body
+		res.Output = func() string { return outputMessages(ctx, req.proto, body) }
 	}
 	done(res)
 	return resp, err
