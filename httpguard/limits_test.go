@@ -48,7 +48,9 @@ func TestThreadLimitsAcrossReplicasInRedis(t *testing.T) {
 	srv := fp.New(call, call, call, call, call, call)
 	defer srv.Close()
 	c := wireCases(t)[0] // openai-chat/sync
-	replicas := func(mws ...Middleware) [2]http.RoundTripper { return [2]http.RoundTripper{New(nil, mws...), New(nil, mws...)} }
+	replicas := func(mws ...Middleware) [2]http.RoundTripper {
+		return [2]http.RoundTripper{New(nil, mws...), New(nil, mws...)}
+	}
 	// calls sends three requests of thread on replicas a, b, a; the first
 	// two must pass.
 	calls := func(rs [2]http.RoundTripper, thread string) exchange {
