@@ -48,8 +48,9 @@ func TestThreadLimitsAcrossReplicasInRedis(t *testing.T) {
 	srv := fp.New(call, call, call, call, call, call)
 	defer srv.Close()
 	c := wireCases(t)[0] // openai-chat/sync
-	replicas := func(mws ...Middleware) [2]http.RoundTripper {
-		return [2]http.RoundTripper{New(nil, mws...), New(nil, mws...)}
+	// Each replica has stages of its own: only Redis is shared.
+	replicas := func(stages func() []Middleware) [2]http.RoundTripper {
+		return [2]http.RoundTripper{New(nil, stages()...), New(nil, stages()...)}
 	}
 	// calls sends three requests of thread on replicas a, b, a; the first
 	// two must pass.
@@ -63,9 +64,12 @@ func TestThreadLimitsAcrossReplicasInRedis(t *testing.T) {
 		return do(t, rs[0], ctx, srv.URL+c.url, c.body)
 	}
 
-	ex := calls(replicas(
-		ModelCallLimit(guard.WithThreadLimit(10), guard.WithThreadStore(store), guard.WithExitBehavior(guard.ExitError)),
-		ToolCallLimit(guard.WithThreadLimit(2), guard.WithThreadStore(store), guard.WithExitBehavior(guard.ExitError))), "chat-42")
+	ex := calls(replicas(func() []Middleware {
+		return []Middleware{
+			ModelCallLimit(guard.WithThreadLimit(10), guard.WithThreadStore(store), guard.WithExitBehavior(guard.ExitError)),
+			ToolCallLimit(guard.WithThreadLimit(2), guard.WithThreadStore(store), guard.WithExitBehavior(guard.ExitError)),
+		}
+	}), "chat-42")
 	if typ, _ := errorType(t, c.w, ex.body); ex.resp.StatusCode != http.StatusUnprocessableEntity || typ != "tool_call_limit_exceeded" {
 		t.Fatalf("third call of the thread: %d %q, want 422 tool_call_limit_exceeded", ex.resp.StatusCode, typ)
 	}
@@ -77,7 +81,9 @@ func TestThreadLimitsAcrossReplicasInRedis(t *testing.T) {
 		}
 	}
 	n := len(srv.Requests())
-	ex = calls(replicas(ModelCallLimit(guard.WithThreadLimit(2), guard.WithThreadStore(store), guard.WithExitBehavior(guard.ExitError))), "chat-43")
+	ex = calls(replicas(func() []Middleware {
+		return []Middleware{ModelCallLimit(guard.WithThreadLimit(2), guard.WithThreadStore(store), guard.WithExitBehavior(guard.ExitError))}
+	}), "chat-43")
 	if typ, _ := errorType(t, c.w, ex.body); ex.resp.StatusCode != http.StatusUnprocessableEntity || typ != "model_call_limit_exceeded" {
 		t.Fatalf("third model call of the thread: %d %q, want 422 model_call_limit_exceeded", ex.resp.StatusCode, typ)
 	}
