@@ -185,8 +185,11 @@
 //
 // # Server-side state
 //
-// A Responses request that continues server-side conversation state
-// (previous_response_id, or conversation) is guarded without feedback:
+// A request whose conversation the server holds — a Responses request that
+// continues one (previous_response_id, or conversation), an Anthropic
+// request on a message thread (thread, created or continued; the tool
+// runner of anthropic-sdk-go uses one unless DisableThread) — is guarded
+// without feedback:
 // its calls are validated, and what stripping and coercion fix is written
 // back, but a call still invalid, or over a limit with
 // [guard.ExitContinue], is refused with a 422 of type tool_calls_refused

@@ -84,3 +84,22 @@ func TestServerStateLimitRefused(t *testing.T) {
 		t.Errorf("%d %q %q", ex.resp.StatusCode, typ, msg)
 	}
 }
+
+// An Anthropic request on a message thread, created or continued, is
+// guarded without feedback too.
+func TestAnthropicThreadWithoutFeedback(t *testing.T) {
+	t.Parallel()
+	for _, thread := range []string{`{"type":"create"}`, `{"type":"continue","previous_message_id":"msg_0"}`} {
+		body := []byte(`{"model":"claude","max_tokens":10,"thread":` + thread + `,"messages":[{"role":"user","content":"Weather?"}],` +
+			`"tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}}}}]}`)
+		srv := fp.New(fp.Reply(fp.Call("get_weather", `{"city": 42}`)), fp.Reply(fp.Call("get_weather", `{"city": "Paris"}`)))
+		ex := do(t, New(nil, ToolArgValidation()), context.Background(), srv.URL+"/v1/messages", body)
+		srv.Close()
+		if typ, msg := errorType(t, messagesWire{}, ex.body); ex.resp.StatusCode != 422 || typ != "tool_calls_refused" || !strings.Contains(msg, "thread") {
+			t.Errorf("thread %s: %d %q %q", thread, ex.resp.StatusCode, typ, msg)
+		}
+		if n := len(srv.Requests()); n != 1 {
+			t.Errorf("thread %s: %d upstream requests, want 1", thread, n)
+		}
+	}
+}
