@@ -152,24 +152,25 @@ func TestModelCallLimitStandIn(t *testing.T) {
 }
 
 // ModelRetry at the wire: a 429 is retried after the wait its
-// retry-after-ms asks for, a 529 and a 503 too; when it gives up, the
-// client receives the provider's last answer as it came.
+// retry-after-ms asks for, a 529 after its Retry-After, a 503 as the policy
+// says; when it gives up, the client receives the provider's last answer
+// as it came.
 func TestModelRetryAtTheWire(t *testing.T) {
 	t.Parallel()
 	for _, c := range wireCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			srv := fp.New(fp.Error(429, "retry-after-ms", "1500"), fp.Error(529), fp.Reply(fp.Text("Hello.")))
+			srv := fp.New(fp.Error(429, "retry-after-ms", "1500"), fp.Error(529, "Retry-After", "2"), fp.Error(503), fp.Reply(fp.Text("Hello.")))
 			defer srv.Close()
 			var waits []time.Duration
-			tr := New(nil, ModelRetry(guard.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} }),
+			tr := New(nil, ModelRetry(guard.WithMaxRetries(3), guard.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} }),
 				guard.WithSleep(func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil })))
 			got := clientRead(t, c, do(t, tr, context.Background(), srv.URL+c.url, c.body))
 			if text := c.w.text(got); text != "Hello." {
 				t.Errorf("text %q", text)
 			}
-			if len(waits) != 2 || waits[0] != 1500*time.Millisecond || waits[1] != 0 {
-				t.Errorf("waits %v, want [1.5s 0s]: the 429's retry-after-ms, then the policy's", waits)
+			if len(waits) != 3 || waits[0] != 1500*time.Millisecond || waits[1] != 2*time.Second || waits[2] != 0 {
+				t.Errorf("waits %v, want [1.5s 2s 0s]: the 429's retry-after-ms, the 529's Retry-After, then the policy's", waits)
 			}
 
 			// Given up: the last 503 as the provider sent it.
