@@ -730,13 +730,16 @@ type runArgs struct {
 func (a *Agent) Resume(ctx context.Context, in *Interrupt, decisions ...Decision) (*Result, error) {
 	ctx = ownThread(ctx) // a sub-agent's Resume is not on its caller's thread (RunMessages)
 	res, err := a.resume(ctx, in, decisions)
-	if a.events != nil && (errors.Is(err, ErrDecisionRefused) || errors.Is(err, ErrInterruptRefused)) {
+	if errors.Is(err, ErrDecisionRefused) || errors.Is(err, ErrInterruptRefused) {
 		e := guard.Event{Kind: guard.EventApprovalRefused, Middleware: "agent", Err: err}
 		var de *DecisionError
 		if errors.As(err, &de) {
 			e.CallID = de.CallID
 		}
-		a.events(ctx, e)
+		if a.events != nil {
+			ctx = guard.WithEvents(ctx, a.events)
+		}
+		guard.Report(ctx, e) // logged at Warn without a handler
 	}
 	return res, err
 }

@@ -95,14 +95,14 @@ func CallFrom(ctx context.Context) (CallInfo, bool) {
 	return st.info, true
 }
 
-type eventsKey struct{}
-
-// ReportEvent reports e from the tool stage: to the observers ctx carries
-// (otelguard adds it to the tool call's execute_tool span) and to the
-// agent's [WithEventHandler]. A tool middleware calls it with the context
-// it was given; e.Tool, e.CallID and e.Attempt are filled from [CallFrom]
-// when zero, and e.Middleware is "agent" when empty. Outside an agent's run
-// it tells only the observers.
+// ReportEvent reports e from the tool stage ([guard.Report]): to the
+// observers ctx carries (otelguard adds it to the tool call's execute_tool
+// span) and to the context's handler (the agent's [WithEventHandler], or
+// [guard.WithEvents]); without a handler, an event that means a protection
+// did not hold (forged_argument, approval_refused) is logged at Warn. A
+// tool middleware calls it with the context it was given; e.Tool, e.CallID
+// and e.Attempt are filled from [CallFrom] when zero, and e.Middleware is
+// "agent" when empty.
 func ReportEvent(ctx context.Context, e guard.Event) {
 	if st := callStateFrom(ctx); st != nil {
 		if e.Tool == "" {
@@ -118,10 +118,5 @@ func ReportEvent(ctx context.Context, e guard.Event) {
 	if e.Middleware == "" {
 		e.Middleware = "agent"
 	}
-	if o := guard.ObserverFrom(ctx); o != nil {
-		o.OnEvent(ctx, e)
-	}
-	if fn, _ := ctx.Value(eventsKey{}).(func(context.Context, guard.Event)); fn != nil {
-		fn(ctx, e)
-	}
+	guard.Report(ctx, e)
 }

@@ -51,7 +51,7 @@
 // of a tool that does not exist become tool messages the model reads, never
 // an aborted run. Cancelling the context stops a run promptly.
 //
-// A middleware that installs a guard.Observer (otelguard.Middleware
+// A middleware that installs a guard.Observer (middleware.Observe(otelguard.New())
 // does: it implements guard.ObserverInstaller) is installed for each
 // whole run, and the run's observers that implement guard.RunObserver
 // are told of the run and of each tool execution: with otelguard, an

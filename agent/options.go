@@ -117,12 +117,18 @@ func WithToolMiddleware(mws ...ToolMiddleware) Option {
 }
 
 // WithEventHandler sets a function the agent calls for each event of its
-// tool stage (the kinds documented with [guard.EventToolRetry]):
-// those the agent reports itself and those its tool middlewares report
-// with [ReportEvent]. Pass the function given to the model stage's
-// [guard.WithEventHandler] (such as [guard.LogEvents]) to see
-// both stages in one place. It is called on the tool call's goroutine,
-// concurrently, and must not block. The default reports nothing; the run's
+// runs, both stages' (it is the runs' context handler, [guard.WithEvents]):
+// the model stage's middlewares' events, the tool stage's (the kinds
+// documented with [guard.EventToolRetry]) that the agent reports itself and
+// those its tool middlewares report with [ReportEvent], and a refused
+// [Agent.Resume]. Give it here once, such as [guard.LogEvents], rather than
+// to each middleware too (which would see the model stage's twice). It is
+// called on the caller's or the tool call's goroutine, concurrently, and
+// must not block. Without it, a run reports to the handler of the context
+// it is given ([guard.WithEvents]), except a sub-agent run from a tool of
+// another agent, whose events never reach its caller's handler. With no
+// handler at all, the events that mean a protection did not hold (a give-up failing open, a forged injected argument, a refused
+// approval, a miswired stack) are logged to slog.Default at Warn; the run's
 // observers (otelguard) are told either way.
 func WithEventHandler(fn func(ctx context.Context, e guard.Event)) Option {
 	return func(c *config) { c.events = fn }

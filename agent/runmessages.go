@@ -77,9 +77,12 @@ func (a *Agent) runContext(ctx context.Context) (context.Context, *atomic.Int64)
 	ctx = guard.WithInjectedArgs(ctx, a.injected)
 	ctx, ledger := guard.WithCallRecord(ctx)
 	ctx = context.WithValue(ctx, ledgerKey{}, ledger)
-	// Always set, nil included: a sub-agent run from a tool of another
-	// agent reports to its own handler, not its caller's.
-	ctx = context.WithValue(ctx, eventsKey{}, a.events)
+	// Both stages' events reach the agent's handler, else the context's;
+	// a sub-agent run from a tool of another agent reports to its own
+	// handler, not its caller's.
+	if _, inTool := CallFrom(ctx); a.events != nil || inTool {
+		ctx = guard.WithEvents(ctx, a.events)
+	}
 	calls := new(atomic.Int64)
 	ctx = context.WithValue(ctx, modelCallsKey{}, calls)
 	return ctx, calls

@@ -28,6 +28,13 @@ type ArgsOptions struct {
 	// (or input that is not a JSON object, where they cannot be compared)
 	// are not used, so a value of the wrong type there stays an error.
 	Injected []string
+	// NoDecode skips decoding arguments that validation's one-pass check
+	// accepts as they are ([validation.Schema.AcceptsFast]): they are only
+	// validated, and ArgsResult.Value is nil. For callers
+	// that only need the cleaned arguments, as ToolArgValidation, which
+	// writes back only what it changed. It has no effect with
+	// strip.Recursive, which decodes every call to strip it.
+	NoDecode bool
 }
 
 // ArgsResult is what [CheckArgs] made of one call's arguments.
@@ -37,15 +44,17 @@ type ArgsResult struct {
 	// input becomes {}, so that whoever reads the call back can unmarshal it.
 	Args []byte
 	// Value is Args decoded, numbers as json.Number; nil when the arguments
-	// could not be decoded.
+	// could not be decoded, or were valid and not decoded
+	// (ArgsOptions.NoDecode).
 	Value map[string]any
 	// Changed reports that empty values were stripped or the arguments
 	// repaired, so Args differ from the input.
 	Changed bool
 	// Stripped lists the JSON Pointers of the empty values removed, sorted.
 	Stripped []string
-	// Repairs lists the repairs made; when it is not empty, the repaired
-	// arguments validate.
+	// Repairs lists the repairs made. When it is not empty, the repaired
+	// arguments validate, or (Err not nil) have fewer violations than the
+	// input and none it did not have.
 	Repairs []repair.Repair
 	// Err lists the violations that remain; nil when the arguments are
 	// valid.
@@ -61,11 +70,16 @@ type ArgsResult struct {
 //     fixes violations and adds none;
 //  3. if still invalid and o.Repair is set, the repaired arguments, stripped
 //     the same way, are used when they validate and hold o.Injected as the
-//     input did.
+//     input did, and also when they remove violations and add none: Err
+//     then lists only the violations the repairs leave, so that feedback
+//     names only what the model must fix.
 //
 // Arguments that cannot be decoded (not JSON, not an object, beyond
 // validation's limits) are never stripped.
 func CheckArgs(s *validation.Schema, raw []byte, o ArgsOptions) ArgsResult {
+	if o.NoDecode && s != nil && o.Strip != strip.Recursive && len(bytes.TrimSpace(raw)) > 0 && s.AcceptsFast(raw) {
+		return ArgsResult{Args: raw}
+	}
 	res := ArgsResult{Args: raw}
 	v, verr := parseArgs(s, raw, o.Strip, &res)
 	res.Value = v
@@ -77,8 +91,16 @@ func CheckArgs(s *validation.Schema, raw []byte, o ArgsOptions) ArgsResult {
 	if verr != nil && o.Repair != nil && mayRepairArgs(raw, v) {
 		if rv, reps := o.Repair.Repair(raw, s); len(reps) > 0 && rv != nil && keepsInjected(raw, rv, o.Injected) {
 			rres := ArgsResult{Value: rv}
-			if rerr := cleanArgs(s, rv, o.Strip, &rres); rerr == nil {
+			rerr := cleanArgs(s, rv, o.Strip, &rres)
+			if rerr == nil {
 				rres.Repairs = reps
+				return rres.withArgs(rv)
+			}
+			if validation.Improves(rerr, verr.Violations) {
+				// The repairs fix some violations and add none: they
+				// are kept, and only what toolguard could not fix is
+				// left for the model.
+				rres.Repairs, rres.Err = reps, rerr
 				return rres.withArgs(rv)
 			}
 		}

@@ -1,7 +1,9 @@
 package guard
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -24,7 +26,9 @@ const (
 	// value, when a thread limit is used with no thread id in the context
 	// (Err wraps [ErrNoThread]). [ToolArgValidation] reports it, once per
 	// middleware value, when a request offers two tools of one name (Err
-	// wraps [ErrDuplicateTool]).
+	// wraps [ErrDuplicateTool]), and when a request offers a tool whose
+	// schema is langchaingo's one-string placeholder, so that nothing
+	// typed is validated (Err wraps [ErrStringPlaceholder]).
 	EventMisconfigured EventKind = "misconfigured"
 	// EventEmptyResponse: [ToolArgValidation] got a response to a request
 	// that offers tools with neither a tool call nor any text. The
@@ -51,6 +55,15 @@ var ErrNoThread = errors.New("guard: a thread limit with no thread id in the con
 // [ToolArgValidation] reports for a request offering two tools with one
 // name: the last one's schema is used for both.
 var ErrDuplicateTool = errors.New("guard: two tools with one name")
+
+// ErrStringPlaceholder is wrapped by the Err of an [EventMisconfigured]
+// that [ToolArgValidation] reports for a tool whose schema is langchaingo's
+// one-string placeholder, {"__arg1": string}: langchaingo's
+// agents.OpenAIFunctionsAgent offers every tool that way, so the model is
+// never shown, and ToolArgValidation never checks, the tool's own
+// arguments. Offer the tools' own schemas with package agent/lctool
+// (OfferSchemas, with SchemaFor for an existing tools.Tool).
+var ErrStringPlaceholder = errors.New("guard: a tool offered with langchaingo's one-string schema")
 
 // ErrEmptyResponse is wrapped by the Err of an [EventEmptyResponse].
 var ErrEmptyResponse = errors.New("guard: empty response to a request offering tools")
@@ -118,4 +131,62 @@ func reportEmpty[Req, Resp any](ctx context.Context, m *toolArgValidation, c Cod
 	err := fmt.Errorf("%w: no tool call and no text (langchaingo's native ollama client drops tool calls: "+
 		"use its openai client with Ollama's /v1 endpoint)", ErrEmptyResponse)
 	m.emit(ctx, Event{Kind: EventEmptyResponse, Attempt: attempt, Err: err})
+}
+
+// placeholderArg is the one argument langchaingo's OpenAIFunctionsAgent
+// declares for every tool.
+const placeholderArg = "__arg1"
+
+// isStringPlaceholder reports whether schema (as a request offers it) is
+// langchaingo's one-string placeholder: an object schema whose only
+// property is "__arg1".
+func isStringPlaceholder(schema any) bool {
+	var m map[string]any
+	switch s := schema.(type) {
+	case map[string]any:
+		m = s
+	case json.RawMessage:
+		return rawPlaceholder(s)
+	case []byte:
+		return rawPlaceholder(s)
+	case string:
+		return rawPlaceholder([]byte(s))
+	default:
+		return false
+	}
+	props, _ := m["properties"].(map[string]any)
+	_, ok := props[placeholderArg]
+	return ok && len(props) == 1
+}
+
+func rawPlaceholder(raw []byte) bool {
+	if !bytes.Contains(raw, []byte(placeholderArg)) {
+		return false
+	}
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(raw, &s) != nil {
+		return false
+	}
+	_, ok := s.Properties[placeholderArg]
+	return ok && len(s.Properties) == 1
+}
+
+// checkPlaceholders reports, once per ToolArgValidation value, a tool of
+// the request whose schema is langchaingo's one-string placeholder.
+func (m *toolArgValidation) checkPlaceholders(ctx context.Context, tools []Tool) {
+	if m.placeholder.Load() {
+		return
+	}
+	for _, t := range tools {
+		if !isStringPlaceholder(t.Schema) || !m.placeholder.CompareAndSwap(false, true) {
+			continue
+		}
+		err := fmt.Errorf("%w: tool %s is offered as {%q: string} (langchaingo's agents.OpenAIFunctionsAgent offers every tool so), "+
+			"so its typed arguments are neither shown to the model nor validated; offer each tool's own schema: "+
+			"lctool.OfferSchemas(lctool.SchemaFor(tool, schema), ...) before ToolArgValidation", ErrStringPlaceholder, safetext.Quote(t.Name, 80), placeholderArg)
+		reportLoud(ctx, m.cfg.events, Event{Kind: EventMisconfigured, Middleware: validationName, Tool: t.Name, Err: err})
+		return
+	}
 }

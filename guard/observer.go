@@ -168,22 +168,89 @@ func Observe[Req, Resp any](c Codec[Req, Resp], o Observer) Middleware[Req, Resp
 	}
 }
 
-// report tells the observers in ctx, then handler, about e.
+// eventsKey is the context key of [WithEvents].
+type eventsKey struct{}
+
+// WithEvents returns a copy of ctx whose events are passed to fn: those of
+// every stage a call made with it goes through — the model stage's
+// middlewares and an agent's tool stage ([Report]) alike — after the
+// observers ctx carries. It is the one place to give a handler for both
+// stages; package agent gives its WithEventHandler here for each run. A
+// middleware given a handler of its own ([WithEventHandler]) reports to
+// that one instead. fn replaces a handler ctx carries; a nil fn removes
+// it. fn is called on the caller's goroutine, concurrently when the stack
+// is, and must not block.
+//
+// Without any handler, neither in the context nor the middleware's own,
+// the events that mean a protection did not hold are logged to
+// slog.Default at Warn, so that nothing passes unchecked, refused or
+// miswired in silence: [EventGiveUp] and [EventSchemaError] of a
+// middleware failing open, [EventStoreError] under [WithStoreFailOpen],
+// [EventForgedArgument], [EventApprovalRefused] and [EventMisconfigured].
+// With a handler, that handler decides ([LogEvents] logs them at Warn).
+func WithEvents(ctx context.Context, fn func(ctx context.Context, e Event)) context.Context {
+	if fn == nil && eventsFrom(ctx) == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, eventsKey{}, fn)
+}
+
+// eventsFrom returns the handler ctx carries ([WithEvents]), or nil.
+func eventsFrom(ctx context.Context) func(context.Context, Event) {
+	fn, _ := ctx.Value(eventsKey{}).(func(context.Context, Event))
+	return fn
+}
+
+// Report reports e, an event of a stage outside this package (an agent's
+// tool stage, an adapter's own), as the built-in middlewares report
+// theirs: to the observers ctx carries and to its handler ([WithEvents]);
+// without a handler, an event that means a protection did not hold
+// (forged_argument, approval_refused, misconfigured) is logged to
+// slog.Default at Warn.
+func Report(ctx context.Context, e Event) {
+	report(ctx, nil, e)
+}
+
+// loudKind reports whether events of kind k mean a protection did not
+// hold whatever reported them: a forged value, a refused approval, a
+// miswired stack.
+func loudKind(k EventKind) bool {
+	return k == EventForgedArgument || k == EventApprovalRefused || k == EventMisconfigured
+}
+
+// report tells the observers in ctx, then handler or, without one, the
+// context's handler, about e. With neither handler, an event of a loud
+// kind is logged.
 func report(ctx context.Context, handler eventOption, e Event) {
 	if o := ObserverFrom(ctx); o != nil {
 		o.OnEvent(ctx, e)
 	}
-	handler.emit(ctx, e)
+	if handler != nil {
+		handler.emit(ctx, e)
+		return
+	}
+	if fn := eventsFrom(ctx); fn != nil {
+		fn(ctx, e)
+		return
+	}
+	if loudKind(e.Kind) {
+		logLoud(ctx, e)
+	}
 }
 
 // reportLoud reports e, an event that means a protection did not hold (a
-// call passed unchecked or uncounted, or the stack is wired wrong), like
-// report; with no event handler set it also logs e to slog.Default() at
-// Warn, so that failing open is never silent by default.
+// call passed unchecked or uncounted), like report; with no event handler
+// at all it also logs e to slog.Default() at Warn, so that failing open is
+// never silent by default.
 func reportLoud(ctx context.Context, handler eventOption, e Event) {
 	report(ctx, handler, e)
-	if handler == nil {
-		slog.Default().LogAttrs(ctx, slog.LevelWarn, "toolguard: "+string(e.Kind), slog.Any("event", e),
-			slog.String("hint", "guard.WithEventHandler routes or silences these"))
+	if handler == nil && eventsFrom(ctx) == nil && !loudKind(e.Kind) {
+		logLoud(ctx, e)
 	}
+}
+
+// logLoud logs e to slog.Default at Warn.
+func logLoud(ctx context.Context, e Event) {
+	slog.Default().LogAttrs(ctx, slog.LevelWarn, "toolguard: "+string(e.Kind), slog.Any("event", e),
+		slog.String("hint", "guard.WithEvents or guard.WithEventHandler routes or silences these"))
 }

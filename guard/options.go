@@ -26,11 +26,15 @@ type Option interface {
 // [ModelRetry] retries after transient errors. The default is 2 for both, so at
 // most 3 model calls per layer. n must not be negative; the constructor
 // panics otherwise.
-func WithMaxRetries(n int) interface {
+func WithMaxRetries(n int) RetriesOption {
+	return maxRetriesOption(n)
+}
+
+// RetriesOption is the option both [ToolArgValidation] (its re-asks) and
+// [ModelRetry] (its retries) take: [WithMaxRetries].
+type RetriesOption interface {
 	ValidationOption
 	RetryOption
-} {
-	return maxRetriesOption(n)
 }
 
 type maxRetriesOption int
@@ -50,20 +54,25 @@ func (o maxRetriesOption) applyRetry(c *retryConfig) {
 	c.maxRetries = o.check("ModelRetry")
 }
 
-// WithEventHandler sets a function that every built-in middleware calls, on
-// the caller's goroutine, for each notable thing it does (see [EventKind]). It
-// is called concurrently when the wrapped model is used concurrently and must
-// not block; [LogEvents] adapts a *slog.Logger.
+// WithEventHandler sets a function that the middleware calls, on the
+// caller's goroutine, for each notable thing it does (see [EventKind]),
+// instead of the context's handler ([WithEvents]). It is called
+// concurrently when the stack is used concurrently and must not block;
+// [LogEvents] adapts a *slog.Logger. To see every middleware's events and
+// an agent's tool stage's in one place, give the handler once, to the
+// context ([WithEvents], or package agent's WithEventHandler), rather than
+// to each middleware.
 //
-// Without a handler (the default, or a nil fn), the events that mean a
-// protection did not hold are logged to [slog.Default] at Warn, so that
-// failing open is never silent: an [EventGiveUp] of a ToolArgValidation
-// that returns calls still invalid after its last re-ask, an
-// [EventSchemaError] whose tool's calls then pass unvalidated, an
-// [EventStoreError] under [WithStoreFailOpen], and every
-// [EventMisconfigured]. With [WithFailClosed] the first two are errors the
-// caller gets, and are not logged. The rest go nowhere. To silence them
-// too, pass a handler that does nothing.
+// Without any handler (the default, or a nil fn, and none in the
+// context), the events that mean a protection did not hold are logged to
+// [slog.Default] at Warn, so that failing open is never silent: an
+// [EventGiveUp] of a ToolArgValidation that returns calls still invalid
+// after its last re-ask, an [EventSchemaError] whose tool's calls then pass
+// unvalidated, an [EventStoreError] under [WithStoreFailOpen], and every
+// [EventForgedArgument], [EventApprovalRefused] and [EventMisconfigured].
+// With [WithFailClosed] the first two are errors the caller gets, and are
+// not logged. The rest go nowhere. To silence them too, pass a handler
+// that does nothing.
 func WithEventHandler(fn func(ctx context.Context, e Event)) Option {
 	return eventOption(fn)
 }

@@ -30,6 +30,8 @@ type InvalidOutputError struct {
 	Response any
 }
 
+// Error says how many model calls were made and what the last answer's
+// violations are.
 func (e *InvalidOutputError) Error() string {
 	return fmt.Sprintf("guard: answer still invalid after %d model calls: %v", e.Attempts, e.Err)
 }

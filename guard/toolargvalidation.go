@@ -128,13 +128,16 @@ func WithFeedback(fn func(*validation.Error) string) ValidationOption {
 // (code fences, prose, trailing commas, Python literals); repair.None()
 // turns repair off, so that every failing call costs a re-ask.
 //
-// A repair is kept only when the repaired arguments, stripped per
-// [WithStripEmpty], validate; then they are written back into the response
-// and an [EventRepaired] lists the repairs (one repair.Repair.String() per
-// entry of Paths), as [EventStripped] lists what stripping removed.
-// Otherwise the call is handled as without repair: the original arguments
-// are stripped, validated and, if still invalid, fed back to the model. A
-// valid call is never touched. r must not be nil.
+// A repair is kept when the repaired arguments, stripped per
+// [WithStripEmpty], validate, or when they remove violations and add none
+// (a "5" coerced beside a missing required property): then they are
+// written back into the response and an [EventRepaired] lists the repairs
+// (one repair.Repair.String() per entry of Paths), as [EventStripped] lists
+// what stripping removed, and a call still invalid is fed back with only
+// the violations the repairs leave, so the model is asked about nothing
+// toolguard fixed itself. Otherwise the call is handled as without repair:
+// the original arguments are stripped, validated and, if still invalid,
+// fed back to the model. A valid call is never touched. r must not be nil.
 func WithRepair(r repair.Repairer) ValidationOption {
 	if r == nil {
 		panic("guard: WithRepair(nil)")
@@ -175,6 +178,8 @@ type InvalidToolCallsError struct {
 	Response any
 }
 
+// Error says how many model calls were made and lists each invalid call's
+// violations.
 func (e *InvalidToolCallsError) Error() string {
 	msgs := make([]string, len(e.Errors))
 	for i, err := range e.Errors {
@@ -199,10 +204,12 @@ type SchemaError struct {
 	Err  error
 }
 
+// Error names the tool and why its schema does not compile.
 func (e *SchemaError) Error() string {
 	return fmt.Sprintf("guard: schema of tool %q: %v", e.Tool, e.Err)
 }
 
+// Unwrap returns the compilation error.
 func (e *SchemaError) Unwrap() error { return e.Err }
 
 // ToolArgValidation returns a middleware that makes sure the tool calls
@@ -255,9 +262,10 @@ func ToolArgValidation[Req, Resp any](c Codec[Req, Resp], opts ...ValidationOpti
 }
 
 type toolArgValidation struct {
-	cfg        validationConfig
-	cache      *validation.Cache
-	duplicates atomic.Bool // reported a request offering two tools of one name
+	cfg         validationConfig
+	cache       *validation.Cache
+	duplicates  atomic.Bool // reported a request offering two tools of one name
+	placeholder atomic.Bool // reported a tool offered with langchaingo's one-string schema
 }
 
 const validationName = "ToolArgValidation"
@@ -298,7 +306,9 @@ func validateCalls[Req, Resp any](ctx context.Context, m *toolArgValidation, c C
 			return resp, nil
 		}
 		if tools == nil {
-			tools = m.toolSchemas(ctx, c.Tools(req))
+			offered := c.Tools(req)
+			m.checkPlaceholders(ctx, offered)
+			tools = m.toolSchemas(ctx, offered)
 		}
 		verdicts, err := m.checkAll(ctx, calls, tools, attempt)
 		if err != nil {
@@ -307,7 +317,7 @@ func validateCalls[Req, Resp any](ctx context.Context, m *toolArgValidation, c C
 		invalid := invalidErrors(verdicts)
 		if len(invalid) == 0 {
 			m.reportForged(ctx, calls, verdicts, attempt, true)
-			if resp, err = c.Accept(resp, plain(verdicts)); err != nil {
+			if resp, err = accept(c, resp, verdicts); err != nil {
 				return zero, err
 			}
 			return deliver(ctx, gate, resp)
@@ -315,7 +325,7 @@ func validateCalls[Req, Resp any](ctx context.Context, m *toolArgValidation, c C
 		if attempt > m.cfg.maxRetries {
 			m.emitFailOpen(ctx, Event{Kind: EventGiveUp, Attempt: attempt, Err: invalid[0]})
 			m.reportForged(ctx, calls, verdicts, attempt, !m.cfg.failClosed)
-			if resp, err = c.Accept(resp, plain(verdicts)); err != nil {
+			if resp, err = accept(c, resp, verdicts); err != nil {
 				return zero, err
 			}
 			if m.cfg.failClosed {
@@ -488,13 +498,21 @@ func invalidErrors(vs []verdict) []*validation.Error {
 	return errs
 }
 
-// plain returns the verdicts as the codec takes them.
-func plain(vs []verdict) []Verdict {
+// accept writes the cleaned arguments of vs into resp through c; a
+// response none of whose calls changed is handed on as it is.
+func accept[Req, Resp any](c Codec[Req, Resp], resp Resp, vs []verdict) (Resp, error) {
+	changed := false
+	for _, v := range vs {
+		changed = changed || v.Args != nil
+	}
+	if !changed {
+		return resp, nil
+	}
 	out := make([]Verdict, len(vs))
 	for i, v := range vs {
 		out[i] = v.Verdict
 	}
-	return out
+	return c.Accept(resp, out)
 }
 
 func (m *toolArgValidation) checkAll(ctx context.Context, calls []Call, tools toolSchemas, attempt int) ([]verdict, error) {
@@ -557,7 +575,7 @@ func (m *toolArgValidation) check(ctx context.Context, c Call, tools toolSchemas
 	injected := InjectedArgsFrom(ctx, c.Name)
 	args, forged := dropForged(c.Args, injected)
 	cleaned := args // nil: as sent
-	res := CheckArgs(schema, current(c, args), ArgsOptions{Strip: m.cfg.strip, Repair: m.cfg.repair})
+	res := CheckArgs(schema, current(c, args), ArgsOptions{Strip: m.cfg.strip, Repair: m.cfg.repair, NoDecode: true})
 	if res.Changed {
 		cleaned = res.Args
 	}

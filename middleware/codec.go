@@ -63,10 +63,7 @@ func (codec) Reask(req *Request, resp *llms.ContentResponse, as []guard.Answer) 
 			tcs[i].FunctionCall = &fn
 		}
 	}
-	return &Request{
-		Messages: withReplay(req.Messages, ToolCallMessages(ResponseText(resp), tcs, results)),
-		Options:  req.Options,
-	}, nil
+	return req.with(withReplay(req.Messages, ToolCallMessages(ResponseText(resp), tcs, results))), nil
 }
 
 // Tools returns the function tools of req ([Request.Tools]).
@@ -210,11 +207,8 @@ func (codec) SetAnswers(resp *llms.ContentResponse, answers []string) (*llms.Con
 // ReaskAnswer returns req's messages followed by resp's text as an AI
 // message and feedback as a human one, and req's options.
 func (codec) ReaskAnswer(req *Request, resp *llms.ContentResponse, feedback string) (*Request, error) {
-	return &Request{
-		Messages: withReplay(req.Messages, []llms.MessageContent{
-			llms.TextParts(llms.ChatMessageTypeAI, ResponseText(resp)),
-			llms.TextParts(llms.ChatMessageTypeHuman, feedback),
-		}),
-		Options: req.Options,
-	}, nil
+	return req.with(withReplay(req.Messages, []llms.MessageContent{
+		llms.TextParts(llms.ChatMessageTypeAI, ResponseText(resp)),
+		llms.TextParts(llms.ChatMessageTypeHuman, feedback),
+	})), nil
 }

@@ -1,22 +1,26 @@
-// Package middleware wraps any langchaingo llms.Model in a chain of
-// wrap-model-call middlewares that make sure only well-formed, allowed tool
-// calls leave the model:
+// Package middleware is toolguard's langchaingo adapter: it wraps any
+// langchaingo llms.Model in a chain of wrap-model-call middlewares that
+// make sure only well-formed, allowed tool calls leave the model. The
+// stages are package guard's, written once for every host, given this
+// package's codec for langchaingo's requests and responses:
 //
 //   - [ToolArgValidation] validates every tool call against its tool's JSON
 //     Schema, strips hallucinated empty values, and re-asks the model with
-//     feedback naming every violation;
+//     feedback naming every violation ([guard.ToolArgValidation]);
 //   - [ModelRetry] retries transient model errors (429, 5xx, timeouts) with
 //     backoff, jitter and the server's retry hint (Retry-After headers
-//     through [retry.HTTPClient]);
+//     through [retry.HTTPClient]) ([guard.ModelRetry]);
 //   - [ToolCallLimit] caps tool calls per run and per thread, for all tools
-//     or one;
-//   - [ModelCallLimit] caps model calls per run and per thread;
+//     or one ([guard.ToolCallLimit]);
+//   - [ModelCallLimit] caps model calls per run and per thread
+//     ([guard.ModelCallLimit]);
 //   - [OutputValidation] makes a final text answer a JSON object its schema
 //     accepts (repaired, re-asked, held from the stream until accepted),
-//     for callers without package agent.
+//     for callers without package agent ([guard.OutputValidation]).
 //
-// [Wrap] returns an llms.Model, so the result drops into langchaingo's agents
-// and chains or any loop of your own:
+// They take package guard's options. [Wrap] returns an llms.Model, so the
+// result drops into langchaingo's agents and chains or any loop of your
+// own:
 //
 //	guarded := middleware.Wrap(llm,
 //		middleware.ToolCallLimit(guard.WithRunLimit(20)),
@@ -25,39 +29,36 @@
 //	)
 //
 // The order matters; [Chain] states the rule and why this order is the one
-// to use. Writing a middleware takes one function ([Func], [Handler]);
-// events from the built-in ones reach [guard.WithEventHandler] ([guard.LogEvents] adapts
-// slog). Everything in the package is safe for concurrent use. The package
-// imports langchaingo's llms only: not its agents, chains or tools. For
-// tests, package fakemodel provides a scripted tool-calling model.
+// to use. Writing a middleware takes one function ([Func], [Handler]); [From]
+// adapts any guard middleware, and [Observe] installs a [guard.Observer]
+// (otelguard's). Events reach one handler ([guard.WithEvents] on the
+// context, or [guard.WithEventHandler] per middleware; [guard.LogEvents]
+// adapts slog). Everything in the package is safe for concurrent use. The
+// package imports langchaingo's llms only: not its agents, chains or tools.
+// For tests, package fakemodel provides a scripted tool-calling model.
 //
-// # Validation
+// # Requests and responses
 //
-// A tool's schema may be a map[string]any, json.RawMessage, []byte, string,
-// a *[validation.Schema] (from [validation.Typed] or [validation.Compile]) or
-// any JSON-marshalable value such as langchaingo's jsonschema.Definition.
-// [guard.WithSchema] overrides the request's schema for a tool, and
-// [guard.WithToolSchemas] lets an agent that sends maps (langchaingo's googleai
-// provider takes nothing else) hand over the originals, so that a typed
-// schema keeps its [validation.Validator] hook. Schemas are compiled lazily,
-// once per middleware value, and recognised by identity with a content
-// fingerprint behind it; a schema whose "$schema" names no known draft is
-// enforced with the default draft ([guard.EventSchemaFallback]).
+// A tool's schema comes from the request's tools: Function.Parameters as a
+// map[string]any, json.RawMessage, []byte, string, a *[validation.Schema]
+// (from [validation.Typed] or [validation.Compile]) or any JSON-marshalable
+// value such as langchaingo's jsonschema.Definition; the deprecated
+// llms.WithFunctions counts too ([Request.Tools]). [guard.WithToolSchemas]
+// lets an agent that sends maps (langchaingo's googleai provider takes
+// nothing else) hand over the originals, so that a typed schema keeps its
+// [validation.Validator] hook.
 //
-// Empty values are stripped per [strip.Mode]: strip.SchemaAware (the
-// default) touches only invalid calls and removes a null, {} or [] only where
-// that removes violations and adds none; strip.Recursive applies LangChain's
-// rule to every call; strip.Off never strips. Then an invalid call is
-// repaired per [guard.WithRepair]: by default repair.Coercions turns "5" into 5
-// and "true" or "True" into true where the schema wants a number or a
-// boolean, decodes an array or object sent as a string (JSON, or a Python
-// literal: "['M', 'L']") where the schema wants one, and decodes an
-// arguments object sent as a JSON string, when the call then validates
-// ([guard.EventRepaired]; package repair compares it with pydantic's lax mode). [guard.WithClosedObjects] makes an undeclared parameter a violation. A re-ask is not cumulative:
-// the model sees the original messages and its latest rejected response,
-// one AI message per tool call (the first also carrying the response's
-// text), each followed by a tool message — the layout OpenAI, Anthropic and
-// Google accept alike ([ToolCallMessages]).
+// Tool calls are read from every choice of a response (Anthropic's
+// provider returns one choice per content block; a choice with only the
+// legacy FuncCall counts too), and a call without an id gets a
+// deterministic one, written back ([ToolCalls]). Cleaned arguments are
+// written into each call's FunctionCall. A re-ask shows the model the
+// original messages and its latest rejected response, one AI message per
+// tool call (the first also carrying the response's text), each followed
+// by a tool message — the layout OpenAI, Anthropic and Google accept alike
+// ([ToolCallMessages]). A stand-in answer (a limit's [guard.ExitEnd], a
+// [guard.ContinueOnFailure]) is a one-choice text response that
+// [StandInError] reads back.
 //
 // # Streaming
 //
@@ -91,36 +92,23 @@
 //
 // # Limits
 //
-// ToolCallLimit and the limits of one model call share a ledger in the
-// context: when a limiter blocks a response, everything the limiters inside
-// it counted for that response is taken back. So limiters stack:
+// Limiters stack and count each call once (package guard, "Limits"):
 //
 //	Wrap(model,
-//		ToolCallLimit(WithRunLimit(10)),
-//		ToolCallLimit(WithToolName("search"), WithRunLimit(3)),
+//		ToolCallLimit(guard.WithRunLimit(10)),
+//		ToolCallLimit(guard.WithToolName("search"), guard.WithRunLimit(3)),
 //	)
 //
-// caps all calls at 10 and searches at 3 per run. Each layer sees the
-// response the layers inside it let out and re-asks through them. Limiters
-// sharing a count (the same run, or a [guard.ThreadStore] both were given) count
-// each call once. Place limiters outside re-invoking middlewares: a
-// middleware outside a limiter that discards its response would leave
-// counted calls that never ran.
-//
-// Each [ModelCallLimit] keeps its own run count, so an outer one (agent
-// steps) and an inner one (requests, re-asks included; without [guard.WithRun] a
-// re-ask counts as the AI messages it replays) may be stacked in one run.
-// Stacked ones with thread limits in one store share the thread's count,
-// each adding every request it sees: give such layers separate stores
-// ([guard.WithThreadStore], a redisstore with its own prefix, say).
-//
-// Thread counts live in a [guard.ThreadStore]: in each limiter's memory by
-// default, or shared by replicas serving the same threads (package
-// redisstore keeps them in Redis). ToolCallLimit and ModelCallLimit may
-// share one store: their counts have different keys ([guard.ThreadKey].Kind). A
-// store that fails fails the model call with a *[guard.StoreError], so that
-// nothing leaves unlimited; [guard.WithStoreFailOpen] lets calls through instead
-// ([guard.EventStoreError]).
+// caps all calls at 10 and searches at 3 per run. Without a run in the
+// context ([guard.WithRun]), the run is read from the transcript: the tool
+// calls (or, for ModelCallLimit, the AI messages) after the last human
+// message, so an unchanged agents.Executor works; langchaingo records each
+// parallel call as an AI message of its own, so ModelCallLimit's count from
+// a transcript is an upper bound. Place limiters outside re-invoking
+// middlewares: a middleware outside a limiter that discards its response
+// would leave counted calls that never ran. Each [ModelCallLimit] keeps its
+// own run count, so an outer one (agent steps) and an inner one (requests,
+// re-asks included) may be stacked in one run.
 //
 // # Provider clients
 //

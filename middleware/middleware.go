@@ -15,14 +15,42 @@ import (
 type Request struct {
 	Messages []llms.MessageContent
 	Options  []llms.CallOption
+
+	// applied is Options applied, when the request was made by this
+	// package (newRequest): its options are applied once per model call,
+	// however many middlewares read them.
+	applied *llms.CallOptions
+}
+
+// newRequest returns a request of messages and options whose options are
+// applied once, now.
+func newRequest(messages []llms.MessageContent, options []llms.CallOption) *Request {
+	r := &Request{Messages: messages, Options: options}
+	o := applyOptions(options)
+	r.applied = &o
+	return r
 }
 
 // CallOptions returns the request's options applied, in order, to a zero
-// llms.CallOptions. It is computed on each call; callers on a hot path keep
-// the result.
+// llms.CallOptions. A request the middlewares make (every request a
+// wrapped model's middlewares see) has them applied once; one built
+// otherwise computes them on each call.
 func (r *Request) CallOptions() llms.CallOptions {
+	if r.applied != nil {
+		return *r.applied
+	}
+	return applyOptions(r.Options)
+}
+
+// with returns a request of messages with r's options (applied once, as
+// r's).
+func (r *Request) with(messages []llms.MessageContent) *Request {
+	return &Request{Messages: messages, Options: r.Options, applied: r.applied}
+}
+
+func applyOptions(options []llms.CallOption) llms.CallOptions {
 	var o llms.CallOptions
-	for _, opt := range r.Options {
+	for _, opt := range options {
 		if opt != nil {
 			opt(&o)
 		}

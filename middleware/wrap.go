@@ -53,7 +53,7 @@ var errNilResponse = errors.New("middleware: model returned a nil response and a
 
 // GenerateContent runs the middleware chain and then the wrapped model.
 func (w *wrapped) GenerateContent(ctx context.Context, messages []llms.MessageContent, options ...llms.CallOption) (*llms.ContentResponse, error) {
-	return w.handler(ctx, &Request{Messages: messages, Options: options})
+	return w.handler(ctx, newRequest(messages, options))
 }
 
 // Call sends prompt as a single human message through GenerateContent, so the

@@ -298,6 +298,20 @@ func (s *Schema) ValidateJSON(args []byte) error {
 	return nil
 }
 
+// AcceptsFast reports whether args are valid by validation's one-pass
+// check alone, which reads the bytes without decoding them (and, for a
+// typed schema, its decoding and Validate hook): true means
+// [Schema.ValidateJSON] would return nil. false means only that the fast
+// check could not tell (a keyword outside it, or arguments it refuses):
+// call ValidateJSON or [Schema.Parse] to know. A pipeline that decodes
+// only what it must change calls it first.
+func (s *Schema) AcceptsFast(args []byte) bool {
+	if _, ok := s.fastAccepts(args); ok {
+		return s.typedCheck(args) == nil
+	}
+	return false
+}
+
 // Parse is [Schema.ValidateJSON] for code that goes on to use the
 // arguments: it returns them decoded as by [DecodeArgs] together with nil
 // or the *[Error] listing every violation, as a typed value. The decoded

@@ -170,6 +170,7 @@ func testConcurrentSaves(t *testing.T, cp agent.Checkpointer) {
 // Counts is how many times each tool ran.
 type Counts map[string]int
 
+// String lists the counts by tool, sorted: "a=1 b=2".
 func (c Counts) String() string {
 	names := make([]string, 0, len(c))
 	for n := range c {

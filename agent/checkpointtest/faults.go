@@ -34,6 +34,7 @@ const (
 	ConflictAfterWrite
 )
 
+// String names the fault.
 func (f Fault) String() string {
 	switch f {
 	case Fail:

@@ -68,6 +68,46 @@ func injectedArgs(t agent.Tool) []string {
 
 type langchainTool struct{ t agent.Tool }
 
+// SchemaFor returns t, an existing langchaingo tool, as an [agent.Tool] with
+// the JSON Schema of its arguments given beside it, for [OfferSchemas]:
+//
+//	executor := agents.NewExecutor(agents.NewOpenAIFunctionsAgent(
+//		middleware.Wrap(model,
+//			lctool.OfferSchemas(lctool.SchemaFor(refund, validation.Typed[RefundArgs]())),
+//			middleware.ToolArgValidation(),
+//		),
+//		[]tools.Tool{refund}, // unchanged
+//	))
+//
+// The Executor keeps running t itself; SchemaFor only tells the model stage
+// what t takes, so the model is offered the schema and ToolArgValidation
+// validates (and re-asks) against it instead of langchaingo's one-string
+// placeholder ({"__arg1": string}). The model then sends a JSON object of
+// arguments, which OpenAIFunctionsAgent hands to t.Call as they are (after
+// ToolArgValidation's repairs): use it for tools that read a JSON object;
+// a tool that takes one plain string (tools.Calculator) needs no schema.
+// The returned tool's Call passes its arguments to t.Call the same way, so
+// it also runs in an agent.Agent. schema is any form [validation.Compile]
+// takes; SchemaFor panics if t or schema is nil.
+func SchemaFor(t tools.Tool, schema any) agent.Tool {
+	if t == nil || schema == nil {
+		panic("lctool: SchemaFor(nil tool or nil schema)")
+	}
+	return schemaTool{t: t, schema: schema}
+}
+
+type schemaTool struct {
+	t      tools.Tool
+	schema any
+}
+
+func (s schemaTool) Name() string        { return s.t.Name() }
+func (s schemaTool) Description() string { return s.t.Description() }
+func (s schemaTool) Schema() any         { return s.schema }
+func (s schemaTool) Call(ctx context.Context, args string) (string, error) {
+	return s.t.Call(ctx, args)
+}
+
 func (l langchainTool) Name() string        { return l.t.Name() }
 func (l langchainTool) Description() string { return l.t.Description() }
 func (l langchainTool) Call(ctx context.Context, input string) (string, error) {
@@ -95,6 +135,9 @@ func (l langchainTool) Call(ctx context.Context, input string) (string, error) {
 //		middleware.ModelRetry(),
 //	)
 //	executor := agents.NewExecutor(agents.NewOpenAIFunctionsAgent(llm, lcTools))
+//
+// An existing tools.Tool that reads a JSON object is given its schema with
+// [SchemaFor] and stays in the Executor unchanged.
 //
 // In each request, a tool or function (OpenAIFunctionsAgent sends the
 // deprecated llms.WithFunctions) named as one of ts gets that tool's schema

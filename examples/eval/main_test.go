@@ -30,8 +30,8 @@ func TestEvalSample(t *testing.T) {
 		"#### invented key (open schema)",
 		"#### required key dropped",
 		"#### 2–3 corruptions at once",
-		"| old default (no coercion) |", "| new default |", "| default + repair |", "| strict (WithClosedObjects) |", "| strip off |",
-		"| first error only (v5 Error()) |", "| LangChain proposal format |",
+		"| no repair (repair.None()) |", "| default (coercions) |", "| coercions and text repairs (repair.Default()) |", "| closed objects (WithClosedObjects) |", "| no stripping (strip.Off) |",
+		"| feedback: first error only (jsonschema v5 Error()) |", "| feedback: the LangChain proposal's format |",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)

@@ -1,10 +1,13 @@
-// Package otelguard makes what toolguard's middlewares do visible in
+// Package otelguard makes what toolguard's stages do visible in
 // OpenTelemetry traces and metrics: every re-ask, retry and blocked tool
 // call, and every request that really reaches the model.
 //
-// [Middleware] is placed outermost in the stack. It is the only toolguard
-// package that imports OpenTelemetry: the core reports to a
-// guard.Observer carried by the context, which Middleware installs.
+// [New] returns a guard.Observer, which an adapter installs outermost in
+// its stack: middleware.Observe(otelguard.New()) for langchaingo,
+// httpguard.Observe(otelguard.New()) at the wire. It is the only toolguard
+// package that imports OpenTelemetry: the stages report to a
+// guard.Observer carried by the context, and the adapter gives it the model
+// name and the token usage of each request (guard.ModelResult).
 //
 // # Spans
 //
@@ -27,10 +30,10 @@
 //     gen_ai.usage.output_tokens (when reported), gen_ai.response.finish_reasons,
 //     and error.type and an error status when the request fails.
 //   - "invoke_agent" and "execute_tool {name}" (kind Internal): when an
-//     agent.Agent is given the middleware (agent.WithMiddleware), one span
+//     agent.Agent is given the observer (agent.WithMiddleware(middleware.Observe(o))), one span
 //     per run and, under it, one per tool execution with gen_ai.tool.name,
 //     gen_ai.tool.call.id, gen_ai.tool.type and error.type on a tool error.
-//     The middleware may be given inside a middleware.Chain. A tool
+//     The observing middleware may be given inside a middleware.Chain. A tool
 //     execution's span covers the agent's whole tool stage (its tool
 //     middlewares, every attempt of agent.ToolRetry) and carries the tool
 //     stage's events as span events, with the attributes above:
@@ -38,9 +41,10 @@
 //     "toolguard.tool_denied", "toolguard.args_rewritten",
 //     "toolguard.args_rejected", "toolguard.run_stopped".
 //
-// error.type is the code of an *llms.Error in the error's chain
-// (langchaingo's providers map their errors to one: "rate_limit",
-// "provider_unavailable", "authentication", …), "canceled" or "timeout"
+// error.type is the code of a provider's error in the error's chain (an
+// error struct with a string field Code: langchaingo's providers map their
+// errors to an *llms.Error with one, "rate_limit", "provider_unavailable",
+// "authentication", …), "canceled" or "timeout"
 // for a context's errors, "_OTHER"
 // for untyped errors (errors.New, fmt.Errorf), else the error's Go type
 // ("*retry.Error", "*validation.Error", "*guard.LimitExceededError").
@@ -61,7 +65,8 @@
 //
 // # Token usage
 //
-// langchaingo reports usage in llms.ContentChoice.GenerationInfo under keys
+// The adapter reads each response's usage. langchaingo reports it in
+// llms.ContentChoice.GenerationInfo under keys
 // that differ by provider. In v0.1.14:
 //
 //	provider                    input tokens                  output tokens

@@ -25,7 +25,7 @@ const (
 	TokenUsageMetric = "gen_ai.client.token.usage"
 )
 
-// metrics holds the instruments of one Middleware.
+// metrics holds the instruments of one Observer.
 type metrics struct {
 	events   metric.Int64Counter
 	duration metric.Float64Histogram

@@ -5,7 +5,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Option configures [Middleware].
+// Option configures [New].
 type Option func(*config)
 
 type config struct {
@@ -16,13 +16,13 @@ type config struct {
 }
 
 // WithTracerProvider sets where the spans go. The default, and a nil tp, is
-// otel.GetTracerProvider() as it is when [Middleware] is called.
+// otel.GetTracerProvider() as it is when [New] is called.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(c *config) { c.tp = tp }
 }
 
 // WithMeterProvider sets where the metrics go. The default, and a nil mp, is
-// otel.GetMeterProvider() as it is when [Middleware] is called.
+// otel.GetMeterProvider() as it is when [New] is called.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(c *config) { c.mp = mp }
 }
@@ -43,8 +43,8 @@ func WithCaptureContent() Option {
 // WithProviderName sets gen_ai.provider.name on the chat spans and the
 // GenAI metrics: "openai", "anthropic", "gcp.gemini", "aws.bedrock", … as
 // the GenAI semantic conventions name them. The default, "", leaves the
-// attribute out: the middleware cannot tell which provider the wrapped
-// model calls.
+// attribute out: the observer cannot tell which provider the adapter
+// calls.
 func WithProviderName(name string) Option {
 	return func(c *config) { c.provider = name }
 }

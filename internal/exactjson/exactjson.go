@@ -16,6 +16,7 @@ type TrailingDataError struct {
 	Offset int64 // where the value ended, in bytes
 }
 
+// Error says that data follows the JSON value.
 func (e *TrailingDataError) Error() string {
 	return "unexpected data after the JSON value at byte " + strconv.FormatInt(e.Offset, 10)
 }

@@ -29,7 +29,7 @@ func TestPublishedClaims(t *testing.T) {
 	for _, c := range eval.Configs() {
 		byName[c.Name] = c
 	}
-	configs := []eval.Config{byName["new default"], byName["default + repair"], byName["strict (WithClosedObjects)"]}
+	configs := []eval.Config{byName["default (coercions)"], byName["coercions and text repairs (repair.Default())"], byName["closed objects (WithClosedObjects)"]}
 	r, err := eval.Run(context.Background(), cases, eval.Options{Seed: 20260921, Configs: configs})
 	if err != nil {
 		t.Fatal(err)

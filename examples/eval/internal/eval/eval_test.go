@@ -199,6 +199,9 @@ func TestFeedbackDecidesTheRounds(t *testing.T) {
 	two.First = `{"city":7,"days":3,"hourly":false,"units":"Celsius","where":{"lat":48.85,"lon":2.35}}` // no coercion applies
 	fence := threeErrors(t)
 	fence.First = "```json\n" + fence.Truth + "\n```"
+	three := threeErrors(t)
+	three.First = `{"city":7,"days":"three","hourly":false,"units":"Celsius","where":{"lat":48.85,"lon":2.35}}` // none coerced
+	coercedOnly := threeErrors(t)                                                                               // "3" for days is coerced: the feedback names the other two
 	vague := func(*validation.Error) string { return "Invalid arguments. Fix all errors and try again." }
 	noWhy := func(*validation.Error) string { return "(root): the arguments are not valid JSON." }
 
@@ -212,7 +215,8 @@ func TestFeedbackDecidesTheRounds(t *testing.T) {
 		{"all errors named: one re-ask", mw(), threeErrors(t), 2, true},
 		{"LangChain format names all: one re-ask", mw(guard.WithFeedback(eval.LangChain)), threeErrors(t), 2, true},
 		{"first error only, two errors: two re-asks", mw(guard.WithFeedback(eval.FirstError)), two, 3, true},
-		{"first error only, three errors: out of re-asks", mw(guard.WithFeedback(eval.FirstError)), threeErrors(t), 3, false},
+		{"first error only, three errors: out of re-asks", mw(guard.WithFeedback(eval.FirstError)), three, 3, false},
+		{"first error only, two errors and a coercion: two re-asks", mw(guard.WithFeedback(eval.FirstError)), coercedOnly, 3, true},
 		{"no path in the feedback: nothing fixed", mw(guard.WithFeedback(vague)), threeErrors(t), 3, false},
 		{"not JSON, told why: one re-ask", mw(), fence, 2, true},
 		{"not JSON, not told why: nothing fixed", mw(guard.WithFeedback(noWhy)), fence, 3, false},
@@ -350,7 +354,7 @@ func TestRunSample(t *testing.T) {
 		t.Errorf("strict: %d of %d calls end valid, want >= 99%%", strict.Valid, strict.Calls)
 	}
 	if def.NoCall <= old.NoCall || def.ModelCalls >= old.ModelCalls {
-		t.Errorf("new default: %d fixed without a model call and %d model calls, old default %d and %d; want coercions to save calls",
+		t.Errorf("default: %d fixed without a model call and %d model calls, no repair %d and %d; want coercions to save calls",
 			def.NoCall, def.ModelCalls, old.NoCall, old.ModelCalls)
 	}
 	if rep.NoCall <= def.NoCall || rep.ModelCalls >= def.ModelCalls {
@@ -360,7 +364,7 @@ func TestRunSample(t *testing.T) {
 	if first.ModelCalls < def.ModelCalls || first.Valid > def.Valid {
 		t.Errorf("first-error-only feedback did better than all errors: %+v vs %+v", first, def)
 	}
-	for _, want := range []string{"#### All corrupted calls", "| new default |", "| strict (WithClosedObjects) |", "#### invented key (open schema)", "#### 2–3 corruptions at once"} {
+	for _, want := range []string{"#### All corrupted calls", "| default (coercions) |", "| closed objects (WithClosedObjects) |", "#### invented key (open schema)", "#### 2–3 corruptions at once"} {
 		if !strings.Contains(one, want) {
 			t.Errorf("report lacks %q", want)
 		}

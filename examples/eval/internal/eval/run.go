@@ -30,19 +30,20 @@ type Config struct {
 	RawSchema bool
 }
 
-// Configs returns the configurations of the evaluation, toolguard's
-// default before and after coercions were turned on first. All re-ask up
-// to MaxRetries times; the last three differ from the new default only in
-// stripping or the feedback text.
+// Configs returns the configurations of the evaluation, each named by what
+// it configures: no repair first (the baseline every row's "model calls
+// saved" is counted against), then toolguard's default (coercions). All
+// re-ask up to MaxRetries times; the last three differ from the default
+// only in stripping or the feedback text.
 func Configs() []Config {
 	return []Config{
-		{Name: "old default (no coercion)", Options: []guard.ValidationOption{guard.WithRepair(repair.None())}},
-		{Name: "new default"},
-		{Name: "default + repair", Options: []guard.ValidationOption{guard.WithRepair(repair.Default())}},
-		{Name: "strict (WithClosedObjects)", Options: []guard.ValidationOption{guard.WithClosedObjects()}, RawSchema: true},
-		{Name: "strip off", Options: []guard.ValidationOption{guard.WithStripEmpty(strip.Off)}},
-		{Name: "first error only (v5 Error())", Options: []guard.ValidationOption{guard.WithFeedback(FirstError)}},
-		{Name: "LangChain proposal format", Options: []guard.ValidationOption{guard.WithFeedback(LangChain)}},
+		{Name: "no repair (repair.None())", Options: []guard.ValidationOption{guard.WithRepair(repair.None())}},
+		{Name: "default (coercions)"},
+		{Name: "coercions and text repairs (repair.Default())", Options: []guard.ValidationOption{guard.WithRepair(repair.Default())}},
+		{Name: "closed objects (WithClosedObjects)", Options: []guard.ValidationOption{guard.WithClosedObjects()}, RawSchema: true},
+		{Name: "no stripping (strip.Off)", Options: []guard.ValidationOption{guard.WithStripEmpty(strip.Off)}},
+		{Name: "feedback: first error only (jsonschema v5 Error())", Options: []guard.ValidationOption{guard.WithFeedback(FirstError)}},
+		{Name: "feedback: the LangChain proposal's format", Options: []guard.ValidationOption{guard.WithFeedback(LangChain)}},
 	}
 }
 
