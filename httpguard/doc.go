@@ -209,7 +209,8 @@
 // request, a sync response, a stream's event and its assembled response.
 // A request or sync response past the bound passes through unguarded and
 // untouched (never buffered whole), reported at Warn. A stream whose
-// assembled response passes the bound ends with an error event. An
+// assembled response passes the bound cannot be guarded: it ends with an
+// error event once it has begun, and fails with the error before. An
 // upstream error body is kept up to the bound.
 //
 // # Credentials
