@@ -50,8 +50,9 @@ type messagesAssembler struct {
 	budget
 	message []byte
 	blocks  []*blockAcc
-	delta   []byte // the last message_delta's delta
-	usage   []byte // the last message_delta's usage
+	delta   []byte         // the last message_delta's delta
+	usage   []byte         // the last message_delta's usage
+	last    *messagesEvent // the event add took last
 }
 
 func (a *messagesAssembler) add(ev sseEvent) (bool, error) {
@@ -62,6 +63,7 @@ func (a *messagesAssembler) add(ev sseEvent) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	a.last = e
 	switch e.Type {
 	case "message_start":
 		a.message = e.Message
@@ -233,7 +235,7 @@ func (g *messagesGate) event(ev sseEvent) (bool, error) {
 	if err != nil {
 		return done, err
 	}
-	e, _ := parseMessagesEvent(ev)
+	e := g.asm.last // add parsed it
 	first := g.attempt == 0
 	switch e.Type {
 	case "message_start":
@@ -386,13 +388,26 @@ func (g *messagesGate) accept(resp []byte) error {
 			return err
 		}
 	}
+	// The blocks: for the first attempt those the client has not read;
+	// for a later one its tool_use blocks or, when it has none (the model
+	// answered in text after a re-ask, or a stand-in answer), its text
+	// blocks, since that text is the answer.
 	var emit []int
-	if g.attempt == 0 {
+	switch {
+	case g.attempt == 0:
 		for i := g.passed; i < len(blocks); i++ {
 			emit = append(emit, i)
 		}
-	} else {
+	case len(uses) > 0:
 		emit = uses
+	default:
+		for i, b := range blocks {
+			if typ, err := optStr(resp, b, "type"); err != nil {
+				return err
+			} else if typ == "text" {
+				emit = append(emit, i)
+			}
+		}
 	}
 	for k, i := range emit {
 		if err := g.emitBlock(g.passed+k, resp, blocks[i]); err != nil {
