@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
+
+	"github.com/toolguard/toolguard/guard"
 )
 
 // chatWire is OpenAI Chat Completions (POST …/chat/completions), which
@@ -241,6 +244,7 @@ func (chatWire) usage(resp []byte) (wireUsage, error) {
 	}
 	u := wireUsage{Model: r.Model}
 	if r.Usage != nil {
+		u.Reported = true
 		u.InputTokens, u.OutputTokens = r.Usage.PromptTokens, r.Usage.CompletionTokens
 	}
 	return u, nil
@@ -270,3 +274,81 @@ func (chatWire) errorBody(_ int, typ, msg string) []byte { return openAIErrorBod
 func (chatWire) newAssembler() assembler { return &chatAssembler{} }
 
 func (chatWire) newGate(w io.Writer) streamGate { return newChatGate(w) }
+
+// text is the message's content and refusal.
+func (chatWire) text(resp []byte) string {
+	var r struct {
+		Choices []struct {
+			Message struct {
+				Content *string `json:"content"`
+				Refusal *string `json:"refusal"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if json.Unmarshal(resp, &r) != nil || len(r.Choices) == 0 {
+		return ""
+	}
+	m := r.Choices[0].Message
+	var s string
+	if m.Content != nil {
+		s = *m.Content
+	}
+	if m.Refusal != nil {
+		s += *m.Refusal
+	}
+	return s
+}
+
+func (chatWire) finish(resp []byte) []string {
+	var r struct {
+		Choices []struct {
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+	}
+	if json.Unmarshal(resp, &r) != nil || len(r.Choices) == 0 || r.Choices[0].FinishReason == "" {
+		return nil
+	}
+	return []string{r.Choices[0].FinishReason}
+}
+
+func (chatWire) end(model, text string) []byte {
+	b, _ := marshal(map[string]any{
+		"id": "chatcmpl-toolguard-" + standInID(), "object": "chat.completion", "created": time.Now().Unix(), "model": model,
+		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": text, "refusal": nil},
+			"logprobs": nil, "finish_reason": "stop"}},
+		"usage": map[string]int{"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+	})
+	return b
+}
+
+// transcript reads messages: a user message is a user turn, an assistant
+// message a model turn with its function calls; system, developer and tool
+// messages are neither.
+func (chatWire) transcript(req []byte) []guard.Message {
+	var r struct {
+		Messages []struct {
+			Role      string `json:"role"`
+			ToolCalls []struct {
+				Function struct {
+					Name string `json:"name"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(req, &r) != nil {
+		return nil
+	}
+	out := make([]guard.Message, len(r.Messages))
+	for i, m := range r.Messages {
+		switch m.Role {
+		case "user":
+			out[i].Kind = guard.UserTurn
+		case "assistant":
+			out[i].Kind = guard.ModelTurn
+			for _, c := range m.ToolCalls {
+				out[i].Calls = append(out[i].Calls, c.Function.Name)
+			}
+		}
+	}
+	return out
+}

@@ -288,11 +288,12 @@ func (g *chatGate) accept(resp []byte) error {
 		return nil
 	}
 	g.ended = true
-	if g.template == nil {
-		return fmt.Errorf("%w: accept before any chunk", errJSON)
-	}
 	var r struct {
-		Choices []struct {
+		ID                string          `json:"id"`
+		Created           json.RawMessage `json:"created"`
+		Model             string          `json:"model"`
+		SystemFingerprint *string         `json:"system_fingerprint,omitempty"`
+		Choices           []struct {
 			Message struct {
 				Content   *string           `json:"content"`
 				Refusal   *string           `json:"refusal"`
@@ -307,9 +308,31 @@ func (g *chatGate) accept(resp []byte) error {
 	m := r.Choices[0].Message
 	var out [][]byte
 	type delta struct {
+		Role    string            `json:"role,omitempty"`
 		Content *string           `json:"content,omitempty"`
 		Refusal *string           `json:"refusal,omitempty"`
 		Calls   []json.RawMessage `json:"tool_calls,omitempty"`
+	}
+	var first delta // the role, when no chunk reached the client before
+	if g.template == nil {
+		// No chunk of any attempt came (a stand-in answer): the stream
+		// starts here, with resp's id.
+		if len(r.Created) == 0 {
+			r.Created = json.RawMessage("0")
+		}
+		t, err := marshal(struct {
+			ID                string          `json:"id"`
+			Object            string          `json:"object"`
+			Created           json.RawMessage `json:"created"`
+			Model             string          `json:"model"`
+			SystemFingerprint *string         `json:"system_fingerprint,omitempty"`
+			Choices           []any           `json:"choices"`
+		}{r.ID, "chat.completion.chunk", r.Created, r.Model, r.SystemFingerprint, []any{}})
+		if err != nil {
+			return err
+		}
+		g.template, g.id = t, r.ID
+		first.Role = "assistant"
 	}
 	choice := func(d delta, finish *string) ([]byte, error) {
 		return marshal([]any{struct {
@@ -319,23 +342,31 @@ func (g *chatGate) accept(resp []byte) error {
 			FinishReason *string `json:"finish_reason"`
 		}{0, d, nil, finish}})
 	}
-	if g.attempt == 0 {
-		var d delta
-		if m.Content != nil && len(*m.Content) > g.passedContent {
-			s := (*m.Content)[g.passedContent:]
-			d.Content = &s
+	// The text: for the first attempt what the client has not read yet;
+	// for a later one without tool calls (the model answered in text after
+	// a re-ask, or a stand-in answer) its whole text, since that text is
+	// the answer; for a later one with calls none (its preamble would
+	// repeat the first attempt's).
+	passedContent, passedRefusal := g.passedContent, g.passedRefusal
+	text := g.attempt == 0 || len(m.ToolCalls) == 0
+	if g.attempt > 0 {
+		passedContent, passedRefusal = 0, 0
+	}
+	d := first
+	if text && m.Content != nil && len(*m.Content) > passedContent {
+		s := (*m.Content)[passedContent:]
+		d.Content = &s
+	}
+	if text && m.Refusal != nil && len(*m.Refusal) > passedRefusal {
+		s := (*m.Refusal)[passedRefusal:]
+		d.Refusal = &s
+	}
+	if d.Role != "" || d.Content != nil || d.Refusal != nil {
+		ch, err := choice(d, nil)
+		if err != nil {
+			return err
 		}
-		if m.Refusal != nil && len(*m.Refusal) > g.passedRefusal {
-			s := (*m.Refusal)[g.passedRefusal:]
-			d.Refusal = &s
-		}
-		if d.Content != nil || d.Refusal != nil {
-			ch, err := choice(d, nil)
-			if err != nil {
-				return err
-			}
-			out = append(out, ch)
-		}
+		out = append(out, ch)
 	}
 	for i, tc := range m.ToolCalls {
 		// The call whole, with its index in the client's stream.

@@ -10,5 +10,5 @@
 // calls, writing cleaned arguments back, building the re-ask from the
 // original request, the protocol's error body and usage; and per protocol
 // a stream assembler and gate (sse.go describes the streaming design).
-// Bodies are bounded by defaultMaxBody (8 MiB).
+// Bodies are bounded by MaxBody (8 MiB).
 package httpguard

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/toolguard/toolguard/guard"
 )
 
 // geminiWire is Gemini's generateContent (POST
@@ -271,6 +273,7 @@ func (geminiWire) usage(resp []byte) (wireUsage, error) {
 	}
 	u := wireUsage{Model: r.ModelVersion}
 	if m := r.UsageMetadata; m != nil {
+		u.Reported = true
 		u.InputTokens, u.OutputTokens = m.PromptTokenCount, m.CandidatesTokenCount+m.ThoughtsTokenCount
 	}
 	return u, nil
@@ -305,3 +308,84 @@ func (geminiWire) errorBody(status int, typ, msg string) []byte {
 func (geminiWire) newAssembler() assembler { return &geminiAssembler{} }
 
 func (geminiWire) newGate(w io.Writer) streamGate { return newGeminiGate(w) }
+
+// text is the text of candidates[0]'s parts that are not thoughts.
+func (geminiWire) text(resp []byte) string {
+	_, parts, ok, err := geminiParts(resp)
+	if err != nil || !ok {
+		return ""
+	}
+	var s strings.Builder
+	for _, p := range parts {
+		if !isAnswerPart(resp, p) {
+			continue
+		}
+		if t, err := optStr(resp, p, "text"); err == nil {
+			s.WriteString(t)
+		}
+	}
+	return s.String()
+}
+
+func (geminiWire) finish(resp []byte) []string {
+	var r struct {
+		Candidates []struct {
+			FinishReason string `json:"finishReason"`
+		} `json:"candidates"`
+	}
+	if json.Unmarshal(resp, &r) != nil || len(r.Candidates) == 0 || r.Candidates[0].FinishReason == "" {
+		return nil
+	}
+	return []string{r.Candidates[0].FinishReason}
+}
+
+func (geminiWire) end(model, text string) []byte {
+	b, _ := marshal(map[string]any{
+		"candidates": []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": text}}},
+			"finishReason": "STOP", "index": 0}},
+		"usageMetadata": map[string]int{"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0},
+		"modelVersion":  model, "responseId": "toolguard-" + standInID(),
+	})
+	return b
+}
+
+// transcript reads contents: a user content is a user turn unless it holds
+// only functionResponse parts (the answers to the model's calls), a model
+// content a model turn with its functionCall parts.
+func (geminiWire) transcript(req []byte) []guard.Message {
+	var r struct {
+		Contents []struct {
+			Role  string `json:"role"`
+			Parts []struct {
+				FunctionCall *struct {
+					Name string `json:"name"`
+				} `json:"functionCall"`
+				FunctionResponse json.RawMessage `json:"functionResponse"`
+			} `json:"parts"`
+		} `json:"contents"`
+	}
+	if json.Unmarshal(req, &r) != nil {
+		return nil
+	}
+	out := make([]guard.Message, len(r.Contents))
+	for i, c := range r.Contents {
+		switch c.Role {
+		case "model":
+			out[i].Kind = guard.ModelTurn
+			for _, p := range c.Parts {
+				if p.FunctionCall != nil {
+					out[i].Calls = append(out[i].Calls, p.FunctionCall.Name)
+				}
+			}
+		default: // "user", or no role (a single-turn request)
+			results := len(c.Parts) > 0
+			for _, p := range c.Parts {
+				results = results && len(p.FunctionResponse) > 0
+			}
+			if !results {
+				out[i].Kind = guard.UserTurn
+			}
+		}
+	}
+	return out
+}

@@ -57,6 +57,16 @@ func parseGeminiChunk(b []byte) (*geminiChunk, error) {
 	return c, err
 }
 
+// isAnswerPart reports whether the part at sp is answer text: a text part
+// that is not a thought.
+func isAnswerPart(b []byte, sp span) bool {
+	if _, ok, err := field(b, sp, "text"); err != nil || !ok {
+		return false
+	}
+	th, ok, err := field(b, sp, "thought")
+	return err == nil && (!ok || string(raw(b, th)) != "true")
+}
+
 // isCallPart reports whether the part at sp is a functionCall.
 func isCallPart(b []byte, sp span) bool {
 	_, ok, err := field(b, sp, "functionCall")
@@ -232,10 +242,29 @@ func (g *geminiGate) accept(resp []byte) error {
 	if err != nil {
 		return err
 	}
+	// The parts: for the first attempt those the client has not read; for
+	// a later one its calls or, when it has none (the model answered in
+	// text after a re-ask, or a stand-in answer), its text parts that are
+	// not thoughts, since that text is the answer.
+	calls := false
+	for _, p := range parts {
+		calls = calls || isCallPart(resp, p)
+	}
 	var emit [][]byte
 	for i, p := range parts {
-		if (g.attempt == 0 && i >= g.passed) || (g.attempt > 0 && isCallPart(resp, p)) {
-			emit = append(emit, raw(resp, p))
+		switch {
+		case g.attempt == 0:
+			if i >= g.passed {
+				emit = append(emit, raw(resp, p))
+			}
+		case calls:
+			if isCallPart(resp, p) {
+				emit = append(emit, raw(resp, p))
+			}
+		default:
+			if isAnswerPart(resp, p) {
+				emit = append(emit, raw(resp, p))
+			}
 		}
 	}
 	out, err := withParts(resp, emit, false)

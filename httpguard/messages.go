@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
+
+	"github.com/toolguard/toolguard/guard"
 )
 
 // messagesWire is Anthropic Messages (POST …/v1/messages). Tool calls are
@@ -217,6 +220,7 @@ func (messagesWire) usage(resp []byte) (wireUsage, error) {
 	}
 	u := wireUsage{Model: r.Model}
 	if r.Usage != nil {
+		u.Reported = true
 		u.InputTokens = r.Usage.InputTokens + r.Usage.CacheCreation + r.Usage.CacheRead
 		u.OutputTokens = r.Usage.OutputTokens
 	}
@@ -242,3 +246,85 @@ func (messagesWire) errorBody(_ int, typ, msg string) []byte {
 func (messagesWire) newAssembler() assembler { return &messagesAssembler{} }
 
 func (messagesWire) newGate(w io.Writer) streamGate { return newMessagesGate(w) }
+
+// text is the text of the text blocks.
+func (messagesWire) text(resp []byte) string {
+	var r struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(resp, &r) != nil {
+		return ""
+	}
+	var s strings.Builder
+	for _, b := range r.Content {
+		if b.Type == "text" {
+			s.WriteString(b.Text)
+		}
+	}
+	return s.String()
+}
+
+func (messagesWire) finish(resp []byte) []string {
+	var r struct {
+		StopReason string `json:"stop_reason"`
+	}
+	if json.Unmarshal(resp, &r) != nil || r.StopReason == "" {
+		return nil
+	}
+	return []string{r.StopReason}
+}
+
+func (messagesWire) end(model, text string) []byte {
+	b, _ := marshal(map[string]any{
+		"id": "msg_toolguard_" + standInID(), "type": "message", "role": "assistant", "model": model,
+		"content":     []any{map[string]any{"type": "text", "text": text}},
+		"stop_reason": "end_turn", "stop_sequence": nil,
+		"usage": map[string]int{"input_tokens": 0, "output_tokens": 0},
+	})
+	return b
+}
+
+// transcript reads messages: a user message is a user turn unless it holds
+// only tool_result blocks (the answers to the model's calls, which
+// Anthropic sends as user messages), an assistant message a model turn
+// with its tool_use blocks.
+func (messagesWire) transcript(req []byte) []guard.Message {
+	var r struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(req, &r) != nil {
+		return nil
+	}
+	out := make([]guard.Message, len(r.Messages))
+	for i, m := range r.Messages {
+		var blocks []struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(m.Content, &blocks) // a string content has no blocks
+		switch m.Role {
+		case "user":
+			results := len(blocks) > 0
+			for _, b := range blocks {
+				results = results && b.Type == "tool_result"
+			}
+			if !results {
+				out[i].Kind = guard.UserTurn
+			}
+		case "assistant":
+			out[i].Kind = guard.ModelTurn
+			for _, b := range blocks {
+				if b.Type == "tool_use" {
+					out[i].Calls = append(out[i].Calls, b.Name)
+				}
+			}
+		}
+	}
+	return out
+}

@@ -386,13 +386,26 @@ func (g *messagesGate) accept(resp []byte) error {
 			return err
 		}
 	}
+	// The blocks: for the first attempt those the client has not read;
+	// for a later one its tool_use blocks or, when it has none (the model
+	// answered in text after a re-ask, or a stand-in answer), its text
+	// blocks, since that text is the answer.
 	var emit []int
-	if g.attempt == 0 {
+	switch {
+	case g.attempt == 0:
 		for i := g.passed; i < len(blocks); i++ {
 			emit = append(emit, i)
 		}
-	} else {
+	case len(uses) > 0:
 		emit = uses
+	default:
+		for i, b := range blocks {
+			if typ, err := optStr(resp, b, "type"); err != nil {
+				return err
+			} else if typ == "text" {
+				emit = append(emit, i)
+			}
+		}
 	}
 	for k, i := range emit {
 		if err := g.emitBlock(g.passed+k, resp, blocks[i]); err != nil {

@@ -259,10 +259,10 @@ func TestReask(t *testing.T) {
 
 func TestUsage(t *testing.T) {
 	want := map[string]wireUsage{
-		"openai-chat":      {"gpt-4o", 20, 12},
-		"openai-responses": {"gpt-4o", 20, 12},
-		"anthropic":        {"claude-sonnet-4-5", 20, 12},
-		"gemini":           {"gemini-2.5-flash", 20, 12},
+		"openai-chat":      {"gpt-4o", 20, 12, true},
+		"openai-responses": {"gpt-4o", 20, 12, true},
+		"anthropic":        {"claude-sonnet-4-5", 20, 12, true},
+		"gemini":           {"gemini-2.5-flash", 20, 12, true},
 	}
 	for _, p := range protocols {
 		u, err := p.w.usage(fixture(t, p.dir, "response.json"))
@@ -275,7 +275,7 @@ func TestUsage(t *testing.T) {
 func TestErrorResponse(t *testing.T) {
 	for _, p := range protocols {
 		req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1"+p.path, nil)
-		resp := errorResponse(p.w, req, "invalid_tool_calls", `get_weather: /city: got number, want string`)
+		resp := errorResponse(p.w, req, http.StatusUnprocessableEntity, "invalid_tool_calls", `get_weather: /city: got number, want string`)
 		body := new(bytes.Buffer)
 		body.ReadFrom(resp.Body)
 		if resp.StatusCode != 422 || resp.Header.Get("x-should-retry") != "false" || resp.Header.Get("Content-Type") != "application/json" ||

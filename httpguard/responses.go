@@ -4,6 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
+	"time"
+
+	"github.com/toolguard/toolguard/guard"
 )
 
 // responsesWire is OpenAI Responses (POST …/responses). Tool calls are the
@@ -228,6 +232,7 @@ func (responsesWire) usage(resp []byte) (wireUsage, error) {
 	}
 	u := wireUsage{Model: r.Model}
 	if r.Usage != nil {
+		u.Reported = true
 		u.InputTokens, u.OutputTokens = r.Usage.InputTokens, r.Usage.OutputTokens
 	}
 	return u, nil
@@ -238,3 +243,112 @@ func (responsesWire) errorBody(_ int, typ, msg string) []byte { return openAIErr
 func (responsesWire) newAssembler() assembler { return &responsesAssembler{} }
 
 func (responsesWire) newGate(w io.Writer) streamGate { return newResponsesGate(w) }
+
+// text is the text of the message items' output_text and refusal parts.
+func (responsesWire) text(resp []byte) string {
+	var r struct {
+		Output []struct {
+			Type    string `json:"type"`
+			Content []struct {
+				Type    string `json:"type"`
+				Text    string `json:"text"`
+				Refusal string `json:"refusal"`
+			} `json:"content"`
+		} `json:"output"`
+	}
+	if json.Unmarshal(resp, &r) != nil {
+		return ""
+	}
+	var s strings.Builder
+	for _, it := range r.Output {
+		if it.Type != "message" {
+			continue
+		}
+		for _, c := range it.Content {
+			s.WriteString(c.Text)
+			s.WriteString(c.Refusal)
+		}
+	}
+	return s.String()
+}
+
+// finish is the response's status, and why it is incomplete.
+func (responsesWire) finish(resp []byte) []string {
+	var r struct {
+		Status            string `json:"status"`
+		IncompleteDetails *struct {
+			Reason string `json:"reason"`
+		} `json:"incomplete_details"`
+	}
+	if json.Unmarshal(resp, &r) != nil || r.Status == "" {
+		return nil
+	}
+	if d := r.IncompleteDetails; d != nil && d.Reason != "" {
+		return []string{d.Reason}
+	}
+	return []string{r.Status}
+}
+
+func (responsesWire) end(model, text string) []byte {
+	id := standInID()
+	b, _ := marshal(map[string]any{
+		"id": "resp_toolguard_" + id, "object": "response", "created_at": time.Now().Unix(), "status": "completed",
+		"error": nil, "incomplete_details": nil, "model": model,
+		"output": []any{map[string]any{"id": "msg_toolguard_" + id, "type": "message", "status": "completed", "role": "assistant",
+			"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}}},
+		"usage": map[string]int{"input_tokens": 0, "output_tokens": 0, "total_tokens": 0},
+	})
+	return b
+}
+
+// transcript reads input: a string is one user turn; among items, a user
+// message is a user turn, and the model's output items in a row (reasoning,
+// assistant messages, function calls and other tool calls) are one model
+// turn, holding its function calls; function_call_output items and system
+// or developer messages are neither. What previous_response_id or a
+// conversation holds server-side is not in the body, so it is not read.
+func (responsesWire) transcript(req []byte) []guard.Message {
+	var r struct {
+		Input json.RawMessage `json:"input"`
+	}
+	if json.Unmarshal(req, &r) != nil || len(r.Input) == 0 {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(r.Input, &s) == nil {
+		return []guard.Message{{Kind: guard.UserTurn}}
+	}
+	var items []struct {
+		Type string `json:"type"`
+		Role string `json:"role"`
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(r.Input, &items) != nil {
+		return nil
+	}
+	var out []guard.Message
+	inModel := false
+	for _, it := range items {
+		model := false
+		switch {
+		case it.Type == "message" || (it.Type == "" && it.Role != ""):
+			model = it.Role == "assistant"
+		case it.Type == "function_call_output" || strings.HasSuffix(it.Type, "_output"), it.Type == "item_reference":
+		default: // reasoning, function_call and the other calls the model makes
+			model = true
+		}
+		switch {
+		case model && !inModel:
+			out = append(out, guard.Message{Kind: guard.ModelTurn})
+		case !model && (it.Role == "user"):
+			out = append(out, guard.Message{Kind: guard.UserTurn})
+		case !model:
+			out = append(out, guard.Message{})
+		}
+		inModel = model
+		if it.Type == "function_call" {
+			out[len(out)-1].Calls = append(out[len(out)-1].Calls, it.Name)
+		}
+	}
+	return out
+}

@@ -321,8 +321,20 @@ func (g *responsesGate) accept(resp []byte) error {
 	if err != nil {
 		return err
 	}
+	if g.seq == 0 {
+		// No event of any attempt reached the client (a stand-in answer):
+		// the stream starts here, with resp as created.
+		if err := g.created(resp); err != nil {
+			return err
+		}
+	}
+	// The items: for the first attempt those the client has not read; for
+	// a later one its function calls or, when it has none (the model
+	// answered in text after a re-ask, or a stand-in answer), its message
+	// items, since that text is the answer.
 	var emit []int
-	if g.attempt == 0 {
+	switch {
+	case g.attempt == 0:
 		g.shown = nil
 		for i := 0; i < g.passed && i < len(items); i++ {
 			g.shown = append(g.shown, raw(resp, items[i]))
@@ -330,8 +342,16 @@ func (g *responsesGate) accept(resp []byte) error {
 		for i := g.passed; i < len(items); i++ {
 			emit = append(emit, i)
 		}
-	} else {
+	case len(calls) > 0:
 		emit = calls
+	default:
+		for i, it := range items {
+			if typ, err := optStr(resp, it, "type"); err != nil {
+				return err
+			} else if typ == "message" {
+				emit = append(emit, i)
+			}
+		}
 	}
 	output := append([][]byte(nil), g.shown...)
 	for k, i := range emit {
@@ -341,7 +361,12 @@ func (g *responsesGate) accept(resp []byte) error {
 		output = append(output, raw(resp, items[i]))
 	}
 	// The terminal event: the attempt's own, or response.completed, with
-	// the first attempt's id and the output the client read.
+	// the output the client read. Its response id is the accepted
+	// attempt's, not the first's: a stored response (store defaults to
+	// true) is continued with previous_response_id, and the server's record
+	// of the accepted attempt is the one that holds the calls the client
+	// read (the first attempt's holds the rejected ones). No accumulator
+	// compares it with response.created's.
 	term := sseEvent{Event: "response.completed", Data: []byte(`{"type":"response.completed","response":{}}`)}
 	if n := len(g.terminal); n > 0 {
 		term = g.terminal[n-1]
@@ -352,13 +377,33 @@ func (g *responsesGate) accept(resp []byte) error {
 		}
 	}
 	b, err := setAt(term.Data, []any{"response"}, "output", append(append([]byte("["), joinRaw(output)...), ']'))
-	if err == nil && g.id != "" {
-		b, err = setAt(b, []any{"response"}, "id", marshalString(g.id))
-	}
 	if err != nil {
 		return err
 	}
 	return g.send(term.Event, b)
+}
+
+// created writes response.created for resp, as an upstream starts its
+// stream: in progress, without output.
+func (g *responsesGate) created(resp []byte) error {
+	r, err := root(resp)
+	if err != nil {
+		return err
+	}
+	c, err := dropMembers(resp, r, func(m member) bool { return m.key == "output" || m.key == "usage" })
+	if err == nil {
+		c, err = setAt(c, nil, "output", []byte("[]"))
+	}
+	if err == nil {
+		c, err = setAt(c, nil, "status", []byte(`"in_progress"`))
+	}
+	if err != nil {
+		return err
+	}
+	if g.id, err = optStr(resp, r, "id"); err != nil {
+		return err
+	}
+	return g.emit("response.created", "response", c)
 }
 
 func (g *responsesGate) reject() {

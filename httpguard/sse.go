@@ -63,7 +63,7 @@ package httpguard
 // HTTP status is already 200 then).
 //
 // Bounds: a line, an event and an assembled response are each bounded by
-// defaultMaxBody; past it the reader or assembler reports errTooLarge.
+// MaxBody; past it the reader or assembler reports errTooLarge.
 
 import (
 	"bufio"
@@ -181,8 +181,29 @@ func (r *sseReader) next() (sseEvent, error) {
 	}
 }
 
-// writeEvent writes ev as a server-sent event.
+// eventWriter is a writer that takes events whole: the writer of a gate
+// whose output feeds another gate (the transport nests one gate per stage)
+// or the client's stream, which would otherwise parse again the bytes
+// writeEvent formats.
+type eventWriter interface {
+	writeSSE(ev sseEvent) error
+}
+
+// writeEvent writes ev as a server-sent event, or hands it whole to an
+// eventWriter.
 func writeEvent(w io.Writer, ev sseEvent) error {
+	if ew, ok := w.(eventWriter); ok {
+		return ew.writeSSE(ev)
+	}
+	_, err := w.Write(formatEvent(ev))
+	if f, ok := w.(interface{ Flush() }); ok && err == nil {
+		f.Flush()
+	}
+	return err
+}
+
+// formatEvent returns ev as the bytes of a server-sent event.
+func formatEvent(ev sseEvent) []byte {
 	var b bytes.Buffer
 	if ev.Event != "" {
 		b.WriteString("event: ")
@@ -195,11 +216,7 @@ func writeEvent(w io.Writer, ev sseEvent) error {
 		b.WriteByte('\n')
 	}
 	b.WriteByte('\n')
-	_, err := w.Write(b.Bytes())
-	if f, ok := w.(interface{ Flush() }); ok && err == nil {
-		f.Flush()
-	}
-	return err
+	return b.Bytes()
 }
 
 // assembler turns one upstream stream into the sync response it amounts
@@ -241,7 +258,7 @@ type budget struct{ n int }
 
 func (b *budget) take(n int) error {
 	b.n += n
-	if b.n > defaultMaxBody {
+	if b.n > MaxBody {
 		return errTooLarge
 	}
 	return nil

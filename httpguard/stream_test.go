@@ -10,7 +10,7 @@ import (
 
 func events(t *testing.T, b []byte) []sseEvent {
 	t.Helper()
-	evs, err := readAll(t, bytes.NewReader(b), defaultMaxBody)
+	evs, err := readAll(t, bytes.NewReader(b), MaxBody)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,8 +257,71 @@ func TestGateReask(t *testing.T) {
 			if got := text(t, p.dir, client); got != "Let me check." {
 				t.Errorf("client text = %q", got)
 			}
-			if a, b := responseID(t, p.dir, client), responseID(t, p.dir, assemble(t, p.w, first)); a != b {
-				t.Errorf("client id %q, want the first attempt's %q", a, b)
+			// The client reads one id throughout, the first attempt's;
+			// Responses' terminal event carries the accepted attempt's, the
+			// one a stored response is continued from.
+			want := responseID(t, p.dir, assemble(t, p.w, first))
+			if p.dir == "openai-responses" {
+				want = responseID(t, p.dir, assemble(t, p.w, second))
+			}
+			if a := responseID(t, p.dir, client); a != want {
+				t.Errorf("client id %q, want %q", a, want)
+			}
+		})
+	}
+}
+
+// A later attempt accepted without tool calls (the model answers in text
+// after a re-ask) streams its text: it is the answer, and without it a
+// streaming client would end the turn on the first attempt's preamble
+// while a sync client reads the answer.
+func TestGateReaskAnsweredInText(t *testing.T) {
+	answer := map[string][]byte{
+		"openai-chat":      []byte(`{"id":"chatcmpl-9","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"I need a city."},"finish_reason":"stop"}]}`),
+		"anthropic":        []byte(`{"id":"msg_9","type":"message","role":"assistant","model":"m","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"text","text":"I need a city."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`),
+		"openai-responses": []byte(`{"id":"resp_9","object":"response","status":"completed","model":"m","output":[{"id":"rs_9","type":"reasoning","summary":[]},{"id":"msg_9","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":"I need a city.","annotations":[]}]}]}`),
+		"gemini":           []byte(`{"candidates":[{"content":{"role":"model","parts":[{"text":"hm","thought":true},{"text":"I need a city."}]},"finishReason":"STOP"}],"modelVersion":"m"}`),
+	}
+	for _, p := range protocols {
+		t.Run(p.dir, func(t *testing.T) {
+			var out bytes.Buffer
+			g := p.w.newGate(&out)
+			for _, ev := range events(t, fixture(t, p.dir, "stream.sse")) {
+				if _, err := g.event(ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			g.reject()
+			if err := g.accept(answer[p.dir]); err != nil {
+				t.Fatal(err)
+			}
+			client := assemble(t, p.w, events(t, out.Bytes()))
+			if calls, err := p.w.calls(client); err != nil || len(calls) != 0 {
+				t.Errorf("client calls = %+v, %v; want none", calls, err)
+			}
+			if got := text(t, p.dir, client); got != "Let me check.I need a city." {
+				t.Errorf("client text = %q, want the first attempt's then the answer", got)
+			}
+			if strings.Contains(out.String(), `"hm"`) {
+				t.Error("the client read the later attempt's thinking")
+			}
+		})
+	}
+}
+
+// A gate that saw no event (a stand-in answer before any upstream stream)
+// writes the whole response as a stream the client's assembler takes.
+func TestGateAcceptWithoutEvents(t *testing.T) {
+	for _, p := range protocols {
+		t.Run(p.dir, func(t *testing.T) {
+			resp := p.w.end("gpt-x", "Tool call limit reached.")
+			var out bytes.Buffer
+			if err := p.w.newGate(&out).accept(resp); err != nil {
+				t.Fatal(err)
+			}
+			client := assemble(t, p.w, events(t, out.Bytes()))
+			if got := text(t, p.dir, client); got != "Tool call limit reached." {
+				t.Errorf("client text = %q\n%s", got, out.Bytes())
 			}
 		})
 	}

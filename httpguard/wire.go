@@ -2,6 +2,8 @@ package httpguard
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,13 +12,17 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/toolguard/toolguard/guard"
 )
 
-// defaultMaxBody is the bound on a request or response body httpguard
-// reads to guard it, and on a stream's assembled response: 8 MiB. Every
-// reader in the package stops there; a body larger than the bound is never
-// buffered whole.
-const defaultMaxBody = 8 << 20
+// MaxBody is the bound on what a [Transport] reads of one body to guard
+// it: a request body, a response body, a stream's line or event, and a
+// stream's assembled response, 8 MiB each. Every reader in the package
+// stops there; a body larger than the bound is never buffered whole. A
+// request or sync response body past it passes through unguarded, and the
+// transport says so at Warn on slog.Default.
+const MaxBody = 8 << 20
 
 // errTooLarge reports a body past its bound.
 var errTooLarge = errors.New("httpguard: body larger than the bound")
@@ -62,6 +68,16 @@ type wireProtocol interface {
 	usage(resp []byte) (wireUsage, error)
 	// errorBody is an error body in the protocol's shape.
 	errorBody(status int, typ, msg string) []byte
+	// text returns resp's answer text (not its reasoning), "" if none.
+	text(resp []byte) string
+	// finish returns resp's stop reasons, as the provider names them.
+	finish(resp []byte) []string
+	// end returns a response for model without tool calls whose answer is
+	// text: a guard's stand-in answer (a limit's, a failure handler's).
+	end(model, text string) []byte
+	// transcript reads a request body's messages for the limits, oldest
+	// first; nil when it has none.
+	transcript(req []byte) []guard.Message
 	// newAssembler returns an assembler for one upstream stream.
 	newAssembler() assembler
 	// newGate returns the gate of one logical call's client stream.
@@ -114,6 +130,7 @@ type wireAnswer struct {
 type wireUsage struct {
 	Model                     string
 	InputTokens, OutputTokens int64
+	Reported                  bool // the response reports usage at all
 }
 
 // recognise returns the protocol of a request by its method and path, or
@@ -137,24 +154,24 @@ func recognise(method, path string) wireProtocol {
 	return nil
 }
 
-// errorResponse is the response a fail-closed guard answers with: status
-// 422 with body in p's error shape, typ naming what was refused, and
-// x-should-retry: false, so the SDK surfaces its API error and does not
-// retry it.
-func errorResponse(p wireProtocol, req *http.Request, typ, msg string) *http.Response {
-	body := p.errorBody(http.StatusUnprocessableEntity, typ, msg)
+// errorResponse is the response a guard that refuses answers with: status
+// (422 for refused calls) with body in p's error shape, typ naming what
+// was refused, and x-should-retry: false, so the SDK surfaces its API
+// error and does not retry it.
+func errorResponse(p wireProtocol, req *http.Request, status int, typ, msg string) *http.Response {
+	body := p.errorBody(status, typ, msg)
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Should-Retry", "false")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	return &http.Response{
-		Status:        "422 Unprocessable Entity",
-		StatusCode:    http.StatusUnprocessableEntity,
+		Status:        statusLine(status),
+		StatusCode:    status,
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,
 		Header:        h,
-		Body:          io.NopCloser(strings.NewReader(string(body))),
+		Body:          io.NopCloser(bytes.NewReader(body)),
 		ContentLength: int64(len(body)),
 		Request:       req,
 	}
@@ -180,6 +197,14 @@ func upstreamError(resp *http.Response, now time.Time) (status int, wait time.Du
 		}
 	}
 	return resp.StatusCode, wait
+}
+
+// standInID returns a fresh random id for a stand-in answer (ids only
+// need to be unique).
+func standInID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // checkArgs returns an error unless every non-nil args[i] is one JSON

@@ -1,0 +1,187 @@
+package httpguard
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/toolguard/toolguard/guard"
+)
+
+// request is one request of a logical call through a [Transport], as the
+// stages see it: the client's request, or a re-ask built on it.
+type request struct {
+	proto wireProtocol
+	// wire is what the transport read of the client's body: model, tools,
+	// server-side state. A re-ask offers the same tools.
+	wire wireRequest
+	// body is this request's JSON body.
+	body []byte
+	// http is the client's request: method, URL with its query, headers.
+	// Every upstream request is a clone of it with body.
+	http *http.Request
+	// sink is where this request's stream goes (a stage's gate, or the
+	// client's stream); nil when the request does not stream.
+	sink *gateSink
+	// client is the client's stream; nil when the request does not
+	// stream.
+	client *clientStream
+}
+
+// response is one answer as the stages see it: an upstream response read
+// whole (a stream assembled into the sync response it amounts to), a
+// stand-in answer, or an upstream response the transport cannot read.
+type response struct {
+	proto  wireProtocol
+	body   []byte // the JSON body; nil for pass
+	status int
+	header http.Header
+	// standIn marks an answer a stage made (Codec.End); cause is the
+	// error it stands for.
+	standIn bool
+	cause   error
+	// pass is an upstream response the transport cannot guard (past the
+	// body bound, compressed, not the protocol's shape), handed on with
+	// its body unread.
+	pass *http.Response
+}
+
+// codec is the wire host of package guard's stages. It is stateless: what a
+// call needs travels in its request and response.
+type codec struct{}
+
+var _ guard.Codec[*request, *response] = codec{}
+
+// Calls returns resp's tool calls, in order. The transport reads a
+// response's calls before it hands it to the stages (a response whose calls
+// it cannot read is passed through), so the error cannot occur here.
+func (codec) Calls(_ *request, resp *response) []guard.Call {
+	if resp.body == nil {
+		return nil
+	}
+	cs, err := resp.proto.calls(resp.body)
+	if err != nil {
+		return nil
+	}
+	out := make([]guard.Call, len(cs))
+	for i, c := range cs {
+		args := c.Args
+		if args == nil {
+			args = []byte{}
+		}
+		out[i] = guard.Call{ID: c.ID, Name: c.Name, Args: args}
+	}
+	return out
+}
+
+// Accept writes each verdict's cleaned arguments into resp's JSON, where
+// every SDK's accessor reads them; nothing else of the body changes.
+func (codec) Accept(resp *response, vs []guard.Verdict) (*response, error) {
+	args := make([][]byte, len(vs))
+	changed := false
+	for i, v := range vs {
+		args[i] = v.Args
+		changed = changed || v.Args != nil
+	}
+	if !changed {
+		return resp, nil
+	}
+	body, err := resp.proto.accept(resp.body, args)
+	if err != nil {
+		return nil, err
+	}
+	out := *resp
+	out.body = body
+	return &out, nil
+}
+
+// Reask returns req's body followed by resp's turn replayed as it came (with
+// the arguments the answers show instead where they differ) and one tool
+// result per call, in the protocol's shape. A request that continues
+// server-side conversation state is never re-asked: a *[ServerStateError].
+func (codec) Reask(req *request, resp *response, as []guard.Answer) (*request, error) {
+	if state := req.wire.State.continues(); state != "" {
+		return nil, newServerStateError(state, as)
+	}
+	replayed := resp.body
+	args := make([][]byte, len(as))
+	changed := false
+	for i, a := range as {
+		args[i] = a.Args
+		changed = changed || a.Args != nil
+	}
+	if changed {
+		var err error
+		if replayed, err = resp.proto.accept(resp.body, args); err != nil {
+			return nil, err
+		}
+	}
+	answers := make([]wireAnswer, len(as))
+	for i, a := range as {
+		answers[i] = wireAnswer{Content: a.Content, IsError: a.Refused}
+	}
+	body, err := req.proto.reask(req.body, replayed, answers)
+	if err != nil {
+		return nil, err
+	}
+	out := *req
+	out.body = body
+	return &out, nil
+}
+
+// Tools returns the function tools req offers, with their JSON Schemas.
+func (codec) Tools(req *request) []guard.Tool {
+	out := make([]guard.Tool, len(req.wire.Tools))
+	for i, t := range req.wire.Tools {
+		out[i].Name = t.Name
+		if t.Schema != nil {
+			out[i].Schema = t.Schema
+		}
+	}
+	return out
+}
+
+// unreadText is the text of a response the transport cannot read: not
+// empty, so that ToolArgValidation does not take it for an empty answer.
+const unreadText = "(not read: passed through unguarded)"
+
+// Text returns resp's answer text.
+func (codec) Text(resp *response) string {
+	if resp.body == nil {
+		return unreadText
+	}
+	return resp.proto.text(resp.body)
+}
+
+// End returns an answer in req's protocol without tool calls whose text is
+// text: a 200 response as the provider would give it.
+func (codec) End(req *request, text string, cause error) *response {
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	return &response{proto: req.proto, body: req.proto.end(req.wire.Model, text), status: http.StatusOK,
+		header: h, standIn: true, cause: cause}
+}
+
+// StandIn returns the cause of an answer End made.
+func (codec) StandIn(resp *response) error {
+	if !resp.standIn {
+		return nil
+	}
+	return resp.cause
+}
+
+// Transcript reads the messages of req's body (see each protocol's
+// transcript).
+func (codec) Transcript(_ context.Context, req *request) []guard.Message {
+	return req.proto.transcript(req.body)
+}
+
+// Model returns the model req names (Gemini's from the path).
+func (codec) Model(req *request) string { return req.wire.Model }
+
+// Stream returns the stream of a streaming request, nil for a sync one.
+func (codec) Stream(req *request) guard.Stream[*request, *response] {
+	if req.sink == nil {
+		return nil
+	}
+	return &stageStream{parent: req.sink, client: req.client}
+}

@@ -1,0 +1,196 @@
+package httpguard
+
+// How the stages' streams map onto the protocols' gates.
+//
+// A stage that re-asks (ToolArgValidation, ToolCallLimit) gets, per
+// logical call, a guard.Stream from the codec (stageStream) and, per
+// attempt, a guard.Gate from it: one gateSink, holding one protocol gate
+// (sse.go) over all the stage's attempts. Each attempt's request carries
+// the sink; the transport's innermost handler feeds the upstream stream's
+// events to the sink of the request it sends. A gate writes to the sink of
+// the stage outside it, or at the top to the transport's own sink, whose
+// gate writes the client's stream:
+//
+//	upstream ─▶ ToolArgValidation's gate ─▶ ToolCallLimit's gate ─▶ root gate ─▶ client
+//
+// Each gate passes text of its first attempt on at once and holds tool-call
+// parts until its stage delivers the attempt (Gate.Deliver: gate.accept);
+// an attempt that is not delivered is rejected when the stage starts its
+// next one (gate.reject). So a stage outside holds what an inner stage
+// accepted until it accepts it too, and the client reads one well-formed
+// stream whatever the stack. The root gate adds what only the end of the
+// logical call decides: a stand-in answer streamed in place of the held
+// calls, or the guard's error event when the call fails after the stream
+// began.
+//
+// An upstream stream that fails part-way and is retried (ModelRetry) is
+// dropped from the gate it fed: the gate starts afresh when nothing of it
+// reached the client, else the retried stream counts as a later attempt.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/toolguard/toolguard/guard"
+)
+
+// stageStream is a stage's guard.Stream over one logical call.
+type stageStream struct {
+	parent *gateSink // where the stage's output goes
+	client *clientStream
+	sink   *gateSink // made by the first Attempt
+}
+
+// Attempt returns a request whose stream goes through the stage's gate,
+// and the gate. The first call makes the gate; each later call rejects the
+// attempt before, which the stage did not deliver. The gate holds tool
+// calls only: what hold says beyond that does not apply at the wire (the
+// transport offers no stage that holds all).
+func (s *stageStream) Attempt(ctx context.Context, req *request, _ guard.Hold) (context.Context, *request, guard.Gate[*response]) {
+	if s.sink == nil {
+		s.sink = newGateSink(req.proto, s.parent, s.client)
+	} else {
+		s.sink.nextAttempt()
+	}
+	r := *req
+	r.sink = s.sink
+	return ctx, &r, s.sink
+}
+
+// Watch returns req as it is, and whether any event reached the client
+// since: what a gate holds does not count.
+func (s *stageStream) Watch(_ context.Context, req *request) (*request, func() bool) {
+	start := s.client.events.Load()
+	return req, func() bool { return s.client.events.Load() > start }
+}
+
+// gateSink is one gate over the attempts of one logical call: a stage's,
+// or the transport's own at the root. It is driven by one goroutine, the
+// logical call's.
+type gateSink struct {
+	proto wireProtocol
+	gate  streamGate
+	out   eventWriter // the sink outside, or the client's stream
+	// fed: the current attempt got events; wrote: the gate wrote events
+	// out, in any attempt.
+	fed   bool
+	wrote int
+	// first: the gate is on its first attempt.
+	first bool
+}
+
+func newGateSink(p wireProtocol, out eventWriter, _ *clientStream) *gateSink {
+	s := &gateSink{proto: p, out: out, first: true}
+	s.gate = p.newGate(gateWriter{s})
+	return s
+}
+
+// gateWriter is where a sink's gate writes: it counts, and hands the
+// events whole to the sink outside.
+type gateWriter struct{ s *gateSink }
+
+func (w gateWriter) writeSSE(ev sseEvent) error {
+	w.s.wrote++
+	return w.s.out.writeSSE(ev)
+}
+
+// Write is never called: writeEvent hands a gateWriter events whole.
+func (gateWriter) Write([]byte) (int, error) {
+	return 0, errors.New("httpguard: gateWriter takes events, not bytes")
+}
+
+// writeSSE feeds the current attempt one event: from an upstream stream,
+// or written by the gate of the stage inside.
+func (s *gateSink) writeSSE(ev sseEvent) error {
+	s.fed = true
+	_, err := s.gate.event(ev)
+	return err
+}
+
+// begin tells the sink that an upstream stream starts for its current
+// attempt. If an earlier stream of the same attempt fed it (a stream that
+// failed, which ModelRetry repeats), what that stream left is dropped: the
+// gate starts afresh when it has written nothing yet, else the new stream
+// counts as a later attempt (whose text is not streamed again).
+func (s *gateSink) begin() {
+	if !s.fed {
+		return
+	}
+	if s.first && s.wrote == 0 {
+		s.gate = s.proto.newGate(gateWriter{s})
+	} else {
+		s.gate.reject()
+		s.first = false
+	}
+	s.fed = false
+}
+
+// nextAttempt rejects the current attempt: the stage asks again.
+func (s *gateSink) nextAttempt() {
+	s.gate.reject()
+	s.first, s.fed = false, false
+}
+
+// Deliver implements guard.Gate: the stage accepts resp. The gate accepts
+// what it assembled of the attempt, with the calls' arguments as resp has
+// them (the stage's cleaning, and that of the stages inside, which reached
+// the gate as their accepted streams). A stand-in answer is streamed in
+// place of what the attempt held, as a later attempt's answer. A response
+// the transport could not read cannot be streamed: an error.
+func (s *gateSink) Deliver(_ context.Context, resp *response) (*response, error) {
+	if resp.pass != nil {
+		return nil, &passError{resp: resp.pass}
+	}
+	body := resp.body
+	if resp.standIn || !s.fed {
+		if s.fed {
+			s.gate.reject()
+			s.first = false
+		}
+	} else {
+		var err error
+		if body, err = s.assembled(resp.body); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.gate.accept(body); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// assembled returns the attempt as the gate assembled it, with the calls'
+// arguments of resp, whose calls are the same, in the same order; resp
+// itself when they are not (the gate then accepts resp).
+func (s *gateSink) assembled(resp []byte) ([]byte, error) {
+	asm, err := s.gate.response()
+	if err != nil {
+		return nil, err
+	}
+	have, err := s.proto.calls(asm)
+	if err != nil {
+		return resp, nil
+	}
+	want, err := s.proto.calls(resp)
+	if err != nil || len(want) != len(have) {
+		return resp, nil
+	}
+	args := make([][]byte, len(want))
+	changed := false
+	for i := range want {
+		if want[i].Name != have[i].Name {
+			return resp, nil
+		}
+		if string(want[i].Args) != string(have[i].Args) {
+			if !json.Valid(want[i].Args) {
+				return resp, nil
+			}
+			args[i], changed = want[i].Args, true
+		}
+	}
+	if !changed {
+		return asm, nil
+	}
+	return s.proto.accept(asm, args)
+}

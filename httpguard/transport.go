@@ -1,0 +1,328 @@
+package httpguard
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/toolguard/toolguard/guard"
+	"github.com/toolguard/toolguard/retry"
+)
+
+// Transport is an http.RoundTripper that guards the tool calls of the LLM
+// requests it carries (see the package documentation) and passes every
+// other request to its base untouched. It is safe for concurrent use.
+type Transport struct {
+	base    http.RoundTripper
+	handler guard.Handler[*request, *response]
+	guards  bool
+	// reported holds the host, path and kind of what the transport has
+	// logged, so that each is logged once.
+	reported sync.Map
+}
+
+// New returns a Transport that sends the requests it recognises through
+// mws, in [guard.Chain] order (the first is the outermost), and makes them
+// with base; base nil means http.DefaultTransport. Zero Middlewares are
+// skipped; with none, every request passes through untouched.
+//
+//	client := openai.NewClient(option.WithHTTPClient(&http.Client{
+//		Transport: httpguard.New(nil, httpguard.ToolArgValidation(), httpguard.ModelRetry()),
+//	}))
+func New(base http.RoundTripper, mws ...Middleware) *Transport {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	t := &Transport{base: base}
+	stages := make([]guard.Middleware[*request, *response], 0, len(mws))
+	for _, m := range mws {
+		if m.m != nil {
+			stages = append(stages, m.m)
+		}
+	}
+	t.guards = len(stages) > 0
+	t.handler = guard.Chain(stages...)(t.send)
+	return t
+}
+
+// RoundTrip guards r when it is a request of a protocol the transport
+// speaks, else passes it to the base transport untouched. It follows
+// http.RoundTripper's rules: r is not modified (upstream requests are
+// clones with a fresh body), and r's body is closed.
+func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	proto := recognise(r.Method, r.URL.Path)
+	if proto == nil || !t.guards || r.Body == nil || r.Body == http.NoBody {
+		if proto == nil && t.guards {
+			return t.passUnknown(r)
+		}
+		return t.base.RoundTrip(r)
+	}
+	body, err := readBounded(r.Body, MaxBody)
+	if errors.Is(err, errTooLarge) {
+		t.report(r, "unguarded", "the request body is larger than MaxBody", nil)
+		return t.base.RoundTrip(withBody(r, readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}, r.ContentLength))
+	}
+	r.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	wire, err := proto.parseRequest(r.URL.Path, body)
+	if err != nil {
+		if offersTools(body) {
+			t.report(r, "unguarded", "the request cannot be guarded", err)
+		}
+		return t.base.RoundTrip(withBytes(r, body))
+	}
+	req := &request{proto: proto, wire: wire, body: body, http: r}
+	if wire.Stream {
+		return t.roundTripStream(r, req)
+	}
+	resp, err := t.handler(r.Context(), req)
+	if err != nil {
+		return t.failure(r, proto, err)
+	}
+	if resp.pass != nil {
+		resp.pass.Request = r
+		return resp.pass, nil
+	}
+	return syncResponse(r, resp), nil
+}
+
+// syncResponse is resp as the client receives it.
+func syncResponse(r *http.Request, resp *response) *http.Response {
+	h := resp.header.Clone()
+	h.Set("Content-Length", fmt.Sprint(len(resp.body)))
+	return &http.Response{
+		Status:        statusLine(resp.status),
+		StatusCode:    resp.status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          io.NopCloser(bytes.NewReader(resp.body)),
+		ContentLength: int64(len(resp.body)),
+		Request:       r,
+	}
+}
+
+// withBody returns a clone of r with body, of length n (-1: unknown).
+func withBody(r *http.Request, body io.ReadCloser, n int64) *http.Request {
+	out := r.Clone(r.Context())
+	out.Body, out.ContentLength, out.GetBody = body, n, nil
+	return out
+}
+
+// withBytes returns a clone of r with body b.
+func withBytes(r *http.Request, b []byte) *http.Request {
+	out := withBody(r, io.NopCloser(bytes.NewReader(b)), int64(len(b)))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	return out
+}
+
+// roundTrip is a RoundTrip's outcome.
+type roundTrip struct {
+	resp *http.Response
+	err  error
+}
+
+// roundTripStream runs a streaming request's logical call on a goroutine of
+// its own, which writes the client's stream. It returns the streamed
+// response at the first event written, or, when the call ends before any,
+// the response it ends with (the upstream's error, the guard's 422).
+func (t *Transport) roundTripStream(r *http.Request, req *request) (*http.Response, error) {
+	ctx, cancel := context.WithCancel(r.Context())
+	client := newClientStream(req.proto, cancel)
+	root := newGateSink(req.proto, client, client)
+	req.sink, req.client = root, client
+	ended := make(chan roundTrip, 1)
+	go func() {
+		defer cancel()
+		resp, err := t.handler(ctx, req)
+		if err == nil {
+			_, err = root.Deliver(ctx, resp)
+		}
+		if err == nil {
+			client.end(client.flush())
+			return
+		}
+		var se *upstreamStreamError
+		if !client.isCommitted() && !errors.As(err, &se) {
+			hr, herr := t.failure(r, req.proto, err)
+			client.end(errNotStreamed)
+			ended <- roundTrip{hr, herr}
+			return
+		}
+		ferr := t.failStream(ctx, root, err)
+		if ferr == nil {
+			ferr = client.flush()
+		}
+		client.end(ferr)
+	}()
+	select {
+	case <-client.committed:
+		return client.response(r), nil
+	case rt := <-ended:
+		return rt.resp, rt.err
+	}
+}
+
+var errNotStreamed = errors.New("httpguard: the call ended before its stream began")
+
+// failure is the client's answer to a call that ended with err before any
+// of its stream reached the client: a guard's refusal as the provider would
+// refuse (422, x-should-retry: false), an upstream's failed response as it
+// came, an unguarded response as it came, or else the error itself (a
+// connection the upstream refused, a cancelled context), as the base
+// transport would return it.
+func (t *Transport) failure(r *http.Request, p wireProtocol, err error) (*http.Response, error) {
+	if status, typ, msg, ok := refusal(err); ok {
+		return errorResponse(p, r, status, typ, msg), nil
+	}
+	var pe *passError
+	if errors.As(err, &pe) {
+		pe.resp.Request = r
+		return pe.resp, nil
+	}
+	var ue *UpstreamError
+	if errors.As(err, &ue) {
+		return ue.clientResponse(r), nil
+	}
+	var re *retry.Error
+	if errors.As(err, &re) {
+		if re.ContextErr != nil {
+			return nil, re.ContextErr
+		}
+		if re.Err != nil {
+			return nil, re.Err
+		}
+	}
+	return nil, err
+}
+
+// refusal maps a guard's refusal to the client's error response: its
+// status, error type and message.
+func refusal(err error) (status int, typ, msg string, ok bool) {
+	var (
+		invalid *guard.InvalidToolCallsError
+		schema  *guard.SchemaError
+		limit   *guard.LimitExceededError
+		state   *ServerStateError
+		store   *guard.StoreError
+	)
+	switch {
+	case errors.As(err, &invalid):
+		status, typ = http.StatusUnprocessableEntity, "invalid_tool_calls"
+	case errors.As(err, &schema):
+		status, typ = http.StatusUnprocessableEntity, "invalid_tool_schema"
+	case errors.As(err, &limit):
+		status, typ = http.StatusUnprocessableEntity, "tool_call_limit_exceeded"
+		if limit.Kind == guard.CountModelCalls {
+			typ = "model_call_limit_exceeded"
+		}
+	case errors.As(err, &state):
+		status, typ = http.StatusUnprocessableEntity, "tool_calls_refused"
+	case errors.As(err, &store):
+		status, typ = http.StatusServiceUnavailable, "limit_store_unavailable"
+	default:
+		return 0, "", "", false
+	}
+	return status, typ, preview([]byte(err.Error())), true
+}
+
+// failStream ends a stream that already reached the client, for a call
+// that failed with err: the upstream's own error event as it came, or the
+// guard's in the protocol's stream shape. It returns the error to close
+// the client's stream with: nil after an error event, the context's error
+// when the call was cancelled.
+func (t *Transport) failStream(ctx context.Context, root *gateSink, err error) error {
+	var se *upstreamStreamError
+	if errors.As(err, &se) {
+		_ = root.gate.abort(sseEvent{Data: se.Data})
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	typ, msg := "guard_error", preview([]byte(err.Error()))
+	var ue *UpstreamError
+	switch {
+	case errors.As(err, &ue):
+		typ = "upstream_error"
+	default:
+		if _, rtyp, rmsg, ok := refusal(err); ok {
+			typ, msg = rtyp, rmsg
+		}
+	}
+	if ferr := root.gate.fail(typ, msg); ferr != nil {
+		return ferr
+	}
+	return nil
+}
+
+// passUnknown passes a request of no protocol the transport speaks to the
+// base transport. One that offers tools is reported, once per host and
+// path: its calls are not guarded (a provider or a path the transport does
+// not know, a proxy's prefix).
+func (t *Transport) passUnknown(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody ||
+		!strings.Contains(strings.ToLower(r.Header.Get("Content-Type")), "json") || t.was(r, "misconfigured") {
+		return t.base.RoundTrip(r)
+	}
+	body, err := readBounded(r.Body, MaxBody)
+	if err != nil {
+		// Too large to look at, or a failed read: the rest goes as it is.
+		return t.base.RoundTrip(withBody(r, readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}, r.ContentLength))
+	}
+	r.Body.Close()
+	if offersTools(body) {
+		t.report(r, "misconfigured", "a request offers tools on a path httpguard does not recognise: its tool calls are not guarded", nil)
+	}
+	return t.base.RoundTrip(withBytes(r, body))
+}
+
+// offersTools reports whether body is a JSON object with a non-empty
+// "tools" array.
+func offersTools(body []byte) bool {
+	if !bytes.Contains(body, []byte(`"tools"`)) {
+		return false
+	}
+	var v struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	return json.Unmarshal(body, &v) == nil && len(v.Tools) > 0
+}
+
+// was reports whether kind was reported for r's host and path.
+func (t *Transport) was(r *http.Request, kind string) bool {
+	_, ok := t.reported.Load(reportKey{r.URL.Host, r.URL.Path, kind})
+	return ok
+}
+
+type reportKey struct{ host, path, kind string }
+
+// report logs what the transport did not guard at Warn on slog.Default,
+// once per host, path and kind ("misconfigured", "unguarded"). It names
+// the host and path, never a header: no credential reaches the log.
+func (t *Transport) report(r *http.Request, kind, msg string, err error) {
+	if _, loaded := t.reported.LoadOrStore(reportKey{r.URL.Host, r.URL.Path, kind}, struct{}{}); loaded {
+		return
+	}
+	attrs := []slog.Attr{slog.String("host", r.URL.Host), slog.String("path", r.URL.Path)}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	slog.Default().LogAttrs(r.Context(), slog.LevelWarn, "toolguard: httpguard: "+kind+": "+msg, attrs...)
+}
+
+// unguarded reports an upstream response of req that passes through
+// unguarded.
+func (t *Transport) unguarded(req *request, why string) {
+	t.report(req.http, "unguarded", why, nil)
+}
