@@ -1,14 +1,231 @@
-// Package httpguard guards LLM tool calls at the wire: an http.RoundTripper
-// for any Go client that takes an *http.Client (openai-go,
-// anthropic-sdk-go, google.golang.org/genai, go-openai, langchaingo's
-// clients, …), speaking OpenAI Chat Completions, OpenAI Responses,
-// Anthropic Messages and Gemini generateContent, sync and streaming.
+// Package httpguard guards LLM tool calls at the wire: [Transport] is an
+// http.RoundTripper for any Go client that takes an *http.Client
+// (openai-go, anthropic-sdk-go, google.golang.org/genai and so ADK-Go,
+// sashabaranov/go-openai, Eino's and Genkit's OpenAI models, langchaingo's
+// own clients). It runs package guard's stages — argument validation with
+// re-asks, retries, tool and model call limits — on the requests it
+// recognises, sync and streaming, and passes everything else through
+// untouched. It imports no SDK: it speaks the wire protocols, which change
+// far more slowly than the SDKs' Go types.
 //
-// This file set is the protocol groundwork the transport is built on: per
-// protocol (chat.go, responses.go, messages.go, gemini.go) recognising a
-// request and reading its tools and schemas, listing a response's tool
-// calls, writing cleaned arguments back, building the re-ask from the
-// original request, the protocol's error body and usage; and per protocol
-// a stream assembler and gate (sse.go describes the streaming design).
-// Bodies are bounded by MaxBody (8 MiB).
+//	client := openai.NewClient(option.WithHTTPClient(&http.Client{
+//		Transport: httpguard.New(nil, httpguard.ToolArgValidation(), httpguard.ModelRetry()),
+//	}))
+//
+// The middlewares take package guard's options ([guard.WithMaxRetries],
+// [guard.WithFailClosed], [guard.WithEventHandler], [guard.WithRunLimit],
+// …) and behave as package guard documents; this page says what the wire
+// adds.
+//
+// # Using it with an SDK
+//
+// Give the SDK an *http.Client whose Transport is [New]'s, the stages
+// first to last (outermost first), ModelRetry last:
+//
+//	guarded := &http.Client{Transport: httpguard.New(nil,
+//		httpguard.ToolCallLimit(guard.WithRunLimit(20)),
+//		httpguard.ToolArgValidation(),
+//		httpguard.ModelRetry(),
+//	)}
+//	oa := openai.NewClient(option.WithHTTPClient(guarded), option.WithMaxRetries(0))         // openai-go
+//	an := anthropic.NewClient(aoption.WithHTTPClient(guarded), aoption.WithMaxRetries(0))    // anthropic-sdk-go
+//	gc, _ := genai.NewClient(ctx, &genai.ClientConfig{HTTPClient: guarded})                 // genai, ADK-Go
+//	cfg := goopenai.DefaultConfig(key); cfg.HTTPClient = guarded                            // go-openai
+//	llm, _ := lcopenai.New(lcopenai.WithHTTPClient(guarded))                                 // langchaingo
+//
+// Nothing else changes in the program: it reads the SDK's responses and
+// streams as before, through the SDK's own accessors (openai-go's
+// AsFunction and ChatCompletionAccumulator, anthropic-sdk-go's AsToolUse,
+// ToParam and Message.Accumulate), and they hold the corrected calls. A
+// call the guard refuses reaches the program as the SDK's API error (see
+// "Failing closed"); events go to each middleware's
+// [guard.WithEventHandler], and to slog.Default at Warn when they mean a
+// call passed unchecked. Runs and threads for the limits come from the
+// request's context ([guard.WithRun], [guard.WithThread]): pass the
+// context to the SDK's call (every SDK takes one). Give the SDK no retries
+// of its own when ModelRetry is installed (see "Retries").
+//
+// # Protocols
+//
+// A request is recognised by its method, path and body: OpenAI Chat
+// Completions (POST …/chat/completions, which OpenAI-compatible servers
+// speak too), OpenAI Responses (POST …/responses), Anthropic Messages
+// (POST …/v1/messages) and Gemini (POST …/models/{model}:generateContent
+// and :streamGenerateContent?alt=sse). Its body must parse as the
+// protocol's. Anything else goes to the base transport untouched: the
+// same *http.Request, or a clone carrying the same bytes when the body had
+// to be read. A POST of JSON offering tools on a path the transport does
+// not know is reported once per host and path, at Warn on slog.Default
+// ("misconfigured"): a provider or a prefix httpguard does not recognise
+// leaves its calls unguarded.
+//
+// Requests the transport recognises but cannot guard pass through
+// unguarded and untouched, reported once per host, path and reason, at
+// Warn: several choices (Chat's n > 1, Gemini's candidateCount > 1), a
+// Responses output item that needs an answer the guard cannot give
+// (custom_tool_call, computer_call and the other non-function calls), a
+// compressed response body (the SDKs do not ask for one), the answer to a
+// streaming request that is not an event stream (Gemini's JSON-array
+// stream without alt=sse, which langchaingo's googleai client uses).
+//
+// Headers, the query and every member of the JSON the guard does not
+// rewrite pass through byte for byte. A response the guard accepts as it
+// came reaches the client byte for byte; one it cleans differs only in the
+// cleaned arguments (see package guard's ToolArgValidation), written where
+// every SDK's accessor reads them.
+//
+// # Re-asks
+//
+// Schemas come from the request's own tools: Chat Completions'
+// function.parameters, Responses' parameters, Anthropic's input_schema,
+// Gemini's parametersJsonSchema or its OpenAPI-subset parameters converted
+// to JSON Schema (upper-case types, nullable). A re-ask is a new request
+// built from the client's original body — never from a previous re-ask —
+// sent to the same URL with the same headers: the rejected turn replayed
+// as the provider sent it (Anthropic thinking blocks and their signatures,
+// Responses reasoning items with their encrypted content, Gemini thought
+// signatures, call ids) and one tool result per call in the protocol's
+// shape: Chat's tool message, Responses' function_call_output, Anthropic's
+// tool_result (is_error: true for a refused call), Gemini's
+// functionResponse. The client reads only the accepted response: the
+// re-ask's id, model and usage.
+//
+// # Streaming
+//
+// A streaming request's client reads one well-formed stream, whatever
+// happens upstream, that its SDK's accumulator takes whole. Text is passed
+// on as it arrives. Tool-call parts are held until the call is complete
+// and the stages have accepted it, then sent whole with the cleaned
+// arguments in one fragment; a rejected attempt's calls never reach the
+// client. Every event carries the first attempt's ids (the completion id,
+// Anthropic's message id, Gemini's responseId) and continues its counters
+// (Anthropic's block indexes, Responses' output_index and
+// sequence_number). Responses' terminal event (response.completed) carries
+// the accepted attempt's response id, the one a stored response is
+// continued from with previous_response_id.
+//
+// The text of a re-asked turn is the first attempt's: a re-ask's text is
+// not streamed again, so the client never reads a preamble twice, and its
+// tool calls are the accepted attempt's. One exception: a re-ask accepted
+// without tool calls (the model, told its call was wrong, answers in text)
+// streams its text after the first attempt's, since that text is the
+// answer; without it a streaming client would end the turn on the first
+// attempt's preamble while a sync client reads the answer. A stand-in
+// answer (a limit's [guard.ExitEnd], [guard.ContinueOnFailure]) is
+// streamed the same way, in place of the calls that were held. Thinking
+// and reasoning of a re-ask are not streamed.
+//
+// Each stage that re-asks holds its own attempts (one gate per stage), so
+// a ToolCallLimit outside ToolArgValidation holds the calls the validation
+// accepted until the limit lets them through. The response is committed
+// (RoundTrip returns its 200) at the first event that carries something of
+// the answer; the events that only open a stream (message_start,
+// response.created, a chunk with the role alone) wait for it. A call that
+// ends before that — refused, failed upstream — ends as an HTTP response
+// of its own, as a sync call does. After it, a refusal or a failure ends
+// the stream with an error event in the protocol's stream shape (Chat's
+// data: {"error": …}, Anthropic's event: error, Responses' error and
+// response.failed, Gemini's error chunk), and an upstream stream's own
+// error event reaches the client as it came. A client that closes the body
+// cancels the call and its upstream request.
+//
+// # Failing closed
+//
+// A refusal answers the client as the provider refuses a request: an HTTP
+// error response in the protocol's own error shape, with x-should-retry:
+// false, so the SDK surfaces it as its API error (openai-go's and
+// anthropic-sdk-go's *Error, go-openai's *APIError, genai's APIError) and
+// does not retry it — never a transport error, which SDKs retry as a
+// dropped connection. Status 422 and the type (OpenAI's error.type and
+// code, Anthropic's error.type, Gemini's ErrorInfo reason) say what was
+// refused: invalid_tool_calls ([guard.WithFailClosed]), invalid_tool_schema,
+// tool_call_limit_exceeded and model_call_limit_exceeded
+// ([guard.ExitError]), tool_calls_refused (see "Server-side state"); the
+// message holds the violations, bounded. A limiter that cannot reach its
+// store answers 503, type limit_store_unavailable, x-should-retry: false.
+//
+// # Retries
+//
+// [ModelRetry] reads the status and retry hint from the response itself: a
+// non-2xx answer is an *[UpstreamError] whose status retry.IsRetryable
+// classifies (408, 409, 429, every 5xx but 501 and 505, 529 included;
+// the provider's x-should-retry honoured) and whose retry-after-ms or
+// Retry-After header raises the wait (retry.After). An upstream stream's
+// error event before anything reached the client is retried too, as the
+// status its type stands for (server_error 500, overloaded_error 529).
+// When it gives up, the client receives the provider's last response as
+// it came — status, headers, body — and the SDK handles it as it would
+// without the guard.
+//
+// The SDKs retry too. openai-go and anthropic-sdk-go make up to 3 requests
+// by default (408, 409, 429, 5xx and dropped connections, honouring
+// x-should-retry and Retry-After); genai retries only with
+// HTTPOptions.RetryOptions; go-openai and langchaingo's clients do not
+// retry. Each SDK retry is a new request through the transport, so the
+// attempts multiply: ModelRetry's 3 under openai-go's 3 is up to 9
+// requests to a failing provider, and both sets of waits. Install
+// ModelRetry and turn the SDK's retries off (openai-go and
+// anthropic-sdk-go: option.WithMaxRetries(0)) to get one policy that
+// reports every retry as an event and a span and honours
+// retry-after-ms; or leave ModelRetry out and let the SDK retry. The
+// guard's own refusals carry x-should-retry: false, so no SDK retries
+// them either way.
+//
+// # Limits, runs and threads
+//
+// [ToolCallLimit] and [ModelCallLimit] count per run and per thread named
+// on the request's context ([guard.WithRun], [guard.WithThread]), in a
+// [guard.ThreadStore] (shared between replicas with guard/redisstore).
+// Without them, the transcript in the body counts: the model's turns after
+// the last user message are the run, all of them the thread (Chat's
+// assistant messages, Anthropic's assistant messages, Responses' output
+// items in a row, Gemini's model contents; tool results are not user
+// turns). A transcript the client trims, or one kept server-side
+// (previous_response_id), counts less: name the thread on the context.
+//
+// # Server-side state
+//
+// A request whose conversation the server holds — a Responses request that
+// continues one (previous_response_id, or conversation), an Anthropic
+// request on a message thread (thread, created or continued; the tool
+// runner of anthropic-sdk-go uses one unless DisableThread) — is guarded
+// without feedback:
+// its calls are validated, and what stripping and coercion fix is written
+// back, but a call still invalid, or over a limit with
+// [guard.ExitContinue], is refused with a 422 of type tool_calls_refused
+// (a *[ServerStateError] to the stages) instead of re-asked. The server
+// keeps every request of such a conversation, so a re-ask would stay in
+// it for every later turn the client pays for and the model reads (and a
+// conversation would keep the rejected call without its answer); the
+// program, which owns the conversation, gets the violations in the error
+// and decides. A request that is only stored (store: true, Responses'
+// default, or Chat's store) is re-asked as any other: the re-ask is
+// stored too, and the client reads the accepted response's id, whose
+// stored record holds the calls the client read.
+//
+// # Bounds
+//
+// The transport reads at most [MaxBody] (8 MiB) of one body to guard it: a
+// request, a sync response, a stream's event and its assembled response.
+// A request or sync response past the bound passes through unguarded and
+// untouched (never buffered whole), reported at Warn. A stream whose
+// assembled response passes the bound ends with an error event. An
+// upstream error body is kept up to the bound.
+//
+// # Credentials
+//
+// Authorization, x-api-key, api-key and x-goog-api-key (and a key in the
+// query) go to the provider with every request and re-ask, and nowhere
+// else: no event, log record or span holds them. An upstream error whose
+// body quotes the key (OpenAI's 401 does) has it blanked in its text; the
+// client still receives the body as it came. The transport's own reports
+// name the host and path only.
+//
+// # Observability
+//
+// [Observe] installs a guard.Observer (otelguard's) outermost: it sees the
+// stages' events, each logical call, and each upstream request with the
+// model the request names and the response's token usage, stop reasons
+// and, for an observer that records content, its output messages; so
+// otelguard makes a "chat {model}" span per upstream request.
 package httpguard

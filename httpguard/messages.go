@@ -20,7 +20,11 @@ func (messagesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 		Model    string          `json:"model"`
 		Stream   bool            `json:"stream"`
 		Messages json.RawMessage `json:"messages"`
-		Tools    []struct {
+		Thread   *struct {
+			Type              string `json:"type"`
+			PreviousMessageID string `json:"previous_message_id"`
+		} `json:"thread"`
+		Tools []struct {
 			Type        string          `json:"type"`
 			Name        string          `json:"name"`
 			InputSchema json.RawMessage `json:"input_schema"`
@@ -36,6 +40,15 @@ func (messagesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 		return wireRequest{}, fmt.Errorf("%w: messages request without messages", errUnsupported)
 	}
 	out := wireRequest{Model: req.Model, Stream: req.Stream}
+	if th := req.Thread; th != nil {
+		// A message thread: the server holds the conversation under the
+		// response's id (create), or the request continues one.
+		out.State.Thread = th.Type
+		out.State.PreviousResponseID = th.PreviousMessageID
+		if out.State.Thread == "" {
+			out.State.Thread = "thread"
+		}
+	}
 	for _, t := range req.Tools {
 		// Client tools have no type or type "custom"; server tools
 		// (web_search_…, bash_…) are run by Anthropic and have no schema.

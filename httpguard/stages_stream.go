@@ -24,8 +24,12 @@ package httpguard
 // began.
 //
 // An upstream stream that fails part-way and is retried (ModelRetry) is
-// dropped from the gate it fed: the gate starts afresh when nothing of it
-// reached the client, else the retried stream counts as a later attempt.
+// dropped: when nothing has reached the client yet, every gate from the
+// request's to the root starts afresh (what they held is dropped, the
+// events that only open the client's stream too), so the client reads the
+// retried stream as if it were the first; when something has (only with
+// guard.WithRetryStreamed), the retried stream counts as a later attempt
+// of the nearest gate, whose text is not streamed again.
 
 import (
 	"context"
@@ -71,28 +75,39 @@ func (s *stageStream) Watch(_ context.Context, req *request) (*request, func() b
 type gateSink struct {
 	proto wireProtocol
 	gate  streamGate
-	out   eventWriter // the sink outside, or the client's stream
-	// fed: the current attempt got events; wrote: the gate wrote events
-	// out, in any attempt.
-	fed   bool
-	wrote int
+	// parent is the sink outside, where the gate writes; nil at the root,
+	// whose gate writes to client.
+	parent *gateSink
+	client *clientStream
+	// fed: the current attempt got events.
+	fed bool
 	// first: the gate is on its first attempt.
 	first bool
 }
 
-func newGateSink(p wireProtocol, out eventWriter, _ *clientStream) *gateSink {
-	s := &gateSink{proto: p, out: out, first: true}
-	s.gate = p.newGate(gateWriter{s})
+// newGateSink returns a sink whose gate writes to parent, or to client
+// when parent is nil.
+func newGateSink(p wireProtocol, parent *gateSink, client *clientStream) *gateSink {
+	s := &gateSink{proto: p, parent: parent, client: client}
+	s.reset()
 	return s
 }
 
-// gateWriter is where a sink's gate writes: it counts, and hands the
-// events whole to the sink outside.
+// reset gives the sink a fresh gate, on its first attempt.
+func (s *gateSink) reset() {
+	s.gate = s.proto.newGate(gateWriter{s})
+	s.fed, s.first = false, true
+}
+
+// gateWriter is where a sink's gate writes: the sink outside, or the
+// client, events whole.
 type gateWriter struct{ s *gateSink }
 
 func (w gateWriter) writeSSE(ev sseEvent) error {
-	w.s.wrote++
-	return w.s.out.writeSSE(ev)
+	if w.s.parent != nil {
+		return w.s.parent.writeSSE(ev)
+	}
+	return w.s.client.writeSSE(ev)
 }
 
 // Write is never called: writeEvent hands a gateWriter events whole.
@@ -110,20 +125,21 @@ func (s *gateSink) writeSSE(ev sseEvent) error {
 
 // begin tells the sink that an upstream stream starts for its current
 // attempt. If an earlier stream of the same attempt fed it (a stream that
-// failed, which ModelRetry repeats), what that stream left is dropped: the
-// gate starts afresh when it has written nothing yet, else the new stream
-// counts as a later attempt (whose text is not streamed again).
+// failed, which ModelRetry repeats), what that stream left is dropped (see
+// the top of this file).
 func (s *gateSink) begin() {
 	if !s.fed {
 		return
 	}
-	if s.first && s.wrote == 0 {
-		s.gate = s.proto.newGate(gateWriter{s})
-	} else {
-		s.gate.reject()
-		s.first = false
+	if s.client.events.Load() == 0 {
+		for x := s; x != nil; x = x.parent {
+			x.reset()
+		}
+		s.client.held = nil
+		return
 	}
-	s.fed = false
+	s.gate.reject()
+	s.fed, s.first = false, false
 }
 
 // nextAttempt rejects the current attempt: the stage asks again.

@@ -8,13 +8,19 @@ import (
 )
 
 // continues names the server-side conversation state a request continues
-// ("previous_response_id" or "conversation"), "" when it continues none.
+// or creates ("previous_response_id", "conversation", "thread"), "" when
+// none.
 // A response that is only stored (store: true, the Responses default) is
 // not continued state: nothing the client sends later depends on a re-ask
 // unless it continues from the id it reads, which is the accepted
 // attempt's.
 func (s serverState) continues() string {
 	switch {
+	case s.Thread != "":
+		// Anthropic's message thread, created or continued: the server
+		// holds every turn under the id the client reads, which a stream
+		// gives as the first attempt's.
+		return "thread"
 	case s.Conversation != "":
 		return "conversation"
 	case s.PreviousResponseID != "":
@@ -24,8 +30,9 @@ func (s serverState) continues() string {
 }
 
 // ServerStateError is what a stage that would ask the model again gets
-// instead, for a request that continues server-side conversation state
-// (OpenAI Responses' previous_response_id or conversation): the server
+// instead, for a request whose conversation the server holds (OpenAI
+// Responses' previous_response_id or conversation, an Anthropic message
+// thread): the server
 // keeps every request and response of such a conversation, so a re-ask
 // would stay in it for every later turn (and a conversation would hold the
 // rejected call without its answer). Such a request is guarded without
@@ -36,7 +43,7 @@ func (s serverState) continues() string {
 // holds Refused, so the program, which owns the conversation, can answer
 // the calls itself.
 type ServerStateError struct {
-	// State is "previous_response_id" or "conversation".
+	// State is "previous_response_id", "conversation" or "thread".
 	State string
 	// Refused are the tool results a re-ask would have sent for the
 	// refused calls: their violations, or the limit they exceed.

@@ -139,7 +139,7 @@ type roundTrip struct {
 func (t *Transport) roundTripStream(r *http.Request, req *request) (*http.Response, error) {
 	ctx, cancel := context.WithCancel(r.Context())
 	client := newClientStream(req.proto, cancel)
-	root := newGateSink(req.proto, client, client)
+	root := newGateSink(req.proto, nil, client)
 	req.sink, req.client = root, client
 	ended := make(chan roundTrip, 1)
 	go func() {
@@ -282,7 +282,7 @@ func (t *Transport) passUnknown(r *http.Request) (*http.Response, error) {
 	}
 	r.Body.Close()
 	if offersTools(body) {
-		t.report(r, "misconfigured", "a request offers tools on a path httpguard does not recognise: its tool calls are not guarded", nil)
+		t.report(r, "misconfigured", misconfiguredText, nil)
 	}
 	return t.base.RoundTrip(withBytes(r, body))
 }
@@ -301,17 +301,20 @@ func offersTools(body []byte) bool {
 
 // was reports whether kind was reported for r's host and path.
 func (t *Transport) was(r *http.Request, kind string) bool {
-	_, ok := t.reported.Load(reportKey{r.URL.Host, r.URL.Path, kind})
+	_, ok := t.reported.Load(reportKey{r.URL.Host, r.URL.Path, kind, misconfiguredText})
 	return ok
 }
 
-type reportKey struct{ host, path, kind string }
+type reportKey struct{ host, path, kind, msg string }
+
+const misconfiguredText = "a request offers tools on a path httpguard does not recognise: its tool calls are not guarded"
 
 // report logs what the transport did not guard at Warn on slog.Default,
-// once per host, path and kind ("misconfigured", "unguarded"). It names
-// the host and path, never a header: no credential reaches the log.
+// once per host, path, kind ("misconfigured", "unguarded") and msg (a
+// fixed text; err holds the details). It names the host and path, never a
+// header: no credential reaches the log.
 func (t *Transport) report(r *http.Request, kind, msg string, err error) {
-	if _, loaded := t.reported.LoadOrStore(reportKey{r.URL.Host, r.URL.Path, kind}, struct{}{}); loaded {
+	if _, loaded := t.reported.LoadOrStore(reportKey{r.URL.Host, r.URL.Path, kind, msg}, struct{}{}); loaded {
 		return
 	}
 	attrs := []slog.Attr{slog.String("host", r.URL.Host), slog.String("path", r.URL.Path)}
@@ -322,7 +325,7 @@ func (t *Transport) report(r *http.Request, kind, msg string, err error) {
 }
 
 // unguarded reports an upstream response of req that passes through
-// unguarded.
-func (t *Transport) unguarded(req *request, why string) {
-	t.report(req.http, "unguarded", why, nil)
+// unguarded: why is a fixed text, err the details.
+func (t *Transport) unguarded(req *request, why string, err error) {
+	t.report(req.http, "unguarded", why, err)
 }

@@ -3,10 +3,12 @@ package httpguard
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +35,9 @@ type UpstreamError struct {
 	// cut there).
 	Body []byte
 	wait time.Duration
+	// text is the start of Body with the request's credentials blanked
+	// (a provider may quote the key it refuses).
+	text string
 }
 
 // maxErrorText bounds what an error's text quotes of a body.
@@ -41,7 +46,7 @@ const maxErrorText = 2 << 10
 // Error says the status and quotes the start of the body, where providers
 // say why (a rate limit, an exhausted quota).
 func (e *UpstreamError) Error() string {
-	return fmt.Sprintf("httpguard: upstream answered %s: %s", e.Response.Status, preview(e.Body))
+	return fmt.Sprintf("httpguard: upstream answered %s: %s", e.Response.Status, e.text)
 }
 
 // StatusCode returns the response's HTTP status.
@@ -94,6 +99,8 @@ func (t *Transport) send(ctx context.Context, req *request) (*response, error) {
 			res.InputTokens, res.OutputTokens = int(u.InputTokens), int(u.OutputTokens)
 		}
 		res.FinishReasons = req.proto.finish(resp.body)
+		body := resp.body
+		res.Output = func() string { return outputMessages(ctx, req.proto, body) }
 	}
 	done(res)
 	return resp, err
@@ -109,25 +116,25 @@ func (t *Transport) sendUpstream(ctx context.Context, req *request) (*response, 
 	out.ContentLength = int64(len(body))
 	hr, err := t.base.RoundTrip(out)
 	if err != nil {
-		return nil, err
+		return nil, redact(err, credentials(req.http))
 	}
 	if hr.StatusCode < 200 || hr.StatusCode > 299 {
-		return nil, readUpstreamError(hr)
+		return nil, readUpstreamError(hr, credentials(req.http))
 	}
 	if req.sink != nil {
 		if !isEventStream(hr) {
-			t.unguarded(req, "the answer to a streaming request is not an event stream ("+hr.Header.Get("Content-Type")+")")
+			t.unguarded(req, "the answer to a streaming request is not an event stream", fmt.Errorf("Content-Type %q", hr.Header.Get("Content-Type")))
 			return &response{proto: req.proto, pass: hr}, nil
 		}
 		return t.readStream(req, hr)
 	}
 	if enc := hr.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
-		t.unguarded(req, "the response body is encoded ("+enc+")")
+		t.unguarded(req, "the response body is encoded", fmt.Errorf("Content-Encoding %q", enc))
 		return &response{proto: req.proto, pass: hr}, nil
 	}
 	b, err := readBounded(hr.Body, MaxBody)
 	if errors.Is(err, errTooLarge) {
-		t.unguarded(req, "the response body is larger than MaxBody")
+		t.unguarded(req, "the response body is larger than MaxBody", nil)
 		hr.Body = readCloser{io.MultiReader(bytes.NewReader(b), hr.Body), hr.Body}
 		return &response{proto: req.proto, pass: hr}, nil
 	}
@@ -136,15 +143,16 @@ func (t *Transport) sendUpstream(ctx context.Context, req *request) (*response, 
 		return nil, err
 	}
 	if _, err := req.proto.calls(b); err != nil {
-		t.unguarded(req, "the response cannot be read: "+err.Error())
+		t.unguarded(req, "the response cannot be guarded", err)
 		hr.Body = io.NopCloser(bytes.NewReader(b))
 		return &response{proto: req.proto, pass: hr}, nil
 	}
 	return &response{proto: req.proto, body: b, status: hr.StatusCode, header: hr.Header}, nil
 }
 
-// readUpstreamError reads a failed response into an *UpstreamError.
-func readUpstreamError(hr *http.Response) *UpstreamError {
+// readUpstreamError reads a failed response into an *UpstreamError whose
+// text holds none of secrets.
+func readUpstreamError(hr *http.Response, secrets []string) *UpstreamError {
 	b, _ := readBounded(hr.Body, MaxBody)
 	hr.Body.Close()
 	if len(b) > MaxBody {
@@ -153,8 +161,64 @@ func readUpstreamError(hr *http.Response) *UpstreamError {
 	_, wait := upstreamError(hr, time.Now())
 	r := *hr
 	r.Body, r.Request = http.NoBody, nil
-	return &UpstreamError{Response: &r, Body: b, wait: wait}
+	return &UpstreamError{Response: &r, Body: b, wait: wait, text: blank(preview(b), secrets)}
 }
+
+// credentials are the secrets r carries: its Authorization header (and
+// the token after its scheme), the API-key headers of OpenAI's Azure,
+// Anthropic and Google, and a key in the query (Gemini's ?key=).
+func credentials(r *http.Request) []string {
+	var out []string
+	add := func(v string) {
+		if v = strings.TrimSpace(v); len(v) >= 8 {
+			out = append(out, v)
+		}
+	}
+	for _, v := range r.Header.Values("Authorization") {
+		add(v)
+		if _, tok, ok := strings.Cut(v, " "); ok {
+			add(tok)
+		}
+	}
+	for _, h := range []string{"X-Api-Key", "Api-Key", "X-Goog-Api-Key"} {
+		for _, v := range r.Header.Values(h) {
+			add(v)
+		}
+	}
+	for _, v := range r.URL.Query()["key"] {
+		add(v)
+		add(url.QueryEscape(v))
+	}
+	return out
+}
+
+// blank returns s with every secret replaced.
+func blank(s string, secrets []string) string {
+	for _, k := range secrets {
+		s = strings.ReplaceAll(s, k, "[REDACTED]")
+	}
+	return s
+}
+
+// redact returns err, or when its text holds one of secrets (a URL with
+// ?key= in a *url.Error), an error with the same chain whose text does not.
+func redact(err error, secrets []string) error {
+	text := err.Error()
+	if b := blank(text, secrets); b != text {
+		return &redactedError{err: err, text: b}
+	}
+	return err
+}
+
+// redactedError is an error whose text has the request's credentials
+// blanked; errors.Is and errors.As reach the original.
+type redactedError struct {
+	err  error
+	text string
+}
+
+func (e *redactedError) Error() string { return e.text }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // isEventStream reports whether hr is a stream of server-sent events.
 func isEventStream(hr *http.Response) bool {
@@ -209,3 +273,49 @@ func (r readCloser) Close() error { return r.c.Close() }
 
 // statusLine is the Status of a response the transport makes.
 func statusLine(code int) string { return strconv.Itoa(code) + " " + http.StatusText(code) }
+
+// StatusCode returns the HTTP status an upstream stream's error event
+// stands for, so that retry classifies it as it classifies the same
+// failure before a stream began: Google's numeric code, else the type
+// OpenAI and Anthropic name (server_error and api_error 500,
+// overloaded_error 529, rate limits 429); 0 when it names none.
+func (e *upstreamStreamError) StatusCode() int {
+	var ev struct {
+		Type  string          `json:"type"`
+		Code  json.RawMessage `json:"code"`
+		Error *struct {
+			Type string          `json:"type"`
+			Code json.RawMessage `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(e.Data, &ev) != nil {
+		return 0
+	}
+	codes := []json.RawMessage{ev.Code}
+	names := []string{}
+	if ev.Error != nil {
+		codes = append(codes, ev.Error.Code)
+		names = append(names, ev.Error.Type)
+	}
+	for _, c := range codes {
+		var n int
+		if json.Unmarshal(c, &n) == nil && n >= 400 && n <= 599 {
+			return n
+		}
+		var s string
+		if json.Unmarshal(c, &s) == nil {
+			names = append(names, s)
+		}
+	}
+	for _, name := range names {
+		switch name {
+		case "server_error", "api_error", "internal_error":
+			return http.StatusInternalServerError
+		case "overloaded_error":
+			return 529
+		case "rate_limit_error", "rate_limit_exceeded":
+			return http.StatusTooManyRequests
+		}
+	}
+	return 0
+}

@@ -111,6 +111,10 @@ type serverState struct {
 	// Stored: the response is stored server-side (Responses' store, which
 	// defaults to true; Chat Completions' store, which defaults to false).
 	Stored bool
+	// Thread is an Anthropic message thread's type ("create",
+	// "continue"): the server holds the conversation, and
+	// PreviousResponseID is the message a continued thread follows.
+	Thread string
 }
 
 // wireCall is one tool call of a response as the client will read it.
