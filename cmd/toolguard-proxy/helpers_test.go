@@ -17,9 +17,11 @@ import (
 
 // proxy is a proxy server running in-process on a loopback port.
 type proxy struct {
-	URL  string  // http://127.0.0.1:port
-	srv  *server // its server
-	logs *syncBuffer
+	URL    string  // http://127.0.0.1:port
+	srv    *server // its server
+	logs   *syncBuffer
+	cancel context.CancelFunc // stops it, as SIGTERM does
+	done   chan error         // serve's result
 }
 
 // startProxy starts the proxy with flags args (-upstream and -listen are
@@ -50,7 +52,7 @@ func startProxy(tb testing.TB, upstream string, args ...string) *proxy {
 			tb.Errorf("serve: %v", err)
 		}
 	})
-	return &proxy{URL: "http://" + ln.Addr().String(), srv: s, logs: logs}
+	return &proxy{URL: "http://" + ln.Addr().String(), srv: s, logs: logs, cancel: cancel, done: done}
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.
