@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/guard"
+	"github.com/toolguard/toolguard/validation"
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 )
@@ -88,8 +89,8 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // logEvent logs a toolguard event without content: its kind, stage,
 // attempt, tool, call id, JSON Pointer paths, wait, the thread, and of its
-// error only the type, a limit's figures, an upstream status or a store's
-// error. The error texts of invalid calls and the feedback quote the
+// error only the type, the violations' keywords and paths, a limit's
+// figures, an upstream status or a store's error. The error texts of invalid calls and the feedback quote the
 // model's arguments; they are never logged. The events that mean a
 // protection did not hold are logged at Warn, as guard.LogEvents does.
 func (s *server) logEvent(ctx context.Context, e guard.Event) {
@@ -128,12 +129,16 @@ func (s *server) logEvent(ctx context.Context, e guard.Event) {
 	s.log.LogAttrs(ctx, level, "toolguard: "+string(e.Kind), attrs...)
 }
 
+// maxLoggedViolations bounds the violations an event's log line lists.
+const maxLoggedViolations = 10
+
 // errorAttrs describes an event's error without quoting content.
 func errorAttrs(err error) []slog.Attr {
 	var (
-		limit  *guard.LimitExceededError
-		store  *guard.StoreError
-		status interface{ StatusCode() int }
+		limit   *guard.LimitExceededError
+		store   *guard.StoreError
+		status  interface{ StatusCode() int }
+		invalid *validation.Error
 	)
 	attrs := []slog.Attr{slog.String("error_type", fmt.Sprintf("%T", err))}
 	switch {
@@ -141,6 +146,18 @@ func errorAttrs(err error) []slog.Attr {
 		attrs = append(attrs, slog.String("scope", string(limit.Scope)), slog.Int("limit", limit.Limit), slog.Int("count", limit.Count))
 	case errors.As(err, &store):
 		attrs = append(attrs, slog.String("error", store.Err.Error()))
+	case errors.As(err, &invalid):
+		// The keyword and the JSON Pointer of each violation, never its
+		// message, which quotes the value.
+		vs := make([]string, 0, min(len(invalid.Violations), maxLoggedViolations))
+		for _, v := range invalid.Violations[:min(len(invalid.Violations), maxLoggedViolations)] {
+			path := v.Path
+			if path == "" {
+				path = `""` // the arguments object
+			}
+			vs = append(vs, v.Keyword+" at "+path)
+		}
+		attrs = append(attrs, slog.Any("violations", vs))
 	case errors.As(err, &status):
 		attrs = append(attrs, slog.Int("upstream_status", status.StatusCode()))
 	}
