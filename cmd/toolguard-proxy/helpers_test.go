@@ -7,13 +7,36 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
+
+// build is the command built once per test process (process_test.go).
+var build struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	// go-redis logs each failed dial of a stopped server; the tests check
+	// the errors themselves.
+	redis.SetLogger(redisLogger{slog.New(slog.DiscardHandler)})
+	code := m.Run()
+	if build.dir != "" {
+		os.RemoveAll(build.dir)
+	}
+	os.Exit(code)
+}
 
 // proxy is a proxy server running in-process on a loopback port.
 type proxy struct {

@@ -13,28 +13,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	fp "github.com/toolguard/toolguard/httpguard/fakeprovider"
 )
-
-var build struct {
-	once sync.Once
-	dir  string
-	bin  string
-	err  error
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if build.dir != "" {
-		os.RemoveAll(build.dir)
-	}
-	os.Exit(code)
-}
 
 // binary builds the command once per test process.
 func binary(t *testing.T) string {
