@@ -47,9 +47,15 @@ type proxy struct {
 	done   chan error         // serve's result
 }
 
-// startProxy starts the proxy with flags args (-upstream and -listen are
-// set unless args give them), stopped gracefully when the test ends.
+// startProxy starts the proxy with flags args and -upstream, on a
+// loopback port, stopped gracefully when the test ends.
 func startProxy(tb testing.TB, upstream string, args ...string) *proxy {
+	tb.Helper()
+	return startProxyTo(tb, nil, upstream, args...)
+}
+
+// startProxyTo is startProxy logging to w; nil: to the proxy's logs.
+func startProxyTo(tb testing.TB, w io.Writer, upstream string, args ...string) *proxy {
 	tb.Helper()
 	args = append([]string{"-upstream", upstream}, args...)
 	var out syncBuffer
@@ -58,7 +64,10 @@ func startProxy(tb testing.TB, upstream string, args ...string) *proxy {
 		tb.Fatalf("parseConfig(%q) = %v\n%s", args, err, out.String())
 	}
 	logs := &syncBuffer{}
-	s, err := newServer(context.Background(), cfg, logs)
+	if w == nil {
+		w = logs
+	}
+	s, err := newServer(context.Background(), cfg, w)
 	if err != nil {
 		tb.Fatalf("newServer: %v", err)
 	}
