@@ -80,6 +80,7 @@ type chatAssembler struct {
 	calls                    []*chatCallAcc
 	finish                   *string
 	usage                    json.RawMessage
+	last                     *chatChunk // the chunk add took last
 }
 
 func (a *chatAssembler) add(ev sseEvent) (bool, error) {
@@ -93,6 +94,7 @@ func (a *chatAssembler) add(ev sseEvent) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	a.last = c
 	if !a.started {
 		a.started = true
 		a.id, a.model, a.created, a.fingerprint, a.serviceTier = c.ID, c.Model, c.Created, c.SystemFingerprint, c.ServiceTier
@@ -232,7 +234,7 @@ func (g *chatGate) event(ev sseEvent) (bool, error) {
 	if err != nil || done {
 		return done, err
 	}
-	c, _ := parseChatChunk(ev.Data) // add parsed it already
+	c := g.asm.last // add parsed it
 	if g.template == nil {
 		g.template, g.id = append([]byte(nil), ev.Data...), c.ID
 	}

@@ -43,6 +43,24 @@ type response struct {
 	// body bound, compressed, not the protocol's shape), handed on with
 	// its body unread.
 	pass *http.Response
+	// calls are body's tool calls, read once; nil until read.
+	calls []wireCall
+}
+
+// toolCalls returns resp's tool calls, read once.
+func (resp *response) toolCalls() ([]wireCall, error) {
+	if resp.calls != nil || resp.body == nil {
+		return resp.calls, nil
+	}
+	cs, err := resp.proto.calls(resp.body)
+	if err != nil {
+		return nil, err
+	}
+	if cs == nil {
+		cs = []wireCall{}
+	}
+	resp.calls = cs
+	return cs, nil
 }
 
 // codec is the wire host of package guard's stages. It is stateless: what a
@@ -55,10 +73,7 @@ var _ guard.Codec[*request, *response] = codec{}
 // response's calls before it hands it to the stages (a response whose calls
 // it cannot read is passed through), so the error cannot occur here.
 func (codec) Calls(_ *request, resp *response) []guard.Call {
-	if resp.body == nil {
-		return nil
-	}
-	cs, err := resp.proto.calls(resp.body)
+	cs, err := resp.toolCalls()
 	if err != nil {
 		return nil
 	}
@@ -90,7 +105,17 @@ func (codec) Accept(resp *response, vs []guard.Verdict) (*response, error) {
 		return nil, err
 	}
 	out := *resp
-	out.body = body
+	out.body, out.calls = body, nil
+	if cs, err := resp.toolCalls(); err == nil && len(cs) == len(args) {
+		// The calls of the new body: the old ones with the arguments
+		// written, as every protocol's calls reads them back.
+		out.calls = append([]wireCall(nil), cs...)
+		for i, a := range args {
+			if a != nil {
+				out.calls[i].Args = a
+			}
+		}
+	}
 	return &out, nil
 }
 

@@ -50,8 +50,9 @@ type messagesAssembler struct {
 	budget
 	message []byte
 	blocks  []*blockAcc
-	delta   []byte // the last message_delta's delta
-	usage   []byte // the last message_delta's usage
+	delta   []byte         // the last message_delta's delta
+	usage   []byte         // the last message_delta's usage
+	last    *messagesEvent // the event add took last
 }
 
 func (a *messagesAssembler) add(ev sseEvent) (bool, error) {
@@ -62,6 +63,7 @@ func (a *messagesAssembler) add(ev sseEvent) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	a.last = e
 	switch e.Type {
 	case "message_start":
 		a.message = e.Message
@@ -233,7 +235,7 @@ func (g *messagesGate) event(ev sseEvent) (bool, error) {
 	if err != nil {
 		return done, err
 	}
-	e, _ := parseMessagesEvent(ev)
+	e := g.asm.last // add parsed it
 	first := g.attempt == 0
 	switch e.Type {
 	case "message_start":

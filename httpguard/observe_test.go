@@ -59,7 +59,7 @@ func TestObserveSpans(t *testing.T) {
 			for i, want := range [][2]int64{{11, 7}, {-1, -1}, {13, 5}} {
 				in, out := attr(chats[i], "gen_ai.usage.input_tokens"), attr(chats[i], "gen_ai.usage.output_tokens")
 				if want[0] < 0 {
-					if in.Type() != attribute.INVALID || attr(chats[i], "error.type").AsString() == "" {
+					if in.Type() != attribute.EMPTY || attr(chats[i], "error.type").AsString() == "" {
 						t.Errorf("span %d (the 429): input tokens %v, error.type %v", i, in, attr(chats[i], "error.type"))
 					}
 					continue

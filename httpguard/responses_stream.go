@@ -49,6 +49,7 @@ type responsesAssembler struct {
 	base  []byte
 	final []byte
 	items []*itemAcc
+	last  *responsesEvent // the event add took last
 }
 
 func (a *responsesAssembler) add(ev sseEvent) (bool, error) {
@@ -59,6 +60,7 @@ func (a *responsesAssembler) add(ev sseEvent) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	a.last = e
 	switch {
 	case e.Type == "response.created" || e.Type == "response.in_progress" || e.Type == "response.queued":
 		a.base = e.Response
@@ -163,7 +165,7 @@ func (g *responsesGate) event(ev sseEvent) (bool, error) {
 	if err != nil {
 		return done, err
 	}
-	e, _ := parseResponsesEvent(ev)
+	e := g.asm.last // add parsed it
 	first := g.attempt == 0
 	switch {
 	case e.Type == "response.created" || e.Type == "response.in_progress" || e.Type == "response.queued":

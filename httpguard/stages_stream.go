@@ -115,12 +115,18 @@ func (gateWriter) Write([]byte) (int, error) {
 	return 0, errors.New("httpguard: gateWriter takes events, not bytes")
 }
 
-// writeSSE feeds the current attempt one event: from an upstream stream,
-// or written by the gate of the stage inside.
+// writeSSE feeds the current attempt one event written by the gate of the
+// stage inside.
 func (s *gateSink) writeSSE(ev sseEvent) error {
-	s.fed = true
-	_, err := s.gate.event(ev)
+	_, err := s.event(ev)
 	return err
+}
+
+// event feeds the current attempt one event; done reports the end of the
+// attempt's stream.
+func (s *gateSink) event(ev sseEvent) (done bool, err error) {
+	s.fed = true
+	return s.gate.event(ev)
 }
 
 // begin tells the sink that an upstream stream starts for its current
@@ -166,7 +172,7 @@ func (s *gateSink) Deliver(_ context.Context, resp *response) (*response, error)
 		}
 	} else {
 		var err error
-		if body, err = s.assembled(resp.body); err != nil {
+		if body, err = s.assembled(resp); err != nil {
 			return nil, err
 		}
 	}
@@ -179,7 +185,8 @@ func (s *gateSink) Deliver(_ context.Context, resp *response) (*response, error)
 // assembled returns the attempt as the gate assembled it, with the calls'
 // arguments of resp, whose calls are the same, in the same order; resp
 // itself when they are not (the gate then accepts resp).
-func (s *gateSink) assembled(resp []byte) ([]byte, error) {
+func (s *gateSink) assembled(r *response) ([]byte, error) {
+	resp := r.body
 	asm, err := s.gate.response()
 	if err != nil {
 		return nil, err
@@ -188,7 +195,7 @@ func (s *gateSink) assembled(resp []byte) ([]byte, error) {
 	if err != nil {
 		return resp, nil
 	}
-	want, err := s.proto.calls(resp)
+	want, err := r.toolCalls()
 	if err != nil || len(want) != len(have) {
 		return resp, nil
 	}

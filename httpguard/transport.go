@@ -143,7 +143,12 @@ func (t *Transport) roundTripStream(r *http.Request, req *request) (*http.Respon
 	req.sink, req.client = root, client
 	ended := make(chan roundTrip, 1)
 	go func() {
-		defer cancel()
+		keep := false // the context outlives the call: a passed body reads from it
+		defer func() {
+			if !keep {
+				cancel()
+			}
+		}()
 		resp, err := t.handler(ctx, req)
 		if err == nil {
 			_, err = root.Deliver(ctx, resp)
@@ -155,6 +160,12 @@ func (t *Transport) roundTripStream(r *http.Request, req *request) (*http.Respon
 		var se *upstreamStreamError
 		if !client.isCommitted() && !errors.As(err, &se) {
 			hr, herr := t.failure(r, req.proto, err)
+			var pe *passError
+			if errors.As(err, &pe) && hr != nil {
+				// An upstream response handed on unread: its body is read
+				// on the call's context, cancelled when it is closed.
+				hr.Body, keep = cancelOnClose{hr.Body, cancel}, true
+			}
 			client.end(errNotStreamed)
 			ended <- roundTrip{hr, herr}
 			return
@@ -174,6 +185,18 @@ func (t *Transport) roundTripStream(r *http.Request, req *request) (*http.Respon
 }
 
 var errNotStreamed = errors.New("httpguard: the call ended before its stream began")
+
+// cancelOnClose is a body that cancels its context once closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
 
 // failure is the client's answer to a call that ended with err before any
 // of its stream reached the client: a guard's refusal as the provider would

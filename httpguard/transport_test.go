@@ -105,7 +105,7 @@ func TestTransportBadThenGood(t *testing.T) {
 			defer srv.Close()
 			var kinds []guard.EventKind
 			tr := New(nil, ToolArgValidation(guard.WithEventHandler(func(_ context.Context, e guard.Event) { kinds = append(kinds, e.Kind) })))
-			ex := do(t, tr, context.Background(), srv.URL+c.url, c.body)
+			ex := do(t, tr, context.Background(), srv.URL+c.url, c.body, "Authorization", "Bearer sk-test", "X-Vendor", "v 1", "Anthropic-Beta", "tools-2025")
 			got := clientRead(t, c, ex)
 			calls := callsOf(t, c.w, got)
 			if len(calls) != 1 || !sameJSON(calls[0].Args, []byte(`{"city":"Paris"}`)) {
@@ -138,6 +138,10 @@ func TestTransportBadThenGood(t *testing.T) {
 			if reqs[1].RawQuery != reqs[0].RawQuery || reqs[1].Path != reqs[0].Path {
 				t.Errorf("the re-ask went to %s?%s, want %s?%s", reqs[1].Path, reqs[1].RawQuery, reqs[0].Path, reqs[0].RawQuery)
 			}
+			if h0, h1 := without(reqs[0].Header, "Content-Length"), without(reqs[1].Header, "Content-Length"); !sameHeader(h0, h1) ||
+				h1.Get("Authorization") != "Bearer sk-test" || h1.Get("X-Vendor") != "v 1" {
+				t.Errorf("the re-ask's headers %v, want the client's %v", h1, h0)
+			}
 			if len(kinds) < 2 || kinds[0] != guard.EventInvalid {
 				t.Errorf("events %v, want invalid, reask", kinds)
 			}
@@ -152,4 +156,25 @@ func TestTransportBadThenGood(t *testing.T) {
 func guardText(t *testing.T, c wireCase, resp []byte) string {
 	t.Helper()
 	return c.w.text(resp)
+}
+
+// Gemini's stream without alt=sse (a JSON array, as langchaingo's googleai
+// client asks for it) cannot be gated: it passes through untouched, and is
+// reported at Warn.
+func TestGeminiArrayStreamPassesThrough(t *testing.T) {
+	log := captureLog(t)
+	step := fp.Reply(fp.Text("Let me check."), fp.Call("get_weather", `{"city": 42}`))
+	guarded, direct := fp.New(step), fp.New(step)
+	defer guarded.Close()
+	defer direct.Close()
+	body := fixture(t, "gemini", "stream-request.json")
+	path := "/v1beta/models/gemini-2.5-flash:streamGenerateContent"
+	ex := do(t, New(nil, ToolArgValidation()), context.Background(), guarded.URL+path, body)
+	want := do(t, http.DefaultTransport, context.Background(), direct.URL+path, body)
+	if ex.resp.StatusCode != 200 || !bytes.Equal(ex.body, want.body) || !strings.HasPrefix(string(ex.body), "[") {
+		t.Errorf("the client got %d\n%s\nwant\n%s", ex.resp.StatusCode, ex.body, want.body)
+	}
+	if !strings.Contains(log.String(), "not an event stream") {
+		t.Errorf("log: %s", log.String())
+	}
 }

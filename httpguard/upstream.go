@@ -142,12 +142,13 @@ func (t *Transport) sendUpstream(ctx context.Context, req *request) (*response, 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := req.proto.calls(b); err != nil {
+	resp := &response{proto: req.proto, body: b, status: hr.StatusCode, header: hr.Header}
+	if _, err := resp.toolCalls(); err != nil {
 		t.unguarded(req, "the response cannot be guarded", err)
 		hr.Body = io.NopCloser(bytes.NewReader(b))
 		return &response{proto: req.proto, pass: hr}, nil
 	}
-	return &response{proto: req.proto, body: b, status: hr.StatusCode, header: hr.Header}, nil
+	return resp, nil
 }
 
 // readUpstreamError reads a failed response into an *UpstreamError whose
@@ -227,12 +228,12 @@ func isEventStream(hr *http.Response) bool {
 }
 
 // readStream feeds an upstream stream's events to req's sink as they come
-// and returns the stream assembled into the sync response it amounts to.
+// and returns the stream assembled into the sync response it amounts to
+// (by the sink's gate, which assembles each attempt).
 func (t *Transport) readStream(req *request, hr *http.Response) (*response, error) {
 	defer hr.Body.Close()
 	req.client.upstream(hr)
 	req.sink.begin()
-	asm := req.proto.newAssembler()
 	rd := newSSEReader(hr.Body, MaxBody)
 	for {
 		ev, err := rd.next()
@@ -242,25 +243,23 @@ func (t *Transport) readStream(req *request, hr *http.Response) (*response, erro
 		if err != nil {
 			return nil, err
 		}
-		done, err := asm.add(ev)
+		done, err := req.sink.event(ev)
 		if err != nil {
-			return nil, err
-		}
-		if err := req.sink.writeSSE(ev); err != nil {
 			return nil, err
 		}
 		if done {
 			break
 		}
 	}
-	b, err := asm.response()
+	b, err := req.sink.gate.response()
 	if err != nil {
 		return nil, err
 	}
-	if _, err := req.proto.calls(b); err != nil {
+	resp := &response{proto: req.proto, body: b, status: hr.StatusCode, header: hr.Header}
+	if _, err := resp.toolCalls(); err != nil {
 		return nil, fmt.Errorf("httpguard: the streamed response cannot be guarded: %w", err)
 	}
-	return &response{proto: req.proto, body: b, status: hr.StatusCode, header: hr.Header}, nil
+	return resp, nil
 }
 
 // readCloser reads from r and closes c.
