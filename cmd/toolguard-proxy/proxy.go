@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -108,8 +107,9 @@ func (b *requestBody) err() error {
 // proxyError answers a request the proxy could not complete: 413 for a
 // body past -max-body, 408 for a body not received within -body-timeout,
 // 502 when the upstream cannot be reached. A client that went away gets
-// nothing (logged as 499). The error is logged without the URL, whose
-// query may hold a key (Gemini's ?key=).
+// nothing (logged as 499). The error is logged with the path, never the
+// URL, whose query may hold a key (Gemini's ?key=); the transports'
+// errors do not quote it.
 func (s *server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	var bodyErr error
 	if b, _ := r.Context().Value(bodyKey{}).(*requestBody); b != nil {
@@ -125,10 +125,6 @@ func (s *server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	case r.Context().Err() != nil:
 		w.WriteHeader(499) // nginx's "client closed request", for the log and metrics only
 	default:
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
 		s.log.LogAttrs(r.Context(), slog.LevelWarn, "toolguard-proxy: upstream request failed",
 			slog.String("path", r.URL.Path), slog.String("error", err.Error()))
 		writeError(w, r, http.StatusBadGateway, "upstream_unreachable", "toolguard-proxy: the upstream could not be reached")
