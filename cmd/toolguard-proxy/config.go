@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/toolguard/toolguard/guard"
+	"github.com/toolguard/toolguard/httpguard"
+)
+
+// config is what the flags say.
+type config struct {
+	listen   string
+	upstream *url.URL
+
+	maxRetries   int  // ToolArgValidation's re-asks
+	modelRetries int  // ModelRetry's retries
+	failClosed   bool // ToolArgValidation fails closed
+
+	runLimit, threadLimit int // ToolCallLimit; 0: none
+	limitExit             guard.ExitBehavior
+	redisURL              string
+
+	maxBody           int64
+	readHeaderTimeout time.Duration
+	bodyTimeout       time.Duration
+	idleTimeout       time.Duration
+	shutdownTimeout   time.Duration
+
+	logLevel slog.Level
+}
+
+// errUsage reports flags that do not parse: the message and the usage
+// have been written, and the command exits 2.
+var errUsage = errors.New("toolguard-proxy: bad usage")
+
+const usageHead = `toolguard-proxy guards the tool calls of any LLM client at the wire: a
+reverse proxy whose transport is httpguard. Point the client's base URL at it.
+
+  toolguard-proxy -listen 127.0.0.1:8080 -upstream https://api.openai.com
+  OPENAI_BASE_URL=http://127.0.0.1:8080/v1 python agent.py
+
+Headers: X-Toolguard-Thread names the conversation thread the thread limit
+counts (removed before the request goes upstream). Endpoints: /healthz,
+/metrics (Prometheus); everything else is proxied. OTLP traces when
+OTEL_EXPORTER_OTLP_ENDPOINT is set. Logs: JSON on stderr, never a header,
+a query or content. SIGTERM: stop accepting, finish in-flight requests
+(streams included), exit 0.
+
+Flags:
+`
+
+// parseConfig parses args. -h writes the usage to stdout and returns
+// flag.ErrHelp; a bad flag writes the problem and the usage to stderr and
+// returns errUsage.
+func parseConfig(args []string, stdout, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("toolguard-proxy", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var (
+		cfg                                  config
+		upstream, maxBody, limitExit, logLvl string
+	)
+	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "`address` to serve on (host:port)")
+	fs.StringVar(&upstream, "upstream", "", "the provider's base `URL`, e.g. https://api.openai.com, https://api.anthropic.com,\nhttps://generativelanguage.googleapis.com (required); a request's path is appended to it")
+	fs.IntVar(&cfg.maxRetries, "max-retries", 2, "re-asks after invalid tool calls, per client request (ToolArgValidation)")
+	fs.IntVar(&cfg.modelRetries, "model-retries", 2, "retries of an upstream request that failed transiently: 408, 409, 429, 5xx,\na dropped connection (ModelRetry; 0: none). The client's SDK retries too")
+	fs.BoolVar(&cfg.failClosed, "fail-closed", false, "answer calls still invalid after the last re-ask with HTTP 422 in the\nprovider's error shape, instead of passing them on")
+	fs.IntVar(&cfg.runLimit, "run-limit", 0, "cap the tool calls of one run (the model's turns since the last user message) (ToolCallLimit; 0: none)")
+	fs.IntVar(&cfg.threadLimit, "thread-limit", 0, "cap the tool calls of one thread: the X-Toolguard-Thread header's, else the\ntranscript's (ToolCallLimit; 0: none)")
+	fs.StringVar(&limitExit, "limit-exit", "continue", "what a call past a limit gets (`mode`): continue (the model is told and asked again),\nend (an answer without tool calls saying which limit), error (HTTP 422)")
+	fs.StringVar(&cfg.redisURL, "redis", "", "keep thread counts in Redis (`URL` redis://[:password@]host:port/db), so that\nreplicas share one thread limit; without it each process counts its own")
+	fs.StringVar(&maxBody, "max-body", "8MiB", "largest request body accepted, a `size` (413 past it); at most httpguard.MaxBody\n(8MiB) is guarded")
+	fs.DurationVar(&cfg.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time to read a request's headers")
+	fs.DurationVar(&cfg.bodyTimeout, "body-timeout", time.Minute, "time to read a request's body, from its headers (408 past it; 0: none)")
+	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
+	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "on SIGTERM, how long in-flight requests (streams included) may take to\nfinish before they are cut; keep it below the orchestrator's grace period")
+	fs.StringVar(&logLvl, "log-level", "info", "`level` of the logs: debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usageHead)
+		fs.PrintDefaults()
+	}
+
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return cfg, flag.ErrHelp
+	}
+	if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err == nil {
+		err = cfg.finish(upstream, maxBody, limitExit, logLvl)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "toolguard-proxy: %v\n\n", err)
+		fs.SetOutput(stderr)
+		fs.Usage()
+		return cfg, errUsage
+	}
+	return cfg, nil
+}
+
+// finish checks the flags and sets the fields given as text.
+func (cfg *config) finish(upstream, maxBody, limitExit, logLvl string) error {
+	if upstream == "" {
+		return errors.New("-upstream is required")
+	}
+	u, err := url.Parse(upstream)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("-upstream %q: want an http or https URL with a host and no query", upstream)
+	}
+	cfg.upstream = u
+	if cfg.maxRetries < 0 || cfg.modelRetries < 0 {
+		return errors.New("-max-retries and -model-retries must not be negative")
+	}
+	if cfg.runLimit < 0 || cfg.threadLimit < 0 {
+		return errors.New("-run-limit and -thread-limit must not be negative (0: no limit)")
+	}
+	if cfg.runLimit > 0 && cfg.threadLimit > 0 && cfg.runLimit > cfg.threadLimit {
+		return fmt.Errorf("-run-limit %d is larger than -thread-limit %d", cfg.runLimit, cfg.threadLimit)
+	}
+	switch limitExit {
+	case "continue":
+		cfg.limitExit = guard.ExitContinue
+	case "end":
+		cfg.limitExit = guard.ExitEnd
+	case "error":
+		cfg.limitExit = guard.ExitError
+	default:
+		return fmt.Errorf("-limit-exit %q: want continue, end or error", limitExit)
+	}
+	if cfg.redisURL != "" && cfg.threadLimit == 0 {
+		return errors.New("-redis keeps thread counts: it needs -thread-limit")
+	}
+	n, err := humanize.ParseBytes(maxBody)
+	if err != nil || n < 1 || n > 1<<40 {
+		return fmt.Errorf("-max-body %q: want a size such as 8MiB, 512KiB or 1000000", maxBody)
+	}
+	cfg.maxBody = int64(n)
+	if cfg.readHeaderTimeout <= 0 || cfg.idleTimeout <= 0 || cfg.shutdownTimeout <= 0 || cfg.bodyTimeout < 0 {
+		return errors.New("-read-header-timeout, -idle-timeout and -shutdown-timeout must be positive, -body-timeout not negative")
+	}
+	if err := cfg.logLevel.UnmarshalText([]byte(strings.ToUpper(logLvl))); err != nil {
+		return fmt.Errorf("-log-level %q: want debug, info, warn or error", logLvl)
+	}
+	return nil
+}
+
+// middlewares returns the transport's stages, outermost first: the
+// observer, the tool-call limit (only when a limit is given), argument
+// validation, and model retries innermost, so that a retry repeats one
+// upstream request and not a whole re-ask loop, and the limit sees the
+// calls validation accepted.
+func (cfg config) middlewares(o guard.Observer, store guard.ThreadStore, events func(ctx context.Context, e guard.Event)) []httpguard.Middleware {
+	mws := []httpguard.Middleware{httpguard.Observe(o)}
+	if cfg.runLimit > 0 || cfg.threadLimit > 0 {
+		opts := []guard.LimitOption{guard.WithExitBehavior(cfg.limitExit), guard.WithEventHandler(events)}
+		if cfg.threadLimit > 0 {
+			opts = append(opts, guard.WithThreadLimit(cfg.threadLimit))
+		}
+		if cfg.runLimit > 0 {
+			opts = append(opts, guard.WithRunLimit(cfg.runLimit))
+		}
+		if store != nil {
+			opts = append(opts, guard.WithThreadStore(store))
+		}
+		mws = append(mws, httpguard.ToolCallLimit(opts...))
+	}
+	vopts := []guard.ValidationOption{guard.WithMaxRetries(cfg.maxRetries), guard.WithEventHandler(events)}
+	if cfg.failClosed {
+		vopts = append(vopts, guard.WithFailClosed())
+	}
+	mws = append(mws, httpguard.ToolArgValidation(vopts...))
+	mws = append(mws, httpguard.ModelRetry(guard.WithMaxRetries(cfg.modelRetries), guard.WithEventHandler(events)))
+	return mws
+}

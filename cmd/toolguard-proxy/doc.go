@@ -1,0 +1,155 @@
+// Command toolguard-proxy guards the tool calls of any LLM client, in any
+// language, at the wire: a reverse proxy ([net/http/httputil.ReverseProxy])
+// whose Transport is [github.com/toolguard/toolguard/httpguard]. Point the
+// client's base URL at it; it forwards every request to -upstream, and the
+// requests httpguard recognises (OpenAI Chat Completions and Responses,
+// Anthropic Messages, Gemini generateContent, sync and streamed) go
+// through toolguard's stages: invalid tool calls are re-asked before the
+// client sees them, transient failures retried, tool calls limited per
+// run and per thread.
+//
+//	toolguard-proxy -listen 127.0.0.1:8080 -upstream https://api.openai.com [-max-retries 2] [-fail-closed]
+//	                [-run-limit N] [-thread-limit N] [-redis redis://…] [-max-body 8MiB]
+//
+// One proxy serves one upstream; run one per provider.
+//
+// # Any language: run the proxy
+//
+// Start it beside the agent, then change the client's base URL and
+// nothing else. The key still comes from the client: the proxy passes
+// Authorization, x-api-key and x-goog-api-key through to the provider
+// and never logs them.
+//
+//	go run github.com/toolguard/toolguard/cmd/toolguard-proxy -upstream https://api.openai.com
+//
+// Python (openai):
+//
+//	client = OpenAI(base_url="http://127.0.0.1:8080/v1",
+//	                default_headers={"X-Toolguard-Thread": session_id})
+//
+// TypeScript (openai):
+//
+//	const client = new OpenAI({ baseURL: "http://127.0.0.1:8080/v1",
+//	                            defaultHeaders: { "X-Toolguard-Thread": sessionId } });
+//
+// Or with no code change at all: OPENAI_BASE_URL=http://127.0.0.1:8080/v1.
+// For Anthropic, run it with -upstream https://api.anthropic.com and give
+// the SDK base_url="http://127.0.0.1:8080" (ANTHROPIC_BASE_URL); for
+// Gemini, -upstream https://generativelanguage.googleapis.com and the
+// google-genai client's http_options base_url. The tool schemas are read
+// from each request's own tools, so nothing is configured per tool.
+//
+// # Stages
+//
+// The transport's stages are, outermost first: otelguard's observer; the
+// tool-call limit ([httpguard.ToolCallLimit]), only when -run-limit or
+// -thread-limit is given; argument validation ([httpguard.ToolArgValidation],
+// always, -max-retries re-asks, -fail-closed); model retries
+// ([httpguard.ModelRetry], always, -model-retries). This is the order
+// package guard recommends: a retry repeats one upstream request, not a
+// whole re-ask loop; the limit counts the calls validation let through, and
+// a call it blocks is told to the model (-limit-exit continue), answered
+// with a text saying which limit (end) or refused with 422 (error).
+//
+// The client's SDK retries too (the openai and anthropic SDKs twice by
+// default, on 408, 409, 429, 5xx and dropped connections). The proxy's
+// refusals carry x-should-retry: false, which the SDKs honour; its own
+// retries come first, so a client that also retries multiplies them: lower
+// the client's or -model-retries.
+//
+// # Headers
+//
+// X-Toolguard-Thread names the conversation thread of a request: the
+// thread limit counts per thread (guard.WithThread). Without it, a
+// request's thread is its transcript, as for an agent that names none. It
+// must be one id of at most 256 bytes (else 400) and is removed before the
+// request goes upstream. The proxy trusts it: whoever can reach the proxy
+// can spend any thread's limit, so keep the proxy where only your agents
+// reach it (loopback, a sidecar, a private network).
+//
+// A W3C traceparent header makes the proxy's spans part of the client's
+// trace. Accept-Encoding is removed: the proxy negotiates compression with
+// the upstream itself, so that httpguard reads identity bodies (a
+// compressed answer could not be guarded), and answers the client
+// uncompressed. Every other header, the query and the body pass through as
+// they came, except the hop-by-hop headers every proxy drops; no
+// X-Forwarded-For is added.
+//
+// # Endpoints
+//
+// GET /healthz answers 200 "ok" while the process serves. GET /metrics is
+// the Prometheus exposition. Every other request is proxied.
+//
+// # Metrics
+//
+// Through OpenTelemetry's Prometheus exporter, on a registry of the
+// proxy's own (with the Go runtime's and the process's collectors):
+//
+//   - http_server_request_duration_seconds (histogram, by
+//     http_request_method and http_response_status_code): one point per
+//     client request, a stream to its end; its _count counts the requests.
+//   - http_server_active_requests: the requests in flight.
+//   - toolguard_events_total (by toolguard_event_kind and
+//     toolguard_middleware): every toolguard event; re-asks are kind
+//     "reask", retries "retry", blocked calls "limit", invalid calls
+//     "invalid", passed-on invalid calls "give_up".
+//   - gen_ai_client_operation_duration_seconds: one point per request that
+//     reached the upstream (re-asks and retries included), by
+//     gen_ai_request_model and error_type.
+//   - gen_ai_client_token_usage: tokens per upstream request where the
+//     provider reports them, by gen_ai_token_type.
+//
+// # Traces
+//
+// When OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
+// is set, spans are exported over OTLP/HTTP, configured by the standard
+// OTEL_EXPORTER_OTLP_* variables; service.name is toolguard-proxy unless
+// OTEL_SERVICE_NAME says otherwise. Each guarded request has a
+// toolguard.generate_content span carrying the toolguard events, and a
+// "chat {model}" span per upstream request (package otelguard). Spans hold
+// no content. The last spans are exported at shutdown.
+//
+// # Logs
+//
+// JSON lines on stderr (log/slog), at -log-level: one line per request when
+// its response (a stream to its end) is done, with the method, the path,
+// the status, the duration, the bytes written, the thread and the
+// upstream's request id; one line per toolguard event, with its kind,
+// stage, attempt, tool, call id, JSON Pointer paths, the violations'
+// keywords and paths, a limit's figures, an upstream status. Never a header
+// value, a query (Gemini's ?key= is a key), a body, the model's arguments
+// or the feedback text, which quote content. Requests cut short are logged
+// at Warn with "aborted": true; a client that went away has status 499.
+//
+// # Bodies and timeouts
+//
+// A request body larger than -max-body (8MiB, httpguard.MaxBody: every
+// body accepted is guarded) is refused with 413, declared or chunked; a
+// body not received within -body-timeout of the headers with 408; headers
+// must arrive within -read-header-timeout; idle keep-alive connections are
+// closed after -idle-timeout. Those errors, and 502 for an upstream that
+// cannot be reached, come in the error shape of the protocol the path
+// names (OpenAI's, Anthropic's, Google's). There is no write timeout and
+// no overall request timeout: either would cut a stream that outlives it.
+// A client that goes away cancels its upstream request.
+//
+// # Shutdown
+//
+// On SIGTERM or SIGINT the proxy stops accepting connections, lets the
+// requests in flight finish, streams and re-asks included, for up to
+// -shutdown-timeout (2m; keep the orchestrator's grace period longer),
+// exports its last spans and exits 0. Requests still running after
+// -shutdown-timeout are cut and the exit status is 1.
+//
+// # Limits across replicas
+//
+// Replicas are stateless but for their thread counts. Without -redis
+// each process counts its own (a bounded in-memory store), so N replicas
+// behind a load balancer let N times the thread limit through. With
+// -redis redis://host:6379/0 (go-redis URL options: password, db,
+// dial_timeout, …) they share the counts (package guard/redisstore): one
+// atomic step per reservation, so the limit holds exactly however the
+// requests are spread. When Redis cannot be reached, a limited request is
+// answered 503 (limit_store_unavailable): nothing leaves unlimited.
+// -run-limit needs no store: a run is read from the request's transcript.
+package main

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/toolguard/toolguard/guard"
+	"github.com/toolguard/toolguard/validation"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+)
+
+// instrument counts, times and logs each proxied request: the
+// http.server.* metrics and one access log line, written when the
+// response (a stream to its end) is done. The line holds the method, the
+// path (never the query, which may hold a key), the status, the duration,
+// the bytes written, the thread and the upstream's request id: no header
+// value, no body.
+func (s *server) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ctx := r.Context()
+		method := semconv.HTTPRequestMethodKey.String(r.Method)
+		s.tel.active.Add(ctx, 1, metric.WithAttributes(method))
+		rec := &recorder{ResponseWriter: w}
+		aborted := true // until next returns: ReverseProxy aborts a cut stream with a panic
+		defer func() {
+			elapsed := time.Since(start)
+			status := rec.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			s.tel.active.Add(ctx, -1, metric.WithAttributes(method))
+			s.tel.duration.Record(ctx, elapsed.Seconds(), metric.WithAttributes(method, semconv.HTTPResponseStatusCode(status)))
+			attrs := []slog.Attr{
+				slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", status),
+				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000), slog.Int64("bytes", rec.bytes),
+			}
+			if t := guard.ThreadFrom(r.Context()); t != "" {
+				attrs = append(attrs, slog.String("thread", t))
+			}
+			if id := rec.Header().Get("X-Request-Id"); id != "" {
+				attrs = append(attrs, slog.String("upstream_request_id", id))
+			} else if id := rec.Header().Get("Request-Id"); id != "" { // Anthropic's
+				attrs = append(attrs, slog.String("upstream_request_id", id))
+			}
+			level := slog.LevelInfo
+			if aborted {
+				attrs = append(attrs, slog.Bool("aborted", true))
+				level = slog.LevelWarn
+			}
+			s.log.LogAttrs(ctx, level, "toolguard-proxy: request", attrs...)
+		}()
+		next.ServeHTTP(rec, r)
+		aborted = false
+	})
+}
+
+// recorder is the client's ResponseWriter, recording the status and the
+// bytes written. Unwrap lets http.ResponseController (ReverseProxy's
+// flushes, admit's read deadline) reach the connection.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(p)
+	r.bytes += int64(n)
+	return n, err
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// logEvent logs a toolguard event without content: its kind, stage,
+// attempt, tool, call id, JSON Pointer paths, wait, the thread, and of its
+// error only the type, the violations' keywords and paths, a limit's
+// figures, an upstream status or a store's error. The error texts of invalid calls and the feedback quote the
+// model's arguments; they are never logged. The events that mean a
+// protection did not hold are logged at Warn, as guard.LogEvents does.
+func (s *server) logEvent(ctx context.Context, e guard.Event) {
+	level := slog.LevelInfo
+	switch e.Kind {
+	case guard.EventSchemaError, guard.EventSchemaFallback, guard.EventGiveUp, guard.EventLimit, guard.EventMisconfigured,
+		guard.EventEmptyResponse, guard.EventStoreError, guard.EventForgedArgument:
+		level = slog.LevelWarn
+	}
+	if !s.log.Enabled(ctx, level) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 12)
+	attrs = append(attrs, slog.String("kind", string(e.Kind)), slog.String("middleware", e.Middleware))
+	if e.Attempt != 0 {
+		attrs = append(attrs, slog.Int("attempt", e.Attempt))
+	}
+	if e.Tool != "" {
+		attrs = append(attrs, slog.String("tool", e.Tool))
+	}
+	if e.CallID != "" {
+		attrs = append(attrs, slog.String("call_id", e.CallID))
+	}
+	if len(e.Paths) > 0 {
+		attrs = append(attrs, slog.Any("paths", e.Paths))
+	}
+	if e.Wait != 0 {
+		attrs = append(attrs, slog.Duration("wait", e.Wait))
+	}
+	if t := guard.ThreadFrom(ctx); t != "" {
+		attrs = append(attrs, slog.String("thread", t))
+	}
+	if e.Err != nil {
+		attrs = append(attrs, errorAttrs(e.Err)...)
+	}
+	s.log.LogAttrs(ctx, level, "toolguard: "+string(e.Kind), attrs...)
+}
+
+// maxLoggedViolations bounds the violations an event's log line lists.
+const maxLoggedViolations = 10
+
+// errorAttrs describes an event's error without quoting content.
+func errorAttrs(err error) []slog.Attr {
+	var (
+		limit   *guard.LimitExceededError
+		store   *guard.StoreError
+		status  interface{ StatusCode() int }
+		invalid *validation.Error
+	)
+	attrs := []slog.Attr{slog.String("error_type", fmt.Sprintf("%T", err))}
+	switch {
+	case errors.As(err, &limit):
+		attrs = append(attrs, slog.String("scope", string(limit.Scope)), slog.Int("limit", limit.Limit), slog.Int("count", limit.Count))
+	case errors.As(err, &store):
+		attrs = append(attrs, slog.String("error", store.Err.Error()))
+	case errors.As(err, &invalid):
+		// The keyword and the JSON Pointer of each violation, never its
+		// message, which quotes the value.
+		vs := make([]string, 0, min(len(invalid.Violations), maxLoggedViolations))
+		for _, v := range invalid.Violations[:min(len(invalid.Violations), maxLoggedViolations)] {
+			path := v.Path
+			if path == "" {
+				path = `""` // the arguments object
+			}
+			vs = append(vs, v.Keyword+" at "+path)
+		}
+		attrs = append(attrs, slog.Any("violations", vs))
+	case errors.As(err, &status):
+		attrs = append(attrs, slog.Int("upstream_status", status.StatusCode()))
+	}
+	return attrs
+}

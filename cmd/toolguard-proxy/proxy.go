@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/toolguard/toolguard/guard"
+	"go.opentelemetry.io/otel/propagation"
+)
+
+// threadHeader names the conversation thread of a request: the thread
+// limit counts per thread. It is removed before the request goes upstream.
+const threadHeader = "X-Toolguard-Thread"
+
+// maxThreadID bounds the thread header's value.
+const maxThreadID = 256
+
+// rewrite makes the upstream request: the client's, sent to -upstream
+// with the thread header removed. Accept-Encoding is removed too, so that
+// the upstream connection negotiates compression itself and hands
+// httpguard a body it can read: a client's "gzip, br" passed on would get
+// an encoded answer, which passes through unguarded.
+func (s *server) rewrite(pr *httputil.ProxyRequest) {
+	pr.SetURL(s.cfg.upstream)
+	pr.Out.Header.Del(threadHeader)
+	pr.Out.Header.Del("Accept-Encoding")
+}
+
+// admit prepares a client request for the proxy: the trace context of its
+// traceparent header, the thread of its X-Toolguard-Thread header, and its
+// body bounded by -max-body and -body-timeout. It refuses a body declared
+// larger than -max-body (413) and a thread header that is not one id of at
+// most maxThreadID bytes (400).
+func (s *server) admit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := s.tel.propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		if ids := r.Header.Values(threadHeader); len(ids) > 0 {
+			if len(ids) > 1 || ids[0] == "" || len(ids[0]) > maxThreadID {
+				writeError(w, r, http.StatusBadRequest, "invalid_request_error",
+					"toolguard-proxy: X-Toolguard-Thread must be one non-empty id of at most 256 bytes")
+				return
+			}
+			ctx = guard.WithThread(ctx, ids[0])
+		}
+		if r.ContentLength > s.cfg.maxBody {
+			writeError(w, r, http.StatusRequestEntityTooLarge, "request_too_large", s.tooLarge())
+			return
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			body := &requestBody{rc: http.MaxBytesReader(w, r.Body, s.cfg.maxBody)}
+			if s.cfg.bodyTimeout > 0 {
+				// Cleared by the server when the body has been read (it
+				// then waits for the client's next request).
+				_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.bodyTimeout))
+			}
+			r.Body = body
+			ctx = context.WithValue(ctx, bodyKey{}, body)
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+func (s *server) tooLarge() string {
+	return "toolguard-proxy: the request body is larger than -max-body (" + humanize.IBytes(uint64(s.cfg.maxBody)) + ")"
+}
+
+// requestBody is a client's request body that remembers why reading it
+// failed, so that the proxy can answer 413 or 408 rather than 502.
+type requestBody struct {
+	rc   io.ReadCloser
+	mu   sync.Mutex
+	fail error
+}
+
+type bodyKey struct{}
+
+func (b *requestBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		b.mu.Lock()
+		if b.fail == nil {
+			b.fail = err
+		}
+		b.mu.Unlock()
+	}
+	return n, err
+}
+
+func (b *requestBody) Close() error { return b.rc.Close() }
+
+func (b *requestBody) err() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.fail
+}
+
+// proxyError answers a request the proxy could not complete: 413 for a
+// body past -max-body, 408 for a body not received within -body-timeout,
+// 502 when the upstream cannot be reached. A client that went away gets
+// nothing (logged as 499). The error is logged with the path, never the
+// URL, whose query may hold a key (Gemini's ?key=); the transports'
+// errors do not quote it.
+func (s *server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	var bodyErr error
+	if b, _ := r.Context().Value(bodyKey{}).(*requestBody); b != nil {
+		bodyErr = b.err()
+	}
+	var tooLarge *http.MaxBytesError
+	var timeout net.Error
+	switch {
+	case errors.As(err, &tooLarge) || errors.As(bodyErr, &tooLarge):
+		writeError(w, r, http.StatusRequestEntityTooLarge, "request_too_large", s.tooLarge())
+	case errors.As(bodyErr, &timeout) && timeout.Timeout():
+		writeError(w, r, http.StatusRequestTimeout, "request_timeout", "toolguard-proxy: the request body was not received within -body-timeout")
+	case r.Context().Err() != nil:
+		w.WriteHeader(499) // nginx's "client closed request", for the log and metrics only
+	default:
+		s.log.LogAttrs(r.Context(), slog.LevelWarn, "toolguard-proxy: upstream request failed",
+			slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+		writeError(w, r, http.StatusBadGateway, "upstream_unreachable", "toolguard-proxy: the upstream could not be reached")
+	}
+}
+
+// writeError answers with status and a body in the error shape of the
+// protocol r's path names (Anthropic Messages, Gemini, else OpenAI's), so
+// that the client's SDK surfaces it as an API error; x-should-retry:
+// false except for 408 and 502, which an SDK may retry.
+func writeError(w http.ResponseWriter, r *http.Request, status int, typ, msg string) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if status != http.StatusRequestTimeout && status != http.StatusBadGateway {
+		h.Set("X-Should-Retry", "false")
+	}
+	w.WriteHeader(status)
+	w.Write(errorBody(r.URL.Path, status, typ, msg))
+}
+
+// errorBody is an error body in the shape of the protocol path belongs
+// to, by the rules httpguard recognises a protocol by.
+func errorBody(path string, status int, typ, msg string) []byte {
+	var v any
+	switch {
+	case strings.HasSuffix(path, "/v1/messages"):
+		v = map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
+	case strings.Contains(path, "/models/") && strings.Contains(path[strings.LastIndex(path, "/models/"):], ":"):
+		gstatus := "INVALID_ARGUMENT"
+		switch status {
+		case http.StatusBadGateway:
+			gstatus = "UNAVAILABLE"
+		case http.StatusRequestTimeout:
+			gstatus = "DEADLINE_EXCEEDED"
+		}
+		v = map[string]any{"error": map[string]any{"code": status, "message": msg, "status": gstatus}}
+	default:
+		v = map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": typ}}
+	}
+	b, _ := json.Marshal(v)
+	return b
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/toolguard/toolguard/guard"
+	"github.com/toolguard/toolguard/guard/otelguard"
+	"github.com/toolguard/toolguard/guard/redisstore"
+	"github.com/toolguard/toolguard/httpguard"
+)
+
+// maxIdleConnsPerHost keeps that many connections to the upstream open
+// between requests (http.DefaultTransport keeps 2, which under a few
+// hundred concurrent clients would open and close a connection per
+// request).
+const maxIdleConnsPerHost = 512
+
+// run is the command: it parses args, serves until ctx is done, then
+// shuts down gracefully. -h writes the usage to stdout and returns nil.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseConfig(args, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s, err := newServer(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return errors.Join(fmt.Errorf("toolguard-proxy: %w", err), s.close(context.Background()))
+	}
+	return s.serve(ctx, ln)
+}
+
+// server is the proxy: an httputil.ReverseProxy whose Transport is
+// httpguard's, behind the handlers that bound bodies, read the thread
+// header, count and log requests; and /healthz and /metrics.
+type server struct {
+	cfg     config
+	log     *slog.Logger
+	tel     *telemetry
+	redis   *redis.Client   // nil without -redis
+	base    *http.Transport // the upstream connections
+	handler http.Handler
+}
+
+// newServer builds the proxy cfg describes, logging JSON to stderr.
+func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, error) {
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	tel, err := newTelemetry(ctx, otlpConfigured())
+	if err != nil {
+		return nil, err
+	}
+	s := &server{cfg: cfg, log: log, tel: tel}
+	var store guard.ThreadStore
+	if cfg.redisURL != "" {
+		opts, err := redis.ParseURL(cfg.redisURL)
+		if err != nil {
+			// go-redis's message names the part that is wrong, never the password.
+			return nil, errors.Join(fmt.Errorf("toolguard-proxy: -redis: %w", err), tel.shutdown(ctx))
+		}
+		s.redis = redis.NewClient(opts)
+		store = redisstore.New(s.redis)
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := s.redis.Ping(pctx).Err(); err != nil {
+			log.Warn("toolguard-proxy: redis is not reachable; limited requests are answered 503 until it is",
+				"redis", opts.Addr, "error", err.Error())
+		}
+		cancel()
+	}
+	s.base = http.DefaultTransport.(*http.Transport).Clone()
+	s.base.MaxIdleConnsPerHost = maxIdleConnsPerHost
+	observer := otelguard.New(otelguard.WithTracerProvider(tel.tracer), otelguard.WithMeterProvider(tel.meters))
+	proxy := &httputil.ReverseProxy{
+		Rewrite:      s.rewrite,
+		Transport:    httpguard.New(s.base, cfg.middlewares(observer, store, s.logEvent)...),
+		ErrorHandler: s.proxyError,
+		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+	})
+	mux.Handle("GET /metrics", tel.metrics)
+	mux.Handle("/", s.instrument(s.admit(proxy)))
+	s.handler = mux
+	return s, nil
+}
+
+// serve serves on ln until ctx is done, then stops accepting connections
+// and waits up to -shutdown-timeout for the requests in flight, streams
+// included, before it cuts them.
+func (s *server) serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: s.cfg.readHeaderTimeout,
+		IdleTimeout:       s.cfg.idleTimeout,
+		// No ReadTimeout or WriteTimeout: a connection's deadline covers
+		// the whole response, which would cut a stream that outlives it.
+		// The body has a deadline of its own (admit).
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	s.log.Info("toolguard-proxy: listening", "addr", ln.Addr().String(), "upstream", s.cfg.upstream.Redacted())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	var err error
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+		s.log.Info("toolguard-proxy: shutting down: finishing the requests in flight", "timeout", s.cfg.shutdownTimeout.String())
+		sctx, cancel := context.WithTimeout(context.Background(), s.cfg.shutdownTimeout)
+		err = srv.Shutdown(sctx)
+		cancel()
+		if err != nil {
+			err = fmt.Errorf("toolguard-proxy: shutdown: requests still in flight after %s were cut: %w", s.cfg.shutdownTimeout, err)
+			_ = srv.Close()
+		}
+		<-served // http.ErrServerClosed
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = errors.Join(err, s.close(cctx))
+	if err == nil {
+		s.log.Info("toolguard-proxy: stopped")
+	}
+	return err
+}
+
+// close releases what newServer took: the upstream connections, the Redis
+// client, and the telemetry, whose last spans it exports.
+func (s *server) close(ctx context.Context) error {
+	s.base.CloseIdleConnections()
+	var errs []error
+	if s.redis != nil {
+		errs = append(errs, s.redis.Close())
+	}
+	errs = append(errs, s.tel.shutdown(ctx))
+	return errors.Join(errs...)
+}
