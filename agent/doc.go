@@ -68,4 +68,299 @@
 // Each Run starts its own count of model calls (Result.ModelCalls), so one
 // [Agent] serves concurrent runs. The package imports langchaingo's llms
 // package only, never agents, chains or tools.
+//
+// # Conversations and threads
+//
+// RunMessages continues a conversation: pass the Messages of the last Result
+// plus the new question, and get back the transcript to continue from.
+// WithCallOptions passes options (model, temperature, max tokens,
+// llms.WithStreamingFunc) on every model call, re-asks included, and
+// RunMessages takes more for one run only. A thread named with
+// guard.WithThread makes ToolCallLimit's thread limit span the turns
+// (ExampleAgent_RunMessages runs this):
+//
+//	a := agent.New(llm, []agent.Tool{weather},
+//		agent.WithMiddleware(middleware.ToolCallLimit(
+//			guard.WithThreadLimit(1), guard.WithExitBehavior(guard.ExitEnd))),
+//		agent.WithCallOptions(llms.WithModel("gpt-4o-mini"), llms.WithTemperature(0)),
+//	)
+//	ctx := guard.WithThread(context.Background(), "user-42")
+//
+//	history := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Weather in Paris?")}
+//	res, err := a.RunMessages(ctx, history)
+//	// res.Output: "It is sunny in Paris."
+//
+//	history = append(res.Messages, llms.TextParts(llms.ChatMessageTypeHuman, "And in Lyon?"))
+//	res, err = a.RunMessages(ctx, history)
+//	// res.Output: "Tool call limit reached: thread limit exceeded (1/1 calls)."
+//
+// # Structured output
+//
+// Most agents end in data, not prose. agent.WithOutputSchema(schema) makes the
+// run's final answer a JSON object that must validate against schema (a
+// validation.Typed[T](), whose Validate() hook is enforced too, or any JSON
+// Schema): the agent offers the model one more tool, final_answer
+// (agent.OutputToolName), whose arguments are the answer, and a valid call of
+// it ends the run. Result.Output is the answer's JSON and agent.Output[T]
+// decodes it (ExampleWithOutputSchema runs this):
+//
+//	a := agent.New(llm, tools,
+//		agent.WithOutputSchema(validation.Typed[Ticket]()),
+//		agent.WithMiddleware(middleware.ToolArgValidation()),
+//	)
+//	res, err := a.Run(ctx, "Route: I was charged twice!")
+//	ticket, err := agent.Output[Ticket](res) // {Team:billing Priority:1}
+//
+// Validated like tool arguments. The schema reaches ToolArgValidation with the
+// tools' schemas, so a bad answer is re-asked inside the model call with the
+// same feedback (every violation, with its path); without the middleware, the
+// agent checks the answer itself and answers a bad one with the same feedback
+// in a new turn. An answer in plain text is asked for again (LangChain #37778
+// takes it as final). Both count against one budget of 2 re-asks per run.
+//
+//   - Never a silently wrong output. A run that ends without a valid answer —
+//     the budget spent, WithMaxIterations reached, a ModelCallLimit or
+//     ToolCallLimit ExitEnd text or ModelRetry's ContinueOnFailure text in
+//     place of the model's answer — returns an error wrapping
+//     agent.ErrNoOutput (and the limit's *LimitExceededError or the
+//     *retry.Error) with the partial result, whose Output is empty.
+//     Middlewares mark such stand-in answers; middleware.StandInError(resp)
+//     reads the mark.
+//   - An answer with other tool calls (LangChain #40423 loses it): the other
+//     calls run; if all succeed the answer is taken, and if one fails, the
+//     answer (written before that result was known) is refused and the model
+//     answers again. Only the first answer of a response counts. ToolCallLimit
+//     does not count final_answer (unless you limit it by name), so a run
+//     whose tools are used up can still answer.
+//   - A tool of yours named final_answer makes agent.New panic: rename it with
+//     agent.Renamed or WithToolNames, rather than have the agent rename one of
+//     the two behind your back.
+//
+// Without the agent (an agents.Executor, a chain, llms.WithJSONMode()),
+// middleware.OutputValidation(schema, opts...) checks a text answer — a
+// response without tool calls — through the same pipeline: decoded exactly,
+// empty values stripped, with WithRepair(repair.Default()) a code fence or
+// prose around the object removed, and re-asked (the rejected answer, then the
+// violations, errfmt.Answer) up to WithMaxRetries times; then it fails closed
+// with an *InvalidOutputError. Place it outermost, so that a limiter's or
+// ModelRetry's stand-in answer reaches it and becomes an error
+// (ExampleOutputValidation, TestOutputValidationInLangchainExecutor).
+// Streaming: each attempt's text is held, so a rejected answer never reaches
+// the streaming function; the accepted answer (cleaned) is streamed once,
+// whole, and EventReask still tells observers a re-ask happened. A
+// tool-calling turn's text is released as it came. In the agent, the answer is
+// a tool call: with ToolArgValidation installed, only an accepted answer is
+// streamed (as a final_answer tool-call chunk).
+//
+// # Approval
+//
+// WithApproval (or WithApprovalFor with tool names) pauses a run before the
+// calls that need a person: the other calls of the turn run, then Run returns
+// an *agent.Interrupt whose pending calls hold the validated arguments (a
+// person never reviews a call its schema rejects), the tool's schema for a
+// form, and a digest. Resume runs each call as decided — Accept, Edit (new
+// arguments, checked against the same tool's schema), Reject (the model reads
+// the reason), Respond (the message is the result) — through the same tool
+// stage as Run (ExampleAgent_Resume runs this; examples/approval is a terminal
+// reviewer):
+//
+//	newAgent := func() *agent.Agent {
+//		return agent.New(llm, []agent.Tool{transfer},
+//			agent.WithApprovalFor("transfer_money"),                        // or WithApproval(func(*ToolCall) bool)
+//			agent.WithInterruptKey([]byte("a secret of 16 bytes or more")), // interrupts sent to clients are signed
+//			agent.WithCheckpointer(store))
+//	}
+//	_, err := newAgent().Run(ctx, "Pay ACME's invoice.")
+//	var in *agent.Interrupt
+//	if errors.As(err, &in) {
+//		p := in.Pending[0] // validated arguments, the tool's schema, a digest
+//		wire, _ := json.Marshal(in) // plain data: to the reviewer's screen and back
+//		var back agent.Interrupt
+//		_ = json.Unmarshal(wire, &back)
+//		res, err := newAgent().Resume(ctx, &back, agent.Decision{
+//			CallID: p.ID, Digest: p.Digest, // binds the decision to this call and these arguments
+//			Action: agent.Edit, Args: json.RawMessage(`{"to": "ACME Ltd", "amount": 120}`),
+//		})
+//	}
+//
+// What the bug trackers of other frameworks taught, each a regression test in
+// agent/approval_test.go:
+//
+//   - A rejected call never runs (LangChain #37093), whatever other
+//     middlewares add to the response or repeat in the tool stage (#40491).
+//   - A decision is matched by a digest of the interrupt's random id, the
+//     thread, the tool, the call id, the exact arguments, the tool's schema
+//     and a keyed MAC of the injected values the gate saw — never by position:
+//     a regenerated call, the same call in a later run, a decision moved to
+//     another call, a schema changed between pause and resume, or a resume
+//     whose injectors give another user id is refused (WithReinjectOnResume
+//     opts a property in to re-injection). An edit keeps the call's tool and
+//     passes its tool middlewares (#40166); an approved call runs with exactly
+//     the approved arguments, never coerced or stripped again, and a tool
+//     middleware cannot swap its tool.
+//   - A decision that matches no pending call, a pending call without one, two
+//     for one call, an unknown action, an invalid edit: refused, nothing runs,
+//     and the interrupt stays usable. A mistyped tool name in WithApprovalFor
+//     panics in New (#38838).
+//   - An interrupt is plain JSON; WithInterruptKey signs it (HMAC-SHA256 over
+//     RFC 8785 canonical JSON, so numbers such as 0.50, 1e6 or integers beyond
+//     2^53 verify after json.Marshal/Unmarshal), so one that went through a
+//     client cannot be forged.
+//   - An interrupt resumes once, and finished calls never run again (LangGraph
+//     #7780): across replicas for a run on a thread with a shared
+//     checkpointer; for a run without a thread, only within one Agent value
+//     (SECURITY.md, 7).
+//
+// WithCheckpointer keeps each thread's state (guard.WithThread) after every
+// model turn and tool batch: a run on a thread continues its conversation, and
+// a run cut off with its process is finished by Resume(ctx, nil) on any
+// replica without running finished calls again (a call cut off while running
+// is not run again either: the model reads that its outcome is unknown).
+// agent.MemoryCheckpointer lives in the process;
+// redisstore.NewCheckpointer(client) is shared by replicas, with a
+// compare-and-set so two replicas never both resume one interrupt. A run ended
+// mid-turn by ErrStopRun or a tool's panic (recovered: *agent.ToolPanicError)
+// records the turn, so the next run shows the model what ran; a cancelled run
+// saves the calls that finished, and Resume(ctx, nil) shows the model their
+// results. If a pause was stored but its caller saw an error (a reply lost
+// after the write), a.Pending(ctx) returns the stored interrupt;
+// a.Abandon(ctx) ends a thread's unfinished run that no one will continue,
+// without running anything. A store of your own is tested with
+// checkpointtest.Run(t, newStore) and checkpointtest.RunFaults(t, newStore).
+//
+// # Tools from elsewhere
+//
+// agent.NewSchemaTool takes a raw JSON Schema, lctool.FromLangchain adapts a
+// langchaingo tools.Tool, and mcptool.Tools offers an MCP server's tools
+// (official Go SDK client) with the server's own inputSchema, so a bad call is
+// corrected before it reaches the server: see examples/mcp (go run
+// ./examples/mcp starts a real MCP server with npx when it can, an in-process
+// one otherwise). Already on langchaingo's agents.Executor? Wrap its model and
+// keep it: see examples/langchaingo-agent. Its OpenAIFunctionsAgent offers
+// every tool as one string ({"__arg1": string}), so there is nothing typed to
+// validate: a refund tool gets "19.99" for a number. To give the model typed
+// tools (agent.NewTool, MCP tools from agent/mcptool, agent.NewSchemaTool) and
+// keep the Executor, offer their schemas with agent/lctool:
+//
+//	lcTools := []tools.Tool{lctool.ToLangchain(refund), lctool.ToLangchain(mcpSum)}
+//	llm := middleware.Wrap(model,
+//		lctool.OfferSchemas(refund, mcpSum), // the model sees each tool's own schema
+//		middleware.ToolArgValidation(),      // validates against it and re-asks
+//		middleware.ModelRetry(),
+//	)
+//	executor := agents.NewExecutor(agents.NewOpenAIFunctionsAgent(llm, lcTools))
+//
+// (TestTypedToolsInLangchainExecutor: the model's "19.99" is re-asked and
+// corrected, and the tool runs once with 19.99.) Your own middleware:
+// examples/custom-middleware.
+//
+// # The tool stage
+//
+// A tool call goes through two stages. The model stage (agent.WithMiddleware,
+// package middleware) makes sure only well-formed, allowed calls leave the
+// model. The tool stage (agent.WithToolMiddleware, package agent) is what
+// happens between an accepted call and the tool: deny a call by policy,
+// rewrite or fill in an argument, answer from a cache, retry, end the run.
+//
+//	model stage   agent.WithMiddleware(...)                      package middleware
+//	  request ─▶ ToolCallLimit ─▶ ToolArgValidation ─▶ ModelRetry ─▶ model
+//	  accepted calls ◀───────────────────────────────────────────────┘
+//	      │  each call on its own, in parallel; results in call order
+//	      ▼
+//	tool stage    agent.WithToolMiddleware(...)                  package agent
+//	  call   ─▶ policy ─▶ rewrite ─▶ ToolRetry ─▶ check arguments ─▶ tool
+//	  result ◀─ policy ◀─ rewrite ◀─ ToolRetry ◀────────────────── tool
+//	      │  tool messages (a Direct result ends the run instead)
+//	      ▼
+//	  next model turn
+//
+// The order rule is the model stage's: the first middleware is the outermost
+// (ExampleWithToolMiddleware proves it). A tool middleware is an
+// agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler); it sees an
+// *agent.ToolCall (id, name, arguments, tool) and returns an *agent.ToolResult
+// (Content for the model, Artifact for the program only, Direct to end the run
+// with it) or an error the model reads. A tool returns a whole ToolResult
+// itself when it is an agent.ResultTool (agent.NewResultTool makes a typed
+// one). Arguments a middleware replaces are checked against the tool's schema
+// before the tool runs, so a tool never receives arguments its schema rejects;
+// a call ToolArgValidation already validated is not validated again. Inside a
+// tool or a tool middleware, agent.CallFrom(ctx) gives the call's id, the
+// thread, the transcript so far and the attempt. An error wrapping
+// agent.ErrStopRun ends the run.
+//
+//	a := agent.New(llm, []agent.Tool{agent.Idempotent(weather), sendInvoice},
+//		agent.WithMiddleware(middleware.ToolCallLimit(...), middleware.ToolArgValidation(), middleware.ModelRetry()),
+//		agent.WithToolMiddleware(policy, agent.ToolRetry()), // policy sees each call once; ToolRetry innermost
+//		agent.WithEventHandler(guard.LogEvents(slog.Default())),
+//	)
+//
+// agent.ToolRetry() retries a failed call with ModelRetry's policy, but only
+// when a repeat is safe: the tool is marked agent.Idempotent(tool) and the
+// failure is transient (a timeout, a 503, a broken connection), or the tool's
+// error wraps agent.ErrNotRun (it failed before doing anything). A tool that
+// is not idempotent and times out is never run again: its outcome is unknown,
+// and the model reads that it must check before repeating it (LangChain's
+// ToolRetryMiddleware replays it: one payment asked for, three made). The tool
+// stage's events (tool_retry, tool_outcome_unknown, tool_denied,
+// args_rewritten, args_rejected, run_stopped) reach agent.WithEventHandler
+// (give it guard.LogEvents(logger)) and otelguard, on the call's execute_tool
+// span.
+//
+// go run ./examples/toolstage runs all of it offline
+// (examples/toolstage/README.md shows what it prints).
+//
+// # Injected arguments: what the model can neither see nor set
+//
+// Some tool arguments must never come from the model: the signed-in user's or
+// tenant's id, the call's id, a value from the request. A prompt-injected
+// model that sets user_id is a privilege escalation. Declare such an argument
+// and the agent supplies it:
+//
+//	type OrderArgs struct {
+//		Item   string `json:"item"`
+//		UserID string `json:"user_id" toolguard:"inject"` // typed tools: a tag
+//	}
+//	order := agent.NewTool("place_order", "Order an item.", placeOrder)
+//	invoices := agent.InjectArgs(mcpInvoices, "user_id") // raw and MCP schemas
+//	a := agent.New(llm, []agent.Tool{order, invoices},
+//		agent.Inject("user_id", func(ctx context.Context, call *agent.ToolCall) (any, error) {
+//			return userFrom(ctx) // your request's signed-in user
+//		}),
+//		agent.WithMiddleware(middleware.ToolArgValidation()))
+//
+// What a model sees: the tool's schema without the property — not in
+// properties, not in required — and nothing else about it. Feedback, re-asks
+// and the transcript (Result.Messages, Step.ModelArguments) never hold an
+// injected value or name the property.
+//
+// What a model can do: nothing to it. A value it sends for the property anyway
+// (the attack) is dropped before validation, whether the schema is closed
+// (typed) or open (most MCP schemas), with or without ToolArgValidation; the
+// tool gets the injected value; and a forged_argument security event names the
+// tool, the call id and the path — never the value — through WithEventHandler,
+// guard.LogEvents (at Warn) and otelguard (a span event; the value is left out
+// of captured content too). When an injector fails, or its value does not
+// validate, the call fails with one generic message (never the injector's
+// error or the value) and the tool does not run.
+//
+// What your program gets: the tool, its Validate() and tool middlewares see
+// the injected value (the call is validated against the whole schema after
+// injection); Step.Arguments, the arguments the tool ran with, holds it. New
+// panics when a tool declares an injected property that no Inject supplies.
+// examples/injected runs it offline.
+//
+// # Tool names providers accept
+//
+// OpenAI and Anthropic reject function names outside ^[a-zA-Z0-9_-]{1,64}$
+// with a 400, and MCP servers name tools files.read or a/b. agent.New and
+// mcptool.Tools send such a tool under agent.SafeToolName(name) — the name
+// with other characters replaced by _ and an 8-hex-digit hash of the original
+// appended (files.read → files_read_601e4eb6): stable across processes,
+// distinct for distinct names (a collision is refused, never silently merged).
+// The model's call of that name runs the tool, and an MCP tool calls the
+// server by the server's name. WithToolNames(fn) (in agent and mcptool)
+// supplies your own mapping. ToolCallLimit(WithToolName("search")) matches
+// names regardless of case, as langchaingo's agents.Executor does when it
+// picks the tool to run, so a model calling Search cannot escape a limit on
+// search.
 package agent

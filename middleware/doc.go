@@ -90,6 +90,27 @@
 // Bedrock stream text only) have nothing held; their tool calls are in the
 // response only (Ollama's client returns none). A caller's streaming error while flushing fails the call.
 //
+// A streaming UI resets when a re-ask begins:
+//
+//	ctx = guard.WithObserver(ctx, guard.ObserverFunc(func(ctx context.Context, e guard.Event) {
+//		if e.Kind == guard.EventReask || e.Kind == guard.EventRetry {
+//			ui.Reset() // what was streamed for this call belongs to a discarded attempt
+//		}
+//	}))
+//	resp, err := guarded.GenerateContent(ctx, messages, llms.WithTools(tools), llms.WithStreamingFunc(ui.Write))
+//
+// What the caller's streaming function receives, through langchaingo's real
+// OpenAI client and a loopback SSE server, when the first call is rejected
+// (TestStreamingThroughOpenAIProvider; <reask> marks the observer's event, ""
+// the empty chunks the client passes on):
+//
+//	""  "Let me check."  ""  <reask>  ""  "Let me check."  ""
+//	[{"id":"call_2","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}]
+//
+// The same
+// holds through langchaingo's agents.Executor (chains.WithStreamingFunc;
+// TestStreamingThroughLangchainExecutor).
+//
 // # Limits
 //
 // Limiters stack and count each call once (package guard, "Limits"):
@@ -112,6 +133,26 @@
 //
 // # Provider clients
 //
+// langchaingo's clients drop response headers, so ModelRetry reads a
+// Retry-After header only when the provider client is given
+// retry.HTTPClient(nil) (or retry.HTTPClient(yourClient)):
+// openai.WithHTTPClient, anthropic.WithHTTPClient, ollama.WithHTTPClient. Its
+// transport passes every response on and records the header in the attempt's
+// context, where ModelRetry reads it; the longer of the header and the error's
+// hint wins. Measured through the real OpenAI and Anthropic clients against a
+// loopback server answering 429 with Retry-After: 3 and no hint in the body
+// (and the Ollama client on a 503), ModelRetry waits 3 s with it and its own
+// backoff (1 s ±25%) without it (middleware/retryafter_test.go).
+//
+// Some langchaingo providers' clients retry on their own (in langchaingo
+// v0.1.14: the AWS SDK behind Bedrock makes up to 3 attempts on throttling and
+// 5xx, Google's genai client retries 503 for up to 10 minutes, the Mistral
+// client makes up to 5 attempts on 429 and 5xx; the OpenAI, Anthropic and
+// Ollama clients make one). With the defaults, Wrap(bedrockModel,
+// ToolArgValidation(), ModelRetry()) may send one GenerateContent call to
+// Bedrock 3 × 3 × 3 = 27 times, with up to about 3.75 s of ModelRetry's waits
+// per model call on top of the SDK's.
+//
 // langchaingo's clients hide two things the middlewares need. Their errors
 // carry no response headers, so ModelRetry reads a Retry-After header only
 // when the provider client was given a [retry.HTTPClient]
@@ -129,4 +170,14 @@
 // an event handler they are logged to slog.Default at Warn, with the
 // fail-open events ([guard.WithEventHandler]); wire [guard.LogEvents] (or an
 // [guard.Observer]) to see the rest.
+//
+// # Testing
+//
+// fakemodel is a scripted tool-calling model, like httptest for agents:
+//
+//	m := fakemodel.New(
+//		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": 42}`)),
+//		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`)),
+//		fakemodel.Text("It is sunny in Paris."),
+//	)
 package middleware

@@ -65,16 +65,16 @@ func TestOtelStdout(t *testing.T) {
 	}
 }
 
-// TestReadmeTree: the span tree the README's "Tracing" section shows is the
-// one the example prints.
+// TestReadmeTree: the span tree the example's README shows is the one the
+// example prints.
 func TestReadmeTree(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, after, ok := strings.Cut(string(readme), "`go run ./examples/otel` runs")
 	if !ok {
-		t.Fatal("README has no Tracing paragraph about go run ./examples/otel")
+		t.Fatal("README.md has no paragraph about go run ./examples/otel")
 	}
 	_, block, _ := strings.Cut(after, "```\n")
 	block, _, _ = strings.Cut(block, "```")

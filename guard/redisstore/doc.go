@@ -10,6 +10,31 @@
 //	)
 //	ctx := guard.WithThread(ctx, sessionID)
 //
+// Thread limits count per conversation (guard.WithThread). By default the
+// counts live in each process's memory, so behind a load balancer a thread
+// limit of 20 becomes 20 per replica, and a restart forgets it; this store
+// keeps them in Redis, shared by every replica. Each reservation is one Lua
+// script in one round trip, so concurrent replicas never pass a limit
+// together: 400 concurrent calls over 4 replicas against a thread limit of
+// 150 let exactly 150 out (TestConcurrentReplicasExactCount). If Redis
+// cannot be reached, the model call fails with a *guard.StoreError wrapping
+// the client's error, so nothing runs unlimited; guard.WithStoreFailOpen()
+// lets calls through instead and reports an EventStoreError. When the
+// server is back, calls recover on the same client; a server restarted
+// without persistence has forgotten every count, so give Redis persistence
+// (or a replica) where a restart must not reset the limits.
+//
+// A store of your own (SQL, etcd) is held to the same contract by package
+// guard/storetest (like testing/slogtest): atomic reserve under
+// concurrency, release never below zero, keys isolated by thread, tool and
+// kind, errors surfaced, and with storetest.WithStall, one application of
+// each command and the caller's deadline across a stall of its backend.
+// Both shipped stores pass it. go run ./examples/replicas shows two
+// replicas sharing one limit next to two that count alone. The tests of
+// this package run against a real redis-server they start on a free
+// loopback port (package redisserver); they skip without one, and
+// TOOLGUARD_REQUIRE_REDIS=1 makes that a failure, as .ci/run does.
+//
 // # Key layout
 //
 // Each count is one Redis string holding a decimal integer, under
@@ -30,8 +55,8 @@
 //	toolguard:{chat-42}:tool:search    its calls of search
 //	toolguard:{chat-42}:model:         its model calls
 //
-// A count expires [WithTTL] after its last change (24h by default); a count
-// that falls to 0 is deleted. The empty thread id is written "%" (no
+// Counts expire 24 h after their last change ([WithTTL]); a count that
+// falls to 0 is deleted. The empty thread id is written "%" (no
 // escaped id is), because Redis takes empty braces for no hash tag.
 //
 // Beside the counts, each reserve, release and save leaves a record of its
