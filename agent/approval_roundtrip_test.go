@@ -50,7 +50,7 @@ func numbersOf(t *testing.T, args string) map[string]any {
 	return m
 }
 
-// The fault: the README's own round trip — json.Marshal to the reviewer's
+// The fault: the package doc's own round trip ("Approval") — json.Marshal to the reviewer's
 // screen, json.Unmarshal back — rewrites the numbers of a raw schema held
 // in the interrupt (0.0, 1e6, 0.50, integers beyond 2^53 read as doubles),
 // and json.Marshal escapes "<" and "&" in the arguments, so the signature

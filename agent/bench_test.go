@@ -55,7 +55,7 @@ type ChangeDrinkArgs struct {
 
 // BenchmarkRun measures one agent run with one valid typed tool call: the
 // model asks for the call, the tool runs, the model answers. "bare" has no
-// middleware; "recommended" has the README's stack (ToolCallLimit,
+// middleware; "recommended" has the recommended stack (ToolCallLimit,
 // ToolArgValidation, ModelRetry). Neither has tool middlewares: this is
 // the common path the tool stage must not slow down.
 func BenchmarkRun(b *testing.B) {

@@ -26,6 +26,7 @@ type ToolPanicError struct {
 	Stack []byte
 }
 
+// Error names the tool and the value it panicked with.
 func (e *ToolPanicError) Error() string {
 	return fmt.Sprintf("agent: tool %q panicked: %v", e.Tool, e.Value)
 }

@@ -108,10 +108,13 @@ type InjectError struct {
 	Err  error  // the injector's error, or the *validation.Error
 }
 
+// Error names the tool and tells the model not to retry the call; it never
+// quotes the injected value or the injector's error, which Unwrap returns.
 func (e *InjectError) Error() string {
 	return fmt.Sprintf("agent: tool %q could not be run: a value the application supplies for this call could not be set; do not retry the call", e.Tool)
 }
 
+// Unwrap returns Err: the injector's error, or the *validation.Error.
 func (e *InjectError) Unwrap() error { return e.Err }
 
 // schemaMap returns schema as a fresh map of plain JSON values (the caller

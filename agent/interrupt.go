@@ -127,6 +127,7 @@ type DecisionError struct {
 	Err error
 }
 
+// Error says the decision was refused, for which call and why.
 func (e *DecisionError) Error() string {
 	msg := "agent: decision refused"
 	if e.CallID != "" {

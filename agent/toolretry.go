@@ -106,11 +106,14 @@ type OutcomeUnknownError struct {
 	Err  error  // the tool's error
 }
 
+// Error names the tool and its failure and tells the model to check whether
+// the call took effect before calling it again.
 func (e *OutcomeUnknownError) Error() string {
 	return fmt.Sprintf("agent: tool %q failed and its outcome is unknown (%v): it may have taken effect. "+
 		"It was not run again; check whether it took effect before calling it again", e.Tool, e.Err)
 }
 
+// Unwrap returns Err, the tool's error.
 func (e *OutcomeUnknownError) Unwrap() error { return e.Err }
 
 // ToolRetryOption configures [ToolRetry].

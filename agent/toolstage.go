@@ -110,10 +110,12 @@ type ArgsRejectedError struct {
 	Err  error // the *validation.Error
 }
 
+// Error names the tool and says it did not run; the violations are in Err.
 func (e *ArgsRejectedError) Error() string {
 	return fmt.Sprintf("agent: tool %q: the arguments set by the tool stage do not match the tool's schema; the tool did not run", e.Tool)
 }
 
+// Unwrap returns Err, the validation error.
 func (e *ArgsRejectedError) Unwrap() error { return e.Err }
 
 // errToolChanged is the error of a call whose Name a tool middleware
