@@ -11,7 +11,7 @@
 //	cd bench && TOOLGUARD_CORPUS=/abs/path/to/shared/corpus \
 //	  go test -run '^$' -bench SideBySide -benchmem -count 3 | go run ./costtable
 //
-// costtable prints README.md's cost table from the output.
+// costtable prints bench/README.md's cost table from the output.
 package bench
 
 import (

@@ -153,23 +153,41 @@
 // Bedrock 3 × 3 × 3 = 27 times, with up to about 3.75 s of ModelRetry's waits
 // per model call on top of the SDK's.
 //
-// langchaingo's clients hide two things the middlewares need. Their errors
-// carry no response headers, so ModelRetry reads a Retry-After header only
-// when the provider client was given a [retry.HTTPClient]
-// (openai.WithHTTPClient(retry.HTTPClient(nil)), likewise for anthropic and
-// ollama). And the native ollama client sends no tools and drops the tool
-// calls of Ollama's answer, with no error: use langchaingo's openai client
-// with Ollama's OpenAI-compatible endpoint
-// (openai.WithBaseURL("http://localhost:11434/v1")) for tool calling.
-// ToolArgValidation reports such an answer ([guard.EventEmptyResponse]).
+// langchaingo's native ollama client sends no tools and drops the tool
+// calls of Ollama's answer, with no error, so nothing reaches the
+// middlewares: use langchaingo's openai client with Ollama's
+// OpenAI-compatible endpoint for tool calling,
+// openai.New(openai.WithBaseURL("http://localhost:11434/v1"),
+// openai.WithToken("ollama"), openai.WithModel("qwen3")) (both checked
+// against a loopback Ollama in middleware/ollama_test.go).
+// ToolArgValidation reports an answer to a request offering tools that
+// has neither a tool call nor text ([guard.EventEmptyResponse]).
 //
-// Mistakes in wiring are reported, never guessed around: a schema that is
-// not one (a Go struct value as Parameters), a [guard.WithToolName] that names no
-// offered tool, a ToolCallLimit inside a ToolArgValidation, a thread limit
-// with no thread id in the context, two offered tools of one name. Without
-// an event handler they are logged to slog.Default at Warn, with the
-// fail-open events ([guard.WithEventHandler]); wire [guard.LogEvents] (or an
-// [guard.Observer]) to see the rest.
+// # Mistakes
+//
+// Mistakes in wiring are reported, never guessed around (each checked by a
+// test in middleware/misconfig_test.go):
+//
+//   - a schema that is not one, such as Parameters: WeatherArgs{} (a Go
+//     struct value, marshaled to {"city":""}, which JSON Schema reads as
+//     "accept anything"), is refused by validation.Compile
+//     (validation.ErrNoKeyword): a [guard.EventSchemaError], and a
+//     *guard.SchemaError with guard.WithFailClosed. Use
+//     validation.Typed[WeatherArgs](). {} still means "any object";
+//   - a tool offered with langchaingo's one-string schema {"__arg1": string}
+//     (agents.OpenAIFunctionsAgent offers every tools.Tool so): a
+//     [guard.EventMisconfigured] naming the fix, lctool.OfferSchemas with
+//     lctool.SchemaFor, which gives each tool its own schema beside it;
+//   - a [guard.WithToolName] that names none of the offered tools
+//     (getWeather for get_weather), a ToolCallLimit inside a
+//     ToolArgValidation (it would spend the run's budget on calls
+//     validation rejects), a thread limit with no thread id in the
+//     context, two offered tools of one name: a [guard.EventMisconfigured],
+//     once per middleware.
+//
+// Without an event handler they are logged to slog.Default at Warn, with
+// the fail-open events ([guard.WithEventHandler]); wire [guard.LogEvents]
+// (or a [guard.Observer]) to see the rest.
 //
 // # Testing
 //

@@ -179,8 +179,8 @@ func TestLogEventsWarnsOnMisconfiguration(t *testing.T) {
 	}
 }
 
-// TestReadmeStackLogsMistakes wires the README's stack with LogEvents first
-// and makes both newcomer mistakes it names: a Go struct value as a tool's
+// TestReadmeStackLogsMistakes wires the recommended stack with LogEvents first
+// and makes two newcomer mistakes the package doc names ("Mistakes"): a Go struct value as a tool's
 // Parameters and a WithToolName with the wrong spelling. Both reach the log
 // at Warn.
 func TestReadmeStackLogsMistakes(t *testing.T) {
@@ -223,7 +223,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 // TestLimitInsideValidation: a ToolCallLimit placed inside a
 // ToolArgValidation counts the calls validation rejects; it is reported once
-// per limiter. The README's order is not.
+// per limiter. The recommended order (Chain's doc) is not.
 func TestLimitInsideValidation(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

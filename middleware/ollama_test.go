@@ -55,7 +55,7 @@ func ollamaServer(t *testing.T) (*httptest.Server, func(path string) map[string]
 	}
 }
 
-// TestOllamaNativeClientDropsTools checks the README's Ollama note against
+// TestOllamaNativeClientDropsTools checks the package doc's Ollama note ("Provider clients") against
 // langchaingo's real clients: the native ollama client sends no "tools" and
 // drops the tool_calls of the answer, leaving an empty response, which
 // ToolArgValidation reports; the openai client against Ollama's /v1 sends

@@ -12,7 +12,7 @@ import (
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 
-// TestRecommendedStack runs the README's stack over a model that sends an
+// TestRecommendedStack runs the recommended stack (Chain's doc, the README's first example) over a model that sends an
 // invalid call, fails with a 503 on the re-ask, then corrects itself: the
 // retry absorbs the 503, validation gets the corrected call, and the run
 // limit of 1 counts only that call, because the limiter sits outside

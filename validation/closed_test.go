@@ -70,7 +70,7 @@ func TestWithClosedObjectsMarshalsClosed(t *testing.T) {
 // that leave out parameters the functions accept (book_flight's travel_cost,
 // send_message's sender_id), and four other answers use a parameter their
 // schema does not list. So closed objects are unsafe for a schema that does
-// not list every parameter its tool accepts; the README says so.
+// not list every parameter its tool accepts; package guard's doc ("Closed objects") says so.
 func TestClosedObjectsBFCL(t *testing.T) {
 	c := openCorpus(t)
 	closed := make(map[string]*validation.Schema, len(c.Tools))

@@ -1,6 +1,6 @@
 // Command costtable turns the output of BenchmarkSideBySide (go test
 // -bench SideBySide -benchmem -count N, on stdin) into the Markdown table
-// of README.md's "Cost" section: per validator the median time, its ratio
+// of bench/README.md: per validator the median time, its ratio
 // to decoding alone, and the memory per call.
 //
 //	go test -run '^$' -bench SideBySide -benchmem -count 3 | go run ./costtable

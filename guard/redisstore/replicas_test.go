@@ -72,7 +72,7 @@ func TestTwoReplicasShareAThreadLimit(t *testing.T) {
 	}
 }
 
-// The concurrency test's sizes, quoted by the README.
+// The concurrency test's sizes, quoted by the package doc.
 const concurrentCalls, concurrentReplicas, concurrentLimit = 400, 4, 150
 
 // Hundreds of concurrent calls over several replicas hit one thread: exactly

@@ -8,8 +8,8 @@ import (
 )
 
 // TestPublishedClaims runs the evaluation on a deterministic sample of the
-// corpus (every 8th unique call) and checks, kind by kind, what the README's
-// table says of toolguard: with the default configuration every corrupted
+// corpus (every 8th unique call) and checks, kind by kind, what the tables in
+// examples/eval/README.md say of toolguard: with the default configuration every corrupted
 // call ends valid within max_retries = 2, at one re-ask at most, and the
 // empty-value kinds and the coerced kinds (numbers, booleans and arrays as
 // strings, the object double-encoded) cost no re-ask at all; with repair, every
