@@ -291,6 +291,37 @@ func TestGuardedGenaiExchangeStream(t *testing.T) {
 	tr.check(t, "gemini-stream", srv)
 }
 
+// An answer without calls, streamed through the guard, reaches genai's
+// iterator as it came: every chunk with its content, the last with its
+// finishReason (which Genkit's Gemini plugin needs: a candidate without
+// content fails its call), the text once.
+func TestGuardedGenaiStreamAnswerWithoutCalls(t *testing.T) {
+	t.Parallel()
+	srv := fp.New(fp.Reply(fp.Text("It is sunny in Paris.")))
+	defer srv.Close()
+	var events []guard.Event
+	var text strings.Builder
+	var last *genai.GenerateContentResponse
+	n := 0
+	for r, err := range guardedGenai(t, srv, &upstreamTap{}, &events).Models.GenerateContentStream(context.Background(), "gemini-2.5-flash",
+		genai.Text("Weather in Paris?"), genaiDaysConfig()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if len(r.Candidates) != 1 || r.Candidates[0].Content == nil {
+			t.Fatalf("chunk %d has no content: %+v", n, r)
+		}
+		for _, p := range r.Candidates[0].Content.Parts {
+			text.WriteString(p.Text)
+		}
+		last = r
+	}
+	if text.String() != "It is sunny in Paris." || last.Candidates[0].FinishReason != genai.FinishReasonStop {
+		t.Errorf("%d chunks: text %q, last finishReason %q; want the text once and STOP", n, text.String(), last.Candidates[0].FinishReason)
+	}
+}
+
 // A tool declared with genai's OpenAPI-subset Schema (parameters: types
 // upper-case, nullable) is validated with its JSON Schema meaning: a null
 // where the schema says nullable is accepted, a null where it does not is
