@@ -4,13 +4,19 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	goopenai "github.com/sashabaranov/go-openai"
 	"github.com/tmc/langchaingo/llms"
+	lcanthropic "github.com/tmc/langchaingo/llms/anthropic"
 	"github.com/tmc/langchaingo/llms/googleai"
+	lcopenai "github.com/tmc/langchaingo/llms/openai"
 	"github.com/toolguard/toolguard/guard"
+	"github.com/toolguard/toolguard/httpguard"
 	fp "github.com/toolguard/toolguard/httpguard/fakeprovider"
 	"google.golang.org/api/option"
 )
@@ -62,8 +68,8 @@ func TestGuardedLangchaingoGoogleAI(t *testing.T) {
 		var events []guard.Event
 		gg, err := googleai.New(context.Background(), googleai.WithAPIKey("g-test"), googleai.WithRest(), googleai.WithDefaultModel("gemini-2.5-flash"),
 			func(o *googleai.Options) {
-				o.ClientOptions = append(o.ClientOptions, option.WithEndpoint(srv.URL), option.WithHTTPClient(guardedClient(&events)))
-			})
+				o.ClientOptions = append(o.ClientOptions, option.WithEndpoint(srv.URL))
+			}, googleai.WithHTTPClient(guardedClient(&events)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,5 +108,105 @@ func TestGuardedLangchaingoGoogleAI(t *testing.T) {
 	}
 	if l := log.String(); strings.Count(l, "the answer to a streaming request is not an event stream") != 1 || strings.Contains(l, "cannot be guarded") {
 		t.Errorf("the transport's reports: %s", l)
+	}
+}
+
+// Failing closed through the transport reaches go-openai and langchaingo's
+// openai, anthropic and googleai clients as the error of their call,
+// naming the violation, and each sends the call once: none retries the
+// guard's 422.
+func TestGuardedFailClosedOtherClients(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tools := []llms.Tool{{Type: "function", Function: &llms.FunctionDefinition{Name: "get_weather", Parameters: weatherParams()}}}
+	clients := []struct {
+		name string
+		call func(t *testing.T, srv *fp.Server, hc *http.Client) error
+	}{
+		{"go-openai", func(_ *testing.T, srv *fp.Server, hc *http.Client) error {
+			cfg := goopenai.DefaultConfig("sk-test")
+			cfg.BaseURL, cfg.HTTPClient = srv.URL+"/v1", hc
+			_, err := goopenai.NewClientWithConfig(cfg).CreateChatCompletion(ctx, goopenaiRequest())
+			return err
+		}},
+		{"langchaingo openai", func(t *testing.T, srv *fp.Server, hc *http.Client) error {
+			m, err := lcopenai.New(lcopenai.WithBaseURL(srv.URL+"/v1"), lcopenai.WithToken("sk-test"), lcopenai.WithModel("gpt-4o"), lcopenai.WithHTTPClient(hc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = m.GenerateContent(ctx, lcMessages(), llms.WithTools(tools))
+			return err
+		}},
+		{"langchaingo anthropic", func(t *testing.T, srv *fp.Server, hc *http.Client) error {
+			m, err := lcanthropic.New(lcanthropic.WithBaseURL(srv.URL+"/v1"), lcanthropic.WithToken("sk-ant-test"),
+				lcanthropic.WithModel("claude-sonnet-4-5"), lcanthropic.WithHTTPClient(hc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = m.GenerateContent(ctx, lcMessages(), llms.WithTools(tools))
+			return err
+		}},
+		{"langchaingo googleai", func(t *testing.T, srv *fp.Server, hc *http.Client) error {
+			m, err := googleai.New(ctx, googleai.WithAPIKey("g-test"), googleai.WithRest(), googleai.WithDefaultModel("gemini-2.5-flash"),
+				googleai.WithHTTPClient(hc), func(o *googleai.Options) { o.ClientOptions = append(o.ClientOptions, option.WithEndpoint(srv.URL)) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			_, err = m.GenerateContent(ctx, lcMessages(), llms.WithTools(tools))
+			return err
+		}},
+	}
+	for _, c := range clients {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			bad := fp.Reply(fp.Call("get_weather", `{"city": 42}`))
+			srv := fp.New(bad, bad, bad, bad, bad, bad)
+			defer srv.Close()
+			sent := &countingTransport{base: httpguard.New(nil, httpguard.ToolArgValidation(guard.WithMaxRetries(1), guard.WithFailClosed()))}
+			err := c.call(t, srv, &http.Client{Transport: sent})
+			if err == nil || !strings.Contains(err.Error(), "/city") {
+				t.Errorf("err %v, want the refusal naming /city", err)
+			}
+			if n := sent.n(); n != 1 {
+				t.Errorf("the client sent %d requests, want 1", n)
+			}
+			if n := len(srv.Requests()); n != 2 {
+				t.Errorf("the provider got %d requests, want 2", n)
+			}
+			t.Logf("%s: %T: %.120s", c.name, err, err)
+		})
+	}
+}
+
+// langchaingo's googleai client retries on its own, unlike langchaingo's
+// other clients: generative-ai-go's REST client (gax) repeats a 503 with
+// backoff from about a second, until the call's context ends; a 429 it
+// does not repeat. The context here ends after 2.5 s, so a 503 is sent
+// at least twice.
+func TestGoogleAIRetriesA503ItSelf(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		status  int
+		atLeast int
+		atMost  int
+	}{{http.StatusTooManyRequests, 1, 1}, {http.StatusServiceUnavailable, 2, 10}} {
+		e := fp.Error(tc.status, "retry-after-ms", "1", "Retry-After", "0")
+		srv := fp.New(e, e, e, e, e, e, e, e, e, e)
+		defer srv.Close()
+		m, err := googleai.New(context.Background(), googleai.WithAPIKey("g-test"), googleai.WithRest(), googleai.WithHTTPClient(&http.Client{}),
+			func(o *googleai.Options) { o.ClientOptions = append(o.ClientOptions, option.WithEndpoint(srv.URL)) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+		_, err = m.GenerateContent(ctx, lcMessages(), llms.WithTools(lcTools()))
+		cancel()
+		n := len(srv.Requests())
+		if err == nil || n < tc.atLeast || n > tc.atMost {
+			t.Errorf("%d: %d requests (err %v), want %d to %d", tc.status, n, err, tc.atLeast, tc.atMost)
+		}
+		t.Logf("%d: %d requests within the call's 2.5 s", tc.status, n)
 	}
 }
