@@ -9,6 +9,6 @@ require (
 	github.com/toolguard/toolguard v0.0.0
 )
 
-require golang.org/x/text v0.14.0 // indirect
+require golang.org/x/text v0.41.0 // indirect
 
 replace github.com/toolguard/toolguard => ../
