@@ -45,6 +45,54 @@
 // context to the SDK's call (every SDK takes one). Give the SDK no retries
 // of its own when ModelRetry is installed (see "Retries").
 //
+// # Tested with
+//
+// Each host below ran through [New] against loopback servers that speak
+// its wire protocol (package fakeprovider): a bad tool call re-asked and
+// the corrected call read through the host's own accessors (an agent's
+// tool run once, with it), sync and streaming; and, but for Genkit's
+// Gemini plugin, a refusal surfaced as the host's own error, sent once.
+// The tests are in the nested modules httpguard/sdktest and
+// httpguard/frameworktest, whose go.mod files fix the versions below (a
+// test in each checks this list against them). guarded is the
+// *http.Client of "Using it with an SDK".
+//
+//	openai-go: Chat Completions, Responses          github.com/openai/openai-go/v3 v3.98.0
+//	    openai.NewClient(option.WithHTTPClient(guarded), option.WithMaxRetries(0))
+//	anthropic-sdk-go: Messages, BetaToolRunner      github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
+//	    anthropic.NewClient(option.WithHTTPClient(guarded), option.WithMaxRetries(0))
+//	genai: generateContent, streams with alt=sse    google.golang.org/genai v1.77.0
+//	    genai.NewClient(ctx, &genai.ClientConfig{HTTPClient: guarded})
+//	ADK-Go: through genai, not tested itself (its module is not served where the tests run)
+//	    gemini.NewModel(ctx, "gemini-2.5-flash", &genai.ClientConfig{HTTPClient: guarded})
+//	go-openai                                       github.com/sashabaranov/go-openai v1.43.0
+//	    cfg := openai.DefaultConfig(key); cfg.HTTPClient = guarded
+//	langchaingo: openai, anthropic                  github.com/tmc/langchaingo v0.1.14
+//	    openai.New(openai.WithHTTPClient(guarded)); anthropic.New(anthropic.WithHTTPClient(guarded))
+//	langchaingo: googleai, sync (streams unguarded) github.com/tmc/langchaingo v0.1.14
+//	    googleai.New(ctx, googleai.WithRest(), googleai.WithHTTPClient(guarded))
+//	Eino: a ReAct agent on eino-ext's OpenAI model  github.com/cloudwego/eino v0.7.36
+//	                                                github.com/cloudwego/eino-ext/components/model/openai v0.1.7
+//	    openai.NewChatModel(ctx, &openai.ChatModelConfig{HTTPClient: guarded, ...})
+//	Genkit: OpenAI-compatible plugin                github.com/firebase/genkit/go v1.4.0
+//	                                                github.com/openai/openai-go v1.8.2
+//	    &compat_oai.OpenAICompatible{..., Opts: []option.RequestOption{option.WithHTTPClient(guarded), option.WithMaxRetries(0)}}
+//	Genkit: Gemini plugin, through a proxy          github.com/firebase/genkit/go v1.4.0
+//	    GOOGLE_GEMINI_BASE_URL=http://<a reverse proxy whose transport is httpguard, such as toolguard-proxy>
+//
+// langchaingo's googleai client speaks gRPC unless given WithRest, and
+// streams a JSON array (streamGenerateContent without alt=sse), which
+// passes through unguarded (see "Protocols"). Genkit's Gemini plugin makes
+// its own *http.Client and takes none: it was tested behind an
+// httputil.ReverseProxy whose Transport is httpguard's, as
+// cmd/toolguard-proxy runs it. Their own retries, measured against a
+// provider answering 429: openai-go, anthropic-sdk-go and Genkit's
+// OpenAI-compatible plugin 2 (3 requests); genai none unless
+// HTTPOptions.RetryOptions asks; go-openai, langchaingo's openai and
+// anthropic clients and Eino's OpenAI model none; langchaingo's googleai
+// none for a 429, but it repeats a 503 with backoff until the call's
+// context ends (generative-ai-go's own retry), under ModelRetry too.
+//
 // # Protocols
 //
 // A request is recognised by its method, path and body: OpenAI Chat

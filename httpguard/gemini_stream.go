@@ -182,7 +182,10 @@ type geminiGate struct {
 	id      string // the first attempt's responseId
 	holding bool
 	passed  int // parts of the first attempt that reached the client
-	ended   bool
+	// finished: the first attempt's last chunk (its finishReason) reached
+	// the client, as it came: the attempt called nothing.
+	finished bool
+	ended    bool
 }
 
 func newGeminiGate(w io.Writer) *geminiGate { return &geminiGate{w: w, asm: &geminiAssembler{}} }
@@ -212,8 +215,14 @@ func (g *geminiGate) event(ev sseEvent) (bool, error) {
 			break
 		}
 	}
-	if !g.holding && !c.finish {
+	if !g.holding {
+		// No call so far: the chunk passes as it came, the last one
+		// (finishReason) too. An attempt without calls is the answer: no
+		// stage asks again, and a stage that returns it does not deliver
+		// it through its gate, so a finishReason held here would be lost
+		// (and the client's last chunk left without content).
 		g.passed += n
+		g.finished = g.finished || c.finish
 		return false, g.write(b)
 	}
 	if n == 0 {
@@ -238,6 +247,9 @@ func (g *geminiGate) accept(resp []byte) error {
 		return nil
 	}
 	g.ended = true
+	if g.attempt == 0 && g.finished {
+		return nil // the answer reached the client whole
+	}
 	_, parts, _, err := geminiParts(resp)
 	if err != nil {
 		return err

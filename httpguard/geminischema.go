@@ -14,7 +14,9 @@ import (
 //
 //   - type: upper-case names (STRING, NUMBER, INTEGER, BOOLEAN, ARRAY,
 //     OBJECT, NULL) become JSON Schema's lower-case ones; TYPE_UNSPECIFIED
-//     is no type;
+//     is no type; the Type enum's numbers (0 to 7), which proto JSON with
+//     enum-encoding=int carries (generative-ai-go's REST client, and so
+//     langchaingo's googleai, sends them), stand for the same names;
 //   - nullable: true adds "null" to the type (and null to an enum), as
 //     OpenAPI 3.0 means it;
 //   - format: kept where JSON Schema has the format (date-time, date,
@@ -70,9 +72,9 @@ func convertGeminiSchema(v any, at string) (any, error) {
 		switch {
 		case k == "nullable" || k == "propertyOrdering":
 		case k == "type":
-			t, ok := val.(string)
+			t, ok := geminiType(val)
 			if !ok {
-				return nil, fmt.Errorf("httpguard: gemini schema at %q: type is not a string", "/"+at)
+				return nil, fmt.Errorf("httpguard: gemini schema at %q: type is neither a name nor a Type number", "/"+at)
 			}
 			t = strings.ToLower(t)
 			switch t {
@@ -145,6 +147,24 @@ func convertGeminiSchema(v any, at string) (any, error) {
 		}
 	}
 	return out, nil
+}
+
+// geminiTypes are the names of the Type enum, by number
+// (https://ai.google.dev/api/caching#Type).
+var geminiTypes = [...]string{"TYPE_UNSPECIFIED", "STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"}
+
+// geminiType reads a schema's type: its name, or its number in the Type
+// enum.
+func geminiType(v any) (string, bool) {
+	switch t := v.(type) {
+	case string:
+		return t, true
+	case json.Number:
+		if n, err := strconv.Atoi(t.String()); err == nil && n >= 0 && n < len(geminiTypes) {
+			return geminiTypes[n], true
+		}
+	}
+	return "", false
 }
 
 // geminiCount reads an int64 count, a JSON number or a decimal string.

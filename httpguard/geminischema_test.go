@@ -50,6 +50,9 @@ func TestGeminiSchemaMeaning(t *testing.T) {
 			[]string{`{"a":"y"}`},
 			[]string{`{}`}},
 		{"unspecified type", `{"type":"OBJECT","properties":{"v":{"type":"TYPE_UNSPECIFIED"}}}`, []string{`{"v":1}`, `{"v":"x"}`, `{"v":null}`}, nil},
+		{"Type numbers (proto JSON, enum-encoding=int)", `{"type":6,"properties":{"city":{"type":1},"days":{"type":3},"t":{"type":2},"hot":{"type":4},"tags":{"type":5,"items":{"type":1}},"note":{"type":1,"nullable":true},"v":{"type":0}},"required":["city"]}`,
+			[]string{`{"city":"Paris","days":3,"t":1.5,"hot":true,"tags":["a"],"note":null,"v":{}}`},
+			[]string{`{}`, `{"city":1}`, `{"city":"P","days":1.5}`, `{"city":"P","hot":"yes"}`, `{"city":"P","tags":[1]}`, `{"city":null}`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,7 +79,7 @@ func TestGeminiSchemaMeaning(t *testing.T) {
 }
 
 func TestGeminiSchemaRefusesNonsense(t *testing.T) {
-	for _, s := range []string{`[]`, `{"type":"TUPLE"}`, `{"type":1}`, `{"properties":[]}`, `{"items":"x"}`, `{"maxItems":"many"}`, `{"anyOf":{}}`, `not json`} {
+	for _, s := range []string{`[]`, `{"type":"TUPLE"}`, `{"type":8}`, `{"type":-1}`, `{"type":1.5}`, `{"type":true}`, `{"properties":[]}`, `{"items":"x"}`, `{"maxItems":"many"}`, `{"anyOf":{}}`, `not json`} {
 		if _, err := geminiSchemaToJSONSchema(json.RawMessage(s)); err == nil {
 			t.Errorf("geminiSchemaToJSONSchema(%s) = nil error", s)
 		}

@@ -38,7 +38,8 @@ package httpguard
 //     attempt is held whole: a call is judged complete only at the end of
 //     the attempt, and text that follows a call keeps its place after it.
 //   - Terminal events (finish reason, usage, message_delta/message_stop,
-//     response.completed, Gemini's finishReason chunk, [DONE]) are held.
+//     response.completed, Gemini's finishReason chunk, [DONE]) are held;
+//     but Gemini's passes as it came when the attempt called nothing.
 //   - Every event is fed to the attempt's assembler, whose response() is
 //     the sync response the stream amounts to, so the sync codec (calls,
 //     accept, reask, usage) serves streams unchanged.

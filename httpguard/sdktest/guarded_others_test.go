@@ -13,7 +13,6 @@ import (
 	lcopenai "github.com/tmc/langchaingo/llms/openai"
 	"github.com/toolguard/toolguard/guard"
 	fp "github.com/toolguard/toolguard/httpguard/fakeprovider"
-	"google.golang.org/genai"
 )
 
 // sashabaranov/go-openai, sync and streamed through Recv: the corrected
@@ -125,40 +124,6 @@ func TestGuardedLangchaingo(t *testing.T) {
 			if stream && strings.Contains(streamed.String(), "42") {
 				t.Errorf("%s: the stream carried the rejected call: %s", name, streamed.String())
 			}
-		}
-	}
-}
-
-// google.golang.org/genai (issue 29 covers Gemini in full): the corrected
-// call through FunctionCalls(), sync and streamed.
-func TestGuardedGenai(t *testing.T) {
-	t.Parallel()
-	for _, stream := range []bool{false, true} {
-		srv := fp.New(badThenGood()...)
-		defer srv.Close()
-		var events []guard.Event
-		client := genaiClient(t, srv, guardedClient(&events))
-		cfg := &genai.GenerateContentConfig{Tools: []*genai.Tool{{FunctionDeclarations: []*genai.FunctionDeclaration{{
-			Name: "get_weather", ParametersJsonSchema: daysParams(),
-		}}}}}
-		var calls []*genai.FunctionCall
-		if !stream {
-			resp, err := client.Models.GenerateContent(context.Background(), "gemini-2.5-flash", genai.Text("Weather in Paris for 3 days?"), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			calls = resp.FunctionCalls()
-		} else {
-			for resp, err := range client.Models.GenerateContentStream(context.Background(), "gemini-2.5-flash", genai.Text("Weather in Paris for 3 days?"), cfg) {
-				if err != nil {
-					t.Fatal(err)
-				}
-				calls = append(calls, resp.FunctionCalls()...)
-			}
-		}
-		checkReask(t, srv, events)
-		if len(calls) != 1 || !jsonEq(t, mustJSON(calls[0].Args), correctedArgs) {
-			t.Errorf("stream %v: FunctionCalls() = %+v", stream, calls)
 		}
 	}
 }
