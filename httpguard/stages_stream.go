@@ -16,7 +16,11 @@ package httpguard
 // Each gate passes text of its first attempt on at once and holds tool-call
 // parts until its stage delivers the attempt (Gate.Deliver: gate.accept);
 // an attempt that is not delivered is rejected when the stage starts its
-// next one (gate.reject). So a stage outside holds what an inner stage
+// next one (gate.reject). A stage that hands an attempt's response on as
+// it is, without delivering it (ToolArgValidation's answer without tool
+// calls), has taken it all the same: the next gate the response reaches
+// delivers it first to the gates inside that it came through, so their
+// held end (finish reason, usage, closing events) reaches the client. So a stage outside holds what an inner stage
 // accepted until it accepts it too, and the client reads one well-formed
 // stream whatever the stack. The root gate adds what only the end of the
 // logical call decides: a stand-in answer streamed in place of the held
@@ -83,6 +87,8 @@ type gateSink struct {
 	fed bool
 	// first: the gate is on its first attempt.
 	first bool
+	// delivered: the current attempt was delivered (the gate accepted it).
+	delivered bool
 }
 
 // newGateSink returns a sink whose gate writes to parent, or to client
@@ -96,7 +102,7 @@ func newGateSink(p wireProtocol, parent *gateSink, client *clientStream) *gateSi
 // reset gives the sink a fresh gate, on its first attempt.
 func (s *gateSink) reset() {
 	s.gate = s.proto.newGate(gateWriter{s})
-	s.fed, s.first = false, true
+	s.fed, s.first, s.delivered = false, true, false
 }
 
 // gateWriter is where a sink's gate writes: the sink outside, or the
@@ -145,13 +151,13 @@ func (s *gateSink) begin() {
 		return
 	}
 	s.gate.reject()
-	s.fed, s.first = false, false
+	s.fed, s.first, s.delivered = false, false, false
 }
 
 // nextAttempt rejects the current attempt: the stage asks again.
 func (s *gateSink) nextAttempt() {
 	s.gate.reject()
-	s.first, s.fed = false, false
+	s.first, s.fed, s.delivered = false, false, false
 }
 
 // Deliver implements guard.Gate: the stage accepts resp. The gate accepts
@@ -164,6 +170,40 @@ func (s *gateSink) Deliver(_ context.Context, resp *response) (*response, error)
 	if resp.pass != nil {
 		return nil, &passError{resp: resp.pass}
 	}
+	if err := s.deliverInside(resp); err != nil {
+		return nil, err
+	}
+	return s.deliver(resp)
+}
+
+// deliverInside delivers resp to the gates inside s it went through
+// whose stage returned it without delivering it: a stage that takes an
+// answer as it is (ToolArgValidation's answer without tool calls) hands it
+// on without Deliver, and its gate still holds the answer's end (the
+// finish reason, the usage, the closing events), which the client must
+// read. The innermost goes first, since each writes into the next.
+func (s *gateSink) deliverInside(resp *response) error {
+	var inside []*gateSink
+	x := resp.origin
+	for ; x != nil && x != s; x = x.parent {
+		inside = append(inside, x)
+	}
+	if x != s {
+		return nil // resp did not come through s
+	}
+	for _, in := range inside {
+		if in.delivered {
+			continue
+		}
+		if _, err := in.deliver(resp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deliver is Deliver for s itself.
+func (s *gateSink) deliver(resp *response) (*response, error) {
 	body := resp.body
 	if resp.standIn || !s.fed {
 		if s.fed {
@@ -179,6 +219,7 @@ func (s *gateSink) Deliver(_ context.Context, resp *response) (*response, error)
 	if err := s.gate.accept(body); err != nil {
 		return nil, err
 	}
+	s.delivered = true
 	return resp, nil
 }
 

@@ -255,7 +255,7 @@ func (t *Transport) readStream(req *request, hr *http.Response) (*response, erro
 	if err != nil {
 		return nil, err
 	}
-	resp := &response{proto: req.proto, body: b, status: hr.StatusCode, header: hr.Header}
+	resp := &response{proto: req.proto, body: b, status: hr.StatusCode, header: hr.Header, origin: req.sink}
 	if _, err := resp.toolCalls(); err != nil {
 		return nil, fmt.Errorf("httpguard: the streamed response cannot be guarded: %w", err)
 	}
