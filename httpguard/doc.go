@@ -142,7 +142,10 @@
 // tool_call_limit_exceeded and model_call_limit_exceeded
 // ([guard.ExitError]), tool_calls_refused (see "Server-side state"); the
 // message holds the violations, bounded. A limiter that cannot reach its
-// store answers 503, type limit_store_unavailable, x-should-retry: false.
+// store answers 503, type limit_store_unavailable (Gemini's status
+// UNAVAILABLE), x-should-retry: false. A server that puts the transport
+// behind a handler of its own answers its own errors in the same shapes
+// with [ErrorResponse].
 //
 // # Retries
 //
