@@ -21,7 +21,9 @@ import (
 // stream's assembled response, 8 MiB each. Every reader in the package
 // stops there; a body larger than the bound is never buffered whole. A
 // request or sync response body past it passes through unguarded, and the
-// transport says so at Warn on slog.Default.
+// transport says so at Warn on slog.Default; a stream past it is answered
+// with a 502 of type response_too_large (see the package documentation,
+// "Bounds").
 const MaxBody = 8 << 20
 
 // errTooLarge reports a body past its bound.
