@@ -125,29 +125,17 @@ func kind(b []byte, sp span) byte {
 // that appears twice is an error: a guard must never check one value while
 // a client reads another.
 func objectMembers(b []byte, sp span) ([]member, error) {
-	if kind(b, sp) != '{' {
-		return nil, fmt.Errorf("%w: want an object", errJSON)
+	i, err := firstMember(b, sp)
+	if err != nil || i < 0 {
+		return nil, err
 	}
 	var out []member
-	i := skipSpace(b, sp.start+1)
-	if i < sp.end && b[i] == '}' {
-		return nil, nil
-	}
-	for i < sp.end {
-		kEnd, err := stringEnd(b, i)
-		if err != nil || b[i] != '"' {
-			return nil, errJSON
-		}
-		key, err := decodeKey(b[i:kEnd])
+	for {
+		k, v, next, err := scanMember(b, sp, i)
 		if err != nil {
 			return nil, err
 		}
-		c := skipSpace(b, kEnd)
-		if c >= sp.end || b[c] != ':' {
-			return nil, errJSON
-		}
-		vStart := skipSpace(b, c+1)
-		vEnd, err := valueEnd(b, vStart)
+		key, err := decodeKey(raw(b, k))
 		if err != nil {
 			return nil, err
 		}
@@ -156,20 +144,69 @@ func objectMembers(b []byte, sp span) ([]member, error) {
 				return nil, fmt.Errorf("%w: duplicate key %q", errJSON, key)
 			}
 		}
-		out = append(out, member{key: key, k: span{i, kEnd}, v: span{vStart, vEnd}})
-		i = skipSpace(b, vEnd)
-		if i >= sp.end {
-			return nil, errJSON
-		}
-		if b[i] == '}' {
+		out = append(out, member{key: key, k: k, v: v})
+		if next < 0 {
 			return out, nil
 		}
-		if b[i] != ',' {
-			return nil, errJSON
-		}
-		i = skipSpace(b, i+1)
+		i = next
 	}
-	return nil, errJSON
+}
+
+// firstMember returns the index of the first member's key in the object
+// at sp, -1 when the object is empty.
+func firstMember(b []byte, sp span) (int, error) {
+	if kind(b, sp) != '{' {
+		return 0, fmt.Errorf("%w: want an object", errJSON)
+	}
+	i := skipSpace(b, sp.start+1)
+	if i < sp.end && b[i] == '}' {
+		return -1, nil
+	}
+	return i, nil
+}
+
+// scanMember reads the member whose key starts at b[i] in the object at
+// sp: the spans of its key (with its quotes) and value, and the index of
+// the next member's key, -1 after the last.
+func scanMember(b []byte, sp span, i int) (k, v span, next int, err error) {
+	if i >= sp.end || b[i] != '"' {
+		return span{}, span{}, 0, errJSON
+	}
+	kEnd, err := stringEnd(b, i)
+	if err != nil {
+		return span{}, span{}, 0, errJSON
+	}
+	c := skipSpace(b, kEnd)
+	if c >= sp.end || b[c] != ':' {
+		return span{}, span{}, 0, errJSON
+	}
+	vStart := skipSpace(b, c+1)
+	vEnd, err := valueEnd(b, vStart)
+	if err != nil {
+		return span{}, span{}, 0, err
+	}
+	j := skipSpace(b, vEnd)
+	switch {
+	case j >= sp.end:
+		return span{}, span{}, 0, errJSON
+	case b[j] == '}':
+		next = -1
+	case b[j] == ',':
+		next = skipSpace(b, j+1)
+	default:
+		return span{}, span{}, 0, errJSON
+	}
+	return span{i, kEnd}, span{vStart, vEnd}, next, nil
+}
+
+// keyIs reports whether the quoted key q decodes to key, decoding only a
+// key with escapes.
+func keyIs(q []byte, key string) (bool, error) {
+	if bytes.IndexByte(q, '\\') < 0 {
+		return string(q[1:len(q)-1]) == key, nil
+	}
+	k, err := decodeKey(q)
+	return k == key, err
 }
 
 // decodeKey decodes a quoted JSON key.
@@ -216,18 +253,33 @@ func arrayElems(b []byte, sp span) ([]span, error) {
 }
 
 // field returns the value of key in the object at sp; ok is false when
-// the object has no such key.
+// the object has no such key. The key twice is an error, as for
+// objectMembers. It reads the object in place, allocating nothing.
 func field(b []byte, sp span, key string) (v span, ok bool, err error) {
-	ms, err := objectMembers(b, sp)
-	if err != nil {
+	i, err := firstMember(b, sp)
+	if err != nil || i < 0 {
 		return span{}, false, err
 	}
-	for _, m := range ms {
-		if m.key == key {
-			return m.v, true, nil
+	for {
+		k, mv, next, err := scanMember(b, sp, i)
+		if err != nil {
+			return span{}, false, err
 		}
+		is, err := keyIs(raw(b, k), key)
+		if err != nil {
+			return span{}, false, err
+		}
+		if is {
+			if ok {
+				return span{}, false, fmt.Errorf("%w: duplicate key %q", errJSON, key)
+			}
+			v, ok = mv, true
+		}
+		if next < 0 {
+			return v, ok, nil
+		}
+		i = next
 	}
-	return span{}, false, nil
 }
 
 // at follows path (string keys and int indexes) from the value at sp. A
