@@ -45,6 +45,14 @@ func (e *upstreamStreamError) Error() string {
 	return "httpguard: upstream stream error: " + string(e.Data)
 }
 
+// chatChunkOf returns ev's chunk: the one a gate parsed, else parsed now.
+func chatChunkOf(ev sseEvent) (*chatChunk, error) {
+	if c, ok := ev.parsed.(*chatChunk); ok {
+		return c, nil
+	}
+	return parseChatChunk(ev.Data)
+}
+
 func parseChatChunk(data []byte) (*chatChunk, error) {
 	var c chatChunk
 	if err := json.Unmarshal(data, &c); err != nil {
@@ -90,7 +98,7 @@ func (a *chatAssembler) add(ev sseEvent) (bool, error) {
 	if err := a.take(len(ev.Data)); err != nil {
 		return false, err
 	}
-	c, err := parseChatChunk(ev.Data)
+	c, err := chatChunkOf(ev)
 	if err != nil {
 		return false, err
 	}
@@ -257,7 +265,7 @@ func (g *chatGate) event(ev sseEvent) (bool, error) {
 				g.passedRefusal += len(*ch.Delta.Refusal)
 			}
 		}
-		return false, writeEvent(g.w, sseEvent{Data: ev.Data})
+		return false, writeEvent(g.w, sseEvent{Data: ev.Data, parsed: c})
 	}
 	return false, nil
 }

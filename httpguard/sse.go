@@ -78,6 +78,11 @@ import (
 type sseEvent struct {
 	Event string
 	Data  []byte
+	// parsed is Data as a gate parsed it (its protocol's parsed event),
+	// nil when not parsed: a gate that hands an event on with the parts
+	// its parsed form reads unchanged hands that form on with it, so that
+	// the gates outside read each upstream event once per logical call.
+	parsed any
 }
 
 // sseReader reads server-sent events from a stream, bounded: a line or an
