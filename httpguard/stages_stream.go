@@ -8,10 +8,12 @@ package httpguard
 // (sse.go) over all the stage's attempts. Each attempt's request carries
 // the sink; the transport's innermost handler feeds the upstream stream's
 // events to the sink of the request it sends. A gate writes to the sink of
-// the stage outside it, or at the top to the transport's own sink, whose
-// gate writes the client's stream:
+// the stage outside it, or at the top to the client's stream. The top
+// gate is the transport's own (the root), and the outermost stage that
+// re-asks uses it as its own gate (a gate of its own would only repeat the
+// root's work):
 //
-//	upstream ─▶ ToolArgValidation's gate ─▶ ToolCallLimit's gate ─▶ root gate ─▶ client
+//	upstream ─▶ ToolArgValidation's gate ─▶ ToolCallLimit's gate = root gate ─▶ client
 //
 // Each gate passes text of its first attempt on at once and holds tool-call
 // parts until its stage delivers the attempt (Gate.Deliver: gate.accept);
@@ -20,13 +22,15 @@ package httpguard
 // it is, without delivering it (ToolArgValidation's answer without tool
 // calls), has taken it all the same: the next gate the response reaches
 // delivers it first to the gates inside that it came through, so their
-// held end (finish reason, usage, closing events) reaches the client. So a stage outside holds what an inner stage
-// accepted until it accepts it too, and the client reads one well-formed
-// stream whatever the stack. The root gate adds what only the end of the
-// logical call decides: a stand-in answer streamed in place of the held
-// calls, or the guard's error event when the call fails after the stream
-// began.
-//
+// held end (finish reason, usage, closing events) reaches the client. So
+// a stage outside holds what an inner stage accepted until it accepts it
+// too, and the client reads one well-formed stream whatever the stack. The
+// transport delivers the logical call's answer to the root gate, which adds
+// what only the end of the call decides: a stand-in answer streamed in
+// place of the held calls, or the guard's error event when the call fails
+// after the stream began; an answer the root gate's stage delivered already
+// is not delivered again.
+
 // An upstream stream that fails part-way and is retried (ModelRetry) is
 // dropped: when nothing has reached the client yet, every gate from the
 // request's to the root starts afresh (what they held is dropped, the
@@ -57,7 +61,15 @@ type stageStream struct {
 // transport offers no stage that holds all).
 func (s *stageStream) Attempt(ctx context.Context, req *request, _ guard.Hold) (context.Context, *request, guard.Gate[*response]) {
 	if s.sink == nil {
-		s.sink = newGateSink(req.proto, s.parent, s.client)
+		if s.parent.parent == nil && !s.parent.claimed {
+			// The outermost stage's gate is the root's (see the top of
+			// this file). A later logical call of a stage under the root
+			// (a retry outside it) gets a gate of its own.
+			s.parent.claimed = true
+			s.sink = s.parent
+		} else {
+			s.sink = newGateSink(req.proto, s.parent, s.client)
+		}
 	} else {
 		s.sink.nextAttempt()
 	}
@@ -89,6 +101,8 @@ type gateSink struct {
 	first bool
 	// delivered: the current attempt was delivered (the gate accepted it).
 	delivered bool
+	// claimed: at the root, a stage's stream uses this sink as its own.
+	claimed bool
 }
 
 // newGateSink returns a sink whose gate writes to parent, or to client
@@ -202,8 +216,12 @@ func (s *gateSink) deliverInside(resp *response) error {
 	return nil
 }
 
-// deliver is Deliver for s itself.
+// deliver is Deliver for s itself: once per attempt (a stage's gate that
+// is the root's is delivered by the stage, then by the transport).
 func (s *gateSink) deliver(resp *response) (*response, error) {
+	if s.delivered {
+		return resp, nil
+	}
 	body := resp.body
 	if resp.standIn || !s.fed {
 		if s.fed {
