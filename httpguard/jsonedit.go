@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // The wire code edits JSON bodies by splicing: it finds the byte range of
@@ -428,4 +429,77 @@ func compact(b []byte) []byte {
 		return b
 	}
 	return buf.Bytes()
+}
+
+// memberIter walks the members of an object in place, allocating nothing:
+// for a parser that reads several members of one object in one pass.
+//
+//	it, err := iterMembers(b, sp)
+//	for it.next() {
+//		switch {
+//		case it.is("id"): … raw(b, it.v) …
+//		}
+//	}
+//	if it.err != nil { … }
+type memberIter struct {
+	b    []byte
+	sp   span
+	at   int // the next member's key; -1 after the last
+	k, v span
+	err  error
+}
+
+// iterMembers returns an iterator over the object at sp.
+func iterMembers(b []byte, sp span) (memberIter, error) {
+	i, err := firstMember(b, sp)
+	return memberIter{b: b, sp: sp, at: i}, err
+}
+
+// next moves to the next member; false after the last or at an error
+// (it.err).
+func (it *memberIter) next() bool {
+	if it.at < 0 || it.err != nil {
+		return false
+	}
+	it.k, it.v, it.at, it.err = scanMember(it.b, it.sp, it.at)
+	return it.err == nil
+}
+
+// is reports whether the member's key is name, as encoding/json matches a
+// key to a struct field: exactly, else without regard to case.
+func (it *memberIter) is(name string) bool {
+	q := raw(it.b, it.k)
+	s := q[1 : len(q)-1]
+	if string(s) == name {
+		return true
+	}
+	if bytes.IndexByte(s, '\\') >= 0 || hasNonASCII(s) {
+		k, err := decodeKey(q)
+		return err == nil && strings.EqualFold(k, name)
+	}
+	if len(s) != len(name) {
+		return false
+	}
+	for i := range s {
+		if lowerASCII(s[i]) != lowerASCII(name[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+func hasNonASCII(s []byte) bool {
+	for _, c := range s {
+		if c >= 0x80 {
+			return true
+		}
+	}
+	return false
 }

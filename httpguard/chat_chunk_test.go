@@ -1,0 +1,102 @@
+package httpguard
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// parseChatChunk reads a chunk as encoding/json decodes it into a
+// chatChunk, whatever the bytes (keys in any case, escapes, nulls, values
+// of the wrong type), but refuses a key read twice. Seeded with every
+// recorded Chat stream.
+func FuzzChatChunk(f *testing.F) {
+	for _, name := range []string{"stream.sse", "stream2.sse", "gate-accept.sse", "gate-reask.sse"} {
+		b, err := os.ReadFile(filepath.Join(wireDir, "openai-chat", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		evs, err := readAllEvents(bytes.NewReader(b))
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, ev := range evs {
+			f.Add(ev.Data)
+		}
+	}
+	for _, s := range []string{
+		`null`, `[]`, `{"ID":"x","Choices":[{"Delta":{"CONTENT":"a"}}]}`, `{"id":"a\u00e9\"","choices":[null,{"index":null,"delta":null}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":1}"}},null]}}]}`,
+		`{"choices":[{"index":"0"}]}`, `{"choices":[{"index":1.0}]}`, `{"choices":{}}`, `{"id":1}`, `{"choices":[{"delta":{"tool_calls":[{"index":true}]}}]}`,
+		`{"id":"a","id":"b"}`, `{"id":"a","ID":"b"}`, `{"usage":{"a":1},"error":null,"created":"x"}`, "{\"model\":\"\xff\"}",
+		`{"choices":[{"delta":{"tool_calls":[{"function":null,"index":-1}]}}]}`, `{"\u0069d":"k"}`, `{"K":1,"choices":[{"finish_reason":"stop"}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var want chatChunk
+		werr := json.Unmarshal(data, &want)
+		var got chatChunk
+		gerr := decodeChatChunk(data, &got)
+		if errors.Is(gerr, errDuplicate) {
+			return // refused on purpose; encoding/json merges
+		}
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("%q: encoding/json: %v; decodeChatChunk: %v", data, werr, gerr)
+		}
+		if werr == nil && !reflect.DeepEqual(normalChunk(got), normalChunk(want)) {
+			t.Fatalf("%q:\n got %+v\nwant %+v", data, got, want)
+		}
+	})
+}
+
+// normalChunk makes empty and nil slices and raw values alike.
+func normalChunk(c chatChunk) chatChunk {
+	if len(c.Choices) == 0 {
+		c.Choices = nil
+	}
+	for i := range c.Choices {
+		if len(c.Choices[i].Delta.ToolCalls) == 0 {
+			c.Choices[i].Delta.ToolCalls = nil
+		}
+	}
+	for _, r := range []*json.RawMessage{&c.Created, &c.Usage, &c.Error} {
+		if len(*r) == 0 {
+			*r = nil
+		}
+	}
+	return c
+}
+
+// A key read twice is refused, however spelled.
+func TestChatChunkDuplicateKeys(t *testing.T) {
+	for _, s := range []string{
+		`{"id":"a","id":"b"}`, `{"id":"a","ID":"b"}`, `{"choices":[{"delta":{"content":"a","content":"b"}}]}`,
+		`{"choices":[{"delta":{"content":"a"},"delta":{"role":"x"}}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"{}","Arguments":"{\"a\":1}"}}]}}]}`,
+	} {
+		if _, err := parseChatChunk([]byte(s)); !errors.Is(err, errJSON) {
+			t.Errorf("%s: %v, want errJSON", s, err)
+		}
+	}
+}
+
+func readAllEvents(r *bytes.Reader) ([]sseEvent, error) {
+	rd := newSSEReader(r, MaxBody)
+	var out []sseEvent
+	for {
+		ev, err := rd.next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return out, err
+		}
+		out = append(out, ev)
+	}
+}
