@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -98,5 +99,97 @@ func readAllEvents(r *bytes.Reader) ([]sseEvent, error) {
 			return out, err
 		}
 		out = append(out, ev)
+	}
+}
+
+// chatOpening answers as the decoding into maps it replaces: a chunk with
+// the role alone opens the stream, one with anything else of the answer
+// does not.
+func FuzzChatOpening(f *testing.F) {
+	for _, s := range []string{
+		`{"choices":[{"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":null}`,
+		`{"choices":[{"delta":{"role":"assistant","content":"Hi"}}]}`, `{"choices":[{"delta":{"reasoning_content":"hm"}}]}`,
+		`{"choices":[{"delta":{},"finish_reason":"stop"}]}`, `{"choices":[],"usage":{"total_tokens":1}}`, `null`, `[]`,
+		`{"Choices":[{"Delta":{"Content":"x"}}]}`, `{"choices":[{"delta":{"r\u006fle":"x","content":null}}]}`, `{"choices":[{"delta":"x"}]}`,
+		`{"choices":[{"finish_reason":1}]}`, `{"choices":[null]}`, `{"choices":[{"delta":{"tool_calls":[]}}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if hasDuplicateKeys(data) {
+			return // the maps keep the last; either answer is safe
+		}
+		if got, want := chatOpening(data), chatOpeningByMaps(data); got != want {
+			t.Fatalf("%q: chatOpening = %v, decoding into maps says %v", data, got, want)
+		}
+	})
+}
+
+// chatOpeningByMaps is the test chatOpening replaced.
+func chatOpeningByMaps(data []byte) bool {
+	var c struct {
+		Choices []struct {
+			Delta        map[string]json.RawMessage `json:"delta"`
+			FinishReason *string                    `json:"finish_reason"`
+		} `json:"choices"`
+		Usage json.RawMessage `json:"usage"`
+	}
+	if json.Unmarshal(data, &c) != nil || (len(c.Usage) > 0 && string(c.Usage) != "null") {
+		return false
+	}
+	for _, ch := range c.Choices {
+		if ch.FinishReason != nil {
+			return false
+		}
+		for k, v := range ch.Delta {
+			if k != "role" && string(v) != `""` && string(v) != "null" {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// hasDuplicateKeys reports whether an object anywhere in data has a key
+// twice, spelled alike or alike but for case.
+func hasDuplicateKeys(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type frame struct {
+		keys   map[string]bool
+		object bool
+		key    bool // the next token is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if k, ok := tok.(string); ok && top != nil && top.object && top.key {
+			k = strings.ToLower(k)
+			if top.keys[k] {
+				return true
+			}
+			top.keys[k] = true
+			top.key = false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{keys: map[string]bool{}, object: true, key: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 0 && stack[len(stack)-1].object {
+			stack[len(stack)-1].key = true
+		}
 	}
 }
