@@ -103,7 +103,47 @@ type gateSink struct {
 	delivered bool
 	// claimed: at the root, a stage's stream uses this sink as its own.
 	claimed bool
+	// asm and asmCalls are the current attempt's assembled response and
+	// its calls, once read; nil until then and after the next event.
+	asm      []byte
+	asmCalls []wireCall
 }
+
+// assembledResponse returns the current attempt's assembled response,
+// assembled once per event.
+func (s *gateSink) assembledResponse() ([]byte, error) {
+	if s.asm == nil {
+		asm, err := s.gate.response()
+		if err != nil {
+			return nil, err
+		}
+		s.asm = asm
+	}
+	return s.asm, nil
+}
+
+// assembledCalls returns the calls of assembledResponse, read once.
+func (s *gateSink) assembledCalls() ([]wireCall, error) {
+	if s.asmCalls != nil {
+		return s.asmCalls, nil
+	}
+	asm, err := s.assembledResponse()
+	if err != nil {
+		return nil, err
+	}
+	calls, err := s.proto.calls(asm)
+	if err != nil {
+		return nil, err
+	}
+	if calls == nil {
+		calls = []wireCall{}
+	}
+	s.asmCalls = calls
+	return calls, nil
+}
+
+// forget drops the assembled response: the attempt changed.
+func (s *gateSink) forget() { s.asm, s.asmCalls = nil, nil }
 
 // newGateSink returns a sink whose gate writes to parent, or to client
 // when parent is nil.
@@ -117,6 +157,7 @@ func newGateSink(p wireProtocol, parent *gateSink, client *clientStream) *gateSi
 func (s *gateSink) reset() {
 	s.gate = s.proto.newGate(gateWriter{s})
 	s.fed, s.first, s.delivered = false, true, false
+	s.forget()
 }
 
 // gateWriter is where a sink's gate writes: the sink outside, or the
@@ -146,6 +187,7 @@ func (s *gateSink) writeSSE(ev sseEvent) error {
 // attempt's stream.
 func (s *gateSink) event(ev sseEvent) (done bool, err error) {
 	s.fed = true
+	s.forget()
 	return s.gate.event(ev)
 }
 
@@ -166,12 +208,14 @@ func (s *gateSink) begin() {
 	}
 	s.gate.reject()
 	s.fed, s.first, s.delivered = false, false, false
+	s.forget()
 }
 
 // nextAttempt rejects the current attempt: the stage asks again.
 func (s *gateSink) nextAttempt() {
 	s.gate.reject()
 	s.first, s.fed, s.delivered = false, false, false
+	s.forget()
 }
 
 // Deliver implements guard.Gate: the stage accepts resp. The gate accepts
@@ -246,11 +290,11 @@ func (s *gateSink) deliver(resp *response) (*response, error) {
 // itself when they are not (the gate then accepts resp).
 func (s *gateSink) assembled(r *response) ([]byte, error) {
 	resp := r.body
-	asm, err := s.gate.response()
+	asm, err := s.assembledResponse()
 	if err != nil {
 		return nil, err
 	}
-	have, err := s.proto.calls(asm)
+	have, err := s.assembledCalls()
 	if err != nil {
 		return resp, nil
 	}
