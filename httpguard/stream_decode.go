@@ -7,9 +7,11 @@ import (
 	"strconv"
 )
 
-// The hand decoder of chat.completion.chunk events (parseChatChunk):
-// every Chat Completions stream event goes through it, and
-// encoding/json's reflection costs several times the scan.
+// Hand decoders of stream events: every event of a stream goes through
+// one, and encoding/json's reflection costs several times the scan. Each
+// decodes as encoding/json would into the parsed event's struct (keys
+// matched without regard to case, null leaving a field unset, a value of
+// another type an error), but refuses a key it reads twice in one object.
 
 // errDuplicate reports a key read twice in one object.
 var errDuplicate = errors.New("duplicate key")
