@@ -7,7 +7,8 @@ import (
 	"strings"
 )
 
-// messagesEvent is what the wire code reads of an Anthropic stream event.
+// messagesEvent is what the wire code reads of an Anthropic stream event
+// (decodeMessagesEvent reads it as encoding/json would by the tags).
 type messagesEvent struct {
 	Type         string          `json:"type"`
 	Index        int             `json:"index"`
@@ -37,7 +38,7 @@ func parseMessagesEvent(ev sseEvent) (*messagesEvent, error) {
 		return e, nil
 	}
 	var e messagesEvent
-	if err := json.Unmarshal(ev.Data, &e); err != nil {
+	if err := decodeMessagesEvent(ev.Data, &e); err != nil {
 		return nil, fmt.Errorf("%w: anthropic event: %v", errJSON, err)
 	}
 	if e.Type == "error" || ev.Event == "error" {
@@ -45,13 +46,9 @@ func parseMessagesEvent(ev sseEvent) (*messagesEvent, error) {
 	}
 	switch e.Type {
 	case "content_block_start":
-		var t struct {
-			Type string `json:"type"`
-		}
-		_ = json.Unmarshal(e.ContentBlock, &t)
-		e.blockType = t.Type
+		e.blockType = typeOf(e.ContentBlock, span{0, len(e.ContentBlock)})
 	case "content_block_delta":
-		if err := json.Unmarshal(e.Delta, &e.delta); err != nil {
+		if err := decodeMessagesDelta(e.Delta, &e.delta); err != nil {
 			return nil, fmt.Errorf("%w: %v", errJSON, err)
 		}
 	}

@@ -8,7 +8,8 @@ import (
 	"strings"
 )
 
-// responsesEvent is what the wire code reads of a Responses stream event.
+// responsesEvent is what the wire code reads of a Responses stream event
+// (decodeResponsesEvent reads it as encoding/json would by the tags).
 type responsesEvent struct {
 	Type        string          `json:"type"`
 	Response    json.RawMessage `json:"response"`
@@ -29,18 +30,14 @@ func parseResponsesEvent(ev sseEvent) (*responsesEvent, error) {
 		return e, nil
 	}
 	var e responsesEvent
-	if err := json.Unmarshal(ev.Data, &e); err != nil {
+	if err := decodeResponsesEvent(ev.Data, &e); err != nil {
 		return nil, fmt.Errorf("%w: responses event: %v", errJSON, err)
 	}
 	if e.Type == "error" {
 		return nil, &upstreamStreamError{Data: append([]byte(nil), ev.Data...)}
 	}
 	if e.Type == "response.output_item.added" || e.Type == "response.output_item.done" {
-		var t struct {
-			Type string `json:"type"`
-		}
-		_ = json.Unmarshal(e.Item, &t)
-		e.itemType = t.Type
+		e.itemType = typeOf(e.Item, span{0, len(e.Item)})
 	}
 	return &e, nil
 }

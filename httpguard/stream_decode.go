@@ -328,3 +328,178 @@ func needsDecoding(s []byte) bool {
 	}
 	return false
 }
+
+// decodeObject checks that data is one JSON value and returns an iterator
+// over its members; ok is false for null (nothing to decode).
+func decodeObject(data []byte) (it memberIter, ok bool, err error) {
+	if !json.Valid(data) {
+		return memberIter{}, false, errJSON
+	}
+	r, err := root(data)
+	if err != nil {
+		return memberIter{}, false, err
+	}
+	if kind(data, r) == 'n' {
+		return memberIter{}, false, nil
+	}
+	it, err = iterMembers(data, r)
+	return it, err == nil, err
+}
+
+// typeOf is the "type" member of the object at sp when it is a string, ""
+// otherwise or when sp is not an object; the last one when it appears
+// twice (as encoding/json reads it, and so the SDKs).
+func typeOf(b []byte, sp span) string {
+	if sp.end <= sp.start || kind(b, sp) != '{' {
+		return ""
+	}
+	it, err := iterMembers(b, sp)
+	if err != nil {
+		return ""
+	}
+	typ := ""
+	for it.next() {
+		if it.is("type") && kind(b, it.v) == '"' {
+			if s, err := unquote(raw(b, it.v)); err == nil {
+				typ = s
+			}
+		}
+	}
+	return typ
+}
+
+// decodeMessagesEvent decodes an Anthropic stream event into e (its
+// members; parseMessagesEvent reads the block type and delta).
+func decodeMessagesEvent(data []byte, e *messagesEvent) error {
+	it, ok, err := decodeObject(data)
+	if err != nil || !ok {
+		return err
+	}
+	var s seen
+	for it.next() {
+		v := it.v
+		switch {
+		case it.is("type"):
+			err = s.mark(0)
+			if err == nil {
+				err = decodeString(data, v, &e.Type)
+			}
+		case it.is("index"):
+			err = s.mark(1)
+			if err == nil {
+				err = decodeInt(data, v, &e.Index)
+			}
+		case it.is("message"):
+			err = s.mark(2)
+			e.Message = raw(data, v)
+		case it.is("content_block"):
+			err = s.mark(3)
+			e.ContentBlock = raw(data, v)
+		case it.is("delta"):
+			err = s.mark(4)
+			e.Delta = raw(data, v)
+		case it.is("usage"):
+			err = s.mark(5)
+			e.Usage = raw(data, v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return it.err
+}
+
+// decodeMessagesDelta decodes a content_block_delta's delta.
+func decodeMessagesDelta(data []byte, d *messagesDelta) error {
+	if len(data) == 0 {
+		return errJSON // as encoding/json refuses no input
+	}
+	it, ok, err := decodeObject(data)
+	if err != nil || !ok {
+		return err
+	}
+	var s seen
+	for it.next() {
+		v := it.v
+		switch {
+		case it.is("type"):
+			err = s.mark(0)
+			if err == nil {
+				err = decodeString(data, v, &d.Type)
+			}
+		case it.is("text"):
+			err = s.mark(1)
+			if err == nil {
+				err = decodeString(data, v, &d.Text)
+			}
+		case it.is("thinking"):
+			err = s.mark(2)
+			if err == nil {
+				err = decodeString(data, v, &d.Thinking)
+			}
+		case it.is("signature"):
+			err = s.mark(3)
+			if err == nil {
+				err = decodeString(data, v, &d.Signature)
+			}
+		case it.is("partial_json"):
+			err = s.mark(4)
+			if err == nil {
+				err = decodeString(data, v, &d.PartialJSON)
+			}
+		case it.is("citation"):
+			err = s.mark(5)
+			d.Citation = raw(data, v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return it.err
+}
+
+// decodeResponsesEvent decodes a Responses stream event into e (its
+// members; parseResponsesEvent reads the item type).
+func decodeResponsesEvent(data []byte, e *responsesEvent) error {
+	it, ok, err := decodeObject(data)
+	if err != nil || !ok {
+		return err
+	}
+	var s seen
+	for it.next() {
+		v := it.v
+		switch {
+		case it.is("type"):
+			err = s.mark(0)
+			if err == nil {
+				err = decodeString(data, v, &e.Type)
+			}
+		case it.is("response"):
+			err = s.mark(1)
+			e.Response = raw(data, v)
+		case it.is("output_index"):
+			err = s.mark(2)
+			if err == nil && kind(data, v) != 'n' {
+				n := 0
+				if err = decodeInt(data, v, &n); err == nil {
+					e.OutputIndex = &n
+				}
+			}
+		case it.is("item"):
+			err = s.mark(3)
+			e.Item = raw(data, v)
+		case it.is("delta"):
+			err = s.mark(4)
+			if err == nil {
+				err = decodeString(data, v, &e.Delta)
+			}
+		case it.is("sequence_number"):
+			err = s.mark(5)
+			e.Seq = raw(data, v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return it.err
+}

@@ -74,6 +74,71 @@ func normalChunk(c chatChunk) chatChunk {
 	return c
 }
 
+// The Anthropic and Responses event decoders read what encoding/json reads
+// into their structs, and typeOf what it reads into a struct with Type;
+// seeded with every recorded stream of both.
+func FuzzStreamEvents(f *testing.F) {
+	for _, dir := range []string{"anthropic", "openai-responses"} {
+		for _, name := range []string{"stream.sse", "stream2.sse", "gate-accept.sse", "gate-reask.sse"} {
+			b, err := os.ReadFile(filepath.Join(wireDir, dir, name))
+			if err != nil {
+				f.Fatal(err)
+			}
+			evs, err := readAllEvents(bytes.NewReader(b))
+			if err != nil {
+				f.Fatal(err)
+			}
+			for _, ev := range evs {
+				f.Add(ev.Data)
+			}
+		}
+	}
+	for _, s := range []string{
+		`null`, `{"TYPE":"x","Index":1.5}`, `{"delta":{"type":"text_delta","text":"a\u00e9","citation":{"a":1}}}`, `{"output_index":"1"}`,
+		`{"output_index":null,"item":{"type":3},"delta":null}`, `{"type":"a","type":"b"}`, `{"item":{"type":"a","type":"b"}}`, `{"delta":{"type":[]}}`,
+		`{"sequence_number":1.0,"response":[1]}`, `{"index":-0}`, `{"content_block":{"type":"tool_use","id":"x"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var wm, gm messagesEvent
+		werr, gerr := json.Unmarshal(data, &wm), decodeMessagesEvent(data, &gm)
+		checkDecoded(t, "messages event", data, werr, gerr, gm, wm)
+		var wr, gr responsesEvent
+		werr, gerr = json.Unmarshal(data, &wr), decodeResponsesEvent(data, &gr)
+		checkDecoded(t, "responses event", data, werr, gerr, gr, wr)
+		var wd, gd messagesDelta
+		werr, gerr = json.Unmarshal(data, &wd), decodeMessagesDelta(data, &gd)
+		checkDecoded(t, "messages delta", data, werr, gerr, gd, wd)
+		if json.Valid(data) {
+			var typ struct {
+				Type string `json:"type"`
+			}
+			_ = json.Unmarshal(data, &typ)
+			r, _ := root(data)
+			if got := typeOf(data, r); got != typ.Type && !hasDuplicateKeys(data) {
+				t.Fatalf("%q: typeOf = %q, encoding/json %q", data, got, typ.Type)
+			}
+		}
+	})
+}
+
+// checkDecoded fails unless a hand decoder and encoding/json agree: both
+// refuse, or both decode the same (raw values compared as bytes); a
+// duplicate key the decoder refused is not compared.
+func checkDecoded(t *testing.T, what string, data []byte, werr, gerr error, got, want any) {
+	t.Helper()
+	if errors.Is(gerr, errDuplicate) {
+		return
+	}
+	if (werr == nil) != (gerr == nil) {
+		t.Fatalf("%s %q: encoding/json: %v; decoder: %v", what, data, werr, gerr)
+	}
+	if werr == nil && !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s %q:\n got %+v\nwant %+v", what, data, got, want)
+	}
+}
+
 // A key read twice is refused, however spelled.
 func TestChatChunkDuplicateKeys(t *testing.T) {
 	for _, s := range []string{
