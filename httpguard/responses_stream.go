@@ -233,9 +233,13 @@ func (g *responsesGate) event(ev sseEvent) (bool, error) {
 
 func (g *responsesGate) response() ([]byte, error) { return g.asm.response() }
 
-// event writes a synthesized event.
+// emit writes a synthesized event: type typ, then fields (key, value
+// pairs; a []byte value is raw JSON, any other is marshalled), then the
+// gate's next sequence_number, written in that order.
 func (g *responsesGate) emit(typ string, fields ...any) error {
-	b := []byte(`{"type":` + string(marshalString(typ)) + `}`)
+	b := make([]byte, 0, 128)
+	b = append(b, `{"type":`...)
+	b = append(b, marshalString(typ)...)
 	for i := 0; i+1 < len(fields); i += 2 {
 		v, ok := fields[i+1].([]byte)
 		if !ok {
@@ -244,12 +248,16 @@ func (g *responsesGate) emit(typ string, fields ...any) error {
 				return err
 			}
 		}
-		var err error
-		if b, err = setAt(b, nil, fields[i].(string), v); err != nil {
-			return err
-		}
+		b = append(b, ',')
+		b = append(b, marshalString(fields[i].(string))...)
+		b = append(b, ':')
+		b = append(b, v...)
 	}
-	return g.send(typ, b)
+	b = append(b, `,"sequence_number":`...)
+	b = strconv.AppendInt(b, int64(g.seq), 10)
+	b = append(b, '}')
+	g.seq++
+	return writeEvent(g.w, sseEvent{Event: typ, Data: b})
 }
 
 // emitItem writes the item at sp of resp whole as the client's item idx.
