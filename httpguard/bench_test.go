@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/httpguard"
 )
 
@@ -48,19 +49,23 @@ func readFixture(b *testing.B, dir, name string) []byte {
 // without the transport, per protocol, sync and streamed, over fixed
 // upstream bytes: the recorded request of each SDK and a response whose
 // two calls are valid (the guard validates both and re-asks nothing).
-// decode is json.Unmarshal of the response into map[string]any, the floor
-// any client pays to read it; the overhead (guarded - direct) is read
-// against it.
+// guarded is ToolArgValidation alone; stack the stack the package
+// documentation recommends (a limit, validation, retry: two gates and the
+// root's). decode is json.Unmarshal of the response into map[string]any,
+// the floor any client pays to read it; the overhead (guarded - direct) is
+// read against it.
 func BenchmarkTransport(b *testing.B) {
-	for _, p := range []struct{ dir, path string }{
-		{"openai-chat", "/v1/chat/completions"},
-		{"openai-responses", "/v1/responses"},
-		{"anthropic", "/v1/messages"},
+	for _, p := range []struct{ dir, path, streamPath string }{
+		{"openai-chat", "/v1/chat/completions", "/v1/chat/completions"},
+		{"openai-responses", "/v1/responses", "/v1/responses"},
+		{"anthropic", "/v1/messages", "/v1/messages"},
+		{"gemini", "/v1beta/models/gemini-2.5-flash:generateContent", "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"},
 	} {
 		syncReq, syncResp := readFixture(b, p.dir, "request.json"), readFixture(b, p.dir, "accepted.json")
 		streamReq, streamResp := readFixture(b, p.dir, "stream-request.json"), readFixture(b, p.dir, "gate-accept.sse")
 		up := map[string]fixed{"sync": {"application/json", syncResp}, "stream": {"text/event-stream", streamResp}}
 		reqs := map[string][]byte{"sync": syncReq, "stream": streamReq}
+		paths := map[string]string{"sync": p.path, "stream": p.streamPath}
 		for _, mode := range []string{"sync", "stream"} {
 			for _, tc := range []struct {
 				name string
@@ -68,6 +73,7 @@ func BenchmarkTransport(b *testing.B) {
 			}{
 				{"direct", up[mode]},
 				{"guarded", httpguard.New(up[mode], httpguard.ToolArgValidation())},
+				{"stack", httpguard.New(up[mode], httpguard.ToolCallLimit(guard.WithRunLimit(1000)), httpguard.ToolArgValidation(), httpguard.ModelRetry())},
 			} {
 				b.Run(p.dir+"/"+mode+"/"+tc.name, func(b *testing.B) {
 					c := &http.Client{Transport: tc.rt}
@@ -75,7 +81,7 @@ func BenchmarkTransport(b *testing.B) {
 					b.ReportAllocs()
 					b.SetBytes(int64(len(up[mode].body)))
 					for b.Loop() {
-						req, _ := http.NewRequest(http.MethodPost, "http://provider.test"+p.path, bytes.NewReader(body))
+						req, _ := http.NewRequest(http.MethodPost, "http://provider.test"+paths[mode], bytes.NewReader(body))
 						req.Header.Set("Content-Type", "application/json")
 						req.Header.Set("Authorization", "Bearer sk-bench")
 						resp, err := c.Do(req)
@@ -108,7 +114,7 @@ func BenchmarkTransport(b *testing.B) {
 // exactly one upstream request and hands the answer on: checked here, so
 // that the benchmark measures what it says.
 func TestBenchmarkUpstreamIsValid(t *testing.T) {
-	for _, dir := range []string{"openai-chat", "openai-responses", "anthropic"} {
+	for _, dir := range []string{"openai-chat", "openai-responses", "anthropic", "gemini"} {
 		resp, _ := os.ReadFile(filepath.Join("../testdata/wire", dir, "accepted.json"))
 		n := 0
 		up := roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -116,7 +122,8 @@ func TestBenchmarkUpstreamIsValid(t *testing.T) {
 			return fixed{"application/json", resp}.RoundTrip(r)
 		})
 		req, _ := os.ReadFile(filepath.Join("../testdata/wire", dir, "request.json"))
-		path := map[string]string{"openai-chat": "/v1/chat/completions", "openai-responses": "/v1/responses", "anthropic": "/v1/messages"}[dir]
+		path := map[string]string{"openai-chat": "/v1/chat/completions", "openai-responses": "/v1/responses", "anthropic": "/v1/messages",
+			"gemini": "/v1beta/models/gemini-2.5-flash:generateContent"}[dir]
 		r, _ := http.NewRequest(http.MethodPost, "http://provider.test"+path, bytes.NewReader(req))
 		got, err := (&http.Client{Transport: httpguard.New(up, httpguard.ToolArgValidation())}).Do(r)
 		if err != nil {

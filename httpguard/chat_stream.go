@@ -8,33 +8,40 @@ import (
 	"strings"
 )
 
-// chatChunk is what the wire code reads of a chat.completion.chunk.
+// chatChunk is what the wire code reads of a chat.completion.chunk. The
+// tags say how a member maps to a field; parseChatChunk reads them by hand.
 type chatChunk struct {
 	ID                string          `json:"id"`
 	Created           json.RawMessage `json:"created"`
 	Model             string          `json:"model"`
 	SystemFingerprint *string         `json:"system_fingerprint"`
 	ServiceTier       *string         `json:"service_tier"`
-	Choices           []struct {
-		Index int `json:"index"`
-		Delta struct {
-			Role      string  `json:"role"`
-			Content   *string `json:"content"`
-			Refusal   *string `json:"refusal"`
-			ToolCalls []struct {
-				Index    *int   `json:"index"`
-				ID       string `json:"id"`
-				Type     string `json:"type"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage json.RawMessage `json:"usage"`
-	Error json.RawMessage `json:"error"`
+	Choices           []chatChoice    `json:"choices"`
+	Usage             json.RawMessage `json:"usage"`
+	Error             json.RawMessage `json:"error"`
+}
+
+type chatChoice struct {
+	Index        int       `json:"index"`
+	Delta        chatDelta `json:"delta"`
+	FinishReason *string   `json:"finish_reason"`
+}
+
+type chatDelta struct {
+	Role      string              `json:"role"`
+	Content   *string             `json:"content"`
+	Refusal   *string             `json:"refusal"`
+	ToolCalls []chatToolCallDelta `json:"tool_calls"`
+}
+
+type chatToolCallDelta struct {
+	Index    *int   `json:"index"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 // upstreamStreamError is an error event an upstream stream sent; Data is
@@ -45,9 +52,23 @@ func (e *upstreamStreamError) Error() string {
 	return "httpguard: upstream stream error: " + string(e.Data)
 }
 
+// chatChunkOf returns ev's chunk: the one a gate parsed, else parsed now.
+func chatChunkOf(ev sseEvent) (*chatChunk, error) {
+	if c, ok := ev.parsed.(*chatChunk); ok {
+		return c, nil
+	}
+	return parseChatChunk(ev.Data)
+}
+
+// parseChatChunk reads a chunk as encoding/json would decode it into a
+// chatChunk (keys matched without regard to case, null leaving a field
+// unset, a value of another type an error), in one pass over the bytes
+// without reflection; but a key read twice in one object is an error, as
+// everywhere in the wire code (a guard must never check one value while a
+// client reads another).
 func parseChatChunk(data []byte) (*chatChunk, error) {
 	var c chatChunk
-	if err := json.Unmarshal(data, &c); err != nil {
+	if err := decodeChatChunk(data, &c); err != nil {
 		return nil, fmt.Errorf("%w: chat chunk: %v", errJSON, err)
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
@@ -90,7 +111,7 @@ func (a *chatAssembler) add(ev sseEvent) (bool, error) {
 	if err := a.take(len(ev.Data)); err != nil {
 		return false, err
 	}
-	c, err := parseChatChunk(ev.Data)
+	c, err := chatChunkOf(ev)
 	if err != nil {
 		return false, err
 	}
@@ -257,7 +278,7 @@ func (g *chatGate) event(ev sseEvent) (bool, error) {
 				g.passedRefusal += len(*ch.Delta.Refusal)
 			}
 		}
-		return false, writeEvent(g.w, sseEvent{Data: ev.Data})
+		return false, writeEvent(g.w, sseEvent{Data: ev.Data, parsed: c})
 	}
 	return false, nil
 }

@@ -133,44 +133,18 @@ func (c *clientStream) end(err error) { _ = c.pw.CloseWithError(err) }
 func openingEvent(p wireProtocol) func(sseEvent) bool {
 	switch p.(type) {
 	case chatWire:
-		return func(ev sseEvent) bool {
-			var c struct {
-				Choices []struct {
-					Delta        map[string]json.RawMessage `json:"delta"`
-					FinishReason *string                    `json:"finish_reason"`
-				} `json:"choices"`
-				Usage json.RawMessage `json:"usage"`
-			}
-			if json.Unmarshal(ev.Data, &c) != nil || (len(c.Usage) > 0 && string(c.Usage) != "null") {
-				return false
-			}
-			for _, ch := range c.Choices {
-				if ch.FinishReason != nil {
-					return false
-				}
-				for k, v := range ch.Delta {
-					if k != "role" && string(v) != `""` && string(v) != "null" {
-						return false
-					}
-				}
-			}
-			return true
-		}
+		return func(ev sseEvent) bool { return chatOpening(ev.Data) }
 	case messagesWire:
 		return func(ev sseEvent) bool {
-			var e struct {
-				Type string `json:"type"`
+			switch eventType(ev) {
+			case "message_start", "ping", "content_block_start":
+				return true
 			}
-			_ = json.Unmarshal(ev.Data, &e)
-			return e.Type == "message_start" || e.Type == "ping" || e.Type == "content_block_start"
+			return false
 		}
 	case responsesWire:
 		return func(ev sseEvent) bool {
-			var e struct {
-				Type string `json:"type"`
-			}
-			_ = json.Unmarshal(ev.Data, &e)
-			switch e.Type {
+			switch eventType(ev) {
 			case "response.created", "response.in_progress", "response.queued", "response.output_item.added", "response.content_part.added":
 				return true
 			}
@@ -178,4 +152,109 @@ func openingEvent(p wireProtocol) func(sseEvent) bool {
 		}
 	}
 	return func(sseEvent) bool { return false }
+}
+
+// eventType is the type of an Anthropic or Responses event: its parsed
+// form's when a gate parsed it, else read from its data ("" when it has
+// none).
+func eventType(ev sseEvent) string {
+	switch e := ev.parsed.(type) {
+	case *messagesEvent:
+		return e.Type
+	case *responsesEvent:
+		return e.Type
+	}
+	var e struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(ev.Data, &e)
+	return e.Type
+}
+
+// chatOpening reports whether a chat chunk only opens the stream: no
+// usage, and in every choice no finish_reason and a delta whose members
+// other than role are "" or null (the role alone). Any other member of the
+// delta counts (content, tool_calls, a server's own such as
+// reasoning_content), and so does a chunk that is not what a chunk
+// decodes from. It reads the bytes in place.
+func chatOpening(b []byte) bool {
+	if !json.Valid(b) {
+		return false
+	}
+	r, err := root(b)
+	if err != nil {
+		return false
+	}
+	if kind(b, r) == 'n' {
+		return true
+	}
+	it, err := iterMembers(b, r)
+	if err != nil {
+		return false
+	}
+	for it.next() {
+		switch {
+		case it.is("usage"):
+			if kind(b, it.v) != 'n' {
+				return false
+			}
+		case it.is("choices"):
+			if !chatChoicesOpening(b, it.v) {
+				return false
+			}
+		}
+	}
+	return it.err == nil
+}
+
+func chatChoicesOpening(b []byte, sp span) bool {
+	if kind(b, sp) == 'n' {
+		return true
+	}
+	es, err := arrayElems(b, sp)
+	if err != nil {
+		return false
+	}
+	for _, e := range es {
+		if kind(b, e) == 'n' {
+			continue
+		}
+		it, err := iterMembers(b, e)
+		if err != nil {
+			return false
+		}
+		for it.next() {
+			switch {
+			case it.is("finish_reason"):
+				if k := kind(b, it.v); k != 'n' {
+					return false
+				}
+			case it.is("delta"):
+				if !chatDeltaOpening(b, it.v) {
+					return false
+				}
+			}
+		}
+		if it.err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func chatDeltaOpening(b []byte, sp span) bool {
+	if kind(b, sp) == 'n' {
+		return true
+	}
+	it, err := iterMembers(b, sp)
+	if err != nil {
+		return false
+	}
+	for it.next() {
+		role, err := keyIs(raw(b, it.k), "role")
+		if v := string(raw(b, it.v)); err != nil || (!role && v != `""` && v != "null") {
+			return false
+		}
+	}
+	return it.err == nil
 }

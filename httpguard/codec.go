@@ -45,6 +45,9 @@ type response struct {
 	pass *http.Response
 	// calls are body's tool calls, read once; nil until read.
 	calls []wireCall
+	// origin is the gate that assembled body from an upstream stream; nil
+	// for a sync answer and a stand-in.
+	origin *gateSink
 }
 
 // toolCalls returns resp's tool calls, read once.

@@ -190,7 +190,10 @@
 // tool_call_limit_exceeded and model_call_limit_exceeded
 // ([guard.ExitError]), tool_calls_refused (see "Server-side state"); the
 // message holds the violations, bounded. A limiter that cannot reach its
-// store answers 503, type limit_store_unavailable, x-should-retry: false.
+// store answers 503, type limit_store_unavailable (Gemini's status
+// UNAVAILABLE), x-should-retry: false. A server that puts the transport
+// behind a handler of its own answers its own errors in the same shapes
+// with [ErrorResponse].
 //
 // # Retries
 //
@@ -257,9 +260,13 @@
 // request, a sync response, a stream's event and its assembled response.
 // A request or sync response past the bound passes through unguarded and
 // untouched (never buffered whole), reported at Warn. A stream whose
-// assembled response passes the bound cannot be guarded: it ends with an
-// error event once it has begun, and fails with the error before. An
-// upstream error body is kept up to the bound.
+// assembled response (or one event) passes the bound cannot be guarded:
+// before anything of it reached the client, the client gets an HTTP 502 in
+// the protocol's error shape, type response_too_large, x-should-retry:
+// false (the SDK surfaces its API error and does not retry: the same
+// request would get as large an answer; ModelRetry does not repeat it
+// either); once it has begun, it ends with an error event of that type.
+// An upstream error body is kept up to the bound.
 //
 // # Credentials
 //

@@ -280,9 +280,10 @@ func (geminiWire) usage(resp []byte) (wireUsage, error) {
 }
 
 // errorBody is Google's error shape, {"error": {"code", "message",
-// "status", "details"}}: status INVALID_ARGUMENT (Google's code for a
-// request that cannot be served as it is), the kind of refusal in an
-// ErrorInfo's reason (typ upper-cased) with domain toolguard.
+// "status", "details"}}: status Google's name for the HTTP status
+// (INVALID_ARGUMENT for a 422, Google's for a request that cannot be
+// served as it is), the kind of refusal in an ErrorInfo's reason (typ
+// upper-cased) with domain toolguard.
 func (geminiWire) errorBody(status int, typ, msg string) []byte {
 	type errorInfo struct {
 		Type   string `json:"@type"`
@@ -301,7 +302,7 @@ func (geminiWire) errorBody(status int, typ, msg string) []byte {
 		Message string      `json:"message"`
 		Status  string      `json:"status"`
 		Details []errorInfo `json:"details"`
-	}{status, msg, "INVALID_ARGUMENT", []errorInfo{{"type.googleapis.com/google.rpc.ErrorInfo", strings.ToUpper(typ), "toolguard"}}}})
+	}{status, msg, googleStatus(status), []errorInfo{{"type.googleapis.com/google.rpc.ErrorInfo", strings.ToUpper(typ), "toolguard"}}}})
 	return b
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // The wire code edits JSON bodies by splicing: it finds the byte range of
@@ -125,29 +126,17 @@ func kind(b []byte, sp span) byte {
 // that appears twice is an error: a guard must never check one value while
 // a client reads another.
 func objectMembers(b []byte, sp span) ([]member, error) {
-	if kind(b, sp) != '{' {
-		return nil, fmt.Errorf("%w: want an object", errJSON)
+	i, err := firstMember(b, sp)
+	if err != nil || i < 0 {
+		return nil, err
 	}
 	var out []member
-	i := skipSpace(b, sp.start+1)
-	if i < sp.end && b[i] == '}' {
-		return nil, nil
-	}
-	for i < sp.end {
-		kEnd, err := stringEnd(b, i)
-		if err != nil || b[i] != '"' {
-			return nil, errJSON
-		}
-		key, err := decodeKey(b[i:kEnd])
+	for {
+		k, v, next, err := scanMember(b, sp, i)
 		if err != nil {
 			return nil, err
 		}
-		c := skipSpace(b, kEnd)
-		if c >= sp.end || b[c] != ':' {
-			return nil, errJSON
-		}
-		vStart := skipSpace(b, c+1)
-		vEnd, err := valueEnd(b, vStart)
+		key, err := decodeKey(raw(b, k))
 		if err != nil {
 			return nil, err
 		}
@@ -156,20 +145,69 @@ func objectMembers(b []byte, sp span) ([]member, error) {
 				return nil, fmt.Errorf("%w: duplicate key %q", errJSON, key)
 			}
 		}
-		out = append(out, member{key: key, k: span{i, kEnd}, v: span{vStart, vEnd}})
-		i = skipSpace(b, vEnd)
-		if i >= sp.end {
-			return nil, errJSON
-		}
-		if b[i] == '}' {
+		out = append(out, member{key: key, k: k, v: v})
+		if next < 0 {
 			return out, nil
 		}
-		if b[i] != ',' {
-			return nil, errJSON
-		}
-		i = skipSpace(b, i+1)
+		i = next
 	}
-	return nil, errJSON
+}
+
+// firstMember returns the index of the first member's key in the object
+// at sp, -1 when the object is empty.
+func firstMember(b []byte, sp span) (int, error) {
+	if kind(b, sp) != '{' {
+		return 0, fmt.Errorf("%w: want an object", errJSON)
+	}
+	i := skipSpace(b, sp.start+1)
+	if i < sp.end && b[i] == '}' {
+		return -1, nil
+	}
+	return i, nil
+}
+
+// scanMember reads the member whose key starts at b[i] in the object at
+// sp: the spans of its key (with its quotes) and value, and the index of
+// the next member's key, -1 after the last.
+func scanMember(b []byte, sp span, i int) (k, v span, next int, err error) {
+	if i >= sp.end || b[i] != '"' {
+		return span{}, span{}, 0, errJSON
+	}
+	kEnd, err := stringEnd(b, i)
+	if err != nil {
+		return span{}, span{}, 0, errJSON
+	}
+	c := skipSpace(b, kEnd)
+	if c >= sp.end || b[c] != ':' {
+		return span{}, span{}, 0, errJSON
+	}
+	vStart := skipSpace(b, c+1)
+	vEnd, err := valueEnd(b, vStart)
+	if err != nil {
+		return span{}, span{}, 0, err
+	}
+	j := skipSpace(b, vEnd)
+	switch {
+	case j >= sp.end:
+		return span{}, span{}, 0, errJSON
+	case b[j] == '}':
+		next = -1
+	case b[j] == ',':
+		next = skipSpace(b, j+1)
+	default:
+		return span{}, span{}, 0, errJSON
+	}
+	return span{i, kEnd}, span{vStart, vEnd}, next, nil
+}
+
+// keyIs reports whether the quoted key q decodes to key, decoding only a
+// key with escapes.
+func keyIs(q []byte, key string) (bool, error) {
+	if bytes.IndexByte(q, '\\') < 0 {
+		return string(q[1:len(q)-1]) == key, nil
+	}
+	k, err := decodeKey(q)
+	return k == key, err
 }
 
 // decodeKey decodes a quoted JSON key.
@@ -216,18 +254,33 @@ func arrayElems(b []byte, sp span) ([]span, error) {
 }
 
 // field returns the value of key in the object at sp; ok is false when
-// the object has no such key.
+// the object has no such key. The key twice is an error, as for
+// objectMembers. It reads the object in place, allocating nothing.
 func field(b []byte, sp span, key string) (v span, ok bool, err error) {
-	ms, err := objectMembers(b, sp)
-	if err != nil {
+	i, err := firstMember(b, sp)
+	if err != nil || i < 0 {
 		return span{}, false, err
 	}
-	for _, m := range ms {
-		if m.key == key {
-			return m.v, true, nil
+	for {
+		k, mv, next, err := scanMember(b, sp, i)
+		if err != nil {
+			return span{}, false, err
 		}
+		is, err := keyIs(raw(b, k), key)
+		if err != nil {
+			return span{}, false, err
+		}
+		if is {
+			if ok {
+				return span{}, false, fmt.Errorf("%w: duplicate key %q", errJSON, key)
+			}
+			v, ok = mv, true
+		}
+		if next < 0 {
+			return v, ok, nil
+		}
+		i = next
 	}
-	return span{}, false, nil
 }
 
 // at follows path (string keys and int indexes) from the value at sp. A
@@ -376,4 +429,77 @@ func compact(b []byte) []byte {
 		return b
 	}
 	return buf.Bytes()
+}
+
+// memberIter walks the members of an object in place, allocating nothing:
+// for a parser that reads several members of one object in one pass.
+//
+//	it, err := iterMembers(b, sp)
+//	for it.next() {
+//		switch {
+//		case it.is("id"): … raw(b, it.v) …
+//		}
+//	}
+//	if it.err != nil { … }
+type memberIter struct {
+	b    []byte
+	sp   span
+	at   int // the next member's key; -1 after the last
+	k, v span
+	err  error
+}
+
+// iterMembers returns an iterator over the object at sp.
+func iterMembers(b []byte, sp span) (memberIter, error) {
+	i, err := firstMember(b, sp)
+	return memberIter{b: b, sp: sp, at: i}, err
+}
+
+// next moves to the next member; false after the last or at an error
+// (it.err).
+func (it *memberIter) next() bool {
+	if it.at < 0 || it.err != nil {
+		return false
+	}
+	it.k, it.v, it.at, it.err = scanMember(it.b, it.sp, it.at)
+	return it.err == nil
+}
+
+// is reports whether the member's key is name, as encoding/json matches a
+// key to a struct field: exactly, else without regard to case.
+func (it *memberIter) is(name string) bool {
+	q := raw(it.b, it.k)
+	s := q[1 : len(q)-1]
+	if string(s) == name {
+		return true
+	}
+	if bytes.IndexByte(s, '\\') >= 0 || hasNonASCII(s) {
+		k, err := decodeKey(q)
+		return err == nil && strings.EqualFold(k, name)
+	}
+	if len(s) != len(name) {
+		return false
+	}
+	for i := range s {
+		if lowerASCII(s[i]) != lowerASCII(name[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+func hasNonASCII(s []byte) bool {
+	for _, c := range s {
+		if c >= 0x80 {
+			return true
+		}
+	}
+	return false
 }

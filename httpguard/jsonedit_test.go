@@ -91,6 +91,40 @@ func FuzzObjectMembers(f *testing.F) {
 			if !json.Valid(raw(b, mm.v)) {
 				t.Fatalf("%q: member %q value %q is not JSON", s, mm.key, raw(b, mm.v))
 			}
+			// field reads in place what objectMembers lists.
+			if v, ok, err := field(b, r, mm.key); err != nil || !ok || v != mm.v {
+				t.Fatalf("%q: field(%q) = %v, %v, %v; objectMembers has %v", s, mm.key, v, ok, err, mm.v)
+			}
+		}
+		if err == nil {
+			if _, ok, ferr := field(b, r, "\x00absent"); ok || ferr != nil {
+				t.Fatalf("%q: field of an absent key = %v, %v", s, ok, ferr)
+			}
 		}
 	})
+}
+
+// field finds a key however it is spelled and refuses the key it reads
+// twice, spelled alike or not, as objectMembers does.
+func TestField(t *testing.T) {
+	b := []byte(` { "a" : 1 , "b\u0063":{"x":[1,"]}"]} ,"d":"\"}" } `)
+	r, _ := root(b)
+	for key, want := range map[string]string{"a": `1`, "bc": `{"x":[1,"]}"]}`, "d": `"\"}"`} {
+		if v, ok, err := field(b, r, key); err != nil || !ok || string(raw(b, v)) != want {
+			t.Errorf("field(%q) = %s, %v, %v; want %s", key, raw(b, v), ok, err, want)
+		}
+	}
+	if _, ok, err := field(b, r, "x"); ok || err != nil {
+		t.Errorf("field of an absent key = %v, %v", ok, err)
+	}
+	for _, s := range []string{`{"a":1,"a":2}`, `{"a":1,"\u0061":2}`, `{"\u0061":1,"b":0,"a":2}`} {
+		b := []byte(s)
+		r, _ := root(b)
+		if _, _, err := field(b, r, "a"); !errors.Is(err, errJSON) {
+			t.Errorf("field(%s, a) = %v, want errJSON (duplicate key)", s, err)
+		}
+	}
+	if _, _, err := field([]byte(`[1]`), span{0, 3}, "a"); !errors.Is(err, errJSON) {
+		t.Errorf("field of an array = %v, want errJSON", err)
+	}
 }

@@ -7,7 +7,8 @@ import (
 	"strings"
 )
 
-// messagesEvent is what the wire code reads of an Anthropic stream event.
+// messagesEvent is what the wire code reads of an Anthropic stream event
+// (decodeMessagesEvent reads it as encoding/json would by the tags).
 type messagesEvent struct {
 	Type         string          `json:"type"`
 	Index        int             `json:"index"`
@@ -15,6 +16,10 @@ type messagesEvent struct {
 	ContentBlock json.RawMessage `json:"content_block"`
 	Delta        json.RawMessage `json:"delta"`
 	Usage        json.RawMessage `json:"usage"`
+	// blockType is content_block_start's block type.
+	blockType string
+	// delta is content_block_delta's delta, decoded.
+	delta messagesDelta
 }
 
 type messagesDelta struct {
@@ -26,13 +31,26 @@ type messagesDelta struct {
 	Citation    json.RawMessage `json:"citation"`
 }
 
+// parseMessagesEvent returns ev parsed: the one a gate parsed, else
+// parsed now.
 func parseMessagesEvent(ev sseEvent) (*messagesEvent, error) {
+	if e, ok := ev.parsed.(*messagesEvent); ok {
+		return e, nil
+	}
 	var e messagesEvent
-	if err := json.Unmarshal(ev.Data, &e); err != nil {
+	if err := decodeMessagesEvent(ev.Data, &e); err != nil {
 		return nil, fmt.Errorf("%w: anthropic event: %v", errJSON, err)
 	}
 	if e.Type == "error" || ev.Event == "error" {
 		return nil, &upstreamStreamError{Data: append([]byte(nil), ev.Data...)}
+	}
+	switch e.Type {
+	case "content_block_start":
+		e.blockType = typeOf(e.ContentBlock, span{0, len(e.ContentBlock)})
+	case "content_block_delta":
+		if err := decodeMessagesDelta(e.Delta, &e.delta); err != nil {
+			return nil, fmt.Errorf("%w: %v", errJSON, err)
+		}
 	}
 	return &e, nil
 }
@@ -71,19 +89,12 @@ func (a *messagesAssembler) add(ev sseEvent) (bool, error) {
 		if e.Index != len(a.blocks) {
 			return false, fmt.Errorf("%w: block %d starts after %d blocks", errJSON, e.Index, len(a.blocks))
 		}
-		var t struct {
-			Type string `json:"type"`
-		}
-		_ = json.Unmarshal(e.ContentBlock, &t)
-		a.blocks = append(a.blocks, &blockAcc{start: e.ContentBlock, typ: t.Type})
+		a.blocks = append(a.blocks, &blockAcc{start: e.ContentBlock, typ: e.blockType})
 	case "content_block_delta":
 		if e.Index < 0 || e.Index >= len(a.blocks) {
 			return false, fmt.Errorf("%w: delta for block %d of %d", errJSON, e.Index, len(a.blocks))
 		}
-		var d messagesDelta
-		if err := json.Unmarshal(e.Delta, &d); err != nil {
-			return false, fmt.Errorf("%w: %v", errJSON, err)
-		}
+		d := e.delta
 		bl := a.blocks[e.Index]
 		switch d.Type {
 		case "text_delta":
@@ -236,6 +247,7 @@ func (g *messagesGate) event(ev sseEvent) (bool, error) {
 		return done, err
 	}
 	e := g.asm.last // add parsed it
+	ev.parsed = e   // for the gates outside
 	first := g.attempt == 0
 	switch e.Type {
 	case "message_start":
@@ -260,7 +272,7 @@ func (g *messagesGate) event(ev sseEvent) (bool, error) {
 			return done, writeEvent(g.w, ev)
 		}
 	case "message_delta", "message_stop":
-		g.terminal = append(g.terminal, sseEvent{Event: ev.Event, Data: append([]byte(nil), ev.Data...)})
+		g.terminal = append(g.terminal, ev)
 	}
 	return done, nil
 }
@@ -441,11 +453,9 @@ func (g *messagesGate) accept(resp []byte) error {
 	}
 	sawStop := false
 	for _, t := range g.terminal {
-		var e struct {
-			Type string `json:"type"`
+		if e, ok := t.parsed.(*messagesEvent); ok {
+			sawStop = sawStop || e.Type == "message_stop"
 		}
-		_ = json.Unmarshal(t.Data, &e)
-		sawStop = sawStop || e.Type == "message_stop"
 		if err := writeEvent(g.w, t); err != nil {
 			return err
 		}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -381,5 +383,67 @@ func TestObjectArgsKeepInvalidText(t *testing.T) {
 	var v any
 	if json.Unmarshal(calls[0].Args, &v) == nil {
 		t.Error("invalid arguments became valid")
+	}
+}
+
+// ErrorResponse answers in the shape of the protocol the path names, as
+// each SDK reads its provider's errors: Anthropic's error.type, Gemini's
+// code and Google status, else OpenAI's error.type and code; statuses the
+// SDKs retry carry no x-should-retry, others false.
+func TestErrorResponseShapes(t *testing.T) {
+	type shaped struct {
+		Type  string `json:"type"`
+		Error struct {
+			Type    string  `json:"type"`
+			Code    any     `json:"code"`
+			Message string  `json:"message"`
+			Status  string  `json:"status"`
+			Param   *string `json:"param"`
+		} `json:"error"`
+	}
+	tests := []struct {
+		method, path string
+		status       int
+		shape        string // anthropic, gemini, openai
+		google       string // Gemini's status
+		retry        string // x-should-retry
+	}{
+		{"POST", "/v1/chat/completions", 413, "openai", "", "false"},
+		{"POST", "/openai/deployments/d/chat/completions", 502, "openai", "", ""},
+		{"POST", "/v1/responses", 400, "openai", "", "false"},
+		{"POST", "/v1/messages", 413, "anthropic", "", "false"},
+		{"POST", "/v1/messages", 408, "anthropic", "", ""},
+		{"POST", "/v1beta/models/gemini-2.5-flash:generateContent", 413, "gemini", "INVALID_ARGUMENT", "false"},
+		{"POST", "/v1beta/models/gemini-2.5-flash:streamGenerateContent", 502, "gemini", "UNAVAILABLE", ""},
+		{"POST", "/v1/projects/p/locations/l/publishers/google/models/gemini-2.5-flash:countTokens", 408, "gemini", "DEADLINE_EXCEEDED", ""},
+		{"POST", "/v1beta/models/gemini-2.5-flash:generateContent", 503, "gemini", "UNAVAILABLE", ""},
+		{"POST", "/v1/embeddings", 400, "openai", "", "false"},
+		{"GET", "/v1/models", 429, "openai", "", ""},
+	}
+	for _, tc := range tests {
+		req, _ := http.NewRequest(tc.method, "http://127.0.0.1"+tc.path+"?key=k", nil)
+		resp := ErrorResponse(req, tc.status, "request_too_large", "the body is too large")
+		b, _ := io.ReadAll(resp.Body)
+		var e shaped
+		if err := json.Unmarshal(b, &e); err != nil {
+			t.Fatalf("%s %s: %v: %s", tc.method, tc.path, err, b)
+		}
+		name := fmt.Sprintf("%s %s %d", tc.method, tc.path, tc.status)
+		if resp.StatusCode != tc.status || resp.Status != statusLine(tc.status) || resp.Header.Get("Content-Type") != "application/json" ||
+			resp.ContentLength != int64(len(b)) || resp.Request != req || resp.Header.Get("X-Should-Retry") != tc.retry {
+			t.Errorf("%s: %d %q, headers %v, length %d of %d, want x-should-retry %q", name, resp.StatusCode, resp.Status, resp.Header, resp.ContentLength, len(b), tc.retry)
+		}
+		ok := e.Error.Message == "the body is too large"
+		switch tc.shape {
+		case "anthropic":
+			ok = ok && e.Type == "error" && e.Error.Type == "request_too_large"
+		case "gemini":
+			ok = ok && e.Error.Code == float64(tc.status) && e.Error.Status == tc.google && strings.Contains(string(b), `"reason":"REQUEST_TOO_LARGE"`)
+		case "openai":
+			ok = ok && e.Error.Type == "request_too_large" && e.Error.Code == "request_too_large" && strings.Contains(string(b), `"param":null`)
+		}
+		if !ok {
+			t.Errorf("%s: body %s, want %s's error shape", name, b, tc.shape)
+		}
 	}
 }

@@ -8,22 +8,36 @@ import (
 	"strings"
 )
 
-// responsesEvent is what the wire code reads of a Responses stream event.
+// responsesEvent is what the wire code reads of a Responses stream event
+// (decodeResponsesEvent reads it as encoding/json would by the tags).
 type responsesEvent struct {
 	Type        string          `json:"type"`
 	Response    json.RawMessage `json:"response"`
 	OutputIndex *int            `json:"output_index"`
 	Item        json.RawMessage `json:"item"`
 	Delta       string          `json:"delta"`
+	// Seq is sequence_number as it came (a gate renumbers the events it
+	// writes; the parsed form reads nothing else it changes).
+	Seq json.RawMessage `json:"sequence_number"`
+	// itemType is an output_item event's item type.
+	itemType string
 }
 
+// parseResponsesEvent returns ev parsed: the one a gate parsed, else
+// parsed now.
 func parseResponsesEvent(ev sseEvent) (*responsesEvent, error) {
+	if e, ok := ev.parsed.(*responsesEvent); ok {
+		return e, nil
+	}
 	var e responsesEvent
-	if err := json.Unmarshal(ev.Data, &e); err != nil {
+	if err := decodeResponsesEvent(ev.Data, &e); err != nil {
 		return nil, fmt.Errorf("%w: responses event: %v", errJSON, err)
 	}
 	if e.Type == "error" {
 		return nil, &upstreamStreamError{Data: append([]byte(nil), ev.Data...)}
+	}
+	if e.Type == "response.output_item.added" || e.Type == "response.output_item.done" {
+		e.itemType = typeOf(e.Item, span{0, len(e.Item)})
 	}
 	return &e, nil
 }
@@ -78,11 +92,7 @@ func (a *responsesAssembler) add(ev sseEvent) (bool, error) {
 		if i == len(a.items) {
 			a.items = append(a.items, &itemAcc{})
 		}
-		var t struct {
-			Type string `json:"type"`
-		}
-		_ = json.Unmarshal(e.Item, &t)
-		a.items[i].item, a.items[i].typ = e.Item, t.Type
+		a.items[i].item, a.items[i].typ = e.Item, e.itemType
 		a.items[i].done = e.Type == "response.output_item.done"
 	case e.Type == "response.function_call_arguments.delta" || e.Type == "response.output_text.delta":
 		if e.OutputIndex == nil || *e.OutputIndex < 0 || *e.OutputIndex >= len(a.items) {
@@ -142,19 +152,39 @@ func newResponsesGate(w io.Writer) *responsesGate {
 
 // send writes data with its sequence_number set to the gate's next.
 func (g *responsesGate) send(event string, data []byte) error {
-	b, err := setAt(data, nil, "sequence_number", []byte(strconv.Itoa(g.seq)))
+	return g.sendEvent(sseEvent{Event: event, Data: data})
+}
+
+// sendEvent writes ev with its sequence_number set to the gate's next: as
+// it is, with its parsed form, when it has that number and an event name
+// already (an event of the first attempt the gate passes on in order).
+func (g *responsesGate) sendEvent(ev sseEvent) error {
+	seq := strconv.Itoa(g.seq)
+	g.seq++
+	if e, ok := ev.parsed.(*responsesEvent); ok && ev.Event != "" && string(e.Seq) == seq {
+		return writeEvent(g.w, ev)
+	}
+	b, err := setAt(ev.Data, nil, "sequence_number", []byte(seq))
 	if err != nil {
 		return err
 	}
-	g.seq++
-	if event == "" {
+	out := sseEvent{Event: ev.Event, Data: b}
+	if e, ok := ev.parsed.(*responsesEvent); ok {
+		renumbered := *e
+		renumbered.Seq = json.RawMessage(seq)
+		out.parsed = &renumbered
+		if out.Event == "" {
+			out.Event = e.Type
+		}
+	}
+	if out.Event == "" {
 		var t struct {
 			Type string `json:"type"`
 		}
 		_ = json.Unmarshal(b, &t)
-		event = t.Type
+		out.Event = t.Type
 	}
-	return writeEvent(g.w, sseEvent{Event: event, Data: b})
+	return writeEvent(g.w, out)
 }
 
 func (g *responsesGate) event(ev sseEvent) (bool, error) {
@@ -177,7 +207,7 @@ func (g *responsesGate) event(ev sseEvent) (bool, error) {
 				_ = json.Unmarshal(e.Response, &r)
 				g.id = r.ID
 			}
-			return done, g.send(ev.Event, ev.Data)
+			return done, g.sendEvent(sseEvent{Event: ev.Event, Data: ev.Data, parsed: e})
 		}
 	case responsesTerminal(e.Type):
 		g.terminal = append(g.terminal, sseEvent{Event: ev.Event, Data: append([]byte(nil), ev.Data...)})
@@ -187,15 +217,15 @@ func (g *responsesGate) event(ev sseEvent) (bool, error) {
 		}
 		if first && !g.holding {
 			g.passed++
-			return done, g.send(ev.Event, ev.Data)
+			return done, g.sendEvent(sseEvent{Event: ev.Event, Data: ev.Data, parsed: e})
 		}
 	case e.OutputIndex != nil:
 		if first && *e.OutputIndex < g.passed {
-			return done, g.send(ev.Event, ev.Data)
+			return done, g.sendEvent(sseEvent{Event: ev.Event, Data: ev.Data, parsed: e})
 		}
 	default:
 		if first && !g.holding {
-			return done, g.send(ev.Event, ev.Data)
+			return done, g.sendEvent(sseEvent{Event: ev.Event, Data: ev.Data, parsed: e})
 		}
 	}
 	return done, nil
@@ -203,9 +233,13 @@ func (g *responsesGate) event(ev sseEvent) (bool, error) {
 
 func (g *responsesGate) response() ([]byte, error) { return g.asm.response() }
 
-// event writes a synthesized event.
+// emit writes a synthesized event: type typ, then fields (key, value
+// pairs; a []byte value is raw JSON, any other is marshalled), then the
+// gate's next sequence_number, written in that order.
 func (g *responsesGate) emit(typ string, fields ...any) error {
-	b := []byte(`{"type":` + string(marshalString(typ)) + `}`)
+	b := make([]byte, 0, 128)
+	b = append(b, `{"type":`...)
+	b = append(b, marshalString(typ)...)
 	for i := 0; i+1 < len(fields); i += 2 {
 		v, ok := fields[i+1].([]byte)
 		if !ok {
@@ -214,12 +248,16 @@ func (g *responsesGate) emit(typ string, fields ...any) error {
 				return err
 			}
 		}
-		var err error
-		if b, err = setAt(b, nil, fields[i].(string), v); err != nil {
-			return err
-		}
+		b = append(b, ',')
+		b = append(b, marshalString(fields[i].(string))...)
+		b = append(b, ':')
+		b = append(b, v...)
 	}
-	return g.send(typ, b)
+	b = append(b, `,"sequence_number":`...)
+	b = strconv.AppendInt(b, int64(g.seq), 10)
+	b = append(b, '}')
+	g.seq++
+	return writeEvent(g.w, sseEvent{Event: typ, Data: b})
 }
 
 // emitItem writes the item at sp of resp whole as the client's item idx.

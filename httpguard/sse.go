@@ -79,6 +79,11 @@ import (
 type sseEvent struct {
 	Event string
 	Data  []byte
+	// parsed is Data as a gate parsed it (its protocol's parsed event),
+	// nil when not parsed: a gate that hands an event on with the parts
+	// its parsed form reads unchanged hands that form on with it, so that
+	// the gates outside read each upstream event once per logical call.
+	parsed any
 }
 
 // sseReader reads server-sent events from a stream, bounded: a line or an
@@ -92,41 +97,52 @@ type sseReader struct {
 }
 
 func newSSEReader(r io.Reader, max int) *sseReader {
-	return &sseReader{br: bufio.NewReaderSize(r, 32<<10), max: max}
+	return &sseReader{br: bufio.NewReader(r), max: max}
 }
 
 // line reads one line without its end (\n, \r\n or \r). The slice is
-// valid until the next call.
+// valid until the next call. It takes what the buffer holds at once, up to
+// the first line end, and waits for more only when the buffer holds no
+// line end: a line ended by a lone \r is returned without waiting for
+// the byte after it.
 func (r *sseReader) line() ([]byte, error) {
 	r.buf = r.buf[:0]
 	for {
-		c, err := r.br.ReadByte()
-		if err != nil {
-			if errors.Is(err, io.EOF) && len(r.buf) > 0 {
-				r.eof = true
-				return r.buf, nil
+		if r.br.Buffered() == 0 {
+			if _, err := r.br.Peek(1); err != nil {
+				if errors.Is(err, io.EOF) && len(r.buf) > 0 {
+					r.eof = true
+					return r.buf, nil
+				}
+				return nil, err
 			}
-			return nil, err
 		}
+		b, _ := r.br.Peek(r.br.Buffered())
 		if r.skipLF {
+			// The line before ended with \r: a \n right after it belongs
+			// to that end.
 			r.skipLF = false
-			if c == '\n' {
+			if b[0] == '\n' {
+				_, _ = r.br.Discard(1)
 				continue
 			}
 		}
-		switch c {
-		case '\n':
-			return r.buf, nil
-		case '\r':
-			// \r\n or a lone \r: skip a \n that follows, without
-			// waiting for it.
-			r.skipLF = true
-			return r.buf, nil
+		i := bytes.IndexAny(b, "\r\n")
+		if i < 0 {
+			r.buf = append(r.buf, b...)
+			_, _ = r.br.Discard(len(b))
+			if len(r.buf) > r.max {
+				return nil, errTooLarge
+			}
+			continue
 		}
-		r.buf = append(r.buf, c)
+		r.buf = append(r.buf, b[:i]...)
+		r.skipLF = b[i] == '\r'
+		_, _ = r.br.Discard(i + 1)
 		if len(r.buf) > r.max {
 			return nil, errTooLarge
 		}
+		return r.buf, nil
 	}
 }
 
@@ -205,19 +221,30 @@ func writeEvent(w io.Writer, ev sseEvent) error {
 
 // formatEvent returns ev as the bytes of a server-sent event.
 func formatEvent(ev sseEvent) []byte {
-	var b bytes.Buffer
+	n := len(ev.Data) + len("data: \n\n")
 	if ev.Event != "" {
-		b.WriteString("event: ")
-		b.WriteString(ev.Event)
-		b.WriteByte('\n')
+		n += len("event: \n") + len(ev.Event)
 	}
-	for _, ln := range bytes.Split(ev.Data, []byte("\n")) {
-		b.WriteString("data: ")
-		b.Write(ln)
-		b.WriteByte('\n')
+	lines := bytes.Count(ev.Data, []byte("\n"))
+	n += lines * len("data: ")
+	b := make([]byte, 0, n)
+	if ev.Event != "" {
+		b = append(b, "event: "...)
+		b = append(b, ev.Event...)
+		b = append(b, '\n')
 	}
-	b.WriteByte('\n')
-	return b.Bytes()
+	data := ev.Data
+	for {
+		ln, rest, more := bytes.Cut(data, []byte("\n"))
+		b = append(b, "data: "...)
+		b = append(b, ln...)
+		b = append(b, '\n')
+		if !more {
+			break
+		}
+		data = rest
+	}
+	return append(b, '\n')
 }
 
 // assembler turns one upstream stream into the sync response it amounts

@@ -30,16 +30,16 @@ func TestSSEReader(t *testing.T) {
 		name, in string
 		want     []sseEvent
 	}{
-		{"data only", "data: {\"a\":1}\n\ndata: [DONE]\n\n", []sseEvent{{"", []byte(`{"a":1}`)}, {"", []byte("[DONE]")}}},
-		{"typed", "event: message_start\ndata: {}\n\n", []sseEvent{{"message_start", []byte("{}")}}},
-		{"crlf", "data: a\r\n\r\ndata: b\r\n\r\n", []sseEvent{{"", []byte("a")}, {"", []byte("b")}}},
-		{"lone cr", "data: a\r\rdata: b\r\r", []sseEvent{{"", []byte("a")}, {"", []byte("b")}}},
-		{"multi-line data", "data: a\ndata: b\n\n", []sseEvent{{"", []byte("a\nb")}}},
-		{"comment and ping line", ": keep-alive\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\n", []sseEvent{{"ping", []byte(`{"type":"ping"}`)}}},
-		{"no space after colon", "data:x\n\n", []sseEvent{{"", []byte("x")}}},
-		{"unknown fields ignored", "id: 7\nretry: 10\ndata: x\n\n", []sseEvent{{"", []byte("x")}}},
-		{"event without data dropped", "event: a\n\ndata: b\n\n", []sseEvent{{"", []byte("b")}}},
-		{"cut off at the end", "data: a\n\ndata: b", []sseEvent{{"", []byte("a")}, {"", []byte("b")}}},
+		{"data only", "data: {\"a\":1}\n\ndata: [DONE]\n\n", []sseEvent{{Data: []byte(`{"a":1}`)}, {Data: []byte("[DONE]")}}},
+		{"typed", "event: message_start\ndata: {}\n\n", []sseEvent{{Event: "message_start", Data: []byte("{}")}}},
+		{"crlf", "data: a\r\n\r\ndata: b\r\n\r\n", []sseEvent{{Data: []byte("a")}, {Data: []byte("b")}}},
+		{"lone cr", "data: a\r\rdata: b\r\r", []sseEvent{{Data: []byte("a")}, {Data: []byte("b")}}},
+		{"multi-line data", "data: a\ndata: b\n\n", []sseEvent{{Data: []byte("a\nb")}}},
+		{"comment and ping line", ": keep-alive\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\n", []sseEvent{{Event: "ping", Data: []byte(`{"type":"ping"}`)}}},
+		{"no space after colon", "data:x\n\n", []sseEvent{{Data: []byte("x")}}},
+		{"unknown fields ignored", "id: 7\nretry: 10\ndata: x\n\n", []sseEvent{{Data: []byte("x")}}},
+		{"event without data dropped", "event: a\n\ndata: b\n\n", []sseEvent{{Data: []byte("b")}}},
+		{"cut off at the end", "data: a\n\ndata: b", []sseEvent{{Data: []byte("a")}, {Data: []byte("b")}}},
 		{"empty", "", nil},
 	}
 	for _, tc := range tests {
@@ -80,7 +80,7 @@ func TestSSEReaderBounded(t *testing.T) {
 }
 
 func TestWriteEventRoundTrip(t *testing.T) {
-	evs := []sseEvent{{"message_start", []byte(`{"a":1}`)}, {"", []byte("x\ny")}, {"", []byte("[DONE]")}}
+	evs := []sseEvent{{Event: "message_start", Data: []byte(`{"a":1}`)}, {Data: []byte("x\ny")}, {Data: []byte("[DONE]")}}
 	var buf bytes.Buffer
 	for _, ev := range evs {
 		if err := writeEvent(&buf, ev); err != nil {

@@ -8,21 +8,29 @@ package httpguard
 // (sse.go) over all the stage's attempts. Each attempt's request carries
 // the sink; the transport's innermost handler feeds the upstream stream's
 // events to the sink of the request it sends. A gate writes to the sink of
-// the stage outside it, or at the top to the transport's own sink, whose
-// gate writes the client's stream:
+// the stage outside it, or at the top to the client's stream. The top
+// gate is the transport's own (the root), and the outermost stage that
+// re-asks uses it as its own gate (a gate of its own would only repeat the
+// root's work):
 //
-//	upstream ─▶ ToolArgValidation's gate ─▶ ToolCallLimit's gate ─▶ root gate ─▶ client
+//	upstream ─▶ ToolArgValidation's gate ─▶ ToolCallLimit's gate = root gate ─▶ client
 //
 // Each gate passes text of its first attempt on at once and holds tool-call
 // parts until its stage delivers the attempt (Gate.Deliver: gate.accept);
 // an attempt that is not delivered is rejected when the stage starts its
-// next one (gate.reject). So a stage outside holds what an inner stage
-// accepted until it accepts it too, and the client reads one well-formed
-// stream whatever the stack. The root gate adds what only the end of the
-// logical call decides: a stand-in answer streamed in place of the held
-// calls, or the guard's error event when the call fails after the stream
-// began.
-//
+// next one (gate.reject). A stage that hands an attempt's response on as
+// it is, without delivering it (ToolArgValidation's answer without tool
+// calls), has taken it all the same: the next gate the response reaches
+// delivers it first to the gates inside that it came through, so their
+// held end (finish reason, usage, closing events) reaches the client. So
+// a stage outside holds what an inner stage accepted until it accepts it
+// too, and the client reads one well-formed stream whatever the stack. The
+// transport delivers the logical call's answer to the root gate, which adds
+// what only the end of the call decides: a stand-in answer streamed in
+// place of the held calls, or the guard's error event when the call fails
+// after the stream began; an answer the root gate's stage delivered already
+// is not delivered again.
+
 // An upstream stream that fails part-way and is retried (ModelRetry) is
 // dropped: when nothing has reached the client yet, every gate from the
 // request's to the root starts afresh (what they held is dropped, the
@@ -53,7 +61,15 @@ type stageStream struct {
 // transport offers no stage that holds all).
 func (s *stageStream) Attempt(ctx context.Context, req *request, _ guard.Hold) (context.Context, *request, guard.Gate[*response]) {
 	if s.sink == nil {
-		s.sink = newGateSink(req.proto, s.parent, s.client)
+		if s.parent.parent == nil && !s.parent.claimed {
+			// The outermost stage's gate is the root's (see the top of
+			// this file). A later logical call of a stage under the root
+			// (a retry outside it) gets a gate of its own.
+			s.parent.claimed = true
+			s.sink = s.parent
+		} else {
+			s.sink = newGateSink(req.proto, s.parent, s.client)
+		}
 	} else {
 		s.sink.nextAttempt()
 	}
@@ -83,7 +99,51 @@ type gateSink struct {
 	fed bool
 	// first: the gate is on its first attempt.
 	first bool
+	// delivered: the current attempt was delivered (the gate accepted it).
+	delivered bool
+	// claimed: at the root, a stage's stream uses this sink as its own.
+	claimed bool
+	// asm and asmCalls are the current attempt's assembled response and
+	// its calls, once read; nil until then and after the next event.
+	asm      []byte
+	asmCalls []wireCall
 }
+
+// assembledResponse returns the current attempt's assembled response,
+// assembled once per event.
+func (s *gateSink) assembledResponse() ([]byte, error) {
+	if s.asm == nil {
+		asm, err := s.gate.response()
+		if err != nil {
+			return nil, err
+		}
+		s.asm = asm
+	}
+	return s.asm, nil
+}
+
+// assembledCalls returns the calls of assembledResponse, read once.
+func (s *gateSink) assembledCalls() ([]wireCall, error) {
+	if s.asmCalls != nil {
+		return s.asmCalls, nil
+	}
+	asm, err := s.assembledResponse()
+	if err != nil {
+		return nil, err
+	}
+	calls, err := s.proto.calls(asm)
+	if err != nil {
+		return nil, err
+	}
+	if calls == nil {
+		calls = []wireCall{}
+	}
+	s.asmCalls = calls
+	return calls, nil
+}
+
+// forget drops the assembled response: the attempt changed.
+func (s *gateSink) forget() { s.asm, s.asmCalls = nil, nil }
 
 // newGateSink returns a sink whose gate writes to parent, or to client
 // when parent is nil.
@@ -96,7 +156,8 @@ func newGateSink(p wireProtocol, parent *gateSink, client *clientStream) *gateSi
 // reset gives the sink a fresh gate, on its first attempt.
 func (s *gateSink) reset() {
 	s.gate = s.proto.newGate(gateWriter{s})
-	s.fed, s.first = false, true
+	s.fed, s.first, s.delivered = false, true, false
+	s.forget()
 }
 
 // gateWriter is where a sink's gate writes: the sink outside, or the
@@ -126,6 +187,7 @@ func (s *gateSink) writeSSE(ev sseEvent) error {
 // attempt's stream.
 func (s *gateSink) event(ev sseEvent) (done bool, err error) {
 	s.fed = true
+	s.forget()
 	return s.gate.event(ev)
 }
 
@@ -145,13 +207,15 @@ func (s *gateSink) begin() {
 		return
 	}
 	s.gate.reject()
-	s.fed, s.first = false, false
+	s.fed, s.first, s.delivered = false, false, false
+	s.forget()
 }
 
 // nextAttempt rejects the current attempt: the stage asks again.
 func (s *gateSink) nextAttempt() {
 	s.gate.reject()
-	s.first, s.fed = false, false
+	s.first, s.fed, s.delivered = false, false, false
+	s.forget()
 }
 
 // Deliver implements guard.Gate: the stage accepts resp. The gate accepts
@@ -163,6 +227,44 @@ func (s *gateSink) nextAttempt() {
 func (s *gateSink) Deliver(_ context.Context, resp *response) (*response, error) {
 	if resp.pass != nil {
 		return nil, &passError{resp: resp.pass}
+	}
+	if err := s.deliverInside(resp); err != nil {
+		return nil, err
+	}
+	return s.deliver(resp)
+}
+
+// deliverInside delivers resp to the gates inside s it went through
+// whose stage returned it without delivering it: a stage that takes an
+// answer as it is (ToolArgValidation's answer without tool calls) hands it
+// on without Deliver, and its gate still holds the answer's end (the
+// finish reason, the usage, the closing events), which the client must
+// read. The innermost goes first, since each writes into the next.
+func (s *gateSink) deliverInside(resp *response) error {
+	var inside []*gateSink
+	x := resp.origin
+	for ; x != nil && x != s; x = x.parent {
+		inside = append(inside, x)
+	}
+	if x != s {
+		return nil // resp did not come through s
+	}
+	for _, in := range inside {
+		if in.delivered {
+			continue
+		}
+		if _, err := in.deliver(resp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deliver is Deliver for s itself: once per attempt (a stage's gate that
+// is the root's is delivered by the stage, then by the transport).
+func (s *gateSink) deliver(resp *response) (*response, error) {
+	if s.delivered {
+		return resp, nil
 	}
 	body := resp.body
 	if resp.standIn || !s.fed {
@@ -179,6 +281,7 @@ func (s *gateSink) Deliver(_ context.Context, resp *response) (*response, error)
 	if err := s.gate.accept(body); err != nil {
 		return nil, err
 	}
+	s.delivered = true
 	return resp, nil
 }
 
@@ -187,11 +290,11 @@ func (s *gateSink) Deliver(_ context.Context, resp *response) (*response, error)
 // itself when they are not (the gate then accepts resp).
 func (s *gateSink) assembled(r *response) ([]byte, error) {
 	resp := r.body
-	asm, err := s.gate.response()
+	asm, err := s.assembledResponse()
 	if err != nil {
 		return nil, err
 	}
-	have, err := s.proto.calls(asm)
+	have, err := s.assembledCalls()
 	if err != nil {
 		return resp, nil
 	}

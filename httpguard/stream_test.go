@@ -335,10 +335,10 @@ func TestGateErrors(t *testing.T) {
 		ev   sseEvent
 		want string
 	}{
-		{chatWire{}, sseEvent{"", []byte(`{"error":{"message":"boom","type":"server_error"}}`)}, `"error"`},
-		{messagesWire{}, sseEvent{"error", []byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)}, "overloaded_error"},
-		{responsesWire{}, sseEvent{"error", []byte(`{"type":"error","code":"server_error","message":"boom","sequence_number":3}`)}, `"sequence_number":0`},
-		{geminiWire{}, sseEvent{"", []byte(`{"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}`)}, "UNAVAILABLE"},
+		{chatWire{}, sseEvent{Data: []byte(`{"error":{"message":"boom","type":"server_error"}}`)}, `"error"`},
+		{messagesWire{}, sseEvent{Event: "error", Data: []byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)}, "overloaded_error"},
+		{responsesWire{}, sseEvent{Event: "error", Data: []byte(`{"type":"error","code":"server_error","message":"boom","sequence_number":3}`)}, `"sequence_number":0`},
+		{geminiWire{}, sseEvent{Data: []byte(`{"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}`)}, "UNAVAILABLE"},
 	}
 	for _, tc := range tests {
 		var out bytes.Buffer

@@ -147,3 +147,58 @@ func TestBodiesPastTheBound(t *testing.T) {
 		t.Errorf("log:\n%s", out)
 	}
 }
+
+// A stream whose held part passes MaxBody before anything reached the
+// client cannot be guarded (an event past the bound: Gemini's one call
+// chunk; events that add up past it: the others' argument fragments). The
+// client gets an HTTP error response it reads as the provider's, not a
+// transport error its SDK would retry as a dropped connection: 502 in the
+// protocol's error shape, type response_too_large, x-should-retry: false;
+// ModelRetry does not repeat it.
+func TestStreamPastTheBoundBeforeCommit(t *testing.T) {
+	t.Parallel()
+	big := `{"city":"` + strings.Repeat("x", MaxBody+1) + `"}`
+	for _, c := range wireCases(t) {
+		if !c.stream {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv := fp.New(fp.Reply(fp.Call("get_weather", big)), fp.Reply(fp.Text("never")))
+			defer srv.Close()
+			tr := New(nil, ToolArgValidation(), ModelRetry(guard.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} })))
+			req, _ := http.NewRequest(http.MethodPost, srv.URL+c.url, bytes.NewReader(c.body))
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatalf("RoundTrip returned the error %v, want an HTTP error response", err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			typ, _ := errorType(t, c.w, b)
+			if resp.StatusCode != http.StatusBadGateway || resp.Header.Get("X-Should-Retry") != "false" || typ != "response_too_large" {
+				t.Errorf("the client got %d (x-should-retry %q), type %q: %.300s; want 502, false, response_too_large", resp.StatusCode, resp.Header.Get("X-Should-Retry"), typ, b)
+			}
+			if n := len(srv.Requests()); n != 1 {
+				t.Errorf("%d upstream requests, want 1", n)
+			}
+		})
+	}
+}
+
+// Once text reached the client, the same stream ends with an error event
+// of type response_too_large (the error event's shape per protocol is
+// TestFailClosedAnswers422's).
+func TestStreamPastTheBoundAfterCommit(t *testing.T) {
+	t.Parallel()
+	big := `{"city":"` + strings.Repeat("x", MaxBody+1) + `"}`
+	c := wireCases(t)[1] // openai-chat/stream
+	srv := fp.New(fp.Reply(fp.Text("Let me check."), fp.Call("get_weather", big)))
+	defer srv.Close()
+	ex := do(t, New(nil, ToolArgValidation()), context.Background(), srv.URL+c.url, c.body)
+	evs := events(t, ex.body)
+	last := evs[len(evs)-1]
+	if ex.resp.StatusCode != http.StatusOK || !strings.Contains(string(last.Data), `"type":"response_too_large"`) ||
+		!strings.Contains(string(ex.body), "Let m") {
+		t.Errorf("status %d; the stream ends with %.300s, want the text, then an error event of type response_too_large", ex.resp.StatusCode, last.Data)
+	}
+}

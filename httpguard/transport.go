@@ -200,13 +200,18 @@ func (b cancelOnClose) Close() error {
 
 // failure is the client's answer to a call that ended with err before any
 // of its stream reached the client: a guard's refusal as the provider would
-// refuse (422, x-should-retry: false), an upstream's failed response as it
-// came, an unguarded response as it came, or else the error itself (a
-// connection the upstream refused, a cancelled context), as the base
-// transport would return it.
+// refuse (422, x-should-retry: false), a streamed answer past MaxBody as a
+// 502 of type response_too_large (x-should-retry: false: the same request
+// would get as large an answer), an upstream's failed response as it came,
+// an unguarded response as it came, or else the error itself (a connection
+// the upstream refused, a cancelled context), as the base transport would
+// return it.
 func (t *Transport) failure(r *http.Request, p wireProtocol, err error) (*http.Response, error) {
 	if status, typ, msg, ok := refusal(err); ok {
 		return errorResponse(p, r, status, typ, msg), nil
+	}
+	if errors.Is(err, errTooLarge) {
+		return errorResponse(p, r, http.StatusBadGateway, responseTooLarge, tooLargeText), nil
 	}
 	var pe *passError
 	if errors.As(err, &pe) {
@@ -228,6 +233,13 @@ func (t *Transport) failure(r *http.Request, p wireProtocol, err error) (*http.R
 	}
 	return nil, err
 }
+
+// responseTooLarge is the error type of a streamed answer past MaxBody
+// (see failure and failStream), and tooLargeText its message.
+const (
+	responseTooLarge = "response_too_large"
+	tooLargeText     = "httpguard: the provider's streamed answer is larger than httpguard.MaxBody (8 MiB) and cannot be guarded"
+)
 
 // refusal maps a guard's refusal to the client's error response: its
 // status, error type and message.
@@ -278,6 +290,8 @@ func (t *Transport) failStream(ctx context.Context, root *gateSink, err error) e
 	switch {
 	case errors.As(err, &ue):
 		typ = "upstream_error"
+	case errors.Is(err, errTooLarge):
+		typ, msg = responseTooLarge, tooLargeText
 	default:
 		if _, rtyp, rmsg, ok := refusal(err); ok {
 			typ, msg = rtyp, rmsg

@@ -251,15 +251,15 @@ func (t *Transport) readStream(req *request, hr *http.Response) (*response, erro
 			break
 		}
 	}
-	b, err := req.sink.gate.response()
+	b, err := req.sink.assembledResponse()
 	if err != nil {
 		return nil, err
 	}
-	resp := &response{proto: req.proto, body: b, status: hr.StatusCode, header: hr.Header}
-	if _, err := resp.toolCalls(); err != nil {
+	calls, err := req.sink.assembledCalls()
+	if err != nil {
 		return nil, fmt.Errorf("httpguard: the streamed response cannot be guarded: %w", err)
 	}
-	return resp, nil
+	return &response{proto: req.proto, body: b, status: hr.StatusCode, header: hr.Header, origin: req.sink, calls: calls}, nil
 }
 
 // readCloser reads from r and closes c.

@@ -21,7 +21,9 @@ import (
 // stream's assembled response, 8 MiB each. Every reader in the package
 // stops there; a body larger than the bound is never buffered whole. A
 // request or sync response body past it passes through unguarded, and the
-// transport says so at Warn on slog.Default.
+// transport says so at Warn on slog.Default; a stream past it is answered
+// with a 502 of type response_too_large (see the package documentation,
+// "Bounds").
 const MaxBody = 8 << 20
 
 // errTooLarge reports a body past its bound.
@@ -158,10 +160,89 @@ func recognise(method, path string) wireProtocol {
 	return nil
 }
 
-// errorResponse is the response a guard that refuses answers with: status
-// (422 for refused calls) with body in p's error shape, typ naming what
-// was refused, and x-should-retry: false, so the SDK surfaces its API
-// error and does not retry it.
+// ErrorResponse returns an error response to r as its provider would
+// answer it: status, Content-Type application/json, and a body in the
+// error shape of the protocol r's path names, where typ says what kind of
+// error it is and msg what went wrong:
+//
+//   - Anthropic Messages (…/v1/messages): {"type":"error","error":{"type":typ,"message":msg}}
+//   - Gemini (…/models/{model}:{method}): {"error":{"code":status,"message":msg,"status":…,"details":[…]}},
+//     status Google's name for the HTTP status (INVALID_ARGUMENT for
+//     400, 413 and 422, DEADLINE_EXCEEDED for 408 and 504, UNAVAILABLE
+//     for 502 and 503, …) and an ErrorInfo whose reason is typ upper-cased
+//   - anything else, OpenAI Chat Completions and Responses included:
+//     OpenAI's {"error":{"message":msg,"type":typ,"param":null,"code":typ}},
+//     the shape OpenAI-compatible clients read
+//
+// A status the SDKs retry (408, 409, 429 and 5xx) carries no
+// x-should-retry header, so the client's SDK applies its own rules; any
+// other carries x-should-retry: false, so the SDK surfaces its API error
+// at once. The guard's own refusals are made the same way (with
+// x-should-retry: false whatever their status: see the package
+// documentation, "Failing closed"). A server that puts a [Transport]
+// behind a handler of its own (a reverse proxy) answers its own errors with
+// ErrorResponse, so that its clients read them as they read the
+// provider's.
+func ErrorResponse(r *http.Request, status int, typ, msg string) *http.Response {
+	resp := errorResponse(errorProtocol(r.URL.Path), r, status, typ, msg)
+	if sdkRetries(status) {
+		resp.Header.Del("X-Should-Retry")
+	}
+	return resp
+}
+
+// errorProtocol is the protocol whose error shape answers a request to
+// path: the one the path names (a Gemini path with any method), else
+// OpenAI's, the shape OpenAI-compatible clients read.
+func errorProtocol(path string) wireProtocol {
+	if p := recognise(http.MethodPost, path); p != nil {
+		return p
+	}
+	if i := strings.LastIndex(path, "/models/"); i >= 0 && strings.Contains(path[i:], ":") {
+		return geminiWire{}
+	}
+	return chatWire{}
+}
+
+// sdkRetries reports whether openai-go and anthropic-sdk-go retry a
+// response of status by default: 408, 409, 429 and 5xx.
+func sdkRetries(status int) bool {
+	return status == http.StatusRequestTimeout || status == http.StatusConflict ||
+		status == http.StatusTooManyRequests || status >= 500
+}
+
+// googleStatus is Google's status name for an HTTP status, as its APIs
+// pair them (google.rpc.Code).
+func googleStatus(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "UNAUTHENTICATED"
+	case http.StatusForbidden:
+		return "PERMISSION_DENIED"
+	case http.StatusNotFound:
+		return "NOT_FOUND"
+	case http.StatusConflict:
+		return "ABORTED"
+	case http.StatusTooManyRequests:
+		return "RESOURCE_EXHAUSTED"
+	case 499:
+		return "CANCELLED"
+	case http.StatusNotImplemented:
+		return "UNIMPLEMENTED"
+	case http.StatusBadGateway, http.StatusServiceUnavailable:
+		return "UNAVAILABLE"
+	case http.StatusRequestTimeout, http.StatusGatewayTimeout:
+		return "DEADLINE_EXCEEDED"
+	}
+	if status >= 500 {
+		return "INTERNAL"
+	}
+	return "INVALID_ARGUMENT"
+}
+
+// errorResponse is ErrorResponse in p's error shape with x-should-retry:
+// false: the response a guard that refuses answers with (422 for refused
+// calls), so the SDK surfaces its API error and does not retry it.
 func errorResponse(p wireProtocol, req *http.Request, status int, typ, msg string) *http.Response {
 	body := p.errorBody(status, typ, msg)
 	h := http.Header{}

@@ -129,7 +129,7 @@
 // must arrive within -read-header-timeout; idle keep-alive connections are
 // closed after -idle-timeout. Those errors, and 502 for an upstream that
 // cannot be reached, come in the error shape of the protocol the path
-// names (OpenAI's, Anthropic's, Google's). There is no write timeout and
+// names (OpenAI's, Anthropic's, Google's: httpguard.ErrorResponse). There is no write timeout and
 // no overall request timeout: either would cut a stream that outlives it.
 // A client that goes away cancels its upstream request.
 //

@@ -2,19 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/toolguard/toolguard/guard"
+	"github.com/toolguard/toolguard/httpguard"
 	"go.opentelemetry.io/otel/propagation"
 )
 
@@ -131,39 +130,17 @@ func (s *server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
-// writeError answers with status and a body in the error shape of the
-// protocol r's path names (Anthropic Messages, Gemini, else OpenAI's), so
-// that the client's SDK surfaces it as an API error; x-should-retry:
-// false except for 408 and 502, which an SDK may retry.
+// writeError answers with status in the error shape of the protocol r's
+// path names (httpguard.ErrorResponse: Anthropic's, Google's, else
+// OpenAI's), so that the client's SDK surfaces it as an API error;
+// x-should-retry: false except for 408 and 502, which an SDK may retry.
 func writeError(w http.ResponseWriter, r *http.Request, status int, typ, msg string) {
+	resp := httpguard.ErrorResponse(r, status, typ, msg)
+	defer resp.Body.Close()
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	if status != http.StatusRequestTimeout && status != http.StatusBadGateway {
-		h.Set("X-Should-Retry", "false")
+	for k, v := range resp.Header {
+		h[k] = v
 	}
-	w.WriteHeader(status)
-	w.Write(errorBody(r.URL.Path, status, typ, msg))
-}
-
-// errorBody is an error body in the shape of the protocol path belongs
-// to, by the rules httpguard recognises a protocol by.
-func errorBody(path string, status int, typ, msg string) []byte {
-	var v any
-	switch {
-	case strings.HasSuffix(path, "/v1/messages"):
-		v = map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
-	case strings.Contains(path, "/models/") && strings.Contains(path[strings.LastIndex(path, "/models/"):], ":"):
-		gstatus := "INVALID_ARGUMENT"
-		switch status {
-		case http.StatusBadGateway:
-			gstatus = "UNAVAILABLE"
-		case http.StatusRequestTimeout:
-			gstatus = "DEADLINE_EXCEEDED"
-		}
-		v = map[string]any{"error": map[string]any{"code": status, "message": msg, "status": gstatus}}
-	default:
-		v = map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": typ}}
-	}
-	b, _ := json.Marshal(v)
-	return b
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
 }
