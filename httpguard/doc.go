@@ -211,8 +211,10 @@
 // The SDKs retry too. openai-go and anthropic-sdk-go make up to 3 requests
 // by default (408, 409, 429, 5xx and dropped connections, honouring
 // x-should-retry and Retry-After); genai retries only with
-// HTTPOptions.RetryOptions; go-openai and langchaingo's clients do not
-// retry. Each SDK retry is a new request through the transport, so the
+// HTTPOptions.RetryOptions; go-openai and langchaingo's openai and
+// anthropic clients do not retry, and langchaingo's googleai client
+// repeats a 503 (not a 429) until the call's context ends ("Tested
+// with"). Each SDK retry is a new request through the transport, so the
 // attempts multiply: ModelRetry's 3 under openai-go's 3 is up to 9
 // requests to a failing provider, and both sets of waits. Install
 // ModelRetry and turn the SDK's retries off (openai-go and

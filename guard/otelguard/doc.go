@@ -93,4 +93,19 @@
 // spans, feedback and error texts on the span events, error texts as span
 // errors, and gen_ai.tool.call.arguments and gen_ai.tool.call.result on
 // execute_tool spans.
+//
+// # Overhead
+//
+// Per model call over the bare wrapped model (BenchmarkOverhead; medians
+// on a 2-core VM at load average 1.3–1.7):
+//
+//	go test -run '^$' -bench BenchmarkOverhead -benchmem -count 5 ./guard/otelguard
+//
+//	                     time              memory             allocations
+//	bare                 0.58 µs           1,112 B             9
+//	no-op providers      1.88 µs (+1.30)   1,928 B (+816)     28 (+19)
+//	SDK, recording all   6.65 µs (+6.07)   5,584 B (+4,472)   54 (+45)
+//
+// The stages do not import OpenTelemetry: they report to a guard.Observer
+// in the context, which this package's observer is.
 package otelguard
