@@ -91,6 +91,37 @@ func decodeChatChunk(data []byte, c *chatChunk) error {
 }
 
 func decodeChatChoices(b []byte, sp span) ([]chatChoice, error) {
+	return decodeObjects(b, sp, chatChoiceMember)
+}
+
+func chatChoiceMember(b []byte, it memberIter, s seen, ch *chatChoice) (_ seen, err error) {
+	v := it.v
+	switch {
+	case it.is("index"):
+		err = s.mark(0)
+		if err == nil {
+			err = decodeInt(b, v, &ch.Index)
+		}
+	case it.is("delta"):
+		err = s.mark(1)
+		if err == nil {
+			err = decodeChatDelta(b, v, &ch.Delta)
+		}
+	case it.is("finish_reason"):
+		err = s.mark(2)
+		if err == nil {
+			ch.FinishReason, err = decodeOptString(b, v)
+		}
+	}
+	return s, err
+}
+
+// decodeObjects decodes the JSON array at sp (null: nil) into a slice, one
+// element per object, each member read by member, which marks the fields
+// it sets in the seen it is given and returns (a key given twice in one
+// object is refused); a null element stays the zero value. The iterator
+// and the marks are passed by value so that neither escapes.
+func decodeObjects[T any](b []byte, sp span, member func(b []byte, it memberIter, s seen, t *T) (seen, error)) ([]T, error) {
 	if kind(b, sp) == 'n' {
 		return nil, nil
 	}
@@ -98,7 +129,7 @@ func decodeChatChoices(b []byte, sp span) ([]chatChoice, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]chatChoice, len(es))
+	out := make([]T, len(es))
 	for i, e := range es {
 		if kind(b, e) == 'n' {
 			continue
@@ -108,27 +139,8 @@ func decodeChatChoices(b []byte, sp span) ([]chatChoice, error) {
 			return nil, err
 		}
 		var s seen
-		ch := &out[i]
 		for it.next() {
-			v := it.v
-			switch {
-			case it.is("index"):
-				err = s.mark(0)
-				if err == nil {
-					err = decodeInt(b, v, &ch.Index)
-				}
-			case it.is("delta"):
-				err = s.mark(1)
-				if err == nil {
-					err = decodeChatDelta(b, v, &ch.Delta)
-				}
-			case it.is("finish_reason"):
-				err = s.mark(2)
-				if err == nil {
-					ch.FinishReason, err = decodeOptString(b, v)
-				}
-			}
-			if err != nil {
+			if s, err = member(b, it, s, &out[i]); err != nil {
 				return nil, err
 			}
 		}
@@ -180,60 +192,37 @@ func decodeChatDelta(b []byte, sp span, d *chatDelta) error {
 }
 
 func decodeChatToolCalls(b []byte, sp span) ([]chatToolCallDelta, error) {
-	if kind(b, sp) == 'n' {
-		return nil, nil
-	}
-	es, err := arrayElems(b, sp)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]chatToolCallDelta, len(es))
-	for i, e := range es {
-		if kind(b, e) == 'n' {
-			continue
-		}
-		it, err := iterMembers(b, e)
-		if err != nil {
-			return nil, err
-		}
-		var s seen
-		tc := &out[i]
-		for it.next() {
-			v := it.v
-			switch {
-			case it.is("index"):
-				err = s.mark(0)
-				if err == nil && kind(b, v) != 'n' {
-					n := 0
-					if err = decodeInt(b, v, &n); err == nil {
-						tc.Index = &n
-					}
-				}
-			case it.is("id"):
-				err = s.mark(1)
-				if err == nil {
-					err = decodeString(b, v, &tc.ID)
-				}
-			case it.is("type"):
-				err = s.mark(2)
-				if err == nil {
-					err = decodeString(b, v, &tc.Type)
-				}
-			case it.is("function"):
-				err = s.mark(3)
-				if err == nil && kind(b, v) != 'n' {
-					err = decodeChatFunction(b, v, &tc.Function.Name, &tc.Function.Arguments)
-				}
-			}
-			if err != nil {
-				return nil, err
+	return decodeObjects(b, sp, chatToolCallMember)
+}
+
+func chatToolCallMember(b []byte, it memberIter, s seen, tc *chatToolCallDelta) (_ seen, err error) {
+	v := it.v
+	switch {
+	case it.is("index"):
+		err = s.mark(0)
+		if err == nil && kind(b, v) != 'n' {
+			n := 0
+			if err = decodeInt(b, v, &n); err == nil {
+				tc.Index = &n
 			}
 		}
-		if it.err != nil {
-			return nil, it.err
+	case it.is("id"):
+		err = s.mark(1)
+		if err == nil {
+			err = decodeString(b, v, &tc.ID)
+		}
+	case it.is("type"):
+		err = s.mark(2)
+		if err == nil {
+			err = decodeString(b, v, &tc.Type)
+		}
+	case it.is("function"):
+		err = s.mark(3)
+		if err == nil && kind(b, v) != 'n' {
+			err = decodeChatFunction(b, v, &tc.Function.Name, &tc.Function.Arguments)
 		}
 	}
-	return out, nil
+	return s, err
 }
 
 func decodeChatFunction(b []byte, sp span, name, args *string) error {
