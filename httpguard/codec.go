@@ -161,7 +161,10 @@ func (codec) Tools(req *request) []guard.Tool {
 	out := make([]guard.Tool, len(req.wire.Tools))
 	for i, t := range req.wire.Tools {
 		out[i].Name = t.Name
-		if t.Schema != nil {
+		switch {
+		case t.Err != nil:
+			out[i].Schema = unusableSchema{t.Err}
+		case t.Schema != nil:
 			out[i].Schema = t.Schema
 		}
 	}

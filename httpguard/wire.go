@@ -102,6 +102,11 @@ type wireTool struct {
 	// it (Gemini's OpenAPI-subset parameters converted); nil when the tool
 	// declares none.
 	Schema json.RawMessage
+	// Err, when not nil, says why the tool's schema could not be read or
+	// converted (nested too deep, a Gemini parameters the converter
+	// refuses): the tool's calls are refused or passed as for a schema
+	// that does not compile, and the request's other tools are guarded.
+	Err error
 }
 
 // serverState is server-side conversation state a request refers to or
