@@ -169,6 +169,7 @@ func (e Event) LogValue() slog.Value {
 
 // LogEvents returns an event handler for [WithEventHandler] that logs each
 // event to l: schema errors, give-ups, limits, store errors, misconfiguration,
+// responses that could not be read (unguarded),
 // the tool stage's refusals (a denied call, rejected replaced arguments,
 // an unknown outcome, a stopped run, a refused resume) and forged injected
 // arguments at Warn, the rest at Info.
@@ -176,7 +177,7 @@ func LogEvents(l *slog.Logger) func(ctx context.Context, e Event) {
 	return func(ctx context.Context, e Event) {
 		level := slog.LevelInfo
 		switch e.Kind {
-		case EventSchemaError, EventSchemaFallback, EventGiveUp, EventLimit, EventMisconfigured, EventEmptyResponse, EventStoreError,
+		case EventSchemaError, EventSchemaFallback, EventGiveUp, EventLimit, EventMisconfigured, EventEmptyResponse, EventStoreError, EventUnguarded,
 			EventToolOutcomeUnknown, EventToolDenied, EventArgsRejected, EventRunStopped, EventApprovalRefused, EventForgedArgument:
 			level = slog.LevelWarn
 		}

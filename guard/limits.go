@@ -104,8 +104,11 @@ type limitConfig struct {
 	tool     string
 	exit     ExitBehavior
 	store    ThreadStore
-	failOpen bool      // WithStoreFailOpen
-	kind     CountKind // set by the constructor, not an option
+	failOpen bool // WithStoreFailOpen
+	// failClosed: WithFailClosed; a response the codec cannot read is
+	// refused (ToolCallLimit) instead of passed uncounted.
+	failClosed bool
+	kind       CountKind // set by the constructor, not an option
 	// runOwner, when set, keeps this limiter's run count apart from other
 	// limiters' in the same run (the Thread of its run key): stacked
 	// ModelCallLimits count different things (steps, requests).

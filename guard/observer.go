@@ -185,7 +185,8 @@ type eventsKey struct{}
 // the events that mean a protection did not hold are logged to
 // slog.Default at Warn, so that nothing passes unchecked, refused or
 // miswired in silence: [EventGiveUp] and [EventSchemaError] of a
-// middleware failing open, [EventStoreError] under [WithStoreFailOpen],
+// middleware failing open, [EventUnguarded] of a response passed unread,
+// [EventStoreError] under [WithStoreFailOpen],
 // [EventForgedArgument], [EventApprovalRefused] and [EventMisconfigured].
 // With a handler, that handler decides ([LogEvents] logs them at Warn).
 func WithEvents(ctx context.Context, fn func(ctx context.Context, e Event)) context.Context {

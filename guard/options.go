@@ -68,10 +68,11 @@ func (o maxRetriesOption) applyRetry(c *retryConfig) {
 // [slog.Default] at Warn, so that failing open is never silent: an
 // [EventGiveUp] of a ToolArgValidation that returns calls still invalid
 // after its last re-ask, an [EventSchemaError] whose tool's calls then pass
-// unvalidated, an [EventStoreError] under [WithStoreFailOpen], and every
+// unvalidated, an [EventUnguarded] for a response that passes unread, an
+// [EventStoreError] under [WithStoreFailOpen], and every
 // [EventForgedArgument], [EventApprovalRefused] and [EventMisconfigured].
-// With [WithFailClosed] the first two are errors the caller gets, and are
-// not logged. The rest go nowhere. To silence them too, pass a handler
+// With [WithFailClosed] the first three are errors the caller gets, and
+// are not logged. The rest go nowhere. To silence them too, pass a handler
 // that does nothing.
 func WithEventHandler(fn func(ctx context.Context, e Event)) Option {
 	return eventOption(fn)

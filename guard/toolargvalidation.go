@@ -95,13 +95,29 @@ func WithUnknownTools(p UnknownToolPolicy) ValidationOption {
 // WithFailClosed makes [ToolArgValidation] return an *[InvalidToolCallsError]
 // instead of the last response when the model's tool calls are still invalid
 // after the last re-ask, and a *[SchemaError] when a tool's schema cannot be
-// compiled. The default is to fail open: hand on the last response (with
-// empty values stripped) and let the tool report the problem. Fail closed
-// where a human approves tool calls or a tool has side effects that bad
-// arguments could trigger.
-func WithFailClosed() ValidationOption {
-	return validationOption(func(c *validationConfig) { c.failClosed = true })
+// compiled. It makes ToolArgValidation and [ToolCallLimit] return an
+// *[UnguardableError] for a response the codec cannot read ([ReadChecker]),
+// whose calls they could neither check nor count ([ModelCallLimit], which
+// reads no calls, ignores it). The default is to fail open: hand on the last
+// response (with empty values stripped) and let the tool report the
+// problem; a response that cannot be read passes with an [EventUnguarded].
+// Fail closed where a human approves tool calls or a tool has side effects
+// that bad arguments could trigger.
+func WithFailClosed() FailClosedOption {
+	return failClosedOption{}
 }
+
+// FailClosedOption is the option [ToolArgValidation] and the limits take:
+// [WithFailClosed].
+type FailClosedOption interface {
+	ValidationOption
+	LimitOption
+}
+
+type failClosedOption struct{}
+
+func (failClosedOption) applyValidation(c *validationConfig) { c.failClosed = true }
+func (failClosedOption) applyLimit(c *limitConfig)           { c.failClosed = true }
 
 // WithFeedback replaces the text the model receives for an invalid call
 // (default [errfmt.Feedback]). fn must be deterministic and bound its output;
@@ -235,7 +251,8 @@ func (e *SchemaError) Unwrap() error { return e.Err }
 //
 // Calls of unknown tools pass untouched ([WithUnknownTools]); calls of a
 // tool whose schema does not compile pass too ([EventSchemaError]) unless
-// WithFailClosed. Model errors pass through. When the request streams, text
+// WithFailClosed, and so does a response the codec cannot read
+// ([ReadChecker], [EventUnguarded]). Model errors pass through. When the request streams, text
 // streams at once and only the returned calls are streamed, once accepted;
 // [EventReask] tells the context's observers to discard what the call
 // streamed so far. The middleware is safe for concurrent use.
@@ -299,6 +316,9 @@ func validateCalls[Req, Resp any](ctx context.Context, m *toolArgValidation, c C
 		resp, err := next(streamCtx, streamReq)
 		if err != nil {
 			return zero, err
+		}
+		if why := unreadable(c, resp); why != nil {
+			return passUnreadable(ctx, validationName, m.cfg.failClosed, m.cfg.events, resp, attempt, why)
 		}
 		calls := c.Calls(req, resp)
 		if len(calls) == 0 {

@@ -20,7 +20,10 @@ import (
 // counted in a [ThreadStore] ([WithThreadStore]), else the whole
 // transcript. Reserving calls is atomic: concurrent runs of one thread
 // never pass a limit together. A store that fails fails the model call with
-// a *[StoreError], unless [WithStoreFailOpen].
+// a *[StoreError], unless [WithStoreFailOpen]. A response the codec cannot
+// read ([ReadChecker]) cannot be counted: it passes with an
+// [EventUnguarded], or with [WithFailClosed] fails with an
+// *[UnguardableError].
 //
 // A response that would exceed a limit is blocked whole and reported in an
 // [EventLimit]; [WithExitBehavior] decides what comes back: [ExitContinue]
@@ -67,6 +70,14 @@ func limitCalls[Req, Resp any](ctx context.Context, l *toolCallLimit, c Codec[Re
 		if err != nil {
 			call.rollback(ctx, mark)
 			return zero, err
+		}
+		if why := unreadable(c, resp); why != nil {
+			// Its calls cannot be counted: refused (what stages inside
+			// reserved for it undone), or passed uncounted.
+			if resp, err = passUnreadable(ctx, limitName, l.cfg.failClosed, l.cfg.events, resp, attempt, why); err != nil {
+				call.rollback(ctx, mark)
+			}
+			return resp, err
 		}
 		calls := c.Calls(req, resp)
 		n := l.countCovered(calls, answer)

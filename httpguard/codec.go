@@ -25,6 +25,10 @@ type request struct {
 	// client is the client's stream; nil when the request does not
 	// stream.
 	client *clientStream
+	// unread, when not nil, says why the client's request could not be
+	// read although it offers tools: it is sent as it came, and its answer
+	// is handed on unread (see passUnread).
+	unread error
 }
 
 // response is one answer as the stages see it: an upstream response read
@@ -40,9 +44,12 @@ type response struct {
 	standIn bool
 	cause   error
 	// pass is an upstream response the transport cannot guard (past the
-	// body bound, compressed, not the protocol's shape), handed on with
-	// its body unread.
-	pass *http.Response
+	// body bound, in an encoding it cannot decode, not the protocol's
+	// shape), handed on with its body unread (or as read so far); unread
+	// says why (an *unguardableError that holds pass, so that a refusal
+	// closes it).
+	pass   *http.Response
+	unread error
 	// calls are body's tool calls, read once; nil until read.
 	calls []wireCall
 	// origin is the gate that assembled body from an upstream stream; nil
@@ -70,11 +77,19 @@ func (resp *response) toolCalls() ([]wireCall, error) {
 // call needs travels in its request and response.
 type codec struct{}
 
-var _ guard.Codec[*request, *response] = codec{}
+var (
+	_ guard.Codec[*request, *response] = codec{}
+	_ guard.ReadChecker[*response]     = codec{}
+)
+
+// Unreadable returns why the transport could not read resp (a response it
+// hands on unread: see [guard.ReadChecker]); nil when it read it.
+func (codec) Unreadable(resp *response) error { return resp.unread }
 
 // Calls returns resp's tool calls, in order. The transport reads a
 // response's calls before it hands it to the stages (a response whose calls
-// it cannot read is passed through), so the error cannot occur here.
+// it cannot read is handed on unread, which Unreadable reports), so the
+// error cannot occur here.
 func (codec) Calls(_ *request, resp *response) []guard.Call {
 	cs, err := resp.toolCalls()
 	if err != nil {

@@ -113,8 +113,11 @@ func TestStreamClientCloses(t *testing.T) {
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 }
 
-// Bodies past MaxBody pass through unguarded and untouched, reported at
-// Warn: a request (its calls are not guarded) and a response.
+// Bodies past MaxBody cannot be guarded. A request past it passes through
+// untouched, reported at Warn (its answer's calls are not guarded). An
+// answer past it is refused under fail closed (502 response_unguardable,
+// x-should-retry: false) and passes untouched under fail open, with an
+// unguarded event every time (logged at Warn without a handler).
 func TestBodiesPastTheBound(t *testing.T) {
 	log := captureLog(t)
 	pad := strings.Repeat("x", MaxBody)
@@ -128,9 +131,9 @@ func TestBodiesPastTheBound(t *testing.T) {
 		io.WriteString(w, bigAnswer)
 	}))
 	defer srv.Close()
-	tr := New(nil, ToolArgValidation(guard.WithFailClosed()))
+	open := New(nil, ToolArgValidation())
 	big := []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"` + pad + `"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]}`)
-	ex := do(t, tr, context.Background(), srv.URL+"/v1/chat/completions", big)
+	ex := do(t, open, context.Background(), srv.URL+"/v1/chat/completions", big)
 	if !bytes.Equal(got, big) {
 		t.Errorf("the provider got %d bytes, want the client's %d", len(got), len(big))
 	}
@@ -138,13 +141,22 @@ func TestBodiesPastTheBound(t *testing.T) {
 		t.Errorf("the client got %d, %d bytes, want the answer untouched", ex.resp.StatusCode, len(ex.body))
 	}
 	c := wireCases(t)[0]
-	ex = do(t, tr, context.Background(), srv.URL+c.url, c.body)
-	if ex.resp.StatusCode != 200 || string(ex.body) != bigAnswer {
-		t.Errorf("a large answer: %d, %d bytes, want it untouched", ex.resp.StatusCode, len(ex.body))
+	for i := range 2 {
+		ex = do(t, open, context.Background(), srv.URL+c.url, c.body)
+		if ex.resp.StatusCode != 200 || string(ex.body) != bigAnswer {
+			t.Errorf("a large answer failing open (%d): %d, %d bytes, want it untouched", i+1, ex.resp.StatusCode, len(ex.body))
+		}
 	}
 	out := log.String()
-	if !strings.Contains(out, "request body is larger than MaxBody") || !strings.Contains(out, "response body is larger than MaxBody") || !strings.Contains(out, "level=WARN") {
-		t.Errorf("log:\n%s", out)
+	if !strings.Contains(out, "request body is larger than MaxBody") || strings.Count(out, "response body is larger than MaxBody") != 2 || !strings.Contains(out, "toolguard: unguarded") {
+		t.Errorf("log, want the large request once and an unguarded event per large answer:\n%s", out)
+	}
+	closed := New(nil, ToolArgValidation(guard.WithFailClosed()))
+	ex = do(t, closed, context.Background(), srv.URL+c.url, c.body)
+	if ex.resp.StatusCode != http.StatusBadGateway || ex.resp.Header.Get("X-Should-Retry") != "false" ||
+		!strings.Contains(string(ex.body), responseUnguardable) || !strings.Contains(string(ex.body), "larger than MaxBody") {
+		t.Errorf("a large answer failing closed: %d %q %s, want 502 response_unguardable naming the bound, x-should-retry: false",
+			ex.resp.StatusCode, ex.resp.Header.Get("X-Should-Retry"), ex.body)
 	}
 }
 

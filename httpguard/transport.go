@@ -75,18 +75,27 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	wire, err := proto.parseRequest(r.URL.Path, body)
 	if err != nil {
-		if offersTools(body) {
-			t.report(r, "unguarded", "the request cannot be guarded", err)
+		if !offersTools(body) {
+			return t.base.RoundTrip(withBytes(r, body))
 		}
-		return t.base.RoundTrip(withBytes(r, body))
+		// Its answer's calls cannot be checked: the stages refuse the
+		// answer or pass it with an event, as for an answer they cannot
+		// read.
+		return t.roundTripUnread(r, &request{proto: proto, body: body, http: r, unread: err})
 	}
 	req := &request{proto: proto, wire: wire, body: body, http: r}
 	if wire.Stream {
 		return t.roundTripStream(r, req)
 	}
+	return t.roundTripUnread(r, req)
+}
+
+// roundTripUnread runs a sync request's logical call (or that of a request
+// that could not be read, whose answer is handed on unread).
+func (t *Transport) roundTripUnread(r *http.Request, req *request) (*http.Response, error) {
 	resp, err := t.handler(r.Context(), req)
 	if err != nil {
-		return t.failure(r, proto, err)
+		return t.failure(r, req.proto, err)
 	}
 	if resp.pass != nil {
 		resp.pass.Request = r
@@ -207,6 +216,10 @@ func (b cancelOnClose) Close() error {
 // the upstream refused, a cancelled context), as the base transport would
 // return it.
 func (t *Transport) failure(r *http.Request, p wireProtocol, err error) (*http.Response, error) {
+	if isUnguardable(err) {
+		closeUnread(err)
+		return errorResponse(p, r, http.StatusBadGateway, responseUnguardable, preview([]byte(err.Error()))), nil
+	}
 	if status, typ, msg, ok := refusal(err); ok {
 		return errorResponse(p, r, status, typ, msg), nil
 	}
@@ -290,6 +303,8 @@ func (t *Transport) failStream(ctx context.Context, root *gateSink, err error) e
 	switch {
 	case errors.As(err, &ue):
 		typ = "upstream_error"
+	case isUnguardable(err):
+		typ = responseUnguardable
 	case errors.Is(err, errTooLarge):
 		typ, msg = responseTooLarge, tooLargeText
 	default:
@@ -359,10 +374,4 @@ func (t *Transport) report(r *http.Request, kind, msg string, err error) {
 		attrs = append(attrs, slog.String("error", err.Error()))
 	}
 	slog.Default().LogAttrs(r.Context(), slog.LevelWarn, "toolguard: httpguard: "+kind+": "+msg, attrs...)
-}
-
-// unguarded reports an upstream response of req that passes through
-// unguarded: why is a fixed text, err the details.
-func (t *Transport) unguarded(req *request, why string, err error) {
-	t.report(req.http, "unguarded", why, err)
 }

@@ -3,6 +3,7 @@ package httpguard
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
 )
 
 // responseUnguardable is the error type of an upstream answer the guard
@@ -20,6 +21,9 @@ const responseUnguardable = "response_unguardable"
 type unguardableError struct {
 	why string
 	err error
+	// pass is the upstream response handed on unread, whose body a
+	// refusal closes; nil when the answer was read (a stream event).
+	pass *http.Response
 }
 
 // unguardable returns an *unguardableError for why, with err's details.
@@ -29,9 +33,9 @@ func unguardable(why string, err error) error {
 
 func (e *unguardableError) Error() string {
 	if e.err == nil {
-		return "httpguard: the response cannot be guarded: " + e.why
+		return "httpguard: " + e.why
 	}
-	return "httpguard: the response cannot be guarded: " + e.why + ": " + e.err.Error()
+	return "httpguard: " + e.why + ": " + e.err.Error()
 }
 
 func (e *unguardableError) Unwrap() error { return e.err }
@@ -53,3 +57,20 @@ type unusableSchema struct{ err error }
 func (s unusableSchema) MarshalJSON() ([]byte, error) { return nil, s.err }
 
 var _ json.Marshaler = unusableSchema{}
+
+// passUnread hands hr on unread, as the answer to req that the stages see:
+// its reason (why, a fixed text; err, the details) is what the codec's
+// Unreadable reports, so each stage refuses it under fail closed and passes
+// it with an unguarded event under fail open.
+func passUnread(req *request, hr *http.Response, why string, err error) *response {
+	return &response{proto: req.proto, pass: hr, unread: &unguardableError{why: why, err: err, pass: hr}}
+}
+
+// closeUnread closes the body of the upstream response err refuses unread,
+// if any.
+func closeUnread(err error) {
+	var ue *unguardableError
+	if errors.As(err, &ue) && ue.pass != nil && ue.pass.Body != nil {
+		ue.pass.Body.Close()
+	}
+}

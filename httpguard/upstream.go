@@ -121,22 +121,24 @@ func (t *Transport) sendUpstream(ctx context.Context, req *request) (*response, 
 	if hr.StatusCode < 200 || hr.StatusCode > 299 {
 		return nil, readUpstreamError(hr, credentials(req.http))
 	}
+	if req.unread != nil {
+		// The request itself could not be read: neither can its answer.
+		return passUnread(req, hr, "the request cannot be read", req.unread), nil
+	}
 	if req.sink != nil {
 		if !isEventStream(hr) {
-			t.unguarded(req, "the answer to a streaming request is not an event stream", fmt.Errorf("Content-Type %q", hr.Header.Get("Content-Type")))
-			return &response{proto: req.proto, pass: hr}, nil
+			return passUnread(req, hr, "the answer to a streaming request is not an event stream",
+				fmt.Errorf("Content-Type %q", hr.Header.Get("Content-Type"))), nil
 		}
-		return t.readStream(req, hr)
+		return t.readStream(ctx, req, hr)
 	}
 	if enc := hr.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
-		t.unguarded(req, "the response body is encoded", fmt.Errorf("Content-Encoding %q", enc))
-		return &response{proto: req.proto, pass: hr}, nil
+		return passUnread(req, hr, "the response body is encoded", fmt.Errorf("Content-Encoding %q", enc)), nil
 	}
 	b, err := readBounded(hr.Body, MaxBody)
 	if errors.Is(err, errTooLarge) {
-		t.unguarded(req, "the response body is larger than MaxBody", nil)
 		hr.Body = readCloser{io.MultiReader(bytes.NewReader(b), hr.Body), hr.Body}
-		return &response{proto: req.proto, pass: hr}, nil
+		return passUnread(req, hr, "the response body is larger than MaxBody", nil), nil
 	}
 	hr.Body.Close()
 	if err != nil {
@@ -144,9 +146,8 @@ func (t *Transport) sendUpstream(ctx context.Context, req *request) (*response, 
 	}
 	resp := &response{proto: req.proto, body: b, status: hr.StatusCode, header: hr.Header}
 	if _, err := resp.toolCalls(); err != nil {
-		t.unguarded(req, "the response cannot be guarded", err)
 		hr.Body = io.NopCloser(bytes.NewReader(b))
-		return &response{proto: req.proto, pass: hr}, nil
+		return passUnread(req, hr, "the response is not of a shape the guard reads", err), nil
 	}
 	return resp, nil
 }
@@ -230,7 +231,7 @@ func isEventStream(hr *http.Response) bool {
 // readStream feeds an upstream stream's events to req's sink as they come
 // and returns the stream assembled into the sync response it amounts to
 // (by the sink's gate, which assembles each attempt).
-func (t *Transport) readStream(req *request, hr *http.Response) (*response, error) {
+func (t *Transport) readStream(ctx context.Context, req *request, hr *http.Response) (*response, error) {
 	defer hr.Body.Close()
 	req.client.upstream(hr)
 	req.sink.begin()
@@ -245,7 +246,7 @@ func (t *Transport) readStream(req *request, hr *http.Response) (*response, erro
 		}
 		done, err := req.sink.event(ev)
 		if err != nil {
-			return nil, err
+			return nil, unguardedStream(ctx, err)
 		}
 		if done {
 			break
@@ -253,11 +254,11 @@ func (t *Transport) readStream(req *request, hr *http.Response) (*response, erro
 	}
 	b, err := req.sink.assembledResponse()
 	if err != nil {
-		return nil, err
+		return nil, unguardedStream(ctx, err)
 	}
 	calls, err := req.sink.assembledCalls()
 	if err != nil {
-		return nil, fmt.Errorf("httpguard: the streamed response cannot be guarded: %w", err)
+		return nil, unguardedStream(ctx, unguardable("the streamed response is not of a shape the guard reads", err))
 	}
 	return &response{proto: req.proto, body: b, status: hr.StatusCode, header: hr.Header, origin: req.sink, calls: calls}, nil
 }
@@ -317,4 +318,17 @@ func (e *upstreamStreamError) StatusCode() int {
 		}
 	}
 	return 0
+}
+
+// unguardedStream returns err, a failure to read a stream's events; one
+// that says the stream cannot be guarded is reported as an unguarded event
+// first (to the observers and handler of ctx: the proxy's metrics count
+// it). Such a stream is refused whether the stages fail open or closed:
+// part of it was read, and what the client would read of the rest could
+// not be checked.
+func unguardedStream(ctx context.Context, err error) error {
+	if isUnguardable(err) {
+		guard.Report(ctx, guard.Event{Kind: guard.EventUnguarded, Middleware: "httpguard", Err: err})
+	}
+	return err
 }

@@ -173,6 +173,10 @@ func (cfg config) middlewares(o guard.Observer, store guard.ThreadStore, events 
 		if store != nil {
 			opts = append(opts, guard.WithThreadStore(store))
 		}
+		if cfg.failClosed {
+			// An answer it cannot count is refused, not passed uncounted.
+			opts = append(opts, guard.WithFailClosed())
+		}
 		mws = append(mws, httpguard.ToolCallLimit(opts...))
 	}
 	vopts := []guard.ValidationOption{guard.WithMaxRetries(cfg.maxRetries), guard.WithEventHandler(events)}

@@ -97,7 +97,7 @@ func (s *server) logEvent(ctx context.Context, e guard.Event) {
 	level := slog.LevelInfo
 	switch e.Kind {
 	case guard.EventSchemaError, guard.EventSchemaFallback, guard.EventGiveUp, guard.EventLimit, guard.EventMisconfigured,
-		guard.EventEmptyResponse, guard.EventStoreError, guard.EventForgedArgument:
+		guard.EventEmptyResponse, guard.EventStoreError, guard.EventForgedArgument, guard.EventUnguarded:
 		level = slog.LevelWarn
 	}
 	if !s.log.Enabled(ctx, level) {

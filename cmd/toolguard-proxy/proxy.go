@@ -28,7 +28,7 @@ const maxThreadID = 256
 // with the thread header removed. Accept-Encoding is removed too, so that
 // the upstream connection negotiates compression itself and hands
 // httpguard a body it can read: a client's "gzip, br" passed on would get
-// an encoded answer, which passes through unguarded.
+// an encoded answer the guard would have to decode first.
 func (s *server) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(s.cfg.upstream)
 	pr.Out.Header.Del(threadHeader)
