@@ -25,6 +25,10 @@ type request struct {
 	// client is the client's stream; nil when the request does not
 	// stream.
 	client *clientStream
+	// direct marks a streaming request that offers no tools: its answer
+	// is handed on as the upstream streams it (sendUpstream), with no
+	// gate and no bound.
+	direct bool
 	// unread, when not nil, says why the client's request could not be
 	// read although it offers tools: it is sent as it came, and its answer
 	// is handed on unread (see passUnread).

@@ -84,14 +84,18 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return t.roundTripUnread(r, &request{proto: proto, body: body, http: r, unread: err})
 	}
 	req := &request{proto: proto, wire: wire, body: body, http: r}
-	if wire.Stream {
+	if wire.Stream && len(wire.Tools) > 0 {
 		return t.roundTripStream(r, req)
 	}
+	// A stream that offers no tools has no calls to hold: it goes to the
+	// client as the upstream sends it, with no gate and no bound.
+	req.direct = wire.Stream
 	return t.roundTripUnread(r, req)
 }
 
-// roundTripUnread runs a sync request's logical call (or that of a request
-// that could not be read, whose answer is handed on unread).
+// roundTripUnread runs the logical call of a sync request, of a request
+// that could not be read (whose answer is handed on unread), or of a
+// stream that offers no tools (handed on as it comes).
 func (t *Transport) roundTripUnread(r *http.Request, req *request) (*http.Response, error) {
 	resp, err := t.handler(r.Context(), req)
 	if err != nil {
@@ -101,7 +105,39 @@ func (t *Transport) roundTripUnread(r *http.Request, req *request) (*http.Respon
 		resp.pass.Request = r
 		return resp.pass, nil
 	}
+	if req.direct {
+		// A stage's stand-in answer (a model-call limit's) to a stream.
+		return t.streamAnswer(r, req.proto, resp)
+	}
 	return syncResponse(r, resp), nil
+}
+
+// streamAnswer streams resp, an answer a stage made, to a client that
+// asked for a stream, as the root gate streams a stand-in answer.
+func (t *Transport) streamAnswer(r *http.Request, p wireProtocol, resp *response) (*http.Response, error) {
+	ctx, cancel := context.WithCancel(r.Context())
+	client := newClientStream(p, cancel)
+	root := newGateSink(p, nil, client)
+	ended := make(chan roundTrip, 1)
+	go func() {
+		defer cancel()
+		_, err := root.Deliver(ctx, resp)
+		if err == nil {
+			err = client.flush()
+		}
+		if err != nil && !client.isCommitted() {
+			client.end(errNotStreamed)
+			ended <- roundTrip{nil, err}
+			return
+		}
+		client.end(err)
+	}()
+	select {
+	case <-client.committed:
+		return client.response(r), nil
+	case rt := <-ended:
+		return rt.resp, rt.err
+	}
 }
 
 // syncResponse is resp as the client receives it.

@@ -99,3 +99,12 @@ const (
 	chatGoodCall = `{"id":"call_2","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Lyon\"}"}}`
 	respBadCall  = `{"id":"fc_1","type":"function_call","status":"completed","arguments":"{\"city\": ` + badCity + `}","call_id":"call_1","name":"get_weather"}`
 )
+
+// firstLine is the start of b, for a failure message.
+func firstLine(b []byte) string {
+	s, _, _ := strings.Cut(string(b), "\n")
+	if len(s) > 160 {
+		s = s[:160] + "…"
+	}
+	return s
+}

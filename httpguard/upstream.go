@@ -121,6 +121,10 @@ func (t *Transport) sendUpstream(ctx context.Context, req *request) (*response, 
 	if hr.StatusCode < 200 || hr.StatusCode > 299 {
 		return nil, readUpstreamError(hr, credentials(req.http))
 	}
+	if req.direct {
+		// A stream that offers no tools: no call to guard.
+		return &response{proto: req.proto, pass: hr, status: hr.StatusCode, header: hr.Header}, nil
+	}
 	if req.unread != nil {
 		// The request itself could not be read: neither can its answer.
 		return passUnread(req, hr, "the request cannot be read", req.unread), nil
