@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/retry"
@@ -334,7 +336,7 @@ func (t *Transport) failStream(ctx context.Context, root *gateSink, err error) e
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	typ, msg := "guard_error", preview([]byte(err.Error()))
+	typ, msg := "guard_error", preview([]byte(connectionText(err)))
 	var ue *UpstreamError
 	switch {
 	case errors.As(err, &ue):
@@ -410,4 +412,29 @@ func (t *Transport) report(r *http.Request, kind, msg string, err error) {
 		attrs = append(attrs, slog.String("error", err.Error()))
 	}
 	slog.Default().LogAttrs(r.Context(), slog.LevelWarn, "toolguard: httpguard: "+kind+": "+msg, attrs...)
+}
+
+// connectionText is err's text as a client may read it: a failure of the
+// connection to the upstream (a *net.OpError, a failed lookup) is named by
+// its kind alone, never with the addresses or host names its text holds
+// (the upstream's internal ip:port behind a proxy).
+func connectionText(err error) string {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return "httpguard: the upstream's address could not be resolved"
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		kind := "failed"
+		switch {
+		case op.Timeout():
+			kind = "timed out"
+		case errors.Is(op.Err, syscall.ECONNREFUSED):
+			kind = "was refused"
+		case errors.Is(op.Err, syscall.ECONNRESET):
+			kind = "was reset"
+		}
+		return "httpguard: the connection to the upstream " + kind + " (" + op.Op + ")"
+	}
+	return err.Error()
 }

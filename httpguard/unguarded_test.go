@@ -1,8 +1,11 @@
 package httpguard
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -107,4 +110,38 @@ func firstLine(b []byte) string {
 		s = s[:160] + "…"
 	}
 	return s
+}
+
+// A stream cut by the upstream after it began ends with an error event
+// that names what failed, never the upstream's address: behind a proxy,
+// that is an internal ip:port.
+func TestStreamErrorHidesUpstreamAddress(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write([]byte(`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","content":"Hello"},"finish_reason":null}]}` + "\n\n"))
+		w.(http.Flusher).Flush()
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		conn.(*net.TCPConn).SetLinger(0) // a reset, not a clean close
+		conn.Close()
+	}))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	body := fixture(t, "openai-chat", "stream-request.json")
+	tr := New(nil, ToolArgValidation())
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", bytes.NewReader(body))
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Contains(b, []byte("Hello")) || !bytes.Contains(b, []byte("error")) {
+		t.Fatalf("the client read %q, want the text, then an error event", b)
+	}
+	if bytes.Contains(b, []byte(port)) || bytes.Contains(b, []byte("127.0.0.1")) {
+		t.Errorf("the error event names the upstream's address (port %s):\n%s", port, b)
+	}
 }
