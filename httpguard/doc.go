@@ -107,14 +107,33 @@
 // ("misconfigured"): a provider or a prefix httpguard does not recognise
 // leaves its calls unguarded.
 //
-// Requests the transport recognises but cannot guard pass through
-// unguarded and untouched, reported once per host, path and reason, at
-// Warn: several choices (Chat's n > 1, Gemini's candidateCount > 1), a
-// Responses output item that needs an answer the guard cannot give
-// (custom_tool_call, computer_call and the other non-function calls), a
-// compressed response body (the SDKs do not ask for one), the answer to a
-// streaming request that is not an event stream (Gemini's JSON-array
-// stream without alt=sse, which langchaingo's googleai client uses).
+// # What it cannot read, it does not pass
+//
+// An answer the guard cannot read is never taken for one without tool
+// calls: an encoding it cannot decode, a body past [MaxBody], the answer
+// to a streaming request that is not labelled as an event stream (Gemini's
+// JSON-array stream without alt=sse, which langchaingo's googleai client
+// uses), a shape it does not know (a legacy function_call, several
+// choices or candidates that call tools, an output item or block of a
+// type it does not know), a protocol key given twice or differing only in
+// case from the protocol's spelling (the SDKs decode with encoding/json,
+// which matches keys without regard to case and keeps the last of two:
+// the guard would check one call while the SDK read another). With
+// [guard.WithFailClosed] (given to ToolArgValidation, and to ToolCallLimit,
+// which cannot count such an answer's calls either) the client gets an
+// HTTP 502 in the protocol's error shape, type response_unguardable,
+// x-should-retry: false, the reason in the message; failing open, the
+// answer passes as it came with a [guard.EventUnguarded] naming the
+// reason, every time (logged at Warn on slog.Default without a handler,
+// counted by otelguard). A request that offers tools in a shape the guard
+// cannot parse is sent as it came, and its answer is handled the same way.
+// A stream that turns unreadable part-way (an event it cannot read) is
+// refused in both modes: part of it was read, and what the client would
+// read of the rest could not be checked. What the guard can read of a
+// mixed answer it guards: function calls beside items that are not
+// function calls (custom tools, shell and patch calls, computer use, MCP
+// approvals, images) are validated, cleaned, re-asked and counted, and the
+// other items pass as they are.
 //
 // Headers, the query and every member of the JSON the guard does not
 // rewrite pass through byte for byte. A response the guard accepts as it
@@ -187,6 +206,8 @@
 // dropped connection. Status 422 and the type (OpenAI's error.type and
 // code, Anthropic's error.type, Gemini's ErrorInfo reason) say what was
 // refused: invalid_tool_calls ([guard.WithFailClosed]), invalid_tool_schema,
+// response_unguardable (status 502: see "What it cannot read, it does not
+// pass"),
 // tool_call_limit_exceeded and model_call_limit_exceeded
 // ([guard.ExitError]), tool_calls_refused (see "Server-side state"); the
 // message holds the violations, bounded. A limiter that cannot reach its
@@ -260,9 +281,13 @@
 //
 // The transport reads at most [MaxBody] (8 MiB) of one body to guard it: a
 // request, a sync response, a stream's event and its assembled response.
-// A request or sync response past the bound passes through unguarded and
-// untouched (never buffered whole), reported at Warn. A stream whose
-// assembled response (or one event) passes the bound cannot be guarded:
+// A request past the bound passes through unguarded and untouched (never
+// buffered whole), reported at Warn once per host and path; a sync
+// response past it is an answer the guard cannot read (see above). A
+// stream that offers no tools is handed on as the upstream sends it, with
+// no gate and no bound. A stream whose assembled response (the calls and
+// text it holds, not the events' envelopes; or one event) passes the
+// bound cannot be guarded:
 // before anything of it reached the client, the client gets an HTTP 502 in
 // the protocol's error shape, type response_too_large, x-should-retry:
 // false (the SDK surfaces its API error and does not retry: the same
