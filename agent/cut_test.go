@@ -230,8 +230,9 @@ func TestToolReturningAfterCancelIsCutOff(t *testing.T) {
 
 // cutOffRound plays one round of TestToolReturningAfterCancelIsCutOff, the
 // payment returning bankErr(ctx); it reports whether the round passed.
+// A round that fails reports every way it does: what Run returned, and
+// what the model read after Resume.
 func cutOffRound(t *testing.T, round int, bankErr func(context.Context) error) bool {
-	t.Helper()
 	thread := fmt.Sprintf("cut-off-%d", round)
 	ctx, cancel := context.WithCancelCause(guard.WithThread(context.Background(), thread))
 	defer cancel(nil)
@@ -261,9 +262,10 @@ func cutOffRound(t *testing.T, round int, bankErr func(context.Context) error) b
 		t.Errorf("round %d: Run() error = %v, want context.Canceled", round, err)
 		return false
 	}
+	ok := true
 	if len(res.Steps) != 1 || res.Steps[0].Tool != "lookup_fee" {
 		t.Errorf("round %d: Run() steps = %+v, want lookup_fee's failure alone (the payment was cut off)", round, res.Steps)
-		return false
+		ok = false
 	}
 	model.Append(fakemodel.Text("I will check the payment first."))
 	res, err = a.Resume(guard.WithThread(context.Background(), thread), nil)
@@ -277,17 +279,17 @@ func cutOffRound(t *testing.T, round int, bankErr func(context.Context) error) b
 		"ai: call_2 lookup_fee({})", "tool: call_2 lookup_fee -> Error: fee table unreachable"}
 	if got := render(reqs[len(reqs)-1].Messages); !slices.Equal(got, want) {
 		diffLines(t, fmt.Sprintf("round %d: the model's request after Resume", round), got, want)
-		return false
+		ok = false
 	}
 	if len(res.Steps) != 2 || !errors.Is(res.Steps[0].Err, agent.ErrCallInterrupted) || res.Steps[1].Err == nil {
 		t.Errorf("round %d: Resume() steps = %+v, want the payment with ErrCallInterrupted, then lookup_fee's failure", round, res.Steps)
-		return false
+		ok = false
 	}
 	if payments.Load() != 1 {
 		t.Errorf("round %d: transfer_money ran %d times, want 1", round, payments.Load())
-		return false
+		ok = false
 	}
-	return true
+	return ok
 }
 
 // onFirstText is an error that calls do the first time its text is read.
