@@ -294,7 +294,8 @@ type Step struct {
 // called tools after [WithMaxIterations] turns; ctx's error at once when ctx
 // is done (running tools were given ctx; calls not started never start;
 // Messages ends before the interrupted turn, Steps holds its calls that
-// finished); the error of a call that ended the run — one wrapping
+// finished, not one whose tool returned ctx's error: its outcome is
+// unknown, see [ErrCallInterrupted]); the error of a call that ended the run — one wrapping
 // [ErrStopRun], or a [*ToolPanicError] — once the batch's running calls
 // have finished (Messages and Steps record the whole turn, each call with
 // its outcome: see [ErrStopRun]); else an error wrapping the failed model

@@ -60,9 +60,11 @@ var ErrNothingToResume = errors.New("agent: no unfinished run to resume")
 
 // ErrCallInterrupted is the Step.Err of a call that had started, or may
 // have, when its run was cut off (the process died or the context was
-// cancelled mid-batch) or abandoned ([Agent.Abandon]). Resuming never runs
-// it again — its outcome is unknown — and the model reads that it must
-// check before calling again.
+// cancelled mid-batch) or abandoned ([Agent.Abandon]). A call whose tool
+// returned an error wrapping the context's once it ended (a bank call
+// given up on, say) is cut off too, never a call that failed. Resuming
+// never runs it again — its outcome is unknown — and the model reads that
+// it must check before calling again.
 var ErrCallInterrupted = errors.New("agent: the run stopped while the call was running; its outcome is unknown")
 
 // interruptedAnswer is what the model reads of a call in ErrCallInterrupted.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -181,5 +182,146 @@ func TestToolPanicNotRetried(t *testing.T) {
 	var perr *agent.ToolPanicError
 	if !errors.As(err, &perr) || runs.Load() != 1 {
 		t.Errorf("Run() error = %v, boom ran %d times; want a *ToolPanicError after 1 run", err, runs.Load())
+	}
+}
+
+// cutOffRounds is how many times TestToolReturningAfterCancelIsCutOff
+// plays its scene.
+const cutOffRounds = 32
+
+// errBankDown is the cause a run's context is cancelled with.
+var errBankDown = errors.New("the bank is down")
+
+// A tool that returns because the run's context ended — the bank call of a
+// payment cut short, returning ctx.Err() or its cause wrapped — was cut
+// off: whether the payment went through is unknown. The call is recorded
+// as cut off, as a call still running when the context ended is, never as
+// a call that failed: Run's Steps leave it out, and Resume tells the model
+// its outcome is unknown (ErrCallInterrupted), never "Error: context
+// canceled".
+//
+// The order is forced, without sleeping: the agent is busy with a sibling's
+// failure (lookup_fee's error, whose Error the agent calls to tell the
+// model, cancels the run and waits for the payment to return) when the
+// context ends and the payment returns, so it then finds both the
+// payment's result and the context's end ready at once. Go's select picks
+// either at random; each round sets the scene again, so that the result is
+// picked first in some round but with a chance of 2^-32.
+func TestToolReturningAfterCancelIsCutOff(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// bankErr is what the payment's tool returns once ctx ended.
+		bankErr func(ctx context.Context) error
+	}{
+		{"ctx.Err", func(ctx context.Context) error { return fmt.Errorf("bank: %w", ctx.Err()) }},
+		{"context.Cause", func(ctx context.Context) error { return fmt.Errorf("bank: %w", context.Cause(ctx)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			for round := range cutOffRounds {
+				if !cutOffRound(t, round, tc.bankErr) {
+					return
+				}
+			}
+		})
+	}
+}
+
+// cutOffRound plays one round of TestToolReturningAfterCancelIsCutOff, the
+// payment returning bankErr(ctx); it reports whether the round passed.
+// A round that fails reports every way it does: what Run returned, and
+// what the model read after Resume.
+func cutOffRound(t *testing.T, round int, bankErr func(context.Context) error) bool {
+	thread := fmt.Sprintf("cut-off-%d", round)
+	ctx, cancel := context.WithCancelCause(guard.WithThread(context.Background(), thread))
+	defer cancel(nil)
+	var payments atomic.Int32
+	returned := make(chan struct{}) // the payment's tool stage returned
+	pay := agent.NewSchemaTool("transfer_money", "Pay.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
+		payments.Add(1)
+		<-ctx.Done() // the bank's reply never comes
+		return "", bankErr(ctx)
+	})
+	fee := agent.NewSchemaTool("lookup_fee", "Fee.", nil, func(context.Context, map[string]any) (string, error) {
+		return "", &onFirstText{msg: "fee table unreachable", do: func() { cancel(errBankDown); <-returned }}
+	})
+	signal := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
+		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+			res, err := next(ctx, call)
+			if call.Name == "transfer_money" {
+				close(returned)
+			}
+			return res, err
+		}
+	})
+	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{}`), fakemodel.Call("lookup_fee", `{}`)))
+	a := agent.New(model, []agent.Tool{pay, fee}, agent.WithCheckpointer(new(agent.MemoryCheckpointer)), agent.WithToolMiddleware(signal))
+	res, err := a.Run(ctx, "pay")
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("round %d: Run() error = %v, want context.Canceled", round, err)
+		return false
+	}
+	ok := true
+	if len(res.Steps) != 1 || res.Steps[0].Tool != "lookup_fee" {
+		t.Errorf("round %d: Run() steps = %+v, want lookup_fee's failure alone (the payment was cut off)", round, res.Steps)
+		ok = false
+	}
+	model.Append(fakemodel.Text("I will check the payment first."))
+	res, err = a.Resume(guard.WithThread(context.Background(), thread), nil)
+	if err != nil {
+		t.Errorf("round %d: Resume(nil) error = %v", round, err)
+		return false
+	}
+	reqs := model.Requests()
+	want := []string{"human: pay",
+		"ai: call_1 transfer_money({})", "tool: call_1 transfer_money -> " + unknownAnswer,
+		"ai: call_2 lookup_fee({})", "tool: call_2 lookup_fee -> Error: fee table unreachable"}
+	if got := render(reqs[len(reqs)-1].Messages); !slices.Equal(got, want) {
+		diffLines(t, fmt.Sprintf("round %d: the model's request after Resume", round), got, want)
+		ok = false
+	}
+	if len(res.Steps) != 2 || !errors.Is(res.Steps[0].Err, agent.ErrCallInterrupted) || res.Steps[1].Err == nil {
+		t.Errorf("round %d: Resume() steps = %+v, want the payment with ErrCallInterrupted, then lookup_fee's failure", round, res.Steps)
+		ok = false
+	}
+	if payments.Load() != 1 {
+		t.Errorf("round %d: transfer_money ran %d times, want 1", round, payments.Load())
+		ok = false
+	}
+	return ok
+}
+
+// onFirstText is an error that calls do the first time its text is read.
+type onFirstText struct {
+	msg  string
+	once sync.Once
+	do   func()
+}
+
+func (e *onFirstText) Error() string {
+	e.once.Do(e.do)
+	return e.msg
+}
+
+// A tool's own cancellation while the run goes on (a request the tool
+// gave up on itself) is a failure like any: the model reads the error, and
+// the run goes on. Only the run's context ending cuts a call off.
+func TestToolsOwnCancellationIsAFailure(t *testing.T) {
+	t.Parallel()
+	lookup := agent.NewSchemaTool("lookup_fee", "Fee.", nil, func(context.Context, map[string]any) (string, error) {
+		return "", fmt.Errorf("fee service: %w", context.Canceled)
+	})
+	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("lookup_fee", `{}`)), fakemodel.Text("No fee known."))
+	res, err := agent.New(model, []agent.Tool{lookup}).Run(context.Background(), "fee?")
+	if err != nil || res.Output != "No fee known." {
+		t.Fatalf("Run() = %q, %v; want the model's answer", res.Output, err)
+	}
+	if len(res.Steps) != 1 || !errors.Is(res.Steps[0].Err, context.Canceled) || errors.Is(res.Steps[0].Err, agent.ErrCallInterrupted) {
+		t.Errorf("steps = %+v, want lookup_fee failed with its own context.Canceled", res.Steps)
+	}
+	want := []string{"Error: fee service: context canceled"}
+	if got := toolMessages(res.Messages); !slices.Equal(got, want) {
+		t.Errorf("tool messages = %q, want %q", got, want)
 	}
 }

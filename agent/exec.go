@@ -62,11 +62,14 @@ const (
 // When ctx is done it returns ctx.Err() at once; calls not yet started are
 // not started, and running ones are left to honour ctx (their results are
 // dropped: the channel they report to has room for all of them, so they
-// never block). When a call returns an error wrapping ErrStopRun, or its
-// tool stage panics (a *ToolPanicError), calls not yet started are not
-// started, running ones finish, and it returns that error. Either way the
-// batch is cut short: it holds the outcome of every call that finished and
-// says which calls were cut off and which never started.
+// never block). A call whose result comes once ctx is done, with an error
+// wrapping ctx's (cutOffBy), is one of them, whichever runTools sees
+// first: its tool returned because ctx ended, and its outcome is unknown.
+// When a call returns an error wrapping ErrStopRun, or its tool stage
+// panics (a *ToolPanicError), calls not yet started are not started,
+// running ones finish, and it returns that error. Either way the batch is
+// cut short: it holds the outcome of every call that finished and says
+// which calls were cut off and which never started.
 func (r *run) runTools(ctx context.Context, t *turn) error {
 	a, calls, b := r.a, t.calls, t.outcomes()
 	done := make([]bool, len(calls))
@@ -99,6 +102,16 @@ func (r *run) runTools(ctx context.Context, t *turn) error {
 	results := make(chan finished, len(todo))
 	running := 0
 	var stop error
+	// cut ends the batch of a run whose context ended: the calls not yet
+	// started never start, the running ones are cut off.
+	cut := func() error {
+		a.reportNotStarted(ctx, r.record, calls, todo)
+		b.cutShort(done, started)
+		if stop != nil {
+			return errors.Join(stop, ctx.Err())
+		}
+		return ctx.Err()
+	}
 	for len(todo) > 0 || running > 0 {
 		if len(todo) > 0 && running < a.maxPar && ctx.Err() == nil && stop == nil {
 			i := todo[0]
@@ -134,6 +147,13 @@ func (r *run) runTools(ctx context.Context, t *turn) error {
 		select {
 		case f := <-results:
 			running--
+			if cutOffBy(ctx, f.step.Err) {
+				// The call returned because the run's context ended,
+				// whether or not its result came before the context's
+				// end: it was cut off, its outcome unknown, as a call
+				// still running then is. Never a call that failed.
+				return cut()
+			}
 			f.step.Turn = t.number
 			if i := f.index; i < len(t.gates) && t.gates[i].pinned {
 				f.step.ModelArguments = t.gates[i].model
@@ -151,12 +171,7 @@ func (r *run) runTools(ctx context.Context, t *turn) error {
 				b.direct = f.index
 			}
 		case <-ctx.Done():
-			a.reportNotStarted(ctx, r.record, calls, todo)
-			b.cutShort(done, started)
-			if stop != nil {
-				return errors.Join(stop, ctx.Err())
-			}
-			return ctx.Err()
+			return cut()
 		}
 	}
 	a.reportNotStarted(ctx, r.record, calls, todo)
@@ -166,6 +181,18 @@ func (r *run) runTools(ctx context.Context, t *turn) error {
 		return stop
 	}
 	return nil
+}
+
+// cutOffBy reports whether err, the error of a call of a run whose context
+// is ctx, says the call returned because ctx ended: ctx is done, and err
+// wraps its error or its cause. Such a call was cut off: whether it took
+// effect is unknown (the payment may have gone through before the tool
+// gave up waiting for the bank's reply).
+func cutOffBy(ctx context.Context, err error) bool {
+	if err == nil || ctx.Err() == nil {
+		return false
+	}
+	return errors.Is(err, ctx.Err()) || errors.Is(err, context.Cause(ctx))
 }
 
 // cutShort marks b as a batch the run ended inside: done says which calls

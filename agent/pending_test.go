@@ -60,21 +60,28 @@ func TestPending(t *testing.T) {
 // Abandon of a run cut off while the payment ran: the model is told the
 // payment's outcome is unknown (never that it did not run), and the next
 // Run continues the thread.
+//
+// The payment returns only once Run has returned, so the run always sees
+// its context end first; TestToolReturningAfterCancelIsCutOff plays the
+// other order, the payment's return seen first.
 func TestAbandonCutOffRun(t *testing.T) {
 	t.Parallel()
 	cp := new(agent.MemoryCheckpointer)
 	ctx, cancel := context.WithCancel(guard.WithThread(context.Background(), "abandon"))
 	defer cancel()
 	var payments atomic.Int32
+	release := make(chan struct{})
 	pay := agent.NewSchemaTool("transfer_money", "Pay.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
 		payments.Add(1)
 		cancel()
-		<-ctx.Done() // the bank's reply never comes
+		<-release // the bank's reply never comes
 		return "", ctx.Err()
 	})
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{}`)), fakemodel.Text("I will check the payment first."))
 	a := agent.New(model, []agent.Tool{pay}, agent.WithCheckpointer(cp))
-	if _, err := a.Run(ctx, "pay"); !errors.Is(err, context.Canceled) {
+	_, err := a.Run(ctx, "pay")
+	close(release)
+	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run() error = %v, want context.Canceled", err)
 	}
 	thread := guard.WithThread(context.Background(), "abandon")
