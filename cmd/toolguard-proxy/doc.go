@@ -99,6 +99,14 @@
 //   - gen_ai_client_token_usage: tokens per upstream request where the
 //     provider reports them, by gen_ai_token_type.
 //
+// Every label comes from a closed set, so that no client can grow the
+// metrics (each label value is a series kept for the life of the
+// process): http_request_method is one of the standard methods or
+// "_OTHER", as OpenTelemetry's conventions say; gen_ai_request_model, the
+// model the client named, is cut to 128 bytes and only the first 100
+// distinct models get their own, the rest are "_OTHER"
+// (otelguard.MaxModelLabel, otelguard.MaxModels).
+//
 // # Traces
 //
 // When OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
