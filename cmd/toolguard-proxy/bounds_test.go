@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -67,4 +69,117 @@ func TestMetricsLabelsBounded(t *testing.T) {
 	if !strings.Contains(string(b), `gen_ai_request_model="`+model[:128]+`"`) {
 		t.Errorf("/metrics has no gen_ai_request_model cut to 128 bytes")
 	}
+}
+
+// The attack: a client points the proxy at an internal address that does
+// not answer and reads the error to learn the address. The 502 says the
+// kind of failure, never the address or the port; so does the error event
+// of a stream whose re-ask cannot reach the upstream, and of a stream the
+// upstream resets.
+func TestUpstreamErrorsNameNoAddress(t *testing.T) {
+	t.Parallel()
+	assertQuiet := func(t *testing.T, addr string, body []byte, kind string) {
+		t.Helper()
+		_, port, _ := net.SplitHostPort(addr)
+		if strings.Contains(string(body), addr) || strings.Contains(string(body), ":"+port) || strings.Contains(string(body), "127.0.0.1") {
+			t.Errorf("the client's body names the upstream's address %s:\n%s", addr, body)
+		}
+		if !strings.Contains(string(body), kind) {
+			t.Errorf("the client's body does not say %q:\n%s", kind, body)
+		}
+	}
+
+	t.Run("closed port", func(t *testing.T) {
+		t.Parallel()
+		dead := httptest.NewServer(http.NotFoundHandler())
+		dead.Close()
+		addr := strings.TrimPrefix(dead.URL, "http://")
+		p := startProxy(t, dead.URL, "-model-retries", "0")
+		for _, tc := range []struct{ path, body string }{
+			{"/v1/chat/completions", chatBody},
+			{"/v1/chat/completions", streamBody},
+			{"/v1/messages", `{"model":"claude","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"x","input_schema":{"type":"object"}}]}`},
+			{"/v1/embeddings", `{"model":"m","input":"hi"}`},
+		} {
+			resp, body := post(t, p.URL+tc.path, tc.body)
+			if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(body), "upstream_unreachable") {
+				t.Errorf("%s: status %d body %s; want 502 upstream_unreachable", tc.path, resp.StatusCode, body)
+			}
+			assertQuiet(t, addr, body, "connection refused")
+		}
+		p.waitLog(t, "toolguard-proxy: request", 4)
+		if logs := p.logs.String(); !strings.Contains(logs, addr) {
+			t.Errorf("the proxy's log does not name the upstream's address for its operator:\n%s", logs)
+		}
+	})
+
+	t.Run("re-ask refused mid-stream", func(t *testing.T) {
+		t.Parallel()
+		// The upstream answers one connection, with text and an invalid
+		// call, and then stops listening: the re-ask is refused after the
+		// client's stream began.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Connection", "close")
+			for _, c := range []string{
+				`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Let me check."},"finish_reason":null}]}`,
+				`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\": 42}"}}]},"finish_reason":null}]}`,
+				`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+				`[DONE]`,
+			} {
+				io.WriteString(w, "data: "+c+"\n\n")
+			}
+		})}
+		go srv.Serve(&oneConnListener{Listener: ln})
+		t.Cleanup(func() { srv.Close() })
+		p := startProxy(t, "http://"+addr, "-model-retries", "0")
+		resp, body := post(t, p.URL+"/v1/chat/completions", streamBody)
+		if resp.StatusCode != 200 || !strings.Contains(string(body), "Let me check.") {
+			t.Fatalf("status %d body %s; want the stream begun with the first attempt's text", resp.StatusCode, body)
+		}
+		assertQuiet(t, addr, body, "connection refused")
+	})
+
+	t.Run("stream reset", func(t *testing.T) {
+		t.Parallel()
+		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Let me check."},"finish_reason":null}]}`+"\n\n")
+			w.(http.Flusher).Flush()
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				return
+			}
+			conn.(*net.TCPConn).SetLinger(0) // closed with a reset
+			conn.Close()
+		}))
+		defer up.Close()
+		addr := strings.TrimPrefix(up.URL, "http://")
+		p := startProxy(t, up.URL, "-model-retries", "0")
+		resp, body := post(t, p.URL+"/v1/chat/completions", streamBody)
+		if resp.StatusCode != 200 || !strings.Contains(string(body), "Let me check.") {
+			t.Fatalf("status %d body %s; want the stream begun with the text", resp.StatusCode, body)
+		}
+		assertQuiet(t, addr, body, "connection closed")
+	})
+}
+
+// oneConnListener accepts one connection, then closes its listener: later
+// dials are refused.
+type oneConnListener struct {
+	net.Listener
+	once sync.Once
+}
+
+func (l *oneConnListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	l.once.Do(func() { l.Listener.Close() })
+	return c, err
 }

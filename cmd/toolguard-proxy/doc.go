@@ -137,9 +137,13 @@
 // must arrive within -read-header-timeout; idle keep-alive connections are
 // closed after -idle-timeout. Those errors, and 502 for an upstream that
 // cannot be reached, come in the error shape of the protocol the path
-// names (OpenAI's, Anthropic's, Google's: httpguard.ErrorResponse). There is no write timeout and
-// no overall request timeout: either would cut a stream that outlives it.
-// A client that goes away cancels its upstream request.
+// names (OpenAI's, Anthropic's, Google's: httpguard.ErrorResponse). No
+// error a client reads names the upstream's address or host: a failure to
+// reach or read the upstream is said by its kind (connection refused,
+// timeout, TLS failed, DNS lookup failed, connection closed), in a 502 and
+// in a stream's error event alike; the log names the address. There is no
+// write timeout and no overall request timeout: either would cut a stream
+// that outlives it. A client that goes away cancels its upstream request.
 //
 // # Shutdown
 //

@@ -87,7 +87,7 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 	observer := otelguard.New(otelguard.WithTracerProvider(tel.tracer), otelguard.WithMeterProvider(tel.meters))
 	proxy := &httputil.ReverseProxy{
 		Rewrite:      s.rewrite,
-		Transport:    httpguard.New(s.base, cfg.middlewares(observer, store, s.logEvent)...),
+		Transport:    httpguard.New(quietErrors{s.base}, cfg.middlewares(observer, store, s.logEvent)...),
 		ErrorHandler: s.proxyError,
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
