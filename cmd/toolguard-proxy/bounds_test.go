@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	fp "github.com/toolguard/toolguard/httpguard/fakeprovider"
 )
 
 // chatAnswer is a chat completion without tool calls.
@@ -182,4 +185,126 @@ func (l *oneConnListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	l.once.Do(func() { l.Listener.Close() })
 	return c, err
+}
+
+// With -max-inflight 2 and two requests held by the upstream, a third is
+// refused at once, in the error shape of the protocol its path names, with
+// 503 and retry-after, and never reaches the upstream; once the two are
+// answered, requests pass again.
+func TestMaxInflight(t *testing.T) {
+	t.Parallel()
+	arrived := make(chan struct{}, 10)
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var paths []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		arrived <- struct{}{}
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, chatAnswer)
+	}))
+	defer up.Close()
+	released := sync.OnceFunc(func() { close(release) })
+	defer released() // before up.Close: it waits for the held requests
+	p := startProxy(t, up.URL, "-max-inflight", "2")
+
+	held := make(chan int, 2)
+	for range 2 {
+		go func() {
+			resp, err := http.Post(p.URL+"/v1/chat/completions", "application/json", strings.NewReader(chatBody))
+			if err != nil {
+				held <- 0
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			held <- resp.StatusCode
+		}()
+	}
+	<-arrived
+	<-arrived
+	for _, tc := range []struct {
+		path    string
+		errType func([]byte) string
+		want    string
+	}{
+		{"/v1/chat/completions", openAIType, "proxy_overloaded"},
+		{"/v1/messages", anthropicType, "proxy_overloaded"},
+		{"/v1beta/models/gemini-2.5-flash:generateContent", geminiStatus503, "UNAVAILABLE"},
+	} {
+		resp, b := post(t, p.URL+tc.path, chatBody)
+		if resp.StatusCode != http.StatusServiceUnavailable || tc.errType(b) != tc.want {
+			t.Errorf("%s past -max-inflight: status %d body %s; want 503 with %s", tc.path, resp.StatusCode, b, tc.want)
+		}
+		if got := resp.Header.Get("Retry-After"); got != "1" {
+			t.Errorf("%s past -max-inflight: retry-after %q, want 1", tc.path, got)
+		}
+	}
+	released()
+	for range 2 {
+		if status := <-held; status != 200 {
+			t.Errorf("a held request ended with status %d, want 200", status)
+		}
+	}
+	if resp, b := post(t, p.URL+"/v1/chat/completions", chatBody); resp.StatusCode != 200 {
+		t.Errorf("a request after the held ones ended: status %d, want 200: %s", resp.StatusCode, b)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(paths) != 3 {
+		t.Errorf("the upstream got %d requests (%q), want 3: the refused ones never reach it", len(paths), paths)
+	}
+}
+
+func geminiStatus503(b []byte) string {
+	var e struct {
+		Error struct {
+			Code   int
+			Status string
+		}
+	}
+	if json.Unmarshal(b, &e) != nil || e.Error.Code != 503 {
+		return ""
+	}
+	return e.Error.Status
+}
+
+// -unknown-tools reject re-asks a call of a tool the request does not
+// offer; the default passes it on.
+func TestUnknownTools(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args     []string
+		wantName string
+		requests int
+	}{
+		{nil, "get_wether", 1},
+		{[]string{"-unknown-tools", "pass"}, "get_wether", 1},
+		{[]string{"-unknown-tools", "reject"}, "get_weather", 2},
+	} {
+		t.Run(strings.Join(append([]string{"default"}, tc.args...), " "), func(t *testing.T) {
+			t.Parallel()
+			up := fp.New(
+				fp.Reply(fp.Call("get_wether", `{"city": "Paris"}`)),
+				fp.Reply(fp.Call("get_weather", `{"city": "Paris"}`)),
+			)
+			defer up.Close()
+			p := startProxy(t, up.URL, tc.args...)
+			resp, body := post(t, p.URL+"/v1/chat/completions", chatBody)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, body)
+			}
+			calls := decodeChat(t, body).Choices[0].Message.ToolCalls
+			if len(calls) != 1 || calls[0].Function.Name != tc.wantName {
+				t.Errorf("the client read calls %+v, want one call of %s", calls, tc.wantName)
+			}
+			if n := len(up.Requests()); n != tc.requests {
+				t.Errorf("the upstream got %d requests, want %d", n, tc.requests)
+			}
+		})
+	}
 }

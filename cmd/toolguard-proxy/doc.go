@@ -9,7 +9,8 @@
 // run and per thread.
 //
 //	toolguard-proxy -listen 127.0.0.1:8080 -upstream https://api.openai.com [-max-retries 2] [-fail-closed]
-//	                [-run-limit N] [-thread-limit N] [-redis redis://…] [-max-body 8MiB]
+//	                [-unknown-tools pass|reject] [-run-limit N] [-thread-limit N] [-redis redis://…]
+//	                [-max-body 8MiB] [-max-inflight N]
 //
 // One proxy serves one upstream; run one per provider.
 //
@@ -44,12 +45,17 @@
 // The transport's stages are, outermost first: otelguard's observer; the
 // tool-call limit ([httpguard.ToolCallLimit]), only when -run-limit or
 // -thread-limit is given; argument validation ([httpguard.ToolArgValidation],
-// always, -max-retries re-asks, -fail-closed); model retries
+// always, -max-retries re-asks, -fail-closed, -unknown-tools); model retries
 // ([httpguard.ModelRetry], always, -model-retries). This is the order
 // package guard recommends: a retry repeats one upstream request, not a
 // whole re-ask loop; the limit counts the calls validation let through, and
 // a call it blocks is told to the model (-limit-exit continue), answered
 // with a text saying which limit (end) or refused with 422 (error).
+//
+// A call of a tool the request does not offer passes on untouched by
+// default (an unknown_tool event); with -unknown-tools reject it is
+// invalid: the model is re-asked, told which tools there are, and with
+// -fail-closed a call still unknown after the last re-ask is refused.
 //
 // The client's SDK retries too (the openai and anthropic SDKs twice by
 // default, on 408, 409, 429, 5xx and dropped connections). The proxy's
@@ -135,9 +141,12 @@
 // body accepted is guarded) is refused with 413, declared or chunked; a
 // body not received within -body-timeout of the headers with 408; headers
 // must arrive within -read-header-timeout; idle keep-alive connections are
-// closed after -idle-timeout. Those errors, and 502 for an upstream that
-// cannot be reached, come in the error shape of the protocol the path
-// names (OpenAI's, Anthropic's, Google's: httpguard.ErrorResponse). No
+// closed after -idle-timeout. With -max-inflight N, a request that
+// arrives while N are being served (streams until their end) is refused
+// at once with 503 (proxy_overloaded) and retry-after: 1, which the SDKs
+// honour before they retry. Those errors, and 502 (upstream_unreachable)
+// for an upstream that cannot be reached, come in the error shape of the
+// protocol the path names (OpenAI's, Anthropic's, Google's: httpguard.ErrorResponse). No
 // error a client reads names the upstream's address or host: a failure to
 // reach or read the upstream is said by its kind (connection refused,
 // timeout, TLS failed, DNS lookup failed, connection closed), in a 502 and

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -50,12 +51,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // httpguard's, behind the handlers that bound bodies, read the thread
 // header, count and log requests; and /healthz and /metrics.
 type server struct {
-	cfg     config
-	log     *slog.Logger
-	tel     *telemetry
-	redis   *redis.Client   // nil without -redis
-	base    *http.Transport // the upstream connections
-	handler http.Handler
+	cfg      config
+	log      *slog.Logger
+	tel      *telemetry
+	redis    *redis.Client   // nil without -redis
+	base     *http.Transport // the upstream connections
+	inflight atomic.Int64    // requests being served (limitInflight)
+	handler  http.Handler
 }
 
 // newServer builds the proxy cfg describes, logging JSON to stderr.
@@ -97,7 +99,7 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 		io.WriteString(w, "ok\n")
 	})
 	mux.Handle("GET /metrics", tel.metrics)
-	mux.Handle("/", s.instrument(s.admit(proxy)))
+	mux.Handle("/", s.instrument(s.limitInflight(s.admit(proxy))))
 	s.handler = mux
 	return s, nil
 }
