@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -306,5 +307,70 @@ func TestUnknownTools(t *testing.T) {
 				t.Errorf("the upstream got %d requests, want %d", n, tc.requests)
 			}
 		})
+	}
+}
+
+// A Chat request offering legacy functions and no tools, and a WebSocket
+// upgrade (the Realtime API), pass on unguarded: each is an unguarded event
+// every time, counted in toolguard_events_total and logged at Warn with
+// its reason. The request reaches the upstream unchanged.
+func TestUnguardedRequestsReported(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var bodies []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, chatAnswer)
+	}))
+	defer up.Close()
+	p := startProxy(t, up.URL)
+
+	functions := `{"model":"gpt-4o", "messages":[{"role":"user","content":"Weather?"}],"functions":[{"name":"get_weather","parameters":{"type":"object"}}]}`
+	for _, body := range []string{
+		functions,
+		functions,
+		`{"model":"gpt-4o","messages":[],"functions":[],"tools":` + weatherTools + `}`, // tools: guarded
+		`{"model":"gpt-4o","messages":[{"role":"user","content":"\"functions\""}]}`,    // no functions
+	} {
+		if resp, b := post(t, p.URL+"/v1/chat/completions", body); resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, b)
+		}
+	}
+	for range 2 {
+		req, _ := http.NewRequest(http.MethodGet, p.URL+"/v1/realtime?model=gpt-realtime", nil)
+		req.Header.Set("Connection", "Upgrade")
+		req.Header.Set("Upgrade", "websocket")
+		req.Header.Set("Sec-WebSocket-Version", "13")
+		req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	p.waitLog(t, "toolguard-proxy: request", 6)
+
+	want := `toolguard_events_total{` + otelguardScope + `,toolguard_event_kind="unguarded",toolguard_middleware="toolguard-proxy"} 4`
+	if metrics := scrape(t, p.URL+"/metrics"); !slices.Contains(metrics, want) {
+		t.Errorf("/metrics has no line\n%s\nin\n%s", want, strings.Join(metrics, "\n"))
+	}
+	reasons := map[string]int{}
+	for _, l := range p.logLines(t, "toolguard: unguarded") {
+		if l["level"] != "WARN" {
+			t.Errorf("unguarded logged at %v, want WARN", l["level"])
+		}
+		reasons[fmt.Sprint(l["reason"])]++
+	}
+	if reasons[legacyFunctions] != 2 || reasons[webSocket] != 2 || len(reasons) != 2 {
+		t.Errorf("unguarded log lines by reason %v, want 2 for legacy functions and 2 for WebSocket", reasons)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bodies) < 1 || bodies[0] != functions {
+		t.Errorf("the upstream read %q, want the client's bytes %q", bodies, functions)
 	}
 }

@@ -98,7 +98,8 @@
 //   - toolguard_events_total (by toolguard_event_kind and
 //     toolguard_middleware): every toolguard event; re-asks are kind
 //     "reask", retries "retry", blocked calls "limit", invalid calls
-//     "invalid", passed-on invalid calls "give_up".
+//     "invalid", passed-on invalid calls "give_up", requests passed on
+//     unguarded "unguarded" (see Unguarded requests).
 //   - gen_ai_client_operation_duration_seconds: one point per request that
 //     reached the upstream (re-asks and retries included), by
 //     gen_ai_request_model and error_type.
@@ -135,6 +136,17 @@
 // or the feedback text, which quote content. Requests cut short are logged
 // at Warn with "aborted": true; a client that went away has status 499.
 //
+// # Unguarded requests
+//
+// Two kinds of request pass on although their tool calls cannot be
+// guarded, and each is reported every time, as an "unguarded" event
+// (toolguard_events_total, a Warn log line with its reason): a Chat
+// Completions request that offers legacy functions and no tools (its
+// function_call passes as it comes), and a WebSocket upgrade (OpenAI's
+// Realtime API, whose frames httpguard does not read). A request offering
+// tools on a path httpguard does not know is logged once per path
+// (misconfigured).
+//
 // # Bodies and timeouts
 //
 // A request body larger than -max-body (8MiB, httpguard.MaxBody: every
@@ -146,13 +158,14 @@
 // at once with 503 (proxy_overloaded) and retry-after: 1, which the SDKs
 // honour before they retry. Those errors, and 502 (upstream_unreachable)
 // for an upstream that cannot be reached, come in the error shape of the
-// protocol the path names (OpenAI's, Anthropic's, Google's: httpguard.ErrorResponse). No
-// error a client reads names the upstream's address or host: a failure to
-// reach or read the upstream is said by its kind (connection refused,
-// timeout, TLS failed, DNS lookup failed, connection closed), in a 502 and
-// in a stream's error event alike; the log names the address. There is no
-// write timeout and no overall request timeout: either would cut a stream
-// that outlives it. A client that goes away cancels its upstream request.
+// protocol the path names (OpenAI's, Anthropic's, Google's:
+// httpguard.ErrorResponse). No error a client reads names the upstream's
+// address or host: a failure to reach or read the upstream is said by its
+// kind (connection refused, timeout, TLS failed, DNS lookup failed,
+// connection closed), in a 502 and in a stream's error event alike; the
+// log names the address. There is no write timeout and no overall request
+// timeout: either would cut a stream that outlives it. A client that goes
+// away cancels its upstream request.
 //
 // # Shutdown
 //

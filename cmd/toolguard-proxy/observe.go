@@ -111,7 +111,7 @@ func (s *server) logEvent(ctx context.Context, e guard.Event) {
 	level := slog.LevelInfo
 	switch e.Kind {
 	case guard.EventSchemaError, guard.EventSchemaFallback, guard.EventGiveUp, guard.EventLimit, guard.EventMisconfigured,
-		guard.EventEmptyResponse, guard.EventStoreError, guard.EventForgedArgument:
+		guard.EventEmptyResponse, guard.EventStoreError, guard.EventForgedArgument, eventUnguarded:
 		level = slog.LevelWarn
 	}
 	if !s.log.Enabled(ctx, level) {
@@ -153,11 +153,14 @@ func errorAttrs(err error) []slog.Attr {
 		store   *guard.StoreError
 		status  interface{ StatusCode() int }
 		invalid *validation.Error
+		passed  *unguardedRequest
 	)
 	attrs := []slog.Attr{slog.String("error_type", fmt.Sprintf("%T", err))}
 	switch {
 	case errors.As(err, &limit):
 		attrs = append(attrs, slog.String("scope", string(limit.Scope)), slog.Int("limit", limit.Limit), slog.Int("count", limit.Count))
+	case errors.As(err, &passed):
+		attrs = append(attrs, slog.String("reason", passed.why))
 	case errors.As(err, &store):
 		attrs = append(attrs, slog.String("error", store.Err.Error()))
 	case errors.As(err, &invalid):

@@ -56,7 +56,8 @@ type server struct {
 	tel      *telemetry
 	redis    *redis.Client   // nil without -redis
 	base     *http.Transport // the upstream connections
-	inflight atomic.Int64    // requests being served (limitInflight)
+	observer *otelguard.Observer
+	inflight atomic.Int64 // requests being served (limitInflight)
 	handler  http.Handler
 }
 
@@ -86,10 +87,10 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 	}
 	s.base = http.DefaultTransport.(*http.Transport).Clone()
 	s.base.MaxIdleConnsPerHost = maxIdleConnsPerHost
-	observer := otelguard.New(otelguard.WithTracerProvider(tel.tracer), otelguard.WithMeterProvider(tel.meters))
+	s.observer = otelguard.New(otelguard.WithTracerProvider(tel.tracer), otelguard.WithMeterProvider(tel.meters))
 	proxy := &httputil.ReverseProxy{
 		Rewrite:      s.rewrite,
-		Transport:    httpguard.New(quietErrors{s.base}, cfg.middlewares(observer, store, s.logEvent)...),
+		Transport:    httpguard.New(quietErrors{s.base}, cfg.middlewares(s.observer, store, s.logEvent)...),
 		ErrorHandler: s.proxyError,
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
@@ -99,7 +100,7 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 		io.WriteString(w, "ok\n")
 	})
 	mux.Handle("GET /metrics", tel.metrics)
-	mux.Handle("/", s.instrument(s.limitInflight(s.admit(proxy))))
+	mux.Handle("/", s.instrument(s.limitInflight(s.admit(s.watchUnguarded(proxy)))))
 	s.handler = mux
 	return s, nil
 }
