@@ -10,12 +10,12 @@ import (
 // providers' SDKs honour before they retry. Without -max-inflight it is
 // next itself.
 func (s *server) limitInflight(next http.Handler) http.Handler {
-	max := int64(s.cfg.maxInflight)
-	if max <= 0 {
+	limit := int64(s.cfg.maxInflight)
+	if limit <= 0 {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.inflight.Add(1) > max {
+		if s.inflight.Add(1) > limit {
 			s.inflight.Add(-1)
 			w.Header().Set("Retry-After", "1")
 			writeError(w, r, http.StatusServiceUnavailable, "proxy_overloaded",
