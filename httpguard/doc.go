@@ -105,7 +105,9 @@
 // to be read. A POST of JSON offering tools on a path the transport does
 // not know is reported once per host and path, at Warn on slog.Default
 // ("misconfigured"): a provider or a prefix httpguard does not recognise
-// leaves its calls unguarded.
+// leaves its calls unguarded. A Transport remembers at most 4096 reports
+// (8 bytes each, however long the path); past that it logs each one every
+// time, so that a client sending ever new paths grows no memory.
 //
 // # What it cannot read, it does not pass
 //

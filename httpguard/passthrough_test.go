@@ -3,6 +3,7 @@ package httpguard
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -160,3 +161,49 @@ func TestMisconfiguredReportedOnce(t *testing.T) {
 		}
 	}
 }
+
+// The reports remembered so that each is logged once are bounded: a client
+// sending tools on ever new paths (each path up to the server's header
+// bound) makes the transport remember at most maxReported of them, 8 bytes
+// of key each; past that, each report is logged every time, none silenced.
+func TestReportMemoryBounded(t *testing.T) {
+	log := captureLog(t)
+	ok := baseFunc(func(r *http.Request) (*http.Response, error) {
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+	})
+	tr := New(ok, ToolArgValidation())
+	body := `{"model":"m","tools":[{"type":"function","function":{"name":"f","parameters":{}}}]}`
+	long := strings.Repeat("p", 1000)
+	send := func(path string) {
+		req, _ := http.NewRequest(http.MethodPost, "http://upstream.test"+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("RoundTrip(%s…) = %v", path[:20], err)
+		}
+		resp.Body.Close()
+	}
+	const extra = 100
+	for i := range maxReported + extra {
+		send(fmt.Sprintf("/v9/%06d/%s", i, long))
+	}
+	send(fmt.Sprintf("/v9/%06d/%s", 0, long))                   // remembered: not logged again
+	send(fmt.Sprintf("/v9/%06d/%s", maxReported+extra-1, long)) // past the bound: logged again
+
+	entries := 0
+	tr.reported.Range(func(any, any) bool { entries++; return true })
+	if entries != maxReported {
+		t.Errorf("the transport remembers %d reports, want the bound %d", entries, maxReported)
+	}
+	if n, want := strings.Count(log.String(), "misconfigured"), maxReported+extra+1; n != want {
+		t.Errorf("%d reports logged, want %d (each path once while remembered, every time past the bound)", n, want)
+	}
+}
+
+// baseFunc is a base transport written as a function.
+type baseFunc func(*http.Request) (*http.Response, error)
+
+func (f baseFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

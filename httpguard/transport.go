@@ -3,15 +3,18 @@ package httpguard
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/toolguard/toolguard/guard"
@@ -25,9 +28,12 @@ type Transport struct {
 	base    http.RoundTripper
 	handler guard.Handler[*request, *response]
 	guards  bool
-	// reported holds the host, path and kind of what the transport has
-	// logged, so that each is logged once.
-	reported sync.Map
+	// reported holds what the transport has logged (report), so that each
+	// is logged once: a reportKey per host, path, kind and message, at
+	// most maxReported of them; remembered counts them.
+	reported   sync.Map
+	remembered atomic.Int64
+	seed       maphash.Seed // of the reportKeys, made per Transport
 }
 
 // New returns a Transport that sends the requests it recognises through
@@ -42,7 +48,7 @@ func New(base http.RoundTripper, mws ...Middleware) *Transport {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	t := &Transport{base: base}
+	t := &Transport{base: base, seed: maphash.MakeSeed()}
 	stages := make([]guard.Middleware[*request, *response], 0, len(mws))
 	for _, m := range mws {
 		if m.m != nil {
@@ -391,21 +397,54 @@ func offersTools(body []byte) bool {
 
 // was reports whether kind was reported for r's host and path.
 func (t *Transport) was(r *http.Request, kind string) bool {
-	_, ok := t.reported.Load(reportKey{r.URL.Host, r.URL.Path, kind, misconfiguredText})
+	_, ok := t.reported.Load(t.reportKey(r, kind, misconfiguredText))
 	return ok
 }
 
-type reportKey struct{ host, path, kind, msg string }
+// maxReported bounds the reports a Transport remembers. Past it, a report
+// is logged every time instead of once: a client sending unique paths (a
+// path may be up to the server's header bound, 1 MiB by default) grows no
+// memory, and no report is silenced.
+const maxReported = 4096
+
+// reportKey identifies a report: a hash of its host, path, kind and
+// message under the Transport's seed, 8 bytes whatever their length. Two
+// reports whose keys collide (a chance of 2^-64 a pair, which a client
+// cannot aim at without the seed) are logged once between them.
+type reportKey uint64
+
+func (t *Transport) reportKey(r *http.Request, kind, msg string) reportKey {
+	var h maphash.Hash
+	h.SetSeed(t.seed)
+	var n [8]byte
+	for _, s := range [...]string{r.URL.Host, r.URL.Path, kind, msg} {
+		// Each length first, so that no two tuples write the same bytes.
+		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.WriteString(s)
+	}
+	return reportKey(h.Sum64())
+}
 
 const misconfiguredText = "a request offers tools on a path httpguard does not recognise: its tool calls are not guarded"
 
 // report logs what the transport did not guard at Warn on slog.Default,
 // once per host, path, kind ("misconfigured", "unguarded") and msg (a
-// fixed text; err holds the details). It names the host and path, never a
-// header: no credential reaches the log.
+// fixed text; err holds the details), as long as fewer than maxReported
+// reports are remembered, and every time past that. It names the host and
+// path, never a header: no credential reaches the log.
 func (t *Transport) report(r *http.Request, kind, msg string, err error) {
-	if _, loaded := t.reported.LoadOrStore(reportKey{r.URL.Host, r.URL.Path, kind, msg}, struct{}{}); loaded {
+	k := t.reportKey(r, kind, msg)
+	if _, ok := t.reported.Load(k); ok {
 		return
+	}
+	if t.remembered.Add(1) <= maxReported {
+		if _, loaded := t.reported.LoadOrStore(k, struct{}{}); loaded {
+			t.remembered.Add(-1)
+			return
+		}
+	} else {
+		t.remembered.Add(-1) // full: logged, not remembered
 	}
 	attrs := []slog.Attr{slog.String("host", r.URL.Host), slog.String("path", r.URL.Path)}
 	if err != nil {

@@ -21,15 +21,17 @@ type config struct {
 	listen   string
 	upstream *url.URL
 
-	maxRetries   int  // ToolArgValidation's re-asks
-	modelRetries int  // ModelRetry's retries
-	failClosed   bool // ToolArgValidation fails closed
+	maxRetries   int                     // ToolArgValidation's re-asks
+	modelRetries int                     // ModelRetry's retries
+	failClosed   bool                    // ToolArgValidation fails closed
+	unknownTools guard.UnknownToolPolicy // ToolArgValidation's calls of tools the request does not offer
 
 	runLimit, threadLimit int // ToolCallLimit; 0: none
 	limitExit             guard.ExitBehavior
 	redisURL              string
 
 	maxBody           int64
+	maxInflight       int // requests served at once; 0: no cap
 	readHeaderTimeout time.Duration
 	bodyTimeout       time.Duration
 	idleTimeout       time.Duration
@@ -65,19 +67,21 @@ func parseConfig(args []string, stdout, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("toolguard-proxy", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var (
-		cfg                                  config
-		upstream, maxBody, limitExit, logLvl string
+		cfg                                                config
+		upstream, maxBody, limitExit, logLvl, unknownTools string
 	)
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "`address` to serve on (host:port)")
 	fs.StringVar(&upstream, "upstream", "", "the provider's base `URL`, e.g. https://api.openai.com, https://api.anthropic.com,\nhttps://generativelanguage.googleapis.com (required); a request's path is appended to it")
 	fs.IntVar(&cfg.maxRetries, "max-retries", 2, "re-asks after invalid tool calls, per client request (ToolArgValidation)")
 	fs.IntVar(&cfg.modelRetries, "model-retries", 2, "retries of an upstream request that failed transiently: 408, 409, 429, 5xx,\na dropped connection (ModelRetry; 0: none). The client's SDK retries too")
 	fs.BoolVar(&cfg.failClosed, "fail-closed", false, "answer calls still invalid after the last re-ask with HTTP 422 in the\nprovider's error shape, instead of passing them on")
+	fs.StringVar(&unknownTools, "unknown-tools", "pass", "what a call of a tool the request does not offer gets (`policy`): pass (passed on\nuntouched, an unknown_tool event) or reject (invalid: re-asked, refused with -fail-closed)")
 	fs.IntVar(&cfg.runLimit, "run-limit", 0, "cap the tool calls of one run (the model's turns since the last user message) (ToolCallLimit; 0: none)")
 	fs.IntVar(&cfg.threadLimit, "thread-limit", 0, "cap the tool calls of one thread: the X-Toolguard-Thread header's, else the\ntranscript's (ToolCallLimit; 0: none)")
 	fs.StringVar(&limitExit, "limit-exit", "continue", "what a call past a limit gets (`mode`): continue (the model is told and asked again),\nend (an answer without tool calls saying which limit), error (HTTP 422)")
 	fs.StringVar(&cfg.redisURL, "redis", "", "keep thread counts in Redis (`URL` redis://[:password@]host:port/db), so that\nreplicas share one thread limit; without it each process counts its own")
 	fs.StringVar(&maxBody, "max-body", "8MiB", "largest request body accepted, a `size` (413 past it); at most httpguard.MaxBody\n(8MiB) is guarded")
+	fs.IntVar(&cfg.maxInflight, "max-inflight", 0, "requests served at once; past it a request is refused at once with 503 in the\nprovider's error shape and retry-after (0: no cap)")
 	fs.DurationVar(&cfg.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time to read a request's headers")
 	fs.DurationVar(&cfg.bodyTimeout, "body-timeout", time.Minute, "time to read a request's body, from its headers (408 past it; 0: none)")
 	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
@@ -98,7 +102,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (config, error) {
 		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if err == nil {
-		err = cfg.finish(upstream, maxBody, limitExit, logLvl)
+		err = cfg.finish(upstream, maxBody, limitExit, logLvl, unknownTools)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "toolguard-proxy: %v\n\n", err)
@@ -110,7 +114,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (config, error) {
 }
 
 // finish checks the flags and sets the fields given as text.
-func (cfg *config) finish(upstream, maxBody, limitExit, logLvl string) error {
+func (cfg *config) finish(upstream, maxBody, limitExit, logLvl, unknownTools string) error {
 	if upstream == "" {
 		return errors.New("-upstream is required")
 	}
@@ -137,6 +141,17 @@ func (cfg *config) finish(upstream, maxBody, limitExit, logLvl string) error {
 		cfg.limitExit = guard.ExitError
 	default:
 		return fmt.Errorf("-limit-exit %q: want continue, end or error", limitExit)
+	}
+	switch unknownTools {
+	case "pass":
+		cfg.unknownTools = guard.UnknownPass
+	case "reject":
+		cfg.unknownTools = guard.UnknownReject
+	default:
+		return fmt.Errorf("-unknown-tools %q: want pass or reject", unknownTools)
+	}
+	if cfg.maxInflight < 0 {
+		return errors.New("-max-inflight must not be negative (0: no cap)")
 	}
 	if cfg.redisURL != "" && cfg.threadLimit == 0 {
 		return errors.New("-redis keeps thread counts: it needs -thread-limit")
@@ -179,7 +194,7 @@ func (cfg config) middlewares(o guard.Observer, store guard.ThreadStore, events 
 		}
 		mws = append(mws, httpguard.ToolCallLimit(opts...))
 	}
-	vopts := []guard.ValidationOption{guard.WithMaxRetries(cfg.maxRetries), guard.WithEventHandler(events)}
+	vopts := []guard.ValidationOption{guard.WithMaxRetries(cfg.maxRetries), guard.WithUnknownTools(cfg.unknownTools), guard.WithEventHandler(events)}
 	if cfg.failClosed {
 		vopts = append(vopts, guard.WithFailClosed())
 	}

@@ -9,7 +9,8 @@
 // run and per thread.
 //
 //	toolguard-proxy -listen 127.0.0.1:8080 -upstream https://api.openai.com [-max-retries 2] [-fail-closed]
-//	                [-run-limit N] [-thread-limit N] [-redis redis://…] [-max-body 8MiB]
+//	                [-unknown-tools pass|reject] [-run-limit N] [-thread-limit N] [-redis redis://…]
+//	                [-max-body 8MiB] [-max-inflight N]
 //
 // One proxy serves one upstream; run one per provider.
 //
@@ -44,12 +45,17 @@
 // The transport's stages are, outermost first: otelguard's observer; the
 // tool-call limit ([httpguard.ToolCallLimit]), only when -run-limit or
 // -thread-limit is given; argument validation ([httpguard.ToolArgValidation],
-// always, -max-retries re-asks, -fail-closed); model retries
+// always, -max-retries re-asks, -fail-closed, -unknown-tools); model retries
 // ([httpguard.ModelRetry], always, -model-retries). This is the order
 // package guard recommends: a retry repeats one upstream request, not a
 // whole re-ask loop; the limit counts the calls validation let through, and
 // a call it blocks is told to the model (-limit-exit continue), answered
 // with a text saying which limit (end) or refused with 422 (error).
+//
+// A call of a tool the request does not offer passes on untouched by
+// default (an unknown_tool event); with -unknown-tools reject it is
+// invalid: the model is re-asked, told which tools there are, and with
+// -fail-closed a call still unknown after the last re-ask is refused.
 //
 // The client's SDK retries too (the openai and anthropic SDKs twice by
 // default, on 408, 409, 429, 5xx and dropped connections). The proxy's
@@ -92,12 +98,21 @@
 //   - toolguard_events_total (by toolguard_event_kind and
 //     toolguard_middleware): every toolguard event; re-asks are kind
 //     "reask", retries "retry", blocked calls "limit", invalid calls
-//     "invalid", passed-on invalid calls "give_up".
+//     "invalid", passed-on invalid calls "give_up", requests passed on
+//     unguarded "unguarded" (see Unguarded requests).
 //   - gen_ai_client_operation_duration_seconds: one point per request that
 //     reached the upstream (re-asks and retries included), by
 //     gen_ai_request_model and error_type.
 //   - gen_ai_client_token_usage: tokens per upstream request where the
 //     provider reports them, by gen_ai_token_type.
+//
+// Every label comes from a closed set, so that no client can grow the
+// metrics (each label value is a series kept for the life of the
+// process): http_request_method is one of the standard methods or
+// "_OTHER", as OpenTelemetry's conventions say; gen_ai_request_model, the
+// model the client named, is cut to 128 bytes and only the first 100
+// distinct models get their own, the rest are "_OTHER"
+// (otelguard.MaxModelLabel, otelguard.MaxModels).
 //
 // # Traces
 //
@@ -121,17 +136,36 @@
 // or the feedback text, which quote content. Requests cut short are logged
 // at Warn with "aborted": true; a client that went away has status 499.
 //
+// # Unguarded requests
+//
+// Two kinds of request pass on although their tool calls cannot be
+// guarded, and each is reported every time, as an "unguarded" event
+// (toolguard_events_total, a Warn log line with its reason): a Chat
+// Completions request that offers legacy functions and no tools (its
+// function_call passes as it comes), and a WebSocket upgrade (OpenAI's
+// Realtime API, whose frames httpguard does not read). A request offering
+// tools on a path httpguard does not know is logged once per path
+// (misconfigured).
+//
 // # Bodies and timeouts
 //
 // A request body larger than -max-body (8MiB, httpguard.MaxBody: every
 // body accepted is guarded) is refused with 413, declared or chunked; a
 // body not received within -body-timeout of the headers with 408; headers
 // must arrive within -read-header-timeout; idle keep-alive connections are
-// closed after -idle-timeout. Those errors, and 502 for an upstream that
-// cannot be reached, come in the error shape of the protocol the path
-// names (OpenAI's, Anthropic's, Google's: httpguard.ErrorResponse). There is no write timeout and
-// no overall request timeout: either would cut a stream that outlives it.
-// A client that goes away cancels its upstream request.
+// closed after -idle-timeout. With -max-inflight N, a request that
+// arrives while N are being served (streams until their end) is refused
+// at once with 503 (proxy_overloaded) and retry-after: 1, which the SDKs
+// honour before they retry. Those errors, and 502 (upstream_unreachable)
+// for an upstream that cannot be reached, come in the error shape of the
+// protocol the path names (OpenAI's, Anthropic's, Google's:
+// httpguard.ErrorResponse). No error a client reads names the upstream's
+// address or host: a failure to reach or read the upstream is said by its
+// kind (connection refused, timeout, TLS failed, DNS lookup failed,
+// connection closed), in a 502 and in a stream's error event alike; the
+// log names the address. There is no write timeout and no overall request
+// timeout: either would cut a stream that outlives it. A client that goes
+// away cancels its upstream request.
 //
 // # Shutdown
 //

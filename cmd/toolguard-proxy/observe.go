@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/validation"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 )
@@ -24,7 +25,7 @@ func (s *server) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		ctx := r.Context()
-		method := semconv.HTTPRequestMethodKey.String(r.Method)
+		method := requestMethod(r.Method)
 		s.tel.active.Add(ctx, 1, metric.WithAttributes(method))
 		rec := &recorder{ResponseWriter: w}
 		aborted := true // until next returns: ReverseProxy aborts a cut stream with a panic
@@ -58,6 +59,19 @@ func (s *server) instrument(next http.Handler) http.Handler {
 		next.ServeHTTP(rec, r)
 		aborted = false
 	})
+}
+
+// requestMethod is the http.request.method of a request on the metrics:
+// one of the methods of RFC 9110 and PATCH, else "_OTHER", as
+// OpenTelemetry's HTTP conventions say, so that a client cannot add series
+// with methods of its own.
+func requestMethod(m string) attribute.KeyValue {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete,
+		http.MethodConnect, http.MethodOptions, http.MethodTrace, http.MethodPatch:
+		return semconv.HTTPRequestMethodKey.String(m)
+	}
+	return semconv.HTTPRequestMethodOther
 }
 
 // recorder is the client's ResponseWriter, recording the status and the
@@ -139,11 +153,14 @@ func errorAttrs(err error) []slog.Attr {
 		store   *guard.StoreError
 		status  interface{ StatusCode() int }
 		invalid *validation.Error
+		passed  *unguardedRequest
 	)
 	attrs := []slog.Attr{slog.String("error_type", fmt.Sprintf("%T", err))}
 	switch {
 	case errors.As(err, &limit):
 		attrs = append(attrs, slog.String("scope", string(limit.Scope)), slog.Int("limit", limit.Limit), slog.Int("count", limit.Count))
+	case errors.As(err, &passed):
+		attrs = append(attrs, slog.String("reason", passed.why))
 	case errors.As(err, &store):
 		attrs = append(attrs, slog.String("error", store.Err.Error()))
 	case errors.As(err, &invalid):

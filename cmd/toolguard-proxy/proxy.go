@@ -105,7 +105,8 @@ func (b *requestBody) err() error {
 
 // proxyError answers a request the proxy could not complete: 413 for a
 // body past -max-body, 408 for a body not received within -body-timeout,
-// 502 when the upstream cannot be reached. A client that went away gets
+// 502 when the upstream cannot be reached, saying only the kind of
+// failure (upstreamFailure), never an address. A client that went away gets
 // nothing (logged as 499). The error is logged with the path, never the
 // URL, whose query may hold a key (Gemini's ?key=); the transports'
 // errors do not quote it.
@@ -124,9 +125,18 @@ func (s *server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	case r.Context().Err() != nil:
 		w.WriteHeader(499) // nginx's "client closed request", for the log and metrics only
 	default:
+		detail := err // the log may name the upstream's address, the client's answer not
+		var uf *upstreamFailure
+		if errors.As(err, &uf) {
+			detail = uf.err
+		}
 		s.log.LogAttrs(r.Context(), slog.LevelWarn, "toolguard-proxy: upstream request failed",
-			slog.String("path", r.URL.Path), slog.String("error", err.Error()))
-		writeError(w, r, http.StatusBadGateway, "upstream_unreachable", "toolguard-proxy: the upstream could not be reached")
+			slog.String("path", r.URL.Path), slog.String("error", detail.Error()))
+		msg := "toolguard-proxy: the upstream could not be reached"
+		if uf != nil {
+			msg += ": " + uf.kind
+		}
+		writeError(w, r, http.StatusBadGateway, "upstream_unreachable", msg)
 	}
 }
 

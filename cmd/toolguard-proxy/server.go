@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -50,12 +51,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // httpguard's, behind the handlers that bound bodies, read the thread
 // header, count and log requests; and /healthz and /metrics.
 type server struct {
-	cfg     config
-	log     *slog.Logger
-	tel     *telemetry
-	redis   *redis.Client   // nil without -redis
-	base    *http.Transport // the upstream connections
-	handler http.Handler
+	cfg      config
+	log      *slog.Logger
+	tel      *telemetry
+	redis    *redis.Client   // nil without -redis
+	base     *http.Transport // the upstream connections
+	observer *otelguard.Observer
+	inflight atomic.Int64 // requests being served (limitInflight)
+	handler  http.Handler
 }
 
 // newServer builds the proxy cfg describes, logging JSON to stderr.
@@ -84,10 +87,10 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 	}
 	s.base = http.DefaultTransport.(*http.Transport).Clone()
 	s.base.MaxIdleConnsPerHost = maxIdleConnsPerHost
-	observer := otelguard.New(otelguard.WithTracerProvider(tel.tracer), otelguard.WithMeterProvider(tel.meters))
+	s.observer = otelguard.New(otelguard.WithTracerProvider(tel.tracer), otelguard.WithMeterProvider(tel.meters))
 	proxy := &httputil.ReverseProxy{
 		Rewrite:      s.rewrite,
-		Transport:    httpguard.New(s.base, cfg.middlewares(observer, store, s.logEvent)...),
+		Transport:    httpguard.New(quietErrors{s.base}, cfg.middlewares(s.observer, store, s.logEvent)...),
 		ErrorHandler: s.proxyError,
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
@@ -97,7 +100,7 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 		io.WriteString(w, "ok\n")
 	})
 	mux.Handle("GET /metrics", tel.metrics)
-	mux.Handle("/", s.instrument(s.admit(proxy)))
+	mux.Handle("/", s.instrument(s.limitInflight(s.admit(s.watchUnguarded(proxy)))))
 	s.handler = mux
 	return s, nil
 }

@@ -63,6 +63,12 @@
 //   - [EventsMetric] (toolguard.events, counter): every toolguard event, by
 //     toolguard.event.kind and toolguard.middleware.
 //
+// Every label comes from a closed set, so that what a client sends cannot
+// grow the metrics: gen_ai.request.model, which at the wire is the model a
+// client named, is cut to [MaxModelLabel] bytes, and only the first
+// [MaxModels] distinct models an Observer sees are named; the rest are
+// recorded as [OtherModel]. Spans carry the model as the request named it.
+//
 // # Token usage
 //
 // The adapter reads each response's usage. langchaingo reports it in

@@ -30,12 +30,13 @@ type metrics struct {
 	events   metric.Int64Counter
 	duration metric.Float64Histogram
 	tokens   metric.Int64Histogram
+	models   *modelLabels // the closed set of gen_ai.request.model values
 }
 
 // newMetrics creates the instruments on m. An instrument m refuses is
 // reported to otel.Handle and replaced by a no-op.
 func newMetrics(m metric.Meter) metrics {
-	var ms metrics
+	ms := metrics{models: &modelLabels{}}
 	var err error
 	if ms.events, err = m.Int64Counter(EventsMetric, metric.WithUnit("{event}"),
 		metric.WithDescription("toolguard events: re-asks, retries, invalid calls, blocked calls, …")); err != nil {
@@ -65,7 +66,8 @@ func (m metrics) event(ctx context.Context, e guard.Event) {
 	m.events.Add(ctx, 1, metric.WithAttributes(keyKind.String(string(e.Kind)), keyMiddleware.String(e.Middleware)))
 }
 
-// request records one request's duration and token usage.
+// request records one request's duration and token usage, by model from
+// a closed set (modelLabels).
 func (m metrics) request(ctx context.Context, provider, model string, elapsed time.Duration, u usage, err error) {
 	if !m.duration.Enabled(ctx) && !m.tokens.Enabled(ctx) {
 		return
@@ -76,7 +78,7 @@ func (m metrics) request(ctx context.Context, provider, model string, elapsed ti
 		attrs = append(attrs, semconv.GenAIProviderNameKey.String(provider))
 	}
 	if model != "" {
-		attrs = append(attrs, semconv.GenAIRequestModel(model))
+		attrs = append(attrs, semconv.GenAIRequestModel(m.models.label(model)))
 	}
 	if err != nil {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(errorType(err)))
