@@ -460,20 +460,20 @@ func (t *Transport) report(r *http.Request, kind, msg string, err error) {
 func connectionText(err error) string {
 	var dns *net.DNSError
 	if errors.As(err, &dns) {
-		return "httpguard: the upstream's address could not be resolved"
+		return "httpguard: the upstream connection failed: DNS lookup failed"
 	}
 	var op *net.OpError
 	if errors.As(err, &op) {
-		kind := "failed"
+		kind := "connection error"
 		switch {
 		case op.Timeout():
-			kind = "timed out"
+			kind = "timeout"
 		case errors.Is(op.Err, syscall.ECONNREFUSED):
-			kind = "was refused"
-		case errors.Is(op.Err, syscall.ECONNRESET):
-			kind = "was reset"
+			kind = "connection refused"
+		case errors.Is(op.Err, syscall.ECONNRESET), errors.Is(op.Err, syscall.ECONNABORTED), errors.Is(op.Err, syscall.EPIPE):
+			kind = "connection closed"
 		}
-		return "httpguard: the connection to the upstream " + kind + " (" + op.Op + ")"
+		return "httpguard: the upstream connection failed: " + kind + " (" + op.Op + ")"
 	}
 	return err.Error()
 }
