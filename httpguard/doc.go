@@ -111,16 +111,34 @@
 // unguarded and untouched, reported once per host, path and reason, at
 // Warn: several choices (Chat's n > 1, Gemini's candidateCount > 1), a
 // Responses output item that needs an answer the guard cannot give
-// (custom_tool_call, computer_call and the other non-function calls), a
-// compressed response body (the SDKs do not ask for one), the answer to a
-// streaming request that is not an event stream (Gemini's JSON-array
-// stream without alt=sse, which langchaingo's googleai client uses).
+// (custom_tool_call, computer_call and the other non-function calls), the
+// answer to a streaming request that is not an event stream (Gemini's
+// JSON-array stream without alt=sse, which langchaingo's googleai client
+// uses).
 //
 // Headers, the query and every member of the JSON the guard does not
 // rewrite pass through byte for byte. A response the guard accepts as it
 // came reaches the client byte for byte; one it cleans differs only in the
 // cleaned arguments (see package guard's ToolArgValidation), written where
 // every SDK's accessor reads them.
+//
+// # Compressed answers
+//
+// An answer compressed by the provider or a gateway between (a client
+// that sets Accept-Encoding gets the body encoded: Go's http.Transport
+// decodes gzip itself only when it asked for it) is decoded before the
+// guard reads it, sync and streamed (a stream as its bytes arrive): the
+// codings its Content-Encoding lists (gzip, deflate with or without its
+// zlib wrapper, br; at most three, in the order applied) are undone, last
+// first. The client receives the decoded body in identity encoding, which
+// every HTTP client reads: no Content-Encoding, and a sync answer's
+// Content-Length is the decoded length. The bound (see Bounds) counts
+// decoded bytes, so a small body that decodes past it (a decompression
+// bomb) is read up to the bound and no further, as any body past it. An
+// answer in a coding the guard does not decode (zstd, compress), or that
+// does not decode, is an answer the guard cannot read. An upstream's
+// error response (a status not 2xx) reaches the client as it came,
+// compressed or not.
 //
 // # Re-asks
 //
@@ -259,9 +277,10 @@
 // # Bounds
 //
 // The transport reads at most [MaxBody] (8 MiB) of one body to guard it: a
-// request, a sync response, a stream's event and its assembled response.
-// A request or sync response past the bound passes through unguarded and
-// untouched (never buffered whole), reported at Warn. A stream whose
+// request, a sync response, a stream's event and its assembled response
+// (a compressed response's decoded bytes). A request or sync response past
+// the bound passes through unguarded and untouched, but for a compressed
+// answer's decoding (never buffered whole), reported at Warn. A stream whose
 // assembled response (or one event) passes the bound cannot be guarded:
 // before anything of it reached the client, the client gets an HTTP 502 in
 // the protocol's error shape, type response_too_large, x-should-retry:

@@ -107,7 +107,7 @@ func (t *Transport) send(ctx context.Context, req *request) (*response, error) {
 }
 
 // sendUpstream makes the upstream request: a clone of the client's with
-// req's body.
+// req's body, and reads its answer, decoded when it is compressed.
 func (t *Transport) sendUpstream(ctx context.Context, req *request) (*response, error) {
 	out := req.http.Clone(ctx)
 	body := req.body
@@ -121,16 +121,19 @@ func (t *Transport) sendUpstream(ctx context.Context, req *request) (*response, 
 	if hr.StatusCode < 200 || hr.StatusCode > 299 {
 		return nil, readUpstreamError(hr, credentials(req.http))
 	}
+	// The guard reads, and the client receives, the body decoded (see
+	// decodeResponse); a coding the guard cannot undo leaves an answer it
+	// cannot read.
+	if err := decodeResponse(hr); err != nil {
+		hr.Body.Close()
+		return nil, err
+	}
 	if req.sink != nil {
 		if !isEventStream(hr) {
 			t.unguarded(req, "the answer to a streaming request is not an event stream", fmt.Errorf("Content-Type %q", hr.Header.Get("Content-Type")))
 			return &response{proto: req.proto, pass: hr}, nil
 		}
 		return t.readStream(req, hr)
-	}
-	if enc := hr.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
-		t.unguarded(req, "the response body is encoded", fmt.Errorf("Content-Encoding %q", enc))
-		return &response{proto: req.proto, pass: hr}, nil
 	}
 	b, err := readBounded(hr.Body, MaxBody)
 	if errors.Is(err, errTooLarge) {
