@@ -282,6 +282,7 @@ func TestUndecodableAnswerNotPassed(t *testing.T) {
 					if !isUnguardable(err) {
 						t.Errorf("RoundTrip: %v, want an unguardable error", err)
 					}
+					t.Logf("RoundTrip: %v", err)
 					return
 				}
 				defer resp.Body.Close()

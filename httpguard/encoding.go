@@ -156,27 +156,28 @@ func newDecoders(codings []string, src io.Reader) (io.Reader, error) {
 	return r, nil
 }
 
-// newDecoder returns a reader of r with coding undone.
+// newDecoder returns a reader of r with coding undone. Its errors are the
+// decoder's own (the body's Read names the codings).
 func newDecoder(coding string, r io.Reader) (io.Reader, error) {
 	switch coding {
 	case "gzip", "x-gzip":
 		zr, err := gzip.NewReader(r)
 		if err != nil {
-			return nil, fmt.Errorf("gzip: %w", noEOF(err))
+			return nil, noEOF(err)
 		}
 		return zr, nil
 	case "deflate":
 		br := bufio.NewReader(r)
 		head, err := br.Peek(2)
 		if err != nil {
-			return nil, fmt.Errorf("deflate: %w", noEOF(err))
+			return nil, noEOF(err)
 		}
 		if !zlibHeader(head) {
 			return flate.NewReader(br), nil
 		}
 		zr, err := zlib.NewReader(br)
 		if err != nil {
-			return nil, fmt.Errorf("deflate: %w", noEOF(err))
+			return nil, noEOF(err)
 		}
 		return zr, nil
 	case "br":
