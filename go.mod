@@ -3,6 +3,7 @@ module github.com/toolguard/toolguard
 go 1.25.0
 
 require (
+	github.com/andybalholm/brotli v1.3.0
 	github.com/cenkalti/backoff/v4 v4.3.0
 	github.com/dustin/go-humanize v1.0.1
 	github.com/google/jsonschema-go v0.4.3

@@ -112,7 +112,8 @@
 // # What it cannot read, it does not pass
 //
 // An answer the guard cannot read is never taken for one without tool
-// calls: an encoding it cannot decode, a body past [MaxBody], the answer
+// calls: a coding it cannot undo (see "Compressed answers"), a body past
+// [MaxBody], the answer
 // to a streaming request that is not labelled as an event stream (Gemini's
 // JSON-array stream without alt=sse, which langchaingo's googleai client
 // uses), a shape it does not know (a legacy function_call, several
@@ -142,6 +143,24 @@
 // came reaches the client byte for byte; one it cleans differs only in the
 // cleaned arguments (see package guard's ToolArgValidation), written where
 // every SDK's accessor reads them.
+//
+// # Compressed answers
+//
+// An answer compressed by the provider or a gateway between (a client
+// that sets Accept-Encoding gets the body encoded: Go's http.Transport
+// decodes gzip itself only when it asked for it) is decoded before the
+// guard reads it, sync and streamed (a stream as its bytes arrive): the
+// codings its Content-Encoding lists (gzip, deflate with or without its
+// zlib wrapper, br; at most three, in the order applied) are undone, last
+// first. The client receives the decoded body in identity encoding, which
+// every HTTP client reads: no Content-Encoding, and a sync answer's
+// Content-Length is the decoded length. The bound (see Bounds) counts
+// decoded bytes, so a small body that decodes past it (a decompression
+// bomb) is read up to the bound and no further, as any body past it. An
+// answer in a coding the guard does not decode (zstd, compress), or that
+// does not decode, is an answer the guard cannot read. An upstream's
+// error response (a status not 2xx) reaches the client as it came,
+// compressed or not.
 //
 // # Re-asks
 //
@@ -282,14 +301,14 @@
 // # Bounds
 //
 // The transport reads at most [MaxBody] (8 MiB) of one body to guard it: a
-// request, a sync response, a stream's event and its assembled response.
-// A request past the bound passes through unguarded and untouched (never
-// buffered whole), reported at Warn once per host and path; a sync
-// response past it is an answer the guard cannot read (see above). A
-// stream that offers no tools is handed on as the upstream sends it, with
-// no gate and no bound. A stream whose assembled response (the calls and
-// text it holds, not the events' envelopes; or one event) passes the
-// bound cannot be guarded:
+// request, a sync response, a stream's event and its assembled response
+// (a compressed answer's decoded bytes). A request past the bound passes
+// through unguarded and untouched (never buffered whole), reported at Warn
+// once per host and path; a sync response past it is an answer the guard
+// cannot read (see above). A stream that offers no tools is handed on as
+// the upstream sends it, with no gate and no bound. A stream whose
+// assembled response (the calls and text it holds, not the events'
+// envelopes; or one event) passes the bound cannot be guarded:
 // before anything of it reached the client, the client gets an HTTP 502 in
 // the protocol's error shape, type response_too_large, x-should-retry:
 // false (the SDK surfaces its API error and does not retry: the same

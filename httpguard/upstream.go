@@ -107,7 +107,7 @@ func (t *Transport) send(ctx context.Context, req *request) (*response, error) {
 }
 
 // sendUpstream makes the upstream request: a clone of the client's with
-// req's body.
+// req's body, and reads its answer, decoded when it is compressed.
 func (t *Transport) sendUpstream(ctx context.Context, req *request) (*response, error) {
 	out := req.http.Clone(ctx)
 	body := req.body
@@ -129,15 +129,23 @@ func (t *Transport) sendUpstream(ctx context.Context, req *request) (*response, 
 		// The request itself could not be read: neither can its answer.
 		return passUnread(req, hr, "the request cannot be read", req.unread), nil
 	}
+	// The guard reads, and the client receives, the body decoded (see
+	// decodeResponse); a coding the guard cannot undo leaves an answer it
+	// cannot read, handed on as it came.
+	if err := decodeResponse(hr); err != nil {
+		var ue *unguardableError
+		if errors.As(err, &ue) {
+			return passUnread(req, hr, ue.why, ue.err), nil
+		}
+		hr.Body.Close()
+		return nil, err
+	}
 	if req.sink != nil {
 		if !isEventStream(hr) {
 			return passUnread(req, hr, "the answer to a streaming request is not an event stream",
 				fmt.Errorf("Content-Type %q", hr.Header.Get("Content-Type"))), nil
 		}
 		return t.readStream(ctx, req, hr)
-	}
-	if enc := hr.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
-		return passUnread(req, hr, "the response body is encoded", fmt.Errorf("Content-Encoding %q", enc)), nil
 	}
 	b, err := readBounded(hr.Body, MaxBody)
 	if errors.Is(err, errTooLarge) {
@@ -146,7 +154,8 @@ func (t *Transport) sendUpstream(ctx context.Context, req *request) (*response, 
 	}
 	hr.Body.Close()
 	if err != nil {
-		return nil, err
+		// A body that stops decoding part-way: refused, as a stream is.
+		return nil, reportUnguardable(ctx, err)
 	}
 	resp := &response{proto: req.proto, body: b, status: hr.StatusCode, header: hr.Header}
 	if _, err := resp.toolCalls(); err != nil {
@@ -250,7 +259,7 @@ func (t *Transport) readStream(ctx context.Context, req *request, hr *http.Respo
 		}
 		done, err := req.sink.event(ev)
 		if err != nil {
-			return nil, unguardedStream(ctx, err)
+			return nil, reportUnguardable(ctx, err)
 		}
 		if done {
 			break
@@ -258,11 +267,11 @@ func (t *Transport) readStream(ctx context.Context, req *request, hr *http.Respo
 	}
 	b, err := req.sink.assembledResponse()
 	if err != nil {
-		return nil, unguardedStream(ctx, err)
+		return nil, reportUnguardable(ctx, err)
 	}
 	calls, err := req.sink.assembledCalls()
 	if err != nil {
-		return nil, unguardedStream(ctx, unguardable("the streamed response is not of a shape the guard reads", err))
+		return nil, reportUnguardable(ctx, unguardable("the streamed response is not of a shape the guard reads", err))
 	}
 	return &response{proto: req.proto, body: b, status: hr.StatusCode, header: hr.Header, origin: req.sink, calls: calls}, nil
 }
@@ -324,13 +333,13 @@ func (e *upstreamStreamError) StatusCode() int {
 	return 0
 }
 
-// unguardedStream returns err, a failure to read a stream's events; one
-// that says the stream cannot be guarded is reported as an unguarded event
-// first (to the observers and handler of ctx: the proxy's metrics count
-// it). Such a stream is refused whether the stages fail open or closed:
-// part of it was read, and what the client would read of the rest could
-// not be checked.
-func unguardedStream(ctx context.Context, err error) error {
+// reportUnguardable returns err, a failure to read a stream's events or a
+// body; one that says the answer cannot be guarded is reported as an
+// unguarded event first (to the observers and handler of ctx: the proxy's
+// metrics count it). Such an answer is refused whether the stages fail
+// open or closed: part of it was read, and what the client would read of
+// the rest could not be checked.
+func reportUnguardable(ctx context.Context, err error) error {
 	if isUnguardable(err) {
 		guard.Report(ctx, guard.Event{Kind: guard.EventUnguarded, Middleware: "httpguard", Err: err})
 	}

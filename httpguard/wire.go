@@ -18,12 +18,12 @@ import (
 
 // MaxBody is the bound on what a [Transport] reads of one body to guard
 // it: a request body, a response body, a stream's line or event, and a
-// stream's assembled response, 8 MiB each. Every reader in the package
-// stops there; a body larger than the bound is never buffered whole. A
-// request or sync response body past it passes through unguarded, and the
-// transport says so at Warn on slog.Default; a stream past it is answered
-// with a 502 of type response_too_large (see the package documentation,
-// "Bounds").
+// stream's assembled response, 8 MiB each, counted decoded when the
+// response is compressed. Every reader in the package stops there; a body
+// larger than the bound is never buffered whole. A request or sync
+// response body past it passes through unguarded, and the transport says
+// so at Warn on slog.Default; a stream past it is answered with a 502 of
+// type response_too_large (see the package documentation, "Bounds").
 const MaxBody = 8 << 20
 
 // errTooLarge reports a body past its bound.
