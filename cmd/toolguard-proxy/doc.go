@@ -75,9 +75,8 @@
 //
 // A W3C traceparent header makes the proxy's spans part of the client's
 // trace. Accept-Encoding is removed: the proxy negotiates compression with
-// the upstream itself, so that httpguard reads identity bodies (a
-// compressed answer could not be guarded), and answers the client
-// uncompressed. Every other header, the query and the body pass through as
+// the upstream itself (httpguard decodes what the upstream compresses
+// anyway), and answers the client uncompressed. Every other header, the query and the body pass through as
 // they came, except the hop-by-hop headers every proxy drops; no
 // X-Forwarded-For is added.
 //
