@@ -351,8 +351,9 @@ func (geminiWire) end(model, text string) []byte {
 }
 
 // transcript reads contents: a user content is a user turn unless it holds
-// only functionResponse parts (the answers to the model's calls), a model
-// content a model turn with its functionCall parts.
+// functionResponse parts (the answers to the model's calls, text beside
+// them or not: the turn goes on), a model content a model turn with its
+// functionCall parts.
 func (geminiWire) transcript(req []byte) []guard.Message {
 	var r struct {
 		Contents []struct {
@@ -379,9 +380,9 @@ func (geminiWire) transcript(req []byte) []guard.Message {
 				}
 			}
 		default: // "user", or no role (a single-turn request)
-			results := len(c.Parts) > 0
+			results := false
 			for _, p := range c.Parts {
-				results = results && len(p.FunctionResponse) > 0
+				results = results || len(nullToNil(p.FunctionResponse)) > 0
 			}
 			if !results {
 				out[i].Kind = guard.UserTurn

@@ -301,9 +301,10 @@ func (messagesWire) end(model, text string) []byte {
 }
 
 // transcript reads messages: a user message is a user turn unless it holds
-// only tool_result blocks (the answers to the model's calls, which
-// Anthropic sends as user messages), an assistant message a model turn
-// with its tool_use blocks.
+// tool_result blocks (the answers to the model's calls, which Anthropic
+// sends as user messages, first in their content, any text after them: the
+// turn goes on), an assistant message a model turn with its tool_use
+// blocks.
 func (messagesWire) transcript(req []byte) []guard.Message {
 	var r struct {
 		Messages []struct {
@@ -323,9 +324,9 @@ func (messagesWire) transcript(req []byte) []guard.Message {
 		_ = json.Unmarshal(m.Content, &blocks) // a string content has no blocks
 		switch m.Role {
 		case "user":
-			results := len(blocks) > 0
+			results := false
 			for _, b := range blocks {
-				results = results && b.Type == "tool_result"
+				results = results || b.Type == "tool_result"
 			}
 			if !results {
 				out[i].Kind = guard.UserTurn
