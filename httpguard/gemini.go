@@ -96,7 +96,11 @@ func (geminiWire) parseRequest(path string, body []byte) (wireRequest, error) {
 }
 
 // geminiParts returns the span of candidates[0].content and the spans of
-// its parts; more than one candidate is errUnsupported.
+// its parts. Several candidates are read as the first when none of them
+// holds a function call (the client may read any of them, none calls
+// anything); when one does, the response cannot be guarded: a client
+// reads the calls of whichever candidate it picks, and a re-ask replays
+// one turn.
 func geminiParts(b []byte) (content span, parts []span, ok bool, err error) {
 	r, err := parseBody(b)
 	if err != nil {
@@ -111,7 +115,13 @@ func geminiParts(b []byte) (content span, parts []span, ok bool, err error) {
 		return span{}, nil, false, err
 	}
 	if len(es) > 1 {
-		return span{}, nil, false, fmt.Errorf("%w: %d candidates", errUnsupported, len(es))
+		for _, e := range es {
+			if calls, err := candidateCalls(b, e); err != nil {
+				return span{}, nil, false, err
+			} else if calls {
+				return span{}, nil, false, unguardable(severalCandidates, fmt.Errorf("%d candidates", len(es)))
+			}
+		}
 	}
 	content, ok, err = field(b, es[0], "content")
 	if err != nil || !ok || kind(b, content) != '{' {
@@ -123,6 +133,32 @@ func geminiParts(b []byte) (content span, parts []span, ok bool, err error) {
 	}
 	parts, err = arrayElems(b, ps)
 	return content, parts, true, err
+}
+
+// severalCandidates is why a Gemini answer whose candidates are several,
+// one of them with function calls, cannot be guarded.
+const severalCandidates = "gemini candidates are several, with function calls"
+
+// candidateCalls reports whether the candidate at sp holds a functionCall
+// part.
+func candidateCalls(b []byte, sp span) (bool, error) {
+	if kind(b, sp) != '{' {
+		return false, nil
+	}
+	c, ok, err := field(b, sp, "content")
+	if err != nil || !ok || kind(b, c) != '{' {
+		return false, err
+	}
+	ps, ok, err := field(b, c, "parts")
+	if err != nil || !ok || kind(b, ps) != '[' {
+		return false, err
+	}
+	parts, err := arrayElems(b, ps)
+	if err != nil {
+		return false, err
+	}
+	fcs, err := geminiCalls(b, parts)
+	return len(fcs) > 0, err
 }
 
 // geminiCalls returns the functionCall spans of parts, in order.

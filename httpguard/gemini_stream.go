@@ -5,13 +5,18 @@ import (
 	"io"
 )
 
-// geminiChunk is one parsed stream chunk: its candidate and parts.
+// geminiChunk is one parsed stream chunk: its first candidate's (index 0)
+// and parts, and whether it holds other candidates.
 type geminiChunk struct {
 	cand   span // zero when the chunk has no candidate
 	hasC   bool
 	role   string
 	parts  []span
 	finish bool
+	// other: the chunk holds candidates past the first (several in the
+	// chunk, or one whose index is not 0); otherCalls: one of them holds
+	// a function call.
+	other, otherCalls bool
 }
 
 func parseGeminiChunk(b []byte) (*geminiChunk, error) {
@@ -33,10 +38,29 @@ func parseGeminiChunk(b []byte) (*geminiChunk, error) {
 	if err != nil || len(es) == 0 {
 		return c, err
 	}
-	if len(es) > 1 {
-		return nil, fmt.Errorf("%w: %d candidates", errUnsupported, len(es))
+	for _, e := range es {
+		idx := 0
+		if kind(b, e) == '{' {
+			if i, ok, err := field(b, e, "index"); err != nil {
+				return nil, err
+			} else if ok && kind(b, i) != 'n' && string(raw(b, i)) != "0" {
+				idx = -1 // another candidate's
+			}
+		}
+		if idx == 0 && !c.hasC {
+			c.cand, c.hasC = e, true
+			continue
+		}
+		c.other = true
+		calls, err := candidateCalls(b, e)
+		if err != nil {
+			return nil, err
+		}
+		c.otherCalls = c.otherCalls || calls
 	}
-	c.cand, c.hasC = es[0], true
+	if !c.hasC {
+		return c, nil
+	}
 	if f, ok, err := field(b, c.cand, "finishReason"); err != nil {
 		return nil, err
 	} else if ok && kind(b, f) != 'n' {
@@ -86,6 +110,11 @@ type geminiAssembler struct {
 	finish []byte
 	role   string
 	parts  [][]byte
+	// several: the stream held candidates past the first; calls: it held
+	// function calls. Both at once cannot be guarded (geminiParts): only
+	// the first candidate is assembled, so that several candidates without
+	// calls stream through.
+	several, calls bool
 }
 
 func (a *geminiAssembler) add(ev sseEvent) (bool, error) {
@@ -98,6 +127,14 @@ func (a *geminiAssembler) add(ev sseEvent) (bool, error) {
 		return false, err
 	}
 	a.last = b
+	a.several = a.several || c.other
+	a.calls = a.calls || c.otherCalls
+	for _, p := range c.parts {
+		a.calls = a.calls || isCallPart(b, p)
+	}
+	if a.several && a.calls {
+		return false, unguardable(severalCandidates, nil)
+	}
 	if !c.hasC {
 		return false, nil
 	}
