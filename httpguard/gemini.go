@@ -57,10 +57,11 @@ func (geminiWire) parseRequest(path string, body []byte) (wireRequest, error) {
 			CandidateCountSn *int `json:"candidate_count"`
 		} `json:"generationConfig"`
 	}
-	if _, err := parseBody(body); err != nil {
+	readable, err := readableBody(body, geminiSchemas)
+	if err != nil {
 		return wireRequest{}, err
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
+	if err := json.Unmarshal(readable, &req); err != nil {
 		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
 	}
 	if len(req.Contents) == 0 || req.Contents[0] != '[' {
@@ -76,23 +77,37 @@ func (geminiWire) parseRequest(path string, body []byte) (wireRequest, error) {
 	out := wireRequest{Model: model, Stream: method == "streamGenerateContent"}
 	for _, t := range req.Tools {
 		for _, d := range append(t.FunctionDeclarations, t.FunctionDeclarationsSn...) {
+			// A schema that cannot be read (nested too deep) or converted
+			// costs that tool's calls only (wireTool.Err).
 			tool := wireTool{Name: d.Name}
 			switch {
 			case nullToNil(d.ParametersJSONSchema) != nil:
 				tool.Schema = d.ParametersJSONSchema
 			case nullToNil(d.ParametersJSONSchemaSn) != nil:
 				tool.Schema = d.ParametersJSONSchemaSn
+			case isDeepSchema(d.Parameters):
+				tool.Err = errSchemaTooDeep
 			case nullToNil(d.Parameters) != nil:
 				s, err := geminiSchemaToJSONSchema(d.Parameters)
 				if err != nil {
-					return wireRequest{}, fmt.Errorf("httpguard: tool %q: %w", d.Name, err)
+					tool.Err = fmt.Errorf("httpguard: tool %q: %w", d.Name, err)
 				}
 				tool.Schema = s
+			}
+			if isDeepSchema(tool.Schema) {
+				tool.Schema, tool.Err = nil, errSchemaTooDeep
 			}
 			out.Tools = append(out.Tools, tool)
 		}
 	}
 	return out, nil
+}
+
+// geminiSchemas finds a generateContent request's tool schemas
+// (readableBody).
+func geminiSchemas(b []byte, r span) ([]span, error) {
+	return schemasAt(b, r, []string{"tools"}, []string{"functionDeclarations", "function_declarations"},
+		[]string{"parameters", "parametersJsonSchema", "parameters_json_schema"})
 }
 
 // geminiParts returns the span of candidates[0].content and the spans of
@@ -235,7 +250,10 @@ func (geminiWire) accept(resp []byte, args [][]byte) ([]byte, error) {
 }
 
 func (w geminiWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
-	r, err := parseBody(req)
+	if _, err := readableBody(req, geminiSchemas); err != nil {
+		return nil, err
+	}
+	r, err := root(req)
 	if err != nil {
 		return nil, err
 	}
@@ -402,7 +420,8 @@ func (geminiWire) transcript(req []byte) []guard.Message {
 			} `json:"parts"`
 		} `json:"contents"`
 	}
-	if json.Unmarshal(req, &r) != nil {
+	readable, err := readableBody(req, geminiSchemas)
+	if err != nil || json.Unmarshal(readable, &r) != nil {
 		return nil
 	}
 	out := make([]guard.Message, len(r.Contents))

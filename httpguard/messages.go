@@ -30,10 +30,11 @@ func (messagesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 			InputSchema json.RawMessage `json:"input_schema"`
 		} `json:"tools"`
 	}
-	if _, err := parseBody(body); err != nil {
+	readable, err := readableBody(body, messagesSchemas)
+	if err != nil {
 		return wireRequest{}, err
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
+	if err := json.Unmarshal(readable, &req); err != nil {
 		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
 	}
 	if len(req.Messages) == 0 || req.Messages[0] != '[' {
@@ -55,9 +56,18 @@ func (messagesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 		if t.Type != "" && t.Type != "custom" {
 			continue
 		}
-		out.Tools = append(out.Tools, wireTool{Name: t.Name, Schema: nullToNil(t.InputSchema)})
+		tool := wireTool{Name: t.Name, Schema: nullToNil(t.InputSchema)}
+		if isDeepSchema(tool.Schema) {
+			tool.Schema, tool.Err = nil, errSchemaTooDeep
+		}
+		out.Tools = append(out.Tools, tool)
 	}
 	return out, nil
+}
+
+// messagesSchemas finds a Messages request's tool schemas (readableBody).
+func messagesSchemas(b []byte, r span) ([]span, error) {
+	return schemasAt(b, r, []string{"tools"}, []string{"input_schema"})
 }
 
 // messagesToolUses returns the spans of resp's content blocks and the
@@ -156,7 +166,10 @@ func dropNulls(b []byte, sp span) ([]byte, error) {
 }
 
 func (w messagesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
-	r, err := parseBody(req)
+	if _, err := readableBody(req, messagesSchemas); err != nil {
+		return nil, err
+	}
+	r, err := root(req)
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +325,8 @@ func (messagesWire) transcript(req []byte) []guard.Message {
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
 	}
-	if json.Unmarshal(req, &r) != nil {
+	readable, err := readableBody(req, messagesSchemas)
+	if err != nil || json.Unmarshal(readable, &r) != nil {
 		return nil
 	}
 	out := make([]guard.Message, len(r.Messages))
