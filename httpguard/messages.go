@@ -70,8 +70,38 @@ func messagesSchemas(b []byte, r span) ([]span, error) {
 	return schemasAt(b, r, []string{"tools"}, []string{"input_schema"})
 }
 
+// messagesBlockTypes are the content block types of a Messages response,
+// the beta API's included (anthropic-sdk-go's ContentBlockUnion and
+// BetaContentBlockUnion): tool_use is the client's call, which the guard
+// checks; the others are text, reasoning or tools Anthropic runs itself,
+// which the client reads but does not run. A block of any other type
+// might be a call the guard does not know to check: the answer cannot be
+// guarded.
+var messagesBlockTypes = map[string]bool{
+	"text": true, "thinking": true, "redacted_thinking": true, "tool_use": true,
+	"server_tool_use": true, "web_search_tool_result": true, "web_fetch_tool_result": true,
+	"code_execution_tool_result": true, "bash_code_execution_tool_result": true,
+	"text_editor_code_execution_tool_result": true, "tool_search_tool_result": true,
+	"container_upload": true, "advisor_tool_result": true, "mcp_tool_use": true,
+	"mcp_tool_result": true, "mcp_tool_listing": true, "compaction": true, "fallback": true,
+}
+
+// unknownBlock is why an Anthropic answer with a content block of a type
+// the guard does not know cannot be guarded.
+const unknownBlock = "anthropic content block of an unknown type"
+
+// checkBlockType returns an unguardable error unless typ is a known
+// content block type.
+func checkBlockType(typ string) error {
+	if messagesBlockTypes[typ] {
+		return nil
+	}
+	return unguardable(unknownBlock, fmt.Errorf("type %.64q", typ))
+}
+
 // messagesToolUses returns the spans of resp's content blocks and the
-// positions among them of the tool_use blocks.
+// positions among them of the tool_use blocks; a block of a type it does
+// not know is unguardable.
 func messagesToolUses(b []byte) (blocks []span, uses []int, err error) {
 	r, err := parseBody(b)
 	if err != nil {
@@ -88,6 +118,9 @@ func messagesToolUses(b []byte) (blocks []span, uses []int, err error) {
 	for i, bl := range blocks {
 		typ, err := optStr(b, bl, "type")
 		if err != nil {
+			return nil, nil, err
+		}
+		if err := checkBlockType(typ); err != nil {
 			return nil, nil, err
 		}
 		if typ == "tool_use" {

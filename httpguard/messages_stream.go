@@ -55,9 +55,45 @@ func parseMessagesEvent(ev sseEvent) (*messagesEvent, error) {
 	return &e, nil
 }
 
+// Why an Anthropic stream cannot be guarded (unguardableError's why).
+const (
+	startWithContent = "anthropic message_start with content"
+	unknownDelta     = "anthropic content block delta of an unknown type"
+	inputTwice       = "anthropic tool input both in its block's start and in deltas"
+)
+
+// startsEmpty returns an unguardable error unless message_start's message
+// has no content: the SDKs' accumulators take the message whole, content
+// included, so a block there (a tool_use the guard would have to hold
+// before the message could start) reaches the client outside the blocks
+// the gate holds and checks.
+func startsEmpty(message []byte) error {
+	r, err := parseBody(message)
+	if err != nil {
+		return err
+	}
+	c, ok, err := field(message, r, "content")
+	if err != nil || !ok || kind(message, c) == 'n' {
+		return err
+	}
+	if kind(message, c) != '[' {
+		return unguardable(startWithContent, nil)
+	}
+	es, err := arrayElems(message, c)
+	if err != nil {
+		return err
+	}
+	if len(es) > 0 {
+		return unguardable(startWithContent, fmt.Errorf("%d blocks", len(es)))
+	}
+	return nil
+}
+
 type blockAcc struct {
-	start                              []byte
-	typ                                string
+	start []byte
+	typ   string
+	// startInput is the start's input, compacted ("" when it has none).
+	startInput                         string
 	text, thinking, signature, partial strings.Builder
 	hasPartial                         bool
 	citations                          [][]byte
@@ -84,12 +120,24 @@ func (a *messagesAssembler) add(ev sseEvent) (bool, error) {
 	a.last = e
 	switch e.Type {
 	case "message_start":
+		if err := startsEmpty(e.Message); err != nil {
+			return false, err
+		}
 		a.message = e.Message
 	case "content_block_start":
 		if e.Index != len(a.blocks) {
 			return false, fmt.Errorf("%w: block %d starts after %d blocks", errJSON, e.Index, len(a.blocks))
 		}
-		a.blocks = append(a.blocks, &blockAcc{start: e.ContentBlock, typ: e.blockType})
+		if err := checkBlockType(e.blockType); err != nil {
+			return false, err
+		}
+		bl := &blockAcc{start: e.ContentBlock, typ: e.blockType}
+		if in, ok, err := field(e.ContentBlock, span{0, len(e.ContentBlock)}, "input"); err != nil {
+			return false, err
+		} else if ok {
+			bl.startInput = string(compact(raw(e.ContentBlock, in)))
+		}
+		a.blocks = append(a.blocks, bl)
 	case "content_block_delta":
 		if e.Index < 0 || e.Index >= len(a.blocks) {
 			return false, fmt.Errorf("%w: delta for block %d of %d", errJSON, e.Index, len(a.blocks))
@@ -104,10 +152,21 @@ func (a *messagesAssembler) add(ev sseEvent) (bool, error) {
 		case "signature_delta":
 			bl.signature.WriteString(d.Signature)
 		case "input_json_delta":
+			if d.PartialJSON != "" && bl.startInput != "" && bl.startInput != "{}" {
+				// The SDKs add the fragments to the start's input
+				// (anthropic-sdk-go replaces only an empty {}): the
+				// client would read a text the guard cannot.
+				return false, unguardable(inputTwice, nil)
+			}
 			bl.partial.WriteString(d.PartialJSON)
 			bl.hasPartial = true
 		case "citations_delta":
 			bl.citations = append(bl.citations, d.Citation)
+		default:
+			// A delta the guard does not read would change a block the
+			// client reads (compaction_delta among them, which this
+			// decoder does not read).
+			return false, unguardable(unknownDelta, fmt.Errorf("type %.64q", d.Type))
 		}
 	case "message_delta":
 		a.delta, a.usage = e.Delta, e.Usage
