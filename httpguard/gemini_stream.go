@@ -117,13 +117,19 @@ type geminiAssembler struct {
 	several, calls bool
 }
 
+// add takes one chunk. The bound (budget) counts what the assembler holds
+// for the assembled response, not the stream's envelope: the last chunk
+// (whose top level and candidate the response keeps; it replaces the one
+// before) and every part, copied out of its chunk. So a long answer in
+// many small chunks streams whole, and held calls past MaxBody are still
+// refused.
 func (a *geminiAssembler) add(ev sseEvent) (bool, error) {
-	if err := a.take(len(ev.Data)); err != nil {
-		return false, err
-	}
 	b := append([]byte(nil), ev.Data...)
 	c, err := parseGeminiChunk(b)
 	if err != nil {
+		return false, err
+	}
+	if err := a.take(len(b) - len(a.last)); err != nil {
 		return false, err
 	}
 	a.last = b
@@ -147,7 +153,11 @@ func (a *geminiAssembler) add(ev sseEvent) (bool, error) {
 		a.finish = raw(b, f)
 	}
 	for _, p := range c.parts {
-		a.parts = append(a.parts, raw(b, p))
+		part := append([]byte(nil), raw(b, p)...) // not the chunk's envelope
+		if err := a.take(len(part)); err != nil {
+			return false, err
+		}
+		a.parts = append(a.parts, part)
 	}
 	return false, nil
 }

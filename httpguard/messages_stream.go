@@ -109,12 +109,19 @@ type messagesAssembler struct {
 	last    *messagesEvent // the event add took last
 }
 
+// add takes one event. The bound (budget) counts what the assembler and
+// its gate hold for the assembled response, not the stream's envelope: an
+// event kept whole (message_start, a block's start, a citation, the
+// message_delta and message_stop a gate holds) by its length, a delta by
+// the text it adds; a ping or a block's stop, which nothing keeps, counts
+// nothing. So a long answer in many small deltas streams whole, and held
+// tool-call input past MaxBody is still refused.
 func (a *messagesAssembler) add(ev sseEvent) (bool, error) {
-	if err := a.take(len(ev.Data)); err != nil {
-		return false, err
-	}
 	e, err := parseMessagesEvent(ev)
 	if err != nil {
+		return false, err
+	}
+	if err := a.take(a.held(e, len(ev.Data))); err != nil {
 		return false, err
 	}
 	a.last = e
@@ -174,6 +181,22 @@ func (a *messagesAssembler) add(ev sseEvent) (bool, error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// held is what the parsed event e, of n bytes, adds to what the
+// assembler and its gate hold.
+func (a *messagesAssembler) held(e *messagesEvent, n int) int {
+	switch e.Type {
+	case "message_start", "content_block_start", "message_delta", "message_stop":
+		return n
+	case "content_block_delta":
+		d := e.delta
+		if d.Type == "citations_delta" {
+			return n // the citation is kept as the event has it
+		}
+		return len(d.Text) + len(d.Thinking) + len(d.Signature) + len(d.PartialJSON)
+	}
+	return 0
 }
 
 // setAt sets key of the object at path in b to value.
