@@ -191,7 +191,17 @@ func geminiCalls(b []byte, parts []span) ([]span, error) {
 	return out, nil
 }
 
+// geminiUnread is why a Gemini answer that is not the JSON of the
+// protocol cannot be guarded.
+const geminiUnread = "gemini answer not in the protocol's shape"
+
 func (geminiWire) calls(resp []byte) ([]wireCall, error) {
+	out, err := geminiCallsOf(resp)
+	return out, unreadable(geminiUnread, err)
+}
+
+// geminiCallsOf is geminiWire.calls.
+func geminiCallsOf(resp []byte) ([]wireCall, error) {
 	_, parts, _, err := geminiParts(resp)
 	if err != nil {
 		return nil, err
@@ -226,11 +236,11 @@ func (geminiWire) calls(resp []byte) ([]wireCall, error) {
 func (geminiWire) accept(resp []byte, args [][]byte) ([]byte, error) {
 	_, parts, _, err := geminiParts(resp)
 	if err != nil {
-		return nil, err
+		return nil, unreadable(geminiUnread, err)
 	}
 	fcs, err := geminiCalls(resp, parts)
 	if err != nil {
-		return nil, err
+		return nil, unreadable(geminiUnread, err)
 	}
 	if err := checkArgs(args, len(fcs)); err != nil {
 		return nil, err

@@ -124,6 +124,12 @@ type geminiAssembler struct {
 // many small chunks streams whole, and held calls past MaxBody are still
 // refused.
 func (a *geminiAssembler) add(ev sseEvent) (bool, error) {
+	done, err := a.addChunk(ev)
+	return done, unreadable(geminiUnread, err)
+}
+
+// addChunk is add.
+func (a *geminiAssembler) addChunk(ev sseEvent) (bool, error) {
 	b := append([]byte(nil), ev.Data...)
 	c, err := parseGeminiChunk(b)
 	if err != nil {
@@ -163,6 +169,12 @@ func (a *geminiAssembler) add(ev sseEvent) (bool, error) {
 }
 
 func (a *geminiAssembler) response() ([]byte, error) {
+	b, err := a.assemble()
+	return b, unreadable(geminiUnread, err)
+}
+
+// assemble is response.
+func (a *geminiAssembler) assemble() ([]byte, error) {
 	if a.last == nil {
 		return nil, fmt.Errorf("%w: empty gemini stream", errJSON)
 	}

@@ -2,6 +2,7 @@ package httpguard
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -141,7 +142,29 @@ func objectArgs(b []byte, v span) ([]byte, error) {
 	return raw(b, v), nil
 }
 
+// unreadable returns err, an answer's reader's error, as unguardable (why)
+// when it says the answer is not the JSON its protocol sends; an error
+// that says more (unguardable already, the upstream's own error event, a
+// body past the bound) is returned as it is.
+func unreadable(why string, err error) error {
+	var se *upstreamStreamError
+	if err == nil || isUnguardable(err) || errors.As(err, &se) || errors.Is(err, errTooLarge) {
+		return err
+	}
+	return unguardable(why, err)
+}
+
+// anthropicUnread is why an Anthropic answer that is not the JSON of the
+// protocol cannot be guarded.
+const anthropicUnread = "anthropic answer not in the protocol's shape"
+
 func (messagesWire) calls(resp []byte) ([]wireCall, error) {
+	out, err := messagesCalls(resp)
+	return out, unreadable(anthropicUnread, err)
+}
+
+// messagesCalls is messagesWire.calls.
+func messagesCalls(resp []byte) ([]wireCall, error) {
 	blocks, uses, err := messagesToolUses(resp)
 	if err != nil {
 		return nil, err
@@ -173,7 +196,7 @@ func (messagesWire) calls(resp []byte) ([]wireCall, error) {
 func (messagesWire) accept(resp []byte, args [][]byte) ([]byte, error) {
 	blocks, uses, err := messagesToolUses(resp)
 	if err != nil {
-		return nil, err
+		return nil, unreadable(anthropicUnread, err)
 	}
 	if err := checkArgs(args, len(uses)); err != nil {
 		return nil, err

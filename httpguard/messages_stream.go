@@ -117,6 +117,12 @@ type messagesAssembler struct {
 // nothing. So a long answer in many small deltas streams whole, and held
 // tool-call input past MaxBody is still refused.
 func (a *messagesAssembler) add(ev sseEvent) (bool, error) {
+	done, err := a.addEvent(ev)
+	return done, unreadable(anthropicUnread, err)
+}
+
+// addEvent is add.
+func (a *messagesAssembler) addEvent(ev sseEvent) (bool, error) {
 	e, err := parseMessagesEvent(ev)
 	if err != nil {
 		return false, err
@@ -261,6 +267,12 @@ func joinRaw(items [][]byte) []byte {
 }
 
 func (a *messagesAssembler) response() ([]byte, error) {
+	b, err := a.assemble()
+	return b, unreadable(anthropicUnread, err)
+}
+
+// assemble is response.
+func (a *messagesAssembler) assemble() ([]byte, error) {
 	if a.message == nil {
 		return nil, fmt.Errorf("%w: anthropic stream without message_start", errJSON)
 	}
