@@ -430,9 +430,12 @@ func (geminiWire) transcript(req []byte) []guard.Message {
 			} `json:"parts"`
 		} `json:"contents"`
 	}
-	readable, err := readableBody(req, geminiSchemas)
-	if err != nil || json.Unmarshal(readable, &r) != nil {
-		return nil
+	if json.Unmarshal(req, &r) != nil {
+		// A tool schema nested too deep for encoding/json: the rest.
+		readable, err := readableBody(req, geminiSchemas)
+		if err != nil || json.Unmarshal(readable, &r) != nil {
+			return nil
+		}
 	}
 	out := make([]guard.Message, len(r.Contents))
 	for i, c := range r.Contents {

@@ -381,9 +381,12 @@ func (messagesWire) transcript(req []byte) []guard.Message {
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
 	}
-	readable, err := readableBody(req, messagesSchemas)
-	if err != nil || json.Unmarshal(readable, &r) != nil {
-		return nil
+	if json.Unmarshal(req, &r) != nil {
+		// A tool schema nested too deep for encoding/json: the rest.
+		readable, err := readableBody(req, messagesSchemas)
+		if err != nil || json.Unmarshal(readable, &r) != nil {
+			return nil
+		}
 	}
 	out := make([]guard.Message, len(r.Messages))
 	for i, m := range r.Messages {
