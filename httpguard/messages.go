@@ -147,11 +147,16 @@ func objectArgs(b []byte, v span) ([]byte, error) {
 // that says more (unguardable already, the upstream's own error event, a
 // body past the bound) is returned as it is.
 func unreadable(why string, err error) error {
-	var se *upstreamStreamError
-	if err == nil || isUnguardable(err) || errors.As(err, &se) || errors.Is(err, errTooLarge) {
+	if err == nil || isUnguardable(err) || isUpstreamError(err) || errors.Is(err, errTooLarge) {
 		return err
 	}
 	return unguardable(why, err)
+}
+
+// isUpstreamError reports whether err is the upstream's own error event.
+func isUpstreamError(err error) bool {
+	var se *upstreamStreamError
+	return errors.As(err, &se)
 }
 
 // anthropicUnread is why an Anthropic answer that is not the JSON of the

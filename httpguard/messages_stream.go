@@ -92,8 +92,9 @@ func startsEmpty(message []byte) error {
 type blockAcc struct {
 	start []byte
 	typ   string
-	// startInput is the start's input, compacted ("" when it has none).
-	startInput                         string
+	// startInput: the start has an input other than {} (read in place,
+	// allocating nothing).
+	startInput                         bool
 	text, thinking, signature, partial strings.Builder
 	hasPartial                         bool
 	citations                          [][]byte
@@ -148,7 +149,15 @@ func (a *messagesAssembler) addEvent(ev sseEvent) (bool, error) {
 		if in, ok, err := field(e.ContentBlock, span{0, len(e.ContentBlock)}, "input"); err != nil {
 			return false, err
 		} else if ok {
-			bl.startInput = string(compact(raw(e.ContentBlock, in)))
+			empty := false
+			if kind(e.ContentBlock, in) == '{' {
+				first, err := firstMember(e.ContentBlock, in)
+				if err != nil {
+					return false, err
+				}
+				empty = first < 0
+			}
+			bl.startInput = !empty
 		}
 		a.blocks = append(a.blocks, bl)
 	case "content_block_delta":
@@ -165,7 +174,7 @@ func (a *messagesAssembler) addEvent(ev sseEvent) (bool, error) {
 		case "signature_delta":
 			bl.signature.WriteString(d.Signature)
 		case "input_json_delta":
-			if d.PartialJSON != "" && bl.startInput != "" && bl.startInput != "{}" {
+			if d.PartialJSON != "" && bl.startInput {
 				// The SDKs add the fragments to the start's input
 				// (anthropic-sdk-go replaces only an empty {}): the
 				// client would read a text the guard cannot.
