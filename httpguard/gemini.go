@@ -57,10 +57,11 @@ func (geminiWire) parseRequest(path string, body []byte) (wireRequest, error) {
 			CandidateCountSn *int `json:"candidate_count"`
 		} `json:"generationConfig"`
 	}
-	if _, err := parseBody(body); err != nil {
+	readable, err := readableBody(body, geminiSchemas)
+	if err != nil {
 		return wireRequest{}, err
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
+	if err := json.Unmarshal(readable, &req); err != nil {
 		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
 	}
 	if len(req.Contents) == 0 || req.Contents[0] != '[' {
@@ -76,18 +77,25 @@ func (geminiWire) parseRequest(path string, body []byte) (wireRequest, error) {
 	out := wireRequest{Model: model, Stream: method == "streamGenerateContent"}
 	for _, t := range req.Tools {
 		for _, d := range append(t.FunctionDeclarations, t.FunctionDeclarationsSn...) {
+			// A schema that cannot be read (nested too deep) or converted
+			// costs that tool's calls only (wireTool.Err).
 			tool := wireTool{Name: d.Name}
 			switch {
 			case nullToNil(d.ParametersJSONSchema) != nil:
 				tool.Schema = d.ParametersJSONSchema
 			case nullToNil(d.ParametersJSONSchemaSn) != nil:
 				tool.Schema = d.ParametersJSONSchemaSn
+			case isDeepSchema(d.Parameters):
+				tool.Err = errSchemaTooDeep
 			case nullToNil(d.Parameters) != nil:
 				s, err := geminiSchemaToJSONSchema(d.Parameters)
 				if err != nil {
-					return wireRequest{}, fmt.Errorf("httpguard: tool %q: %w", d.Name, err)
+					tool.Err = fmt.Errorf("httpguard: tool %q: %w", d.Name, err)
 				}
 				tool.Schema = s
+			}
+			if isDeepSchema(tool.Schema) {
+				tool.Schema, tool.Err = nil, errSchemaTooDeep
 			}
 			out.Tools = append(out.Tools, tool)
 		}
@@ -95,8 +103,19 @@ func (geminiWire) parseRequest(path string, body []byte) (wireRequest, error) {
 	return out, nil
 }
 
+// geminiSchemas finds a generateContent request's tool schemas
+// (readableBody).
+func geminiSchemas(b []byte, r span) ([]span, error) {
+	return schemasAt(b, r, []string{"tools"}, []string{"functionDeclarations", "function_declarations"},
+		[]string{"parameters", "parametersJsonSchema", "parameters_json_schema"})
+}
+
 // geminiParts returns the span of candidates[0].content and the spans of
-// its parts; more than one candidate is errUnsupported.
+// its parts. Several candidates are read as the first when none of them
+// holds a function call (the client may read any of them, none calls
+// anything); when one does, the response cannot be guarded: a client
+// reads the calls of whichever candidate it picks, and a re-ask replays
+// one turn.
 func geminiParts(b []byte) (content span, parts []span, ok bool, err error) {
 	r, err := parseBody(b)
 	if err != nil {
@@ -111,7 +130,13 @@ func geminiParts(b []byte) (content span, parts []span, ok bool, err error) {
 		return span{}, nil, false, err
 	}
 	if len(es) > 1 {
-		return span{}, nil, false, fmt.Errorf("%w: %d candidates", errUnsupported, len(es))
+		for _, e := range es {
+			if calls, err := candidateCalls(b, e); err != nil {
+				return span{}, nil, false, err
+			} else if calls {
+				return span{}, nil, false, unguardable(severalCandidates, fmt.Errorf("%d candidates", len(es)))
+			}
+		}
 	}
 	content, ok, err = field(b, es[0], "content")
 	if err != nil || !ok || kind(b, content) != '{' {
@@ -123,6 +148,32 @@ func geminiParts(b []byte) (content span, parts []span, ok bool, err error) {
 	}
 	parts, err = arrayElems(b, ps)
 	return content, parts, true, err
+}
+
+// severalCandidates is why a Gemini answer whose candidates are several,
+// one of them with function calls, cannot be guarded.
+const severalCandidates = "gemini candidates are several, with function calls"
+
+// candidateCalls reports whether the candidate at sp holds a functionCall
+// part.
+func candidateCalls(b []byte, sp span) (bool, error) {
+	if kind(b, sp) != '{' {
+		return false, nil
+	}
+	c, ok, err := field(b, sp, "content")
+	if err != nil || !ok || kind(b, c) != '{' {
+		return false, err
+	}
+	ps, ok, err := field(b, c, "parts")
+	if err != nil || !ok || kind(b, ps) != '[' {
+		return false, err
+	}
+	parts, err := arrayElems(b, ps)
+	if err != nil {
+		return false, err
+	}
+	fcs, err := geminiCalls(b, parts)
+	return len(fcs) > 0, err
 }
 
 // geminiCalls returns the functionCall spans of parts, in order.
@@ -140,7 +191,17 @@ func geminiCalls(b []byte, parts []span) ([]span, error) {
 	return out, nil
 }
 
+// geminiUnread is why a Gemini answer that is not the JSON of the
+// protocol cannot be guarded.
+const geminiUnread = "gemini answer not in the protocol's shape"
+
 func (geminiWire) calls(resp []byte) ([]wireCall, error) {
+	out, err := geminiCallsOf(resp)
+	return out, unreadable(geminiUnread, err)
+}
+
+// geminiCallsOf is geminiWire.calls.
+func geminiCallsOf(resp []byte) ([]wireCall, error) {
 	_, parts, _, err := geminiParts(resp)
 	if err != nil {
 		return nil, err
@@ -175,11 +236,11 @@ func (geminiWire) calls(resp []byte) ([]wireCall, error) {
 func (geminiWire) accept(resp []byte, args [][]byte) ([]byte, error) {
 	_, parts, _, err := geminiParts(resp)
 	if err != nil {
-		return nil, err
+		return nil, unreadable(geminiUnread, err)
 	}
 	fcs, err := geminiCalls(resp, parts)
 	if err != nil {
-		return nil, err
+		return nil, unreadable(geminiUnread, err)
 	}
 	if err := checkArgs(args, len(fcs)); err != nil {
 		return nil, err
@@ -199,7 +260,10 @@ func (geminiWire) accept(resp []byte, args [][]byte) ([]byte, error) {
 }
 
 func (w geminiWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
-	r, err := parseBody(req)
+	if _, err := readableBody(req, geminiSchemas); err != nil {
+		return nil, err
+	}
+	r, err := root(req)
 	if err != nil {
 		return nil, err
 	}
@@ -351,8 +415,9 @@ func (geminiWire) end(model, text string) []byte {
 }
 
 // transcript reads contents: a user content is a user turn unless it holds
-// only functionResponse parts (the answers to the model's calls), a model
-// content a model turn with its functionCall parts.
+// functionResponse parts (the answers to the model's calls, text beside
+// them or not: the turn goes on), a model content a model turn with its
+// functionCall parts.
 func (geminiWire) transcript(req []byte) []guard.Message {
 	var r struct {
 		Contents []struct {
@@ -366,7 +431,11 @@ func (geminiWire) transcript(req []byte) []guard.Message {
 		} `json:"contents"`
 	}
 	if json.Unmarshal(req, &r) != nil {
-		return nil
+		// A tool schema nested too deep for encoding/json: the rest.
+		readable, err := readableBody(req, geminiSchemas)
+		if err != nil || json.Unmarshal(readable, &r) != nil {
+			return nil
+		}
 	}
 	out := make([]guard.Message, len(r.Contents))
 	for i, c := range r.Contents {
@@ -379,9 +448,9 @@ func (geminiWire) transcript(req []byte) []guard.Message {
 				}
 			}
 		default: // "user", or no role (a single-turn request)
-			results := len(c.Parts) > 0
+			results := false
 			for _, p := range c.Parts {
-				results = results && len(p.FunctionResponse) > 0
+				results = results || len(nullToNil(p.FunctionResponse)) > 0
 			}
 			if !results {
 				out[i].Kind = guard.UserTurn

@@ -5,13 +5,18 @@ import (
 	"io"
 )
 
-// geminiChunk is one parsed stream chunk: its candidate and parts.
+// geminiChunk is one parsed stream chunk: its first candidate's (index 0)
+// and parts, and whether it holds other candidates.
 type geminiChunk struct {
 	cand   span // zero when the chunk has no candidate
 	hasC   bool
 	role   string
 	parts  []span
 	finish bool
+	// other: the chunk holds candidates past the first (several in the
+	// chunk, or one whose index is not 0); otherCalls: one of them holds
+	// a function call.
+	other, otherCalls bool
 }
 
 func parseGeminiChunk(b []byte) (*geminiChunk, error) {
@@ -33,10 +38,29 @@ func parseGeminiChunk(b []byte) (*geminiChunk, error) {
 	if err != nil || len(es) == 0 {
 		return c, err
 	}
-	if len(es) > 1 {
-		return nil, fmt.Errorf("%w: %d candidates", errUnsupported, len(es))
+	for _, e := range es {
+		idx := 0
+		if kind(b, e) == '{' {
+			if i, ok, err := field(b, e, "index"); err != nil {
+				return nil, err
+			} else if ok && kind(b, i) != 'n' && string(raw(b, i)) != "0" {
+				idx = -1 // another candidate's
+			}
+		}
+		if idx == 0 && !c.hasC {
+			c.cand, c.hasC = e, true
+			continue
+		}
+		c.other = true
+		calls, err := candidateCalls(b, e)
+		if err != nil {
+			return nil, err
+		}
+		c.otherCalls = c.otherCalls || calls
 	}
-	c.cand, c.hasC = es[0], true
+	if !c.hasC {
+		return c, nil
+	}
 	if f, ok, err := field(b, c.cand, "finishReason"); err != nil {
 		return nil, err
 	} else if ok && kind(b, f) != 'n' {
@@ -86,18 +110,43 @@ type geminiAssembler struct {
 	finish []byte
 	role   string
 	parts  [][]byte
+	// several: the stream held candidates past the first; calls: it held
+	// function calls. Both at once cannot be guarded (geminiParts): only
+	// the first candidate is assembled, so that several candidates without
+	// calls stream through.
+	several, calls bool
 }
 
+// add takes one chunk. The bound (budget) counts what the assembler holds
+// for the assembled response, not the stream's envelope: the last chunk
+// (whose top level and candidate the response keeps; it replaces the one
+// before) and every part, copied out of its chunk. So a long answer in
+// many small chunks streams whole, and held calls past MaxBody are still
+// refused.
 func (a *geminiAssembler) add(ev sseEvent) (bool, error) {
-	if err := a.take(len(ev.Data)); err != nil {
-		return false, err
-	}
+	done, err := a.addChunk(ev)
+	return done, unreadable(geminiUnread, err)
+}
+
+// addChunk is add.
+func (a *geminiAssembler) addChunk(ev sseEvent) (bool, error) {
 	b := append([]byte(nil), ev.Data...)
 	c, err := parseGeminiChunk(b)
 	if err != nil {
 		return false, err
 	}
+	if err := a.take(len(b) - len(a.last)); err != nil {
+		return false, err
+	}
 	a.last = b
+	a.several = a.several || c.other
+	a.calls = a.calls || c.otherCalls
+	for _, p := range c.parts {
+		a.calls = a.calls || isCallPart(b, p)
+	}
+	if a.several && a.calls {
+		return false, unguardable(severalCandidates, nil)
+	}
 	if !c.hasC {
 		return false, nil
 	}
@@ -110,12 +159,22 @@ func (a *geminiAssembler) add(ev sseEvent) (bool, error) {
 		a.finish = raw(b, f)
 	}
 	for _, p := range c.parts {
-		a.parts = append(a.parts, raw(b, p))
+		part := append([]byte(nil), raw(b, p)...) // not the chunk's envelope
+		if err := a.take(len(part)); err != nil {
+			return false, err
+		}
+		a.parts = append(a.parts, part)
 	}
 	return false, nil
 }
 
 func (a *geminiAssembler) response() ([]byte, error) {
+	b, err := a.assemble()
+	return b, unreadable(geminiUnread, err)
+}
+
+// assemble is response.
+func (a *geminiAssembler) assemble() ([]byte, error) {
 	if a.last == nil {
 		return nil, fmt.Errorf("%w: empty gemini stream", errJSON)
 	}

@@ -24,7 +24,8 @@ import (
 //     float and double, which JSON Schema does not define, are dropped;
 //   - minItems, maxItems, minLength, maxLength, minProperties,
 //     maxProperties: int64 in the proto, so a string in proto JSON ("3")
-//     becomes a number;
+//     becomes a number, and a number that is an integer written with a
+//     fraction or an exponent (3.0, 3e0) the integer;
 //   - properties, items, anyOf: converted recursively; required, enum,
 //     minimum, maximum, pattern, title, description, default kept;
 //   - example becomes examples: [example]; propertyOrdering, an ordering
@@ -167,19 +168,71 @@ func geminiType(v any) (string, bool) {
 	return "", false
 }
 
-// geminiCount reads an int64 count, a JSON number or a decimal string.
+// geminiCount reads an int64 count, a JSON number or a decimal string, as
+// proto JSON reads an int64: a number with a fraction or an exponent that
+// is an integer all the same (3.0, 3e0) is that integer, as it is in JSON
+// Schema too; any other fraction, or a count past int64, is refused.
 func geminiCount(v any) (json.Number, error) {
+	var s string
 	switch n := v.(type) {
 	case json.Number:
-		if _, err := strconv.ParseInt(n.String(), 10, 64); err != nil {
-			return "", fmt.Errorf("not an integer: %s", n)
-		}
-		return n, nil
+		s = n.String()
 	case string:
-		if _, err := strconv.ParseInt(n, 10, 64); err != nil {
-			return "", fmt.Errorf("not an integer: %q", n)
-		}
+		s = n
+	default:
+		return "", fmt.Errorf("not an integer: %v", v)
+	}
+	if _, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return json.Number(s), nil
+	}
+	if n, ok := integerText(s); ok {
 		return json.Number(n), nil
 	}
-	return "", fmt.Errorf("not an integer: %v", v)
+	return "", fmt.Errorf("not an integer: %q", s)
+}
+
+// integerText returns the int64 a decimal number with a fraction or an
+// exponent stands for, in plain digits, when it is an integer; ok is false
+// for any other text. Read exactly, digit by digit: no float rounding, and
+// no exponent large enough to cost memory (past ±400 the number cannot be
+// a nonzero int64 anyway).
+func integerText(s string) (string, bool) {
+	mant, exp := s, 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e, err := strconv.Atoi(s[i+1:])
+		if err != nil || e < -400 || e > 400 {
+			return "", false
+		}
+		mant, exp = s[:i], e
+	}
+	neg := strings.HasPrefix(mant, "-")
+	if neg {
+		mant = mant[1:]
+	}
+	ip, fp, _ := strings.Cut(mant, ".")
+	digits := ip + fp
+	if ip == "" || strings.Trim(digits, "0123456789") != "" {
+		return "", false
+	}
+	point := len(ip) + exp // the integer part is digits[:point]
+	if point < 0 {
+		point = 0
+	}
+	for point > len(digits) {
+		digits += "0"
+	}
+	if strings.Trim(digits[point:], "0") != "" {
+		return "", false // a fraction
+	}
+	n := strings.TrimLeft(digits[:point], "0")
+	if n == "" {
+		return "0", true
+	}
+	if neg {
+		n = "-" + n
+	}
+	if _, err := strconv.ParseInt(n, 10, 64); err != nil {
+		return "", false
+	}
+	return n, true
 }

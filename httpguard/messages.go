@@ -2,6 +2,7 @@ package httpguard
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -30,10 +31,11 @@ func (messagesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 			InputSchema json.RawMessage `json:"input_schema"`
 		} `json:"tools"`
 	}
-	if _, err := parseBody(body); err != nil {
+	readable, err := readableBody(body, messagesSchemas)
+	if err != nil {
 		return wireRequest{}, err
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
+	if err := json.Unmarshal(readable, &req); err != nil {
 		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
 	}
 	if len(req.Messages) == 0 || req.Messages[0] != '[' {
@@ -55,13 +57,52 @@ func (messagesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 		if t.Type != "" && t.Type != "custom" {
 			continue
 		}
-		out.Tools = append(out.Tools, wireTool{Name: t.Name, Schema: nullToNil(t.InputSchema)})
+		tool := wireTool{Name: t.Name, Schema: nullToNil(t.InputSchema)}
+		if isDeepSchema(tool.Schema) {
+			tool.Schema, tool.Err = nil, errSchemaTooDeep
+		}
+		out.Tools = append(out.Tools, tool)
 	}
 	return out, nil
 }
 
+// messagesSchemas finds a Messages request's tool schemas (readableBody).
+func messagesSchemas(b []byte, r span) ([]span, error) {
+	return schemasAt(b, r, []string{"tools"}, []string{"input_schema"})
+}
+
+// messagesBlockTypes are the content block types of a Messages response,
+// the beta API's included (anthropic-sdk-go's ContentBlockUnion and
+// BetaContentBlockUnion): tool_use is the client's call, which the guard
+// checks; the others are text, reasoning or tools Anthropic runs itself,
+// which the client reads but does not run. A block of any other type
+// might be a call the guard does not know to check: the answer cannot be
+// guarded.
+var messagesBlockTypes = map[string]bool{
+	"text": true, "thinking": true, "redacted_thinking": true, "tool_use": true,
+	"server_tool_use": true, "web_search_tool_result": true, "web_fetch_tool_result": true,
+	"code_execution_tool_result": true, "bash_code_execution_tool_result": true,
+	"text_editor_code_execution_tool_result": true, "tool_search_tool_result": true,
+	"container_upload": true, "advisor_tool_result": true, "mcp_tool_use": true,
+	"mcp_tool_result": true, "mcp_tool_listing": true, "compaction": true, "fallback": true,
+}
+
+// unknownBlock is why an Anthropic answer with a content block of a type
+// the guard does not know cannot be guarded.
+const unknownBlock = "anthropic content block of an unknown type"
+
+// checkBlockType returns an unguardable error unless typ is a known
+// content block type.
+func checkBlockType(typ string) error {
+	if messagesBlockTypes[typ] {
+		return nil
+	}
+	return unguardable(unknownBlock, fmt.Errorf("type %.64q", typ))
+}
+
 // messagesToolUses returns the spans of resp's content blocks and the
-// positions among them of the tool_use blocks.
+// positions among them of the tool_use blocks; a block of a type it does
+// not know is unguardable.
 func messagesToolUses(b []byte) (blocks []span, uses []int, err error) {
 	r, err := parseBody(b)
 	if err != nil {
@@ -78,6 +119,9 @@ func messagesToolUses(b []byte) (blocks []span, uses []int, err error) {
 	for i, bl := range blocks {
 		typ, err := optStr(b, bl, "type")
 		if err != nil {
+			return nil, nil, err
+		}
+		if err := checkBlockType(typ); err != nil {
 			return nil, nil, err
 		}
 		if typ == "tool_use" {
@@ -98,7 +142,34 @@ func objectArgs(b []byte, v span) ([]byte, error) {
 	return raw(b, v), nil
 }
 
+// unreadable returns err, an answer's reader's error, as unguardable (why)
+// when it says the answer is not the JSON its protocol sends; an error
+// that says more (unguardable already, the upstream's own error event, a
+// body past the bound) is returned as it is.
+func unreadable(why string, err error) error {
+	if err == nil || isUnguardable(err) || isUpstreamError(err) || errors.Is(err, errTooLarge) {
+		return err
+	}
+	return unguardable(why, err)
+}
+
+// isUpstreamError reports whether err is the upstream's own error event.
+func isUpstreamError(err error) bool {
+	var se *upstreamStreamError
+	return errors.As(err, &se)
+}
+
+// anthropicUnread is why an Anthropic answer that is not the JSON of the
+// protocol cannot be guarded.
+const anthropicUnread = "anthropic answer not in the protocol's shape"
+
 func (messagesWire) calls(resp []byte) ([]wireCall, error) {
+	out, err := messagesCalls(resp)
+	return out, unreadable(anthropicUnread, err)
+}
+
+// messagesCalls is messagesWire.calls.
+func messagesCalls(resp []byte) ([]wireCall, error) {
 	blocks, uses, err := messagesToolUses(resp)
 	if err != nil {
 		return nil, err
@@ -130,7 +201,7 @@ func (messagesWire) calls(resp []byte) ([]wireCall, error) {
 func (messagesWire) accept(resp []byte, args [][]byte) ([]byte, error) {
 	blocks, uses, err := messagesToolUses(resp)
 	if err != nil {
-		return nil, err
+		return nil, unreadable(anthropicUnread, err)
 	}
 	if err := checkArgs(args, len(uses)); err != nil {
 		return nil, err
@@ -156,7 +227,10 @@ func dropNulls(b []byte, sp span) ([]byte, error) {
 }
 
 func (w messagesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
-	r, err := parseBody(req)
+	if _, err := readableBody(req, messagesSchemas); err != nil {
+		return nil, err
+	}
+	r, err := root(req)
 	if err != nil {
 		return nil, err
 	}
@@ -301,9 +375,10 @@ func (messagesWire) end(model, text string) []byte {
 }
 
 // transcript reads messages: a user message is a user turn unless it holds
-// only tool_result blocks (the answers to the model's calls, which
-// Anthropic sends as user messages), an assistant message a model turn
-// with its tool_use blocks.
+// tool_result blocks (the answers to the model's calls, which Anthropic
+// sends as user messages, first in their content, any text after them: the
+// turn goes on), an assistant message a model turn with its tool_use
+// blocks.
 func (messagesWire) transcript(req []byte) []guard.Message {
 	var r struct {
 		Messages []struct {
@@ -312,7 +387,11 @@ func (messagesWire) transcript(req []byte) []guard.Message {
 		} `json:"messages"`
 	}
 	if json.Unmarshal(req, &r) != nil {
-		return nil
+		// A tool schema nested too deep for encoding/json: the rest.
+		readable, err := readableBody(req, messagesSchemas)
+		if err != nil || json.Unmarshal(readable, &r) != nil {
+			return nil
+		}
 	}
 	out := make([]guard.Message, len(r.Messages))
 	for i, m := range r.Messages {
@@ -323,9 +402,9 @@ func (messagesWire) transcript(req []byte) []guard.Message {
 		_ = json.Unmarshal(m.Content, &blocks) // a string content has no blocks
 		switch m.Role {
 		case "user":
-			results := len(blocks) > 0
+			results := false
 			for _, b := range blocks {
-				results = results && b.Type == "tool_result"
+				results = results || b.Type == "tool_result"
 			}
 			if !results {
 				out[i].Kind = guard.UserTurn

@@ -55,9 +55,46 @@ func parseMessagesEvent(ev sseEvent) (*messagesEvent, error) {
 	return &e, nil
 }
 
+// Why an Anthropic stream cannot be guarded (unguardableError's why).
+const (
+	startWithContent = "anthropic message_start with content"
+	unknownDelta     = "anthropic content block delta of an unknown type"
+	inputTwice       = "anthropic tool input both in its block's start and in deltas"
+)
+
+// startsEmpty returns an unguardable error unless message_start's message
+// has no content: the SDKs' accumulators take the message whole, content
+// included, so a block there (a tool_use the guard would have to hold
+// before the message could start) reaches the client outside the blocks
+// the gate holds and checks.
+func startsEmpty(message []byte) error {
+	r, err := parseBody(message)
+	if err != nil {
+		return err
+	}
+	c, ok, err := field(message, r, "content")
+	if err != nil || !ok || kind(message, c) == 'n' {
+		return err
+	}
+	if kind(message, c) != '[' {
+		return unguardable(startWithContent, nil)
+	}
+	es, err := arrayElems(message, c)
+	if err != nil {
+		return err
+	}
+	if len(es) > 0 {
+		return unguardable(startWithContent, fmt.Errorf("%d blocks", len(es)))
+	}
+	return nil
+}
+
 type blockAcc struct {
-	start                              []byte
-	typ                                string
+	start []byte
+	typ   string
+	// startInput: the start has an input other than {} (read in place,
+	// allocating nothing).
+	startInput                         bool
 	text, thinking, signature, partial strings.Builder
 	hasPartial                         bool
 	citations                          [][]byte
@@ -73,23 +110,56 @@ type messagesAssembler struct {
 	last    *messagesEvent // the event add took last
 }
 
+// add takes one event. The bound (budget) counts what the assembler and
+// its gate hold for the assembled response, not the stream's envelope: an
+// event kept whole (message_start, a block's start, a citation, the
+// message_delta and message_stop a gate holds) by its length, a delta by
+// the text it adds; a ping or a block's stop, which nothing keeps, counts
+// nothing. So a long answer in many small deltas streams whole, and held
+// tool-call input past MaxBody is still refused.
 func (a *messagesAssembler) add(ev sseEvent) (bool, error) {
-	if err := a.take(len(ev.Data)); err != nil {
-		return false, err
-	}
+	done, err := a.addEvent(ev)
+	return done, unreadable(anthropicUnread, err)
+}
+
+// addEvent is add.
+func (a *messagesAssembler) addEvent(ev sseEvent) (bool, error) {
 	e, err := parseMessagesEvent(ev)
 	if err != nil {
+		return false, err
+	}
+	if err := a.take(a.held(e, len(ev.Data))); err != nil {
 		return false, err
 	}
 	a.last = e
 	switch e.Type {
 	case "message_start":
+		if err := startsEmpty(e.Message); err != nil {
+			return false, err
+		}
 		a.message = e.Message
 	case "content_block_start":
 		if e.Index != len(a.blocks) {
 			return false, fmt.Errorf("%w: block %d starts after %d blocks", errJSON, e.Index, len(a.blocks))
 		}
-		a.blocks = append(a.blocks, &blockAcc{start: e.ContentBlock, typ: e.blockType})
+		if err := checkBlockType(e.blockType); err != nil {
+			return false, err
+		}
+		bl := &blockAcc{start: e.ContentBlock, typ: e.blockType}
+		if in, ok, err := field(e.ContentBlock, span{0, len(e.ContentBlock)}, "input"); err != nil {
+			return false, err
+		} else if ok {
+			empty := false
+			if kind(e.ContentBlock, in) == '{' {
+				first, err := firstMember(e.ContentBlock, in)
+				if err != nil {
+					return false, err
+				}
+				empty = first < 0
+			}
+			bl.startInput = !empty
+		}
+		a.blocks = append(a.blocks, bl)
 	case "content_block_delta":
 		if e.Index < 0 || e.Index >= len(a.blocks) {
 			return false, fmt.Errorf("%w: delta for block %d of %d", errJSON, e.Index, len(a.blocks))
@@ -104,10 +174,21 @@ func (a *messagesAssembler) add(ev sseEvent) (bool, error) {
 		case "signature_delta":
 			bl.signature.WriteString(d.Signature)
 		case "input_json_delta":
+			if d.PartialJSON != "" && bl.startInput {
+				// The SDKs add the fragments to the start's input
+				// (anthropic-sdk-go replaces only an empty {}): the
+				// client would read a text the guard cannot.
+				return false, unguardable(inputTwice, nil)
+			}
 			bl.partial.WriteString(d.PartialJSON)
 			bl.hasPartial = true
 		case "citations_delta":
 			bl.citations = append(bl.citations, d.Citation)
+		default:
+			// A delta the guard does not read would change a block the
+			// client reads (compaction_delta among them, which this
+			// decoder does not read).
+			return false, unguardable(unknownDelta, fmt.Errorf("type %.64q", d.Type))
 		}
 	case "message_delta":
 		a.delta, a.usage = e.Delta, e.Usage
@@ -115,6 +196,22 @@ func (a *messagesAssembler) add(ev sseEvent) (bool, error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// held is what the parsed event e, of n bytes, adds to what the
+// assembler and its gate hold.
+func (a *messagesAssembler) held(e *messagesEvent, n int) int {
+	switch e.Type {
+	case "message_start", "content_block_start", "message_delta", "message_stop":
+		return n
+	case "content_block_delta":
+		d := e.delta
+		if d.Type == "citations_delta" {
+			return n // the citation is kept as the event has it
+		}
+		return len(d.Text) + len(d.Thinking) + len(d.Signature) + len(d.PartialJSON)
+	}
+	return 0
 }
 
 // setAt sets key of the object at path in b to value.
@@ -179,6 +276,12 @@ func joinRaw(items [][]byte) []byte {
 }
 
 func (a *messagesAssembler) response() ([]byte, error) {
+	b, err := a.assemble()
+	return b, unreadable(anthropicUnread, err)
+}
+
+// assemble is response.
+func (a *messagesAssembler) assemble() ([]byte, error) {
 	if a.message == nil {
 		return nil, fmt.Errorf("%w: anthropic stream without message_start", errJSON)
 	}

@@ -302,7 +302,6 @@ func TestUnsupportedResponses(t *testing.T) {
 		{chatWire{}, `{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","type":"custom","custom":{"name":"x","input":"y"}}]}}]}`},
 		{responsesWire{}, `{"output":[{"type":"computer_call","id":"cu_1"}]}`},
 		{responsesWire{}, `{"output":[{"type":"custom_tool_call","call_id":"c","name":"x","input":"y"}]}`},
-		{geminiWire{}, `{"candidates":[{"content":{"parts":[]}},{"content":{"parts":[]}}]}`},
 	}
 	for _, tc := range tests {
 		if _, err := tc.w.calls([]byte(tc.resp)); !errors.Is(err, errUnsupported) {
@@ -318,6 +317,9 @@ func TestUnsupportedResponses(t *testing.T) {
 		{responsesWire{}, `{"output":[{"type":"message","content":[]},{"type":"web_search_call","id":"ws"}]}`},
 		{messagesWire{}, `{"content":[{"type":"text","text":"hi"},{"type":"server_tool_use","id":"s","name":"web_search","input":{}}]}`},
 		{geminiWire{}, `{"candidates":[{"finishReason":"SAFETY"}]}`},
+		// Several candidates without calls (TestGeminiSeveralCandidates
+		// has those with calls).
+		{geminiWire{}, `{"candidates":[{"content":{"parts":[]}},{"content":{"parts":[]}}]}`},
 	} {
 		if calls, err := tc.w.calls([]byte(tc.resp)); err != nil || len(calls) != 0 {
 			t.Errorf("%s.calls(%s) = %v, %v, want none", tc.w.name(), tc.resp, calls, err)
