@@ -384,7 +384,9 @@ func (t *Transport) passUnknown(r *http.Request) (*http.Response, error) {
 }
 
 // offersTools reports whether body is a JSON object with a non-empty
-// "tools" array.
+// "tools" array, or may be one: a body that names "tools" but that
+// encoding/json cannot read (nested past its depth) counts as offering
+// them, so that its answer is not passed unchecked in silence.
 func offersTools(body []byte) bool {
 	if !bytes.Contains(body, []byte(`"tools"`)) {
 		return false
@@ -392,7 +394,11 @@ func offersTools(body []byte) bool {
 	var v struct {
 		Tools []json.RawMessage `json:"tools"`
 	}
-	return json.Unmarshal(body, &v) == nil && len(v.Tools) > 0
+	if err := json.Unmarshal(body, &v); err != nil {
+		var syn *json.SyntaxError
+		return errors.As(err, &syn)
+	}
+	return len(v.Tools) > 0
 }
 
 // was reports whether kind was reported for r's host and path.

@@ -145,3 +145,22 @@ func TestStreamErrorHidesUpstreamAddress(t *testing.T) {
 		t.Errorf("the error event names the upstream's address (port %s):\n%s", port, b)
 	}
 }
+
+// A request nested past encoding/json's depth outside its tools (deep
+// message content) cannot be read, yet offers tools: its answer is
+// refused under fail closed, not passed without a word.
+func TestDeepRequestAnswerFailsClosed(t *testing.T) {
+	answer := chatAnswer(`{"role":"assistant","content":null,"tool_calls":[` + chatBadCall + `]}`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(answer))
+	}))
+	defer srv.Close()
+	deep := strings.Repeat("[", 10001) + strings.Repeat("]", 10001)
+	body := []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"hi","extra":` + deep + `}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]}`)
+	tr := New(nil, ToolArgValidation(guard.WithFailClosed(), guard.WithEventHandler(func(context.Context, guard.Event) {})))
+	ex := do(t, tr, context.Background(), srv.URL+"/v1/chat/completions", body)
+	if ex.resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(ex.body), responseUnguardable) {
+		t.Errorf("fail closed: %d %s, want 502 response_unguardable", ex.resp.StatusCode, firstLine(ex.body))
+	}
+}
