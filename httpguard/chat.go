@@ -118,7 +118,10 @@ func (chatWire) calls(resp []byte) ([]wireCall, error) {
 			return nil, err
 		}
 		fn, ok, err := field(resp, tc, "function")
-		if err != nil || !ok {
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			return nil, fmt.Errorf("%w: tool call without function", errJSON)
 		}
 		name, err := optStr(resp, fn, "name")
@@ -154,7 +157,10 @@ func (chatWire) accept(resp []byte, args [][]byte) ([]byte, error) {
 			continue
 		}
 		v, ok, err := at(resp, tcs[i], "function", "arguments")
-		if err != nil || !ok {
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			return nil, fmt.Errorf("%w: tool call %d has no arguments", errJSON, i)
 		}
 		edits = append(edits, edit{at: v, text: marshalString(string(a))})
@@ -193,7 +199,7 @@ func (w chatWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	msgs, ok, err := field(req, r, "messages")
+	msgs, ok, err := requestField(req, r, "messages")
 	if err != nil || !ok {
 		return nil, fmt.Errorf("%w: request without messages", errJSON)
 	}

@@ -203,7 +203,7 @@ func (w geminiWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	contents, ok, err := field(req, r, "contents")
+	contents, ok, err := requestField(req, r, "contents")
 	if err != nil || !ok {
 		return nil, fmt.Errorf("%w: request without contents", errJSON)
 	}

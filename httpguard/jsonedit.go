@@ -253,10 +253,19 @@ func arrayElems(b []byte, sp span) ([]span, error) {
 	return nil, errJSON
 }
 
-// field returns the value of key in the object at sp; ok is false when
-// the object has no such key. The key twice is an error, as for
-// objectMembers. It reads the object in place, allocating nothing.
+// field returns the value of key in the object at sp of a response, read
+// by the rule of keys.go: ok is false when no member matches key; a member
+// that matches it only without regard to case, or two members that match
+// it, make the response unguardable. It reads the object in place,
+// allocating nothing.
 func field(b []byte, sp span, key string) (v span, ok bool, err error) {
+	return lookup(b, sp, key)
+}
+
+// requestField returns the value of key in the object at sp of a request,
+// matched exactly, as providers read a request's keys; ok is false when
+// the object has no such key, and the key twice is errJSON.
+func requestField(b []byte, sp span, key string) (v span, ok bool, err error) {
 	i, err := firstMember(b, sp)
 	if err != nil || i < 0 {
 		return span{}, false, err
@@ -368,17 +377,31 @@ func appendElems(b []byte, sp span, items ...[]byte) (edit, error) {
 	return edit{at: span{end, end}, text: append([]byte(","), joined...)}, nil
 }
 
-// setMember returns the edit that sets key of the object at sp to value:
-// the value replaced in place when the key exists, else a member appended.
+// setMember returns the edit that sets key of the object at sp of a
+// response to value: the value replaced in place when the key exists (the
+// member every client reads, found as field finds it), else a member
+// appended.
 func setMember(b []byte, sp span, key string, value []byte) (edit, error) {
-	ms, err := objectMembers(b, sp)
+	return setFound(b, sp, key, value, field)
+}
+
+// setRequestMember is setMember for a request: key matched exactly, as
+// requestField matches it.
+func setRequestMember(b []byte, sp span, key string, value []byte) (edit, error) {
+	return setFound(b, sp, key, value, requestField)
+}
+
+func setFound(b []byte, sp span, key string, value []byte, find func([]byte, span, string) (span, bool, error)) (edit, error) {
+	v, ok, err := find(b, sp, key)
 	if err != nil {
 		return edit{}, err
 	}
-	for _, m := range ms {
-		if m.key == key {
-			return edit{at: m.v, text: value}, nil
-		}
+	if ok {
+		return edit{at: v, text: value}, nil
+	}
+	ms, err := objectMembers(b, sp)
+	if err != nil {
+		return edit{}, err
 	}
 	text := append(marshalString(key), ':')
 	text = append(text, value...)

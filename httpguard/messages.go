@@ -160,7 +160,7 @@ func (w messagesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, err
 	if err != nil {
 		return nil, err
 	}
-	msgs, ok, err := field(req, r, "messages")
+	msgs, ok, err := requestField(req, r, "messages")
 	if err != nil || !ok {
 		return nil, fmt.Errorf("%w: request without messages", errJSON)
 	}

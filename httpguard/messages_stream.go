@@ -124,7 +124,10 @@ func setAt(b []byte, path []any, key string, value []byte) ([]byte, error) {
 		return nil, err
 	}
 	o, ok, err := at(b, r, path...)
-	if err != nil || !ok {
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
 		return nil, fmt.Errorf("%w: no object at %v", errJSON, path)
 	}
 	e, err := setMember(b, o, key, value)

@@ -192,7 +192,7 @@ func (w responsesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, er
 		}
 		add = append(add, b)
 	}
-	in, ok, err := field(req, r, "input")
+	in, ok, err := requestField(req, r, "input")
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +211,7 @@ func (w responsesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, er
 		list := append(append([]byte("["), joinRaw(append([][]byte{msg}, add...))...), ']')
 		return apply(req, edit{at: in, text: list}), nil
 	default:
-		e, err := setMember(req, r, "input", append(append([]byte("["), joinRaw(add)...), ']'))
+		e, err := setRequestMember(req, r, "input", append(append([]byte("["), joinRaw(add)...), ']'))
 		if err != nil {
 			return nil, err
 		}

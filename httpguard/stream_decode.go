@@ -2,7 +2,6 @@ package httpguard
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 )
@@ -12,9 +11,6 @@ import (
 // decodes as encoding/json would into the parsed event's struct (keys
 // matched without regard to case, null leaving a field unset, a value of
 // another type an error), but refuses a key it reads twice in one object.
-
-// errDuplicate reports a key read twice in one object.
-var errDuplicate = errors.New("duplicate key")
 
 // seen marks the fields of one object already read; a field read twice is
 // errDuplicate.

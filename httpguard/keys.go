@@ -1,0 +1,175 @@
+package httpguard
+
+import (
+	"errors"
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+)
+
+// One reading of keys. The clients read a response's keys in two ways:
+// encoding/json (go-openai, genai, langchaingo) matches a key to a field
+// exactly, else without regard to case; openai-go's and anthropic-sdk-go's
+// decoders (and the clients of other languages) match it exactly; all of
+// them keep the last of two members that match one field. So a response
+// whose protocol key is spelled twice, or only in another case, is read
+// one way by one client and another way by the next, and no reading of the
+// guard's can agree with every client. The wire code reads each protocol
+// key of a response it looks up (field, optStr, at, setMember) by
+// one rule: the key is found
+// spelled exactly, once, or not at all; a member whose key matches it only
+// without regard to case, beside it or alone, or the key given twice,
+// makes the response unguardable. Keys inside a call's arguments are the
+// tool's, not the protocol's, and are never read this way.
+//
+// Requests are read as providers read them: exactly (requestField,
+// setRequestMember).
+
+var (
+	// errDuplicate reports a protocol key given twice in one object,
+	// spelled alike or alike but for case.
+	errDuplicate = errors.New("duplicate key")
+	// errKeyCase reports a protocol key spelled only in another case.
+	errKeyCase = errors.New("key differing only in case")
+)
+
+// The reasons (unguardableError.why) of the two key errors.
+const (
+	whyDuplicateKey = "a protocol key given twice"
+	whyKeyCase      = "a key differing only in case from a protocol key"
+)
+
+// duplicateKey is the error of a protocol key given twice.
+func duplicateKey(key string) error {
+	return unguardable(whyDuplicateKey, fmt.Errorf("%w %q", errDuplicate, key))
+}
+
+// keyCase is the error of a protocol key spelled only in another case.
+func keyCase(key string) error {
+	return unguardable(whyKeyCase, fmt.Errorf("%w from %q", errKeyCase, key))
+}
+
+// keyMatch says how a member's key matches a key the wire code looks up.
+type keyMatch uint8
+
+const (
+	keyOther  keyMatch = iota // another key
+	keyExact                  // the key, spelled exactly
+	keyFolded                 // the key without regard to case only
+)
+
+// matchKey compares the quoted key q with key. plain says that key is
+// ASCII without a backslash or quote (the protocol keys are), which lets
+// most keys be told apart by their length: the one rune of a key that may
+// match a byte of plain is at least that byte long, and exactly one byte
+// long only unescaped and ASCII.
+func matchKey(q []byte, key string, plain bool) (keyMatch, error) {
+	s := q[1 : len(q)-1]
+	if plain {
+		switch {
+		case len(s) < len(key):
+			return keyOther, nil
+		case len(s) == len(key):
+			if string(s) == key {
+				return keyExact, nil
+			}
+			for i := range s {
+				if lowerASCII(s[i]) != lowerASCII(key[i]) {
+					return keyOther, nil
+				}
+			}
+			return keyFolded, nil
+		case plainASCII(s):
+			return keyOther, nil
+		}
+	}
+	k, err := decodeKey(q)
+	switch {
+	case err != nil:
+		return keyOther, err
+	case k == key:
+		return keyExact, nil
+	case foldEqual(k, key):
+		return keyFolded, nil
+	}
+	return keyOther, nil
+}
+
+// plainASCII reports whether s is ASCII without a backslash or quote: as
+// the inside of a quoted key, its bytes are the key.
+func plainASCII[T string | []byte](s T) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= utf8.RuneSelf || c == '\\' || c == '"' {
+			return false
+		}
+	}
+	return true
+}
+
+// foldEqual reports whether encoding/json, of any release, may read key a
+// into a field named b: the two are equal rune by rune under simple case
+// folding (strings.EqualFold, as Go 1.26's encoding/json folds: the Kelvin
+// sign is a K, the long s an S), or under upper(lower(r)) (as earlier
+// releases folded, which also makes İ and ı an I).
+func foldEqual(a, b string) bool {
+	for a != "" && b != "" {
+		ra, na := utf8.DecodeRuneInString(a)
+		rb, nb := utf8.DecodeRuneInString(b)
+		if ra != rb && foldRune(ra) != foldRune(rb) &&
+			unicode.ToUpper(unicode.ToLower(ra)) != unicode.ToUpper(unicode.ToLower(rb)) {
+			return false
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return a == b
+}
+
+// foldRune is the smallest rune of r's simple case folding orbit.
+func foldRune(r rune) rune {
+	for {
+		r2 := unicode.SimpleFold(r)
+		if r2 <= r {
+			return r2
+		}
+		r = r2
+	}
+}
+
+// lookup finds key in the object at sp by the rule above: the value of the
+// one member spelled exactly, ok false when no member matches.
+func lookup(b []byte, sp span, key string) (v span, ok bool, err error) {
+	i, err := firstMember(b, sp)
+	if err != nil || i < 0 {
+		return span{}, false, err
+	}
+	plain := plainASCII(key)
+	folded := false
+	for {
+		k, mv, next, err := scanMember(b, sp, i)
+		if err != nil {
+			return span{}, false, err
+		}
+		m, err := matchKey(raw(b, k), key, plain)
+		if err != nil {
+			return span{}, false, err
+		}
+		if m != keyOther {
+			if ok || folded {
+				return span{}, false, duplicateKey(key)
+			}
+			if m == keyFolded {
+				folded = true
+			} else {
+				v, ok = mv, true
+			}
+		}
+		if next < 0 {
+			break
+		}
+		i = next
+	}
+	if folded {
+		return span{}, false, keyCase(key)
+	}
+	return v, ok, nil
+}
