@@ -69,7 +69,7 @@ func chatChunkOf(ev sseEvent) (*chatChunk, error) {
 func parseChatChunk(data []byte) (*chatChunk, error) {
 	var c chatChunk
 	if err := decodeChatChunk(data, &c); err != nil {
-		return nil, fmt.Errorf("%w: chat chunk: %v", errJSON, err)
+		return nil, fmt.Errorf("%w: chat chunk: %w", errJSON, err)
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		return nil, &upstreamStreamError{Data: append([]byte(nil), data...)}

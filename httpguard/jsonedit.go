@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 )
 
 // The wire code edits JSON bodies by splicing: it finds the byte range of
@@ -470,6 +469,10 @@ type memberIter struct {
 	at   int // the next member's key; -1 after the last
 	k, v span
 	err  error
+	// name is the name the member's key matched last (is), and folded
+	// says that it matched only without regard to case.
+	name   string
+	folded bool
 }
 
 // iterMembers returns an iterator over the object at sp.
@@ -488,26 +491,16 @@ func (it *memberIter) next() bool {
 	return it.err == nil
 }
 
-// is reports whether the member's key is name, as encoding/json matches a
-// key to a struct field: exactly, else without regard to case.
+// is reports whether the member's key is name (a protocol key: ASCII,
+// without a backslash or quote), as encoding/json matches a key to a
+// struct field: exactly, else without regard to case (folded, then, and
+// name noted; see seen.mark).
 func (it *memberIter) is(name string) bool {
-	q := raw(it.b, it.k)
-	s := q[1 : len(q)-1]
-	if string(s) == name {
-		return true
-	}
-	if bytes.IndexByte(s, '\\') >= 0 || hasNonASCII(s) {
-		k, err := decodeKey(q)
-		return err == nil && strings.EqualFold(k, name)
-	}
-	if len(s) != len(name) {
+	m, _ := matchKey(raw(it.b, it.k), name, true)
+	if m == keyOther {
 		return false
 	}
-	for i := range s {
-		if lowerASCII(s[i]) != lowerASCII(name[i]) {
-			return false
-		}
-	}
+	it.name, it.folded = name, m == keyFolded
 	return true
 }
 
@@ -516,13 +509,4 @@ func lowerASCII(c byte) byte {
 		return c + 'a' - 'A'
 	}
 	return c
-}
-
-func hasNonASCII(s []byte) bool {
-	for _, c := range s {
-		if c >= 0x80 {
-			return true
-		}
-	}
-	return false
 }

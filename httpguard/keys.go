@@ -15,8 +15,8 @@ import (
 // whose protocol key is spelled twice, or only in another case, is read
 // one way by one client and another way by the next, and no reading of the
 // guard's can agree with every client. The wire code reads each protocol
-// key of a response it looks up (field, optStr, at, setMember) by
-// one rule: the key is found
+// key of a response it looks up (field, optStr, at, setMember, the stream
+// events' hand decoders) by one rule: the key is found
 // spelled exactly, once, or not at all; a member whose key matches it only
 // without regard to case, beside it or alone, or the key given twice,
 // makes the response unguardable. Keys inside a call's arguments are the
@@ -172,4 +172,19 @@ func lookup(b []byte, sp span, key string) (v span, ok bool, err error) {
 		return span{}, false, keyCase(key)
 	}
 	return v, ok, nil
+}
+
+// checkFields looks up keys in the object at sp (a response's) by the rule
+// above, for a reader that tests them later by field: an unguardable
+// error for the first key given twice or in another case.
+func checkFields(b []byte, sp span, keys ...string) error {
+	if kind(b, sp) != '{' {
+		return nil
+	}
+	for _, k := range keys {
+		if _, _, err := field(b, sp, k); err != nil {
+			return err
+		}
+	}
+	return nil
 }

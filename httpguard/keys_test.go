@@ -70,6 +70,63 @@ func TestCallsKeysUnguardable(t *testing.T) {
 	}
 }
 
+// Each protocol's stream event decoder refuses, as unguardable, an event
+// whose tool-call keys are given twice or only in another case: the SDK's
+// accumulator would read another call than the gate holds and validates.
+func TestStreamKeysUnguardable(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		parse func([]byte) error
+		data  string
+	}{
+		{"chat/tool_calls twice", chatParse, `{"id":"x","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"get_weather","arguments":""}}],"tool_calls":[{"index":0,"id":"c2","function":{"name":"delete_all","arguments":""}}]}}]}`},
+		{"chat/Tool_Calls", chatParse, `{"id":"x","choices":[{"index":0,"delta":{"Tool_Calls":[{"index":0,"id":"c1","function":{"name":"get_weather","arguments":""}}]}}]}`},
+		{"chat/Arguments", chatParse, `{"id":"x","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":","Arguments":"{\"city\":42}"}}]}}]}`},
+		{"chat/Delta", chatParse, `{"id":"x","choices":[{"index":0,"Delta":{"content":"hi"}}]}`},
+		{"chat/long s", chatParse, `{"id":"x","choices":[{"index":0,"delta":{"tool_call\u017f":[{"index":0,"id":"c1","function":{"name":"get_weather","arguments":""}}]}}]}`},
+		{"messages/partial_json twice", messagesParse, `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"city\":\"Paris\"}","partial_json":"{\"city\":42}"}}`},
+		{"messages/Partial_JSON", messagesParse, `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","Partial_JSON":"{\"city\":42}"}}`},
+		{"messages/Kelvin sign", messagesParse, `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"a","thin\u212aing":"b"}}`},
+		{"messages/Content_Block", messagesParse, `{"type":"content_block_start","index":1,"Content_Block":{"type":"tool_use","id":"t1","name":"get_weather","input":{}}}`},
+		{"messages/type twice in the block", messagesParse, `{"type":"content_block_start","index":1,"content_block":{"type":"text","type":"tool_use","id":"t1","name":"get_weather","input":{}}}`},
+		{"messages/Type in the block", messagesParse, `{"type":"content_block_start","index":1,"content_block":{"type":"text","text":"","TYPE":"tool_use"}}`},
+		{"responses/Item", responsesParse, `{"type":"response.output_item.added","output_index":0,"item":{"type":"message"},"Item":{"type":"function_call","call_id":"c1","name":"get_weather","arguments":""}}`},
+		{"responses/type twice in the item", responsesParse, `{"type":"response.output_item.added","output_index":0,"item":{"type":"message","type":"function_call","call_id":"c1","name":"get_weather","arguments":""}}`},
+		{"responses/Type in the item", responsesParse, `{"type":"response.output_item.added","output_index":0,"item":{"Type":"function_call","call_id":"c1","name":"get_weather","arguments":""}}`},
+		{"responses/Output_Index", responsesParse, `{"type":"response.function_call_arguments.delta","Output_Index":0,"delta":"{\"city\":42}"}`},
+		{"gemini/functionCall twice", geminiParse, `{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"get_weather","args":{"city":"Paris"}},"functionCall":{"name":"get_weather","args":{"city":42}}}]}}]}`},
+		{"gemini/FunctionCall", geminiParse, `{"candidates":[{"content":{"role":"model","parts":[{"text":"Let me check."},{"FunctionCall":{"name":"get_weather","args":{"city":42}}}]}}]}`},
+		{"gemini/Parts", geminiParse, `{"candidates":[{"content":{"role":"model","parts":[{"text":"hi"}],"Parts":[{"functionCall":{"name":"get_weather","args":{"city":42}}}]}}]}`},
+		{"gemini/Text", geminiParse, `{"candidates":[{"content":{"role":"model","parts":[{"text":"a","Text":"b"}]}}]}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := c.parse([]byte(c.data)); !isUnguardable(err) {
+				t.Errorf("parse = %v; want unguardable", err)
+			}
+		})
+	}
+}
+
+func chatParse(b []byte) error {
+	_, err := parseChatChunk(b)
+	return err
+}
+
+func messagesParse(b []byte) error {
+	_, err := parseMessagesEvent(sseEvent{Data: b})
+	return err
+}
+
+func responsesParse(b []byte) error {
+	_, err := parseResponsesEvent(sseEvent{Data: b})
+	return err
+}
+
+func geminiParse(b []byte) error {
+	_, err := parseGeminiChunk(b)
+	return err
+}
+
 // jsonFolds reports whether encoding/json, of some release, matches the
 // keys a and b without regard to case: strings.EqualFold, or upper(lower(r))
 // rune by rune as its earlier releases did.
