@@ -245,8 +245,8 @@ func (chatWire) usage(resp []byte) (wireUsage, error) {
 			CompletionTokens int64 `json:"completion_tokens"`
 		} `json:"usage"`
 	}
-	if err := json.Unmarshal(resp, &r); err != nil {
-		return wireUsage{}, fmt.Errorf("%w: %v", errJSON, err)
+	if err := decodeResponse(resp, &r); err != nil {
+		return wireUsage{}, err
 	}
 	u := wireUsage{Model: r.Model}
 	if r.Usage != nil {
@@ -282,7 +282,7 @@ func (chatWire) newAssembler() assembler { return &chatAssembler{} }
 func (chatWire) newGate(w io.Writer) streamGate { return newChatGate(w) }
 
 // text is the message's content and refusal.
-func (chatWire) text(resp []byte) string {
+func (chatWire) text(resp []byte) (string, error) {
 	var r struct {
 		Choices []struct {
 			Message struct {
@@ -291,8 +291,8 @@ func (chatWire) text(resp []byte) string {
 			} `json:"message"`
 		} `json:"choices"`
 	}
-	if json.Unmarshal(resp, &r) != nil || len(r.Choices) == 0 {
-		return ""
+	if err := decodeResponse(resp, &r); err != nil || len(r.Choices) == 0 {
+		return "", err
 	}
 	m := r.Choices[0].Message
 	var s string
@@ -302,7 +302,7 @@ func (chatWire) text(resp []byte) string {
 	if m.Refusal != nil {
 		s += *m.Refusal
 	}
-	return s
+	return s, nil
 }
 
 func (chatWire) finish(resp []byte) []string {
@@ -311,7 +311,7 @@ func (chatWire) finish(resp []byte) []string {
 			FinishReason string `json:"finish_reason"`
 		} `json:"choices"`
 	}
-	if json.Unmarshal(resp, &r) != nil || len(r.Choices) == 0 || r.Choices[0].FinishReason == "" {
+	if decodeResponse(resp, &r) != nil || len(r.Choices) == 0 || r.Choices[0].FinishReason == "" {
 		return nil
 	}
 	return []string{r.Choices[0].FinishReason}

@@ -325,7 +325,10 @@ func (g *chatGate) accept(resp []byte) error {
 			FinishReason *string `json:"finish_reason"`
 		} `json:"choices"`
 	}
-	if err := json.Unmarshal(resp, &r); err != nil || len(r.Choices) != 1 {
+	if err := decodeResponse(resp, &r); err != nil {
+		return err
+	}
+	if len(r.Choices) != 1 {
 		return fmt.Errorf("%w: accepted response", errJSON)
 	}
 	m := r.Choices[0].Message

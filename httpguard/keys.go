@@ -1,8 +1,11 @@
 package httpguard
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -16,7 +19,7 @@ import (
 // one way by one client and another way by the next, and no reading of the
 // guard's can agree with every client. The wire code reads each protocol
 // key of a response it looks up (field, optStr, at, setMember, the stream
-// events' hand decoders) by one rule: the key is found
+// events' hand decoders, decodeResponse) by one rule: the key is found
 // spelled exactly, once, or not at all; a member whose key matches it only
 // without regard to case, beside it or alone, or the key given twice,
 // makes the response unguardable. Keys inside a call's arguments are the
@@ -172,6 +175,65 @@ func lookup(b []byte, sp span, key string) (v span, ok bool, err error) {
 		return span{}, false, keyCase(key)
 	}
 	return v, ok, nil
+}
+
+// decodeResponse decodes the response JSON b into v, a pointer to a struct
+// whose tags name the protocol keys it reads, as json.Unmarshal does, but
+// reads those keys by the rule above: each of them, in every object the
+// struct reads, spelled exactly and once or not at all (so that
+// encoding/json's reading is every client's), else an unguardable error.
+// Members no field names are not looked at.
+func decodeResponse(b []byte, v any) error {
+	sp, err := root(b)
+	if err == nil {
+		err = checkKeys(b, sp, reflect.TypeOf(v))
+	}
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%w: %v", errJSON, err)
+	}
+	return nil
+}
+
+// checkKeys checks the keys of the value at sp that t reads: a struct's
+// fields by their tags, a slice's elements, a pointer's target. A value of
+// another shape is left to json.Unmarshal.
+func checkKeys(b []byte, sp span, t reflect.Type) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t.Kind() == reflect.Struct && kind(b, sp) == '{':
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" || name == "-" || !f.IsExported() {
+				continue
+			}
+			v, ok, err := lookup(b, sp, name)
+			if err != nil {
+				return err
+			}
+			if ok {
+				if err := checkKeys(b, v, f.Type); err != nil {
+					return err
+				}
+			}
+		}
+	case t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8 && kind(b, sp) == '[':
+		es, err := arrayElems(b, sp)
+		if err != nil {
+			return err
+		}
+		for _, e := range es {
+			if err := checkKeys(b, e, t.Elem()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // checkFields looks up keys in the object at sp (a response's) by the rule

@@ -1,6 +1,7 @@
 package httpguard
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"unicode"
@@ -125,6 +126,127 @@ func responsesParse(b []byte) error {
 func geminiParse(b []byte) error {
 	_, err := parseGeminiChunk(b)
 	return err
+}
+
+// text reads the answer text the client reads, or nothing: a text key
+// given twice or in another case is unguardable.
+func TestTextKeysUnguardable(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		w    wireProtocol
+		resp string
+	}{
+		{"chat/Content", chatWire{}, `{"choices":[{"index":0,"message":{"role":"assistant","content":"a","Content":"b"}}]}`},
+		{"chat/content twice", chatWire{}, `{"choices":[{"index":0,"message":{"role":"assistant","content":"a","content":"b"}}]}`},
+		{"responses/Text", responsesWire{}, `{"output":[{"type":"message","content":[{"type":"output_text","Text":"b"}]}]}`},
+		{"responses/Output", responsesWire{}, `{"output":[],"OUTPUT":[{"type":"message","content":[{"type":"output_text","text":"b"}]}]}`},
+		{"messages/text twice", messagesWire{}, `{"content":[{"type":"text","text":"a","text":"b"}]}`},
+		{"messages/Type", messagesWire{}, `{"content":[{"type":"thinking","Type":"text","text":"b"}]}`},
+		{"gemini/Text", geminiWire{}, `{"candidates":[{"content":{"parts":[{"Text":"b"}]}}]}`},
+		{"gemini/Thought", geminiWire{}, `{"candidates":[{"content":{"parts":[{"text":"b","thought":false,"Thought":true}]}}]}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if text, err := c.w.text([]byte(c.resp)); !isUnguardable(err) {
+				t.Errorf("text = %q, %v; want unguardable", text, err)
+			}
+		})
+	}
+}
+
+// A response every client reads alike is read as before: keys spelled
+// exactly (escaped or not), unknown keys beside them (a server's own, in
+// any case, and keys that only look like a protocol key), and keys inside
+// the arguments in any case and twice (the tool's, not the protocol's);
+// accept writes the cleaned arguments into the member the clients read,
+// and text reads the text.
+func TestKeysReadAsBefore(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		w        wireProtocol
+		resp     string
+		args     string // the call's arguments as calls reads them
+		accepted string // resp after accept of {"city":"Lyon"}
+		text     string
+	}{
+		{"chat", chatWire{},
+			`{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"Hi","Reasoning_Content":"hm","tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","\u0061rguments":"{\"City\":1,\"city\":\"Paris\",\"city\":\"Nice\"}","Name_":"x"}}],"toolcalls":[]},"finish_reason":"tool_calls"}],"X-Extra":{"Choices":1}}`,
+			`{"City":1,"city":"Paris","city":"Nice"}`,
+			`{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"Hi","Reasoning_Content":"hm","tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","\u0061rguments":"{\"city\":\"Lyon\"}","Name_":"x"}}],"toolcalls":[]},"finish_reason":"tool_calls"}],"X-Extra":{"Choices":1}}`,
+			"Hi"},
+		{"responses", responsesWire{},
+			`{"id":"r","output":[{"type":"message","content":[{"type":"output_text","text":"Hi","Annotations":[]}]},{"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{\"CITY\":\"Paris\"}","Status_":"x"}],"outputs":1}`,
+			`{"CITY":"Paris"}`,
+			`{"id":"r","output":[{"type":"message","content":[{"type":"output_text","text":"Hi","Annotations":[]}]},{"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{\"city\":\"Lyon\"}","Status_":"x"}],"outputs":1}`,
+			"Hi"},
+		{"messages", messagesWire{},
+			`{"type":"message","content":[{"type":"text","text":"Hi","Citations_":null},{"type":"tool_use","id":"t1","name":"get_weather","input":{"city":"Paris","City":"Nice","Input":1}}],"Contents":[]}`,
+			`{"city":"Paris","City":"Nice","Input":1}`,
+			`{"type":"message","content":[{"type":"text","text":"Hi","Citations_":null},{"type":"tool_use","id":"t1","name":"get_weather","input":{"city":"Lyon"}}],"Contents":[]}`,
+			"Hi"},
+		{"gemini", geminiWire{},
+			`{"candidates":[{"content":{"role":"model","parts":[{"text":"Hi","ThoughtSignature_":"x"},{"functionCall":{"name":"get_weather","args":{"city":"Paris","Args":{"args":1}},"ID_":1}}]},"FinishReason_":"STOP"}],"candidate":[]}`,
+			`{"city":"Paris","Args":{"args":1}}`,
+			`{"candidates":[{"content":{"role":"model","parts":[{"text":"Hi","ThoughtSignature_":"x"},{"functionCall":{"name":"get_weather","args":{"city":"Lyon"},"ID_":1}}]},"FinishReason_":"STOP"}],"candidate":[]}`,
+			"Hi"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			resp := []byte(c.resp)
+			calls, err := c.w.calls(resp)
+			if err != nil || len(calls) != 1 || calls[0].Name != "get_weather" || string(calls[0].Args) != c.args {
+				t.Fatalf("calls = %+v, %v; want get_weather %s", calls, err, c.args)
+			}
+			got, err := c.w.accept(resp, [][]byte{[]byte(`{"city":"Lyon"}`)})
+			if err != nil || string(got) != c.accepted {
+				t.Errorf("accept = %v\n got %s\nwant %s", err, got, c.accepted)
+			}
+			if text, err := c.w.text(resp); err != nil || text != c.text {
+				t.Errorf("text = %q, %v; want %q", text, err, c.text)
+			}
+		})
+	}
+}
+
+// The stream decoders read the recorded streams, and events with keys of
+// their own beside the protocol's, as before.
+func TestStreamKeysReadAsBefore(t *testing.T) {
+	for _, c := range []struct {
+		parse func([]byte) error
+		data  string
+	}{
+		{chatParse, `{"id":"x","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"\u0061rguments":"{\"City\":1,\"City\":2}"}}],"Reasoning_Content":"hm"},"Logprobs":null}],"Obfuscation":"x"}`},
+		{messagesParse, `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"Partial_JSON\":1,\"partial_json\":2}","Extra":1}}`},
+		{messagesParse, `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t1","name":"get_weather","input":{"Type":1,"type":2}},"Index_":1}`},
+		{responsesParse, `{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","call_id":"c1","name":"get_weather","arguments":"","Types":1},"Obfuscation":"x"}`},
+		{geminiParse, `{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"get_weather","args":{"FunctionCall":1,"functionCall":2}},"ThoughtSignature":"x"}]}}],"Usage":1}`},
+	} {
+		if err := c.parse([]byte(c.data)); err != nil {
+			t.Errorf("%s: %v", c.data, err)
+		}
+	}
+	for _, p := range protocols {
+		for _, name := range []string{"stream.sse", "stream2.sse", "gate-accept.sse", "gate-reask.sse"} {
+			evs, err := readAllEvents(bytes.NewReader(fixture(t, p.dir, name)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			asm := p.w.newAssembler()
+			for _, ev := range evs {
+				if _, err := asm.add(ev); err != nil {
+					t.Fatalf("%s/%s: %s: %v", p.dir, name, ev.Data, err)
+				}
+			}
+			resp, err := asm.response()
+			if err != nil {
+				t.Fatalf("%s/%s: %v", p.dir, name, err)
+			}
+			if _, err := p.w.calls(resp); err != nil {
+				t.Errorf("%s/%s: calls: %v", p.dir, name, err)
+			}
+			if _, err := p.w.text(resp); err != nil {
+				t.Errorf("%s/%s: text: %v", p.dir, name, err)
+			}
+		}
+	}
 }
 
 // jsonFolds reports whether encoding/json, of some release, matches the

@@ -438,8 +438,8 @@ func (g *messagesGate) accept(resp []byte) error {
 			StopSequence *string         `json:"stop_sequence"`
 			Usage        json.RawMessage `json:"usage"`
 		}
-		if err := json.Unmarshal(resp, &r); err != nil {
-			return fmt.Errorf("%w: %v", errJSON, err)
+		if err := decodeResponse(resp, &r); err != nil {
+			return err
 		}
 		md, err := marshal(struct {
 			Type  string `json:"type"`

@@ -207,7 +207,7 @@ func (g *responsesGate) event(ev sseEvent) (bool, error) {
 				var r struct {
 					ID string `json:"id"`
 				}
-				_ = json.Unmarshal(e.Response, &r)
+				_ = decodeResponse(e.Response, &r)
 				g.id = r.ID
 			}
 			return done, g.sendEvent(sseEvent{Event: ev.Event, Data: ev.Data, parsed: e})
