@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"unicode/utf8"
 )
 
 // The wire code edits JSON bodies by splicing: it finds the byte range of
@@ -209,9 +210,10 @@ func keyIs(q []byte, key string) (bool, error) {
 	return k == key, err
 }
 
-// decodeKey decodes a quoted JSON key.
+// decodeKey decodes a quoted JSON key as encoding/json does, invalid
+// UTF-8 replaced by U+FFFD (so "a\xf3" and "a\xba" are one key).
 func decodeKey(q []byte) (string, error) {
-	if bytes.IndexByte(q, '\\') < 0 {
+	if bytes.IndexByte(q, '\\') < 0 && utf8.Valid(q) {
 		return string(q[1 : len(q)-1]), nil
 	}
 	var s string
