@@ -63,9 +63,9 @@ const (
 
 // matchKey compares the quoted key q with key. plain says that key is
 // ASCII without a backslash or quote (the protocol keys are), which lets
-// most keys be told apart by their length: the one rune of a key that may
-// match a byte of plain is at least that byte long, and exactly one byte
-// long only unescaped and ASCII.
+// most keys be told apart by their length alone: each byte of a plain key
+// is matched by one rune of q, spelled in q in one byte or more, and in
+// exactly one only when it is ASCII and not escaped.
 func matchKey(q []byte, key string, plain bool) (keyMatch, error) {
 	s := q[1 : len(q)-1]
 	if plain {
