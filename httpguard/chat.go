@@ -118,7 +118,10 @@ func (chatWire) calls(resp []byte) ([]wireCall, error) {
 			return nil, err
 		}
 		fn, ok, err := field(resp, tc, "function")
-		if err != nil || !ok {
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			return nil, fmt.Errorf("%w: tool call without function", errJSON)
 		}
 		name, err := optStr(resp, fn, "name")
@@ -154,7 +157,10 @@ func (chatWire) accept(resp []byte, args [][]byte) ([]byte, error) {
 			continue
 		}
 		v, ok, err := at(resp, tcs[i], "function", "arguments")
-		if err != nil || !ok {
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			return nil, fmt.Errorf("%w: tool call %d has no arguments", errJSON, i)
 		}
 		edits = append(edits, edit{at: v, text: marshalString(string(a))})
@@ -193,7 +199,7 @@ func (w chatWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	msgs, ok, err := field(req, r, "messages")
+	msgs, ok, err := requestField(req, r, "messages")
 	if err != nil || !ok {
 		return nil, fmt.Errorf("%w: request without messages", errJSON)
 	}
@@ -239,8 +245,8 @@ func (chatWire) usage(resp []byte) (wireUsage, error) {
 			CompletionTokens int64 `json:"completion_tokens"`
 		} `json:"usage"`
 	}
-	if err := json.Unmarshal(resp, &r); err != nil {
-		return wireUsage{}, fmt.Errorf("%w: %v", errJSON, err)
+	if err := decodeResponse(resp, &r); err != nil {
+		return wireUsage{}, err
 	}
 	u := wireUsage{Model: r.Model}
 	if r.Usage != nil {
@@ -276,7 +282,7 @@ func (chatWire) newAssembler() assembler { return &chatAssembler{} }
 func (chatWire) newGate(w io.Writer) streamGate { return newChatGate(w) }
 
 // text is the message's content and refusal.
-func (chatWire) text(resp []byte) string {
+func (chatWire) text(resp []byte) (string, error) {
 	var r struct {
 		Choices []struct {
 			Message struct {
@@ -285,8 +291,8 @@ func (chatWire) text(resp []byte) string {
 			} `json:"message"`
 		} `json:"choices"`
 	}
-	if json.Unmarshal(resp, &r) != nil || len(r.Choices) == 0 {
-		return ""
+	if err := decodeResponse(resp, &r); err != nil || len(r.Choices) == 0 {
+		return "", err
 	}
 	m := r.Choices[0].Message
 	var s string
@@ -296,7 +302,7 @@ func (chatWire) text(resp []byte) string {
 	if m.Refusal != nil {
 		s += *m.Refusal
 	}
-	return s
+	return s, nil
 }
 
 func (chatWire) finish(resp []byte) []string {
@@ -305,7 +311,7 @@ func (chatWire) finish(resp []byte) []string {
 			FinishReason string `json:"finish_reason"`
 		} `json:"choices"`
 	}
-	if json.Unmarshal(resp, &r) != nil || len(r.Choices) == 0 || r.Choices[0].FinishReason == "" {
+	if decodeResponse(resp, &r) != nil || len(r.Choices) == 0 || r.Choices[0].FinishReason == "" {
 		return nil
 	}
 	return []string{r.Choices[0].FinishReason}

@@ -69,7 +69,7 @@ func chatChunkOf(ev sseEvent) (*chatChunk, error) {
 func parseChatChunk(data []byte) (*chatChunk, error) {
 	var c chatChunk
 	if err := decodeChatChunk(data, &c); err != nil {
-		return nil, fmt.Errorf("%w: chat chunk: %v", errJSON, err)
+		return nil, fmt.Errorf("%w: chat chunk: %w", errJSON, err)
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		return nil, &upstreamStreamError{Data: append([]byte(nil), data...)}
@@ -325,7 +325,10 @@ func (g *chatGate) accept(resp []byte) error {
 			FinishReason *string `json:"finish_reason"`
 		} `json:"choices"`
 	}
-	if err := json.Unmarshal(resp, &r); err != nil || len(r.Choices) != 1 {
+	if err := decodeResponse(resp, &r); err != nil {
+		return err
+	}
+	if len(r.Choices) != 1 {
 		return fmt.Errorf("%w: accepted response", errJSON)
 	}
 	m := r.Choices[0].Message

@@ -199,7 +199,11 @@ func (codec) Text(resp *response) string {
 	if resp.body == nil {
 		return unreadText
 	}
-	return resp.proto.text(resp.body)
+	text, err := resp.proto.text(resp.body)
+	if err != nil {
+		return unreadText
+	}
+	return text
 }
 
 // End returns an answer in req's protocol without tool calls whose text is

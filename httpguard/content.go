@@ -31,7 +31,7 @@ func outputMessages(ctx context.Context, p wireProtocol, resp []byte) string {
 	if f := p.finish(resp); len(f) > 0 {
 		m.FinishReason = f[0]
 	}
-	if text := p.text(resp); text != "" {
+	if text, err := p.text(resp); err == nil && text != "" {
 		m.Parts = append(m.Parts, part{Type: "text", Content: text})
 	}
 	calls, _ := p.calls(resp)

@@ -267,7 +267,7 @@ func (w geminiWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	contents, ok, err := field(req, r, "contents")
+	contents, ok, err := requestField(req, r, "contents")
 	if err != nil || !ok {
 		return nil, fmt.Errorf("%w: request without contents", errJSON)
 	}
@@ -332,8 +332,8 @@ func (geminiWire) usage(resp []byte) (wireUsage, error) {
 			ThoughtsTokenCount   int64 `json:"thoughtsTokenCount"`
 		} `json:"usageMetadata"`
 	}
-	if err := json.Unmarshal(resp, &r); err != nil {
-		return wireUsage{}, fmt.Errorf("%w: %v", errJSON, err)
+	if err := decodeResponse(resp, &r); err != nil {
+		return wireUsage{}, err
 	}
 	u := wireUsage{Model: r.ModelVersion}
 	if m := r.UsageMetadata; m != nil {
@@ -375,13 +375,16 @@ func (geminiWire) newAssembler() assembler { return &geminiAssembler{} }
 func (geminiWire) newGate(w io.Writer) streamGate { return newGeminiGate(w) }
 
 // text is the text of candidates[0]'s parts that are not thoughts.
-func (geminiWire) text(resp []byte) string {
+func (geminiWire) text(resp []byte) (string, error) {
 	_, parts, ok, err := geminiParts(resp)
 	if err != nil || !ok {
-		return ""
+		return "", err
 	}
 	var s strings.Builder
 	for _, p := range parts {
+		if err := checkFields(resp, p, "text", "thought"); err != nil {
+			return "", err
+		}
 		if !isAnswerPart(resp, p) {
 			continue
 		}
@@ -389,7 +392,7 @@ func (geminiWire) text(resp []byte) string {
 			s.WriteString(t)
 		}
 	}
-	return s.String()
+	return s.String(), nil
 }
 
 func (geminiWire) finish(resp []byte) []string {
@@ -398,7 +401,7 @@ func (geminiWire) finish(resp []byte) []string {
 			FinishReason string `json:"finishReason"`
 		} `json:"candidates"`
 	}
-	if json.Unmarshal(resp, &r) != nil || len(r.Candidates) == 0 || r.Candidates[0].FinishReason == "" {
+	if decodeResponse(resp, &r) != nil || len(r.Candidates) == 0 || r.Candidates[0].FinishReason == "" {
 		return nil
 	}
 	return []string{r.Candidates[0].FinishReason}

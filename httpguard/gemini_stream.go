@@ -77,8 +77,15 @@ func parseGeminiChunk(b []byte) (*geminiChunk, error) {
 	if err != nil || !ok || kind(b, ps) == 'n' {
 		return c, err
 	}
-	c.parts, err = arrayElems(b, ps)
-	return c, err
+	if c.parts, err = arrayElems(b, ps); err != nil {
+		return nil, err
+	}
+	for _, p := range c.parts {
+		if err := checkFields(b, p, "functionCall", "text", "thought"); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // isAnswerPart reports whether the part at sp is answer text: a text part

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
+	"unicode/utf8"
 )
 
 // The wire code edits JSON bodies by splicing: it finds the byte range of
@@ -210,9 +210,10 @@ func keyIs(q []byte, key string) (bool, error) {
 	return k == key, err
 }
 
-// decodeKey decodes a quoted JSON key.
+// decodeKey decodes a quoted JSON key as encoding/json does, invalid
+// UTF-8 replaced by U+FFFD (so "a\xf3" and "a\xba" are one key).
 func decodeKey(q []byte) (string, error) {
-	if bytes.IndexByte(q, '\\') < 0 {
+	if bytes.IndexByte(q, '\\') < 0 && utf8.Valid(q) {
 		return string(q[1 : len(q)-1]), nil
 	}
 	var s string
@@ -253,10 +254,19 @@ func arrayElems(b []byte, sp span) ([]span, error) {
 	return nil, errJSON
 }
 
-// field returns the value of key in the object at sp; ok is false when
-// the object has no such key. The key twice is an error, as for
-// objectMembers. It reads the object in place, allocating nothing.
+// field returns the value of key in the object at sp of a response, read
+// by the rule of keys.go: ok is false when no member matches key; a member
+// that matches it only without regard to case, or two members that match
+// it, make the response unguardable. It reads the object in place,
+// allocating nothing.
 func field(b []byte, sp span, key string) (v span, ok bool, err error) {
+	return lookup(b, sp, key)
+}
+
+// requestField returns the value of key in the object at sp of a request,
+// matched exactly, as providers read a request's keys; ok is false when
+// the object has no such key, and the key twice is errJSON.
+func requestField(b []byte, sp span, key string) (v span, ok bool, err error) {
 	i, err := firstMember(b, sp)
 	if err != nil || i < 0 {
 		return span{}, false, err
@@ -368,17 +378,31 @@ func appendElems(b []byte, sp span, items ...[]byte) (edit, error) {
 	return edit{at: span{end, end}, text: append([]byte(","), joined...)}, nil
 }
 
-// setMember returns the edit that sets key of the object at sp to value:
-// the value replaced in place when the key exists, else a member appended.
+// setMember returns the edit that sets key of the object at sp of a
+// response to value: the value replaced in place when the key exists (the
+// member every client reads, found as field finds it), else a member
+// appended.
 func setMember(b []byte, sp span, key string, value []byte) (edit, error) {
-	ms, err := objectMembers(b, sp)
+	return setFound(b, sp, key, value, field)
+}
+
+// setRequestMember is setMember for a request: key matched exactly, as
+// requestField matches it.
+func setRequestMember(b []byte, sp span, key string, value []byte) (edit, error) {
+	return setFound(b, sp, key, value, requestField)
+}
+
+func setFound(b []byte, sp span, key string, value []byte, find func([]byte, span, string) (span, bool, error)) (edit, error) {
+	v, ok, err := find(b, sp, key)
 	if err != nil {
 		return edit{}, err
 	}
-	for _, m := range ms {
-		if m.key == key {
-			return edit{at: m.v, text: value}, nil
-		}
+	if ok {
+		return edit{at: v, text: value}, nil
+	}
+	ms, err := objectMembers(b, sp)
+	if err != nil {
+		return edit{}, err
 	}
 	text := append(marshalString(key), ':')
 	text = append(text, value...)
@@ -447,6 +471,10 @@ type memberIter struct {
 	at   int // the next member's key; -1 after the last
 	k, v span
 	err  error
+	// name is the name the member's key matched last (is), and folded
+	// says that it matched only without regard to case.
+	name   string
+	folded bool
 }
 
 // iterMembers returns an iterator over the object at sp.
@@ -465,26 +493,16 @@ func (it *memberIter) next() bool {
 	return it.err == nil
 }
 
-// is reports whether the member's key is name, as encoding/json matches a
-// key to a struct field: exactly, else without regard to case.
+// is reports whether the member's key is name (a protocol key: ASCII,
+// without a backslash or quote), as encoding/json matches a key to a
+// struct field: exactly, else without regard to case (folded, then, and
+// name noted; see seen.mark).
 func (it *memberIter) is(name string) bool {
-	q := raw(it.b, it.k)
-	s := q[1 : len(q)-1]
-	if string(s) == name {
-		return true
-	}
-	if bytes.IndexByte(s, '\\') >= 0 || hasNonASCII(s) {
-		k, err := decodeKey(q)
-		return err == nil && strings.EqualFold(k, name)
-	}
-	if len(s) != len(name) {
+	m, _ := matchKey(raw(it.b, it.k), name, true)
+	if m == keyOther {
 		return false
 	}
-	for i := range s {
-		if lowerASCII(s[i]) != lowerASCII(name[i]) {
-			return false
-		}
-	}
+	it.name, it.folded = name, m == keyFolded
 	return true
 }
 
@@ -493,13 +511,4 @@ func lowerASCII(c byte) byte {
 		return c + 'a' - 'A'
 	}
 	return c
-}
-
-func hasNonASCII(s []byte) bool {
-	for _, c := range s {
-		if c >= 0x80 {
-			return true
-		}
-	}
-	return false
 }

@@ -3,6 +3,7 @@ package httpguard
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -68,9 +69,10 @@ func TestEdits(t *testing.T) {
 }
 
 // The scanner never panics and agrees with encoding/json on what it
-// accepts as an object.
+// accepts as an object; field reads each member, or refuses those whose
+// key another's folds to.
 func FuzzObjectMembers(f *testing.F) {
-	for _, s := range []string{`{}`, `{"a":[1,{"b":"}"}]}`, `{"a":1,"a":2}`, `{"\u0061":"\\"}`, `[1]`, `{"a":}`, `{"a"`, `"x`} {
+	for _, s := range []string{`{}`, `{"a":[1,{"b":"}"}]}`, `{"a":1,"a":2}`, `{"\u0061":"\\"}`, `[1]`, `{"a":}`, `{"a"`, `"x`, "{\"a\xf3\":0,\"a\xba\":0}"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -91,8 +93,20 @@ func FuzzObjectMembers(f *testing.F) {
 			if !json.Valid(raw(b, mm.v)) {
 				t.Fatalf("%q: member %q value %q is not JSON", s, mm.key, raw(b, mm.v))
 			}
-			// field reads in place what objectMembers lists.
-			if v, ok, err := field(b, r, mm.key); err != nil || !ok || v != mm.v {
+			// field reads in place what objectMembers lists, unless
+			// another member's key folds to the same (a client may read
+			// either): then it refuses the object.
+			collides := false
+			for _, other := range ms {
+				collides = collides || (other.k != mm.k && jsonFolds(other.key, mm.key))
+			}
+			v, ok, err := field(b, r, mm.key)
+			switch {
+			case collides:
+				if !isUnguardable(err) {
+					t.Fatalf("%q: field(%q) = %v, %v, %v; want unguardable, another key folds to it", s, mm.key, v, ok, err)
+				}
+			case err != nil || !ok || v != mm.v:
 				t.Fatalf("%q: field(%q) = %v, %v, %v; objectMembers has %v", s, mm.key, v, ok, err, mm.v)
 			}
 		}
@@ -104,8 +118,8 @@ func FuzzObjectMembers(f *testing.F) {
 	})
 }
 
-// field finds a key however it is spelled and refuses the key it reads
-// twice, spelled alike or not, as objectMembers does.
+// field finds a key however its JSON spells it (escapes) and refuses the
+// key it reads twice, spelled alike or not.
 func TestField(t *testing.T) {
 	b := []byte(` { "a" : 1 , "b\u0063":{"x":[1,"]}"]} ,"d":"\"}" } `)
 	r, _ := root(b)
@@ -120,11 +134,108 @@ func TestField(t *testing.T) {
 	for _, s := range []string{`{"a":1,"a":2}`, `{"a":1,"\u0061":2}`, `{"\u0061":1,"b":0,"a":2}`} {
 		b := []byte(s)
 		r, _ := root(b)
-		if _, _, err := field(b, r, "a"); !errors.Is(err, errJSON) {
-			t.Errorf("field(%s, a) = %v, want errJSON (duplicate key)", s, err)
+		if _, _, err := field(b, r, "a"); !errors.Is(err, errDuplicate) || !isUnguardable(err) {
+			t.Errorf("field(%s, a) = %v, want an unguardable duplicate key", s, err)
 		}
 	}
 	if _, _, err := field([]byte(`[1]`), span{0, 3}, "a"); !errors.Is(err, errJSON) {
 		t.Errorf("field of an array = %v, want errJSON", err)
+	}
+}
+
+// field reads a response's key as every client reads it or not at all: the
+// key spelled exactly, once, is read; the key spelled only in another case
+// (which encoding/json reads and openai-go does not), or twice in any
+// spelling (where each client reads the last it matches), is unguardable,
+// with encoding/json's case folding, of every release: the Kelvin sign is
+// a K, the long s an S, and in earlier releases İ and ı were an I. Keys that
+// only look alike, and other keys, are not the key. requestField reads a
+// request's keys exactly, as providers do.
+func TestFieldKeys(t *testing.T) {
+	for _, c := range []struct {
+		doc  string
+		want string // the value read; "" when absent
+		why  error  // the unguardable error's details, nil when read
+	}{
+		{`{"tool_calls":1}`, `1`, nil},
+		{`{"tool_calls":1,"toolcalls":2,"tool_call":3,"Tool_Calls_":4,"x":5}`, `1`, nil},
+		{`{"\u0074ool_calls":1}`, `1`, nil},
+		{`{"other":1}`, ``, nil},
+		{`{"Tool_Calls":1}`, ``, errKeyCase},
+		{`{"TOOL_CALLS":1}`, ``, errKeyCase},
+		{`{"\u0054ool_calls":1}`, ``, errKeyCase},
+		{`{"tool_calls":1,"tool_calls":2}`, ``, errDuplicate},
+		{`{"tool_calls":1,"Tool_Calls":2}`, ``, errDuplicate},
+		{`{"Tool_Calls":1,"tool_calls":2}`, ``, errDuplicate},
+		{`{"TOOL_calls":1,"tool_CALLS":2}`, ``, errDuplicate},
+		{`{"\u212aind":1}`, ``, errKeyCase},   // Kelvin sign
+		{"{\"\u212aind\":1}", ``, errKeyCase}, // Kelvin sign, unescaped
+		{`{"kind":1,"\u212aind":2}`, ``, errDuplicate},
+		{`{"\u017ftatus":1}`, ``, errKeyCase}, // long s
+		{`{"\u0130d":1}`, ``, errKeyCase},     // İ, as earlier releases of Go fold it
+		{`{"\u0131d":1}`, ``, errKeyCase},     // ı, likewise
+		{`{"\u00e9d":1}`, ``, nil},            // é folds to no letter of "id"
+	} {
+		key := "tool_calls"
+		switch {
+		case strings.Contains(c.doc, "ind"):
+			key = "kind"
+		case strings.Contains(c.doc, "tatus"):
+			key = "status"
+		case strings.Contains(c.doc, `d"`):
+			key = "id"
+		}
+		b := []byte(c.doc)
+		r, err := parseBody(b)
+		if err != nil {
+			t.Fatalf("%s: %v", c.doc, err)
+		}
+		v, ok, err := field(b, r, key)
+		switch {
+		case c.why != nil:
+			if !errors.Is(err, c.why) || !isUnguardable(err) {
+				t.Errorf("field(%s, %q) = %v, want unguardable %v", c.doc, key, err, c.why)
+			}
+		case err != nil || ok != (c.want != "") || (ok && string(raw(b, v)) != c.want):
+			t.Errorf("field(%s, %q) = %s, %v, %v; want %s", c.doc, key, raw(b, v), ok, err, c.want)
+		}
+	}
+	b := []byte(`{"Messages":1,"messages":2}`)
+	r, _ := root(b)
+	if v, ok, err := requestField(b, r, "messages"); err != nil || !ok || string(raw(b, v)) != "2" {
+		t.Errorf("requestField(%s, messages) = %s, %v, %v; want 2, as a provider reads it", b, raw(b, v), ok, err)
+	}
+	if _, ok, err := requestField(b, r, "MESSAGES"); ok || err != nil {
+		t.Errorf("requestField(%s, MESSAGES) = %v, %v; want absent", b, ok, err)
+	}
+}
+
+// setMember edits the member every client reads, and refuses an object
+// whose key is twice or in another case rather than edit one member while
+// a client reads another; setRequestMember matches exactly.
+func TestSetMemberKeys(t *testing.T) {
+	for _, c := range []struct{ doc, want string }{
+		{`{"input":{},"x":1}`, `{"input":{"a":1},"x":1}`},
+		{`{"x":1}`, `{"x":1,"input":{"a":1}}`},
+		{`{"Input":{}}`, ``},
+		{`{"input":{},"INPUT":{"b":2}}`, ``},
+	} {
+		b := []byte(c.doc)
+		r, _ := root(b)
+		e, err := setMember(b, r, "input", []byte(`{"a":1}`))
+		if c.want == "" {
+			if !isUnguardable(err) {
+				t.Errorf("setMember(%s) = %v, want unguardable", c.doc, err)
+			}
+			continue
+		}
+		if got := apply(b, e); err != nil || string(got) != c.want {
+			t.Errorf("setMember(%s) = %s, %v; want %s", c.doc, got, err, c.want)
+		}
+	}
+	b := []byte(`{"Input":"x"}`)
+	r, _ := root(b)
+	if e, err := setRequestMember(b, r, "input", []byte(`[]`)); err != nil || string(apply(b, e)) != `{"Input":"x","input":[]}` {
+		t.Errorf("setRequestMember(%s) = %s, %v", b, apply(b, e), err)
 	}
 }

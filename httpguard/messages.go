@@ -234,7 +234,7 @@ func (w messagesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, err
 	if err != nil {
 		return nil, err
 	}
-	msgs, ok, err := field(req, r, "messages")
+	msgs, ok, err := requestField(req, r, "messages")
 	if err != nil || !ok {
 		return nil, fmt.Errorf("%w: request without messages", errJSON)
 	}
@@ -302,8 +302,8 @@ func (messagesWire) usage(resp []byte) (wireUsage, error) {
 			OutputTokens  int64 `json:"output_tokens"`
 		} `json:"usage"`
 	}
-	if err := json.Unmarshal(resp, &r); err != nil {
-		return wireUsage{}, fmt.Errorf("%w: %v", errJSON, err)
+	if err := decodeResponse(resp, &r); err != nil {
+		return wireUsage{}, err
 	}
 	u := wireUsage{Model: r.Model}
 	if r.Usage != nil {
@@ -335,15 +335,15 @@ func (messagesWire) newAssembler() assembler { return &messagesAssembler{} }
 func (messagesWire) newGate(w io.Writer) streamGate { return newMessagesGate(w) }
 
 // text is the text of the text blocks.
-func (messagesWire) text(resp []byte) string {
+func (messagesWire) text(resp []byte) (string, error) {
 	var r struct {
 		Content []struct {
 			Type string `json:"type"`
 			Text string `json:"text"`
 		} `json:"content"`
 	}
-	if json.Unmarshal(resp, &r) != nil {
-		return ""
+	if err := decodeResponse(resp, &r); err != nil {
+		return "", err
 	}
 	var s strings.Builder
 	for _, b := range r.Content {
@@ -351,14 +351,14 @@ func (messagesWire) text(resp []byte) string {
 			s.WriteString(b.Text)
 		}
 	}
-	return s.String()
+	return s.String(), nil
 }
 
 func (messagesWire) finish(resp []byte) []string {
 	var r struct {
 		StopReason string `json:"stop_reason"`
 	}
-	if json.Unmarshal(resp, &r) != nil || r.StopReason == "" {
+	if decodeResponse(resp, &r) != nil || r.StopReason == "" {
 		return nil
 	}
 	return []string{r.StopReason}

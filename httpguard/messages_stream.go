@@ -39,17 +39,20 @@ func parseMessagesEvent(ev sseEvent) (*messagesEvent, error) {
 	}
 	var e messagesEvent
 	if err := decodeMessagesEvent(ev.Data, &e); err != nil {
-		return nil, fmt.Errorf("%w: anthropic event: %v", errJSON, err)
+		return nil, fmt.Errorf("%w: anthropic event: %w", errJSON, err)
 	}
 	if e.Type == "error" || ev.Event == "error" {
 		return nil, &upstreamStreamError{Data: append([]byte(nil), ev.Data...)}
 	}
 	switch e.Type {
 	case "content_block_start":
-		e.blockType = typeOf(e.ContentBlock, span{0, len(e.ContentBlock)})
+		var err error
+		if e.blockType, err = typeOf(e.ContentBlock, span{0, len(e.ContentBlock)}); err != nil {
+			return nil, fmt.Errorf("%w: anthropic content block: %w", errJSON, err)
+		}
 	case "content_block_delta":
 		if err := decodeMessagesDelta(e.Delta, &e.delta); err != nil {
-			return nil, fmt.Errorf("%w: %v", errJSON, err)
+			return nil, fmt.Errorf("%w: %w", errJSON, err)
 		}
 	}
 	return &e, nil
@@ -221,7 +224,10 @@ func setAt(b []byte, path []any, key string, value []byte) ([]byte, error) {
 		return nil, err
 	}
 	o, ok, err := at(b, r, path...)
-	if err != nil || !ok {
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
 		return nil, fmt.Errorf("%w: no object at %v", errJSON, path)
 	}
 	e, err := setMember(b, o, key, value)
@@ -535,8 +541,8 @@ func (g *messagesGate) accept(resp []byte) error {
 			StopSequence *string         `json:"stop_sequence"`
 			Usage        json.RawMessage `json:"usage"`
 		}
-		if err := json.Unmarshal(resp, &r); err != nil {
-			return fmt.Errorf("%w: %v", errJSON, err)
+		if err := decodeResponse(resp, &r); err != nil {
+			return err
 		}
 		md, err := marshal(struct {
 			Type  string `json:"type"`

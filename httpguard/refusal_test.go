@@ -113,7 +113,7 @@ func TestLimitExits(t *testing.T) {
 			if calls := callsOf(t, c.w, got); len(calls) != 0 {
 				t.Errorf("the client reads calls %+v, want none", calls)
 			}
-			if text := c.w.text(got); !strings.Contains(text, "Tool call limit reached") || !strings.Contains(text, "run limit") {
+			if text := guardText(t, c, got); !strings.Contains(text, "Tool call limit reached") || !strings.Contains(text, "run limit") {
 				t.Errorf("the client reads %q, want the limit named", text)
 			}
 			ex := do(t, New(nil, ToolCallLimit(guard.WithRunLimit(1), guard.WithExitBehavior(guard.ExitError))), ctx, srv.URL+c.url, c.body)
@@ -141,7 +141,7 @@ func TestModelCallLimitStandIn(t *testing.T) {
 			ctx := guard.WithRun(context.Background())
 			clientRead(t, c, do(t, tr, ctx, srv.URL+c.url, c.body))
 			got := clientRead(t, c, do(t, tr, ctx, srv.URL+c.url, c.body))
-			if text := c.w.text(got); !strings.Contains(text, "limit") {
+			if text := guardText(t, c, got); !strings.Contains(text, "limit") {
 				t.Errorf("the client reads %q, want the limit named", text)
 			}
 			if n := len(srv.Requests()); n != 1 {
@@ -166,7 +166,7 @@ func TestModelRetryAtTheWire(t *testing.T) {
 			tr := New(nil, ModelRetry(guard.WithMaxRetries(3), guard.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} }),
 				guard.WithSleep(func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil })))
 			got := clientRead(t, c, do(t, tr, context.Background(), srv.URL+c.url, c.body))
-			if text := c.w.text(got); text != "Hello." {
+			if text := guardText(t, c, got); text != "Hello." {
 				t.Errorf("text %q", text)
 			}
 			if len(waits) != 3 || waits[0] != 1500*time.Millisecond || waits[1] != 2*time.Second || waits[2] != 0 {

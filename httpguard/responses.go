@@ -192,7 +192,7 @@ func (w responsesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, er
 		}
 		add = append(add, b)
 	}
-	in, ok, err := field(req, r, "input")
+	in, ok, err := requestField(req, r, "input")
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +211,7 @@ func (w responsesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, er
 		list := append(append([]byte("["), joinRaw(append([][]byte{msg}, add...))...), ']')
 		return apply(req, edit{at: in, text: list}), nil
 	default:
-		e, err := setMember(req, r, "input", append(append([]byte("["), joinRaw(add)...), ']'))
+		e, err := setRequestMember(req, r, "input", append(append([]byte("["), joinRaw(add)...), ']'))
 		if err != nil {
 			return nil, err
 		}
@@ -227,8 +227,8 @@ func (responsesWire) usage(resp []byte) (wireUsage, error) {
 			OutputTokens int64 `json:"output_tokens"`
 		} `json:"usage"`
 	}
-	if err := json.Unmarshal(resp, &r); err != nil {
-		return wireUsage{}, fmt.Errorf("%w: %v", errJSON, err)
+	if err := decodeResponse(resp, &r); err != nil {
+		return wireUsage{}, err
 	}
 	u := wireUsage{Model: r.Model}
 	if r.Usage != nil {
@@ -245,7 +245,7 @@ func (responsesWire) newAssembler() assembler { return &responsesAssembler{} }
 func (responsesWire) newGate(w io.Writer) streamGate { return newResponsesGate(w) }
 
 // text is the text of the message items' output_text and refusal parts.
-func (responsesWire) text(resp []byte) string {
+func (responsesWire) text(resp []byte) (string, error) {
 	var r struct {
 		Output []struct {
 			Type    string `json:"type"`
@@ -256,8 +256,8 @@ func (responsesWire) text(resp []byte) string {
 			} `json:"content"`
 		} `json:"output"`
 	}
-	if json.Unmarshal(resp, &r) != nil {
-		return ""
+	if err := decodeResponse(resp, &r); err != nil {
+		return "", err
 	}
 	var s strings.Builder
 	for _, it := range r.Output {
@@ -269,7 +269,7 @@ func (responsesWire) text(resp []byte) string {
 			s.WriteString(c.Refusal)
 		}
 	}
-	return s.String()
+	return s.String(), nil
 }
 
 // finish is the response's status, and why it is incomplete.
@@ -280,7 +280,7 @@ func (responsesWire) finish(resp []byte) []string {
 			Reason string `json:"reason"`
 		} `json:"incomplete_details"`
 	}
-	if json.Unmarshal(resp, &r) != nil || r.Status == "" {
+	if decodeResponse(resp, &r) != nil || r.Status == "" {
 		return nil
 	}
 	if d := r.IncompleteDetails; d != nil && d.Reason != "" {

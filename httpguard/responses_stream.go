@@ -31,13 +31,16 @@ func parseResponsesEvent(ev sseEvent) (*responsesEvent, error) {
 	}
 	var e responsesEvent
 	if err := decodeResponsesEvent(ev.Data, &e); err != nil {
-		return nil, fmt.Errorf("%w: responses event: %v", errJSON, err)
+		return nil, fmt.Errorf("%w: responses event: %w", errJSON, err)
 	}
 	if e.Type == "error" {
 		return nil, &upstreamStreamError{Data: append([]byte(nil), ev.Data...)}
 	}
 	if e.Type == "response.output_item.added" || e.Type == "response.output_item.done" {
-		e.itemType = typeOf(e.Item, span{0, len(e.Item)})
+		var err error
+		if e.itemType, err = typeOf(e.Item, span{0, len(e.Item)}); err != nil {
+			return nil, fmt.Errorf("%w: responses item: %w", errJSON, err)
+		}
 	}
 	return &e, nil
 }
@@ -204,7 +207,7 @@ func (g *responsesGate) event(ev sseEvent) (bool, error) {
 				var r struct {
 					ID string `json:"id"`
 				}
-				_ = json.Unmarshal(e.Response, &r)
+				_ = decodeResponse(e.Response, &r)
 				g.id = r.ID
 			}
 			return done, g.sendEvent(sseEvent{Event: ev.Event, Data: ev.Data, parsed: e})

@@ -2,27 +2,30 @@ package httpguard
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 )
 
 // Hand decoders of stream events: every event of a stream goes through
 // one, and encoding/json's reflection costs several times the scan. Each
-// decodes as encoding/json would into the parsed event's struct (keys
-// matched without regard to case, null leaving a field unset, a value of
-// another type an error), but refuses a key it reads twice in one object.
+// decodes as encoding/json would into the parsed event's struct (null
+// leaving a field unset, a value of another type an error), with keys read
+// by the rule of keys.go: a key it reads is spelled exactly, once, or the
+// event is unguardable (where encoding/json would read a key in another
+// case, or the last of two).
 
-// errDuplicate reports a key read twice in one object.
-var errDuplicate = errors.New("duplicate key")
-
-// seen marks the fields of one object already read; a field read twice is
-// errDuplicate.
+// seen marks the fields of one object already read.
 type seen uint16
 
-func (s *seen) mark(field int) error {
+// mark marks field, which the iterator's member matched: a key that
+// matched only without regard to case, or a field read twice, is an
+// unguardable error.
+func (s *seen) mark(it *memberIter, field int) error {
+	if it.folded {
+		return keyCase(it.name)
+	}
 	if *s&(1<<field) != 0 {
-		return errDuplicate
+		return duplicateKey(it.name)
 	}
 	*s |= 1 << field
 	return nil
@@ -49,38 +52,38 @@ func decodeChatChunk(data []byte, c *chatChunk) error {
 		v := it.v
 		switch {
 		case it.is("id"):
-			err = s.mark(0)
+			err = s.mark(&it, 0)
 			if err == nil {
 				err = decodeString(data, v, &c.ID)
 			}
 		case it.is("created"):
-			err = s.mark(1)
+			err = s.mark(&it, 1)
 			c.Created = raw(data, v)
 		case it.is("model"):
-			err = s.mark(2)
+			err = s.mark(&it, 2)
 			if err == nil {
 				err = decodeString(data, v, &c.Model)
 			}
 		case it.is("system_fingerprint"):
-			err = s.mark(3)
+			err = s.mark(&it, 3)
 			if err == nil {
 				c.SystemFingerprint, err = decodeOptString(data, v)
 			}
 		case it.is("service_tier"):
-			err = s.mark(4)
+			err = s.mark(&it, 4)
 			if err == nil {
 				c.ServiceTier, err = decodeOptString(data, v)
 			}
 		case it.is("choices"):
-			err = s.mark(5)
+			err = s.mark(&it, 5)
 			if err == nil {
 				c.Choices, err = decodeChatChoices(data, v)
 			}
 		case it.is("usage"):
-			err = s.mark(6)
+			err = s.mark(&it, 6)
 			c.Usage = raw(data, v)
 		case it.is("error"):
-			err = s.mark(7)
+			err = s.mark(&it, 7)
 			c.Error = raw(data, v)
 		}
 		if err != nil {
@@ -98,17 +101,17 @@ func chatChoiceMember(b []byte, it memberIter, s seen, ch *chatChoice) (_ seen, 
 	v := it.v
 	switch {
 	case it.is("index"):
-		err = s.mark(0)
+		err = s.mark(&it, 0)
 		if err == nil {
 			err = decodeInt(b, v, &ch.Index)
 		}
 	case it.is("delta"):
-		err = s.mark(1)
+		err = s.mark(&it, 1)
 		if err == nil {
 			err = decodeChatDelta(b, v, &ch.Delta)
 		}
 	case it.is("finish_reason"):
-		err = s.mark(2)
+		err = s.mark(&it, 2)
 		if err == nil {
 			ch.FinishReason, err = decodeOptString(b, v)
 		}
@@ -164,22 +167,22 @@ func decodeChatDelta(b []byte, sp span, d *chatDelta) error {
 		v := it.v
 		switch {
 		case it.is("role"):
-			err = s.mark(0)
+			err = s.mark(&it, 0)
 			if err == nil {
 				err = decodeString(b, v, &d.Role)
 			}
 		case it.is("content"):
-			err = s.mark(1)
+			err = s.mark(&it, 1)
 			if err == nil {
 				d.Content, err = decodeOptString(b, v)
 			}
 		case it.is("refusal"):
-			err = s.mark(2)
+			err = s.mark(&it, 2)
 			if err == nil {
 				d.Refusal, err = decodeOptString(b, v)
 			}
 		case it.is("tool_calls"):
-			err = s.mark(3)
+			err = s.mark(&it, 3)
 			if err == nil {
 				d.ToolCalls, err = decodeChatToolCalls(b, v)
 			}
@@ -199,7 +202,7 @@ func chatToolCallMember(b []byte, it memberIter, s seen, tc *chatToolCallDelta) 
 	v := it.v
 	switch {
 	case it.is("index"):
-		err = s.mark(0)
+		err = s.mark(&it, 0)
 		if err == nil && kind(b, v) != 'n' {
 			n := 0
 			if err = decodeInt(b, v, &n); err == nil {
@@ -207,17 +210,17 @@ func chatToolCallMember(b []byte, it memberIter, s seen, tc *chatToolCallDelta) 
 			}
 		}
 	case it.is("id"):
-		err = s.mark(1)
+		err = s.mark(&it, 1)
 		if err == nil {
 			err = decodeString(b, v, &tc.ID)
 		}
 	case it.is("type"):
-		err = s.mark(2)
+		err = s.mark(&it, 2)
 		if err == nil {
 			err = decodeString(b, v, &tc.Type)
 		}
 	case it.is("function"):
-		err = s.mark(3)
+		err = s.mark(&it, 3)
 		if err == nil && kind(b, v) != 'n' {
 			err = decodeChatFunction(b, v, &tc.Function.Name, &tc.Function.Arguments)
 		}
@@ -234,12 +237,12 @@ func decodeChatFunction(b []byte, sp span, name, args *string) error {
 	for it.next() {
 		switch {
 		case it.is("name"):
-			err = s.mark(0)
+			err = s.mark(&it, 0)
 			if err == nil {
 				err = decodeString(b, it.v, name)
 			}
 		case it.is("arguments"):
-			err = s.mark(1)
+			err = s.mark(&it, 1)
 			if err == nil {
 				err = decodeString(b, it.v, args)
 			}
@@ -336,25 +339,17 @@ func decodeObject(data []byte) (it memberIter, ok bool, err error) {
 }
 
 // typeOf is the "type" member of the object at sp when it is a string, ""
-// otherwise or when sp is not an object; the last one when it appears
-// twice (as encoding/json reads it, and so the SDKs).
-func typeOf(b []byte, sp span) string {
+// otherwise or when sp is not an object; "type" given twice or in another
+// case is an unguardable error.
+func typeOf(b []byte, sp span) (string, error) {
 	if sp.end <= sp.start || kind(b, sp) != '{' {
-		return ""
+		return "", nil
 	}
-	it, err := iterMembers(b, sp)
-	if err != nil {
-		return ""
+	v, ok, err := field(b, sp, "type")
+	if err != nil || !ok || kind(b, v) != '"' {
+		return "", err
 	}
-	typ := ""
-	for it.next() {
-		if it.is("type") && kind(b, it.v) == '"' {
-			if s, err := unquote(raw(b, it.v)); err == nil {
-				typ = s
-			}
-		}
-	}
-	return typ
+	return unquote(raw(b, v))
 }
 
 // decodeMessagesEvent decodes an Anthropic stream event into e (its
@@ -369,26 +364,26 @@ func decodeMessagesEvent(data []byte, e *messagesEvent) error {
 		v := it.v
 		switch {
 		case it.is("type"):
-			err = s.mark(0)
+			err = s.mark(&it, 0)
 			if err == nil {
 				err = decodeString(data, v, &e.Type)
 			}
 		case it.is("index"):
-			err = s.mark(1)
+			err = s.mark(&it, 1)
 			if err == nil {
 				err = decodeInt(data, v, &e.Index)
 			}
 		case it.is("message"):
-			err = s.mark(2)
+			err = s.mark(&it, 2)
 			e.Message = raw(data, v)
 		case it.is("content_block"):
-			err = s.mark(3)
+			err = s.mark(&it, 3)
 			e.ContentBlock = raw(data, v)
 		case it.is("delta"):
-			err = s.mark(4)
+			err = s.mark(&it, 4)
 			e.Delta = raw(data, v)
 		case it.is("usage"):
-			err = s.mark(5)
+			err = s.mark(&it, 5)
 			e.Usage = raw(data, v)
 		}
 		if err != nil {
@@ -412,32 +407,32 @@ func decodeMessagesDelta(data []byte, d *messagesDelta) error {
 		v := it.v
 		switch {
 		case it.is("type"):
-			err = s.mark(0)
+			err = s.mark(&it, 0)
 			if err == nil {
 				err = decodeString(data, v, &d.Type)
 			}
 		case it.is("text"):
-			err = s.mark(1)
+			err = s.mark(&it, 1)
 			if err == nil {
 				err = decodeString(data, v, &d.Text)
 			}
 		case it.is("thinking"):
-			err = s.mark(2)
+			err = s.mark(&it, 2)
 			if err == nil {
 				err = decodeString(data, v, &d.Thinking)
 			}
 		case it.is("signature"):
-			err = s.mark(3)
+			err = s.mark(&it, 3)
 			if err == nil {
 				err = decodeString(data, v, &d.Signature)
 			}
 		case it.is("partial_json"):
-			err = s.mark(4)
+			err = s.mark(&it, 4)
 			if err == nil {
 				err = decodeString(data, v, &d.PartialJSON)
 			}
 		case it.is("citation"):
-			err = s.mark(5)
+			err = s.mark(&it, 5)
 			d.Citation = raw(data, v)
 		}
 		if err != nil {
@@ -459,15 +454,15 @@ func decodeResponsesEvent(data []byte, e *responsesEvent) error {
 		v := it.v
 		switch {
 		case it.is("type"):
-			err = s.mark(0)
+			err = s.mark(&it, 0)
 			if err == nil {
 				err = decodeString(data, v, &e.Type)
 			}
 		case it.is("response"):
-			err = s.mark(1)
+			err = s.mark(&it, 1)
 			e.Response = raw(data, v)
 		case it.is("output_index"):
-			err = s.mark(2)
+			err = s.mark(&it, 2)
 			if err == nil && kind(data, v) != 'n' {
 				n := 0
 				if err = decodeInt(data, v, &n); err == nil {
@@ -475,15 +470,15 @@ func decodeResponsesEvent(data []byte, e *responsesEvent) error {
 				}
 			}
 		case it.is("item"):
-			err = s.mark(3)
+			err = s.mark(&it, 3)
 			e.Item = raw(data, v)
 		case it.is("delta"):
-			err = s.mark(4)
+			err = s.mark(&it, 4)
 			if err == nil {
 				err = decodeString(data, v, &e.Delta)
 			}
 		case it.is("sequence_number"):
-			err = s.mark(5)
+			err = s.mark(&it, 5)
 			e.Seq = raw(data, v)
 		}
 		if err != nil {

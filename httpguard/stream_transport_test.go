@@ -48,8 +48,8 @@ func TestStreamRetriedWhenNothingReachedTheClient(t *testing.T) {
 	ex := do(t, tr, context.Background(), srv.URL+c.url, c.body)
 	got := clientRead(t, c, ex)
 	calls := callsOf(t, c.w, got)
-	if len(calls) != 1 || !sameJSON(calls[0].Args, []byte(`{"city":"Paris"}`)) || c.w.text(got) != "Let me check." {
-		t.Errorf("the client reads %+v %q:\n%s", calls, c.w.text(got), ex.body)
+	if len(calls) != 1 || !sameJSON(calls[0].Args, []byte(`{"city":"Paris"}`)) || guardText(t, c, got) != "Let me check." {
+		t.Errorf("the client reads %+v %q:\n%s", calls, guardText(t, c, got), ex.body)
 	}
 	if strings.Contains(string(ex.body), "call_x") || strings.Contains(string(ex.body), "server_error") {
 		t.Errorf("the client read the failed stream:\n%s", ex.body)

@@ -155,7 +155,11 @@ func TestTransportBadThenGood(t *testing.T) {
 // guardText is the answer text of a response.
 func guardText(t *testing.T, c wireCase, resp []byte) string {
 	t.Helper()
-	return c.w.text(resp)
+	text, err := c.w.text(resp)
+	if err != nil {
+		t.Fatalf("text: %v", err)
+	}
+	return text
 }
 
 // Gemini's stream without alt=sse (a JSON array, as langchaingo's googleai

@@ -70,8 +70,10 @@ type wireProtocol interface {
 	usage(resp []byte) (wireUsage, error)
 	// errorBody is an error body in the protocol's shape.
 	errorBody(status int, typ, msg string) []byte
-	// text returns resp's answer text (not its reasoning), "" if none.
-	text(resp []byte) string
+	// text returns resp's answer text (not its reasoning), "" if none;
+	// an unguardable error when a key it reads is given twice or only in
+	// another case (see keys.go).
+	text(resp []byte) (string, error)
 	// finish returns resp's stop reasons, as the provider names them.
 	finish(resp []byte) []string
 	// end returns a response for model without tool calls whose answer is
