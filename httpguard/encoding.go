@@ -21,7 +21,7 @@ import (
 // multiply.
 const maxCodings = 3
 
-// decodeResponse makes hr's body read as the content it encodes, so that
+// decodeBody makes hr's body read as the content it encodes, so that
 // the guard reads what the client's decoder would: the codings hr's
 // Content-Encoding names (gzip or x-gzip; deflate, zlib-wrapped as HTTP
 // defines it or raw when the zlib header is absent, as browsers accept
@@ -48,9 +48,9 @@ const maxCodings = 3
 // A response with no Content-Encoding, or identity alone, is left as it
 // came. One naming a coding the guard does not decode (zstd, compress), or
 // more than maxCodings, is an answer the guard cannot read:
-// decodeResponse returns an unguardable error and leaves hr untouched (its
+// decodeBody returns an unguardable error and leaves hr untouched (its
 // header and unread body), so that it may still be handed on as it came.
-func decodeResponse(hr *http.Response) error {
+func decodeBody(hr *http.Response) error {
 	codings, err := contentCodings(hr.Header.Values("Content-Encoding"))
 	if err != nil || len(codings) == 0 {
 		return err

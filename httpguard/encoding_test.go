@@ -57,7 +57,7 @@ func encode(t testing.TB, b []byte, codings ...string) []byte {
 	return b
 }
 
-// decodeResponse undoes every coding it knows, in any spelling HTTP
+// decodeBody undoes every coding it knows, in any spelling HTTP
 // allows (a list, several header lines, case, identity among them), and
 // answers in identity: no Content-Encoding, no Content-Length (the length
 // was the encoded one). A response in identity stays as it came.
@@ -87,8 +87,8 @@ func TestDecodeResponse(t *testing.T) {
 			enc := encode(t, content, tc.codings...)
 			hr := &http.Response{Header: http.Header{"Content-Encoding": tc.header, "Content-Length": {strconv.Itoa(len(enc))}},
 				Body: io.NopCloser(bytes.NewReader(enc)), ContentLength: int64(len(enc))}
-			if err := decodeResponse(hr); err != nil {
-				t.Fatalf("decodeResponse: %v", err)
+			if err := decodeBody(hr); err != nil {
+				t.Fatalf("decodeBody: %v", err)
 			}
 			got, err := io.ReadAll(hr.Body)
 			if err != nil || !bytes.Equal(got, content) {
@@ -108,7 +108,7 @@ func TestDecodeResponse(t *testing.T) {
 				hr.Header["Content-Encoding"] = h
 			}
 			before := hr.Header.Clone()
-			if err := decodeResponse(hr); err != nil || hr.Body != body || !sameHeader(hr.Header, before) || hr.ContentLength != 18000 || hr.Uncompressed {
+			if err := decodeBody(hr); err != nil || hr.Body != body || !sameHeader(hr.Header, before) || hr.ContentLength != 18000 || hr.Uncompressed {
 				t.Errorf("Content-Encoding %q: %v; the response changed: %v", h, err, hr.Header)
 			}
 		}
@@ -118,7 +118,7 @@ func TestDecodeResponse(t *testing.T) {
 // errConnection stands for a connection that fails mid-body.
 var errConnection = errors.New("connection reset by peer")
 
-// What decodeResponse cannot decode is unguardable: a coding it does not
+// What decodeBody cannot decode is unguardable: a coding it does not
 // know or too many codings, at once (the response left as it came, so it
 // may still be handed on); a body that is not what its coding says, at
 // its first failed Read. A connection that fails mid-body is the
@@ -132,9 +132,9 @@ func TestDecodeResponseUnguardable(t *testing.T) {
 			t.Parallel()
 			body := io.NopCloser(bytes.NewReader(gz))
 			hr := &http.Response{Header: http.Header{"Content-Encoding": {enc}, "Content-Length": {"1"}}, Body: body, ContentLength: 1}
-			err := decodeResponse(hr)
+			err := decodeBody(hr)
 			if !isUnguardable(err) {
-				t.Fatalf("decodeResponse(%q) = %v, want an unguardable error", enc, err)
+				t.Fatalf("decodeBody(%q) = %v, want an unguardable error", enc, err)
 			}
 			if hr.Body != body || hr.Header.Get("Content-Encoding") != enc || hr.Header.Get("Content-Length") != "1" || hr.ContentLength != 1 {
 				t.Errorf("the response changed: %v, %d", hr.Header, hr.ContentLength)
@@ -165,8 +165,8 @@ func TestDecodeResponseUnguardable(t *testing.T) {
 		t.Run("corrupt/"+tc.name, func(t *testing.T) {
 			t.Parallel()
 			hr := &http.Response{Header: http.Header{"Content-Encoding": {tc.enc}}, Body: io.NopCloser(bytes.NewReader(tc.body))}
-			if err := decodeResponse(hr); err != nil {
-				t.Fatalf("decodeResponse: %v, want the failure at Read", err)
+			if err := decodeBody(hr); err != nil {
+				t.Fatalf("decodeBody: %v, want the failure at Read", err)
 			}
 			_, err := io.ReadAll(hr.Body)
 			if !isUnguardable(err) {
@@ -181,7 +181,7 @@ func TestDecodeResponseUnguardable(t *testing.T) {
 			for _, cut := range []int{0, 1, len(e) / 2} {
 				hr := &http.Response{Header: http.Header{"Content-Encoding": {enc}},
 					Body: io.NopCloser(io.MultiReader(bytes.NewReader(e[:cut]), iotest.ErrReader(errConnection)))}
-				if err := decodeResponse(hr); err != nil {
+				if err := decodeBody(hr); err != nil {
 					t.Fatal(err)
 				}
 				_, err := io.ReadAll(hr.Body)
@@ -225,7 +225,7 @@ func TestDecompressionBombStopsAtTheBound(t *testing.T) {
 	bomb := gzipBomb(t, nil, 1024) // 1 GiB decoded
 	var n atomic.Int64
 	hr := &http.Response{Header: http.Header{"Content-Encoding": {"gzip"}}, Body: countingBody{io.NopCloser(bytes.NewReader(bomb)), &n}}
-	if err := decodeResponse(hr); err != nil {
+	if err := decodeBody(hr); err != nil {
 		t.Fatal(err)
 	}
 	b, err := readBounded(hr.Body, MaxBody)

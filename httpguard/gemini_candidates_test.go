@@ -58,7 +58,7 @@ func TestGeminiSeveralCandidates(t *testing.T) {
 			t.Fatalf("two candidates without calls, streamed: %v", err)
 		}
 	}
-	if resp, err := a.response(); err != nil || w.text(resp) != "Let me check." {
+	if resp, err := a.response(); err != nil || guardText(t, wireCase{w: w}, resp) != "Let me check." {
 		t.Errorf("two candidates without calls, streamed: %q, %v; want the first's text", resp, err)
 	}
 }

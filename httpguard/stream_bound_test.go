@@ -93,7 +93,7 @@ func TestStreamBoundIsTheAssembledResponse(t *testing.T) {
 			srv := serveBody(t, "text/event-stream", strings.Join(evs, "\n\n")+"\n\n")
 			ex := do(t, New(nil, ToolArgValidation(guard.WithFailClosed())), context.Background(), srv.URL+c.url, c.body)
 			got := clientRead(t, c, ex)
-			if txt := c.w.text(got); txt != want.String() {
+			if txt := guardText(t, c, got); txt != want.String() {
 				t.Errorf("the client read %d bytes of text, want %d: %.300s", len(txt), want.Len(), ex.body[max(0, len(ex.body)-300):])
 			}
 		})

@@ -45,7 +45,7 @@ func TestStreamWithoutToolsPassesWhole(t *testing.T) {
 		t.Fatalf("a limit's stand-in answer to a stream: %d %q, want a 200 event stream", ex.resp.StatusCode, ex.resp.Header.Get("Content-Type"))
 	}
 	c := wireCase{name: "chat/stream", w: chatWire{}, stream: true}
-	got := chatWire{}.text(clientRead(t, c, ex))
+	got := guardText(t, c, clientRead(t, c, ex))
 	if !strings.Contains(got, "limit") {
 		t.Errorf("the stand-in stream's text = %q, want the limit's answer", got)
 	}

@@ -130,9 +130,9 @@ func (t *Transport) sendUpstream(ctx context.Context, req *request) (*response, 
 		return passUnread(req, hr, "the request cannot be read", req.unread), nil
 	}
 	// The guard reads, and the client receives, the body decoded (see
-	// decodeResponse); a coding the guard cannot undo leaves an answer it
+	// decodeBody); a coding the guard cannot undo leaves an answer it
 	// cannot read, handed on as it came.
-	if err := decodeResponse(hr); err != nil {
+	if err := decodeBody(hr); err != nil {
 		var ue *unguardableError
 		if errors.As(err, &ue) {
 			return passUnread(req, hr, ue.why, ue.err), nil
