@@ -212,7 +212,9 @@ func (g *responsesGate) event(ev sseEvent) (bool, error) {
 	case responsesTerminal(e.Type):
 		g.terminal = append(g.terminal, sseEvent{Event: ev.Event, Data: append([]byte(nil), ev.Data...)})
 	case e.Type == "response.output_item.added":
-		if t := g.asm.items[*e.OutputIndex].typ; t != "message" && t != "reasoning" && (!responsesItemTypes[t] || t == "function_call") {
+		// A function call is held until it is validated, and every item
+		// after it, in order; the other known items pass as they come.
+		if t := g.asm.items[*e.OutputIndex].typ; t == "function_call" || responsesItems[t] == 0 {
 			g.holding = true
 		}
 		if first && !g.holding {
@@ -285,6 +287,8 @@ func (g *responsesGate) emitItem(idx int, resp []byte, sp span) error {
 		if err == nil {
 			added, err = setAt(added, nil, "status", []byte(`"in_progress"`))
 		}
+	case "custom_tool_call":
+		added, err = setAt(item, nil, "input", []byte(`""`))
 	}
 	if err != nil {
 		return err
@@ -348,6 +352,17 @@ func (g *responsesGate) emitItem(idx int, resp []byte, sp span) error {
 		if err := g.emit("response.function_call_arguments.done", "item_id", id, "output_index", idx, "arguments", args); err != nil {
 			return err
 		}
+	case "custom_tool_call":
+		input, err := optStr(resp, sp, "input")
+		if err != nil {
+			return err
+		}
+		if err := g.emit("response.custom_tool_call_input.delta", "item_id", id, "output_index", idx, "delta", input); err != nil {
+			return err
+		}
+		if err := g.emit("response.custom_tool_call_input.done", "item_id", id, "output_index", idx, "input", input); err != nil {
+			return err
+		}
 	}
 	return g.emit("response.output_item.done", "output_index", idx, "item", item)
 }
@@ -357,7 +372,7 @@ func (g *responsesGate) accept(resp []byte) error {
 		return nil
 	}
 	g.ended = true
-	items, calls, err := responsesOutput(resp)
+	items, _, kinds, err := responsesOutput(resp)
 	if err != nil {
 		return err
 	}
@@ -369,9 +384,11 @@ func (g *responsesGate) accept(resp []byte) error {
 		}
 	}
 	// The items: for the first attempt those the client has not read; for
-	// a later one its function calls or, when it has none (the model
-	// answered in text after a re-ask, or a stand-in answer), its message
-	// items, since that text is the answer.
+	// a later one its calls (function calls, the other calls, the tools
+	// OpenAI ran) or, when it has no call (the model answered in text after
+	// a re-ask, or a stand-in answer), its message items, since that text
+	// is the answer. A later attempt's text and reasoning beside its calls
+	// are not streamed again.
 	var emit []int
 	switch {
 	case g.attempt == 0:
@@ -382,15 +399,25 @@ func (g *responsesGate) accept(resp []byte) error {
 		for i := g.passed; i < len(items); i++ {
 			emit = append(emit, i)
 		}
-	case len(calls) > 0:
-		emit = calls
 	default:
+		var text []int
+		calls := false
 		for i, it := range items {
-			if typ, err := optStr(resp, it, "type"); err != nil {
+			typ, err := optStr(resp, it, "type")
+			if err != nil {
 				return err
-			} else if typ == "message" {
-				emit = append(emit, i)
 			}
+			switch {
+			case typ == "message":
+				text = append(text, i)
+			case typ == "reasoning" || typ == "compaction":
+			default:
+				emit = append(emit, i)
+				calls = calls || kinds[i] != itemPassed
+			}
+		}
+		if !calls {
+			emit = text
 		}
 	}
 	output := append([][]byte(nil), g.shown...)
@@ -452,7 +479,7 @@ func (g *responsesGate) reject() {
 		// output.
 		g.shown = nil
 		if resp, err := g.asm.response(); err == nil {
-			if items, _, err := responsesOutput(resp); err == nil {
+			if items, _, _, err := responsesOutput(resp); err == nil {
 				for i := 0; i < g.passed && i < len(items); i++ {
 					g.shown = append(g.shown, raw(resp, items[i]))
 				}
