@@ -88,3 +88,94 @@ func TestTransportResponsesStreamOtherCalls(t *testing.T) {
 		t.Errorf("%d upstream requests, want 1", n)
 	}
 }
+
+// An event for an output item the stream has passed (after a later item
+// began, or after the item's own output_item.done) is refused, not
+// skipped: the client could read it where the guard does not.
+func TestResponsesAssemblerRefusesPassedItems(t *testing.T) {
+	msg := `{"id":"msg_1","type":"message","status":"in_progress","role":"assistant","content":[]}`
+	fc := `{"id":"fc_1","type":"function_call","call_id":"call_1","name":"get_weather","arguments":"","status":"in_progress"}`
+	fcDone := `{"id":"fc_1","type":"function_call","call_id":"call_1","name":"get_weather","arguments":"{\"city\":\"Paris\"}","status":"completed"}`
+	tests := []struct {
+		name string
+		evs  *responsesEvents
+	}{
+		{"text delta after a later item began", (&responsesEvents{}).add("response.created", responsesCreated).
+			add("response.output_item.added", `"output_index":0,"item":`+msg).
+			add("response.output_item.added", `"output_index":1,"item":`+fc).
+			add("response.output_text.delta", `"item_id":"msg_1","output_index":0,"content_index":0,"delta":"late"`)},
+		{"arguments delta after its item's end", (&responsesEvents{}).add("response.created", responsesCreated).
+			add("response.output_item.added", `"output_index":0,"item":`+fc).
+			add("response.function_call_arguments.delta", `"item_id":"fc_1","output_index":0,"delta":"{\"city\":\"Paris\"}"`).
+			add("response.output_item.done", `"output_index":0,"item":`+fcDone).
+			add("response.function_call_arguments.delta", `"item_id":"fc_1","output_index":0,"delta":"{\"city\":42}"`)},
+		{"item done after a later item began", (&responsesEvents{}).add("response.created", responsesCreated).
+			add("response.output_item.added", `"output_index":0,"item":`+fc).
+			add("response.output_item.added", `"output_index":1,"item":`+msg).
+			add("response.output_item.done", `"output_index":0,"item":`+fcDone)},
+		{"item added again", (&responsesEvents{}).add("response.created", responsesCreated).
+			add("response.output_item.added", `"output_index":0,"item":`+msg).
+			add("response.output_item.added", `"output_index":0,"item":`+fc)},
+		{"item done as another type", (&responsesEvents{}).add("response.created", responsesCreated).
+			add("response.output_item.added", `"output_index":0,"item":`+msg).
+			add("response.output_item.done", `"output_index":0,"item":`+fcDone)},
+		{"item of an unknown type", (&responsesEvents{}).add("response.created", responsesCreated).
+			add("response.output_item.added", `"output_index":0,"item":{"id":"x_1","type":"a_type_from_next_year"}`)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := responsesWire{}.newAssembler()
+			var err error
+			evs := tc.evs.sseEvents(t)
+			for i, ev := range evs {
+				if _, err = a.add(ev); err != nil {
+					if i != len(evs)-1 {
+						t.Fatalf("event %d of %d refused: %v", i, len(evs), err)
+					}
+					break
+				}
+			}
+			if !isUnguardable(err) {
+				t.Errorf("the last event: %v, want an unguardable error", err)
+			}
+		})
+	}
+}
+
+// The bound applies to what the assembler holds of the response, not to
+// the events' envelopes: a text-only stream whose events pass MaxBody
+// (each padded with an obfuscation member, as OpenAI pads them, and its
+// ids repeated) while its text is 150 KB arrives whole. (A stream whose
+// held argument bytes pass MaxBody is still refused with
+// response_too_large: TestStreamPastTheBoundBeforeCommit.)
+func TestTransportResponsesStreamBound(t *testing.T) {
+	t.Parallel()
+	c := wireCases(t)[3] // openai-responses/stream
+	const n = 1_500
+	delta := strings.Repeat("ab", 50)
+	text := strings.Repeat(delta, n)
+	pad := strings.Repeat("x", 5_700)
+	msg := `{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":"` + text + `","annotations":[]}]}`
+	up := (&responsesEvents{}).add("response.created", responsesCreated).
+		add("response.output_item.added", `"output_index":0,"item":{"id":"msg_1","type":"message","status":"in_progress","role":"assistant","content":[]}`).
+		add("response.content_part.added", `"item_id":"msg_1","output_index":0,"content_index":0,"part":{"type":"output_text","text":"","annotations":[]}`)
+	for i := 0; i < n; i++ {
+		up.add("response.output_text.delta", `"item_id":"msg_1","output_index":0,"content_index":0,"delta":"`+delta+`","logprobs":[],"obfuscation":"`+pad+`"`)
+	}
+	up.add("response.output_text.done", `"item_id":"msg_1","output_index":0,"content_index":0,"text":"`+text+`","logprobs":[]`).
+		add("response.content_part.done", `"item_id":"msg_1","output_index":0,"content_index":0,"part":{"type":"output_text","text":"`+text+`","annotations":[]}`).
+		add("response.output_item.done", `"output_index":0,"item":`+msg).
+		add("response.completed", responsesCompleted(msg))
+	if size := len(strings.Join(up.evs, "\n\n")); size <= MaxBody {
+		t.Fatalf("the stream is %d bytes, want more than MaxBody", size)
+	}
+	srv := fp.New(sse(up.evs...))
+	defer srv.Close()
+	ex := do(t, New(nil, ToolArgValidation()), context.Background(), srv.URL+c.url, c.body)
+	if ex.resp.StatusCode != http.StatusOK || bytes.Contains(ex.body, []byte("response_too_large")) {
+		t.Fatalf("status %d, the stream ends %q; want 200 and the stream whole", ex.resp.StatusCode, ex.body[max(0, len(ex.body)-300):])
+	}
+	if got := c.w.text(assemble(t, c.w, events(t, ex.body))); got != text {
+		t.Errorf("the client read %d bytes of text, want %d", len(got), len(text))
+	}
+}
