@@ -2,6 +2,7 @@ package httpguard
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -78,10 +79,11 @@ func (responsesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 			Parameters json.RawMessage `json:"parameters"`
 		} `json:"tools"`
 	}
-	if _, err := parseBody(body); err != nil {
+	readable, unread, err := readableRequest(body)
+	if err != nil {
 		return wireRequest{}, err
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
+	if err := json.Unmarshal(readable, &req); err != nil {
 		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
 	}
 	out := wireRequest{Model: req.Model, Stream: req.Stream, State: serverState{Stored: req.Store == nil || *req.Store}}
@@ -104,12 +106,80 @@ func (responsesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 	if len(req.Input) == 0 && out.State.PreviousResponseID == "" && out.State.Conversation == "" {
 		return wireRequest{}, fmt.Errorf("%w: responses request without input", errUnsupported)
 	}
-	for _, t := range req.Tools {
-		if t.Type == "function" {
-			out.Tools = append(out.Tools, wireTool{Name: t.Name, Schema: nullToNil(t.Parameters)})
+	for i, t := range req.Tools {
+		if t.Type != "function" {
+			continue
 		}
+		if err := unread[i]; err != nil {
+			out.Tools = append(out.Tools, wireTool{Name: t.Name, Err: err})
+			continue
+		}
+		out.Tools = append(out.Tools, wireTool{Name: t.Name, Schema: nullToNil(t.Parameters)})
 	}
 	return out, nil
+}
+
+// readableRequest returns a request body as encoding/json reads it: body
+// itself when it reads it whole. When it does not only because some tools'
+// parameters are past what it reads (a schema nested past its 10,000
+// levels), it returns a copy of body with those parameters null, and for
+// each such tool (by its index in tools) why: that tool's calls alone are
+// refused (wireTool.Err), and the other tools are guarded. Any other fault
+// is errJSON.
+func readableRequest(body []byte) (readable []byte, unread map[int]error, err error) {
+	if _, err := parseBody(body); err == nil || !errors.Is(err, errJSON) {
+		return body, nil, err
+	}
+	r, err := root(body)
+	if err != nil || kind(body, r) != '{' {
+		return nil, nil, errJSON
+	}
+	tools, ok, err := field(body, r, "tools")
+	if err != nil || !ok || kind(body, tools) != '[' {
+		return nil, nil, errJSON
+	}
+	ts, err := arrayElems(body, tools)
+	if err != nil {
+		return nil, nil, errJSON
+	}
+	var edits []edit
+	for i, t := range ts {
+		if kind(body, t) != '{' {
+			continue
+		}
+		p, ok, err := field(body, t, "parameters")
+		if err != nil {
+			return nil, nil, errJSON
+		}
+		var v json.RawMessage
+		if !ok {
+			continue
+		}
+		if err := json.Unmarshal(raw(body, p), &v); err != nil {
+			if unread == nil {
+				unread = map[int]error{}
+			}
+			unread[i] = fmt.Errorf("httpguard: the tool's parameters cannot be read: %v", err)
+			edits = append(edits, edit{at: p, text: []byte("null")})
+		}
+	}
+	if len(edits) == 0 {
+		return nil, nil, errJSON
+	}
+	readable = apply(body, edits...)
+	if _, err := parseBody(readable); err != nil {
+		return nil, nil, err
+	}
+	return readable, unread, nil
+}
+
+// requestRoot returns the span of a request body's object, read as
+// readableRequest reads it.
+func requestRoot(body []byte) (span, error) {
+	if _, _, err := readableRequest(body); err != nil {
+		return span{}, err
+	}
+	return root(body)
 }
 
 // responsesOutput returns the spans of resp's output items, the positions
@@ -254,7 +324,7 @@ func notRunOutput(typ, id string) ([]byte, error) {
 // nothing else before the next reasoning item or the end: OpenAI refuses a
 // reasoning item without the item it led to.
 func (w responsesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
-	r, err := parseBody(req)
+	r, err := requestRoot(req)
 	if err != nil {
 		return nil, err
 	}
@@ -458,7 +528,8 @@ func (responsesWire) transcript(req []byte) []guard.Message {
 	var r struct {
 		Input json.RawMessage `json:"input"`
 	}
-	if json.Unmarshal(req, &r) != nil || len(r.Input) == 0 {
+	readable, _, err := readableRequest(req)
+	if err != nil || json.Unmarshal(readable, &r) != nil || len(r.Input) == 0 {
 		return nil
 	}
 	var s string
