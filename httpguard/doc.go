@@ -110,8 +110,7 @@
 // Requests the transport recognises but cannot guard pass through
 // unguarded and untouched, reported once per host, path and reason, at
 // Warn: several choices (Chat's n > 1, Gemini's candidateCount > 1), a
-// Responses output item that needs an answer the guard cannot give
-// (custom_tool_call, computer_call and the other non-function calls), a
+// Responses output item of a type the guard does not know, a
 // compressed response body (the SDKs do not ask for one), the answer to a
 // streaming request that is not an event stream (Gemini's JSON-array
 // stream without alt=sse, which langchaingo's googleai client uses).
@@ -137,6 +136,18 @@
 // tool_result (is_error: true for a refused call), Gemini's
 // functionResponse. The client reads only the accepted response: the
 // re-ask's id, model and usage.
+//
+// A Responses answer's function calls are guarded beside its other items
+// (custom_tool_call, shell_call, apply_patch_call, local_shell_call,
+// computer_call, mcp_approval_request, and the tools OpenAI runs), which
+// pass as they came: they are not validated, and not guard calls
+// (ToolCallLimit does not count them). A re-ask answers each call of a tool
+// the client runs with an output saying it was not run (the client never
+// read it), in its type's shape, and leaves out computer_call and
+// mcp_approval_request, whose outputs are a screenshot and a person's
+// decision. A tool whose parameters the guard cannot read (a schema nested
+// past encoding/json's 10,000 levels) costs its own calls only: they are
+// refused, or passed, as for a schema that does not compile.
 //
 // # Streaming
 //
@@ -259,7 +270,9 @@
 // # Bounds
 //
 // The transport reads at most [MaxBody] (8 MiB) of one body to guard it: a
-// request, a sync response, a stream's event and its assembled response.
+// request, a sync response, a stream's event and its assembled response
+// (what the assembler holds of the response, not the events' envelopes,
+// which repeat ids and sequence numbers: on Responses so far).
 // A request or sync response past the bound passes through unguarded and
 // untouched (never buffered whole), reported at Warn. A stream whose
 // assembled response (or one event) passes the bound cannot be guarded:
