@@ -528,8 +528,15 @@ func (responsesWire) transcript(req []byte) []guard.Message {
 	var r struct {
 		Input json.RawMessage `json:"input"`
 	}
-	readable, _, err := readableRequest(req)
-	if err != nil || json.Unmarshal(readable, &r) != nil || len(r.Input) == 0 {
+	if json.Unmarshal(req, &r) != nil {
+		// A tool's parameters nested past what encoding/json reads:
+		// the input is read all the same.
+		readable, _, err := readableRequest(req)
+		if err != nil || json.Unmarshal(readable, &r) != nil {
+			return nil
+		}
+	}
+	if len(r.Input) == 0 {
 		return nil
 	}
 	var s string

@@ -16,7 +16,8 @@ import (
 // 10,000 levels) costs its own calls only: the request's other tools are
 // guarded (an invalid call re-asked, the deep tool sent on unchanged), and
 // under fail closed the deep tool's call is refused as a schema that does
-// not compile. Today the whole request passes unguarded.
+// not compile; the limits still read the request's turns. Today the whole
+// request passes unguarded.
 func TestTransportResponsesUnreadableToolSchema(t *testing.T) {
 	t.Parallel()
 	deep := `{"type":"object","x":` + strings.Repeat("[", 10_001) + strings.Repeat("]", 10_001) + `}`
@@ -53,6 +54,9 @@ func TestTransportResponsesUnreadableToolSchema(t *testing.T) {
 	w, err := responsesWire{}.parseRequest(url, body)
 	if err != nil || len(w.Tools) != 2 || w.Tools[0].Err != nil || w.Tools[1].Err == nil {
 		t.Errorf("parseRequest = %+v, %v; want get_weather's schema and deep's error", w.Tools, err)
+	}
+	if got := (responsesWire{}).transcript(body); len(got) != 1 || got[0].Kind != guard.UserTurn {
+		t.Errorf("transcript = %+v, want the user's turn", got)
 	}
 	if _, err := (responsesWire{}).parseRequest(url, []byte(`{"model":"m","input":`+strings.Repeat("[", 10_001)+strings.Repeat("]", 10_001)+`}`)); !errors.Is(err, errJSON) {
 		t.Errorf("parseRequest of a deep input: %v, want errJSON", err)
