@@ -31,7 +31,7 @@ func parseResponsesEvent(ev sseEvent) (*responsesEvent, error) {
 	}
 	var e responsesEvent
 	if err := decodeResponsesEvent(ev.Data, &e); err != nil {
-		return nil, fmt.Errorf("%w: responses event: %v", errJSON, err)
+		return nil, unguardable("a stream event that cannot be read", fmt.Errorf("%w: responses event: %v", errJSON, err))
 	}
 	if e.Type == "error" {
 		return nil, &upstreamStreamError{Data: append([]byte(nil), ev.Data...)}

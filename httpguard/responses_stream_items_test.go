@@ -91,7 +91,8 @@ func TestTransportResponsesStreamOtherCalls(t *testing.T) {
 
 // An event for an output item the stream has passed (after a later item
 // began, or after the item's own output_item.done) is refused, not
-// skipped: the client could read it where the guard does not.
+// skipped: the client could read it where the guard does not. So are an
+// item of an unknown type and an event the decoder cannot read.
 func TestResponsesAssemblerRefusesPassedItems(t *testing.T) {
 	msg := `{"id":"msg_1","type":"message","status":"in_progress","role":"assistant","content":[]}`
 	fc := `{"id":"fc_1","type":"function_call","call_id":"call_1","name":"get_weather","arguments":"","status":"in_progress"}`
@@ -121,6 +122,9 @@ func TestResponsesAssemblerRefusesPassedItems(t *testing.T) {
 			add("response.output_item.done", `"output_index":0,"item":`+fcDone)},
 		{"item of an unknown type", (&responsesEvents{}).add("response.created", responsesCreated).
 			add("response.output_item.added", `"output_index":0,"item":{"id":"x_1","type":"a_type_from_next_year"}`)},
+		{"event with a key twice", (&responsesEvents{}).add("response.created", responsesCreated).
+			add("response.output_item.added", `"output_index":0,"item":`+msg).
+			add("response.output_text.delta", `"item_id":"msg_1","output_index":0,"content_index":0,"delta":"a","delta":"b"`)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
