@@ -178,6 +178,18 @@
 // functionResponse. The client reads only the accepted response: the
 // re-ask's id, model and usage.
 //
+// A Responses answer's function calls are guarded beside its other items
+// (custom_tool_call, shell_call, apply_patch_call, local_shell_call,
+// computer_call, mcp_approval_request, and the tools OpenAI runs), which
+// pass as they came: they are not validated, and not guard calls
+// (ToolCallLimit does not count them). A re-ask answers each call of a tool
+// the client runs with an output saying it was not run (the client never
+// read it), in its type's shape, and leaves out computer_call and
+// mcp_approval_request, whose outputs are a screenshot and a person's
+// decision. A tool whose parameters the guard cannot read (a schema nested
+// past encoding/json's 10,000 levels) costs its own calls only: they are
+// refused, or passed, as for a schema that does not compile.
+//
 // # Streaming
 //
 // A streaming request's client reads one well-formed stream, whatever

@@ -300,8 +300,6 @@ func TestUnsupportedResponses(t *testing.T) {
 	}{
 		{chatWire{}, `{"choices":[{"index":0,"message":{"role":"assistant"}},{"index":1,"message":{"role":"assistant"}}]}`},
 		{chatWire{}, `{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","type":"custom","custom":{"name":"x","input":"y"}}]}}]}`},
-		{responsesWire{}, `{"output":[{"type":"computer_call","id":"cu_1"}]}`},
-		{responsesWire{}, `{"output":[{"type":"custom_tool_call","call_id":"c","name":"x","input":"y"}]}`},
 	}
 	for _, tc := range tests {
 		if _, err := tc.w.calls([]byte(tc.resp)); !errors.Is(err, errUnsupported) {

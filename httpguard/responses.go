@@ -2,6 +2,7 @@ package httpguard
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -17,16 +18,51 @@ type responsesWire struct{}
 
 func (responsesWire) name() string { return "openai.responses" }
 
-// responsesItemTypes are the output item types the wire code can replay in
-// a re-ask: function calls, and items that need no answer from the client
-// (text, reasoning, tools run by OpenAI). A response with any other item
-// (custom_tool_call, computer_call, local_shell_call, shell_call,
-// apply_patch_call, mcp_approval_request, or a type newer than this list)
-// would need an answer the guard cannot give, so it is not guarded.
-var responsesItemTypes = map[string]bool{
-	"message": true, "reasoning": true, "function_call": true,
-	"web_search_call": true, "file_search_call": true, "code_interpreter_call": true,
-	"image_generation_call": true, "mcp_call": true, "mcp_list_tools": true,
+// itemKind says how the guard treats an output item of a Responses
+// answer.
+type itemKind int
+
+const (
+	// itemFunction is a function_call: a guard call, validated, cleaned,
+	// re-asked and counted like every protocol's tool calls.
+	itemFunction itemKind = iota + 1
+	// itemPassed needs no answer from the client: text, reasoning, a
+	// compaction, a tool OpenAI runs itself (web and file search, code
+	// interpreter, image generation, MCP calls and tool lists), or the
+	// output of a call the server ran. It passes as it came and a re-ask
+	// replays it.
+	itemPassed
+	// itemAnswered is a call of a tool the client runs, answered by a text
+	// (custom_tool_call, shell_call, apply_patch_call, local_shell_call).
+	// It passes as it came, unvalidated: the guard has no schema for it and
+	// it is not a guard call (ToolCallLimit does not count it). A re-ask
+	// replays it with an output saying it was not run (the client never read
+	// the rejected turn, so it never ran), since OpenAI refuses a call
+	// without its output.
+	itemAnswered
+	// itemLeftOut is a call of a tool the client runs whose output the
+	// guard cannot write: a computer_call's output is a screenshot, an
+	// mcp_approval_request's a person's decision. It passes as it came,
+	// unvalidated and not a guard call; a re-ask leaves it out, with the
+	// reasoning items that led only to it.
+	itemLeftOut
+)
+
+// responsesItems are the output item types the wire code knows. A
+// response with an item of any other type (one newer than this list, or
+// one whose answer it cannot tell: program, tool_search_call,
+// additional_tools) cannot be guarded.
+var responsesItems = map[string]itemKind{
+	"function_call": itemFunction,
+	"message":       itemPassed, "reasoning": itemPassed, "compaction": itemPassed,
+	"web_search_call": itemPassed, "file_search_call": itemPassed, "code_interpreter_call": itemPassed,
+	"image_generation_call": itemPassed, "mcp_call": itemPassed, "mcp_list_tools": itemPassed,
+	"custom_tool_call_output": itemPassed, "shell_call_output": itemPassed,
+	"apply_patch_call_output": itemPassed, "local_shell_call_output": itemPassed,
+	"computer_call_output": itemPassed,
+	"custom_tool_call":     itemAnswered, "shell_call": itemAnswered,
+	"apply_patch_call": itemAnswered, "local_shell_call": itemAnswered,
+	"computer_call": itemLeftOut, "mcp_approval_request": itemLeftOut,
 }
 
 func (responsesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
@@ -43,10 +79,11 @@ func (responsesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 			Parameters json.RawMessage `json:"parameters"`
 		} `json:"tools"`
 	}
-	if _, err := parseBody(body); err != nil {
+	readable, unread, err := readableRequest(body)
+	if err != nil {
 		return wireRequest{}, err
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
+	if err := json.Unmarshal(readable, &req); err != nil {
 		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
 	}
 	out := wireRequest{Model: req.Model, Stream: req.Stream, State: serverState{Stored: req.Store == nil || *req.Store}}
@@ -69,46 +106,123 @@ func (responsesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 	if len(req.Input) == 0 && out.State.PreviousResponseID == "" && out.State.Conversation == "" {
 		return wireRequest{}, fmt.Errorf("%w: responses request without input", errUnsupported)
 	}
-	for _, t := range req.Tools {
-		if t.Type == "function" {
-			out.Tools = append(out.Tools, wireTool{Name: t.Name, Schema: nullToNil(t.Parameters)})
+	for i, t := range req.Tools {
+		if t.Type != "function" {
+			continue
 		}
+		if err := unread[i]; err != nil {
+			out.Tools = append(out.Tools, wireTool{Name: t.Name, Err: err})
+			continue
+		}
+		out.Tools = append(out.Tools, wireTool{Name: t.Name, Schema: nullToNil(t.Parameters)})
 	}
 	return out, nil
 }
 
-// responsesOutput returns the spans of resp's output items and the
-// positions among them of the function calls.
-func responsesOutput(b []byte) (items []span, calls []int, err error) {
+// readableRequest returns a request body as encoding/json reads it: body
+// itself when it reads it whole. When it does not only because some tools'
+// parameters are past what it reads (a schema nested past its 10,000
+// levels), it returns a copy of body with those parameters null, and for
+// each such tool (by its index in tools) why: that tool's calls alone are
+// refused (wireTool.Err), and the other tools are guarded. Any other fault
+// is errJSON.
+func readableRequest(body []byte) (readable []byte, unread map[int]error, err error) {
+	if _, err := parseBody(body); err == nil || !errors.Is(err, errJSON) {
+		return body, nil, err
+	}
+	r, err := root(body)
+	if err != nil || kind(body, r) != '{' {
+		return nil, nil, errJSON
+	}
+	tools, ok, err := field(body, r, "tools")
+	if err != nil || !ok || kind(body, tools) != '[' {
+		return nil, nil, errJSON
+	}
+	ts, err := arrayElems(body, tools)
+	if err != nil {
+		return nil, nil, errJSON
+	}
+	var edits []edit
+	for i, t := range ts {
+		if kind(body, t) != '{' {
+			continue
+		}
+		p, ok, err := field(body, t, "parameters")
+		if err != nil {
+			return nil, nil, errJSON
+		}
+		var v json.RawMessage
+		if !ok {
+			continue
+		}
+		if err := json.Unmarshal(raw(body, p), &v); err != nil {
+			if unread == nil {
+				unread = map[int]error{}
+			}
+			unread[i] = fmt.Errorf("httpguard: the tool's parameters cannot be read: %v", err)
+			edits = append(edits, edit{at: p, text: []byte("null")})
+		}
+	}
+	if len(edits) == 0 {
+		return nil, nil, errJSON
+	}
+	readable = apply(body, edits...)
+	if _, err := parseBody(readable); err != nil {
+		return nil, nil, err
+	}
+	return readable, unread, nil
+}
+
+// requestRoot returns the span of a request body's object, read as
+// readableRequest reads it.
+func requestRoot(body []byte) (span, error) {
+	if _, _, err := readableRequest(body); err != nil {
+		return span{}, err
+	}
+	return root(body)
+}
+
+// responsesOutput returns the spans of resp's output items, the positions
+// among them of the function calls, and each item's kind. An item of a
+// type the wire code does not know, or an output it cannot read, is an
+// *unguardableError.
+func responsesOutput(b []byte) (items []span, calls []int, kinds []itemKind, err error) {
 	r, err := parseBody(b)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, unguardable("a response that is not a JSON object", err)
 	}
 	o, ok, err := field(b, r, "output")
-	if err != nil || !ok || kind(b, o) == 'n' {
-		return nil, nil, err
-	}
-	items, err = arrayElems(b, o)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, unguardable("a response whose output cannot be read", err)
 	}
+	if !ok || kind(b, o) == 'n' {
+		return nil, nil, nil, nil
+	}
+	if items, err = arrayElems(b, o); err != nil {
+		return nil, nil, nil, unguardable("a response whose output cannot be read", err)
+	}
+	kinds = make([]itemKind, len(items))
 	for i, it := range items {
 		typ, err := optStr(b, it, "type")
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, unguardable("an output item whose type cannot be read", err)
 		}
-		if !responsesItemTypes[typ] {
-			return nil, nil, fmt.Errorf("%w: output item of type %q", errUnsupported, typ)
+		k := responsesItems[typ]
+		if k == 0 {
+			return nil, nil, nil, unguardable("an output item of a type the guard does not know", fmt.Errorf("type %q", typ))
 		}
-		if typ == "function_call" {
+		kinds[i] = k
+		if k == itemFunction {
 			calls = append(calls, i)
 		}
 	}
-	return items, calls, nil
+	return items, calls, kinds, nil
 }
 
+// calls reads the function calls of resp, in order: the output's other
+// items are not guard calls (see itemKind).
 func (responsesWire) calls(resp []byte) ([]wireCall, error) {
-	items, calls, err := responsesOutput(resp)
+	items, calls, _, err := responsesOutput(resp)
 	if err != nil {
 		return nil, err
 	}
@@ -117,15 +231,15 @@ func (responsesWire) calls(resp []byte) ([]wireCall, error) {
 		it := items[c]
 		id, err := optStr(resp, it, "call_id")
 		if err != nil {
-			return nil, err
+			return nil, unguardable("a function call that cannot be read", err)
 		}
 		name, err := optStr(resp, it, "name")
 		if err != nil {
-			return nil, err
+			return nil, unguardable("a function call that cannot be read", err)
 		}
 		args, err := optStr(resp, it, "arguments")
 		if err != nil {
-			return nil, err
+			return nil, unguardable("a function call that cannot be read", err)
 		}
 		out = append(out, wireCall{ID: id, Name: name, Args: []byte(args)})
 	}
@@ -133,7 +247,7 @@ func (responsesWire) calls(resp []byte) ([]wireCall, error) {
 }
 
 func (responsesWire) accept(resp []byte, args [][]byte) ([]byte, error) {
-	items, calls, err := responsesOutput(resp)
+	items, calls, _, err := responsesOutput(resp)
 	if err != nil {
 		return nil, err
 	}
@@ -154,12 +268,67 @@ func (responsesWire) accept(resp []byte, args [][]byte) ([]byte, error) {
 	return apply(resp, edits...), nil
 }
 
+// notRun is the output a re-ask gives a call of a tool the client runs
+// (itemAnswered): the client never read the rejected turn that made it.
+const notRun = "Not run: this call came in a turn that was not delivered, because a function call in it was invalid. Make the call again if it is still needed."
+
+// notRunOutput is the output item that answers the call item of type typ
+// whose call_id is id with notRun, in the shape of its type.
+func notRunOutput(typ, id string) ([]byte, error) {
+	switch typ {
+	case "custom_tool_call":
+		return marshal(struct {
+			Type   string `json:"type"`
+			CallID string `json:"call_id"`
+			Output string `json:"output"`
+		}{"custom_tool_call_output", id, notRun})
+	case "apply_patch_call":
+		return marshal(struct {
+			Type   string `json:"type"`
+			CallID string `json:"call_id"`
+			Status string `json:"status"`
+			Output string `json:"output"`
+		}{"apply_patch_call_output", id, "failed", notRun})
+	case "local_shell_call":
+		return marshal(struct {
+			Type   string `json:"type"`
+			ID     string `json:"id"`
+			Output string `json:"output"`
+		}{"local_shell_call_output", id, notRun})
+	case "shell_call":
+		type outcome struct {
+			Type     string `json:"type"`
+			ExitCode int    `json:"exit_code"`
+		}
+		type content struct {
+			Stdout  string  `json:"stdout"`
+			Stderr  string  `json:"stderr"`
+			Outcome outcome `json:"outcome"`
+		}
+		return marshal(struct {
+			Type   string    `json:"type"`
+			CallID string    `json:"call_id"`
+			Output []content `json:"output"`
+		}{"shell_call_output", id, []content{{"", notRun, outcome{"exit", 1}}}})
+	}
+	return nil, fmt.Errorf("httpguard: no output for a %s", typ)
+}
+
+// reask replays the response's output items as input items, as the
+// response has them (reasoning items with their ids and
+// encrypted_content, messages, calls with their call_ids; null members
+// left out), then one output per call: the answer for each function call,
+// notRun for a call of another tool the client runs (itemAnswered) that
+// the output does not answer already (a hosted shell's output is in it).
+// An itemLeftOut call is not replayed, nor a reasoning item followed by
+// nothing else before the next reasoning item or the end: OpenAI refuses a
+// reasoning item without the item it led to.
 func (w responsesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
-	r, err := parseBody(req)
+	r, err := requestRoot(req)
 	if err != nil {
 		return nil, err
 	}
-	items, _, err := responsesOutput(resp)
+	items, _, kinds, err := responsesOutput(resp)
 	if err != nil {
 		return nil, err
 	}
@@ -170,28 +339,76 @@ func (w responsesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, er
 	if len(answers) != len(calls) {
 		return nil, fmt.Errorf("httpguard: %d answers for %d calls", len(answers), len(calls))
 	}
-	// Every output item replayed as an input item, as the response has it
-	// (reasoning items with their ids and encrypted_content, messages,
-	// function calls with their call_ids), null members left out.
-	var add [][]byte
-	for _, it := range items {
+	types := make([]string, len(items))
+	answered := map[string]bool{} // call_ids the output answers
+	for i, it := range items {
+		if types[i], err = optStr(resp, it, "type"); err != nil {
+			return nil, err
+		}
+		if kinds[i] == itemPassed && strings.HasSuffix(types[i], "_output") {
+			id, err := optStr(resp, it, "call_id")
+			if err != nil {
+				return nil, err
+			}
+			if types[i] == "local_shell_call_output" {
+				if id, err = optStr(resp, it, "id"); err != nil {
+					return nil, err
+				}
+			}
+			answered[types[i]+" "+id] = true
+		}
+	}
+	// keep[i]: item i is replayed.
+	keep := make([]bool, len(items))
+	led := false // a kept item follows, before the next reasoning item
+	for i := len(items) - 1; i >= 0; i-- {
+		switch {
+		case kinds[i] == itemLeftOut:
+		case types[i] == "reasoning":
+			keep[i], led = led, false
+		default:
+			keep[i], led = true, true
+		}
+	}
+	var add, outputs [][]byte
+	call := 0
+	for i, it := range items {
+		if !keep[i] {
+			continue
+		}
 		b, err := dropNulls(resp, it)
 		if err != nil {
 			return nil, err
 		}
 		add = append(add, b)
-	}
-	for i, c := range calls {
-		b, err := marshal(struct {
-			Type   string `json:"type"`
-			CallID string `json:"call_id"`
-			Output string `json:"output"`
-		}{"function_call_output", c.ID, answers[i].Content})
-		if err != nil {
-			return nil, err
+		switch kinds[i] {
+		case itemFunction:
+			b, err := marshal(struct {
+				Type   string `json:"type"`
+				CallID string `json:"call_id"`
+				Output string `json:"output"`
+			}{"function_call_output", calls[call].ID, answers[call].Content})
+			if err != nil {
+				return nil, err
+			}
+			outputs = append(outputs, b)
+			call++
+		case itemAnswered:
+			id, err := optStr(resp, it, "call_id")
+			if err != nil {
+				return nil, err
+			}
+			if answered[types[i]+"_output "+id] {
+				continue
+			}
+			b, err := notRunOutput(types[i], id)
+			if err != nil {
+				return nil, err
+			}
+			outputs = append(outputs, b)
 		}
-		add = append(add, b)
 	}
+	add = append(add, outputs...)
 	in, ok, err := requestField(req, r, "input")
 	if err != nil {
 		return nil, err
@@ -311,7 +528,15 @@ func (responsesWire) transcript(req []byte) []guard.Message {
 	var r struct {
 		Input json.RawMessage `json:"input"`
 	}
-	if json.Unmarshal(req, &r) != nil || len(r.Input) == 0 {
+	if json.Unmarshal(req, &r) != nil {
+		// A tool's parameters nested past what encoding/json reads:
+		// the input is read all the same.
+		readable, _, err := readableRequest(req)
+		if err != nil || json.Unmarshal(readable, &r) != nil {
+			return nil
+		}
+	}
+	if len(r.Input) == 0 {
 		return nil
 	}
 	var s string

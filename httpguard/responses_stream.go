@@ -31,7 +31,7 @@ func parseResponsesEvent(ev sseEvent) (*responsesEvent, error) {
 	}
 	var e responsesEvent
 	if err := decodeResponsesEvent(ev.Data, &e); err != nil {
-		return nil, fmt.Errorf("%w: responses event: %w", errJSON, err)
+		return nil, unguardable("a stream event that cannot be read", fmt.Errorf("%w: responses event: %w", errJSON, err))
 	}
 	if e.Type == "error" {
 		return nil, &upstreamStreamError{Data: append([]byte(nil), ev.Data...)}
@@ -50,17 +50,23 @@ func responsesTerminal(typ string) bool {
 	return typ == "response.completed" || typ == "response.incomplete" || typ == "response.failed"
 }
 
+// itemAcc is one output item of a stream as the assembler holds it.
 type itemAcc struct {
-	item []byte // the latest whole item: added, then done
-	typ  string
-	done bool
-	args strings.Builder // function_call arguments deltas
-	text strings.Builder // output_text deltas
+	item  []byte // the latest whole item: added, then done
+	typ   string
+	done  bool
+	args  strings.Builder // function_call arguments deltas
+	input strings.Builder // custom_tool_call input deltas
 }
 
 // responsesAssembler assembles a Responses stream into a response: the
 // terminal event's response when it came, else the created response with
-// the items seen.
+// the items seen. Output items come one after another, as OpenAI streams
+// them: an event for an item before the latest, or for an item after its
+// output_item.done, is refused (an *unguardableError), since a client may
+// read it where the guard would not. Its budget counts what it holds of
+// the response (the created and terminal responses, the items, the
+// argument and input deltas), not the events' envelopes.
 type responsesAssembler struct {
 	budget
 	base  []byte
@@ -69,10 +75,30 @@ type responsesAssembler struct {
 	last  *responsesEvent // the event add took last
 }
 
-func (a *responsesAssembler) add(ev sseEvent) (bool, error) {
-	if err := a.take(len(ev.Data)); err != nil {
-		return false, err
+// hold accounts for a value of n bytes held in place of one of old bytes.
+func (a *responsesAssembler) hold(old, n int) error {
+	a.n -= old
+	return a.take(n)
+}
+
+// current returns the item e names: the latest item, before its end.
+func (a *responsesAssembler) current(e *responsesEvent) (*itemAcc, error) {
+	if e.OutputIndex == nil {
+		return nil, unguardable("an output item event without output_index", fmt.Errorf("%s", e.Type))
 	}
+	i, n := *e.OutputIndex, len(a.items)
+	switch {
+	case i < 0 || i >= n:
+		return nil, unguardable("an event for an output item that was not added", fmt.Errorf("%s for item %d of %d", e.Type, i, n))
+	case i < n-1:
+		return nil, unguardable("an event for an output item after a later item began", fmt.Errorf("%s for item %d of %d", e.Type, i, n))
+	case a.items[i].done:
+		return nil, unguardable("an event for an output item after its end", fmt.Errorf("%s for item %d", e.Type, i))
+	}
+	return a.items[i], nil
+}
+
+func (a *responsesAssembler) add(ev sseEvent) (bool, error) {
 	e, err := parseResponsesEvent(ev)
 	if err != nil {
 		return false, err
@@ -80,33 +106,61 @@ func (a *responsesAssembler) add(ev sseEvent) (bool, error) {
 	a.last = e
 	switch {
 	case e.Type == "response.created" || e.Type == "response.in_progress" || e.Type == "response.queued":
+		if err := a.hold(len(a.base), len(e.Response)); err != nil {
+			return false, err
+		}
 		a.base = e.Response
 	case responsesTerminal(e.Type):
+		if err := a.hold(len(a.final), len(e.Response)); err != nil {
+			return false, err
+		}
 		a.final = e.Response
 		return true, nil
-	case e.Type == "response.output_item.added" || e.Type == "response.output_item.done":
+	case e.Type == "response.output_item.added":
 		if e.OutputIndex == nil {
-			return false, fmt.Errorf("%w: %s without output_index", errJSON, e.Type)
+			return false, unguardable("an output item event without output_index", fmt.Errorf("%s", e.Type))
 		}
-		i := *e.OutputIndex
-		if i < 0 || i > len(a.items) {
-			return false, fmt.Errorf("%w: item %d after %d items", errJSON, i, len(a.items))
+		if i := *e.OutputIndex; i != len(a.items) {
+			return false, unguardable("an output item added out of order", fmt.Errorf("item %d added after %d items", i, len(a.items)))
 		}
-		if i == len(a.items) {
-			a.items = append(a.items, &itemAcc{})
+		if responsesItems[e.itemType] == 0 {
+			return false, unguardable("an output item of a type the guard does not know", fmt.Errorf("type %q", e.itemType))
 		}
-		a.items[i].item, a.items[i].typ = e.Item, e.itemType
-		a.items[i].done = e.Type == "response.output_item.done"
-	case e.Type == "response.function_call_arguments.delta" || e.Type == "response.output_text.delta":
-		if e.OutputIndex == nil || *e.OutputIndex < 0 || *e.OutputIndex >= len(a.items) {
-			return false, fmt.Errorf("%w: %s for an unknown item", errJSON, e.Type)
+		if err := a.take(len(e.Item)); err != nil {
+			return false, err
 		}
-		it := a.items[*e.OutputIndex]
-		if e.Type == "response.output_text.delta" {
-			it.text.WriteString(e.Delta)
-		} else {
-			it.args.WriteString(e.Delta)
+		a.items = append(a.items, &itemAcc{item: e.Item, typ: e.itemType})
+	case e.Type == "response.output_item.done":
+		it, err := a.current(e)
+		if err != nil {
+			return false, err
 		}
+		if e.itemType != it.typ {
+			return false, unguardable("an output item whose type changed", fmt.Errorf("%q added, %q done", it.typ, e.itemType))
+		}
+		if err := a.hold(len(it.item), len(e.Item)); err != nil {
+			return false, err
+		}
+		it.item, it.done = e.Item, true
+	case e.OutputIndex != nil ||
+		e.Type == "response.function_call_arguments.delta" || e.Type == "response.custom_tool_call_input.delta":
+		it, err := a.current(e)
+		if err != nil {
+			return false, err
+		}
+		var acc *strings.Builder
+		switch e.Type {
+		case "response.function_call_arguments.delta":
+			acc = &it.args
+		case "response.custom_tool_call_input.delta":
+			acc = &it.input
+		default:
+			return false, nil
+		}
+		if err := a.take(len(e.Delta)); err != nil {
+			return false, err
+		}
+		acc.WriteString(e.Delta)
 	}
 	return false, nil
 }
@@ -116,17 +170,22 @@ func (a *responsesAssembler) response() ([]byte, error) {
 		return a.final, nil
 	}
 	if a.base == nil {
-		return nil, fmt.Errorf("%w: responses stream without response.created", errJSON)
+		return nil, unguardable("a stream without response.created", nil)
 	}
 	// A stream cut short: what its items amount to.
 	out := make([][]byte, 0, len(a.items))
 	for _, it := range a.items {
 		b := it.item
-		if !it.done && it.typ == "function_call" {
-			var err error
-			if b, err = setAt(b, nil, "arguments", marshalString(it.args.String())); err != nil {
-				return nil, err
-			}
+		var err error
+		switch {
+		case it.done:
+		case it.typ == "function_call":
+			b, err = setAt(b, nil, "arguments", marshalString(it.args.String()))
+		case it.typ == "custom_tool_call":
+			b, err = setAt(b, nil, "input", marshalString(it.input.String()))
+		}
+		if err != nil {
+			return nil, unguardable("an output item that cannot be read", err)
 		}
 		out = append(out, b)
 	}
@@ -215,7 +274,9 @@ func (g *responsesGate) event(ev sseEvent) (bool, error) {
 	case responsesTerminal(e.Type):
 		g.terminal = append(g.terminal, sseEvent{Event: ev.Event, Data: append([]byte(nil), ev.Data...)})
 	case e.Type == "response.output_item.added":
-		if t := g.asm.items[*e.OutputIndex].typ; t != "message" && t != "reasoning" && (!responsesItemTypes[t] || t == "function_call") {
+		// A function call is held until it is validated, and every item
+		// after it, in order; the other items pass as they come.
+		if g.asm.items[*e.OutputIndex].typ == "function_call" {
 			g.holding = true
 		}
 		if first && !g.holding {
@@ -288,6 +349,8 @@ func (g *responsesGate) emitItem(idx int, resp []byte, sp span) error {
 		if err == nil {
 			added, err = setAt(added, nil, "status", []byte(`"in_progress"`))
 		}
+	case "custom_tool_call":
+		added, err = setAt(item, nil, "input", []byte(`""`))
 	}
 	if err != nil {
 		return err
@@ -351,6 +414,17 @@ func (g *responsesGate) emitItem(idx int, resp []byte, sp span) error {
 		if err := g.emit("response.function_call_arguments.done", "item_id", id, "output_index", idx, "arguments", args); err != nil {
 			return err
 		}
+	case "custom_tool_call":
+		input, err := optStr(resp, sp, "input")
+		if err != nil {
+			return err
+		}
+		if err := g.emit("response.custom_tool_call_input.delta", "item_id", id, "output_index", idx, "delta", input); err != nil {
+			return err
+		}
+		if err := g.emit("response.custom_tool_call_input.done", "item_id", id, "output_index", idx, "input", input); err != nil {
+			return err
+		}
 	}
 	return g.emit("response.output_item.done", "output_index", idx, "item", item)
 }
@@ -360,7 +434,7 @@ func (g *responsesGate) accept(resp []byte) error {
 		return nil
 	}
 	g.ended = true
-	items, calls, err := responsesOutput(resp)
+	items, _, kinds, err := responsesOutput(resp)
 	if err != nil {
 		return err
 	}
@@ -372,9 +446,11 @@ func (g *responsesGate) accept(resp []byte) error {
 		}
 	}
 	// The items: for the first attempt those the client has not read; for
-	// a later one its function calls or, when it has none (the model
-	// answered in text after a re-ask, or a stand-in answer), its message
-	// items, since that text is the answer.
+	// a later one its calls (function calls, the other calls, the tools
+	// OpenAI ran) or, when it has no call (the model answered in text after
+	// a re-ask, or a stand-in answer), its message items, since that text
+	// is the answer. A later attempt's text and reasoning beside its calls
+	// are not streamed again.
 	var emit []int
 	switch {
 	case g.attempt == 0:
@@ -385,15 +461,25 @@ func (g *responsesGate) accept(resp []byte) error {
 		for i := g.passed; i < len(items); i++ {
 			emit = append(emit, i)
 		}
-	case len(calls) > 0:
-		emit = calls
 	default:
+		var text []int
+		calls := false
 		for i, it := range items {
-			if typ, err := optStr(resp, it, "type"); err != nil {
+			typ, err := optStr(resp, it, "type")
+			if err != nil {
 				return err
-			} else if typ == "message" {
-				emit = append(emit, i)
 			}
+			switch {
+			case typ == "message":
+				text = append(text, i)
+			case typ == "reasoning" || typ == "compaction":
+			default:
+				emit = append(emit, i)
+				calls = calls || kinds[i] != itemPassed
+			}
+		}
+		if !calls {
+			emit = text
 		}
 	}
 	output := append([][]byte(nil), g.shown...)
@@ -455,7 +541,7 @@ func (g *responsesGate) reject() {
 		// output.
 		g.shown = nil
 		if resp, err := g.asm.response(); err == nil {
-			if items, _, err := responsesOutput(resp); err == nil {
+			if items, _, _, err := responsesOutput(resp); err == nil {
 				for i := 0; i < g.passed && i < len(items); i++ {
 					g.shown = append(g.shown, raw(resp, items[i]))
 				}
