@@ -96,6 +96,14 @@ var modes = []serverMode{
 
 func newServer(t *testing.T, mode serverMode) (*httptest.Server, *recorder) {
 	t.Helper()
+	srv, rec, _ := newMCPServer(t, mode)
+	return srv, rec
+}
+
+// newMCPServer is newServer that also returns the go-sdk server, for a
+// test that changes its tools.
+func newMCPServer(t *testing.T, mode serverMode) (*httptest.Server, *recorder, *mcp.Server) {
+	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "weather", Version: "v1"}, nil)
 	s.AddTool(&mcp.Tool{Name: "forecast", InputSchema: json.RawMessage(forecastSchema), OutputSchema: json.RawMessage(tempSchema)},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -120,7 +128,7 @@ func newServer(t *testing.T, mode serverMode) (*httptest.Server, *recorder) {
 		&mcp.StreamableHTTPOptions{Stateless: mode.stateless, JSONResponse: mode.json})
 	srv := httptest.NewServer(rec.wrap(h))
 	t.Cleanup(srv.Close)
-	return srv, rec
+	return srv, rec, s
 }
 
 // events collects the events of a transport.
@@ -150,14 +158,21 @@ func (e *events) kinds() []string {
 // SDK's latest (server/discover).
 func connect(t *testing.T, srv *httptest.Server, mode serverMode, opts ...mcpguard.Option) *mcp.ClientSession {
 	t.Helper()
+	return connectVia(t, srv, mode, mcpguard.New(srv.Client().Transport, opts...), nil)
+}
+
+// connectVia returns a go-sdk client session to srv through rt, with the
+// client's options co.
+func connectVia(t *testing.T, srv *httptest.Server, mode serverMode, rt http.RoundTripper, co *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	var so *mcp.ClientSessionOptions
 	if !mode.stateless {
 		so = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
 	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "v1"}, nil)
+	c := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "v1"}, co)
 	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{
 		Endpoint:   srv.URL,
-		HTTPClient: &http.Client{Transport: mcpguard.New(srv.Client().Transport, opts...)},
+		HTTPClient: &http.Client{Transport: rt},
 		MaxRetries: -1,
 	}, so)
 	if err != nil {
@@ -192,6 +207,18 @@ func arguments(t *testing.T, bodies []string) []string {
 			t.Fatalf("tools/call body %q: %v", b, err)
 		}
 		out[i] = string(m.Params.Arguments)
+	}
+	return out
+}
+
+// fetched returns the tools/list requests the transport sent itself (its
+// ids begin with "mcpguard-").
+func fetched(rec *recorder) []string {
+	var out []string
+	for _, b := range rec.received("tools/list") {
+		if strings.Contains(b, `"id":"mcpguard-`) {
+			out = append(out, b)
+		}
 	}
 	return out
 }
