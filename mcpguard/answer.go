@@ -2,12 +2,13 @@ package mcpguard
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"mime"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/toolguard/toolguard/internal/exactjson"
 )
 
 // The answers the transport writes itself, in the form the client accepts.
@@ -16,7 +17,7 @@ import (
 // result that is an error whose text is text (SEP-1303: the model reads it
 // and can correct itself).
 func toolError(id []byte, text string) []byte {
-	t, _ := json.Marshal(text) // a string always marshals
+	t, _ := exactjson.Encode(text) // a string always encodes
 	var b bytes.Buffer
 	b.Grow(len(id) + len(t) + 96)
 	b.WriteString(`{"jsonrpc":"2.0","id":`)
@@ -29,7 +30,7 @@ func toolError(id []byte, text string) []byte {
 
 // rpcError returns a JSON-RPC error response (id null when id is nil).
 func rpcError(id []byte, code int, msg string) []byte {
-	m, _ := json.Marshal(msg)
+	m, _ := exactjson.Encode(msg)
 	if id == nil {
 		id = []byte("null")
 	}

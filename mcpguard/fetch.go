@@ -198,9 +198,12 @@ func resultOf(data, id []byte) ([]byte, error) {
 
 // listHeader returns the headers of a tools/list the transport sends for
 // a call: the call's (its session, its credentials, its protocol
-// version), without those that describe the call's body.
+// version), without those that describe the call's body, accepting both
+// forms of answer the transport reads (the spec asks a client for both;
+// a server may refuse a POST that lacks one).
 func listHeader(h http.Header) http.Header {
 	out := h.Clone()
+	out.Set("Accept", "application/json, text/event-stream")
 	for name := range out {
 		if strings.HasPrefix(http.CanonicalHeaderKey(name), "Mcp-Param-") {
 			delete(out, name)

@@ -159,3 +159,27 @@ func TestBodyPastMaxBody(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A client that accepts only server-sent events reads the transport's
+// answer as one event.
+func TestAnswerAsEventStream(t *testing.T) {
+	srv, rec := newServer(t, serverMode{"stateless/sse", true, false})
+	c := &http.Client{Transport: mcpguard.New(srv.Client().Transport)}
+	body := `{"jsonrpc":"2.0","id":"a1","method":"tools/call","params":{"name":"forecast","arguments":{"city":"Oslo","days":0}}}`
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("POST: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want := "event: message\ndata: " + `{"jsonrpc":"2.0","id":"a1","result":{"content":[{"type":"text","text":"Invalid arguments for tool \"forecast\": 1 error.\n- /days: expected a number >= 1, got 0\nCall forecast again with corrected arguments."}],"isError":true}}` + "\n\n"
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" || string(b) != want {
+		t.Errorf("= %s %q, want text/event-stream %q", ct, b, want)
+	}
+	if calls := rec.received("tools/call"); len(calls) != 0 {
+		t.Errorf("the server received %q, want nothing", calls)
+	}
+}
