@@ -24,8 +24,8 @@ func (t *transport) call(r *http.Request, body []byte, m message) (*http.Respons
 		}
 		return t.pass(r, body) // params the server refuses itself
 	}
-	callID := idText(m.id)
 	k := keyOf(r)
+	callID := idText(m.id)
 	ts, names, err := t.lookup(r, k, p.name, p.meta)
 	if err != nil {
 		return t.refuseOrPass(r, body, m.id, p.name, fmt.Errorf("mcpguard: the tools of the server could not be listed: %w", err))
@@ -98,17 +98,21 @@ func notExecuted(tool string, reason error) string {
 }
 
 // compile returns the tool's compiled input and output schemas (nil when
-// it declares none).
+// it declares none), compiled on its first call (through the transport's
+// cache, so a list learned again costs no second compilation).
 func (t *transport) compile(ts *toolSchema) (in, out *validation.Schema, err error) {
-	if ts.input != nil {
-		if in, err = t.schemas.Get(ts.input); err != nil {
-			return nil, nil, fmt.Errorf("inputSchema: %w", err)
+	ts.once.Do(func() {
+		if ts.input != nil {
+			if ts.in, ts.err = t.schemas.Get(ts.input); ts.err != nil {
+				ts.err = fmt.Errorf("inputSchema: %w", ts.err)
+				return
+			}
 		}
-	}
-	if ts.output != nil {
-		if out, err = t.schemas.Get(ts.output); err != nil {
-			return nil, nil, fmt.Errorf("outputSchema: %w", err)
+		if ts.output != nil {
+			if ts.out, ts.err = t.schemas.Get(ts.output); ts.err != nil {
+				ts.err = fmt.Errorf("outputSchema: %w", ts.err)
+			}
 		}
-	}
-	return in, out, nil
+	})
+	return ts.in, ts.out, ts.err
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 )
 
 // The JSON-RPC messages the transport reads: it decodes only the members it
@@ -36,43 +35,129 @@ type member struct {
 // parsers disagree about which value counts. data must hold one object and
 // nothing after it but blanks.
 func members(data []byte, keys ...string) ([]member, error) {
-	out := make([]member, len(keys))
-	dec := json.NewDecoder(bytes.NewReader(data))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
+	if !json.Valid(data) {
+		var v any
+		if err := json.Unmarshal(data, &v); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("not valid JSON")
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
+	return membersOf(data, keys...)
+}
+
+// membersOf is members for data known to be valid JSON (a sub-slice of
+// a message members read), which it walks without checking again.
+func membersOf(data []byte, keys ...string) ([]member, error) {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
 		return nil, errNotObject
 	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
+	out := make([]member, len(keys))
+	i++
+	for {
+		i = skipSpace(data, i)
+		switch data[i] {
+		case '}':
+			return out, nil
+		case ',':
+			i = skipSpace(data, i+1)
 		}
-		key, _ := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, err
-		}
-		end := int(dec.InputOffset())
-		for i, k := range keys {
-			if k != key {
+		ke := skipString(data, i)
+		rawKey := data[i:ke]
+		i = skipSpace(data, ke) + 1 // past the colon
+		vs := skipSpace(data, i)
+		i = skipValue(data, vs)
+		for n, k := range keys {
+			if !keyIs(rawKey, k) {
 				continue
 			}
-			if out[i].value != nil {
-				return nil, &duplicateKeyError{key}
+			if out[n].value != nil {
+				return nil, &duplicateKeyError{k}
 			}
-			out[i] = member{value: data[end-len(raw) : end : end], off: end - len(raw)}
+			out[n] = member{value: data[vs:i:i], off: vs}
 		}
 	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return nil, err
+}
+
+// skipSpace returns the index of the first byte of data at or after i
+// that is not a JSON blank.
+func skipSpace(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\r', '\n':
+			i++
+			continue
+		}
+		return i
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("data after the object")
+	return i
+}
+
+// skipString returns the index just past the JSON string that starts at
+// data[i] (valid JSON).
+func skipString(data []byte, i int) int {
+	for j := i + 1; j < len(data); j++ {
+		switch data[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
 	}
-	return out, nil
+	return len(data)
+}
+
+// skipValue returns the index just past the JSON value that starts at
+// data[i] (valid JSON).
+func skipValue(data []byte, i int) int {
+	switch data[i] {
+	case '"':
+		return skipString(data, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(data); j++ {
+			switch data[j] {
+			case '"':
+				j = skipString(data, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(data)
+	}
+	for j := i; j < len(data); j++ {
+		switch data[j] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return j
+		}
+	}
+	return len(data)
+}
+
+// keyIs reports whether rawKey, a JSON string literal, holds k; it
+// allocates only for a key written with escapes.
+func keyIs(rawKey []byte, k string) bool {
+	if bytes.IndexByte(rawKey, '\\') < 0 {
+		return string(rawKey[1:len(rawKey)-1]) == k
+	}
+	key, ok := unquote(rawKey)
+	return ok && key == k
+}
+
+// unquote returns the string a JSON string literal holds.
+func unquote(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil
 }
 
 // message is one JSON-RPC message, as far as the transport reads it.
@@ -106,7 +191,8 @@ func decodeMessage(data []byte) (message, error) {
 		m.id = ms[1].value
 	}
 	if ms[2].value != nil {
-		if err := json.Unmarshal(ms[2].value, &m.method); err != nil || m.method == "" {
+		var ok bool
+		if m.method, ok = unquote(ms[2].value); !ok || m.method == "" {
 			return message{}, errors.New("the method is not a string")
 		}
 	}
@@ -163,12 +249,16 @@ func decodeCallParams(params []byte) (callParams, error) {
 	if params == nil {
 		return callParams{}, errors.New("no params")
 	}
-	ms, err := members(params, "name", "arguments", "_meta")
+	ms, err := membersOf(params, "name", "arguments", "_meta")
 	if err != nil {
 		return callParams{}, err
 	}
 	var p callParams
-	if ms[0].value == nil || json.Unmarshal(ms[0].value, &p.name) != nil {
+	var ok bool
+	if ms[0].value == nil {
+		return callParams{}, errors.New("no tool name")
+	}
+	if p.name, ok = unquote(ms[0].value); !ok {
 		return callParams{}, errors.New("the tool name is not a string")
 	}
 	p.arguments, p.meta = ms[1], ms[2].value

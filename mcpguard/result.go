@@ -118,7 +118,7 @@ func (t *transport) checkMessage(r *http.Request, data, id []byte, tool string, 
 // checkOutput checks result, a tools/call result, against out: nil when
 // it is an error result or its structuredContent is valid.
 func checkOutput(result []byte, out *validation.Schema) (*validation.Error, error) {
-	ms, err := members(result, "isError", "structuredContent")
+	ms, err := membersOf(result, "isError", "structuredContent")
 	if err != nil {
 		return nil, fmt.Errorf("reading the result: %w", err)
 	}
@@ -128,6 +128,9 @@ func checkOutput(result []byte, out *validation.Schema) (*validation.Error, erro
 	if ms[1].value == nil {
 		return &validation.Error{Violations: []validation.Violation{{Keyword: "structuredContent",
 			Message: "the result has no structuredContent, though the tool declares an outputSchema"}}}, nil
+	}
+	if sc := ms[1].value; sc[0] == '{' && out.AcceptsFast(sc) {
+		return nil, nil // valid, read in one pass without decoding
 	}
 	v, err := exactjson.Decode(ms[1].value)
 	if err != nil {

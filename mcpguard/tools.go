@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync"
+
+	"github.com/toolguard/toolguard/validation"
 )
 
 // The tools the transport has learned, per server and session, from the
@@ -40,6 +42,10 @@ func keyOf(r *http.Request) listKey {
 type toolSchema struct {
 	input  json.RawMessage // nil: the tool declared none
 	output json.RawMessage // nil: no outputSchema
+
+	once    sync.Once // compiles the schemas on the tool's first call
+	in, out *validation.Schema
+	err     error
 }
 
 // toolList is the tools of one server and session. It is never modified
