@@ -256,10 +256,13 @@ func (t *transport) list(r *http.Request, body []byte, m message) (*http.Respons
 		resp.Body = io.NopCloser(bytes.NewReader(data))
 		return resp, nil
 	}
-	return t.watch(r, k, func(ev event) []byte {
+	return t.watch(r, k, func(ev event, _ error) ([]byte, bool) {
+		if ev.data == nil {
+			return nil, false
+		}
 		if m2, err := decodeMessage(ev.data); err == nil && m2.method == "" && sameID(m2.id, m.id) {
 			learn(ev.data)
 		}
-		return nil
+		return nil, false
 	})(resp, nil)
 }

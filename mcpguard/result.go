@@ -41,7 +41,7 @@ func (t *transport) checkResult(r *http.Request, k listKey, resp *http.Response,
 		}
 		resp.Body.Close()
 		resp.Body = io.NopCloser(bytes.NewReader(data))
-		replaced, err := t.checkMessage(r, data, id, tool, out)
+		replaced, _, err := t.checkMessage(r, data, id, tool, out)
 		if err != nil {
 			return t.unreadResult(r, resp, resp.Body, id, tool, err)
 		}
@@ -53,19 +53,33 @@ func (t *transport) checkResult(r *http.Request, k listKey, resp *http.Response,
 		}
 		return resp, nil
 	case "text/event-stream":
-		return t.watch(r, k, func(ev event) []byte {
-			replaced, err := t.checkMessage(r, ev.data, id, tool, out)
+		done := false // the call's answer went by
+		return t.watch(r, k, func(ev event, err error) ([]byte, bool) {
+			if done {
+				return nil, false
+			}
+			if err == errEventTooLarge {
+				// It may be the answer: the transport cannot tell.
+				done = true
+				t.emitFailOpen(r.Context(), guard.Event{Kind: guard.EventUnguarded, Tool: tool, CallID: idText(id), Err: err})
+				if t.cfg.failClosed {
+					return sseEvent(toolError(id, notChecked(tool, err))), true
+				}
+				return nil, false
+			}
+			replaced, answer, err := t.checkMessage(r, ev.data, id, tool, out)
+			done = answer
 			if err != nil {
 				t.emitFailOpen(r.Context(), guard.Event{Kind: guard.EventUnguarded, Tool: tool, CallID: idText(id), Err: err})
 				if t.cfg.failClosed {
-					return ev.replaceData(toolError(id, notChecked(tool, err)))
+					return ev.replaceData(toolError(id, notChecked(tool, err))), false
 				}
-				return nil
+				return nil, false
 			}
 			if replaced != nil {
-				return ev.replaceData(replaced)
+				return ev.replaceData(replaced), false
 			}
-			return nil
+			return nil, false
 		})(resp, nil)
 	}
 	return t.unreadResult(r, resp, resp.Body, id, tool,
@@ -86,33 +100,36 @@ func (t *transport) unreadResult(r *http.Request, resp *http.Response, body io.R
 }
 
 // checkMessage checks data, when it is the response to the call id, and
-// returns the response to hand on in its place (nil: data itself). An
-// event that is another message is not the transport's concern; a
-// response to id it cannot read is an error.
-func (t *transport) checkMessage(r *http.Request, data, id []byte, tool string, out *validation.Schema) ([]byte, error) {
+// returns the response to hand on in its place (nil: data itself) and
+// whether data was the response. An event that is another message is not
+// the transport's concern; a response to id it cannot read is an error.
+func (t *transport) checkMessage(r *http.Request, data, id []byte, tool string, out *validation.Schema) (replaced []byte, answer bool, err error) {
 	if data == nil {
-		return nil, nil
+		return nil, false, nil
 	}
 	m, err := decodeMessage(data)
 	if err != nil {
 		if bytes.Contains(data, id) {
-			return nil, fmt.Errorf("reading the result: %w", err)
+			return nil, true, fmt.Errorf("reading the result: %w", err)
 		}
-		return nil, nil
+		return nil, false, nil
 	}
-	if m.method != "" || !sameID(m.id, id) || m.result.value == nil {
-		return nil, nil // another message, or an error response
+	if m.method != "" || !sameID(m.id, id) {
+		return nil, false, nil // another message
+	}
+	if m.result.value == nil {
+		return nil, true, nil // an error response
 	}
 	verr, err := checkOutput(m.result.value, out)
 	if err != nil || verr == nil {
-		return nil, err
+		return nil, true, err
 	}
 	verr.Tool, verr.CallID = tool, idText(id)
 	t.emit(r.Context(), guard.Event{Kind: EventInvalidResult, Tool: tool, CallID: idText(id), Err: verr})
 	if t.cfg.output == PassOutput {
-		return nil, nil
+		return nil, true, nil
 	}
-	return toolError(id, outputFeedback(verr)), nil
+	return toolError(id, outputFeedback(verr)), true, nil
 }
 
 // checkOutput checks result, a tools/call result, against out: nil when

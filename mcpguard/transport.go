@@ -152,23 +152,23 @@ func (t *transport) forward(r *http.Request, body []byte) (*http.Response, error
 
 // watch returns a function that hands on a response, its stream (when it
 // is one) watched for notifications/tools/list_changed, which forget k's
-// tools, and each of its events also passed to also (when not nil).
-func (t *transport) watch(r *http.Request, k listKey, also func(event) []byte) func(*http.Response, error) (*http.Response, error) {
+// tools, and each of its events also passed to also (when not nil), which
+// returns the bytes to hand on in the event's place (nil: the event) and
+// whether the stream ends there. also is given the event reader's error
+// too: an event past MaxBody comes with errEventTooLarge and no data.
+func (t *transport) watch(r *http.Request, k listKey, also func(event, error) ([]byte, bool)) func(*http.Response, error) (*http.Response, error) {
 	return func(resp *http.Response, err error) (*http.Response, error) {
 		if err != nil || resp.StatusCode != http.StatusOK || mediaType(resp.Header) != "text/event-stream" {
 			return resp, err
 		}
 		resp.Body = newEventFilter(resp.Body, func(ev event, err error) ([]byte, bool) {
-			if ev.data == nil {
-				return nil, false
-			}
-			if bytes.Contains(ev.data, []byte("notifications/tools/list_changed")) {
+			if ev.data != nil && bytes.Contains(ev.data, []byte("notifications/tools/list_changed")) {
 				if m, err := decodeMessage(ev.data); err == nil && m.method == "notifications/tools/list_changed" {
 					t.tools.forget(k)
 				}
 			}
 			if also != nil {
-				return also(ev), false
+				return also(ev, err)
 			}
 			return nil, false
 		})
