@@ -49,15 +49,14 @@ type toolSchema struct {
 }
 
 // toolList is the tools of one server and session. It is never modified
-// once in the cache: a new page makes a new list.
+// once in the cache: a new page makes a new list. A tool it lacks is
+// looked for in a fresh tools/list (see transport.lookup), so a list read
+// in part, or one the server changed without telling, costs a fetch, never
+// a call passed unchecked.
 type toolList struct {
 	tools map[string]*toolSchema
-	// started reports that the list began with a first page (a tools/list
-	// that named no cursor); complete that it was read from there to its
-	// last page, so that a tool it lacks is unknown to the server.
-	started, complete bool
-	size              int    // bytes of names and schemas held
-	seq               uint64 // when the cache took it, for eviction
+	size  int    // bytes of names and schemas held
+	seq   uint64 // when the cache took it, for eviction
 }
 
 // listPage is a tools/list result, as far as the transport reads it.
@@ -76,12 +75,12 @@ func (p *listPage) more() bool { return p.NextCursor != nil && *p.NextCursor != 
 // with returns a new list: l's tools (none when l is nil) and the page's,
 // the page's winning for a name in both.
 func (l *toolList) with(p *listPage, first bool) *toolList {
-	n := &toolList{tools: make(map[string]*toolSchema, len(p.Tools)), started: first}
+	n := &toolList{tools: make(map[string]*toolSchema, len(p.Tools))}
 	if l != nil && !first {
 		for name, t := range l.tools {
 			n.tools[name] = t
 		}
-		n.size, n.started = l.size, l.started
+		n.size = l.size
 	}
 	for _, t := range p.Tools {
 		if t.Name == "" {
@@ -94,9 +93,6 @@ func (l *toolList) with(p *listPage, first bool) *toolList {
 		n.tools[t.Name] = ts
 		n.size += len(t.Name) + len(ts.input) + len(ts.output)
 	}
-	// A list read from its first page is complete at its last; one that
-	// began with a later page never is.
-	n.complete = n.started && !p.more()
 	return n
 }
 
