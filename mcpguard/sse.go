@@ -22,7 +22,7 @@ type eventReader struct {
 }
 
 func newEventReader(r io.Reader, max int) *eventReader {
-	return &eventReader{br: bufio.NewReaderSize(r, 16<<10), max: max}
+	return &eventReader{br: bufio.NewReader(r), max: max}
 }
 
 // event is one server-sent event: its bytes as read, up to and including
