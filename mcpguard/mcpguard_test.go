@@ -44,8 +44,10 @@ func TestBadThenGoodCall(t *testing.T) {
 			if got := arguments(t, calls); !slices.Equal(got, []string{`{"city":"Paris","days":3}`}) {
 				t.Errorf("the server received the arguments %q, want the good call's once", got)
 			}
-			if k := ev.kinds(); !slices.Contains(k, string(guard.EventInvalid)) {
-				t.Errorf("events %q lack %q", k, guard.EventInvalid)
+			if k := ev.kinds(); !slices.Equal(k, []string{string(guard.EventInvalid)}) {
+				t.Errorf("events %q, want [invalid]", k)
+			} else if e := ev.all[0]; e.Middleware != mcpguard.Name || e.Tool != "forecast" || e.CallID != "2" || e.Feedback != want {
+				t.Errorf("event = %+v; want Middleware %q, Tool forecast, CallID 2 and the feedback the client read", e, mcpguard.Name)
 			}
 			t.Logf("server received: %s", calls)
 			t.Logf("client read for the bad call: isError=%v %q", bad.IsError, text(bad))

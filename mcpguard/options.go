@@ -14,9 +14,9 @@ import (
 // it fetches, together. Nothing is buffered past it.
 const MaxBody = 8 << 20
 
-// Middleware is the name the transport's events carry in
+// Name is the name the transport's events carry in
 // [guard.Event].Middleware.
-const Middleware = "mcpguard"
+const Name = "mcpguard"
 
 // EventInvalidResult: a tool's result does not match its outputSchema
 // (structuredContent breaks it, or is missing while the tool declares

@@ -179,7 +179,7 @@ func (t *transport) watch(r *http.Request, k listKey, also func(event, error) ([
 // emit reports e: to the context's observers and the handler of
 // WithEventHandler, or without one as guard.Report does.
 func (t *transport) emit(ctx context.Context, e guard.Event) {
-	e.Middleware = Middleware
+	e.Middleware = Name
 	if t.cfg.events == nil {
 		guard.Report(ctx, e)
 		return
@@ -196,7 +196,7 @@ func (t *transport) emit(ctx context.Context, e guard.Event) {
 func (t *transport) emitFailOpen(ctx context.Context, e guard.Event) {
 	t.emit(ctx, e)
 	if t.cfg.events == nil && !t.cfg.failClosed {
-		e.Middleware = Middleware
+		e.Middleware = Name
 		slog.Default().LogAttrs(ctx, slog.LevelWarn, "toolguard: "+string(e.Kind), slog.Any("event", e),
 			slog.String("hint", "mcpguard.WithEventHandler routes or silences these"))
 	}
