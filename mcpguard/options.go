@@ -62,7 +62,7 @@ type config struct {
 // concurrently, and must not block.
 //
 // Without it, events go to the context ([guard.Report]), and those that
-// mean a call passed unchecked (an [guard.EventUnguarded] or
+// mean a call passed unchecked (a [guard.EventUnguarded] or a
 // [guard.EventSchemaError] failing open) are also logged to slog.Default
 // at Warn, so that failing open is never silent.
 func WithEventHandler(fn func(ctx context.Context, e guard.Event)) Option {
@@ -72,10 +72,11 @@ func WithEventHandler(fn func(ctx context.Context, e guard.Event)) Option {
 // WithFailClosed makes the transport refuse what it cannot check instead
 // of passing it with an event: a call of a tool whose input or output
 // schema does not compile, a call whose tool's schema could not be
-// fetched, a request body past [MaxBody], a batch holding a tools/call,
-// and a result it was to check but could not read. A refused call is
-// answered with an isError result that says why, and never reaches the
-// server.
+// fetched, a call of a tool the server does not list, and a result it was
+// to check but could not read (each answered with an isError result that
+// says why; the call never reaches the server); a request body past
+// [MaxBody] (HTTP 413), and a message that gives a key twice or a batch
+// holding a tools/call (HTTP 400), each with a JSON-RPC error.
 func WithFailClosed() Option {
 	return optionFunc(func(c *config) { c.failClosed = true })
 }
