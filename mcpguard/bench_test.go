@@ -1,0 +1,136 @@
+package mcpguard_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolguard/toolguard/mcpguard"
+)
+
+// benchCall is the tools/call of the benchmarks, as go-sdk's client writes
+// it, and benchResult its tool's result.
+const (
+	benchCall   = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"forecast","arguments":{"city":"Paris","days":3,"units":"C"}}}`
+	benchResult = `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"{\"temp\":21.5}"}],"structuredContent":{"temp":21.5}}}`
+	benchList   = `{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"forecast","inputSchema":` + forecastSchema + `,"outputSchema":` + tempSchema + `}]}}`
+)
+
+// BenchmarkToolsCall measures one valid tools/call (input and output
+// schemas both checked) through the go-sdk client and server over
+// loopback, directly and through the transport; the difference is the
+// transport's overhead per call.
+func BenchmarkToolsCall(b *testing.B) {
+	for _, mode := range []serverMode{{"sessions/json", false, true}, {"sessions/sse", false, false}} {
+		for _, guarded := range []bool{false, true} {
+			name := mode.name + "/direct"
+			if guarded {
+				name = mode.name + "/guarded"
+			}
+			b.Run(name, func(b *testing.B) {
+				srv, _ := newBenchServer(b, mode)
+				var rt http.RoundTripper = srv.Client().Transport
+				if guarded {
+					rt = mcpguard.New(rt)
+				}
+				c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "v1"}, nil)
+				cs, err := c.Connect(b.Context(), &mcp.StreamableClientTransport{Endpoint: srv.URL,
+					HTTPClient: &http.Client{Transport: rt}, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer cs.Close()
+				params := &mcp.CallToolParams{Name: "forecast", Arguments: map[string]any{"city": "Paris", "days": 3, "units": "C"}}
+				if _, err := cs.CallTool(b.Context(), params); err != nil { // the transport learns the tool
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					res, err := cs.CallTool(b.Context(), params)
+					if err != nil || res.IsError {
+						b.Fatalf("CallTool = %v, %v", res, err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// newBenchServer is newServer for a benchmark.
+func newBenchServer(b *testing.B, mode serverMode) (*httptest.Server, *mcp.Server) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "weather", Version: "v1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "forecast", InputSchema: json.RawMessage(forecastSchema), OutputSchema: json.RawMessage(tempSchema)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: `{"temp":21.5}`}},
+				StructuredContent: map[string]any{"temp": 21.5}}, nil
+		})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{Stateless: mode.stateless, JSONResponse: mode.json}))
+	b.Cleanup(srv.Close)
+	return srv, s
+}
+
+// BenchmarkTransport measures the transport alone on one tools/call and
+// its JSON result, against a base that answers at once (no network, no
+// SDK): passthrough is the base by itself, guarded the same through
+// mcpguard.New; the difference is what the transport adds.
+func BenchmarkTransport(b *testing.B) {
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		out := benchResult
+		if bytes.Contains(body, []byte(`"tools/list"`)) {
+			out = benchList
+		}
+		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(bytes.NewReader([]byte(out))), Request: r}, nil
+	})
+	for _, guarded := range []bool{false, true} {
+		name := "passthrough"
+		var rt http.RoundTripper = base
+		if guarded {
+			name, rt = "guarded", mcpguard.New(base)
+		}
+		b.Run(name, func(b *testing.B) {
+			list, _ := http.NewRequest(http.MethodPost, "http://mcp.test/mcp", bytes.NewReader([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)))
+			if resp, err := rt.RoundTrip(list); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				req, _ := http.NewRequest(http.MethodPost, "http://mcp.test/mcp", bytes.NewReader([]byte(benchCall)))
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := rt.RoundTrip(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				out, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if !bytes.Equal(out, []byte(benchResult)) {
+					b.Fatalf("result %s", out)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeMessage is the yardstick: decoding the tools/call and its
+// result with encoding/json, as any JSON-RPC peer must.
+func BenchmarkDecodeMessage(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		var call, result any
+		if err := json.Unmarshal([]byte(benchCall), &call); err != nil {
+			b.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(benchResult), &result); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
