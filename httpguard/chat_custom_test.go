@@ -3,6 +3,7 @@ package httpguard
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -263,5 +264,44 @@ func TestChatUnreadableShapesRefused(t *testing.T) {
 				t.Errorf("the stream's assembler: %v; want unguardable: %v", serr, tc.unguardable)
 			}
 		})
+	}
+}
+
+// A stream of two choices of text only (n = 2) reaches the client whole:
+// each choice's text once, each finish reason, [DONE] last.
+func TestChatSeveralChoicesOfTextStreamed(t *testing.T) {
+	t.Parallel()
+	chunk := func(index int, delta, finish string) string {
+		return fmt.Sprintf(`data: {"id":"chatcmpl-up","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":%d,"delta":%s,"finish_reason":%s}]}`, index, delta, finish)
+	}
+	srv := fp.New(sse(chunk(0, `{"role":"assistant","content":""}`, "null"), chunk(1, `{"role":"assistant","content":""}`, "null"),
+		chunk(0, `{"content":"Sunny"}`, "null"), chunk(1, `{"content":"Rainy"}`, "null"), chunk(1, `{"content":" in Paris."}`, "null"),
+		chunk(0, `{}`, `"stop"`), chunk(0, `{"content":" in Rome."}`, "null"), chunk(1, `{}`, `"stop"`), `data: [DONE]`))
+	defer srv.Close()
+	body := []byte(strings.Replace(string(customToolsRequest(true)), `"stream":true,`, `"stream":true,"n":2,`, 1))
+	ex := do(t, New(nil, ToolArgValidation()), context.Background(), srv.URL+"/v1/chat/completions", body)
+	if ex.resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", ex.resp.StatusCode, ex.body)
+	}
+	text, finish := map[int]string{}, map[int]string{}
+	evs := events(t, ex.body)
+	for _, ev := range evs[:len(evs)-1] {
+		var c struct {
+			Choices []struct {
+				Index        int
+				Delta        struct{ Content string }
+				FinishReason string `json:"finish_reason"`
+			}
+		}
+		if err := json.Unmarshal(ev.Data, &c); err != nil {
+			t.Fatalf("%v: %s", err, ev.Data)
+		}
+		for _, ch := range c.Choices {
+			text[ch.Index] += ch.Delta.Content
+			finish[ch.Index] += ch.FinishReason
+		}
+	}
+	if text[0] != "Sunny in Rome." || text[1] != "Rainy in Paris." || finish[0] != "stop" || finish[1] != "stop" || string(evs[len(evs)-1].Data) != "[DONE]" {
+		t.Errorf("the client reads texts %q, finish reasons %q:\n%s", text, finish, ex.body)
 	}
 }

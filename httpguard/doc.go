@@ -109,12 +109,19 @@
 //
 // Requests the transport recognises but cannot guard pass through
 // unguarded and untouched, reported once per host, path and reason, at
-// Warn: several choices (Chat's n > 1, Gemini's candidateCount > 1), a
-// Responses output item that needs an answer the guard cannot give
-// (custom_tool_call, computer_call and the other non-function calls), a
-// compressed response body (the SDKs do not ask for one), the answer to a
-// streaming request that is not an event stream (Gemini's JSON-array
-// stream without alt=sse, which langchaingo's googleai client uses).
+// Warn: several choices (Gemini's candidateCount > 1; Chat's n > 1 when a
+// choice holds tool calls), a Chat tool call neither a function call nor a
+// custom call, or a legacy function_call, a Responses output item that
+// needs an answer the guard cannot give (custom_tool_call, computer_call
+// and the other non-function calls), a compressed response body (the SDKs
+// do not ask for one), the answer to a streaming request that is not an
+// event stream (Gemini's JSON-array stream without alt=sse, which
+// langchaingo's googleai client uses).
+//
+// A Chat Completions custom (freeform) tool call passes as it is, beside
+// the function calls of its response, which are guarded as usual: its
+// text is not validated and the limits do not count it; a re-ask replays
+// it and answers it with a tool message saying it was not run.
 //
 // Headers, the query and every member of the JSON the guard does not
 // rewrite pass through byte for byte. A response the guard accepts as it
