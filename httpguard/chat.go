@@ -70,7 +70,7 @@ func chatReadableTools(body []byte) ([]byte, map[int]error, error) {
 	if json.Valid(body) {
 		return body, nil, nil
 	}
-	r, err := parseDeepBody(body)
+	r, err := chatParseDeepBody(body)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -104,11 +104,11 @@ func chatReadableTools(body []byte) ([]byte, map[int]error, error) {
 	return apply(body, edits...), errs, nil
 }
 
-// parseDeepBody is parseBody for a request body, in which a tool's schema
+// chatParseDeepBody is parseBody for a request body, in which a tool's schema
 // may be nested deeper than encoding/json reads (10,000 levels): one
 // well-formed JSON object at any depth.
-func parseDeepBody(b []byte) (span, error) {
-	if !json.Valid(b) && !validDeep(b) {
+func chatParseDeepBody(b []byte) (span, error) {
+	if !json.Valid(b) && !chatValidDeep(b) {
 		return span{}, errJSON
 	}
 	sp, err := root(b)
@@ -121,9 +121,9 @@ func parseDeepBody(b []byte) (span, error) {
 	return sp, nil
 }
 
-// validDeep reports whether b is one well-formed JSON value, at any depth:
+// chatValidDeep reports whether b is one well-formed JSON value, at any depth:
 // json.Decoder's tokens are not bounded in depth as json.Valid is.
-func validDeep(b []byte) bool {
+func chatValidDeep(b []byte) bool {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	depth, values := 0, 0
 	for {
@@ -157,9 +157,9 @@ func nullToNil(m json.RawMessage) json.RawMessage {
 // chatUnguardable is the why of a chat response the guard cannot read.
 const chatUnguardable = "unreadable chat completion"
 
-// asUnguardable returns err as an unguardable error (it already is one, or
+// chatAsUnguardable returns err as an unguardable error (it already is one, or
 // wraps one, or it gets why); nil for nil.
-func asUnguardable(why string, err error) error {
+func chatAsUnguardable(why string, err error) error {
 	if err == nil || isUnguardable(err) {
 		return err
 	}
@@ -293,7 +293,7 @@ func chatFunctionCalls(b []byte) ([]span, error) {
 // are guarded as usual.
 func (chatWire) calls(resp []byte) ([]wireCall, error) {
 	out, err := chatCalls(resp)
-	return out, asUnguardable(chatUnguardable, err)
+	return out, chatAsUnguardable(chatUnguardable, err)
 }
 
 func chatCalls(resp []byte) ([]wireCall, error) {
@@ -329,7 +329,7 @@ func chatCalls(resp []byte) ([]wireCall, error) {
 func (chatWire) accept(resp []byte, args [][]byte) ([]byte, error) {
 	tcs, err := chatFunctionCalls(resp)
 	if err != nil {
-		return nil, asUnguardable(chatUnguardable, err)
+		return nil, chatAsUnguardable(chatUnguardable, err)
 	}
 	if err := checkArgs(args, len(tcs)); err != nil {
 		return nil, err
@@ -383,7 +383,7 @@ const customNotRun = "Not run: another tool call of this turn had invalid argume
 // the model wrote it), and answers each of its tool calls in order: a
 // function call with its answer, a custom call with customNotRun.
 func (chatWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
-	r, err := parseDeepBody(req)
+	r, err := chatParseDeepBody(req)
 	if err != nil {
 		return nil, err
 	}
@@ -546,7 +546,7 @@ func (chatWire) transcript(req []byte) []guard.Message {
 		} `json:"messages"`
 	}
 	if json.Unmarshal(req, &r) != nil {
-		sp, err := parseDeepBody(req)
+		sp, err := chatParseDeepBody(req)
 		if err != nil {
 			return nil
 		}

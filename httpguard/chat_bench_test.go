@@ -5,10 +5,10 @@ import (
 	"testing"
 )
 
-// oneByteDeltaStream is the events of a chat stream of about size bytes of
+// chatOneByteDeltaStream is the events of a chat stream of about size bytes of
 // server-sent events whose one tool call comes one byte per chunk: its
 // arguments (member "arguments"), or its name (member "name").
-func oneByteDeltaStream(size int, member string) []sseEvent {
+func chatOneByteDeltaStream(size int, member string) []sseEvent {
 	evs := []sseEvent{{Data: []byte(`{"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_b","type":"function","function":{"name":"","arguments":""}}]},"finish_reason":null}]}`)}}
 	n := len(evs[0].Data) + len("data: \n\n")
 	for i := 0; n < size; i++ {
@@ -26,7 +26,7 @@ func oneByteDeltaStream(size int, member string) []sseEvent {
 func BenchmarkChatStreamOneByteDeltas(b *testing.B) {
 	for _, member := range []string{"arguments", "name"} {
 		b.Run(member, func(b *testing.B) {
-			evs := oneByteDeltaStream(4<<20, member)
+			evs := chatOneByteDeltaStream(4<<20, member)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {

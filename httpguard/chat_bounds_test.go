@@ -12,8 +12,8 @@ import (
 	fp "github.com/toolguard/toolguard/httpguard/fakeprovider"
 )
 
-// rawSSE answers with body, a whole event stream, in one write.
-func rawSSE(body string) fp.Step {
+// chatRawSSE answers with body, a whole event stream, in one write.
+func chatRawSSE(body string) fp.Step {
 	return fp.Handle(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, body)
@@ -40,7 +40,7 @@ func TestChatStreamBoundOnTextNotEnvelope(t *testing.T) {
 	if body.Len() <= MaxBody {
 		t.Fatalf("the stream is %d bytes, want more than MaxBody", body.Len())
 	}
-	srv := fp.New(rawSSE(body.String()))
+	srv := fp.New(chatRawSSE(body.String()))
 	defer srv.Close()
 	c := wireCases(t)[1] // openai-chat/stream
 	ex := do(t, New(nil, ToolArgValidation(guard.WithFailClosed())), context.Background(), srv.URL+c.url, c.body)
@@ -65,7 +65,7 @@ func TestChatStreamHeldArgumentsPastTheBound(t *testing.T) {
 	for range MaxBody/len(frag) + 1 {
 		body.WriteString(chatChunkEvent(`{"tool_calls":[{"index":0,"function":{"arguments":"`+frag+`"}}]}`) + "\n\n")
 	}
-	srv := fp.New(rawSSE(body.String()))
+	srv := fp.New(chatRawSSE(body.String()))
 	defer srv.Close()
 	c := wireCases(t)[1]
 	ex := do(t, New(nil, ToolArgValidation()), context.Background(), srv.URL+c.url, c.body)

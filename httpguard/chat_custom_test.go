@@ -12,8 +12,8 @@ import (
 	fp "github.com/toolguard/toolguard/httpguard/fakeprovider"
 )
 
-// customToolsRequest offers a function tool and a custom (freeform) tool.
-func customToolsRequest(stream bool) []byte {
+// chatCustomToolsRequest offers a function tool and a custom (freeform) tool.
+func chatCustomToolsRequest(stream bool) []byte {
 	s := ""
 	if stream {
 		s = `"stream":true,`
@@ -23,9 +23,9 @@ func customToolsRequest(stream bool) []byte {
 		`{"type":"custom","custom":{"name":"shell","description":"Runs a command.","format":{"type":"text"}}}]}`)
 }
 
-// customAnswer is a chat completion whose message calls get_weather with
+// chatCustomAnswer is a chat completion whose message calls get_weather with
 // each of args, then the custom tool shell with the input "ls -la\n".
-func customAnswer(args ...string) string {
+func chatCustomAnswer(args ...string) string {
 	var calls []string
 	for i, a := range args {
 		calls = append(calls, `{"id":"call_f`+string(rune('0'+i))+`","type":"function","function":{"name":"get_weather","arguments":`+marshalQuoted(a)+`}}`)
@@ -35,13 +35,13 @@ func customAnswer(args ...string) string {
 		strings.Join(calls, ",") + `],"refusal":null},"finish_reason":"tool_calls"}]}`
 }
 
-// jsonAnswer answers with body, a JSON response.
-func jsonAnswer(body string) fp.Step {
+// chatJSONAnswer answers with body, a JSON response.
+func chatJSONAnswer(body string) fp.Step {
 	return fp.Raw(http.StatusOK, body, "Content-Type", "application/json")
 }
 
 // customCall is the custom call a client reads in a chat completion.
-func customCall(t *testing.T, resp []byte) (id, name, input string) {
+func chatCustomCall(t *testing.T, resp []byte) (id, name, input string) {
 	t.Helper()
 	var r struct {
 		Choices []struct {
@@ -65,9 +65,9 @@ func customCall(t *testing.T, resp []byte) (id, name, input string) {
 	return "", "", ""
 }
 
-// toolMessages are the tool messages a chat request ends with, after its
+// chatToolMessages are the tool messages a chat request ends with, after its
 // last assistant message, in order: tool_call_id and content.
-func toolMessages(t *testing.T, req []byte) [][2]string {
+func chatToolMessages(t *testing.T, req []byte) [][2]string {
 	t.Helper()
 	var r struct {
 		Messages []struct {
@@ -97,9 +97,9 @@ func toolMessages(t *testing.T, req []byte) [][2]string {
 // the custom call reaches the client as it came.
 func TestChatCustomCallBesideFunctionCall(t *testing.T) {
 	t.Parallel()
-	srv := fp.New(jsonAnswer(customAnswer(`{"city": 42}`)), jsonAnswer(customAnswer(`{"city": "Paris"}`)))
+	srv := fp.New(chatJSONAnswer(chatCustomAnswer(`{"city": 42}`)), chatJSONAnswer(chatCustomAnswer(`{"city": "Paris"}`)))
 	defer srv.Close()
-	ex := do(t, New(nil, ToolArgValidation()), context.Background(), srv.URL+"/v1/chat/completions", customToolsRequest(false))
+	ex := do(t, New(nil, ToolArgValidation()), context.Background(), srv.URL+"/v1/chat/completions", chatCustomToolsRequest(false))
 	if ex.resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d: %s", ex.resp.StatusCode, ex.body)
 	}
@@ -107,14 +107,14 @@ func TestChatCustomCallBesideFunctionCall(t *testing.T) {
 	if len(calls) != 1 || !sameJSON(calls[0].Args, []byte(`{"city":"Paris"}`)) {
 		t.Errorf("the client reads the function calls %+v, want get_weather Paris", calls)
 	}
-	if id, name, input := customCall(t, ex.body); id != "call_c" || name != "shell" || input != "ls -la\n" {
+	if id, name, input := chatCustomCall(t, ex.body); id != "call_c" || name != "shell" || input != "ls -la\n" {
 		t.Errorf("the client reads the custom call %q %q %q, want call_c shell %q", id, name, input, "ls -la\n")
 	}
 	reqs := srv.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("%d upstream requests, want 2 (a re-ask)", len(reqs))
 	}
-	tm := toolMessages(t, reqs[1].Body)
+	tm := chatToolMessages(t, reqs[1].Body)
 	if len(tm) != 2 || tm[0][0] != "call_f0" || !strings.Contains(tm[0][1], "city") || tm[1] != [2]string{"call_c", customNotRun} {
 		t.Errorf("the re-ask's tool messages are %q, want call_f0's feedback, then call_c's %q", tm, customNotRun)
 	}
@@ -127,10 +127,10 @@ func TestChatCustomCallBesideFunctionCall(t *testing.T) {
 // refused: the custom call does not make the response unreadable.
 func TestChatCustomCallFailClosed(t *testing.T) {
 	t.Parallel()
-	srv := fp.New(jsonAnswer(customAnswer(`{"city": 42}`)))
+	srv := fp.New(chatJSONAnswer(chatCustomAnswer(`{"city": 42}`)))
 	defer srv.Close()
 	tr := New(nil, ToolArgValidation(guard.WithMaxRetries(0), guard.WithFailClosed()))
-	ex := do(t, tr, context.Background(), srv.URL+"/v1/chat/completions", customToolsRequest(false))
+	ex := do(t, tr, context.Background(), srv.URL+"/v1/chat/completions", chatCustomToolsRequest(false))
 	typ, _ := errorType(t, chatWire{}, ex.body)
 	if ex.resp.StatusCode != http.StatusUnprocessableEntity || typ != "invalid_tool_calls" {
 		t.Errorf("the client got %d %q: %.300s; want 422 invalid_tool_calls", ex.resp.StatusCode, typ, ex.body)
@@ -152,15 +152,15 @@ func TestChatCustomCallNotCounted(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			srv := fp.New(jsonAnswer(customAnswer(tc.args...)))
+			srv := fp.New(chatJSONAnswer(chatCustomAnswer(tc.args...)))
 			defer srv.Close()
 			tr := New(nil, ToolCallLimit(guard.WithRunLimit(1), guard.WithExitBehavior(guard.ExitError)), ToolArgValidation())
-			ex := do(t, tr, context.Background(), srv.URL+"/v1/chat/completions", customToolsRequest(false))
+			ex := do(t, tr, context.Background(), srv.URL+"/v1/chat/completions", chatCustomToolsRequest(false))
 			if ok := ex.resp.StatusCode == http.StatusOK; ok != (tc.want == http.StatusOK) {
 				t.Errorf("status %d: %.300s; want it let through: %v", ex.resp.StatusCode, ex.body, tc.want == http.StatusOK)
 			}
 			if ex.resp.StatusCode == http.StatusOK {
-				if _, _, input := customCall(t, ex.body); input != "ls -la\n" {
+				if _, _, input := chatCustomCall(t, ex.body); input != "ls -la\n" {
 					t.Errorf("the custom call's input is %q", input)
 				}
 			}
@@ -168,9 +168,9 @@ func TestChatCustomCallNotCounted(t *testing.T) {
 	}
 }
 
-// customStream is a chat stream calling get_weather with args (in two
+// chatCustomStream is a chat stream calling get_weather with args (in two
 // fragments) and then shell with "ls -la" (in two fragments).
-func customStream(args string) fp.Step {
+func chatCustomStream(args string) fp.Step {
 	half := len(args) / 2
 	return sse(chatChunkEvent(`{"role":"assistant","content":null}`),
 		chatChunkEvent(`{"tool_calls":[{"index":0,"id":"call_f","type":"function","function":{"name":"get_weather","arguments":""}}]}`),
@@ -187,9 +187,9 @@ func customStream(args string) fp.Step {
 // call, held and validated as usual (an invalid one re-asked first).
 func TestChatCustomCallStreamed(t *testing.T) {
 	t.Parallel()
-	srv := fp.New(customStream(`{"city": 42}`), customStream(`{"city": "Paris"}`))
+	srv := fp.New(chatCustomStream(`{"city": 42}`), chatCustomStream(`{"city": "Paris"}`))
 	defer srv.Close()
-	ex := do(t, New(nil, ToolArgValidation()), context.Background(), srv.URL+"/v1/chat/completions", customToolsRequest(true))
+	ex := do(t, New(nil, ToolArgValidation()), context.Background(), srv.URL+"/v1/chat/completions", chatCustomToolsRequest(true))
 	if ex.resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d: %s", ex.resp.StatusCode, ex.body)
 	}
@@ -198,7 +198,7 @@ func TestChatCustomCallStreamed(t *testing.T) {
 	if len(calls) != 1 || !sameJSON(calls[0].Args, []byte(`{"city":"Paris"}`)) {
 		t.Errorf("the client reads the function calls %+v, want get_weather Paris:\n%s", calls, ex.body)
 	}
-	if id, name, input := customCall(t, got); id != "call_c" || name != "shell" || input != "ls -la" {
+	if id, name, input := chatCustomCall(t, got); id != "call_c" || name != "shell" || input != "ls -la" {
 		t.Errorf("the client reads the custom call %q %q %q, want call_c shell \"ls -la\":\n%s", id, name, input, ex.body)
 	}
 	if n := strings.Count(string(ex.body), `"type":"custom"`); n != 1 {
@@ -208,7 +208,7 @@ func TestChatCustomCallStreamed(t *testing.T) {
 	if len(reqs) != 2 {
 		t.Fatalf("%d upstream requests, want 2 (a re-ask)", len(reqs))
 	}
-	if tm := toolMessages(t, reqs[1].Body); len(tm) != 2 || tm[0][0] != "call_f" || tm[1] != [2]string{"call_c", customNotRun} {
+	if tm := chatToolMessages(t, reqs[1].Body); len(tm) != 2 || tm[0][0] != "call_f" || tm[1] != [2]string{"call_c", customNotRun} {
 		t.Errorf("the re-ask's tool messages are %q", tm)
 	}
 }
@@ -278,7 +278,7 @@ func TestChatSeveralChoicesOfTextStreamed(t *testing.T) {
 		chunk(0, `{"content":"Sunny"}`, "null"), chunk(1, `{"content":"Rainy"}`, "null"), chunk(1, `{"content":" in Paris."}`, "null"),
 		chunk(0, `{}`, `"stop"`), chunk(0, `{"content":" in Rome."}`, "null"), chunk(1, `{}`, `"stop"`), `data: [DONE]`))
 	defer srv.Close()
-	body := []byte(strings.Replace(string(customToolsRequest(true)), `"stream":true,`, `"stream":true,"n":2,`, 1))
+	body := []byte(strings.Replace(string(chatCustomToolsRequest(true)), `"stream":true,`, `"stream":true,"n":2,`, 1))
 	ex := do(t, New(nil, ToolArgValidation()), context.Background(), srv.URL+"/v1/chat/completions", body)
 	if ex.resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d: %s", ex.resp.StatusCode, ex.body)
