@@ -1,7 +1,9 @@
 package httpguard
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -17,12 +19,14 @@ type chatWire struct{}
 
 func (chatWire) name() string { return "openai.chat" }
 
+// parseRequest reads the request. A tool whose parameters encoding/json
+// cannot read (nested past its 10,000 levels) gets wireTool.Err, so that it
+// costs its own calls only: the other tools are guarded.
 func (chatWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 	var req struct {
 		Model    string          `json:"model"`
 		Stream   bool            `json:"stream"`
 		Messages json.RawMessage `json:"messages"`
-		N        *int            `json:"n"`
 		Store    bool            `json:"store"`
 		Tools    []struct {
 			Type     string `json:"type"`
@@ -32,26 +36,114 @@ func (chatWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 			} `json:"function"`
 		} `json:"tools"`
 	}
-	if _, err := parseBody(body); err != nil {
+	readable, toolErrs, err := chatReadableTools(body)
+	if err != nil {
 		return wireRequest{}, err
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
+	if r, err := root(readable); err != nil || kind(readable, r) != '{' {
+		return wireRequest{}, fmt.Errorf("%w: want an object", errJSON)
+	}
+	if err := json.Unmarshal(readable, &req); err != nil {
 		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
 	}
 	if len(req.Messages) == 0 || req.Messages[0] != '[' {
 		return wireRequest{}, fmt.Errorf("%w: chat request without messages", errUnsupported)
 	}
-	if req.N != nil && *req.N > 1 {
-		return wireRequest{}, fmt.Errorf("%w: n = %d choices", errUnsupported, *req.N)
-	}
+	// n > 1 is read: an answer of several choices without tool calls is
+	// passed as it is, one whose choices hold tool calls is unguardable
+	// (chatMessage).
 	out := wireRequest{Model: req.Model, Stream: req.Stream, State: serverState{Stored: req.Store}}
-	for _, t := range req.Tools {
+	for i, t := range req.Tools {
 		if t.Type != "function" || t.Function == nil {
-			continue
+			continue // custom tools among them: their calls pass as they are
 		}
-		out.Tools = append(out.Tools, wireTool{Name: t.Function.Name, Schema: nullToNil(t.Function.Parameters)})
+		out.Tools = append(out.Tools, wireTool{Name: t.Function.Name, Schema: nullToNil(t.Function.Parameters), Err: toolErrs[i]})
 	}
 	return out, nil
+}
+
+// chatReadableTools returns body as encoding/json can read it, well-formed
+// JSON: body itself when it can; else, when body is well-formed but nested too deep, body with
+// the parameters of each tool nested too deep replaced by null, and the
+// reason for each such tool, by its index in tools.
+func chatReadableTools(body []byte) ([]byte, map[int]error, error) {
+	if json.Valid(body) {
+		return body, nil, nil
+	}
+	r, err := chatParseDeepBody(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	ts, ok, err := field(body, r, "tools")
+	if err != nil || !ok || kind(body, ts) != '[' {
+		return body, nil, err
+	}
+	es, err := arrayElems(body, ts)
+	if err != nil {
+		return nil, nil, err
+	}
+	var edits []edit
+	errs := map[int]error{}
+	for i, e := range es {
+		if kind(body, e) != '{' || json.Valid(raw(body, e)) {
+			continue
+		}
+		p, ok, err := at(body, e, "function", "parameters")
+		if err != nil {
+			return nil, nil, err
+		}
+		var m json.RawMessage
+		if !ok {
+			continue
+		}
+		if perr := json.Unmarshal(raw(body, p), &m); perr != nil {
+			edits = append(edits, edit{at: p, text: []byte("null")})
+			errs[i] = fmt.Errorf("httpguard: the parameters of tool %d cannot be read: %w", i, perr)
+		}
+	}
+	return apply(body, edits...), errs, nil
+}
+
+// chatParseDeepBody is parseBody for a request body, in which a tool's schema
+// may be nested deeper than encoding/json reads (10,000 levels): one
+// well-formed JSON object at any depth.
+func chatParseDeepBody(b []byte) (span, error) {
+	if !json.Valid(b) && !chatValidDeep(b) {
+		return span{}, errJSON
+	}
+	sp, err := root(b)
+	if err != nil {
+		return span{}, err
+	}
+	if kind(b, sp) != '{' {
+		return span{}, fmt.Errorf("%w: want an object", errJSON)
+	}
+	return sp, nil
+}
+
+// chatValidDeep reports whether b is one well-formed JSON value, at any depth:
+// json.Decoder's tokens are not bounded in depth as json.Valid is.
+func chatValidDeep(b []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	depth, values := 0, 0
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return values == 1 && depth == 0
+		}
+		if err != nil || (depth == 0 && values == 1) {
+			return false
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			values++
+		}
+	}
 }
 
 // nullToNil returns nil for an absent or null raw value.
@@ -62,30 +154,90 @@ func nullToNil(m json.RawMessage) json.RawMessage {
 	return m
 }
 
+// chatUnguardable is the why of a chat response the guard cannot read.
+const chatUnguardable = "unreadable chat completion"
+
+// chatAsUnguardable returns err as an unguardable error (it already is one, or
+// wraps one, or it gets why); nil for nil.
+func chatAsUnguardable(why string, err error) error {
+	if err == nil || isUnguardable(err) {
+		return err
+	}
+	return unguardable(why, err)
+}
+
 // chatMessage returns the span of choices[0].message, ok false when the
-// response has no choice; more than one choice is errUnsupported.
+// response has no choice, or has several of which none holds tool calls
+// (text only, which the guard has nothing to check in). Several choices of
+// which any holds tool calls are unguardable: the guard validates, writes
+// back and re-asks one choice, and would pass the others unread.
 func chatMessage(b []byte) (sp span, ok bool, err error) {
 	r, err := parseBody(b)
 	if err != nil {
 		return span{}, false, err
 	}
 	ch, ok, err := field(b, r, "choices")
-	if err != nil || !ok {
+	if err != nil || !ok || kind(b, ch) == 'n' {
 		return span{}, false, err
 	}
 	es, err := arrayElems(b, ch)
 	if err != nil || len(es) == 0 {
 		return span{}, false, err
 	}
-	if len(es) > 1 {
-		return span{}, false, fmt.Errorf("%w: %d choices", errUnsupported, len(es))
+	if len(es) == 1 {
+		return at(b, es[0], "message")
 	}
-	return at(b, es[0], "message")
+	for i, e := range es {
+		if kind(b, e) != '{' {
+			continue
+		}
+		m, ok, err := field(b, e, "message")
+		if err != nil {
+			return span{}, false, err
+		}
+		if !ok || kind(b, m) != '{' {
+			continue
+		}
+		if calls, err := chatHoldsCalls(b, m); err != nil {
+			return span{}, false, err
+		} else if calls {
+			return span{}, false, unguardable("several choices with tool calls", fmt.Errorf("choice %d of %d holds tool calls", i, len(es)))
+		}
+	}
+	return span{}, false, nil
 }
 
-// chatToolCalls returns the spans of the message's tool calls; a call that
-// is not a function call is errUnsupported.
-func chatToolCalls(b []byte, msg span) ([]span, error) {
+// chatHoldsCalls reports whether the message at msg holds a tool call or a
+// legacy function_call.
+func chatHoldsCalls(b []byte, msg span) (bool, error) {
+	if fc, ok, err := field(b, msg, "function_call"); err != nil || (ok && kind(b, fc) != 'n') {
+		return ok, err
+	}
+	tc, ok, err := field(b, msg, "tool_calls")
+	if err != nil || !ok || kind(b, tc) != '[' {
+		return ok && kind(b, tc) != 'n', err
+	}
+	es, err := arrayElems(b, tc)
+	return len(es) > 0, err
+}
+
+// chatCall is one entry of a message's tool_calls: a function call, or a
+// custom (freeform) tool call, whose input the guard passes as it is.
+type chatCall struct {
+	sp     span
+	custom bool
+}
+
+// chatToolCalls returns the message's tool calls, in order: function calls
+// (type "function", or none) and custom calls (type "custom"). A legacy
+// function_call, or a tool call of any other type, is unguardable: the
+// guard could neither check it nor answer it in a re-ask.
+func chatToolCalls(b []byte, msg span) ([]chatCall, error) {
+	if fc, ok, err := field(b, msg, "function_call"); err != nil {
+		return nil, err
+	} else if ok && kind(b, fc) != 'n' {
+		return nil, unguardable("legacy function_call", errors.New("message.function_call"))
+	}
 	tc, ok, err := field(b, msg, "tool_calls")
 	if err != nil || !ok || kind(b, tc) == 'n' {
 		return nil, err
@@ -94,20 +246,58 @@ func chatToolCalls(b []byte, msg span) ([]span, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range es {
-		if typ, err := optStr(b, e, "type"); err != nil || (typ != "function" && typ != "") {
-			return nil, fmt.Errorf("%w: tool call of type %q", errUnsupported, typ)
+	out := make([]chatCall, len(es))
+	for i, e := range es {
+		if kind(b, e) != '{' {
+			return nil, fmt.Errorf("%w: tool call %d is not an object", errJSON, i)
 		}
+		typ, err := optStr(b, e, "type")
+		if err != nil {
+			return nil, err
+		}
+		switch typ {
+		case "function", "":
+		case "custom":
+			out[i].custom = true
+		default:
+			return nil, unguardable("tool call of an unknown type", fmt.Errorf("tool call %d of type %q", i, typ))
+		}
+		out[i].sp = e
 	}
-	return es, nil
+	return out, nil
 }
 
-func (chatWire) calls(resp []byte) ([]wireCall, error) {
-	msg, ok, err := chatMessage(resp)
+// chatFunctionCalls returns the spans of the response's function calls, in
+// order (custom calls left out); none when it has no message.
+func chatFunctionCalls(b []byte) ([]span, error) {
+	msg, ok, err := chatMessage(b)
 	if err != nil || !ok {
 		return nil, err
 	}
-	tcs, err := chatToolCalls(resp, msg)
+	tcs, err := chatToolCalls(b, msg)
+	if err != nil {
+		return nil, err
+	}
+	var out []span
+	for _, c := range tcs {
+		if !c.custom {
+			out = append(out, c.sp)
+		}
+	}
+	return out, nil
+}
+
+// calls returns the function calls only: a custom tool call's input is
+// free text that no schema describes, so it passes as it is, is not
+// validated and is not counted by the limits; the function calls beside it
+// are guarded as usual.
+func (chatWire) calls(resp []byte) ([]wireCall, error) {
+	out, err := chatCalls(resp)
+	return out, chatAsUnguardable(chatUnguardable, err)
+}
+
+func chatCalls(resp []byte) ([]wireCall, error) {
+	tcs, err := chatFunctionCalls(resp)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +311,7 @@ func (chatWire) calls(resp []byte) ([]wireCall, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
+		if !ok || kind(resp, fn) != '{' {
 			return nil, fmt.Errorf("%w: tool call without function", errJSON)
 		}
 		name, err := optStr(resp, fn, "name")
@@ -137,16 +327,12 @@ func (chatWire) calls(resp []byte) ([]wireCall, error) {
 	return out, nil
 }
 
+// accept writes args[i] into the i-th function call (custom calls are not
+// counted).
 func (chatWire) accept(resp []byte, args [][]byte) ([]byte, error) {
-	msg, ok, err := chatMessage(resp)
+	tcs, err := chatFunctionCalls(resp)
 	if err != nil {
-		return nil, err
-	}
-	var tcs []span
-	if ok {
-		if tcs, err = chatToolCalls(resp, msg); err != nil {
-			return nil, err
-		}
+		return nil, chatAsUnguardable(chatUnguardable, err)
 	}
 	if err := checkArgs(args, len(tcs)); err != nil {
 		return nil, err
@@ -194,8 +380,16 @@ func chatReplay(b []byte, msg span) ([]byte, error) {
 	return apply(out, e), nil
 }
 
-func (w chatWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
-	r, err := parseBody(req)
+// customNotRun is the tool message a re-ask gives a custom tool call of
+// the replayed turn: OpenAI refuses an assistant turn whose tool calls do
+// not each have their tool message, and the call was not run.
+const customNotRun = "Not run: another tool call of this turn had invalid arguments. Call this tool again if it is still needed."
+
+// reask replays resp's message whole, custom calls included (the turn as
+// the model wrote it), and answers each of its tool calls in order: a
+// function call with its answer, a custom call with customNotRun.
+func (chatWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
+	r, err := chatParseDeepBody(req)
 	if err != nil {
 		return nil, err
 	}
@@ -207,28 +401,41 @@ func (w chatWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) 
 	if err != nil || !ok {
 		return nil, fmt.Errorf("%w: response without a message", errJSON)
 	}
-	calls, err := w.calls(resp)
+	tcs, err := chatToolCalls(resp, msg)
 	if err != nil {
 		return nil, err
-	}
-	if len(answers) != len(calls) {
-		return nil, fmt.Errorf("httpguard: %d answers for %d calls", len(answers), len(calls))
 	}
 	replay, err := chatReplay(resp, msg)
 	if err != nil {
 		return nil, err
 	}
 	items := [][]byte{replay}
-	for i, c := range calls {
+	next := 0 // the next function call's answer
+	for _, c := range tcs {
+		id, err := optStr(resp, c.sp, "id")
+		if err != nil {
+			return nil, err
+		}
+		content := customNotRun
+		if !c.custom {
+			if next == len(answers) {
+				return nil, fmt.Errorf("httpguard: %d answers for more calls", len(answers))
+			}
+			content = answers[next].Content
+			next++
+		}
 		m, err := marshal(struct {
 			Role       string `json:"role"`
 			ToolCallID string `json:"tool_call_id"`
 			Content    string `json:"content"`
-		}{"tool", c.ID, answers[i].Content})
+		}{"tool", id, content})
 		if err != nil {
 			return nil, err
 		}
 		items = append(items, m)
+	}
+	if next != len(answers) {
+		return nil, fmt.Errorf("httpguard: %d answers for %d calls", len(answers), next)
 	}
 	e, err := appendElems(req, msgs, items...)
 	if err != nil {
@@ -328,13 +535,16 @@ func (chatWire) end(model, text string) []byte {
 }
 
 // transcript reads messages: a user message is a user turn, an assistant
-// message a model turn with its function calls; system, developer and tool
-// messages are neither.
+// message a model turn with its function calls (a custom tool call is not
+// counted, as the guard does not count it in an answer); system, developer
+// and tool messages are neither. A body nested too deep for encoding/json
+// (a tool's schema) has its messages read alone.
 func (chatWire) transcript(req []byte) []guard.Message {
 	var r struct {
 		Messages []struct {
 			Role      string `json:"role"`
 			ToolCalls []struct {
+				Type     string `json:"type"`
 				Function struct {
 					Name string `json:"name"`
 				} `json:"function"`
@@ -342,7 +552,14 @@ func (chatWire) transcript(req []byte) []guard.Message {
 		} `json:"messages"`
 	}
 	if json.Unmarshal(req, &r) != nil {
-		return nil
+		sp, err := chatParseDeepBody(req)
+		if err != nil {
+			return nil
+		}
+		m, ok, err := field(req, sp, "messages")
+		if err != nil || !ok || json.Unmarshal(raw(req, m), &r.Messages) != nil {
+			return nil
+		}
 	}
 	out := make([]guard.Message, len(r.Messages))
 	for i, m := range r.Messages {
@@ -352,7 +569,9 @@ func (chatWire) transcript(req []byte) []guard.Message {
 		case "assistant":
 			out[i].Kind = guard.ModelTurn
 			for _, c := range m.ToolCalls {
-				out[i].Calls = append(out[i].Calls, c.Function.Name)
+				if c.Type != "custom" {
+					out[i].Calls = append(out[i].Calls, c.Function.Name)
+				}
 			}
 		}
 	}

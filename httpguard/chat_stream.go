@@ -3,9 +3,9 @@ package httpguard
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"strings"
 )
 
 // chatChunk is what the wire code reads of a chat.completion.chunk. The
@@ -32,6 +32,9 @@ type chatDelta struct {
 	Content   *string             `json:"content"`
 	Refusal   *string             `json:"refusal"`
 	ToolCalls []chatToolCallDelta `json:"tool_calls"`
+	// FunctionCall is a legacy function_call, which the guard cannot
+	// read (the assembler refuses it).
+	FunctionCall json.RawMessage `json:"function_call"`
 }
 
 type chatToolCallDelta struct {
@@ -42,6 +45,11 @@ type chatToolCallDelta struct {
 		Name      string `json:"name"`
 		Arguments string `json:"arguments"`
 	} `json:"function"`
+	// Custom is a custom (freeform) tool call's part.
+	Custom struct {
+		Name  string `json:"name"`
+		Input string `json:"input"`
+	} `json:"custom"`
 }
 
 // upstreamStreamError is an error event an upstream stream sent; Data is
@@ -69,26 +77,29 @@ func chatChunkOf(ev sseEvent) (*chatChunk, error) {
 func parseChatChunk(data []byte) (*chatChunk, error) {
 	var c chatChunk
 	if err := decodeChatChunk(data, &c); err != nil {
-		return nil, fmt.Errorf("%w: chat chunk: %w", errJSON, err)
+		return nil, unguardable("unreadable chat chunk", fmt.Errorf("%w: chat chunk: %w", errJSON, err))
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		return nil, &upstreamStreamError{Data: append([]byte(nil), data...)}
 	}
-	for _, ch := range c.Choices {
-		if ch.Index != 0 {
-			return nil, fmt.Errorf("%w: choice %d", errUnsupported, ch.Index)
-		}
-	}
 	return &c, nil
 }
 
+// chatCallAcc is one tool call being assembled: a function call's name and
+// arguments, or a custom call's name and input.
 type chatCallAcc struct {
-	id, typ, name string
-	args          strings.Builder
+	id, typ      string
+	name, args   []byte
+	custom       bool // a custom part came (custom.name or custom.input)
+	functionPart bool // a function part came (function.name or function.arguments)
 }
 
 // chatAssembler assembles chat.completion.chunk events into a
-// chat.completion.
+// chat.completion: choice 0, the one the guard reads. The parts of other
+// choices (a request's n > 1) are not assembled: such a stream is
+// unguardable as soon as any choice holds tool calls, and its text passes
+// as it comes. The bound is on what it holds (names, arguments, inputs,
+// text, ids), not on the events' size.
 type chatAssembler struct {
 	budget
 	started                  bool
@@ -96,20 +107,26 @@ type chatAssembler struct {
 	created                  json.RawMessage
 	fingerprint, serviceTier *string
 	role                     string
-	content, refusal         strings.Builder
+	content, refusal         []byte
 	hasContent, hasRefusal   bool
 	calls                    []*chatCallAcc
 	finish                   *string
 	usage                    json.RawMessage
-	last                     *chatChunk // the chunk add took last
+	// several: a choice other than 0 came; otherCalls: one held tool
+	// calls.
+	several, otherCalls bool
+	last                *chatChunk // the chunk add took last
+}
+
+// holdsCalls reports whether d holds a tool call part or a legacy
+// function_call.
+func (d *chatDelta) holdsCalls() bool {
+	return len(d.ToolCalls) > 0 || (len(d.FunctionCall) > 0 && string(d.FunctionCall) != "null")
 }
 
 func (a *chatAssembler) add(ev sseEvent) (bool, error) {
 	if bytes.Equal(ev.Data, []byte("[DONE]")) {
 		return true, nil
-	}
-	if err := a.take(len(ev.Data)); err != nil {
-		return false, err
 	}
 	c, err := chatChunkOf(ev)
 	if err != nil {
@@ -119,52 +136,96 @@ func (a *chatAssembler) add(ev sseEvent) (bool, error) {
 	if !a.started {
 		a.started = true
 		a.id, a.model, a.created, a.fingerprint, a.serviceTier = c.ID, c.Model, c.Created, c.SystemFingerprint, c.ServiceTier
+		if err := a.take(len(a.id) + len(a.model) + len(a.created)); err != nil {
+			return false, err
+		}
 	}
 	if len(c.Usage) > 0 && string(c.Usage) != "null" {
 		a.usage = c.Usage
 	}
-	for _, ch := range c.Choices {
-		d := ch.Delta
+	for i := range c.Choices {
+		ch := &c.Choices[i]
+		d := &ch.Delta
+		if ch.Index != 0 {
+			a.several = true
+			a.otherCalls = a.otherCalls || d.holdsCalls()
+			continue
+		}
+		if len(d.FunctionCall) > 0 && string(d.FunctionCall) != "null" {
+			return false, unguardable("legacy function_call", errors.New("delta.function_call"))
+		}
 		if d.Role != "" {
 			a.role = d.Role
 		}
 		if d.Content != nil {
-			a.content.WriteString(*d.Content)
+			if err := a.take(len(*d.Content)); err != nil {
+				return false, err
+			}
+			a.content = append(a.content, *d.Content...)
 			a.hasContent = true
 		}
 		if d.Refusal != nil {
-			a.refusal.WriteString(*d.Refusal)
+			if err := a.take(len(*d.Refusal)); err != nil {
+				return false, err
+			}
+			a.refusal = append(a.refusal, *d.Refusal...)
 			a.hasRefusal = true
 		}
-		for _, tc := range d.ToolCalls {
-			i := len(a.calls) - 1
-			switch {
-			case tc.Index != nil && *tc.Index >= 0:
-				i = *tc.Index
-			case tc.Index == nil && tc.ID != "":
-				i = len(a.calls) // no index: a new id is a new call
+		for j := range d.ToolCalls {
+			if err := a.addCall(&d.ToolCalls[j]); err != nil {
+				return false, err
 			}
-			if i < 0 || i > len(a.calls) {
-				return false, fmt.Errorf("%w: tool call index %d after %d calls", errJSON, i, len(a.calls))
-			}
-			if i == len(a.calls) {
-				a.calls = append(a.calls, &chatCallAcc{})
-			}
-			acc := a.calls[i]
-			if tc.ID != "" {
-				acc.id = tc.ID
-			}
-			if tc.Type != "" {
-				acc.typ = tc.Type
-			}
-			acc.name += tc.Function.Name
-			acc.args.WriteString(tc.Function.Arguments)
 		}
 		if ch.FinishReason != nil {
 			a.finish = ch.FinishReason
 		}
 	}
+	if a.several && (a.otherCalls || len(a.calls) > 0) {
+		return false, unguardable("several choices with tool calls", errors.New("a stream of several choices holds tool calls"))
+	}
 	return false, nil
+}
+
+// addCall adds a tool call part. A part of a type other than function and
+// custom, or a call given parts of both, is unguardable.
+func (a *chatAssembler) addCall(tc *chatToolCallDelta) error {
+	i := len(a.calls) - 1
+	switch {
+	case tc.Index != nil && *tc.Index >= 0:
+		i = *tc.Index
+	case tc.Index == nil && tc.ID != "":
+		i = len(a.calls) // no index: a new id is a new call
+	}
+	if i < 0 || i > len(a.calls) {
+		return unguardable("tool call index out of order", fmt.Errorf("tool call index %d after %d calls", i, len(a.calls)))
+	}
+	if i == len(a.calls) {
+		a.calls = append(a.calls, &chatCallAcc{})
+	}
+	acc := a.calls[i]
+	if tc.ID != "" {
+		acc.id = tc.ID
+	}
+	switch tc.Type {
+	case "", "function", "custom":
+		if tc.Type != "" {
+			acc.typ = tc.Type
+		}
+	default:
+		return unguardable("tool call of an unknown type", fmt.Errorf("tool call %d of type %q", i, tc.Type))
+	}
+	fn, cu := &tc.Function, &tc.Custom
+	acc.functionPart = acc.functionPart || fn.Name != "" || fn.Arguments != ""
+	acc.custom = acc.custom || cu.Name != "" || cu.Input != ""
+	if acc.functionPart && acc.custom || acc.functionPart && acc.typ == "custom" || acc.custom && acc.typ == "function" {
+		return unguardable("tool call of an unknown type", fmt.Errorf("tool call %d has both function and custom parts", i))
+	}
+	if err := a.take(len(tc.ID) + len(fn.Name) + len(fn.Arguments) + len(cu.Name) + len(cu.Input)); err != nil {
+		return err
+	}
+	acc.name = append(append(acc.name, fn.Name...), cu.Name...)
+	acc.args = append(append(acc.args, fn.Arguments...), cu.Input...)
+	return nil
 }
 
 func (a *chatAssembler) response() ([]byte, error) {
@@ -172,10 +233,15 @@ func (a *chatAssembler) response() ([]byte, error) {
 		Name      string `json:"name"`
 		Arguments string `json:"arguments"`
 	}
+	type custom struct {
+		Name  string `json:"name"`
+		Input string `json:"input"`
+	}
 	type call struct {
-		ID       string `json:"id"`
-		Type     string `json:"type"`
-		Function fn     `json:"function"`
+		ID       string  `json:"id"`
+		Type     string  `json:"type"`
+		Function *fn     `json:"function,omitempty"`
+		Custom   *custom `json:"custom,omitempty"`
 	}
 	type message struct {
 		Role      string  `json:"role"`
@@ -188,19 +254,19 @@ func (a *chatAssembler) response() ([]byte, error) {
 		m.Role = "assistant"
 	}
 	if a.hasContent {
-		s := a.content.String()
+		s := string(a.content)
 		m.Content = &s
 	}
 	if a.hasRefusal {
-		s := a.refusal.String()
+		s := string(a.refusal)
 		m.Refusal = &s
 	}
 	for _, c := range a.calls {
-		typ := c.typ
-		if typ == "" {
-			typ = "function"
+		if c.typ == "custom" || c.custom {
+			m.ToolCalls = append(m.ToolCalls, call{c.id, "custom", nil, &custom{string(c.name), string(c.args)}})
+			continue
 		}
-		m.ToolCalls = append(m.ToolCalls, call{c.id, typ, fn{c.name, c.args.String()}})
+		m.ToolCalls = append(m.ToolCalls, call{c.id, "function", &fn{string(c.name), string(c.args)}, nil})
 	}
 	created := a.created
 	if len(created) == 0 {
@@ -266,11 +332,18 @@ func (g *chatGate) event(ev sseEvent) (bool, error) {
 	}
 	switch {
 	case terminal:
+		// Held until the end: bounded with what the assembler holds.
+		if err := g.asm.take(len(ev.Data)); err != nil {
+			return false, err
+		}
 		g.terminal = append(g.terminal, append([]byte(nil), ev.Data...))
 	case calls:
 		g.holding = true
 	case g.attempt == 0 && !g.holding:
 		for _, ch := range c.Choices {
+			if ch.Index != 0 {
+				continue // not assembled: its text passes and is not written again
+			}
 			if ch.Delta.Content != nil {
 				g.passedContent += len(*ch.Delta.Content)
 			}

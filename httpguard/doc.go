@@ -138,6 +138,11 @@
 // approvals, images) are validated, cleaned, re-asked and counted, and the
 // other items pass as they are.
 //
+// A Chat Completions custom (freeform) tool call passes as it is, beside
+// the function calls of its response, which are guarded as usual: its
+// text is not validated and the limits do not count it; a re-ask replays
+// it and answers it with a tool message saying it was not run.
+//
 // Headers, the query and every member of the JSON the guard does not
 // rewrite pass through byte for byte. A response the guard accepts as it
 // came reaches the client byte for byte; one it cleans differs only in the

@@ -186,6 +186,9 @@ func decodeChatDelta(b []byte, sp span, d *chatDelta) error {
 			if err == nil {
 				d.ToolCalls, err = decodeChatToolCalls(b, v)
 			}
+		case it.is("function_call"):
+			err = s.mark(&it, 4)
+			d.FunctionCall = raw(b, v)
 		}
 		if err != nil {
 			return err
@@ -222,13 +225,20 @@ func chatToolCallMember(b []byte, it memberIter, s seen, tc *chatToolCallDelta) 
 	case it.is("function"):
 		err = s.mark(&it, 3)
 		if err == nil && kind(b, v) != 'n' {
-			err = decodeChatFunction(b, v, &tc.Function.Name, &tc.Function.Arguments)
+			err = decodeChatFunction(b, v, "arguments", &tc.Function.Name, &tc.Function.Arguments)
+		}
+	case it.is("custom"):
+		err = s.mark(&it, 4)
+		if err == nil && kind(b, v) != 'n' {
+			err = decodeChatFunction(b, v, "input", &tc.Custom.Name, &tc.Custom.Input)
 		}
 	}
 	return s, err
 }
 
-func decodeChatFunction(b []byte, sp span, name, args *string) error {
+// decodeChatFunction decodes a function part (name, arguments) or a custom
+// tool call's part (name, input): the member name and the member body.
+func decodeChatFunction(b []byte, sp span, body string, name, args *string) error {
 	it, err := iterMembers(b, sp)
 	if err != nil {
 		return err
@@ -241,7 +251,7 @@ func decodeChatFunction(b []byte, sp span, name, args *string) error {
 			if err == nil {
 				err = decodeString(b, it.v, name)
 			}
-		case it.is("arguments"):
+		case it.is(body):
 			err = s.mark(&it, 1)
 			if err == nil {
 				err = decodeString(b, it.v, args)

@@ -38,6 +38,9 @@ func FuzzChatChunk(f *testing.F) {
 		`{"id":"a","id":"b"}`, `{"id":"a","ID":"b"}`, `{"usage":{"a":1},"error":null,"created":"x"}`, "{\"model\":\"\xff\"}",
 		`{"choices":[{"delta":{"tool_calls":[{"function":null,"index":-1}]}}]}`, `{"\u0069d":"k"}`, `{"K":1,"choices":[{"finish_reason":"stop"}]}`,
 		`{"choice\u017f":[]}`, `{"\u0130d":"x","\u0131d":"y"}`, `{"choices":[{"delta":{"tool_calls":[{"function":{"Name":"x"}}]}}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":0,"type":"custom","custom":{"name":"sh","input":"ls"}}]}}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"Custom":{"INPUT":"a","input":"b"}}]}}]}`, `{"choices":[{"delta":{"tool_calls":[{"custom":null,"custom":{}}]}}]}`,
+		`{"choices":[{"delta":{"function_call":{"name":"f","arguments":"{}"}}}]}`, `{"choices":[{"delta":{"Function_Call":null}}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -69,6 +72,9 @@ func normalChunk(c chatChunk) chatChunk {
 	for i := range c.Choices {
 		if len(c.Choices[i].Delta.ToolCalls) == 0 {
 			c.Choices[i].Delta.ToolCalls = nil
+		}
+		if len(c.Choices[i].Delta.FunctionCall) == 0 {
+			c.Choices[i].Delta.FunctionCall = nil
 		}
 	}
 	for _, r := range []*json.RawMessage{&c.Created, &c.Usage, &c.Error} {
