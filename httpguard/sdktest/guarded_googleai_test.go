@@ -101,12 +101,16 @@ func TestGuardedLangchaingoGoogleAI(t *testing.T) {
 			}
 			continue
 		}
-		if len(reqs) != 1 || len(events) != 0 || !jsonEq(t, calls[0].FunctionCall.Arguments, `{"city":42}`) || streamed.String() != "Let me check." {
-			t.Errorf("stream: %d requests, events %v, call %s, streamed %q; want the answer passed through as it came",
+		// Failing open, the stream the guard cannot read passes as it
+		// came, with an unguarded event naming why.
+		if len(reqs) != 1 || len(events) != 1 || events[0].Kind != guard.EventUnguarded ||
+			!strings.Contains(events[0].Err.Error(), "not an event stream") ||
+			!jsonEq(t, calls[0].FunctionCall.Arguments, `{"city":42}`) || streamed.String() != "Let me check." {
+			t.Errorf("stream: %d requests, events %v, call %s, streamed %q; want the answer passed through as it came, with one unguarded event",
 				len(reqs), events, calls[0].FunctionCall.Arguments, streamed.String())
 		}
 	}
-	if l := log.String(); strings.Count(l, "the answer to a streaming request is not an event stream") != 1 || strings.Contains(l, "cannot be guarded") {
+	if l := log.String(); strings.Contains(l, "cannot be guarded") {
 		t.Errorf("the transport's reports: %s", l)
 	}
 }
