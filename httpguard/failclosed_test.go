@@ -235,4 +235,3 @@ func TestLimitFailClosedCountsWhatItCannotRead(t *testing.T) {
 		})
 	}
 }
-
