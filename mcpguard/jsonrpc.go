@@ -168,9 +168,6 @@ type message struct {
 	result member
 }
 
-// isRequest reports whether m is a request: it has a method and an id.
-func (m message) isRequest() bool { return m.method != "" && m.id != nil }
-
 // decodeMessage reads one JSON-RPC 2.0 message. A message that is not one
 // ("jsonrpc" is not "2.0", the method is not a string, the id is neither a
 // string nor a number, a member given twice) is an error: the transport
