@@ -44,6 +44,10 @@ type config struct {
 // have been written, and the command exits 2.
 var errUsage = errors.New("toolguard-proxy: bad usage")
 
+// errVersion reports -version: the version line has been written to
+// stdout, and the command exits 0 without serving.
+var errVersion = errors.New("toolguard-proxy: -version")
+
 const usageHead = `toolguard-proxy guards the tool calls of any LLM client at the wire: a
 reverse proxy whose transport is httpguard. Point the client's base URL at it.
 
@@ -61,7 +65,8 @@ Flags:
 `
 
 // parseConfig parses args. -h writes the usage to stdout and returns
-// flag.ErrHelp; a bad flag writes the problem and the usage to stderr and
+// flag.ErrHelp; -version writes versionLine's line to stdout and returns
+// errVersion, whatever the other flags say; a bad flag writes the problem and the usage to stderr and
 // returns errUsage.
 func parseConfig(args []string, stdout, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("toolguard-proxy", flag.ContinueOnError)
@@ -69,6 +74,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (config, error) {
 	var (
 		cfg                                                config
 		upstream, maxBody, limitExit, logLvl, unknownTools string
+		version                                            bool
 	)
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "`address` to serve on (host:port)")
 	fs.StringVar(&upstream, "upstream", "", "the provider's base `URL`, e.g. https://api.openai.com, https://api.anthropic.com,\nhttps://generativelanguage.googleapis.com (required); a request's path is appended to it")
@@ -87,6 +93,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "on SIGTERM, how long in-flight requests (streams included) may take to\nfinish before they are cut; keep it below the orchestrator's grace period")
 	fs.StringVar(&logLvl, "log-level", "info", "`level` of the logs: debug, info, warn or error")
+	fs.BoolVar(&version, "version", false, "print the version (module version or devel, VCS revision) and exit")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usageHead)
 		fs.PrintDefaults()
@@ -97,6 +104,10 @@ func parseConfig(args []string, stdout, stderr io.Writer) (config, error) {
 		fs.SetOutput(stdout)
 		fs.Usage()
 		return cfg, flag.ErrHelp
+	}
+	if err == nil && version {
+		fmt.Fprintln(stdout, buildVersion())
+		return cfg, errVersion
 	}
 	if err == nil && fs.NArg() > 0 {
 		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))

@@ -27,10 +27,11 @@ import (
 const maxIdleConnsPerHost = 512
 
 // run is the command: it parses args, serves until ctx is done, then
-// shuts down gracefully. -h writes the usage to stdout and returns nil.
+// shuts down gracefully. -h writes the usage and -version the version to
+// stdout and return nil.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseConfig(args, stdout, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	if errors.Is(err, flag.ErrHelp) || errors.Is(err, errVersion) {
 		return nil
 	}
 	if err != nil {
