@@ -12,7 +12,17 @@
 //	                [-unknown-tools pass|reject] [-run-limit N] [-thread-limit N] [-redis redis://…]
 //	                [-max-body 8MiB] [-max-inflight N]
 //
-// One proxy serves one upstream; run one per provider.
+// One proxy serves one upstream; run one per provider. -version prints
+// "toolguard-proxy VERSION REVISION" (devel for a build of a working tree;
+// the VCS revision, unknown without one, -dirty for a changed tree) and
+// exits.
+//
+// Every flag but -version may also be set as an environment variable,
+// TOOLGUARD_ and the flag's name in upper case with "_" for "-"
+// (TOOLGUARD_UPSTREAM, TOOLGUARD_THREAD_LIMIT=10, TOOLGUARD_FAIL_CLOSED=true),
+// which suits a container. The command line wins; TOOLGUARD_ names that
+// match no flag are ignored; a value its flag refuses stops the proxy
+// before it starts, with a line naming the variable (exit status 2).
 //
 // # Any language: run the proxy
 //

@@ -45,7 +45,7 @@ func TestVersionFlag(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"-version"}, {"-version", "-thread-limit", "3"}, {"-upstream", "https://x", "-version"}} {
 		var stdout, stderr bytes.Buffer
-		if err := run(context.Background(), args, &stdout, &stderr); err != nil {
+		if err := run(context.Background(), args, noEnv, &stdout, &stderr); err != nil {
 			t.Fatalf("run(%q) = %v\n%s", args, err, stderr.String())
 		}
 		if got, want := stdout.String(), buildVersion()+"\n"; got != want || stderr.Len() != 0 {
