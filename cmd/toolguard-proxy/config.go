@@ -27,6 +27,7 @@ type config struct {
 	unknownTools guard.UnknownToolPolicy // ToolArgValidation's calls of tools the request does not offer
 
 	runLimit, threadLimit int // ToolCallLimit; 0: none
+	modelCallLimit        int // ModelCallLimit per thread; 0: none
 	limitExit             guard.ExitBehavior
 	redisURL              string
 
@@ -114,6 +115,7 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	fs.StringVar(&unknownTools, "unknown-tools", "pass", "what a call of a tool the request does not offer gets (`policy`): pass (passed on\nuntouched, an unknown_tool event) or reject (invalid: re-asked, refused with -fail-closed)")
 	fs.IntVar(&cfg.runLimit, "run-limit", 0, "cap the tool calls of one run (the model's turns since the last user message) (ToolCallLimit; 0: none)")
 	fs.IntVar(&cfg.threadLimit, "thread-limit", 0, "cap the tool calls of one thread: the X-Toolguard-Thread header's, else the\ntranscript's (ToolCallLimit; 0: none)")
+	fs.IntVar(&cfg.modelCallLimit, "model-call-limit", 0, "cap the requests of one thread that reach the guard, as -thread-limit finds the\nthread (ModelCallLimit; 0: none); a request past it never reaches the upstream\nand is answered as -limit-exit says, continue as end (there is nothing to re-ask)")
 	fs.StringVar(&limitExit, "limit-exit", "continue", "what a call past a limit gets (`mode`): continue (the model is told and asked again),\nend (an answer without tool calls saying which limit), error (HTTP 422)")
 	fs.StringVar(&cfg.redisURL, "redis", "", "keep thread counts in Redis (`URL` redis://[:password@]host:port/db), so that\nreplicas share one thread limit; without it each process counts its own")
 	fs.StringVar(&maxBody, "max-body", "8MiB", "largest request body accepted, a `size` (413 past it); at most httpguard.MaxBody\n(8MiB) is guarded")
@@ -213,6 +215,9 @@ func (cfg *config) finish(upstream, maxBody, limitExit, logLvl, unknownTools str
 	if cfg.runLimit < 0 || cfg.threadLimit < 0 {
 		return fmt.Errorf("%s and %s must not be negative (0: no limit)", cfg.src("run-limit"), cfg.src("thread-limit"))
 	}
+	if cfg.modelCallLimit < 0 {
+		return fmt.Errorf("%s must not be negative (0: no limit)", cfg.src("model-call-limit"))
+	}
 	if cfg.runLimit > 0 && cfg.threadLimit > 0 && cfg.runLimit > cfg.threadLimit {
 		return fmt.Errorf("%s %d is larger than %s %d", cfg.src("run-limit"), cfg.runLimit, cfg.src("thread-limit"), cfg.threadLimit)
 	}
@@ -237,8 +242,8 @@ func (cfg *config) finish(upstream, maxBody, limitExit, logLvl, unknownTools str
 	if cfg.maxInflight < 0 {
 		return fmt.Errorf("%s must not be negative (0: no cap)", cfg.src("max-inflight"))
 	}
-	if cfg.redisURL != "" && cfg.threadLimit == 0 {
-		return fmt.Errorf("%s keeps thread counts: it needs %s", cfg.src("redis"), cfg.src("thread-limit"))
+	if cfg.redisURL != "" && cfg.threadLimit == 0 && cfg.modelCallLimit == 0 {
+		return fmt.Errorf("%s keeps thread counts: it needs %s or %s", cfg.src("redis"), cfg.src("thread-limit"), cfg.src("model-call-limit"))
 	}
 	n, err := humanize.ParseBytes(maxBody)
 	if err != nil || n < 1 || n > 1<<40 {
@@ -256,12 +261,28 @@ func (cfg *config) finish(upstream, maxBody, limitExit, logLvl, unknownTools str
 }
 
 // middlewares returns the transport's stages, outermost first: the
-// observer, the tool-call limit (only when a limit is given), argument
-// validation, and model retries innermost, so that a retry repeats one
-// upstream request and not a whole re-ask loop, and the limit sees the
-// calls validation accepted.
+// observer, the model-call limit and the tool-call limit (each only when
+// its limit is given), argument validation, and model retries innermost,
+// so that a retry repeats one upstream request and not a whole re-ask
+// loop, and the tool-call limit sees the calls validation accepted. The
+// model-call limit, outside the re-asks and retries, counts the client's
+// requests, and one it refuses costs no upstream request. store keeps
+// both limits' thread counts (nil: each limit's own memory).
 func (cfg config) middlewares(o guard.Observer, store guard.ThreadStore, events func(ctx context.Context, e guard.Event)) []httpguard.Middleware {
 	mws := []httpguard.Middleware{httpguard.Observe(o)}
+	if cfg.modelCallLimit > 0 {
+		// ModelCallLimit has no ExitContinue: a refused request cannot be
+		// re-asked, so -limit-exit continue ends the loop as end does.
+		exit := guard.ExitEnd
+		if cfg.limitExit == guard.ExitError {
+			exit = guard.ExitError
+		}
+		opts := []guard.LimitOption{guard.WithThreadLimit(cfg.modelCallLimit), guard.WithExitBehavior(exit), guard.WithEventHandler(events)}
+		if store != nil {
+			opts = append(opts, guard.WithThreadStore(store))
+		}
+		mws = append(mws, httpguard.ModelCallLimit(opts...))
+	}
 	if cfg.runLimit > 0 || cfg.threadLimit > 0 {
 		opts := []guard.LimitOption{guard.WithExitBehavior(cfg.limitExit), guard.WithEventHandler(events)}
 		if cfg.threadLimit > 0 {
