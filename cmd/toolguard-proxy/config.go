@@ -27,6 +27,7 @@ type config struct {
 	unknownTools guard.UnknownToolPolicy // ToolArgValidation's calls of tools the request does not offer
 
 	runLimit, threadLimit int // ToolCallLimit; 0: none
+	modelCallLimit        int // ModelCallLimit per thread; 0: none
 	limitExit             guard.ExitBehavior
 	redisURL              string
 
@@ -38,11 +39,38 @@ type config struct {
 	shutdownTimeout   time.Duration
 
 	logLevel slog.Level
+
+	// env maps the name of each flag whose value came from the
+	// environment to its variable, so that errors name what was set.
+	env map[string]string
+}
+
+// envPrefix begins the environment variable of every flag but -version:
+// TOOLGUARD_THREAD_LIMIT is -thread-limit (envName).
+const envPrefix = "TOOLGUARD_"
+
+// envName is the environment variable that sets the flag name: upper
+// case, "-" replaced by "_", after envPrefix.
+func envName(name string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// src names where the flag name's value came from, for an error: its
+// environment variable, or "-name" (the command line or the default).
+func (cfg *config) src(name string) string {
+	if v, ok := cfg.env[name]; ok {
+		return v
+	}
+	return "-" + name
 }
 
 // errUsage reports flags that do not parse: the message and the usage
 // have been written, and the command exits 2.
 var errUsage = errors.New("toolguard-proxy: bad usage")
+
+// errVersion reports -version: the version line has been written to
+// stdout, and the command exits 0 without serving.
+var errVersion = errors.New("toolguard-proxy: -version")
 
 const usageHead = `toolguard-proxy guards the tool calls of any LLM client at the wire: a
 reverse proxy whose transport is httpguard. Point the client's base URL at it.
@@ -57,18 +85,27 @@ OTEL_EXPORTER_OTLP_ENDPOINT is set. Logs: JSON on stderr, never a header,
 a query or content. SIGTERM: stop accepting, finish in-flight requests
 (streams included), exit 0.
 
+Every flag but -version may also be set as an environment variable:
+TOOLGUARD_ and its name in upper case with "_" for "-" (TOOLGUARD_THREAD_LIMIT=10,
+TOOLGUARD_FAIL_CLOSED=true); the command line wins, and TOOLGUARD_ names that
+match no flag are ignored.
+
 Flags:
 `
 
-// parseConfig parses args. -h writes the usage to stdout and returns
-// flag.ErrHelp; a bad flag writes the problem and the usage to stderr and
-// returns errUsage.
-func parseConfig(args []string, stdout, stderr io.Writer) (config, error) {
+// parseConfig parses args over the environment env looks variables up in
+// (os.LookupEnv; see parseWithEnv). -h writes the usage to stdout and
+// returns flag.ErrHelp; -version writes versionLine's line to stdout and
+// returns errVersion, whatever the other flags say; a bad flag or
+// variable writes the problem and the usage to stderr and returns
+// errUsage.
+func parseConfig(args []string, env func(string) (string, bool), stdout, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("toolguard-proxy", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var (
 		cfg                                                config
 		upstream, maxBody, limitExit, logLvl, unknownTools string
+		version                                            bool
 	)
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "`address` to serve on (host:port)")
 	fs.StringVar(&upstream, "upstream", "", "the provider's base `URL`, e.g. https://api.openai.com, https://api.anthropic.com,\nhttps://generativelanguage.googleapis.com (required); a request's path is appended to it")
@@ -78,6 +115,7 @@ func parseConfig(args []string, stdout, stderr io.Writer) (config, error) {
 	fs.StringVar(&unknownTools, "unknown-tools", "pass", "what a call of a tool the request does not offer gets (`policy`): pass (passed on\nuntouched, an unknown_tool event) or reject (invalid: re-asked, refused with -fail-closed)")
 	fs.IntVar(&cfg.runLimit, "run-limit", 0, "cap the tool calls of one run (the model's turns since the last user message) (ToolCallLimit; 0: none)")
 	fs.IntVar(&cfg.threadLimit, "thread-limit", 0, "cap the tool calls of one thread: the X-Toolguard-Thread header's, else the\ntranscript's (ToolCallLimit; 0: none)")
+	fs.IntVar(&cfg.modelCallLimit, "model-call-limit", 0, "cap the requests of one thread that reach the guard, as -thread-limit finds the\nthread (ModelCallLimit; 0: none); a request past it never reaches the upstream\nand is answered as -limit-exit says, continue as end (there is nothing to re-ask)")
 	fs.StringVar(&limitExit, "limit-exit", "continue", "what a call past a limit gets (`mode`): continue (the model is told and asked again),\nend (an answer without tool calls saying which limit), error (HTTP 422)")
 	fs.StringVar(&cfg.redisURL, "redis", "", "keep thread counts in Redis (`URL` redis://[:password@]host:port/db), so that\nreplicas share one thread limit; without it each process counts its own")
 	fs.StringVar(&maxBody, "max-body", "8MiB", "largest request body accepted, a `size` (413 past it); at most httpguard.MaxBody\n(8MiB) is guarded")
@@ -87,16 +125,21 @@ func parseConfig(args []string, stdout, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "on SIGTERM, how long in-flight requests (streams included) may take to\nfinish before they are cut; keep it below the orchestrator's grace period")
 	fs.StringVar(&logLvl, "log-level", "info", "`level` of the logs: debug, info, warn or error")
+	fs.BoolVar(&version, "version", false, "print the version (module version or devel, VCS revision) and exit")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usageHead)
 		fs.PrintDefaults()
 	}
 
-	err := fs.Parse(args)
+	err := parseWithEnv(fs, args, env, &cfg)
 	if errors.Is(err, flag.ErrHelp) {
 		fs.SetOutput(stdout)
 		fs.Usage()
 		return cfg, flag.ErrHelp
+	}
+	if err == nil && version {
+		fmt.Fprintln(stdout, buildVersion())
+		return cfg, errVersion
 	}
 	if err == nil && fs.NArg() > 0 {
 		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -113,24 +156,70 @@ func parseConfig(args []string, stdout, stderr io.Writer) (config, error) {
 	return cfg, nil
 }
 
+// parseWithEnv sets fs's flags from args and from the environment env
+// looks up, the command line winning: a first parse finds the flags the
+// command line sets; each flag's variable that is set (an empty value
+// included) is applied; a second parse of args puts the command line's
+// values back on top. It records in cfg.env the flags whose value came
+// from the environment. A variable whose value its flag refuses is an
+// error naming the variable, even when the command line sets that flag
+// too; TOOLGUARD_ variables that name no flag are not looked at, and
+// -version is not read from the environment (TOOLGUARD_VERSION is a
+// common name for something else).
+func parseWithEnv(fs *flag.FlagSet, args []string, env func(string) (string, bool), cfg *config) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	onCommandLine := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if err != nil || f.Name == "version" {
+			return
+		}
+		name := envName(f.Name)
+		v, ok := env(name)
+		if !ok {
+			return
+		}
+		if serr := f.Value.Set(v); serr != nil {
+			err = fmt.Errorf("%s %q: not a value for -%s (%v)", name, v, f.Name, serr)
+			return
+		}
+		if !onCommandLine[f.Name] {
+			if cfg.env == nil {
+				cfg.env = map[string]string{}
+			}
+			cfg.env[f.Name] = name
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return fs.Parse(args)
+}
+
 // finish checks the flags and sets the fields given as text.
 func (cfg *config) finish(upstream, maxBody, limitExit, logLvl, unknownTools string) error {
 	if upstream == "" {
-		return errors.New("-upstream is required")
+		return fmt.Errorf("%s is required", cfg.src("upstream"))
 	}
 	u, err := url.Parse(upstream)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("-upstream %q: want an http or https URL with a host and no query", upstream)
+		return fmt.Errorf("%s %q: want an http or https URL with a host and no query", cfg.src("upstream"), upstream)
 	}
 	cfg.upstream = u
 	if cfg.maxRetries < 0 || cfg.modelRetries < 0 {
-		return errors.New("-max-retries and -model-retries must not be negative")
+		return fmt.Errorf("%s and %s must not be negative", cfg.src("max-retries"), cfg.src("model-retries"))
 	}
 	if cfg.runLimit < 0 || cfg.threadLimit < 0 {
-		return errors.New("-run-limit and -thread-limit must not be negative (0: no limit)")
+		return fmt.Errorf("%s and %s must not be negative (0: no limit)", cfg.src("run-limit"), cfg.src("thread-limit"))
+	}
+	if cfg.modelCallLimit < 0 {
+		return fmt.Errorf("%s must not be negative (0: no limit)", cfg.src("model-call-limit"))
 	}
 	if cfg.runLimit > 0 && cfg.threadLimit > 0 && cfg.runLimit > cfg.threadLimit {
-		return fmt.Errorf("-run-limit %d is larger than -thread-limit %d", cfg.runLimit, cfg.threadLimit)
+		return fmt.Errorf("%s %d is larger than %s %d", cfg.src("run-limit"), cfg.runLimit, cfg.src("thread-limit"), cfg.threadLimit)
 	}
 	switch limitExit {
 	case "continue":
@@ -140,7 +229,7 @@ func (cfg *config) finish(upstream, maxBody, limitExit, logLvl, unknownTools str
 	case "error":
 		cfg.limitExit = guard.ExitError
 	default:
-		return fmt.Errorf("-limit-exit %q: want continue, end or error", limitExit)
+		return fmt.Errorf("%s %q: want continue, end or error", cfg.src("limit-exit"), limitExit)
 	}
 	switch unknownTools {
 	case "pass":
@@ -148,35 +237,52 @@ func (cfg *config) finish(upstream, maxBody, limitExit, logLvl, unknownTools str
 	case "reject":
 		cfg.unknownTools = guard.UnknownReject
 	default:
-		return fmt.Errorf("-unknown-tools %q: want pass or reject", unknownTools)
+		return fmt.Errorf("%s %q: want pass or reject", cfg.src("unknown-tools"), unknownTools)
 	}
 	if cfg.maxInflight < 0 {
-		return errors.New("-max-inflight must not be negative (0: no cap)")
+		return fmt.Errorf("%s must not be negative (0: no cap)", cfg.src("max-inflight"))
 	}
-	if cfg.redisURL != "" && cfg.threadLimit == 0 {
-		return errors.New("-redis keeps thread counts: it needs -thread-limit")
+	if cfg.redisURL != "" && cfg.threadLimit == 0 && cfg.modelCallLimit == 0 {
+		return fmt.Errorf("%s keeps thread counts: it needs %s or %s", cfg.src("redis"), cfg.src("thread-limit"), cfg.src("model-call-limit"))
 	}
 	n, err := humanize.ParseBytes(maxBody)
 	if err != nil || n < 1 || n > 1<<40 {
-		return fmt.Errorf("-max-body %q: want a size such as 8MiB, 512KiB or 1000000", maxBody)
+		return fmt.Errorf("%s %q: want a size such as 8MiB, 512KiB or 1000000", cfg.src("max-body"), maxBody)
 	}
 	cfg.maxBody = int64(n)
 	if cfg.readHeaderTimeout <= 0 || cfg.idleTimeout <= 0 || cfg.shutdownTimeout <= 0 || cfg.bodyTimeout < 0 {
-		return errors.New("-read-header-timeout, -idle-timeout and -shutdown-timeout must be positive, -body-timeout not negative")
+		return fmt.Errorf("%s, %s and %s must be positive, %s not negative",
+			cfg.src("read-header-timeout"), cfg.src("idle-timeout"), cfg.src("shutdown-timeout"), cfg.src("body-timeout"))
 	}
 	if err := cfg.logLevel.UnmarshalText([]byte(strings.ToUpper(logLvl))); err != nil {
-		return fmt.Errorf("-log-level %q: want debug, info, warn or error", logLvl)
+		return fmt.Errorf("%s %q: want debug, info, warn or error", cfg.src("log-level"), logLvl)
 	}
 	return nil
 }
 
 // middlewares returns the transport's stages, outermost first: the
-// observer, the tool-call limit (only when a limit is given), argument
-// validation, and model retries innermost, so that a retry repeats one
-// upstream request and not a whole re-ask loop, and the limit sees the
-// calls validation accepted.
+// observer, the model-call limit and the tool-call limit (each only when
+// its limit is given), argument validation, and model retries innermost,
+// so that a retry repeats one upstream request and not a whole re-ask
+// loop, and the tool-call limit sees the calls validation accepted. The
+// model-call limit, outside the re-asks and retries, counts the client's
+// requests, and one it refuses costs no upstream request. store keeps
+// both limits' thread counts (nil: each limit's own memory).
 func (cfg config) middlewares(o guard.Observer, store guard.ThreadStore, events func(ctx context.Context, e guard.Event)) []httpguard.Middleware {
 	mws := []httpguard.Middleware{httpguard.Observe(o)}
+	if cfg.modelCallLimit > 0 {
+		// ModelCallLimit has no ExitContinue: a refused request cannot be
+		// re-asked, so -limit-exit continue ends the loop as end does.
+		exit := guard.ExitEnd
+		if cfg.limitExit == guard.ExitError {
+			exit = guard.ExitError
+		}
+		opts := []guard.LimitOption{guard.WithThreadLimit(cfg.modelCallLimit), guard.WithExitBehavior(exit), guard.WithEventHandler(events)}
+		if store != nil {
+			opts = append(opts, guard.WithThreadStore(store))
+		}
+		mws = append(mws, httpguard.ModelCallLimit(opts...))
+	}
 	if cfg.runLimit > 0 || cfg.threadLimit > 0 {
 		opts := []guard.LimitOption{guard.WithExitBehavior(cfg.limitExit), guard.WithEventHandler(events)}
 		if cfg.threadLimit > 0 {

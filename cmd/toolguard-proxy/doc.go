@@ -10,9 +10,19 @@
 //
 //	toolguard-proxy -listen 127.0.0.1:8080 -upstream https://api.openai.com [-max-retries 2] [-fail-closed]
 //	                [-unknown-tools pass|reject] [-run-limit N] [-thread-limit N] [-redis redis://…]
-//	                [-max-body 8MiB] [-max-inflight N]
+//	                [-model-call-limit N] [-max-body 8MiB] [-max-inflight N] [-version]
 //
-// One proxy serves one upstream; run one per provider.
+// One proxy serves one upstream; run one per provider. -version prints
+// "toolguard-proxy VERSION REVISION" (devel for a build of a working tree;
+// the VCS revision, unknown without one, -dirty for a changed tree) and
+// exits.
+//
+// Every flag but -version may also be set as an environment variable,
+// TOOLGUARD_ and the flag's name in upper case with "_" for "-"
+// (TOOLGUARD_UPSTREAM, TOOLGUARD_THREAD_LIMIT=10, TOOLGUARD_FAIL_CLOSED=true),
+// which suits a container. The command line wins; TOOLGUARD_ names that
+// match no flag are ignored; a value its flag refuses stops the proxy
+// before it starts, with a line naming the variable (exit status 2).
 //
 // # Any language: run the proxy
 //
@@ -43,7 +53,8 @@
 // # Stages
 //
 // The transport's stages are, outermost first: otelguard's observer; the
-// tool-call limit ([httpguard.ToolCallLimit]), only when -run-limit or
+// model-call limit ([httpguard.ModelCallLimit]), only when
+// -model-call-limit is given; the tool-call limit ([httpguard.ToolCallLimit]), only when -run-limit or
 // -thread-limit is given; argument validation ([httpguard.ToolArgValidation],
 // always, -max-retries re-asks, -fail-closed, -unknown-tools); model retries
 // ([httpguard.ModelRetry], always, -model-retries). This is the order
@@ -51,6 +62,14 @@
 // whole re-ask loop; the limit counts the calls validation let through, and
 // a call it blocks is told to the model (-limit-exit continue), answered
 // with a text saying which limit (end) or refused with 422 (error).
+//
+// -model-call-limit N caps the requests of one thread (found as for
+// -thread-limit) that reach the guard: outside the re-asks and retries,
+// it counts the client's requests, and the one past N never reaches the
+// upstream. It is answered with a text saying which limit (-limit-exit
+// end, and continue, since a refused request has nothing to re-ask) or
+// refused with 422 model_call_limit_exceeded (error). With -redis its
+// counts are shared too.
 //
 // A call of a tool the request does not offer passes on untouched by
 // default (an unknown_tool event); with -unknown-tools reject it is

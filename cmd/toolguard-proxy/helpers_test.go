@@ -59,7 +59,7 @@ func startProxyTo(tb testing.TB, w io.Writer, upstream string, args ...string) *
 	tb.Helper()
 	args = append([]string{"-upstream", upstream}, args...)
 	var out syncBuffer
-	cfg, err := parseConfig(args, &out, &out)
+	cfg, err := parseConfig(args, noEnv, &out, &out)
 	if err != nil {
 		tb.Fatalf("parseConfig(%q) = %v\n%s", args, err, out.String())
 	}

@@ -24,7 +24,7 @@ func main() {
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		slog.Warn("toolguard-proxy: opentelemetry", "error", err.Error())
 	}))
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
 	switch {
 	case errors.Is(err, errUsage):
 		os.Exit(2)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -232,5 +233,16 @@ func TestProcessExitStatus(t *testing.T) {
 		if !errors.As(err, &ee) || ee.ExitCode() != tc.status || !strings.Contains(string(out), tc.want) {
 			t.Errorf("toolguard-proxy %q: %v\n%s\nwant exit status %d and %q", tc.args, err, out, tc.status, tc.want)
 		}
+	}
+}
+
+// The built binary's -version names a working tree's build "devel" with
+// the revision go build stamped (or "unknown" where it stamped none), on
+// one line, and exits 0.
+func TestProcessVersion(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command(binary(t), "-version").CombinedOutput()
+	if err != nil || !regexp.MustCompile(`^toolguard-proxy devel ([0-9a-f]{40}(-dirty)?|unknown)\n$`).Match(out) {
+		t.Errorf("toolguard-proxy -version: %v, printed %q; want exit 0 and one line: toolguard-proxy devel REVISION", err, out)
 	}
 }

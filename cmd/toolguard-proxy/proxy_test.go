@@ -227,6 +227,55 @@ func TestThreadHeaderScopesTheLimit(t *testing.T) {
 	}
 }
 
+// -model-call-limit caps the requests of one thread that reach the
+// upstream: with a limit of 2 the third request of a thread is refused
+// (422 model_call_limit_exceeded with -limit-exit error; with the default
+// continue, an answer saying the limit was reached), never reaches the
+// upstream, and another thread's request passes.
+func TestModelCallLimit(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		exit   string
+		status int
+	}{{"error", http.StatusUnprocessableEntity}, {"continue", http.StatusOK}} {
+		t.Run(tc.exit, func(t *testing.T) {
+			t.Parallel()
+			up := fp.New(fp.Reply(fp.Text("one")), fp.Reply(fp.Text("two")), fp.Reply(fp.Text("three")), fp.Reply(fp.Text("four")))
+			defer up.Close()
+			p := startProxy(t, up.URL, "-model-call-limit", "2", "-limit-exit", tc.exit)
+			for i, r := range []struct{ thread, answer string }{{"a", "one"}, {"a", "two"}, {"a", ""}, {"b", "three"}} {
+				resp, body := post(t, p.URL+"/v1/chat/completions", chatBody, threadHeader, r.thread)
+				t.Logf("request %d, thread %q: %d %s", i+1, r.thread, resp.StatusCode, body)
+				if r.answer != "" {
+					if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"content":"`+r.answer+`"`) {
+						t.Errorf("request %d (thread %q): status %d: %s; want the upstream's answer %q", i+1, r.thread, resp.StatusCode, body, r.answer)
+					}
+					continue
+				}
+				if resp.StatusCode != tc.status {
+					t.Errorf("third request of thread %q: status %d, want %d: %s", r.thread, resp.StatusCode, tc.status, body)
+				}
+				switch tc.exit {
+				case "error":
+					if got := openAIType(body); got != "model_call_limit_exceeded" {
+						t.Errorf("third request: error type %q, want model_call_limit_exceeded: %s", got, body)
+					}
+				case "continue":
+					var c struct {
+						Choices []struct{ Message struct{ Content string } }
+					}
+					if json.Unmarshal(body, &c) != nil || len(c.Choices) != 1 || !strings.Contains(c.Choices[0].Message.Content, "limit") {
+						t.Errorf("third request: %s; want an answer saying the limit was reached", body)
+					}
+				}
+			}
+			if n := len(up.Requests()); n != 3 {
+				t.Errorf("upstream got %d requests, want 3 (the refused one never reached it)", n)
+			}
+		})
+	}
+}
+
 func TestHealthz(t *testing.T) {
 	t.Parallel()
 	p := startProxy(t, "http://127.0.0.1:1")

@@ -27,10 +27,12 @@ import (
 const maxIdleConnsPerHost = 512
 
 // run is the command: it parses args, serves until ctx is done, then
-// shuts down gracefully. -h writes the usage to stdout and returns nil.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseConfig(args, stdout, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+// shuts down gracefully. env looks up the environment's variables
+// (os.LookupEnv). -h writes the usage and -version the version to stdout
+// and return nil.
+func run(ctx context.Context, args []string, env func(string) (string, bool), stdout, stderr io.Writer) error {
+	cfg, err := parseConfig(args, env, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) || errors.Is(err, errVersion) {
 		return nil
 	}
 	if err != nil {
@@ -74,7 +76,7 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 		opts, err := redis.ParseURL(cfg.redisURL)
 		if err != nil {
 			// go-redis's message names the part that is wrong, never the password.
-			return nil, errors.Join(fmt.Errorf("toolguard-proxy: -redis: %w", err), tel.shutdown(ctx))
+			return nil, errors.Join(fmt.Errorf("toolguard-proxy: %s: %w", cfg.src("redis"), err), tel.shutdown(ctx))
 		}
 		s.redis = redis.NewClient(opts)
 		store = redisstore.New(s.redis)
