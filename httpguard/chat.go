@@ -1,7 +1,6 @@
 package httpguard
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,7 +35,7 @@ func (chatWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 			} `json:"function"`
 		} `json:"tools"`
 	}
-	readable, toolErrs, err := chatReadableTools(body)
+	readable, err := readableBody(body, chatSchemas)
 	if err != nil {
 		return wireRequest{}, err
 	}
@@ -53,97 +52,54 @@ func (chatWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 	// passed as it is, one whose choices hold tool calls is unguardable
 	// (chatMessage).
 	out := wireRequest{Model: req.Model, Stream: req.Stream, State: serverState{Stored: req.Store}}
-	for i, t := range req.Tools {
+	for _, t := range req.Tools {
 		if t.Type != "function" || t.Function == nil {
 			continue // custom tools among them: their calls pass as they are
 		}
-		out.Tools = append(out.Tools, wireTool{Name: t.Function.Name, Schema: nullToNil(t.Function.Parameters), Err: toolErrs[i]})
+		tool := wireTool{Name: t.Function.Name, Schema: nullToNil(t.Function.Parameters)}
+		if isDeepSchema(tool.Schema) {
+			tool.Schema, tool.Err = nil, errSchemaTooDeep
+		}
+		out.Tools = append(out.Tools, tool)
 	}
 	return out, nil
 }
 
-// chatReadableTools returns body as encoding/json can read it, well-formed
-// JSON: body itself when it can; else, when body is well-formed but nested too deep, body with
-// the parameters of each tool nested too deep replaced by null, and the
-// reason for each such tool, by its index in tools.
-func chatReadableTools(body []byte) ([]byte, map[int]error, error) {
-	if json.Valid(body) {
-		return body, nil, nil
-	}
-	r, err := chatParseDeepBody(body)
+// chatSchemas finds a Chat request's tool schemas, tools[].function.parameters
+// (readableBody).
+func chatSchemas(b []byte, r span) ([]span, error) {
+	tools, err := schemasAt(b, r, []string{"tools"})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	ts, ok, err := field(body, r, "tools")
-	if err != nil || !ok || kind(body, ts) != '[' {
-		return body, nil, err
-	}
-	es, err := arrayElems(body, ts)
+	ts, err := elems(b, tools)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	var edits []edit
-	errs := map[int]error{}
-	for i, e := range es {
-		if kind(body, e) != '{' || json.Valid(raw(body, e)) {
-			continue
-		}
-		p, ok, err := at(body, e, "function", "parameters")
+	var out []span
+	for _, t := range ts {
+		fns, err := matchingMembers(b, t, "function")
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		var m json.RawMessage
-		if !ok {
-			continue
-		}
-		if perr := json.Unmarshal(raw(body, p), &m); perr != nil {
-			edits = append(edits, edit{at: p, text: []byte("null")})
-			errs[i] = fmt.Errorf("httpguard: the parameters of tool %d cannot be read: %w", i, perr)
+		for _, fn := range fns {
+			ps, err := matchingMembers(b, fn, "parameters")
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ps...)
 		}
 	}
-	return apply(body, edits...), errs, nil
+	return out, nil
 }
 
-// chatParseDeepBody is parseBody for a request body, in which a tool's schema
-// may be nested deeper than encoding/json reads (10,000 levels): one
-// well-formed JSON object at any depth.
-func chatParseDeepBody(b []byte) (span, error) {
-	if !json.Valid(b) && !chatValidDeep(b) {
-		return span{}, errJSON
-	}
-	sp, err := root(b)
-	if err != nil {
+// chatRequestRoot returns the span of a request body's object, read as
+// parseRequest reads it (a tool schema nested too deep included).
+func chatRequestRoot(body []byte) (span, error) {
+	if _, err := readableBody(body, chatSchemas); err != nil {
 		return span{}, err
 	}
-	if kind(b, sp) != '{' {
-		return span{}, fmt.Errorf("%w: want an object", errJSON)
-	}
-	return sp, nil
-}
-
-// chatValidDeep reports whether b is one well-formed JSON value, at any depth:
-// json.Decoder's tokens are not bounded in depth as json.Valid is.
-func chatValidDeep(b []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	depth, values := 0, 0
-	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			return values == 1 && depth == 0
-		}
-		if err != nil || (depth == 0 && values == 1) {
-			return false
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-		if depth == 0 {
-			values++
-		}
-	}
+	return root(body)
 }
 
 // nullToNil returns nil for an absent or null raw value.
@@ -389,7 +345,7 @@ const customNotRun = "Not run: another tool call of this turn had invalid argume
 // the model wrote it), and answers each of its tool calls in order: a
 // function call with its answer, a custom call with customNotRun.
 func (chatWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
-	r, err := chatParseDeepBody(req)
+	r, err := chatRequestRoot(req)
 	if err != nil {
 		return nil, err
 	}
@@ -552,7 +508,7 @@ func (chatWire) transcript(req []byte) []guard.Message {
 		} `json:"messages"`
 	}
 	if json.Unmarshal(req, &r) != nil {
-		sp, err := chatParseDeepBody(req)
+		sp, err := chatRequestRoot(req)
 		if err != nil {
 			return nil
 		}

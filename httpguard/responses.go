@@ -2,7 +2,6 @@ package httpguard
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -79,7 +78,7 @@ func (responsesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 			Parameters json.RawMessage `json:"parameters"`
 		} `json:"tools"`
 	}
-	readable, unread, err := readableRequest(body)
+	readable, err := readableBody(body, responsesSchemas)
 	if err != nil {
 		return wireRequest{}, err
 	}
@@ -106,77 +105,29 @@ func (responsesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 	if len(req.Input) == 0 && out.State.PreviousResponseID == "" && out.State.Conversation == "" {
 		return wireRequest{}, fmt.Errorf("%w: responses request without input", errUnsupported)
 	}
-	for i, t := range req.Tools {
+	for _, t := range req.Tools {
 		if t.Type != "function" {
 			continue
 		}
-		if err := unread[i]; err != nil {
-			out.Tools = append(out.Tools, wireTool{Name: t.Name, Err: err})
-			continue
+		tool := wireTool{Name: t.Name, Schema: nullToNil(t.Parameters)}
+		if isDeepSchema(tool.Schema) {
+			tool.Schema, tool.Err = nil, errSchemaTooDeep
 		}
-		out.Tools = append(out.Tools, wireTool{Name: t.Name, Schema: nullToNil(t.Parameters)})
+		out.Tools = append(out.Tools, tool)
 	}
 	return out, nil
 }
 
-// readableRequest returns a request body as encoding/json reads it: body
-// itself when it reads it whole. When it does not only because some tools'
-// parameters are past what it reads (a schema nested past its 10,000
-// levels), it returns a copy of body with those parameters null, and for
-// each such tool (by its index in tools) why: that tool's calls alone are
-// refused (wireTool.Err), and the other tools are guarded. Any other fault
-// is errJSON.
-func readableRequest(body []byte) (readable []byte, unread map[int]error, err error) {
-	if _, err := parseBody(body); err == nil || !errors.Is(err, errJSON) {
-		return body, nil, err
-	}
-	r, err := root(body)
-	if err != nil || kind(body, r) != '{' {
-		return nil, nil, errJSON
-	}
-	tools, ok, err := field(body, r, "tools")
-	if err != nil || !ok || kind(body, tools) != '[' {
-		return nil, nil, errJSON
-	}
-	ts, err := arrayElems(body, tools)
-	if err != nil {
-		return nil, nil, errJSON
-	}
-	var edits []edit
-	for i, t := range ts {
-		if kind(body, t) != '{' {
-			continue
-		}
-		p, ok, err := field(body, t, "parameters")
-		if err != nil {
-			return nil, nil, errJSON
-		}
-		var v json.RawMessage
-		if !ok {
-			continue
-		}
-		if err := json.Unmarshal(raw(body, p), &v); err != nil {
-			if unread == nil {
-				unread = map[int]error{}
-			}
-			unread[i] = fmt.Errorf("httpguard: the tool's parameters cannot be read: %v", err)
-			edits = append(edits, edit{at: p, text: []byte("null")})
-		}
-	}
-	if len(edits) == 0 {
-		return nil, nil, errJSON
-	}
-	readable = apply(body, edits...)
-	if _, err := parseBody(readable); err != nil {
-		return nil, nil, err
-	}
-	return readable, unread, nil
+// responsesSchemas finds a Responses request's tool schemas,
+// tools[].parameters (readableBody).
+func responsesSchemas(b []byte, r span) ([]span, error) {
+	return schemasAt(b, r, []string{"tools"}, []string{"parameters"})
 }
 
 // requestRoot returns the span of a request body's object, read as
-// readableRequest reads it.
+// readableBody reads it.
 func requestRoot(body []byte) (span, error) {
-	if _, _, err := readableRequest(body); err != nil {
+	if _, err := readableBody(body, responsesSchemas); err != nil {
 		return span{}, err
 	}
 	return root(body)
@@ -531,7 +482,7 @@ func (responsesWire) transcript(req []byte) []guard.Message {
 	if json.Unmarshal(req, &r) != nil {
 		// A tool's parameters nested past what encoding/json reads:
 		// the input is read all the same.
-		readable, _, err := readableRequest(req)
+		readable, err := readableBody(req, responsesSchemas)
 		if err != nil || json.Unmarshal(readable, &r) != nil {
 			return nil
 		}
