@@ -142,6 +142,7 @@ func TestChatProviderMalformedReasked(t *testing.T) {
 				!strings.Contains(fb.Content, "one JSON object matching the tool's schema") || !strings.Contains(fb.Content, c.said) {
 				t.Errorf("the feedback turn is %+v, want the user's, saying why and quoting %s", fb, c.said)
 			}
+			t.Logf("events: %v", log.count())
 			if n := log.count(); n[providerMalformed] != 1 || n[guard.EventReask] != 1 || n[guard.EventGiveUp] != 0 {
 				t.Errorf("events %v, want one provider_malformed and one reask", n)
 			}
@@ -190,6 +191,7 @@ func TestChatStreamProviderMalformedReasked(t *testing.T) {
 		turn.Content != `<function=get_weather>{"city": 42}</function>` {
 		t.Errorf("the re-ask's messages are %s, want the failed generation as the model's turn, then the feedback", msgs)
 	}
+	t.Logf("events: %v", log.count())
 	if n := log.count(); n[providerMalformed] != 1 || n[guard.EventReask] != 1 || n[guard.EventGiveUp] != 0 {
 		t.Errorf("events %v, want one provider_malformed and one reask", n)
 	}
@@ -225,6 +227,7 @@ func TestChatPlainErrorUntouched(t *testing.T) {
 			if n := len(srv.Requests()); n != 1 {
 				t.Errorf("the provider got %d requests, want 1", n)
 			}
+			t.Logf("the client read (%d):\n%s\nevents: %v", ex.resp.StatusCode, ex.body, log.count())
 			if n := log.count(); n[providerMalformed] != 0 || n[guard.EventReask] != 0 {
 				t.Errorf("events %v, want none of a re-ask", n)
 			}
@@ -305,6 +308,7 @@ func TestGeminiMalformedReasked(t *testing.T) {
 				!strings.Contains(user.Parts[0].Text, `"Malformed function call"`) {
 				t.Errorf("the feedback turn is %s, want the user's, quoting the provider", contents[2])
 			}
+			t.Logf("events: %v", log.count())
 			if n := log.count(); n[providerMalformed] != 1 || n[guard.EventReask] != 1 || n[guard.EventGiveUp] != 0 {
 				t.Errorf("events %v, want one provider_malformed and one reask", n)
 			}
@@ -355,6 +359,7 @@ func TestProviderMalformedRetriesExhausted(t *testing.T) {
 				if n := len(srv.Requests()); n != 2 {
 					t.Errorf("the provider got %d requests, want 2", n)
 				}
+				t.Logf("events: %v", log.count())
 				if n := log.count(); n[providerMalformed] != 2 || n[guard.EventReask] != 1 || n[guard.EventGiveUp] != 1 {
 					t.Errorf("events %v, want provider_malformed twice, one reask, one give_up", n)
 				}
