@@ -27,6 +27,16 @@ const (
 	// *validation.Error naming every violation, Feedback the text the model
 	// is sent about the call if it is asked again.
 	EventInvalid EventKind = "invalid"
+	// EventProviderMalformed: the provider itself refused a tool call the
+	// model wrote, because it could not read it (Groq's 400
+	// tool_use_failed, Ollama's "error parsing tool call", Gemini's
+	// finishReason MALFORMED_FUNCTION_CALL), as the codec's
+	// [MalformedReader] reports it. [ToolArgValidation] takes the attempt
+	// for one with an invalid call: it re-asks while retries remain, and
+	// after the last one gives up as for invalid calls. Err is the
+	// *validation.Error the feedback is written from (its violation quotes
+	// the provider's reason), Feedback the text the model reads.
+	EventProviderMalformed EventKind = "provider_malformed"
 	// EventUnknownTool: a tool call names a tool that has no schema. It is
 	// passed on untouched ([UnknownPass]) or rejected ([UnknownReject]).
 	EventUnknownTool EventKind = "unknown_tool"

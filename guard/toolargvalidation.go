@@ -249,6 +249,13 @@ func (e *SchemaError) Unwrap() error { return e.Err }
 // executed ([Codec.Reask]). Then it fails open, returning the last
 // response, or with [WithFailClosed] an *[InvalidToolCallsError].
 //
+// A codec that is a [MalformedReader] reports the provider's own refusal
+// of a call it could not read (an error or a response): such an attempt
+// counts as one with an invalid call ([EventProviderMalformed]), re-asked
+// with the model's text as its turn and the feedback as the user's; after
+// the last re-ask the refusal is returned as it came (failing open) or an
+// *[InvalidToolCallsError].
+//
 // Calls of unknown tools pass untouched ([WithUnknownTools]); calls of a
 // tool whose schema does not compile pass too ([EventSchemaError]) unless
 // WithFailClosed, and so does a response the codec cannot read
@@ -314,6 +321,35 @@ func validateCalls[Req, Resp any](ctx context.Context, m *toolArgValidation, c C
 	for attempt := 1; ; attempt++ {
 		streamCtx, streamReq, gate := attemptStream(ctx, st, attemptReq, HoldToolCalls)
 		resp, err := next(streamCtx, streamReq)
+		if mr, mal, ok := malformedOf(c, req, resp, err); ok {
+			// The provider refused a call it could not read: an attempt
+			// with an invalid call, whose only answer is the feedback.
+			verr := malformedError(mal)
+			feedback := m.cfg.feedback(verr)
+			m.emit(ctx, Event{Kind: EventProviderMalformed, Attempt: attempt, Err: verr, Feedback: feedback})
+			if attempt > m.cfg.maxRetries {
+				m.emitFailOpen(ctx, Event{Kind: EventGiveUp, Attempt: attempt, Err: verr})
+				switch {
+				case m.cfg.failClosed:
+					var last any
+					if err == nil {
+						last = resp
+					}
+					return zero, &InvalidToolCallsError{Attempts: attempt, Errors: []*validation.Error{verr}, Response: last}
+				case err != nil:
+					return zero, err
+				}
+				return deliver(ctx, gate, resp)
+			}
+			if err := ctx.Err(); err != nil {
+				return zero, err
+			}
+			m.emit(ctx, Event{Kind: EventReask, Attempt: attempt + 1})
+			if attemptReq, err = mr.ReaskMalformed(req, boundedMalformed(mal), feedback); err != nil {
+				return zero, err
+			}
+			continue
+		}
 		if err != nil {
 			return zero, err
 		}

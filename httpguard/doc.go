@@ -195,6 +195,42 @@
 // past encoding/json's 10,000 levels) costs its own calls only: they are
 // refused, or passed, as for a schema that does not compile.
 //
+// # Calls the provider could not read
+//
+// Some providers parse the model's tool call themselves and, when they
+// cannot, answer with a refusal in place of the call. [ToolArgValidation]
+// re-asks such an attempt as it re-asks one with an invalid call, within
+// the same [guard.WithMaxRetries], and reports a
+// [guard.EventProviderMalformed]:
+//
+//   - OpenAI-compatible Chat Completions: Groq's 400 whose error.code is
+//     tool_use_failed (the model's text in error.failed_generation; none
+//     when Groq checked the call against the tool's schema itself), to a
+//     streaming request the same error object as a data event of the
+//     stream; Ollama's /v1 500 "error parsing tool call: raw='…', err=…"
+//     (the model's text is raw). ModelRetry, inside, retries Ollama's
+//     500 first, as any 5xx. vLLM hands a call its parser cannot read on
+//     as the answer's content, which no guard can tell from text.
+//   - Gemini: candidates[0].finishReason MALFORMED_FUNCTION_CALL (even
+//     beside a functionCall part), sync and streamed, the model's text in
+//     finishMessage after "Malformed function call: ". A stream's chunk
+//     with that finish reason is held as a call is: its text passes, its
+//     end waits for the stage's decision.
+//
+// The re-ask is the client's original body with two turns appended: the
+// model's text as its own turn (Chat's assistant message, Gemini's model
+// content with one text part), at most [guard.MaxMalformedGeneration]
+// bytes of it, and none when the provider quotes nothing; then a user turn
+// with the feedback (errfmt's, or [guard.WithFeedback]'s): the provider
+// could not read the call, which must be a tool call whose arguments are
+// one JSON object matching the tool's schema, and the provider's reason,
+// quoted. When the last re-ask is refused too, the client reads the
+// provider's refusal as it came, with a [guard.EventGiveUp] (failing
+// open), or the guard's 422 invalid_tool_calls ([guard.WithFailClosed];
+// once a stream began, its error event). Any other error status passes to
+// the client unchanged, as before. OpenAI Responses and Anthropic Messages
+// have no such refusal that httpguard knows.
+//
 // # Streaming
 //
 // A streaming request's client reads one well-formed stream, whatever

@@ -13,6 +13,9 @@ type geminiChunk struct {
 	role   string
 	parts  []span
 	finish bool
+	// malformed: the finishReason is MALFORMED_FUNCTION_CALL, a call the
+	// API could not read.
+	malformed bool
 	// other: the chunk holds candidates past the first (several in the
 	// chunk, or one whose index is not 0); otherCalls: one of them holds
 	// a function call.
@@ -65,6 +68,7 @@ func parseGeminiChunk(b []byte) (*geminiChunk, error) {
 		return nil, err
 	} else if ok && kind(b, f) != 'n' {
 		c.finish = true
+		c.malformed = string(raw(b, f)) == `"`+geminiMalformed+`"`
 	}
 	content, ok, err := field(b, c.cand, "content")
 	if err != nil || !ok || kind(b, content) != '{' {
@@ -280,6 +284,12 @@ func (g *geminiGate) event(ev sseEvent) (bool, error) {
 			n, g.holding = i, true
 			break
 		}
+	}
+	if c.malformed {
+		// A call the API could not read, which ToolArgValidation asks
+		// again: the chunk's end (finishReason, finishMessage) is held
+		// as a call is, until the attempt is delivered; its text passes.
+		g.holding = true
 	}
 	if !g.holding {
 		// No call so far: the chunk passes as it came, the last one

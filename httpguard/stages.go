@@ -26,6 +26,10 @@ type Middleware struct {
 // the rejected turn replayed as the provider sent it (thinking blocks and
 // signatures, reasoning items, call ids) and one tool result per call in
 // the protocol's shape (Anthropic's with is_error: true for a refused call).
+// A call the provider itself could not read (Groq's 400 tool_use_failed,
+// Ollama's "error parsing tool call", Gemini's MALFORMED_FUNCTION_CALL) is
+// re-asked the same way, with the model's text as its turn (package
+// documentation, "Calls the provider could not read").
 // With [guard.WithFailClosed], calls still invalid after the last re-ask
 // are answered with an HTTP 422 in the protocol's error shape, type
 // invalid_tool_calls and x-should-retry: false (package documentation,

@@ -16,8 +16,10 @@ type Violation struct {
 	// Keyword is the JSON Schema keyword that failed ("type", "required",
 	// "enum", ...), "json" for arguments that DecodeArgs refuses (not a
 	// JSON object, a key twice, too deep, too many values, a number out of
-	// range) or that hold more values than the schema accepts, or
-	// "validate" for an error from a Go type's Validate method.
+	// range) or that hold more values than the schema accepts,
+	// "validate" for an error from a Go type's Validate method, or
+	// "provider" for a call the provider itself could not read
+	// (guard.Malformed).
 	Keyword string
 	// Message says what was expected, in words written by toolguard or by
 	// the schema's author (never containing the model's value).

@@ -1,0 +1,102 @@
+package httpguard
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/toolguard/toolguard/guard"
+)
+
+var _ malformedProtocol = chatWire{}
+
+// ollamaParseError starts the message of Ollama's refusal of a tool call
+// its parser cannot read: "error parsing tool call: raw='…', err=…".
+const ollamaParseError = "error parsing tool call: "
+
+// malformedError reads the refusals of OpenAI-compatible servers, in
+// OpenAI's error shape {"error": {"message", "type", "code", …}}:
+//
+//   - Groq: 400, code "tool_use_failed", the model's text in
+//     failed_generation (absent when Groq validated the call against the
+//     tool's schema itself: "tool call validation failed: …"); to a
+//     streaming request, the same error object as a data event of the
+//     stream (status 0 here).
+//   - Ollama's /v1 endpoint: 500, message "error parsing tool call:
+//     raw='…', err=…", raw the model's text. ModelRetry, inside, retries
+//     it first as any 5xx.
+func (chatWire) malformedError(status int, body []byte) (guard.Malformed, bool) {
+	var r struct {
+		Error *struct {
+			Message          string          `json:"message"`
+			Code             json.RawMessage `json:"code"`
+			FailedGeneration *string         `json:"failed_generation"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &r) != nil || r.Error == nil {
+		return guard.Malformed{}, false
+	}
+	var code string
+	_ = json.Unmarshal(r.Error.Code, &code)
+	switch {
+	case (status == http.StatusBadRequest || status == 0) && code == "tool_use_failed":
+		m := guard.Malformed{Message: r.Error.Message}
+		if r.Error.FailedGeneration != nil {
+			m.Generation = *r.Error.FailedGeneration
+		}
+		return m, true
+	case status == http.StatusInternalServerError && strings.HasPrefix(r.Error.Message, ollamaParseError):
+		return ollamaMalformed(r.Error.Message), true
+	}
+	return guard.Malformed{}, false
+}
+
+// ollamaMalformed splits Ollama's message into the model's text (raw) and
+// the parser's reason; a message of another form is the reason whole.
+func ollamaMalformed(msg string) guard.Malformed {
+	rest, ok := strings.CutPrefix(msg, ollamaParseError+"raw='")
+	i := strings.LastIndex(rest, "', err=")
+	if !ok || i < 0 {
+		return guard.Malformed{Message: msg}
+	}
+	return guard.Malformed{Generation: rest[:i], Message: ollamaParseError + rest[i+len("', err="):]}
+}
+
+// malformedResponse: a Chat Completions answer never refuses a call in a
+// 2xx body (vLLM hands the text its parser could not read on as content).
+func (chatWire) malformedResponse([]byte) (guard.Malformed, bool) { return guard.Malformed{}, false }
+
+// reaskMalformed appends {"role": "assistant", "content": generation} and
+// {"role": "user", "content": feedback} to the request's messages.
+func (chatWire) reaskMalformed(req []byte, m guard.Malformed, feedback string) ([]byte, error) {
+	r, err := chatRequestRoot(req)
+	if err != nil {
+		return nil, err
+	}
+	msgs, ok, err := requestField(req, r, "messages")
+	if err != nil || !ok {
+		return nil, fmt.Errorf("%w: request without messages", errJSON)
+	}
+	type message struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	var items [][]byte
+	if m.Generation != "" {
+		b, err := marshal(message{"assistant", m.Generation})
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, b)
+	}
+	b, err := marshal(message{"user", feedback})
+	if err != nil {
+		return nil, err
+	}
+	e, err := appendElems(req, msgs, append(items, b)...)
+	if err != nil {
+		return nil, err
+	}
+	return apply(req, e), nil
+}
