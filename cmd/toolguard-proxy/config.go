@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -39,6 +40,14 @@ type config struct {
 	shutdownTimeout   time.Duration
 
 	logLevel slog.Level
+
+	// -auth-keys: the key file, the keys it held at start, and the
+	// provider's key from the variable -upstream-key-env names. keys is
+	// nil without -auth-keys: credentials then pass through.
+	authKeysPath   string
+	keys           *keyring
+	upstreamKeyEnv string
+	upstreamKey    string
 
 	// env maps the name of each flag whose value came from the
 	// environment to its variable, so that errors name what was set.
@@ -79,7 +88,7 @@ reverse proxy whose transport is httpguard. Point the client's base URL at it.
   OPENAI_BASE_URL=http://127.0.0.1:8080/v1 python agent.py
 
 Headers: X-Toolguard-Thread names the conversation thread the thread limit
-counts (removed before the request goes upstream). Endpoints: /healthz,
+counts (removed before the request goes upstream; per tenant with -auth-keys). Endpoints: /healthz,
 /metrics (Prometheus); everything else is proxied. OTLP traces when
 OTEL_EXPORTER_OTLP_ENDPOINT is set. Logs: JSON on stderr, never a header,
 a query or content. SIGTERM: stop accepting, finish in-flight requests
@@ -124,6 +133,8 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	fs.DurationVar(&cfg.bodyTimeout, "body-timeout", time.Minute, "time to read a request's body, from its headers (408 past it; 0: none)")
 	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "on SIGTERM, how long in-flight requests (streams included) may take to\nfinish before they are cut; keep it below the orchestrator's grace period")
+	fs.StringVar(&cfg.authKeysPath, "auth-keys", "", "require a client key: a `file` of lines KEY TENANT (# comments);\na request must carry one where its SDK puts the API key (Authorization: Bearer,\nx-api-key, x-goog-api-key or ?key=), else 401; the upstream gets -upstream-key-env's\nkey there instead, and thread limits count per tenant")
+	fs.StringVar(&cfg.upstreamKeyEnv, "upstream-key-env", "", "the environment variable (`name`) holding the provider's API key, sent upstream\nin place of the client's key (required with -auth-keys)")
 	fs.StringVar(&logLvl, "log-level", "info", "`level` of the logs: debug, info, warn or error")
 	fs.BoolVar(&version, "version", false, "print the version (module version or devel, VCS revision) and exit")
 	fs.Usage = func() {
@@ -146,6 +157,9 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	}
 	if err == nil {
 		err = cfg.finish(upstream, maxBody, limitExit, logLvl, unknownTools)
+	}
+	if err == nil {
+		err = cfg.finishAuth(env)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "toolguard-proxy: %v\n\n", err)
@@ -307,4 +321,57 @@ func (cfg config) middlewares(o guard.Observer, store guard.ThreadStore, events 
 	mws = append(mws, httpguard.ToolArgValidation(vopts...))
 	mws = append(mws, httpguard.ModelRetry(guard.WithMaxRetries(cfg.modelRetries), guard.WithEventHandler(events)))
 	return mws
+}
+
+// finishAuth checks -auth-keys and -upstream-key-env, reads the key file
+// and the provider's key from the variable env looks up. Neither key
+// reaches an error.
+func (cfg *config) finishAuth(env func(string) (string, bool)) error {
+	switch {
+	case cfg.authKeysPath == "" && cfg.upstreamKeyEnv == "":
+		return nil // credentials pass through
+	case cfg.authKeysPath == "":
+		return fmt.Errorf("%s needs %s: without client keys the proxy would spend the provider's key for whoever reaches it",
+			cfg.src("upstream-key-env"), cfg.src("auth-keys"))
+	case cfg.upstreamKeyEnv == "":
+		return fmt.Errorf("%s needs %s, the variable holding the provider's key, which the upstream gets in place of the client's",
+			cfg.src("auth-keys"), cfg.src("upstream-key-env"))
+	}
+	key, ok := env(cfg.upstreamKeyEnv)
+	switch {
+	case !ok:
+		return fmt.Errorf("%s %s: the variable is not set: it must hold the provider's key", cfg.src("upstream-key-env"), cfg.upstreamKeyEnv)
+	case key == "":
+		return fmt.Errorf("%s %s: the variable is empty: it must hold the provider's key", cfg.src("upstream-key-env"), cfg.upstreamKeyEnv)
+	case !validHeaderValue(key):
+		return fmt.Errorf("%s %s: the variable holds a character a header cannot carry (a control character or a newline)",
+			cfg.src("upstream-key-env"), cfg.upstreamKeyEnv)
+	}
+	cfg.upstreamKey = key
+	keys, err := loadKeyFile(cfg.authKeysPath)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", cfg.src("auth-keys"), cfg.authKeysPath, unwrapPath(err))
+	}
+	cfg.keys = keys
+	return nil
+}
+
+// validHeaderValue reports whether v can be sent as a header's value as it
+// is: no control characters (a newline would start another header).
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return strings.TrimSpace(v) == v
+}
+
+// unwrapPath drops the path an *fs.PathError repeats.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

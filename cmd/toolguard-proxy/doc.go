@@ -11,6 +11,7 @@
 //	toolguard-proxy -listen 127.0.0.1:8080 -upstream https://api.openai.com [-max-retries 2] [-fail-closed]
 //	                [-unknown-tools pass|reject] [-run-limit N] [-thread-limit N] [-redis redis://…]
 //	                [-model-call-limit N] [-max-body 8MiB] [-max-inflight N] [-version]
+//	                [-auth-keys FILE -upstream-key-env NAME]
 //
 // One proxy serves one upstream; run one per provider. -version prints
 // "toolguard-proxy VERSION REVISION" (devel for a build of a working tree;
@@ -29,7 +30,7 @@
 // Start it beside the agent, then change the client's base URL and
 // nothing else. The key still comes from the client: the proxy passes
 // Authorization, x-api-key and x-goog-api-key through to the provider
-// and never logs them.
+// and never logs them (unless -auth-keys: see Keys and tenants).
 //
 //	go run github.com/toolguard/toolguard/cmd/toolguard-proxy -upstream https://api.openai.com
 //
@@ -82,15 +83,59 @@
 // retries come first, so a client that also retries multiplies them: lower
 // the client's or -model-retries.
 //
+// # Keys and tenants
+//
+// With -auth-keys FILE the proxy is a shared service: each client gets a
+// key of its own, and the provider's key stays with the proxy. The file
+// holds one key per line, "KEY TENANT", separated by spaces or tabs;
+// blank lines and lines beginning with # are skipped, and a third field
+// beginning with # is a comment:
+//
+//	# team keys: KEY TENANT
+//	tg-9f2c4e0a7b1d3e5f search-team
+//	tg-0c1d2e3f4a5b6c7d billing     # rotated 2026-11
+//
+// A key is 16 to 512 bytes of printable ASCII; a tenant up to 64 letters,
+// digits, '.', '_' and '-'; a tenant may have several keys, a key one
+// tenant. -upstream-key-env NAME (required with -auth-keys, and only with
+// it) names the environment variable holding the provider's key; the
+// proxy refuses to start when it is unset or empty, and when the file is
+// malformed, with one line naming the flag and the line of the file, never
+// a key.
+//
+// A request must carry a key of the file where its SDK puts the API key:
+// Authorization: Bearer (OpenAI and OpenAI-compatible clients), x-api-key
+// (Anthropic), x-goog-api-key or the query parameter key (Gemini). Every
+// one of those places that holds a key must hold one of the file's, all of
+// one tenant. Otherwise the request is answered 401 in the protocol's
+// error shape (type authentication_error; Gemini's UNAUTHENTICATED) and
+// nothing reaches the upstream. The upstream receives the provider's key
+// in the place the client's was (Authorization: Bearer, x-api-key,
+// x-goog-api-key, key=), and never the client's key: the other credential
+// headers are removed. Keys are compared as SHA-256 digests in constant
+// time; a log line says of a refused key only the first 8 hex digits of
+// its SHA-256 (key_hash).
+//
+// Thread limits count per tenant: tenant A's thread "t1" and tenant B's
+// "t1" are two threads, whatever ids the clients choose (the guard counts
+// "LEN:TENANT:ID", LEN the tenant's length). The access log and the event
+// log lines name the tenant, and http_server_request_duration_seconds has
+// a toolguard_tenant label (the first 100 tenants the process sees; later
+// ones are "_OTHER").
+//
+// Without -auth-keys credentials pass through as they came.
+//
 // # Headers
 //
 // X-Toolguard-Thread names the conversation thread of a request: the
 // thread limit counts per thread (guard.WithThread). Without it, a
 // request's thread is its transcript, as for an agent that names none. It
 // must be one id of at most 256 bytes (else 400) and is removed before the
-// request goes upstream. The proxy trusts it: whoever can reach the proxy
-// can spend any thread's limit, so keep the proxy where only your agents
-// reach it (loopback, a sidecar, a private network).
+// request goes upstream. Without -auth-keys the proxy trusts it: whoever
+// can reach the proxy can spend any thread's limit, so keep the proxy
+// where only your agents reach it (loopback, a sidecar, a private
+// network). With -auth-keys a client can spend only its own tenant's
+// threads.
 //
 // A W3C traceparent header makes the proxy's spans part of the client's
 // trace. Accept-Encoding is removed: the proxy negotiates compression with

@@ -57,9 +57,15 @@ func startProxy(tb testing.TB, upstream string, args ...string) *proxy {
 // startProxyTo is startProxy logging to w; nil: to the proxy's logs.
 func startProxyTo(tb testing.TB, w io.Writer, upstream string, args ...string) *proxy {
 	tb.Helper()
+	return startProxyEnv(tb, noEnv, w, upstream, args...)
+}
+
+// startProxyEnv is startProxyTo with the environment env.
+func startProxyEnv(tb testing.TB, env func(string) (string, bool), w io.Writer, upstream string, args ...string) *proxy {
+	tb.Helper()
 	args = append([]string{"-upstream", upstream}, args...)
 	var out syncBuffer
-	cfg, err := parseConfig(args, noEnv, &out, &out)
+	cfg, err := parseConfig(args, env, &out, &out)
 	if err != nil {
 		tb.Fatalf("parseConfig(%q) = %v\n%s", args, err, out.String())
 	}

@@ -61,6 +61,9 @@ type server struct {
 	observer *otelguard.Observer
 	inflight atomic.Int64 // requests being served (limitInflight)
 	handler  http.Handler
+
+	keys         atomic.Pointer[keyring] // -auth-keys, as last loaded; nil without
+	tenantLabels tenantLabels
 }
 
 // newServer builds the proxy cfg describes, logging JSON to stderr.
@@ -71,6 +74,9 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 		return nil, err
 	}
 	s := &server{cfg: cfg, log: log, tel: tel}
+	if cfg.keys != nil {
+		s.keys.Store(cfg.keys)
+	}
 	var store guard.ThreadStore
 	if cfg.redisURL != "" {
 		opts, err := redis.ParseURL(cfg.redisURL)
@@ -102,7 +108,7 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 		io.WriteString(w, "ok\n")
 	})
 	mux.Handle("GET /metrics", tel.metrics)
-	mux.Handle("/", s.instrument(s.limitInflight(s.admit(s.watchUnguarded(proxy)))))
+	mux.Handle("/", s.instrument(s.authenticate(s.limitInflight(s.admit(s.watchUnguarded(proxy))))))
 	s.handler = mux
 	return s, nil
 }
@@ -120,7 +126,11 @@ func (s *server) serve(ctx context.Context, ln net.Listener) error {
 		// The body has a deadline of its own (admit).
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	s.log.Info("toolguard-proxy: listening", "addr", ln.Addr().String(), "upstream", s.cfg.upstream.Redacted())
+	attrs := []any{"addr", ln.Addr().String(), "upstream", s.cfg.upstream.Redacted()}
+	if keys := s.keys.Load(); keys != nil {
+		attrs = append(attrs, "keys", len(keys.entries), "tenants", keys.count)
+	}
+	s.log.Info("toolguard-proxy: listening", attrs...)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	var err error
