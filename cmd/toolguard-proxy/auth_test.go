@@ -356,3 +356,52 @@ func TestBadAuthFlags(t *testing.T) {
 		})
 	}
 }
+
+// Reloading the key file (what SIGHUP does) puts the new keys in force at
+// once: a removed key is refused, an added one served. A new file that is
+// malformed or gone changes nothing, and the log says which line.
+func TestReloadKeys(t *testing.T) {
+	t.Parallel()
+	up := fp.New(fp.Reply(fp.Text("1")), fp.Reply(fp.Text("2")), fp.Reply(fp.Text("3")), fp.Reply(fp.Text("4")))
+	defer up.Close()
+	path := writeKeys(t, keyFile)
+	env := envOf(map[string]string{providerEnv: providerKey}, nil)
+	p := startProxyEnv(t, env, nil, up.URL, "-auth-keys", path, "-upstream-key-env", providerEnv)
+	status := func(key string) int {
+		resp, _ := post(t, p.URL+"/v1/chat/completions", chatBody, "Authorization", "Bearer "+key)
+		return resp.StatusCode
+	}
+	const keyC = "tg-tenant-C-key-0004"
+	if a, c := status(keyA), status(keyC); a != 200 || c != 401 {
+		t.Fatalf("before the reload: A %d, C %d; want 200 and 401", a, c)
+	}
+	if err := os.WriteFile(path, []byte(keyB+" B\n"+keyC+" C\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.srv.reloadKeys()
+	if a, b, c := status(keyA), status(keyB), status(keyC); a != 401 || b != 200 || c != 200 {
+		t.Errorf("after the reload: A %d, B %d, C %d; want 401, 200, 200", a, b, c)
+	}
+	if lines := p.logLines(t, "toolguard-proxy: the key file was reloaded"); len(lines) != 1 || lines[0]["keys"] != 2.0 || lines[0]["tenants"] != 2.0 {
+		t.Errorf("reload logged %v, want one line with 2 keys of 2 tenants", lines)
+	}
+
+	if err := os.WriteFile(path, []byte(keyA+" A\n"+keyC+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.srv.reloadKeys()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	p.srv.reloadKeys()
+	if a, c := status(keyA), status(keyC); a != 401 || c != 200 {
+		t.Errorf("after a malformed and a missing file: A %d, C %d; want the keys before: 401, 200", a, c)
+	}
+	lines := p.logLines(t, "toolguard-proxy: the key file was not reloaded: the keys loaded before stay")
+	if len(lines) != 2 || lines[0]["error"] != "line 2: want KEY TENANT, found 1 fields" || lines[1]["error"] != "no such file or directory" {
+		t.Errorf("refused reloads logged %v; want line 2's reason, then the missing file", lines)
+	}
+	if strings.Contains(p.logs.String(), keyC) {
+		t.Error("the logs hold a key")
+	}
+}

@@ -133,7 +133,7 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	fs.DurationVar(&cfg.bodyTimeout, "body-timeout", time.Minute, "time to read a request's body, from its headers (408 past it; 0: none)")
 	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "on SIGTERM, how long in-flight requests (streams included) may take to\nfinish before they are cut; keep it below the orchestrator's grace period")
-	fs.StringVar(&cfg.authKeysPath, "auth-keys", "", "require a client key: a `file` of lines KEY TENANT (# comments);\na request must carry one where its SDK puts the API key (Authorization: Bearer,\nx-api-key, x-goog-api-key or ?key=), else 401; the upstream gets -upstream-key-env's\nkey there instead, and thread limits count per tenant")
+	fs.StringVar(&cfg.authKeysPath, "auth-keys", "", "require a client key: a `file` of lines KEY TENANT (# comments), re-read on SIGHUP;\na request must carry one where its SDK puts the API key (Authorization: Bearer,\nx-api-key, x-goog-api-key or ?key=), else 401; the upstream gets -upstream-key-env's\nkey there instead, and thread limits count per tenant")
 	fs.StringVar(&cfg.upstreamKeyEnv, "upstream-key-env", "", "the environment variable (`name`) holding the provider's API key, sent upstream\nin place of the client's key (required with -auth-keys)")
 	fs.StringVar(&logLvl, "log-level", "info", "`level` of the logs: debug, info, warn or error")
 	fs.BoolVar(&version, "version", false, "print the version (module version or devel, VCS revision) and exit")

@@ -123,7 +123,11 @@
 // a toolguard_tenant label (the first 100 tenants the process sees; later
 // ones are "_OTHER").
 //
-// Without -auth-keys credentials pass through as they came.
+// SIGHUP re-reads the key file: requests arriving from then on are served
+// with the new keys. A file that cannot be read or is malformed changes
+// nothing; the log says why (the line, never the key). Without -auth-keys
+// credentials pass through as they came, and SIGHUP has its default
+// effect.
 //
 // # Headers
 //

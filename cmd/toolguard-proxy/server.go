@@ -10,7 +10,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"os"
+	"os/signal"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -46,7 +49,39 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 	if err != nil {
 		return errors.Join(fmt.Errorf("toolguard-proxy: %w", err), s.close(context.Background()))
 	}
+	if cfg.keys != nil {
+		// SIGHUP re-reads the key file. Without -auth-keys there is
+		// nothing to reload, and SIGHUP keeps its default effect.
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go func() {
+			for {
+				select {
+				case <-hup:
+					s.reloadKeys()
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
 	return s.serve(ctx, ln)
+}
+
+// reloadKeys re-reads the key file of -auth-keys (on SIGHUP): the new keys
+// serve the requests that arrive from then on. A file that cannot be read
+// or is malformed changes nothing: the keys loaded before stay, and the
+// log says why (the line, never a key).
+func (s *server) reloadKeys() {
+	keys, err := loadKeyFile(s.cfg.authKeysPath)
+	if err != nil {
+		s.log.Error("toolguard-proxy: the key file was not reloaded: the keys loaded before stay",
+			"file", s.cfg.authKeysPath, "error", unwrapPath(err).Error())
+		return
+	}
+	s.keys.Store(keys)
+	s.log.Info("toolguard-proxy: the key file was reloaded", "file", s.cfg.authKeysPath, "keys", len(keys.entries), "tenants", keys.count)
 }
 
 // server is the proxy: an httputil.ReverseProxy whose Transport is
