@@ -405,3 +405,19 @@ func TestReloadKeys(t *testing.T) {
 		t.Error("the logs hold a key")
 	}
 }
+
+// The access log line of a request names the thread its client named
+// (X-Toolguard-Thread), as the client wrote it: without -auth-keys, and
+// with it beside the tenant, not the tenant's thread id the guard counts.
+func TestAccessLogNamesTheThread(t *testing.T) {
+	t.Parallel()
+	up := fp.New(fp.Reply(fp.Text("1")), fp.Reply(fp.Text("2")))
+	defer up.Close()
+	for _, p := range []*proxy{startProxy(t, up.URL, "-thread-limit", "5"), startAuthProxy(t, up.URL, "-thread-limit", "5")} {
+		post(t, p.URL+"/v1/chat/completions", chatBody, "Authorization", "Bearer "+keyA, threadHeader, "chat-7")
+		lines := p.waitLog(t, "toolguard-proxy: request", 1)
+		if len(lines) != 1 || lines[0]["thread"] != "chat-7" {
+			t.Errorf("access log %v; want thread chat-7", lines)
+		}
+	}
+}
