@@ -19,8 +19,9 @@ import (
 
 // config is what the flags say.
 type config struct {
-	listen   string
-	upstream *url.URL
+	listen      string
+	adminListen string // /metrics, /healthz, /readyz; "": on listen
+	upstream    *url.URL
 
 	maxRetries   int                     // ToolArgValidation's re-asks
 	modelRetries int                     // ModelRetry's retries
@@ -88,8 +89,10 @@ reverse proxy whose transport is httpguard. Point the client's base URL at it.
   OPENAI_BASE_URL=http://127.0.0.1:8080/v1 python agent.py
 
 Headers: X-Toolguard-Thread names the conversation thread the thread limit
-counts (removed before the request goes upstream; per tenant with -auth-keys). Endpoints: /healthz,
-/metrics (Prometheus); everything else is proxied. OTLP traces when
+counts (removed before the request goes upstream; per tenant with -auth-keys).
+Endpoints: /healthz (liveness), /readyz (503 while -redis does not answer or
+while draining), /metrics (Prometheus), on -admin-listen when given, else on
+-listen; everything else is proxied. OTLP traces when
 OTEL_EXPORTER_OTLP_ENDPOINT is set. Logs: JSON on stderr, never a header,
 a query or content. SIGTERM: stop accepting, finish in-flight requests
 (streams included), exit 0.
@@ -117,6 +120,7 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 		version                                            bool
 	)
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "`address` to serve on (host:port)")
+	fs.StringVar(&cfg.adminListen, "admin-listen", "", "serve /metrics, /healthz and /readyz on this `address` (host:port) and no longer\non -listen, whose clients then reach the upstream alone (default: on -listen)")
 	fs.StringVar(&upstream, "upstream", "", "the provider's base `URL`, e.g. https://api.openai.com, https://api.anthropic.com,\nhttps://generativelanguage.googleapis.com (required); a request's path is appended to it")
 	fs.IntVar(&cfg.maxRetries, "max-retries", 2, "re-asks after invalid tool calls, per client request (ToolArgValidation)")
 	fs.IntVar(&cfg.modelRetries, "model-retries", 2, "retries of an upstream request that failed transiently: 408, 409, 429, 5xx,\na dropped connection (ModelRetry; 0: none). The client's SDK retries too")
@@ -252,6 +256,9 @@ func (cfg *config) finish(upstream, maxBody, limitExit, logLvl, unknownTools str
 		cfg.unknownTools = guard.UnknownReject
 	default:
 		return fmt.Errorf("%s %q: want pass or reject", cfg.src("unknown-tools"), unknownTools)
+	}
+	if cfg.adminListen != "" && cfg.adminListen == cfg.listen {
+		return fmt.Errorf("%s %q is %s's address: the admin endpoints need a port of their own", cfg.src("admin-listen"), cfg.adminListen, cfg.src("listen"))
 	}
 	if cfg.maxInflight < 0 {
 		return fmt.Errorf("%s must not be negative (0: no cap)", cfg.src("max-inflight"))

@@ -35,6 +35,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-upstream", "https://x", "-log-level", "loud"}, "-log-level"},
 		{[]string{"-upstream", "https://x", "-shutdown-timeout", "0s"}, "must be positive"},
 		{[]string{"-upstream", "https://x", "extra"}, `unexpected argument "extra"`},
+		{[]string{"-upstream", "https://x", "-admin-listen", "127.0.0.1:8080"}, `-admin-listen "127.0.0.1:8080" is -listen's address`},
 		{[]string{"-nope"}, "flag provided but not defined: -nope"},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -11,7 +11,7 @@
 //	toolguard-proxy -listen 127.0.0.1:8080 -upstream https://api.openai.com [-max-retries 2] [-fail-closed]
 //	                [-unknown-tools pass|reject] [-run-limit N] [-thread-limit N] [-redis redis://…]
 //	                [-model-call-limit N] [-max-body 8MiB] [-max-inflight N] [-version]
-//	                [-auth-keys FILE -upstream-key-env NAME]
+//	                [-auth-keys FILE -upstream-key-env NAME] [-admin-listen ADDR]
 //
 // One proxy serves one upstream; run one per provider. -version prints
 // "toolguard-proxy VERSION REVISION" (devel for a build of a working tree;
@@ -150,8 +150,20 @@
 //
 // # Endpoints
 //
-// GET /healthz answers 200 "ok" while the process serves. GET /metrics is
-// the Prometheus exposition. Every other request is proxied.
+// GET /healthz answers 200 "ok" while the process serves: liveness only,
+// it checks nothing outside the process. GET /readyz answers 200 "ok"
+// when the proxy should be sent requests, 503 while the Redis of -redis
+// does not answer a PING within 500ms (each probe pings) and while the
+// proxy drains after SIGTERM; its body says which, never an address (the
+// log has the error). GET /metrics is the Prometheus exposition.
+//
+// With -admin-listen ADDR those three are served on ADDR only: the
+// traffic port (-listen) then proxies every path, /metrics included, so
+// its clients reach the upstream and nothing of the operator's. The admin
+// port proxies nothing and stays open while the proxy drains, so that
+// /readyz can say so; it closes last. Without -admin-listen they are on
+// the traffic port beside the proxied paths, whose listener closes at
+// SIGTERM. Every other request is proxied.
 //
 // # Metrics
 //

@@ -41,6 +41,7 @@ func TestMain(m *testing.M) {
 // proxy is a proxy server running in-process on a loopback port.
 type proxy struct {
 	URL    string  // http://127.0.0.1:port
+	Admin  string  // -admin-listen's http://127.0.0.1:port; "" without
 	srv    *server // its server
 	logs   *syncBuffer
 	cancel context.CancelFunc // stops it, as SIGTERM does
@@ -81,16 +82,24 @@ func startProxyEnv(tb testing.TB, env func(string) (string, bool), w io.Writer, 
 	if err != nil {
 		tb.Fatal(err)
 	}
+	var admin net.Listener
+	adminURL := ""
+	if cfg.adminListen != "" {
+		if admin, err = net.Listen("tcp", cfg.adminListen); err != nil {
+			tb.Fatal(err)
+		}
+		adminURL = "http://" + admin.Addr().String()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.serve(ctx, ln) }()
+	go func() { done <- s.serve(ctx, ln, admin) }()
 	tb.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			tb.Errorf("serve: %v", err)
 		}
 	})
-	return &proxy{URL: "http://" + ln.Addr().String(), srv: s, logs: logs, cancel: cancel, done: done}
+	return &proxy{URL: "http://" + ln.Addr().String(), Admin: adminURL, srv: s, logs: logs, cancel: cancel, done: done}
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.

@@ -235,6 +235,7 @@ func TestProcessExitStatus(t *testing.T) {
 	}{
 		{[]string{"-listen", ln.Addr().String(), "-upstream", "http://127.0.0.1:1"}, 1, "address already in use"},
 		{[]string{"-upstream", "ftp://x"}, 2, "want an http or https URL"},
+		{[]string{"-admin-listen", ln.Addr().String(), "-upstream", "http://127.0.0.1:1"}, 1, "toolguard-proxy: -admin-listen: listen tcp " + ln.Addr().String() + ": bind: address already in use"},
 	} {
 		out, err := exec.Command(binary(t), tc.args...).CombinedOutput()
 		var ee *exec.ExitError

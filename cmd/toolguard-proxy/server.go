@@ -66,7 +66,13 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 			}
 		}()
 	}
-	return s.serve(ctx, ln)
+	var admin net.Listener
+	if cfg.adminListen != "" {
+		if admin, err = net.Listen("tcp", cfg.adminListen); err != nil {
+			return errors.Join(fmt.Errorf("toolguard-proxy: %s: %w", cfg.src("admin-listen"), err), ln.Close(), s.close(context.Background()))
+		}
+	}
+	return s.serve(ctx, ln, admin)
 }
 
 // reloadKeys re-reads the key file of -auth-keys (on SIGHUP): the new keys
@@ -95,7 +101,9 @@ type server struct {
 	base     *http.Transport // the upstream connections
 	observer *otelguard.Observer
 	inflight atomic.Int64 // requests being served (limitInflight)
-	handler  http.Handler
+	handler  http.Handler // the traffic port's
+	admin    http.Handler // -admin-listen's: /metrics, /healthz, /readyz; nil without
+	draining atomic.Bool  // after ctx is done, until serve returns: /readyz is 503
 
 	keys         atomic.Pointer[keyring] // -auth-keys, as last loaded; nil without
 	tenantLabels tenantLabels
@@ -137,21 +145,43 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 		ErrorHandler: s.proxyError,
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		io.WriteString(w, "ok\n")
-	})
-	mux.Handle("GET /metrics", tel.metrics)
-	mux.Handle("/", s.instrument(s.authenticate(s.limitInflight(s.admit(s.watchUnguarded(proxy))))))
-	s.handler = mux
+	// The operator's endpoints are on -admin-listen's port, and then only
+	// there: a client of the traffic port reaches the upstream alone.
+	// Without -admin-listen they stay on the traffic port.
+	ops := http.NewServeMux()
+	ops.HandleFunc("GET /healthz", s.healthz)
+	ops.HandleFunc("GET /readyz", s.readyz)
+	ops.Handle("GET /metrics", tel.metrics)
+	traffic := s.instrument(s.authenticate(s.limitInflight(s.admit(s.watchUnguarded(proxy)))))
+	if cfg.adminListen != "" {
+		s.admin, s.handler = ops, traffic
+	} else {
+		ops.Handle("/", traffic)
+		s.handler = ops
+	}
 	return s, nil
 }
 
-// serve serves on ln until ctx is done, then stops accepting connections
-// and waits up to -shutdown-timeout for the requests in flight, streams
-// included, before it cuts them.
-func (s *server) serve(ctx context.Context, ln net.Listener) error {
+// serve serves on ln, and the admin endpoints on admin (-admin-listen;
+// nil without), until ctx is done; then it drains: /readyz answers 503,
+// ln stops accepting connections, and the requests in flight, streams
+// included, get up to -shutdown-timeout to finish before they are cut;
+// the admin port closes last.
+func (s *server) serve(ctx context.Context, ln, admin net.Listener) error {
+	var (
+		adminSrv    *http.Server
+		adminServed = make(chan error, 1)
+	)
+	if admin != nil {
+		adminSrv = &http.Server{
+			Handler:           s.admin,
+			ReadHeaderTimeout: s.cfg.readHeaderTimeout,
+			IdleTimeout:       s.cfg.idleTimeout,
+			ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		}
+		s.log.Info("toolguard-proxy: admin endpoints listening", "addr", admin.Addr().String())
+		go func() { adminServed <- adminSrv.Serve(admin) }()
+	}
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: s.cfg.readHeaderTimeout,
@@ -171,7 +201,12 @@ func (s *server) serve(ctx context.Context, ln net.Listener) error {
 	var err error
 	select {
 	case err = <-served:
+	case err = <-adminServed:
+		_ = srv.Close()
+		<-served
+		adminSrv = nil
 	case <-ctx.Done():
+		s.draining.Store(true)
 		s.log.Info("toolguard-proxy: shutting down: finishing the requests in flight", "timeout", s.cfg.shutdownTimeout.String())
 		sctx, cancel := context.WithTimeout(context.Background(), s.cfg.shutdownTimeout)
 		err = srv.Shutdown(sctx)
@@ -181,6 +216,14 @@ func (s *server) serve(ctx context.Context, ln net.Listener) error {
 			_ = srv.Close()
 		}
 		<-served // http.ErrServerClosed
+	}
+	if adminSrv != nil {
+		actx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if adminSrv.Shutdown(actx) != nil {
+			_ = adminSrv.Close() // a scrape or a probe still running
+		}
+		cancel()
+		<-adminServed
 	}
 	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
