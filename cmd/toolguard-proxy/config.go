@@ -32,6 +32,7 @@ type config struct {
 	modelCallLimit        int // ModelCallLimit per thread; 0: none
 	limitExit             guard.ExitBehavior
 	redisURL              string
+	storeFailOpen         bool // the limits let calls pass uncounted when -redis cannot be reached
 
 	maxBody           int64
 	maxInflight       int // requests served at once; 0: no cap
@@ -131,6 +132,7 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	fs.IntVar(&cfg.modelCallLimit, "model-call-limit", 0, "cap the requests of one thread that reach the guard, as -thread-limit finds the\nthread (ModelCallLimit; 0: none); a request past it never reaches the upstream\nand is answered as -limit-exit says, continue as end (there is nothing to re-ask)")
 	fs.StringVar(&limitExit, "limit-exit", "continue", "what a call past a limit gets (`mode`): continue (the model is told and asked again),\nend (an answer without tool calls saying which limit), error (HTTP 422)")
 	fs.StringVar(&cfg.redisURL, "redis", "", "keep thread counts in Redis (`URL` redis://[:password@]host:port/db), so that\nreplicas share one thread limit; without it each process counts its own")
+	fs.BoolVar(&cfg.storeFailOpen, "store-fail-open", false, "when -redis cannot be reached, let limited requests through uncounted (a store_error\nevent, logged at warn) instead of answering 503 limit_store_unavailable")
 	fs.StringVar(&maxBody, "max-body", "8MiB", "largest request body accepted, a `size` (413 past it); at most httpguard.MaxBody\n(8MiB) is guarded")
 	fs.IntVar(&cfg.maxInflight, "max-inflight", 0, "requests served at once; past it a request is refused at once with 503 in the\nprovider's error shape and retry-after (0: no cap)")
 	fs.DurationVar(&cfg.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time to read a request's headers")
@@ -266,6 +268,9 @@ func (cfg *config) finish(upstream, maxBody, limitExit, logLvl, unknownTools str
 	if cfg.redisURL != "" && cfg.threadLimit == 0 && cfg.modelCallLimit == 0 {
 		return fmt.Errorf("%s keeps thread counts: it needs %s or %s", cfg.src("redis"), cfg.src("thread-limit"), cfg.src("model-call-limit"))
 	}
+	if cfg.storeFailOpen && cfg.redisURL == "" {
+		return fmt.Errorf("%s needs %s: without it the counts are in memory, which never fails", cfg.src("store-fail-open"), cfg.src("redis"))
+	}
 	n, err := humanize.ParseBytes(maxBody)
 	if err != nil || n < 1 || n > 1<<40 {
 		return fmt.Errorf("%s %q: want a size such as 8MiB, 512KiB or 1000000", cfg.src("max-body"), maxBody)
@@ -302,6 +307,9 @@ func (cfg config) middlewares(o guard.Observer, store guard.ThreadStore, events 
 		if store != nil {
 			opts = append(opts, guard.WithThreadStore(store))
 		}
+		if cfg.storeFailOpen {
+			opts = append(opts, guard.WithStoreFailOpen())
+		}
 		mws = append(mws, httpguard.ModelCallLimit(opts...))
 	}
 	if cfg.runLimit > 0 || cfg.threadLimit > 0 {
@@ -314,6 +322,9 @@ func (cfg config) middlewares(o guard.Observer, store guard.ThreadStore, events 
 		}
 		if store != nil {
 			opts = append(opts, guard.WithThreadStore(store))
+		}
+		if cfg.storeFailOpen {
+			opts = append(opts, guard.WithStoreFailOpen())
 		}
 		if cfg.failClosed {
 			// An answer it cannot count is refused, not passed uncounted.

@@ -11,7 +11,7 @@
 //	toolguard-proxy -listen 127.0.0.1:8080 -upstream https://api.openai.com [-max-retries 2] [-fail-closed]
 //	                [-unknown-tools pass|reject] [-run-limit N] [-thread-limit N] [-redis redis://…]
 //	                [-model-call-limit N] [-max-body 8MiB] [-max-inflight N] [-version]
-//	                [-auth-keys FILE -upstream-key-env NAME] [-admin-listen ADDR]
+//	                [-auth-keys FILE -upstream-key-env NAME] [-admin-listen ADDR] [-store-fail-open]
 //
 // One proxy serves one upstream; run one per provider. -version prints
 // "toolguard-proxy VERSION REVISION" (devel for a build of a working tree;
@@ -153,8 +153,9 @@
 // GET /healthz answers 200 "ok" while the process serves: liveness only,
 // it checks nothing outside the process. GET /readyz answers 200 "ok"
 // when the proxy should be sent requests, 503 while the Redis of -redis
-// does not answer a PING within 500ms (each probe pings) and while the
-// proxy drains after SIGTERM; its body says which, never an address (the
+// does not answer a PING within 500ms (each probe pings; not with
+// -store-fail-open, under which the proxy serves without Redis) and while
+// the proxy drains after SIGTERM; its body says which, never an address (the
 // log has the error). GET /metrics is the Prometheus exposition.
 //
 // With -admin-listen ADDR those three are served on ADDR only: the
@@ -262,7 +263,27 @@
 // -redis redis://host:6379/0 (go-redis URL options: password, db,
 // dial_timeout, …) they share the counts (package guard/redisstore): one
 // atomic step per reservation, so the limit holds exactly however the
-// requests are spread. When Redis cannot be reached, a limited request is
-// answered 503 (limit_store_unavailable): nothing leaves unlimited.
-// -run-limit needs no store: a run is read from the request's transcript.
+// requests are spread. -run-limit needs no store: a run is read from the
+// request's transcript.
+//
+// When Redis cannot be reached, a limited request is answered 503 in its
+// protocol's shape, type limit_store_unavailable, whose message is a fixed
+// text ("toolguard-proxy: the limit store cannot be reached"): no address,
+// port or key reaches a client; the store_error event's log line has the
+// store's error. Nothing leaves unlimited, and the provider is not paid
+// where the limit can be checked first:
+//
+//   - -model-call-limit reserves a request's count before the request
+//     goes upstream, so a request it cannot count never goes;
+//   - -thread-limit counts the tool calls in the answer, so it reserves
+//     only once the upstream has answered. The proxy therefore asks Redis
+//     first (a PING within 500ms) for each POST naming a thread
+//     (X-Toolguard-Thread; a thread read from the transcript needs no
+//     store) and refuses it without going upstream when Redis does not
+//     answer. Redis failing between that check and the reservation still
+//     costs the upstream request, and the answer is refused.
+//
+// With -store-fail-open limited requests pass instead, uncounted in the
+// thread, each failure a store_error event (toolguard_events_total, a
+// Warn log line), and /readyz no longer depends on Redis.
 package main

@@ -24,7 +24,8 @@ func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
 // readyz answers whether the proxy should be sent requests: 503 while it
 // is draining (after SIGTERM, until it exits), and while the Redis of
 // -redis does not answer a PING within readyTimeout (every probe pings:
-// nothing is cached); else 200 "ok". The body says which, without an
+// nothing is cached), unless -store-fail-open, under which the proxy
+// serves without it; else 200 "ok". The body says which, without an
 // address: the log has the store's error.
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -34,13 +35,13 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "not ready: draining (shutting down)\n")
 		return
 	}
-	if s.redis != nil {
+	if s.redis != nil && !s.cfg.storeFailOpen {
 		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 		err := s.redis.Ping(ctx).Err()
 		cancel()
 		if err != nil {
 			s.log.LogAttrs(r.Context(), slog.LevelWarn, "toolguard-proxy: not ready: redis does not answer",
-				slog.String("error", err.Error()))
+				slog.String("redis", s.redis.Options().Addr), slog.String("error", err.Error()))
 			w.WriteHeader(http.StatusServiceUnavailable)
 			io.WriteString(w, "not ready: the limit store (-redis) does not answer\n")
 			return

@@ -232,7 +232,7 @@ func errorAttrs(err error) []slog.Attr {
 	case errors.As(err, &passed):
 		attrs = append(attrs, slog.String("reason", passed.why))
 	case errors.As(err, &store):
-		attrs = append(attrs, slog.String("error", store.Err.Error()))
+		attrs = append(attrs, storeErrorAttrs(store)...)
 	case errors.As(err, &invalid):
 		// The keyword and the JSON Pointer of each violation, never its
 		// message, which quotes the value.

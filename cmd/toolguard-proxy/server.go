@@ -128,11 +128,14 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 			return nil, errors.Join(fmt.Errorf("toolguard-proxy: %s: %w", cfg.src("redis"), err), tel.shutdown(ctx))
 		}
 		s.redis = redis.NewClient(opts)
-		store = redisstore.New(s.redis)
+		store = quietStore{redisstore.New(s.redis)}
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		if err := s.redis.Ping(pctx).Err(); err != nil {
-			log.Warn("toolguard-proxy: redis is not reachable; limited requests are answered 503 until it is",
-				"redis", opts.Addr, "error", err.Error())
+			msg := "toolguard-proxy: redis is not reachable; limited requests are answered 503 until it is"
+			if cfg.storeFailOpen {
+				msg = "toolguard-proxy: redis is not reachable; limited requests pass uncounted until it is (-store-fail-open)"
+			}
+			log.Warn(msg, "redis", opts.Addr, "error", err.Error())
 		}
 		cancel()
 	}
@@ -152,7 +155,7 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 	ops.HandleFunc("GET /healthz", s.healthz)
 	ops.HandleFunc("GET /readyz", s.readyz)
 	ops.Handle("GET /metrics", tel.metrics)
-	traffic := s.instrument(s.authenticate(s.limitInflight(s.admit(s.watchUnguarded(proxy)))))
+	traffic := s.instrument(s.authenticate(s.limitInflight(s.admit(s.checkStore(s.watchUnguarded(proxy))))))
 	if cfg.adminListen != "" {
 		s.admin, s.handler = ops, traffic
 	} else {
