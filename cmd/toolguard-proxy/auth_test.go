@@ -337,12 +337,16 @@ func TestBadAuthFlags(t *testing.T) {
 		{"from the environment", nil, map[string]string{"TOOLGUARD_AUTH_KEYS": writeKeys(t, "x "+keyA+" A\n"), "TOOLGUARD_UPSTREAM_KEY_ENV": providerEnv}, "TOOLGUARD_AUTH_KEYS "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			vars := map[string]string{"TOOLGUARD_UPSTREAM": "https://x", providerEnv: providerKey}
+			vars := map[string]string{"TOOLGUARD_UPSTREAM": "https://x", "TOOLGUARD_LISTEN": "127.0.0.1:0", providerEnv: providerKey}
 			for k, v := range tc.env {
 				vars[k] = v
 			}
+			// Done already: a proxy that starts in spite of the flags
+			// stops at once, and the test fails rather than hangs.
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
 			var stdout, stderr bytes.Buffer
-			err := run(context.Background(), tc.args, envOf(vars, nil), &stdout, &stderr)
+			err := run(ctx, tc.args, envOf(vars, nil), &stdout, &stderr)
 			first, _, _ := strings.Cut(stderr.String(), "\n")
 			if !errors.Is(err, errUsage) || !strings.HasPrefix(first, "toolguard-proxy: ") || !strings.Contains(first, tc.want) {
 				t.Errorf("run(%q) = %v, first line %q; want errUsage and %q", tc.args, err, first, tc.want)
@@ -411,13 +415,22 @@ func TestReloadKeys(t *testing.T) {
 // with it beside the tenant, not the tenant's thread id the guard counts.
 func TestAccessLogNamesTheThread(t *testing.T) {
 	t.Parallel()
-	up := fp.New(fp.Reply(fp.Text("1")), fp.Reply(fp.Text("2")))
-	defer up.Close()
-	for _, p := range []*proxy{startProxy(t, up.URL, "-thread-limit", "5"), startAuthProxy(t, up.URL, "-thread-limit", "5")} {
-		post(t, p.URL+"/v1/chat/completions", chatBody, "Authorization", "Bearer "+keyA, threadHeader, "chat-7")
-		lines := p.waitLog(t, "toolguard-proxy: request", 1)
-		if len(lines) != 1 || lines[0]["thread"] != "chat-7" {
-			t.Errorf("access log %v; want thread chat-7", lines)
-		}
+	for _, tc := range []struct {
+		name  string
+		start func(t *testing.T, upstream string) *proxy
+	}{
+		{"without -auth-keys", func(t *testing.T, upstream string) *proxy { return startProxy(t, upstream, "-thread-limit", "5") }},
+		{"with -auth-keys", func(t *testing.T, upstream string) *proxy { return startAuthProxy(t, upstream, "-thread-limit", "5") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := fp.New(fp.Reply(fp.Text("1")))
+			defer up.Close()
+			p := tc.start(t, up.URL)
+			post(t, p.URL+"/v1/chat/completions", chatBody, "Authorization", "Bearer "+keyA, threadHeader, "chat-7")
+			lines := p.waitLog(t, "toolguard-proxy: request", 1)
+			if len(lines) != 1 || lines[0]["thread"] != "chat-7" {
+				t.Errorf("access log %v; want thread chat-7", lines)
+			}
+		})
 	}
 }
