@@ -205,6 +205,7 @@ func (s *server) serve(ctx context.Context, ln, admin net.Listener) error {
 	select {
 	case err = <-served:
 	case err = <-adminServed:
+		err = fmt.Errorf("toolguard-proxy: admin endpoints: %w", err)
 		_ = srv.Close()
 		<-served
 		adminSrv = nil
