@@ -36,10 +36,7 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.redis != nil && !s.cfg.storeFailOpen {
-		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
-		err := s.redis.Ping(ctx).Err()
-		cancel()
-		if err != nil {
+		if err := s.pingRedis(r.Context(), readyTimeout); err != nil {
 			s.log.LogAttrs(r.Context(), slog.LevelWarn, "toolguard-proxy: not ready: redis does not answer",
 				slog.String("redis", s.redis.Options().Addr), slog.String("error", err.Error()))
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -48,4 +45,23 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	io.WriteString(w, "ok\n")
+}
+
+// pingRedis sends Redis a PING and returns its error, or ctx's once
+// timeout has passed, whichever comes first. The PING runs on a goroutine
+// of its own: go-redis does not end a read at the context's deadline
+// (only at its ReadTimeout, 3s by default, or whatever the -redis URL
+// says) unless ContextTimeoutEnabled, which the store's client does not
+// set, so a frozen server would hold the caller that long.
+func (s *server) pingRedis(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.redis.Ping(ctx).Err() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

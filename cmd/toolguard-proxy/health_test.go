@@ -10,10 +10,11 @@ import (
 	fp "github.com/toolguard/toolguard/httpguard/fakeprovider"
 )
 
-// get returns the status and body of a GET of url.
+// get returns the status and body of a GET of url, failing the test when
+// no answer comes within a minute.
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := (&http.Client{Timeout: time.Minute}).Get(url)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
@@ -134,14 +135,17 @@ func TestReadyzWhileDraining(t *testing.T) {
 
 // /readyz follows a real redis-server through an outage: 200 before, 503
 // while it is stopped and while it is frozen (SIGSTOP: it keeps its port
-// and answers nothing), 200 once it is back; /healthz stays 200
-// throughout. No answer names the server's address.
+// and answers nothing; the probe does not wait for the client's read
+// timeout), 200 once it is back; /healthz stays 200 throughout. No answer
+// names the server's address.
 func TestReadyzRedisOutage(t *testing.T) {
 	t.Parallel()
 	srv := startRedis(t)
 	up := fp.New()
 	defer up.Close()
-	p := startProxy(t, up.URL, "-admin-listen", "127.0.0.1:0", "-thread-limit", "5", "-redis", "redis://"+srv.Addr()+"/0")
+	// A read timeout longer than get's: a probe that waited for the
+	// client's reads on a frozen server would not be answered.
+	p := startProxy(t, up.URL, "-admin-listen", "127.0.0.1:0", "-thread-limit", "5", "-redis", "redis://"+srv.Addr()+"/0?read_timeout=5m")
 	probe := func(when string, want int) {
 		t.Helper()
 		code, body := get(t, p.Admin+"/readyz")

@@ -161,6 +161,13 @@ const (
 // response with its body read.
 func post(tb testing.TB, url, body string, header ...string) (*http.Response, []byte) {
 	tb.Helper()
+	return postWithin(tb, 0, url, body, header...)
+}
+
+// postWithin is post failing the test when no whole answer comes within
+// timeout (0: no limit).
+func postWithin(tb testing.TB, timeout time.Duration, url, body string, header ...string) (*http.Response, []byte) {
+	tb.Helper()
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		tb.Fatal(err)
@@ -169,7 +176,7 @@ func post(tb testing.TB, url, body string, header ...string) (*http.Response, []
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Add(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Timeout: timeout}).Do(req)
 	if err != nil {
 		tb.Fatalf("POST %s: %v", url, err)
 	}

@@ -266,7 +266,7 @@ func TestProcessSIGHUPReloadsKeys(t *testing.T) {
 	defer up.Close()
 	path := writeKeys(t, keyFile)
 	p := startProcessEnv(t, []string{providerEnv + "=" + providerKey},
-		"-upstream", up.URL, "-auth-keys", path, "-upstream-key-env", providerEnv)
+		"-upstream", up.URL, "-auth-keys", path, "-upstream-key-env", providerEnv, "-log-level", "debug")
 	const keyC = "tg-tenant-C-key-0004"
 	status := func(key string) int {
 		resp, _ := post(t, "http://"+p.addr+"/v1/chat/completions", chatBody, "Authorization", "Bearer "+key)

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/toolguard/toolguard/guard"
@@ -160,28 +161,39 @@ func TestRedisDownLeaksNothing(t *testing.T) {
 		args             []string
 		errType          func([]byte) string
 		want             string
+		frozen           bool // SIGSTOP, not stopped: it keeps its port and answers nothing
 	}{
-		{"thread limit, openai", "/v1/chat/completions", chatBody, []string{"-thread-limit", "5"}, openAIType, "limit_store_unavailable"},
-		{"thread limit, openai stream", "/v1/chat/completions", streamBody, []string{"-thread-limit", "5"}, openAIType, "limit_store_unavailable"},
-		{"thread limit, anthropic", "/v1/messages", anthropicBody, []string{"-thread-limit", "5"}, anthropicType, "limit_store_unavailable"},
-		{"model-call limit, openai", "/v1/chat/completions", chatBody, []string{"-model-call-limit", "5"}, openAIType, "limit_store_unavailable"},
-		{"both limits, openai", "/v1/chat/completions", chatBody, []string{"-model-call-limit", "5", "-thread-limit", "5"}, openAIType, "limit_store_unavailable"},
+		{"thread limit, openai", "/v1/chat/completions", chatBody, []string{"-thread-limit", "5"}, openAIType, "limit_store_unavailable", false},
+		{"thread limit, openai stream", "/v1/chat/completions", streamBody, []string{"-thread-limit", "5"}, openAIType, "limit_store_unavailable", false},
+		{"thread limit, anthropic", "/v1/messages", anthropicBody, []string{"-thread-limit", "5"}, anthropicType, "limit_store_unavailable", false},
+		{"model-call limit, openai", "/v1/chat/completions", chatBody, []string{"-model-call-limit", "5"}, openAIType, "limit_store_unavailable", false},
+		{"both limits, openai", "/v1/chat/completions", chatBody, []string{"-model-call-limit", "5", "-thread-limit", "5"}, openAIType, "limit_store_unavailable", false},
+		{"thread limit, openai, frozen", "/v1/chat/completions", chatBody, []string{"-thread-limit", "5"}, openAIType, "limit_store_unavailable", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srv := startRedis(t)
 			up := fp.New(fp.Reply(fp.Call("get_weather", `{"city": "Paris"}`)), fp.Reply(fp.Call("get_weather", `{"city": "Paris"}`)))
 			defer up.Close()
-			args := append([]string{"-redis", "redis://" + srv.Addr() + "/0", "-model-retries", "0"}, tc.args...)
+			// A read timeout longer than the client's: a check that waited
+			// for it on a frozen server would not be answered.
+			args := append([]string{"-redis", "redis://" + srv.Addr() + "/0?read_timeout=5m", "-model-retries", "0"}, tc.args...)
 			p := startProxy(t, up.URL, args...)
 			if resp, body := post(t, p.URL+tc.path, tc.body, threadHeader, "thread-43"); resp.StatusCode != 200 {
 				t.Fatalf("with Redis up: status %d: %s", resp.StatusCode, body)
 			}
-			if err := srv.Stop(); err != nil {
+			outage := "stopped"
+			if tc.frozen {
+				outage = "frozen"
+				if err := srv.Freeze(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = srv.Thaw() })
+			} else if err := srv.Stop(); err != nil {
 				t.Fatal(err)
 			}
-			resp, body := post(t, p.URL+tc.path, tc.body, threadHeader, "thread-43")
-			t.Logf("with Redis stopped, the client reads: %d %s", resp.StatusCode, bytes.TrimSpace(body))
+			resp, body := postWithin(t, time.Minute, p.URL+tc.path, tc.body, threadHeader, "thread-43")
+			t.Logf("with Redis %s, the client reads: %d %s", outage, resp.StatusCode, bytes.TrimSpace(body))
 			if resp.StatusCode != http.StatusServiceUnavailable || tc.errType(body) != tc.want {
 				t.Errorf("status %d body %s; want 503 %s", resp.StatusCode, body, tc.want)
 			}

@@ -72,9 +72,7 @@ func (s *server) checkStore(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), storeCheckTimeout)
-		err := s.redis.Ping(ctx).Err()
-		cancel()
+		err := s.pingRedis(r.Context(), storeCheckTimeout)
 		if err == nil || r.Context().Err() != nil {
 			next.ServeHTTP(w, r)
 			return
