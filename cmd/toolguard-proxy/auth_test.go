@@ -123,7 +123,9 @@ func TestAuthRefusesWithoutAValidKey(t *testing.T) {
 			})
 		}
 	}
-	if n := len(up.Requests()); n != 0 {
+	n := len(up.Requests())
+	t.Logf("the upstream received %d requests", n)
+	if n != 0 {
 		t.Errorf("the upstream received %d requests, want none", n)
 	}
 	logs := p.logs.String()
