@@ -281,11 +281,11 @@ func TestAuthTenantLabel(t *testing.T) {
 	t.Parallel()
 	up := fp.New(fp.Reply(fp.Text("Hi.")), fp.Reply(fp.Text("Hi.")))
 	defer up.Close()
-	p := startAuthProxy(t, up.URL)
+	p := startAuthProxy(t, up.URL, "-admin-listen", "127.0.0.1:0")
 	post(t, p.URL+"/v1/chat/completions", chatBody, "Authorization", "Bearer "+keyA)
 	post(t, p.URL+"/v1/chat/completions", chatBody, "Authorization", "Bearer "+keyWrong)
 	p.waitLog(t, "toolguard-proxy: request", 2)
-	metrics := scrape(t, p.URL+"/metrics")
+	metrics := scrape(t, p.Admin+"/metrics")
 	for _, want := range []string{
 		`http_server_request_duration_seconds_count{http_request_method="POST",http_response_status_code="200",` + scope + `,toolguard_tenant="A"} 1`,
 		`http_server_request_duration_seconds_count{http_request_method="POST",http_response_status_code="401",` + scope + `} 1`,
@@ -434,5 +434,34 @@ func TestAccessLogNamesTheThread(t *testing.T) {
 				t.Errorf("access log %v; want thread chat-7", lines)
 			}
 		})
+	}
+}
+
+// With -auth-keys and without -admin-listen, /metrics on the traffic port
+// (which names the tenants) needs a key like any request, while /healthz
+// and /readyz stay open to probes; on -admin-listen's port it needs none.
+func TestAuthMetricsNeedAKey(t *testing.T) {
+	t.Parallel()
+	up := fp.New()
+	defer up.Close()
+	p := startAuthProxy(t, up.URL)
+	if code, body := get(t, p.URL+"/metrics"); code != http.StatusUnauthorized || strings.Contains(body, "go_goroutines") {
+		t.Errorf("/metrics without a key: %d, want 401 and no metrics", code)
+	}
+	resp, body := getWith(t, p.URL+"/metrics", "Authorization", "Bearer "+keyB)
+	if resp != http.StatusOK || !strings.Contains(body, "go_goroutines") {
+		t.Errorf("/metrics with a key: %d, want 200 and the exposition", resp)
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, body := get(t, p.URL+path); code != 200 || body != "ok\n" {
+			t.Errorf("%s without a key: %d %q, want 200 ok", path, code, body)
+		}
+	}
+	admin := startAuthProxy(t, up.URL, "-admin-listen", "127.0.0.1:0")
+	if code, body := get(t, admin.Admin+"/metrics"); code != http.StatusOK || !strings.Contains(body, "go_goroutines") {
+		t.Errorf("-admin-listen's /metrics without a key: %d, want 200 and the exposition", code)
+	}
+	if n := len(up.Requests()); n != 0 {
+		t.Errorf("the upstream received %d requests, want none", n)
 	}
 }

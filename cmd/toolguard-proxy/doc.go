@@ -123,6 +123,10 @@
 // a toolguard_tenant label (the first 100 tenants the process sees; later
 // ones are "_OTHER").
 //
+// Without -admin-listen, /metrics on the traffic port needs a key too
+// (any tenant's: it names every tenant), while /healthz and /readyz stay
+// open to probes; serve it on -admin-listen to keep it from tenants.
+//
 // SIGHUP re-reads the key file: requests arriving from then on are served
 // with the new keys. A file that cannot be read or is malformed changes
 // nothing; the log says why (the line, never the key). Without -auth-keys

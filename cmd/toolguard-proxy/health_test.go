@@ -14,7 +14,20 @@ import (
 // no answer comes within a minute.
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := (&http.Client{Timeout: time.Minute}).Get(url)
+	return getWith(t, url)
+}
+
+// getWith is get with headers (key, value pairs).
+func getWith(t *testing.T, url string, header ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Add(header[i], header[i+1])
+	}
+	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}

@@ -154,7 +154,14 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 	ops := http.NewServeMux()
 	ops.HandleFunc("GET /healthz", s.healthz)
 	ops.HandleFunc("GET /readyz", s.readyz)
-	ops.Handle("GET /metrics", tel.metrics)
+	metrics := tel.metrics
+	if cfg.keys != nil && cfg.adminListen == "" {
+		// On the traffic port of a shared proxy the metrics, tenants'
+		// names among them, are for holders of a key only; the probes
+		// stay open.
+		metrics = s.authenticate(metrics)
+	}
+	ops.Handle("GET /metrics", metrics)
 	traffic := s.instrument(s.authenticate(s.limitInflight(s.admit(s.checkStore(s.watchUnguarded(proxy))))))
 	if cfg.adminListen != "" {
 		s.admin, s.handler = ops, traffic
