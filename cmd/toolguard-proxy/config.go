@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -18,8 +19,9 @@ import (
 
 // config is what the flags say.
 type config struct {
-	listen   string
-	upstream *url.URL
+	listen      string
+	adminListen string // /metrics, /healthz, /readyz; "": on listen
+	upstream    *url.URL
 
 	maxRetries   int                     // ToolArgValidation's re-asks
 	modelRetries int                     // ModelRetry's retries
@@ -30,6 +32,7 @@ type config struct {
 	modelCallLimit        int // ModelCallLimit per thread; 0: none
 	limitExit             guard.ExitBehavior
 	redisURL              string
+	storeFailOpen         bool // the limits let calls pass uncounted when -redis cannot be reached
 
 	maxBody           int64
 	maxInflight       int // requests served at once; 0: no cap
@@ -39,6 +42,14 @@ type config struct {
 	shutdownTimeout   time.Duration
 
 	logLevel slog.Level
+
+	// -auth-keys: the key file, the keys it held at start, and the
+	// provider's key from the variable -upstream-key-env names. keys is
+	// nil without -auth-keys: credentials then pass through.
+	authKeysPath   string
+	keys           *keyring
+	upstreamKeyEnv string
+	upstreamKey    string
 
 	// env maps the name of each flag whose value came from the
 	// environment to its variable, so that errors name what was set.
@@ -79,8 +90,10 @@ reverse proxy whose transport is httpguard. Point the client's base URL at it.
   OPENAI_BASE_URL=http://127.0.0.1:8080/v1 python agent.py
 
 Headers: X-Toolguard-Thread names the conversation thread the thread limit
-counts (removed before the request goes upstream). Endpoints: /healthz,
-/metrics (Prometheus); everything else is proxied. OTLP traces when
+counts (removed before the request goes upstream; per tenant with -auth-keys).
+Endpoints: /healthz (liveness), /readyz (503 while -redis does not answer or
+while draining), /metrics (Prometheus), on -admin-listen when given, else on
+-listen; everything else is proxied. OTLP traces when
 OTEL_EXPORTER_OTLP_ENDPOINT is set. Logs: JSON on stderr, never a header,
 a query or content. SIGTERM: stop accepting, finish in-flight requests
 (streams included), exit 0.
@@ -108,6 +121,7 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 		version                                            bool
 	)
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "`address` to serve on (host:port)")
+	fs.StringVar(&cfg.adminListen, "admin-listen", "", "serve /metrics, /healthz and /readyz on this `address` (host:port) and no longer\non -listen, whose clients then reach the upstream alone (default: on -listen)")
 	fs.StringVar(&upstream, "upstream", "", "the provider's base `URL`, e.g. https://api.openai.com, https://api.anthropic.com,\nhttps://generativelanguage.googleapis.com (required); a request's path is appended to it")
 	fs.IntVar(&cfg.maxRetries, "max-retries", 2, "re-asks after invalid tool calls, per client request (ToolArgValidation)")
 	fs.IntVar(&cfg.modelRetries, "model-retries", 2, "retries of an upstream request that failed transiently: 408, 409, 429, 5xx,\na dropped connection (ModelRetry; 0: none). The client's SDK retries too")
@@ -118,12 +132,15 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	fs.IntVar(&cfg.modelCallLimit, "model-call-limit", 0, "cap the requests of one thread that reach the guard, as -thread-limit finds the\nthread (ModelCallLimit; 0: none); a request past it never reaches the upstream\nand is answered as -limit-exit says, continue as end (there is nothing to re-ask)")
 	fs.StringVar(&limitExit, "limit-exit", "continue", "what a call past a limit gets (`mode`): continue (the model is told and asked again),\nend (an answer without tool calls saying which limit), error (HTTP 422)")
 	fs.StringVar(&cfg.redisURL, "redis", "", "keep thread counts in Redis (`URL` redis://[:password@]host:port/db), so that\nreplicas share one thread limit; without it each process counts its own")
+	fs.BoolVar(&cfg.storeFailOpen, "store-fail-open", false, "when -redis cannot be reached, let limited requests through uncounted (a store_error\nevent, logged at warn) instead of answering 503 limit_store_unavailable")
 	fs.StringVar(&maxBody, "max-body", "8MiB", "largest request body accepted, a `size` (413 past it); at most httpguard.MaxBody\n(8MiB) is guarded")
 	fs.IntVar(&cfg.maxInflight, "max-inflight", 0, "requests served at once; past it a request is refused at once with 503 in the\nprovider's error shape and retry-after (0: no cap)")
 	fs.DurationVar(&cfg.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time to read a request's headers")
 	fs.DurationVar(&cfg.bodyTimeout, "body-timeout", time.Minute, "time to read a request's body, from its headers (408 past it; 0: none)")
 	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "on SIGTERM, how long in-flight requests (streams included) may take to\nfinish before they are cut; keep it below the orchestrator's grace period")
+	fs.StringVar(&cfg.authKeysPath, "auth-keys", "", "require a client key: a `file` of lines KEY TENANT (# comments), re-read on SIGHUP;\na request must carry one where its SDK puts the API key (Authorization: Bearer,\nx-api-key, x-goog-api-key or ?key=), else 401; the upstream gets -upstream-key-env's\nkey there instead, and thread limits count per tenant")
+	fs.StringVar(&cfg.upstreamKeyEnv, "upstream-key-env", "", "the environment variable (`name`) holding the provider's API key, sent upstream\nin place of the client's key (required with -auth-keys)")
 	fs.StringVar(&logLvl, "log-level", "info", "`level` of the logs: debug, info, warn or error")
 	fs.BoolVar(&version, "version", false, "print the version (module version or devel, VCS revision) and exit")
 	fs.Usage = func() {
@@ -146,6 +163,9 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	}
 	if err == nil {
 		err = cfg.finish(upstream, maxBody, limitExit, logLvl, unknownTools)
+	}
+	if err == nil {
+		err = cfg.finishAuth(env)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "toolguard-proxy: %v\n\n", err)
@@ -239,11 +259,17 @@ func (cfg *config) finish(upstream, maxBody, limitExit, logLvl, unknownTools str
 	default:
 		return fmt.Errorf("%s %q: want pass or reject", cfg.src("unknown-tools"), unknownTools)
 	}
+	if cfg.adminListen != "" && cfg.adminListen == cfg.listen {
+		return fmt.Errorf("%s %q is %s's address: the admin endpoints need a port of their own", cfg.src("admin-listen"), cfg.adminListen, cfg.src("listen"))
+	}
 	if cfg.maxInflight < 0 {
 		return fmt.Errorf("%s must not be negative (0: no cap)", cfg.src("max-inflight"))
 	}
 	if cfg.redisURL != "" && cfg.threadLimit == 0 && cfg.modelCallLimit == 0 {
 		return fmt.Errorf("%s keeps thread counts: it needs %s or %s", cfg.src("redis"), cfg.src("thread-limit"), cfg.src("model-call-limit"))
+	}
+	if cfg.storeFailOpen && cfg.redisURL == "" {
+		return fmt.Errorf("%s needs %s: without it the counts are in memory, which never fails", cfg.src("store-fail-open"), cfg.src("redis"))
 	}
 	n, err := humanize.ParseBytes(maxBody)
 	if err != nil || n < 1 || n > 1<<40 {
@@ -281,6 +307,9 @@ func (cfg config) middlewares(o guard.Observer, store guard.ThreadStore, events 
 		if store != nil {
 			opts = append(opts, guard.WithThreadStore(store))
 		}
+		if cfg.storeFailOpen {
+			opts = append(opts, guard.WithStoreFailOpen())
+		}
 		mws = append(mws, httpguard.ModelCallLimit(opts...))
 	}
 	if cfg.runLimit > 0 || cfg.threadLimit > 0 {
@@ -293,6 +322,9 @@ func (cfg config) middlewares(o guard.Observer, store guard.ThreadStore, events 
 		}
 		if store != nil {
 			opts = append(opts, guard.WithThreadStore(store))
+		}
+		if cfg.storeFailOpen {
+			opts = append(opts, guard.WithStoreFailOpen())
 		}
 		if cfg.failClosed {
 			// An answer it cannot count is refused, not passed uncounted.
@@ -307,4 +339,57 @@ func (cfg config) middlewares(o guard.Observer, store guard.ThreadStore, events 
 	mws = append(mws, httpguard.ToolArgValidation(vopts...))
 	mws = append(mws, httpguard.ModelRetry(guard.WithMaxRetries(cfg.modelRetries), guard.WithEventHandler(events)))
 	return mws
+}
+
+// finishAuth checks -auth-keys and -upstream-key-env, reads the key file
+// and the provider's key from the variable env looks up. Neither key
+// reaches an error.
+func (cfg *config) finishAuth(env func(string) (string, bool)) error {
+	switch {
+	case cfg.authKeysPath == "" && cfg.upstreamKeyEnv == "":
+		return nil // credentials pass through
+	case cfg.authKeysPath == "":
+		return fmt.Errorf("%s needs %s: without client keys the proxy would spend the provider's key for whoever reaches it",
+			cfg.src("upstream-key-env"), cfg.src("auth-keys"))
+	case cfg.upstreamKeyEnv == "":
+		return fmt.Errorf("%s needs %s, the variable holding the provider's key, which the upstream gets in place of the client's",
+			cfg.src("auth-keys"), cfg.src("upstream-key-env"))
+	}
+	key, ok := env(cfg.upstreamKeyEnv)
+	switch {
+	case !ok:
+		return fmt.Errorf("%s %s: the variable is not set: it must hold the provider's key", cfg.src("upstream-key-env"), cfg.upstreamKeyEnv)
+	case key == "":
+		return fmt.Errorf("%s %s: the variable is empty: it must hold the provider's key", cfg.src("upstream-key-env"), cfg.upstreamKeyEnv)
+	case !validHeaderValue(key):
+		return fmt.Errorf("%s %s: the variable holds a character a header cannot carry (a control character or a newline)",
+			cfg.src("upstream-key-env"), cfg.upstreamKeyEnv)
+	}
+	cfg.upstreamKey = key
+	keys, err := loadKeyFile(cfg.authKeysPath)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", cfg.src("auth-keys"), cfg.authKeysPath, unwrapPath(err))
+	}
+	cfg.keys = keys
+	return nil
+}
+
+// validHeaderValue reports whether v can be sent as a header's value as it
+// is: no control characters (a newline would start another header).
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return strings.TrimSpace(v) == v
+}
+
+// unwrapPath drops the path an *fs.PathError repeats.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

@@ -32,9 +32,11 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-upstream", "https://x", "-max-inflight", "-1"}, "-max-inflight must not be negative"},
 		{[]string{"-upstream", "https://x", "-redis", "redis://127.0.0.1:6379"}, "-redis keeps thread counts: it needs -thread-limit or -model-call-limit"},
 		{[]string{"-upstream", "https://x", "-model-call-limit", "-1"}, "-model-call-limit must not be negative"},
+		{[]string{"-upstream", "https://x", "-thread-limit", "3", "-store-fail-open"}, "-store-fail-open needs -redis"},
 		{[]string{"-upstream", "https://x", "-log-level", "loud"}, "-log-level"},
 		{[]string{"-upstream", "https://x", "-shutdown-timeout", "0s"}, "must be positive"},
 		{[]string{"-upstream", "https://x", "extra"}, `unexpected argument "extra"`},
+		{[]string{"-upstream", "https://x", "-admin-listen", "127.0.0.1:8080"}, `-admin-listen "127.0.0.1:8080" is -listen's address`},
 		{[]string{"-nope"}, "flag provided but not defined: -nope"},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -11,6 +11,7 @@
 //	toolguard-proxy -listen 127.0.0.1:8080 -upstream https://api.openai.com [-max-retries 2] [-fail-closed]
 //	                [-unknown-tools pass|reject] [-run-limit N] [-thread-limit N] [-redis redis://…]
 //	                [-model-call-limit N] [-max-body 8MiB] [-max-inflight N] [-version]
+//	                [-auth-keys FILE -upstream-key-env NAME] [-admin-listen ADDR] [-store-fail-open]
 //
 // One proxy serves one upstream; run one per provider. -version prints
 // "toolguard-proxy VERSION REVISION" (devel for a build of a working tree;
@@ -29,7 +30,7 @@
 // Start it beside the agent, then change the client's base URL and
 // nothing else. The key still comes from the client: the proxy passes
 // Authorization, x-api-key and x-goog-api-key through to the provider
-// and never logs them.
+// and never logs them (unless -auth-keys: see Keys and tenants).
 //
 //	go run github.com/toolguard/toolguard/cmd/toolguard-proxy -upstream https://api.openai.com
 //
@@ -82,15 +83,67 @@
 // retries come first, so a client that also retries multiplies them: lower
 // the client's or -model-retries.
 //
+// # Keys and tenants
+//
+// With -auth-keys FILE the proxy is a shared service: each client gets a
+// key of its own, and the provider's key stays with the proxy. The file
+// holds one key per line, "KEY TENANT", separated by spaces or tabs;
+// blank lines and lines beginning with # are skipped, and a third field
+// beginning with # is a comment:
+//
+//	# team keys: KEY TENANT
+//	tg-9f2c4e0a7b1d3e5f search-team
+//	tg-0c1d2e3f4a5b6c7d billing     # rotated 2026-11
+//
+// A key is 16 to 512 bytes of printable ASCII; a tenant up to 64 letters,
+// digits, '.', '_' and '-'; a tenant may have several keys, a key one
+// tenant. -upstream-key-env NAME (required with -auth-keys, and only with
+// it) names the environment variable holding the provider's key; the
+// proxy refuses to start when it is unset or empty, and when the file is
+// malformed, with one line naming the flag and the line of the file, never
+// a key.
+//
+// A request must carry a key of the file where its SDK puts the API key:
+// Authorization: Bearer (OpenAI and OpenAI-compatible clients), x-api-key
+// (Anthropic), x-goog-api-key or the query parameter key (Gemini). Every
+// one of those places that holds a key must hold one of the file's, all of
+// one tenant. Otherwise the request is answered 401 in the protocol's
+// error shape (type authentication_error; Gemini's UNAUTHENTICATED) and
+// nothing reaches the upstream. The upstream receives the provider's key
+// in the place the client's was (Authorization: Bearer, x-api-key,
+// x-goog-api-key, key=), and never the client's key: the other credential
+// headers are removed. Keys are compared as SHA-256 digests in constant
+// time; a log line says of a refused key only the first 8 hex digits of
+// its SHA-256 (key_hash).
+//
+// Thread limits count per tenant: tenant A's thread "t1" and tenant B's
+// "t1" are two threads, whatever ids the clients choose (the guard counts
+// "LEN:TENANT:ID", LEN the tenant's length). The access log and the event
+// log lines name the tenant, and http_server_request_duration_seconds has
+// a toolguard_tenant label (the first 100 tenants the process sees; later
+// ones are "_OTHER").
+//
+// Without -admin-listen, /metrics on the traffic port needs a key too
+// (any tenant's: it names every tenant), while /healthz and /readyz stay
+// open to probes; serve it on -admin-listen to keep it from tenants.
+//
+// SIGHUP re-reads the key file: requests arriving from then on are served
+// with the new keys. A file that cannot be read or is malformed changes
+// nothing; the log says why (the line, never the key). Without -auth-keys
+// credentials pass through as they came, and SIGHUP has its default
+// effect.
+//
 // # Headers
 //
 // X-Toolguard-Thread names the conversation thread of a request: the
 // thread limit counts per thread (guard.WithThread). Without it, a
 // request's thread is its transcript, as for an agent that names none. It
 // must be one id of at most 256 bytes (else 400) and is removed before the
-// request goes upstream. The proxy trusts it: whoever can reach the proxy
-// can spend any thread's limit, so keep the proxy where only your agents
-// reach it (loopback, a sidecar, a private network).
+// request goes upstream. Without -auth-keys the proxy trusts it: whoever
+// can reach the proxy can spend any thread's limit, so keep the proxy
+// where only your agents reach it (loopback, a sidecar, a private
+// network). With -auth-keys a client can spend only its own tenant's
+// threads.
 //
 // A W3C traceparent header makes the proxy's spans part of the client's
 // trace. Accept-Encoding is removed: the proxy negotiates compression with
@@ -101,8 +154,21 @@
 //
 // # Endpoints
 //
-// GET /healthz answers 200 "ok" while the process serves. GET /metrics is
-// the Prometheus exposition. Every other request is proxied.
+// GET /healthz answers 200 "ok" while the process serves: liveness only,
+// it checks nothing outside the process. GET /readyz answers 200 "ok"
+// when the proxy should be sent requests, 503 while the Redis of -redis
+// does not answer a PING within 500ms (each probe pings; not with
+// -store-fail-open, under which the proxy serves without Redis) and while
+// the proxy drains after SIGTERM; its body says which, never an address (the
+// log has the error). GET /metrics is the Prometheus exposition.
+//
+// With -admin-listen ADDR those three are served on ADDR only: the
+// traffic port (-listen) then proxies every path, /metrics included, so
+// its clients reach the upstream and nothing of the operator's. The admin
+// port proxies nothing and stays open while the proxy drains, so that
+// /readyz can say so; it closes last. Without -admin-listen they are on
+// the traffic port beside the proxied paths, whose listener closes at
+// SIGTERM. Every other request is proxied.
 //
 // # Metrics
 //
@@ -201,7 +267,27 @@
 // -redis redis://host:6379/0 (go-redis URL options: password, db,
 // dial_timeout, …) they share the counts (package guard/redisstore): one
 // atomic step per reservation, so the limit holds exactly however the
-// requests are spread. When Redis cannot be reached, a limited request is
-// answered 503 (limit_store_unavailable): nothing leaves unlimited.
-// -run-limit needs no store: a run is read from the request's transcript.
+// requests are spread. -run-limit needs no store: a run is read from the
+// request's transcript.
+//
+// When Redis cannot be reached, a limited request is answered 503 in its
+// protocol's shape, type limit_store_unavailable, whose message is a fixed
+// text ("toolguard-proxy: the limit store cannot be reached"): no address,
+// port or key reaches a client; the store_error event's log line has the
+// store's error. Nothing leaves unlimited, and the provider is not paid
+// where the limit can be checked first:
+//
+//   - -model-call-limit reserves a request's count before the request
+//     goes upstream, so a request it cannot count never goes;
+//   - -thread-limit counts the tool calls in the answer, so it reserves
+//     only once the upstream has answered. The proxy therefore asks Redis
+//     first (a PING within 500ms) for each POST naming a thread
+//     (X-Toolguard-Thread; a thread read from the transcript needs no
+//     store) and refuses it without going upstream when Redis does not
+//     answer. Redis failing between that check and the reservation still
+//     costs the upstream request, and the answer is refused.
+//
+// With -store-fail-open limited requests pass instead, uncounted in the
+// thread, each failure a store_error event (toolguard_events_total, a
+// Warn log line), and /readyz no longer depends on Redis.
 package main

@@ -41,6 +41,7 @@ func TestMain(m *testing.M) {
 // proxy is a proxy server running in-process on a loopback port.
 type proxy struct {
 	URL    string  // http://127.0.0.1:port
+	Admin  string  // -admin-listen's http://127.0.0.1:port; "" without
 	srv    *server // its server
 	logs   *syncBuffer
 	cancel context.CancelFunc // stops it, as SIGTERM does
@@ -57,9 +58,15 @@ func startProxy(tb testing.TB, upstream string, args ...string) *proxy {
 // startProxyTo is startProxy logging to w; nil: to the proxy's logs.
 func startProxyTo(tb testing.TB, w io.Writer, upstream string, args ...string) *proxy {
 	tb.Helper()
+	return startProxyEnv(tb, noEnv, w, upstream, args...)
+}
+
+// startProxyEnv is startProxyTo with the environment env.
+func startProxyEnv(tb testing.TB, env func(string) (string, bool), w io.Writer, upstream string, args ...string) *proxy {
+	tb.Helper()
 	args = append([]string{"-upstream", upstream}, args...)
 	var out syncBuffer
-	cfg, err := parseConfig(args, noEnv, &out, &out)
+	cfg, err := parseConfig(args, env, &out, &out)
 	if err != nil {
 		tb.Fatalf("parseConfig(%q) = %v\n%s", args, err, out.String())
 	}
@@ -75,16 +82,24 @@ func startProxyTo(tb testing.TB, w io.Writer, upstream string, args ...string) *
 	if err != nil {
 		tb.Fatal(err)
 	}
+	var admin net.Listener
+	adminURL := ""
+	if cfg.adminListen != "" {
+		if admin, err = net.Listen("tcp", cfg.adminListen); err != nil {
+			tb.Fatal(err)
+		}
+		adminURL = "http://" + admin.Addr().String()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.serve(ctx, ln) }()
+	go func() { done <- s.serve(ctx, ln, admin) }()
 	tb.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			tb.Errorf("serve: %v", err)
 		}
 	})
-	return &proxy{URL: "http://" + ln.Addr().String(), srv: s, logs: logs, cancel: cancel, done: done}
+	return &proxy{URL: "http://" + ln.Addr().String(), Admin: adminURL, srv: s, logs: logs, cancel: cancel, done: done}
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.
@@ -146,6 +161,13 @@ const (
 // response with its body read.
 func post(tb testing.TB, url, body string, header ...string) (*http.Response, []byte) {
 	tb.Helper()
+	return postWithin(tb, 0, url, body, header...)
+}
+
+// postWithin is post failing the test when no whole answer comes within
+// timeout (0: no limit).
+func postWithin(tb testing.TB, timeout time.Duration, url, body string, header ...string) (*http.Response, []byte) {
+	tb.Helper()
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		tb.Fatal(err)
@@ -154,7 +176,7 @@ func post(tb testing.TB, url, body string, header ...string) (*http.Response, []
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Add(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Timeout: timeout}).Do(req)
 	if err != nil {
 		tb.Fatalf("POST %s: %v", url, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/toolguard/toolguard/guard"
@@ -24,6 +25,8 @@ import (
 func (s *server) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		info := &requestInfo{}
+		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
 		ctx := r.Context()
 		method := requestMethod(r.Method)
 		s.tel.active.Add(ctx, 1, metric.WithAttributes(method))
@@ -36,13 +39,20 @@ func (s *server) instrument(next http.Handler) http.Handler {
 				status = http.StatusOK
 			}
 			s.tel.active.Add(ctx, -1, metric.WithAttributes(method))
-			s.tel.duration.Record(ctx, elapsed.Seconds(), metric.WithAttributes(method, semconv.HTTPResponseStatusCode(status)))
+			mattrs := []attribute.KeyValue{method, semconv.HTTPResponseStatusCode(status)}
+			if info.tenant != "" {
+				mattrs = append(mattrs, tenantAttr.String(s.tenantLabels.label(info.tenant)))
+			}
+			s.tel.duration.Record(ctx, elapsed.Seconds(), metric.WithAttributes(mattrs...))
 			attrs := []slog.Attr{
 				slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", status),
 				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000), slog.Int64("bytes", rec.bytes),
 			}
-			if t := guard.ThreadFrom(r.Context()); t != "" {
-				attrs = append(attrs, slog.String("thread", t))
+			if info.tenant != "" {
+				attrs = append(attrs, slog.String("tenant", info.tenant))
+			}
+			if info.thread != "" {
+				attrs = append(attrs, slog.String("thread", info.thread))
 			}
 			if id := rec.Header().Get("X-Request-Id"); id != "" {
 				attrs = append(attrs, slog.String("upstream_request_id", id))
@@ -59,6 +69,59 @@ func (s *server) instrument(next http.Handler) http.Handler {
 		next.ServeHTTP(rec, r)
 		aborted = false
 	})
+}
+
+// requestInfo is what the handlers learn of a request for its log line
+// and metrics: the tenant of its key (-auth-keys) and the thread the
+// client named (the guard counts the tenant's: tenantThread).
+type requestInfo struct {
+	tenant string
+	thread string
+}
+
+type requestInfoKey struct{}
+
+// infoFrom returns the requestInfo instrument put in ctx, or nil.
+func infoFrom(ctx context.Context) *requestInfo {
+	info, _ := ctx.Value(requestInfoKey{}).(*requestInfo)
+	return info
+}
+
+// tenantAttr is the metric attribute of a request's tenant (-auth-keys).
+const tenantAttr = attribute.Key("toolguard.tenant")
+
+// maxTenantLabels is how many tenants the metrics name: the first ones a
+// server sees; every later one is recorded as otherTenant. Tenants come
+// from the key file, so they are few, but a file is reloaded and grows:
+// the cap keeps the series of a long-lived process bounded all the same,
+// as otelguard.MaxModels does for models.
+const maxTenantLabels = 100
+
+// otherTenant stands on the metrics for the tenants past maxTenantLabels.
+const otherTenant = "_OTHER"
+
+// tenantLabels is the closed set of tenants a server's metrics name.
+type tenantLabels struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+// label returns the toolguard.tenant of tenant: itself while fewer than
+// maxTenantLabels tenants have been named, else otherTenant.
+func (l *tenantLabels) label(tenant string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen[tenant] {
+		return tenant
+	}
+	if len(l.seen) >= maxTenantLabels {
+		return otherTenant
+	}
+	if l.seen == nil {
+		l.seen = map[string]bool{}
+	}
+	l.seen[tenant] = true
+	return tenant
 }
 
 // requestMethod is the http.request.method of a request on the metrics:
@@ -134,7 +197,14 @@ func (s *server) logEvent(ctx context.Context, e guard.Event) {
 	if e.Wait != 0 {
 		attrs = append(attrs, slog.Duration("wait", e.Wait))
 	}
-	if t := guard.ThreadFrom(ctx); t != "" {
+	if info := infoFrom(ctx); info != nil {
+		if info.tenant != "" {
+			attrs = append(attrs, slog.String("tenant", info.tenant))
+		}
+		if info.thread != "" {
+			attrs = append(attrs, slog.String("thread", info.thread))
+		}
+	} else if t := guard.ThreadFrom(ctx); t != "" {
 		attrs = append(attrs, slog.String("thread", t))
 	}
 	if e.Err != nil {
@@ -162,7 +232,7 @@ func errorAttrs(err error) []slog.Attr {
 	case errors.As(err, &passed):
 		attrs = append(attrs, slog.String("reason", passed.why))
 	case errors.As(err, &store):
-		attrs = append(attrs, slog.String("error", store.Err.Error()))
+		attrs = append(attrs, storeErrorAttrs(store)...)
 	case errors.As(err, &invalid):
 		// The keyword and the JSON Pointer of each violation, never its
 		// message, which quotes the value.

@@ -52,8 +52,16 @@ type process struct {
 // loopback port, and waits until it listens.
 func startProcess(t *testing.T, args ...string) *process {
 	t.Helper()
+	return startProcessEnv(t, nil, args...)
+}
+
+// startProcessEnv is startProcess with the variables env (NAME=value)
+// added to the environment.
+func startProcessEnv(t *testing.T, env []string, args ...string) *process {
+	t.Helper()
 	cmd := exec.Command(binary(t), append([]string{"-listen", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT=", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=")
+	cmd.Env = append(cmd.Env, env...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -227,6 +235,7 @@ func TestProcessExitStatus(t *testing.T) {
 	}{
 		{[]string{"-listen", ln.Addr().String(), "-upstream", "http://127.0.0.1:1"}, 1, "address already in use"},
 		{[]string{"-upstream", "ftp://x"}, 2, "want an http or https URL"},
+		{[]string{"-admin-listen", ln.Addr().String(), "-upstream", "http://127.0.0.1:1"}, 1, "toolguard-proxy: -admin-listen: listen tcp " + ln.Addr().String() + ": bind: address already in use"},
 	} {
 		out, err := exec.Command(binary(t), tc.args...).CombinedOutput()
 		var ee *exec.ExitError
@@ -244,5 +253,59 @@ func TestProcessVersion(t *testing.T) {
 	out, err := exec.Command(binary(t), "-version").CombinedOutput()
 	if err != nil || !regexp.MustCompile(`^toolguard-proxy devel ([0-9a-f]{40}(-dirty)?|unknown)\n$`).Match(out) {
 		t.Errorf("toolguard-proxy -version: %v, printed %q; want exit 0 and one line: toolguard-proxy devel REVISION", err, out)
+	}
+}
+
+// SIGHUP makes the running process re-read its key file: a key removed is
+// refused from then on, a key added served; a malformed file sent next
+// keeps the keys in force and the log names its line; the process keeps
+// serving through both.
+func TestProcessSIGHUPReloadsKeys(t *testing.T) {
+	t.Parallel()
+	up := fp.New(fp.Reply(fp.Text("1")), fp.Reply(fp.Text("2")), fp.Reply(fp.Text("3")))
+	defer up.Close()
+	path := writeKeys(t, keyFile)
+	p := startProcessEnv(t, []string{providerEnv + "=" + providerKey},
+		"-upstream", up.URL, "-auth-keys", path, "-upstream-key-env", providerEnv, "-log-level", "debug")
+	const keyC = "tg-tenant-C-key-0004"
+	status := func(key string) int {
+		resp, _ := post(t, "http://"+p.addr+"/v1/chat/completions", chatBody, "Authorization", "Bearer "+key)
+		return resp.StatusCode
+	}
+	hup := func(waitFor string) {
+		t.Helper()
+		if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		p.waitStderr(t, waitFor)
+	}
+	if a, c := status(keyA), status(keyC); a != 200 || c != 401 {
+		t.Fatalf("before SIGHUP: A %d, C %d; want 200 and 401", a, c)
+	}
+	if err := os.WriteFile(path, []byte(keyC+" C\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hup(`"msg":"toolguard-proxy: the key file was reloaded"`)
+	if a, c := status(keyA), status(keyC); a != 401 || c != 200 {
+		t.Errorf("after SIGHUP: A %d, C %d; want 401 and 200", a, c)
+	}
+	if err := os.WriteFile(path, []byte(keyA+" A\n"+keyB+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hup(`"msg":"toolguard-proxy: the key file was not reloaded: the keys loaded before stay"`)
+	if a, c := status(keyA), status(keyC); a != 401 || c != 200 {
+		t.Errorf("after SIGHUP with a malformed file: A %d, C %d; want the keys before: 401 and 200", a, c)
+	}
+	logs := p.stderr.String()
+	if !strings.Contains(logs, `"error":"line 2: want KEY TENANT, found 1 fields"`) {
+		t.Errorf("the refused reload does not name line 2:\n%s", logs)
+	}
+	for _, k := range []string{keyA, keyB, keyC, providerKey} {
+		if strings.Contains(logs, k) {
+			t.Errorf("the logs hold the key %q", k)
+		}
+	}
+	if len(up.Requests()) != 3 {
+		t.Errorf("the upstream received %d requests, want the 3 with a key in force", len(up.Requests()))
 	}
 }

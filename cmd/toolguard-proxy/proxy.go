@@ -29,17 +29,25 @@ const maxThreadID = 256
 // the upstream connection negotiates compression itself and hands
 // httpguard a body it can read: a client's "gzip, br" passed on would get
 // an encoded answer the guard would have to decode first.
+//
+// With -auth-keys, the client's key is replaced by the provider's
+// (replaceClientKeys).
 func (s *server) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(s.cfg.upstream)
 	pr.Out.Header.Del(threadHeader)
 	pr.Out.Header.Del("Accept-Encoding")
+	if c := clientFrom(pr.In.Context()); c != nil {
+		s.replaceClientKeys(pr.Out, c)
+	}
 }
 
 // admit prepares a client request for the proxy: the trace context of its
 // traceparent header, the thread of its X-Toolguard-Thread header, and its
 // body bounded by -max-body and -body-timeout. It refuses a body declared
 // larger than -max-body (413) and a thread header that is not one id of at
-// most maxThreadID bytes (400).
+// most maxThreadID bytes (400). With -auth-keys the thread the guard
+// counts is the tenant's (tenantThread): tenants choose their thread ids
+// without meeting each other's.
 func (s *server) admit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := s.tel.propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
@@ -49,7 +57,14 @@ func (s *server) admit(next http.Handler) http.Handler {
 					"toolguard-proxy: X-Toolguard-Thread must be one non-empty id of at most 256 bytes")
 				return
 			}
-			ctx = guard.WithThread(ctx, ids[0])
+			thread := ids[0]
+			if info := infoFrom(ctx); info != nil {
+				info.thread = thread
+			}
+			if c := clientFrom(ctx); c != nil {
+				thread = tenantThread(c.tenant, thread)
+			}
+			ctx = guard.WithThread(ctx, thread)
 		}
 		if r.ContentLength > s.cfg.maxBody {
 			writeError(w, r, http.StatusRequestEntityTooLarge, "request_too_large", s.tooLarge())

@@ -1,17 +1,24 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/guard/redisstore/redisserver"
+	"github.com/toolguard/toolguard/httpguard"
 	fp "github.com/toolguard/toolguard/httpguard/fakeprovider"
 )
 
@@ -137,5 +144,171 @@ func TestRedisDownFailsClosed(t *testing.T) {
 	lines := p.waitLog(t, "toolguard: store_error", 1)
 	if len(lines) == 0 || lines[0]["level"] != "WARN" {
 		t.Errorf("store error logged as %v, want one Warn line", lines)
+	}
+}
+
+// While Redis is down a client reads a generic 503 in its protocol's
+// shape: no address, port or key in the body or a header; the log has
+// the store's error. A request the limit would count in the store is
+// refused before it goes upstream: the tool-call limit's thread by the
+// proxy's check, the model-call limit by its own reservation. A request
+// naming no thread is counted in its transcript and passes.
+func TestRedisDownLeaksNothing(t *testing.T) {
+	t.Parallel()
+	anthropicBody := `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"Weather in Paris?"}],"tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}}}}]}`
+	for _, tc := range []struct {
+		name, path, body string
+		args             []string
+		errType          func([]byte) string
+		want             string
+		frozen           bool // SIGSTOP, not stopped: it keeps its port and answers nothing
+	}{
+		{"thread limit, openai", "/v1/chat/completions", chatBody, []string{"-thread-limit", "5"}, openAIType, "limit_store_unavailable", false},
+		{"thread limit, openai stream", "/v1/chat/completions", streamBody, []string{"-thread-limit", "5"}, openAIType, "limit_store_unavailable", false},
+		{"thread limit, anthropic", "/v1/messages", anthropicBody, []string{"-thread-limit", "5"}, anthropicType, "limit_store_unavailable", false},
+		{"model-call limit, openai", "/v1/chat/completions", chatBody, []string{"-model-call-limit", "5"}, openAIType, "limit_store_unavailable", false},
+		{"both limits, openai", "/v1/chat/completions", chatBody, []string{"-model-call-limit", "5", "-thread-limit", "5"}, openAIType, "limit_store_unavailable", false},
+		{"thread limit, openai, frozen", "/v1/chat/completions", chatBody, []string{"-thread-limit", "5"}, openAIType, "limit_store_unavailable", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := startRedis(t)
+			up := fp.New(fp.Reply(fp.Call("get_weather", `{"city": "Paris"}`)), fp.Reply(fp.Call("get_weather", `{"city": "Paris"}`)))
+			defer up.Close()
+			// A read timeout longer than the client's: a check that waited
+			// for it on a frozen server would not be answered.
+			args := append([]string{"-redis", "redis://" + srv.Addr() + "/0?read_timeout=5m", "-model-retries", "0"}, tc.args...)
+			p := startProxy(t, up.URL, args...)
+			if resp, body := post(t, p.URL+tc.path, tc.body, threadHeader, "thread-43"); resp.StatusCode != 200 {
+				t.Fatalf("with Redis up: status %d: %s", resp.StatusCode, body)
+			}
+			outage := "stopped"
+			if tc.frozen {
+				outage = "frozen"
+				if err := srv.Freeze(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = srv.Thaw() })
+			} else if err := srv.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			resp, body := postWithin(t, time.Minute, p.URL+tc.path, tc.body, threadHeader, "thread-43")
+			t.Logf("with Redis %s, the client reads: %d %s", outage, resp.StatusCode, bytes.TrimSpace(body))
+			if resp.StatusCode != http.StatusServiceUnavailable || tc.errType(body) != tc.want {
+				t.Errorf("status %d body %s; want 503 %s", resp.StatusCode, body, tc.want)
+			}
+			_, port, _ := net.SplitHostPort(srv.Addr())
+			seen := string(body)
+			for k, vs := range resp.Header {
+				seen += "\n" + k + ": " + strings.Join(vs, ", ")
+			}
+			for _, leak := range []string{srv.Addr(), "127.0.0.1", ":" + port, "dial tcp", "toolguard:", "{thread", "redisstore", "thread-43"} {
+				if strings.Contains(seen, leak) {
+					t.Errorf("the client reads %q:\n%s", leak, seen)
+				}
+			}
+			if n := len(up.Requests()); n != 1 {
+				t.Errorf("the upstream received %d requests, want 1: the one made with Redis down must not go upstream", n)
+			}
+			lines := p.waitLog(t, "toolguard: store_error", 1)
+			if len(lines) != 1 || lines[0]["level"] != "WARN" || !strings.Contains(lines[0]["error"].(string), srv.Addr()) {
+				t.Errorf("store error logged as %v; want one Warn line with the store's error, address included", lines)
+			}
+
+			// A request naming no thread is counted in its transcript.
+			if resp, body := post(t, p.URL+tc.path, tc.body); resp.StatusCode != 200 {
+				t.Errorf("with Redis down, a request naming no thread: status %d: %s", resp.StatusCode, body)
+			}
+		})
+	}
+}
+
+// With -store-fail-open a limited request passes while Redis is down,
+// uncounted, with a store_error event (counted, logged at Warn), and
+// /readyz stays 200: the proxy serves without Redis.
+func TestRedisDownStoreFailOpen(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	up := fp.New(fp.Reply(fp.Call("get_weather", `{"city": "Paris"}`)), fp.Reply(fp.Call("get_weather", `{"city": "Paris"}`)))
+	defer up.Close()
+	p := startProxy(t, up.URL, "-thread-limit", "5", "-model-call-limit", "5", "-redis", "redis://"+srv.Addr()+"/0",
+		"-store-fail-open", "-admin-listen", "127.0.0.1:0")
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := post(t, p.URL+"/v1/chat/completions", chatBody, threadHeader, "thread-43")
+	if resp.StatusCode != http.StatusOK || len(decodeChat(t, body).Choices[0].Message.ToolCalls) != 1 {
+		t.Errorf("with Redis down and -store-fail-open: status %d: %s; want 200 and the call", resp.StatusCode, body)
+	}
+	lines := p.waitLog(t, "toolguard: store_error", 2)
+	var by []string
+	for _, l := range lines {
+		t.Logf("log: %v", l)
+		if l["level"] == "WARN" {
+			by = append(by, l["middleware"].(string))
+		}
+	}
+	if !slices.Equal(by, []string{"ModelCallLimit", "ToolCallLimit"}) {
+		t.Errorf("store_error Warn lines from %q, want ModelCallLimit then ToolCallLimit", by)
+	}
+	if code, body := get(t, p.Admin+"/readyz"); code != 200 {
+		t.Errorf("/readyz with -store-fail-open and Redis down: %d %q, want 200", code, body)
+	}
+	metrics := scrape(t, p.Admin+"/metrics")
+	for _, mw := range []string{"ModelCallLimit", "ToolCallLimit"} {
+		want := `toolguard_events_total{` + otelguardScope + `,toolguard_event_kind="store_error",toolguard_middleware="` + mw + `"} 1`
+		if !slices.Contains(metrics, want) {
+			t.Errorf("/metrics has no line\n%s", want)
+		}
+	}
+}
+
+// failingStore is a thread store whose every call fails with err.
+type failingStore struct{ err error }
+
+func (s failingStore) Reserve(context.Context, guard.ThreadKey, int, int) (int, bool, error) {
+	return 0, false, s.err
+}
+func (s failingStore) Release(context.Context, guard.ThreadKey, int) error { return s.err }
+
+// The tool-call limit reserves after the upstream answered (it counts the
+// calls in the answer), so a store that fails then is met past the
+// proxy's check: the answer is refused with 503, and the client's body
+// holds the fixed text of quietStore, not the store's error.
+func TestToolCallLimitStoreErrorIsQuiet(t *testing.T) {
+	t.Parallel()
+	up := fp.New(fp.Reply(fp.Call("get_weather", `{"city": "Paris"}`)))
+	defer up.Close()
+	cfg, err := parseConfig([]string{"-upstream", up.URL, "-thread-limit", "5"}, noEnv, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leak := `redisstore: reserve 1 in "toolguard:{t}:tool:": dial tcp 10.0.3.7:6379: connect: connection refused`
+	store := quietStore{failingStore{errors.New(leak)}}
+	var logged []guard.Event
+	tr := httpguard.New(http.DefaultTransport, cfg.middlewares(guard.ObserverFunc(func(context.Context, guard.Event) {}), store, func(_ context.Context, e guard.Event) { logged = append(logged, e) })...)
+	req, _ := http.NewRequestWithContext(guard.WithThread(context.Background(), "t"), http.MethodPost, up.URL+"/v1/chat/completions", strings.NewReader(chatBody))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	t.Logf("the client reads: %d %s", resp.StatusCode, body)
+	if resp.StatusCode != http.StatusServiceUnavailable || openAIType(body) != "limit_store_unavailable" {
+		t.Errorf("status %d body %s; want 503 limit_store_unavailable", resp.StatusCode, body)
+	}
+	for _, s := range []string{"10.0.3.7", "toolguard:", "dial tcp", "redisstore"} {
+		if bytes.Contains(body, []byte(s)) {
+			t.Errorf("the client reads %q: %s", s, body)
+		}
+	}
+	if n := len(up.Requests()); n != 1 {
+		t.Errorf("the upstream received %d requests, want 1 (the limit counts the answer)", n)
+	}
+	var se *guard.StoreError
+	if len(logged) == 0 || !errors.As(logged[len(logged)-1].Err, &se) || storeErrorAttrs(se)[0].Value.String() != leak {
+		t.Errorf("events %v; want a store_error whose logged error is the store's own", logged)
 	}
 }

@@ -10,7 +10,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"os"
+	"os/signal"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -46,7 +49,45 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 	if err != nil {
 		return errors.Join(fmt.Errorf("toolguard-proxy: %w", err), s.close(context.Background()))
 	}
-	return s.serve(ctx, ln)
+	if cfg.keys != nil {
+		// SIGHUP re-reads the key file. Without -auth-keys there is
+		// nothing to reload, and SIGHUP keeps its default effect.
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go func() {
+			for {
+				select {
+				case <-hup:
+					s.reloadKeys()
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	var admin net.Listener
+	if cfg.adminListen != "" {
+		if admin, err = net.Listen("tcp", cfg.adminListen); err != nil {
+			return errors.Join(fmt.Errorf("toolguard-proxy: %s: %w", cfg.src("admin-listen"), err), ln.Close(), s.close(context.Background()))
+		}
+	}
+	return s.serve(ctx, ln, admin)
+}
+
+// reloadKeys re-reads the key file of -auth-keys (on SIGHUP): the new keys
+// serve the requests that arrive from then on. A file that cannot be read
+// or is malformed changes nothing: the keys loaded before stay, and the
+// log says why (the line, never a key).
+func (s *server) reloadKeys() {
+	keys, err := loadKeyFile(s.cfg.authKeysPath)
+	if err != nil {
+		s.log.Error("toolguard-proxy: the key file was not reloaded: the keys loaded before stay",
+			"file", s.cfg.authKeysPath, "error", unwrapPath(err).Error())
+		return
+	}
+	s.keys.Store(keys)
+	s.log.Info("toolguard-proxy: the key file was reloaded", "file", s.cfg.authKeysPath, "keys", len(keys.entries), "tenants", keys.count)
 }
 
 // server is the proxy: an httputil.ReverseProxy whose Transport is
@@ -60,7 +101,12 @@ type server struct {
 	base     *http.Transport // the upstream connections
 	observer *otelguard.Observer
 	inflight atomic.Int64 // requests being served (limitInflight)
-	handler  http.Handler
+	handler  http.Handler // the traffic port's
+	admin    http.Handler // -admin-listen's: /metrics, /healthz, /readyz; nil without
+	draining atomic.Bool  // after ctx is done, until serve returns: /readyz is 503
+
+	keys         atomic.Pointer[keyring] // -auth-keys, as last loaded; nil without
+	tenantLabels tenantLabels
 }
 
 // newServer builds the proxy cfg describes, logging JSON to stderr.
@@ -71,6 +117,9 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 		return nil, err
 	}
 	s := &server{cfg: cfg, log: log, tel: tel}
+	if cfg.keys != nil {
+		s.keys.Store(cfg.keys)
+	}
 	var store guard.ThreadStore
 	if cfg.redisURL != "" {
 		opts, err := redis.ParseURL(cfg.redisURL)
@@ -79,11 +128,14 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 			return nil, errors.Join(fmt.Errorf("toolguard-proxy: %s: %w", cfg.src("redis"), err), tel.shutdown(ctx))
 		}
 		s.redis = redis.NewClient(opts)
-		store = redisstore.New(s.redis)
+		store = quietStore{redisstore.New(s.redis)}
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		if err := s.redis.Ping(pctx).Err(); err != nil {
-			log.Warn("toolguard-proxy: redis is not reachable; limited requests are answered 503 until it is",
-				"redis", opts.Addr, "error", err.Error())
+			msg := "toolguard-proxy: redis is not reachable; limited requests are answered 503 until it is"
+			if cfg.storeFailOpen {
+				msg = "toolguard-proxy: redis is not reachable; limited requests pass uncounted until it is (-store-fail-open)"
+			}
+			log.Warn(msg, "redis", opts.Addr, "error", err.Error())
 		}
 		cancel()
 	}
@@ -96,21 +148,50 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 		ErrorHandler: s.proxyError,
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		io.WriteString(w, "ok\n")
-	})
-	mux.Handle("GET /metrics", tel.metrics)
-	mux.Handle("/", s.instrument(s.limitInflight(s.admit(s.watchUnguarded(proxy)))))
-	s.handler = mux
+	// The operator's endpoints are on -admin-listen's port, and then only
+	// there: a client of the traffic port reaches the upstream alone.
+	// Without -admin-listen they stay on the traffic port.
+	ops := http.NewServeMux()
+	ops.HandleFunc("GET /healthz", s.healthz)
+	ops.HandleFunc("GET /readyz", s.readyz)
+	metrics := tel.metrics
+	if cfg.keys != nil && cfg.adminListen == "" {
+		// On the traffic port of a shared proxy the metrics, tenants'
+		// names among them, are for holders of a key only; the probes
+		// stay open.
+		metrics = s.authenticate(metrics)
+	}
+	ops.Handle("GET /metrics", metrics)
+	traffic := s.instrument(s.authenticate(s.limitInflight(s.admit(s.checkStore(s.watchUnguarded(proxy))))))
+	if cfg.adminListen != "" {
+		s.admin, s.handler = ops, traffic
+	} else {
+		ops.Handle("/", traffic)
+		s.handler = ops
+	}
 	return s, nil
 }
 
-// serve serves on ln until ctx is done, then stops accepting connections
-// and waits up to -shutdown-timeout for the requests in flight, streams
-// included, before it cuts them.
-func (s *server) serve(ctx context.Context, ln net.Listener) error {
+// serve serves on ln, and the admin endpoints on admin (-admin-listen;
+// nil without), until ctx is done; then it drains: /readyz answers 503,
+// ln stops accepting connections, and the requests in flight, streams
+// included, get up to -shutdown-timeout to finish before they are cut;
+// the admin port closes last.
+func (s *server) serve(ctx context.Context, ln, admin net.Listener) error {
+	var (
+		adminSrv    *http.Server
+		adminServed = make(chan error, 1)
+	)
+	if admin != nil {
+		adminSrv = &http.Server{
+			Handler:           s.admin,
+			ReadHeaderTimeout: s.cfg.readHeaderTimeout,
+			IdleTimeout:       s.cfg.idleTimeout,
+			ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		}
+		s.log.Info("toolguard-proxy: admin endpoints listening", "addr", admin.Addr().String())
+		go func() { adminServed <- adminSrv.Serve(admin) }()
+	}
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: s.cfg.readHeaderTimeout,
@@ -120,13 +201,23 @@ func (s *server) serve(ctx context.Context, ln net.Listener) error {
 		// The body has a deadline of its own (admit).
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	s.log.Info("toolguard-proxy: listening", "addr", ln.Addr().String(), "upstream", s.cfg.upstream.Redacted())
+	attrs := []any{"addr", ln.Addr().String(), "upstream", s.cfg.upstream.Redacted()}
+	if keys := s.keys.Load(); keys != nil {
+		attrs = append(attrs, "keys", len(keys.entries), "tenants", keys.count)
+	}
+	s.log.Info("toolguard-proxy: listening", attrs...)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	var err error
 	select {
 	case err = <-served:
+	case err = <-adminServed:
+		err = fmt.Errorf("toolguard-proxy: admin endpoints: %w", err)
+		_ = srv.Close()
+		<-served
+		adminSrv = nil
 	case <-ctx.Done():
+		s.draining.Store(true)
 		s.log.Info("toolguard-proxy: shutting down: finishing the requests in flight", "timeout", s.cfg.shutdownTimeout.String())
 		sctx, cancel := context.WithTimeout(context.Background(), s.cfg.shutdownTimeout)
 		err = srv.Shutdown(sctx)
@@ -136,6 +227,14 @@ func (s *server) serve(ctx context.Context, ln net.Listener) error {
 			_ = srv.Close()
 		}
 		<-served // http.ErrServerClosed
+	}
+	if adminSrv != nil {
+		actx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if adminSrv.Shutdown(actx) != nil {
+			_ = adminSrv.Close() // a scrape or a probe still running
+		}
+		cancel()
+		<-adminServed
 	}
 	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
