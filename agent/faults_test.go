@@ -3,8 +3,8 @@ package agent_test
 import (
 	"testing"
 
-	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/agent/checkpointtest"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // The fault scenarios of checkpointtest, on the in-memory store: a run
@@ -13,40 +13,40 @@ import (
 
 func TestFaultStopAfterPayment(t *testing.T) {
 	t.Parallel()
-	checkpointtest.StopAfterPayment(t, new(agent.MemoryCheckpointer))
+	checkpointtest.StopAfterPayment(t, new(toolstage.MemoryCheckpointer))
 }
 
 func TestFaultPanicAfterPayment(t *testing.T) {
 	t.Parallel()
-	checkpointtest.PanicAfterPayment(t, new(agent.MemoryCheckpointer))
+	checkpointtest.PanicAfterPayment(t, new(toolstage.MemoryCheckpointer))
 }
 
 func TestFaultCancelAfterPayment(t *testing.T) {
 	t.Parallel()
-	checkpointtest.CancelAfterPayment(t, new(agent.MemoryCheckpointer))
+	checkpointtest.CancelAfterPayment(t, new(toolstage.MemoryCheckpointer))
 }
 
 func TestFaultFailedInterruptSave(t *testing.T) {
 	t.Parallel()
-	checkpointtest.FailedInterruptSave(t, new(agent.MemoryCheckpointer))
+	checkpointtest.FailedInterruptSave(t, new(toolstage.MemoryCheckpointer))
 }
 
 func TestFaultLostInterruptReply(t *testing.T) {
 	t.Parallel()
-	checkpointtest.LostInterruptReply(t, new(agent.MemoryCheckpointer))
+	checkpointtest.LostInterruptReply(t, new(toolstage.MemoryCheckpointer))
 }
 
 func TestFaultPendingAfterLostReply(t *testing.T) {
 	t.Parallel()
-	checkpointtest.PendingAfterLostReply(t, new(agent.MemoryCheckpointer))
+	checkpointtest.PendingAfterLostReply(t, new(toolstage.MemoryCheckpointer))
 }
 
 func TestFaultAbandonAfterLostReply(t *testing.T) {
 	t.Parallel()
-	checkpointtest.AbandonAfterLostReply(t, new(agent.MemoryCheckpointer))
+	checkpointtest.AbandonAfterLostReply(t, new(toolstage.MemoryCheckpointer))
 }
 
 func TestFaultConflictAfterOwnWrite(t *testing.T) {
 	t.Parallel()
-	checkpointtest.ConflictAfterOwnWrite(t, new(agent.MemoryCheckpointer))
+	checkpointtest.ConflictAfterOwnWrite(t, new(toolstage.MemoryCheckpointer))
 }

@@ -75,3 +75,10 @@ func (l *CallRecord) Forget() {
 	clear(l.forged)
 	l.mu.Unlock()
 }
+
+// CallRecordFrom returns the record ctx carries ([WithCallRecord]), or
+// nil: a nil record has nothing and records nothing.
+func CallRecordFrom(ctx context.Context) *CallRecord {
+	l, _ := ctx.Value(callRecordKey{}).(*CallRecord)
+	return l
+}

@@ -680,3 +680,11 @@ func (m *toolArgValidation) runSchema(ctx context.Context, name string) bool {
 	_, ok := fromCtx[name]
 	return ok
 }
+
+// ToolSchemasFrom returns the schemas ctx gives [ToolArgValidation]
+// ([WithToolSchemas]), or nil. The map must not be modified: a caller
+// adding one copies it first.
+func ToolSchemasFrom(ctx context.Context) map[string]any {
+	m, _ := ctx.Value(toolSchemasKey{}).(map[string]any)
+	return m
+}

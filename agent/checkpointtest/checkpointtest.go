@@ -1,9 +1,9 @@
-// Package checkpointtest tests an implementation of [agent.Checkpointer],
+// Package checkpointtest tests an implementation of [toolstage.Checkpointer],
 // as testing/slogtest tests a slog.Handler: a store's author calls [Run]
 // from a test with a function that returns an empty store.
 //
 //	func TestCheckpointer(t *testing.T) {
-//		checkpointtest.Run(t, func(t *testing.T) agent.Checkpointer {
+//		checkpointtest.Run(t, func(t *testing.T) toolstage.Checkpointer {
 //			return mystore.New(...) // empty, private to t
 //		})
 //	}
@@ -33,13 +33,14 @@ import (
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // Run runs the conformance tests against the stores newCheckpointer
 // returns: each subtest asks for a new, empty store (one that does not
 // share threads with another test's store). Subtests do not run in
 // parallel with each other. opts add checks ([WithStall]).
-func Run(t *testing.T, newCheckpointer func(t *testing.T) agent.Checkpointer, opts ...Option) {
+func Run(t *testing.T, newCheckpointer func(t *testing.T) toolstage.Checkpointer, opts ...Option) {
 	t.Helper()
 	var cfg config
 	for _, o := range opts {
@@ -58,7 +59,7 @@ func Run(t *testing.T, newCheckpointer func(t *testing.T) agent.Checkpointer, op
 	runStallChecks(t, cfg.stall, newCheckpointer)
 }
 
-func load(t *testing.T, cp agent.Checkpointer, thread string) ([]byte, int64) {
+func load(t *testing.T, cp toolstage.Checkpointer, thread string) ([]byte, int64) {
 	t.Helper()
 	state, v, err := cp.Load(context.Background(), thread)
 	if err != nil {
@@ -67,7 +68,7 @@ func load(t *testing.T, cp agent.Checkpointer, thread string) ([]byte, int64) {
 	return state, v
 }
 
-func save(t *testing.T, cp agent.Checkpointer, thread string, version int64, state []byte) bool {
+func save(t *testing.T, cp toolstage.Checkpointer, thread string, version int64, state []byte) bool {
 	t.Helper()
 	ok, err := cp.Save(context.Background(), thread, version, state)
 	if err != nil {
@@ -76,7 +77,7 @@ func save(t *testing.T, cp agent.Checkpointer, thread string, version int64, sta
 	return ok
 }
 
-func testVersions(t *testing.T, cp agent.Checkpointer) {
+func testVersions(t *testing.T, cp toolstage.Checkpointer) {
 	if state, v := load(t, cp, "t1"); state != nil || v != 0 {
 		t.Fatalf("Load of a new thread = %q, %d; want nil, 0", state, v)
 	}
@@ -106,7 +107,7 @@ func testVersions(t *testing.T, cp agent.Checkpointer) {
 	}
 }
 
-func testThreads(t *testing.T, cp agent.Checkpointer) {
+func testThreads(t *testing.T, cp toolstage.Checkpointer) {
 	threads := []string{"chat-42", "chat-4", "a:b", "{tag}", "x}:y{", "100%", "ünïcödé", strings.Repeat("long", 300)}
 	for i, th := range threads {
 		if !save(t, cp, th, 0, []byte(fmt.Sprint(i))) {
@@ -120,7 +121,7 @@ func testThreads(t *testing.T, cp agent.Checkpointer) {
 	}
 }
 
-func testCopies(t *testing.T, cp agent.Checkpointer) {
+func testCopies(t *testing.T, cp toolstage.Checkpointer) {
 	in := []byte("original")
 	if !save(t, cp, "c", 0, in) {
 		t.Fatal("Save = false, want true")
@@ -136,7 +137,7 @@ func testCopies(t *testing.T, cp agent.Checkpointer) {
 	}
 }
 
-func testConcurrentSaves(t *testing.T, cp agent.Checkpointer) {
+func testConcurrentSaves(t *testing.T, cp toolstage.Checkpointer) {
 	const n = 16
 	for round := range int64(3) {
 		var wg sync.WaitGroup
@@ -187,7 +188,7 @@ func (c Counts) String() string {
 // crashing cancels the run's context right after its n-th save: the
 // process "dies" at that point, with the state saved.
 type crashing struct {
-	agent.Checkpointer
+	toolstage.Checkpointer
 	mu     sync.Mutex
 	saves  int
 	n      int
@@ -213,12 +214,12 @@ func (c *crashing) Save(ctx context.Context, thread string, version int64, state
 // as a client sent it back (JSON) and finishes the run; the fourth's
 // attempt to resume it again is refused. It fails the test unless every
 // tool ran exactly once, and returns how many times each ran.
-func ResumeAfterCrash(t *testing.T, cp agent.Checkpointer) Counts {
+func ResumeAfterCrash(t *testing.T, cp toolstage.Checkpointer) Counts {
 	t.Helper()
 	var mu sync.Mutex
 	counts := Counts{}
-	tool := func(name, result string) agent.Tool {
-		return agent.NewSchemaTool(name, "A tool that counts its runs.", map[string]any{"type": "object"},
+	tool := func(name, result string) toolstage.Tool {
+		return toolstage.NewSchemaTool(name, "A tool that counts its runs.", map[string]any{"type": "object"},
 			func(context.Context, map[string]any) (string, error) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -226,15 +227,15 @@ func ResumeAfterCrash(t *testing.T, cp agent.Checkpointer) Counts {
 				return result, nil
 			})
 	}
-	tools := []agent.Tool{tool("get_balance", "1000.00"), tool("get_rate", "1.08"), tool("transfer_money", "sent"), tool("send_receipt", "mailed")}
+	tools := []toolstage.Tool{tool("get_balance", "1000.00"), tool("get_rate", "1.08"), tool("transfer_money", "sent"), tool("send_receipt", "mailed")}
 	model := fakemodel.New( // the provider, outliving the processes
 		fakemodel.ToolCalls(fakemodel.Call("get_balance", `{}`), fakemodel.Call("get_rate", `{}`)),
 		fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to":"alice","amount":25}`)),
 		fakemodel.ToolCalls(fakemodel.Call("send_receipt", `{}`)),
 		fakemodel.Text("Sent 25 to alice; receipt mailed."),
 	)
-	process := func(c agent.Checkpointer) *agent.Agent {
-		return agent.New(model, tools, agent.WithCheckpointer(c), agent.WithApprovalFor("transfer_money"))
+	process := func(c toolstage.Checkpointer) *agent.Agent {
+		return agent.New(model, toolstage.New(tools, toolstage.WithApprovalFor("transfer_money")), agent.WithCheckpointer(c))
 	}
 	thread := guard.WithThread(context.Background(), "checkpointtest-crash")
 
@@ -254,7 +255,7 @@ func ResumeAfterCrash(t *testing.T, cp agent.Checkpointer) Counts {
 	// Process 2 resumes from the store: the next model call, then the
 	// transfer waits for approval.
 	_, err = process(cp).Resume(thread, nil)
-	var in *agent.Interrupt
+	var in *toolstage.Interrupt
 	if !errors.As(err, &in) || len(in.Pending) != 1 {
 		t.Fatalf("process 2: Resume(nil) error = %v, want an *Interrupt with the transfer", err)
 	}
@@ -267,12 +268,12 @@ func ResumeAfterCrash(t *testing.T, cp agent.Checkpointer) Counts {
 	}
 
 	// Process 3 gets the interrupt back from the client, with the decision.
-	var back agent.Interrupt
+	var back toolstage.Interrupt
 	if err := json.Unmarshal(raw, &back); err != nil {
 		t.Fatal(err)
 	}
 	p := back.Pending[0]
-	res, err := process(cp).Resume(thread, &back, agent.Decision{CallID: p.ID, Action: agent.Accept, Digest: p.Digest})
+	res, err := process(cp).Resume(thread, &back, toolstage.Decision{CallID: p.ID, Action: toolstage.Accept, Digest: p.Digest})
 	if err != nil {
 		t.Fatalf("process 3: Resume() error = %v", err)
 	}
@@ -281,7 +282,7 @@ func ResumeAfterCrash(t *testing.T, cp agent.Checkpointer) Counts {
 	}
 
 	// Process 4 replays the same decision: refused, nothing runs.
-	if _, err := process(cp).Resume(thread, &back, agent.Decision{CallID: p.ID, Action: agent.Accept, Digest: p.Digest}); !errors.Is(err, agent.ErrInterruptRefused) {
+	if _, err := process(cp).Resume(thread, &back, toolstage.Decision{CallID: p.ID, Action: toolstage.Accept, Digest: p.Digest}); !errors.Is(err, toolstage.ErrInterruptRefused) {
 		t.Errorf("process 4: replayed Resume() error = %v, want ErrInterruptRefused", err)
 	}
 

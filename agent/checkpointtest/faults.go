@@ -12,6 +12,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/guard"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // ErrInjected is the error [Faulty] returns for the faults it injects.
@@ -47,13 +48,13 @@ func (f Fault) String() string {
 	return fmt.Sprintf("Fault(%d)", int(f))
 }
 
-// Faulty is an [agent.Checkpointer] that injects faults into chosen calls
+// Faulty is an [toolstage.Checkpointer] that injects faults into chosen calls
 // of the one it wraps, as testing/iotest's readers do: Saves[n] is what
 // happens to the n-th call of Save, Loads[n] to the n-th call of Load
 // (both counted from 1, across threads); the other calls go through. Set
 // the maps before the first call. It is safe for concurrent use.
 type Faulty struct {
-	agent.Checkpointer
+	toolstage.Checkpointer
 	Saves map[int]Fault
 	Loads map[int]Fault
 
@@ -61,7 +62,7 @@ type Faulty struct {
 	saves, loads int
 }
 
-// Save implements [agent.Checkpointer].
+// Save implements [toolstage.Checkpointer].
 func (f *Faulty) Save(ctx context.Context, thread string, version int64, state []byte) (bool, error) {
 	f.mu.Lock()
 	f.saves++
@@ -84,7 +85,7 @@ func (f *Faulty) Save(ctx context.Context, thread string, version int64, state [
 	return f.Checkpointer.Save(ctx, thread, version, state)
 }
 
-// Load implements [agent.Checkpointer].
+// Load implements [toolstage.Checkpointer].
 func (f *Faulty) Load(ctx context.Context, thread string) ([]byte, int64, error) {
 	f.mu.Lock()
 	f.loads++
@@ -163,8 +164,8 @@ type Payments struct {
 func NewPayments() *Payments { return &Payments{done: make(chan struct{})} }
 
 // Tool returns the transfer_money tool that counts into p.
-func (p *Payments) Tool() agent.Tool {
-	return agent.NewSchemaTool("transfer_money", "Send money.", map[string]any{
+func (p *Payments) Tool() toolstage.Tool {
+	return toolstage.NewSchemaTool("transfer_money", "Send money.", map[string]any{
 		"type":       "object",
 		"properties": map[string]any{"to": map[string]any{"type": "string"}, "amount": map[string]any{"type": "number"}},
 	}, func(context.Context, map[string]any) (string, error) {
@@ -181,16 +182,16 @@ func (p *Payments) Paid() <-chan struct{} { return p.done }
 func (p *Payments) Count() int { return int(p.n.Load()) }
 
 // Carry carries on with the thread of ctx after a run that ended with
-// err, as a program would: it resumes an [*agent.Interrupt] with every
+// err, as a program would: it resumes an [*toolstage.Interrupt] with every
 // pending call accepted; else it runs [FollowUp] and, if the thread's run
 // did not finish ([agent.ErrRunUnfinished]), continues it with Resume and
 // a nil interrupt. It returns the last result and error.
 func Carry(ctx context.Context, a *agent.Agent, err error) (*agent.Result, error) {
-	var in *agent.Interrupt
+	var in *toolstage.Interrupt
 	if errors.As(err, &in) {
-		ds := make([]agent.Decision, len(in.Pending))
+		ds := make([]toolstage.Decision, len(in.Pending))
 		for i, p := range in.Pending {
-			ds[i] = agent.Decision{CallID: p.ID, Action: agent.Accept, Digest: p.Digest}
+			ds[i] = toolstage.Decision{CallID: p.ID, Action: toolstage.Accept, Digest: p.Digest}
 		}
 		return a.Resume(ctx, in, ds...)
 	}
@@ -221,9 +222,9 @@ func checkCarried(t *testing.T, scenario string, pay *Payments, res *agent.Resul
 // stopTool returns a tool of name that, the first time it is called,
 // waits for the payment to return and then does what fault does; later
 // calls return "ok".
-func stopTool(name string, pay *Payments, fault func(ctx context.Context) (string, error)) agent.Tool {
+func stopTool(name string, pay *Payments, fault func(ctx context.Context) (string, error)) toolstage.Tool {
 	var once atomic.Bool
-	return agent.NewSchemaTool(name, "A sibling of the payment.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
+	return toolstage.NewSchemaTool(name, "A sibling of the payment.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
 		if !once.CompareAndSwap(false, true) {
 			return "ok", nil
 		}
@@ -233,22 +234,22 @@ func stopTool(name string, pay *Payments, fault func(ctx context.Context) (strin
 }
 
 // StopAfterPayment: a sibling of the payment ends the run with
-// agent.ErrStopRun once the payment has returned. The next run on the
+// toolstage.ErrStopRun once the payment has returned. The next run on the
 // thread must show the model the payment, not pay again. It returns the
 // number of payments.
-func StopAfterPayment(t *testing.T, cp agent.Checkpointer) int {
+func StopAfterPayment(t *testing.T, cp toolstage.Checkpointer) int {
 	t.Helper()
 	pay := NewPayments()
 	check := stopTool("check_fraud", pay, func(context.Context) (string, error) {
-		return "", fmt.Errorf("%w: fraud check says stop", agent.ErrStopRun)
+		return "", fmt.Errorf("%w: fraud check says stop", toolstage.ErrStopRun)
 	})
 	model := &Payer{Siblings: []string{"check_fraud"}}
 	process := func() *agent.Agent {
-		return agent.New(model, []agent.Tool{pay.Tool(), check}, agent.WithCheckpointer(cp))
+		return agent.New(model, toolstage.New([]toolstage.Tool{pay.Tool(), check}), agent.WithCheckpointer(cp))
 	}
 	ctx := guard.WithThread(context.Background(), "fault-stop")
 	_, err := process().Run(ctx, "Pay alice 25.")
-	if !errors.Is(err, agent.ErrStopRun) {
+	if !errors.Is(err, toolstage.ErrStopRun) {
 		t.Fatalf("Run() error = %v, want ErrStopRun", err)
 	}
 	res, err := Carry(ctx, process(), err)
@@ -259,13 +260,13 @@ func StopAfterPayment(t *testing.T, cp agent.Checkpointer) int {
 // PanicAfterPayment: a sibling of the payment panics once the payment
 // has returned. The process must survive, and the next run on the thread
 // show the model the payment. It returns the number of payments.
-func PanicAfterPayment(t *testing.T, cp agent.Checkpointer) int {
+func PanicAfterPayment(t *testing.T, cp toolstage.Checkpointer) int {
 	t.Helper()
 	pay := NewPayments()
 	boom := stopTool("lookup_rate", pay, func(context.Context) (string, error) { panic("rate table is nil") })
 	model := &Payer{Siblings: []string{"lookup_rate"}}
 	process := func() *agent.Agent {
-		return agent.New(model, []agent.Tool{pay.Tool(), boom}, agent.WithCheckpointer(cp))
+		return agent.New(model, toolstage.New([]toolstage.Tool{pay.Tool(), boom}), agent.WithCheckpointer(cp))
 	}
 	ctx := guard.WithThread(context.Background(), "fault-panic")
 	_, err := process().Run(ctx, "Pay alice 25.")
@@ -281,7 +282,7 @@ func PanicAfterPayment(t *testing.T, cp agent.Checkpointer) int {
 // finished, while a sibling runs. Resumed, the run must show the model the
 // payment's result, not that its outcome is unknown. It returns the number
 // of payments.
-func CancelAfterPayment(t *testing.T, cp agent.Checkpointer) int {
+func CancelAfterPayment(t *testing.T, cp toolstage.Checkpointer) int {
 	t.Helper()
 	pay := NewPayments()
 	ctx, cancel := context.WithCancel(guard.WithThread(context.Background(), "fault-cancel"))
@@ -295,7 +296,7 @@ func CancelAfterPayment(t *testing.T, cp agent.Checkpointer) int {
 	process := func() *agent.Agent {
 		// One call at a time: the payment's result is in before the
 		// sibling starts.
-		return agent.New(model, []agent.Tool{pay.Tool(), wait}, agent.WithCheckpointer(cp), agent.WithMaxConcurrency(1))
+		return agent.New(model, toolstage.New([]toolstage.Tool{pay.Tool(), wait}, toolstage.WithMaxConcurrency(1)), agent.WithCheckpointer(cp))
 	}
 	_, err := process().Run(ctx, "Pay alice 25.")
 	if !errors.Is(err, context.Canceled) {
@@ -318,16 +319,16 @@ type approvalOutcome struct {
 // approval, in one turn on a store whose saves and loads fail as saves
 // and loads say, and carries on with the thread on the store without
 // faults.
-func approvalScenario(t *testing.T, cp agent.Checkpointer, thread string, saves, loads map[int]Fault) approvalOutcome {
+func approvalScenario(t *testing.T, cp toolstage.Checkpointer, thread string, saves, loads map[int]Fault) approvalOutcome {
 	t.Helper()
 	pay := NewPayments()
-	notify := agent.NewSchemaTool("notify_manager", "Tell the manager.", nil, func(context.Context, map[string]any) (string, error) {
+	notify := toolstage.NewSchemaTool("notify_manager", "Tell the manager.", nil, func(context.Context, map[string]any) (string, error) {
 		return "notified", nil
 	})
 	model := &Payer{Siblings: []string{"notify_manager"}}
 	faulty := &Faulty{Checkpointer: cp, Saves: saves, Loads: loads}
-	process := func(cp agent.Checkpointer) *agent.Agent {
-		return agent.New(model, []agent.Tool{pay.Tool(), notify}, agent.WithCheckpointer(cp), agent.WithApprovalFor("notify_manager"))
+	process := func(cp toolstage.Checkpointer) *agent.Agent {
+		return agent.New(model, toolstage.New([]toolstage.Tool{pay.Tool(), notify}, toolstage.WithApprovalFor("notify_manager")), agent.WithCheckpointer(cp))
 	}
 	ctx := guard.WithThread(context.Background(), thread)
 	_, runErr := process(faulty).Run(ctx, "Pay alice 25 and tell the manager.")
@@ -339,7 +340,7 @@ func approvalScenario(t *testing.T, cp agent.Checkpointer, thread string, saves,
 // approval fails (the store applies nothing) after the payment ran. The
 // thread must keep the payment, and the approval. It returns the number
 // of payments.
-func FailedInterruptSave(t *testing.T, cp agent.Checkpointer) int {
+func FailedInterruptSave(t *testing.T, cp toolstage.Checkpointer) int {
 	t.Helper()
 	// Save 1: the turn, before its calls run; save 2: the interrupt.
 	o := approvalScenario(t, cp, "fault-failed-save", map[int]Fault{2: Fail}, nil)
@@ -351,10 +352,10 @@ func FailedInterruptSave(t *testing.T, cp agent.Checkpointer) int {
 // LostInterruptReply: the interrupt's save is applied and its reply lost.
 // The run must return its interrupt (it can tell its own write), and the
 // thread go on. It returns the number of payments.
-func LostInterruptReply(t *testing.T, cp agent.Checkpointer) int {
+func LostInterruptReply(t *testing.T, cp toolstage.Checkpointer) int {
 	t.Helper()
 	o := approvalScenario(t, cp, "fault-lost-reply", map[int]Fault{2: LoseReply}, nil)
-	var in *agent.Interrupt
+	var in *toolstage.Interrupt
 	if !errors.As(o.runErr, &in) {
 		t.Errorf("Run() with the interrupt's reply lost: error = %v, want the *Interrupt (the save was applied)", o.runErr)
 	}
@@ -366,21 +367,21 @@ func LostInterruptReply(t *testing.T, cp agent.Checkpointer) int {
 // is applied, and the store reports a conflict (a client's retry of it).
 // The resume must see its own write and run the approved call, not refuse
 // as if another resume came first. It returns the number of payments.
-func ConflictAfterOwnWrite(t *testing.T, cp agent.Checkpointer) int {
+func ConflictAfterOwnWrite(t *testing.T, cp toolstage.Checkpointer) int {
 	t.Helper()
 	pay := NewPayments()
 	var notified atomic.Int32
-	notify := agent.NewSchemaTool("notify_manager", "Tell the manager.", nil, func(context.Context, map[string]any) (string, error) {
+	notify := toolstage.NewSchemaTool("notify_manager", "Tell the manager.", nil, func(context.Context, map[string]any) (string, error) {
 		notified.Add(1)
 		return "notified", nil
 	})
 	model := &Payer{Siblings: []string{"notify_manager"}}
-	process := func(cp agent.Checkpointer) *agent.Agent {
-		return agent.New(model, []agent.Tool{pay.Tool(), notify}, agent.WithCheckpointer(cp), agent.WithApprovalFor("notify_manager"))
+	process := func(cp toolstage.Checkpointer) *agent.Agent {
+		return agent.New(model, toolstage.New([]toolstage.Tool{pay.Tool(), notify}, toolstage.WithApprovalFor("notify_manager")), agent.WithCheckpointer(cp))
 	}
 	ctx := guard.WithThread(context.Background(), "fault-own-conflict")
 	_, err := process(cp).Run(ctx, "Pay alice 25 and tell the manager.")
-	var in *agent.Interrupt
+	var in *toolstage.Interrupt
 	if !errors.As(err, &in) {
 		t.Fatalf("Run() error = %v, want an *Interrupt", err)
 	}

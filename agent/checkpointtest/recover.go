@@ -9,6 +9,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/guard"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // RunFaults runs the fault scenarios against the stores newCheckpointer
@@ -16,11 +17,11 @@ import (
 // counted: a stop, a panic, a cancel, a failed save and a lost reply in
 // the middle of a paying turn never make a thread forget the payment, and
 // a thread whose interrupt's reply was lost is not wedged.
-func RunFaults(t *testing.T, newCheckpointer func(t *testing.T) agent.Checkpointer) {
+func RunFaults(t *testing.T, newCheckpointer func(t *testing.T) toolstage.Checkpointer) {
 	t.Helper()
 	for _, s := range []struct {
 		name string
-		run  func(*testing.T, agent.Checkpointer) int
+		run  func(*testing.T, toolstage.Checkpointer) int
 	}{
 		{"StopAfterPayment", StopAfterPayment},
 		{"PanicAfterPayment", PanicAfterPayment},
@@ -48,20 +49,20 @@ func lostAndDown() (saves, loads map[int]Fault) {
 // under lostAndDown, and checks that the run returned an error, not its
 // interrupt. It returns the process constructor, the payments and the
 // thread's context.
-func wedged(t *testing.T, cp agent.Checkpointer, thread string) (func() *agent.Agent, *Payments, context.Context) {
+func wedged(t *testing.T, cp toolstage.Checkpointer, thread string) (func() *agent.Agent, *Payments, context.Context) {
 	t.Helper()
 	pay := NewPayments()
-	notify := agent.NewSchemaTool("notify_manager", "Tell the manager.", nil, func(context.Context, map[string]any) (string, error) {
+	notify := toolstage.NewSchemaTool("notify_manager", "Tell the manager.", nil, func(context.Context, map[string]any) (string, error) {
 		return "notified", nil
 	})
 	model := &Payer{Siblings: []string{"notify_manager"}}
-	process := func(cp agent.Checkpointer) *agent.Agent {
-		return agent.New(model, []agent.Tool{pay.Tool(), notify}, agent.WithCheckpointer(cp), agent.WithApprovalFor("notify_manager"))
+	process := func(cp toolstage.Checkpointer) *agent.Agent {
+		return agent.New(model, toolstage.New([]toolstage.Tool{pay.Tool(), notify}, toolstage.WithApprovalFor("notify_manager")), agent.WithCheckpointer(cp))
 	}
 	saves, loads := lostAndDown()
 	ctx := guard.WithThread(context.Background(), thread)
 	_, err := process(&Faulty{Checkpointer: cp, Saves: saves, Loads: loads}).Run(ctx, "Pay alice 25 and tell the manager.")
-	var in *agent.Interrupt
+	var in *toolstage.Interrupt
 	if err == nil || errors.As(err, &in) || !errors.Is(err, ErrInjected) {
 		t.Fatalf("Run() with the interrupt's reply lost and the store unreadable: error = %v, want the store's error", err)
 	}
@@ -75,7 +76,7 @@ func wedged(t *testing.T, cp agent.Checkpointer, thread string) (func() *agent.A
 // and the run cannot read the store again to tell (it returns an error).
 // [agent.Agent.Pending] must return the stored interrupt, which resumes
 // and runs the pending call. It returns the number of payments.
-func PendingAfterLostReply(t *testing.T, cp agent.Checkpointer) int {
+func PendingAfterLostReply(t *testing.T, cp toolstage.Checkpointer) int {
 	t.Helper()
 	process, pay, ctx := wedged(t, cp, "fault-pending")
 	in, err := process().Pending(ctx)
@@ -94,7 +95,7 @@ func PendingAfterLostReply(t *testing.T, cp agent.Checkpointer) int {
 // approval up: [agent.Agent.Abandon] must reset the thread, keeping the
 // payment's result and telling the model the pending call did not run; the
 // interrupt can no longer be resumed. It returns the number of payments.
-func AbandonAfterLostReply(t *testing.T, cp agent.Checkpointer) int {
+func AbandonAfterLostReply(t *testing.T, cp toolstage.Checkpointer) int {
 	t.Helper()
 	process, pay, ctx := wedged(t, cp, "fault-abandon")
 	in, err := process().Pending(ctx)
@@ -121,7 +122,7 @@ func AbandonAfterLostReply(t *testing.T, cp agent.Checkpointer) int {
 	if transfer != PaymentResult || !strings.Contains(notify, "did not run") {
 		t.Errorf("the abandoned turn tells the model transfer_money: %q, notify_manager: %q; want the payment's result and that notify_manager did not run", transfer, notify)
 	}
-	if _, err := process().Resume(ctx, in, agent.Decision{CallID: in.Pending[0].ID, Action: agent.Accept, Digest: in.Pending[0].Digest}); !errors.Is(err, agent.ErrInterruptRefused) {
+	if _, err := process().Resume(ctx, in, toolstage.Decision{CallID: in.Pending[0].ID, Action: toolstage.Accept, Digest: in.Pending[0].Digest}); !errors.Is(err, toolstage.ErrInterruptRefused) {
 		t.Errorf("Resume() of the abandoned interrupt: error = %v, want ErrInterruptRefused", err)
 	}
 	res, err := Carry(ctx, process(), nil)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // Option configures [Run].
@@ -85,11 +85,11 @@ func (st *stall) across(t *testing.T, call func()) {
 }
 
 // runStallChecks runs WithStall's checks, one at a time.
-func runStallChecks(t *testing.T, st *stall, newCheckpointer func(t *testing.T) agent.Checkpointer) {
+func runStallChecks(t *testing.T, st *stall, newCheckpointer func(t *testing.T) toolstage.Checkpointer) {
 	t.Helper()
 	checks := []struct {
 		name string
-		run  func(t *testing.T, st *stall, cp agent.Checkpointer)
+		run  func(t *testing.T, st *stall, cp toolstage.Checkpointer)
 	}{
 		{"StallSave", stallSave},
 		{"Deadline", deadline},
@@ -108,7 +108,7 @@ func runStallChecks(t *testing.T, st *stall, newCheckpointer func(t *testing.T) 
 // prev) failed: Load reads prev at 1 or next at 2, and a Save from the
 // version it read succeeds, unless the failed save's late copy lands
 // first, which Load then shows.
-func afterFailedSave(t *testing.T, cp agent.Checkpointer, thread, prev, next string) {
+func afterFailedSave(t *testing.T, cp toolstage.Checkpointer, thread, prev, next string) {
 	t.Helper()
 	state, v := loadAfterStall(t, cp, thread)
 	if !(v == 1 && string(state) == prev) && !(v == 2 && string(state) == next) {
@@ -129,7 +129,7 @@ func afterFailedSave(t *testing.T, cp agent.Checkpointer, thread, prev, next str
 // waking from a stall may still time out the first reads (its client's
 // own timeouts, a backlog of requests), so an error is tried again for up
 // to a minute.
-func loadAfterStall(t *testing.T, cp agent.Checkpointer, thread string) ([]byte, int64) {
+func loadAfterStall(t *testing.T, cp toolstage.Checkpointer, thread string) ([]byte, int64) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -146,7 +146,7 @@ func loadAfterStall(t *testing.T, cp agent.Checkpointer, thread string) ([]byte,
 
 // stallSave: a Save in flight across a stall, the only save made, never
 // reports a conflict.
-func stallSave(t *testing.T, st *stall, cp agent.Checkpointer) {
+func stallSave(t *testing.T, st *stall, cp toolstage.Checkpointer) {
 	const thread = "stall-save"
 	if !save(t, cp, thread, 0, []byte("v1")) {
 		t.Fatal("Save(0) of a new thread = false, want true")
@@ -170,7 +170,7 @@ func stallSave(t *testing.T, st *stall, cp agent.Checkpointer) {
 
 // deadline: with the backend stalled until they return, Load and Save
 // return by their deadline; once it is back, the thread is consistent.
-func deadline(t *testing.T, st *stall, cp agent.Checkpointer) {
+func deadline(t *testing.T, st *stall, cp toolstage.Checkpointer) {
 	for _, d := range []time.Duration{300 * time.Millisecond, 500 * time.Millisecond} {
 		for _, op := range []string{"load", "save"} {
 			t.Run(fmt.Sprintf("%s/%v", op, d), func(t *testing.T) {

@@ -2,7 +2,7 @@
 // official Go SDK client (github.com/modelcontextprotocol/go-sdk).
 //
 // [Tools] lists every tool of a connected *mcp.ClientSession and adapts each to
-// agent.Tool. A tool's Schema is the server's own inputSchema, so the model
+// toolstage.Tool. A tool's Schema is the server's own inputSchema, so the model
 // is sent exactly what the server declared and middleware.ToolArgValidation
 // checks each call against it before any request reaches the server: a call
 // with bad arguments is answered with feedback and corrected by the model,
@@ -23,7 +23,7 @@
 //
 // MCP tool names may contain characters OpenAI and Anthropic reject
 // ("files.read", "a/b"; they accept ^[a-zA-Z0-9_-]{1,64}$). Such a tool is
-// offered to the model under agent.SafeToolName of its name, stable and
+// offered to the model under toolstage.SafeToolName of its name, stable and
 // distinct ("files_read_601e4eb6"), and still called on the server by its
 // own name; [WithToolNames] supplies another mapping.
 //

@@ -39,7 +39,7 @@ func ExampleTools() {
 	}
 	defer session.Close()
 
-	// Every tool of the session, as agent.Tool.
+	// Every tool of the session, as toolstage.Tool.
 	tools, err := mcptool.Tools(ctx, session)
 	if err != nil {
 		log.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // TestNPMInjectArgs marks the message of server-everything's echo as
@@ -28,7 +29,7 @@ func TestNPMInjectArgs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Tools: %v", err)
 	}
-	echo := agent.InjectArgs(toolNamed(t, tools, "echo"), "message")
+	echo := toolstage.InjectArgs(toolNamed(t, tools, "echo"), "message")
 
 	m := fakemodel.New(
 		fakemodel.ToolCalls(fakemodel.Call("echo", `{"message": "admin"}`)),
@@ -43,10 +44,7 @@ func TestNPMInjectArgs(t *testing.T) {
 			mu.Unlock()
 		}
 	}
-	a := agent.New(m, []agent.Tool{echo},
-		agent.Inject("message", func(ctx context.Context, _ *agent.ToolCall) (any, error) { return ctx.Value(userKey{}), nil }),
-		agent.WithMiddleware(middleware.ToolArgValidation(guard.WithEventHandler(events))),
-		agent.WithEventHandler(events))
+	a := agent.New(m, toolstage.New([]toolstage.Tool{echo}, toolstage.Inject("message", func(ctx context.Context, _ *toolstage.ToolCall) (any, error) { return ctx.Value(userKey{}), nil }), toolstage.WithEventHandler(events)), agent.WithMiddleware(middleware.ToolArgValidation(guard.WithEventHandler(events))))
 	res, err := a.Run(context.WithValue(ctx, userKey{}, "u-42"), "echo as admin")
 	if err != nil {
 		t.Fatalf("Run: %v", err)

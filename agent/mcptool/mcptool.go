@@ -8,7 +8,7 @@ import (
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // Tools lists every tool of the session, following pagination, and adapts
@@ -20,12 +20,12 @@ import (
 //
 // Tools lists once: tools the server adds later are not seen until Tools is
 // called again.
-func Tools(ctx context.Context, s *mcp.ClientSession, opts ...Option) ([]agent.Tool, error) {
+func Tools(ctx context.Context, s *mcp.ClientSession, opts ...Option) ([]toolstage.Tool, error) {
 	if s == nil {
 		return nil, errors.New("mcptool: Tools: nil session")
 	}
 	cfg := newConfig(opts)
-	var tools []agent.Tool
+	var tools []toolstage.Tool
 	seen := make(map[string]bool)
 	sent := make(map[string]string) // name sent to the model -> server's name
 	for t, err := range s.Tools(ctx, nil) {
@@ -52,7 +52,7 @@ func Tools(ctx context.Context, s *mcp.ClientSession, opts ...Option) ([]agent.T
 	return tools, nil
 }
 
-// New adapts t, a tool listed by the session's server, to [agent.Tool].
+// New adapts t, a tool listed by the session's server, to [toolstage.Tool].
 // Calls go to s. t is read once, here; it must not be nil. [WithFilter] does
 // not apply.
 func New(s *mcp.ClientSession, t *mcp.Tool, opts ...Option) *Tool {
@@ -66,7 +66,7 @@ func New(s *mcp.ClientSession, t *mcp.Tool, opts ...Option) *Tool {
 	return tool
 }
 
-// Tool is an MCP server's tool as an [agent.Tool]. It is immutable and safe for
+// Tool is an MCP server's tool as an [toolstage.Tool]. It is immutable and safe for
 // concurrent use.
 type Tool struct {
 	session     *mcp.ClientSession
@@ -78,7 +78,7 @@ type Tool struct {
 	maxResult   int
 }
 
-var _ agent.Tool = (*Tool)(nil)
+var _ toolstage.Tool = (*Tool)(nil)
 
 func newTool(s *mcp.ClientSession, t *mcp.Tool, cfg config) *Tool {
 	desc := t.Description
@@ -100,7 +100,7 @@ func newTool(s *mcp.ClientSession, t *mcp.Tool, cfg config) *Tool {
 }
 
 // Name returns the name the model sees and calls: the server's name when
-// providers accept it (agent.IsSafeToolName), else agent.SafeToolName of it
+// providers accept it (toolstage.IsSafeToolName), else toolstage.SafeToolName of it
 // ("files.read" becomes "files_read_" and 8 hex digits), or what
 // [WithToolNames] makes of it. [Tool.Call] calls the server's tool by the
 // server's name, MCP().Name.

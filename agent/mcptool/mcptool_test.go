@@ -13,19 +13,19 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/agent/mcptool"
+	"github.com/toolguard/toolguard/toolstage"
 	"github.com/toolguard/toolguard/validation"
 )
 
 // tools lists the test server's tools, by name.
-func tools(t *testing.T, ts *testServer, opts ...mcptool.Option) map[string]agent.Tool {
+func tools(t *testing.T, ts *testServer, opts ...mcptool.Option) map[string]toolstage.Tool {
 	t.Helper()
 	list, err := mcptool.Tools(context.Background(), ts.session, opts...)
 	if err != nil {
 		t.Fatalf("Tools: %v", err)
 	}
-	byName := make(map[string]agent.Tool, len(list))
+	byName := make(map[string]toolstage.Tool, len(list))
 	for _, tool := range list {
 		byName[tool.Name()] = tool
 	}
@@ -157,7 +157,7 @@ func TestCallErrors(t *testing.T) {
 	unlisted := mcptool.New(ts.session, &mcp.Tool{Name: "nope", InputSchema: map[string]any{"type": "object"}})
 	tests := []struct {
 		name      string
-		tool      agent.Tool
+		tool      toolstage.Tool
 		args      string
 		wantErr   string
 		toolError bool // a *ToolError: the tool ran and failed

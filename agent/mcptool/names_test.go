@@ -19,6 +19,7 @@ import (
 	"github.com/toolguard/toolguard/agent/mcptool"
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 type pathArgs struct {
@@ -132,7 +133,7 @@ func TestProviderSafeNamesThroughOpenAI(t *testing.T) {
 		wantNames []string
 	}{
 		{"default mapping", nil, "files_read_",
-			[]string{agent.SafeToolName("a/b"), agent.SafeToolName("files.read")}}, // the server lists a/b first
+			[]string{toolstage.SafeToolName("a/b"), toolstage.SafeToolName("files.read")}}, // the server lists a/b first
 		{"own mapping", []mcptool.Option{mcptool.WithToolNames(func(n string) string {
 			return "fs_" + strings.NewReplacer(".", "_", "/", "_").Replace(n)
 		})}, "fs_files_read", []string{"fs_a_b", "fs_files_read"}},
@@ -152,7 +153,7 @@ func TestProviderSafeNamesThroughOpenAI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := agent.New(llm, tools, agent.WithMiddleware(middleware.ToolArgValidation(guard.WithUnknownTools(guard.UnknownReject))))
+			a := agent.New(llm, toolstage.New(tools), agent.WithMiddleware(middleware.ToolArgValidation(guard.WithUnknownTools(guard.UnknownReject))))
 			res, err := a.Run(context.Background(), "What does notes.txt say?")
 			if err != nil {
 				t.Fatalf("Run: %v", err)
@@ -187,7 +188,7 @@ func TestUnsafeNamesAreRejectedByTheLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := agent.New(llm, tools, agent.WithToolNames(func(n string) string { return n }))
+	a := agent.New(llm, toolstage.New(tools, toolstage.WithToolNames(func(n string) string { return n })))
 	_, err = a.Run(context.Background(), "What does notes.txt say?")
 	if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "does not match pattern") {
 		t.Errorf("Run() with unchanged names error = %v, want OpenAI's 400 about the name pattern", err)

@@ -15,10 +15,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tmc/langchaingo/llms"
-	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/agent/mcptool"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -131,7 +131,7 @@ func (b *syncBuffer) String() string {
 
 // compileAll compiles every tool's Schema as ToolArgValidation would and
 // reports the tools whose schema does not compile.
-func compileAll(t *testing.T, tools []agent.Tool) {
+func compileAll(t *testing.T, tools []toolstage.Tool) {
 	t.Helper()
 	var failed []string
 	for _, tool := range tools {
@@ -144,7 +144,7 @@ func compileAll(t *testing.T, tools []agent.Tool) {
 	}
 }
 
-func names(tools []agent.Tool) []string {
+func names(tools []toolstage.Tool) []string {
 	out := make([]string, len(tools))
 	for i, tool := range tools {
 		out[i] = tool.Name()
@@ -152,9 +152,9 @@ func names(tools []agent.Tool) []string {
 	return out
 }
 
-func toolNamed(t *testing.T, tools []agent.Tool, name string) agent.Tool {
+func toolNamed(t *testing.T, tools []toolstage.Tool, name string) toolstage.Tool {
 	t.Helper()
-	i := slices.IndexFunc(tools, func(tool agent.Tool) bool { return tool.Name() == name })
+	i := slices.IndexFunc(tools, func(tool toolstage.Tool) bool { return tool.Name() == name })
 	if i < 0 {
 		t.Fatalf("no tool %q among %v", name, names(tools))
 	}
@@ -165,7 +165,7 @@ func toolNamed(t *testing.T, tools []agent.Tool, name string) agent.Tool {
 // through ToolArgValidation with tools declared to it. It checks the
 // feedback the model got and that no tools/call left the client, and
 // returns the corrected call's arguments.
-func correct(ctx context.Context, t *testing.T, s *npmServer, tools []agent.Tool, tool, bad, good string, wantFeedback ...string) string {
+func correct(ctx context.Context, t *testing.T, s *npmServer, tools []toolstage.Tool, tool, bad, good string, wantFeedback ...string) string {
 	t.Helper()
 	sent := s.toolCall.Load()
 	model := fakemodel.New(

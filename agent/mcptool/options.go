@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // DefaultMaxResultBytes is how much of a tool result's text a [Tool] returns
@@ -19,7 +19,7 @@ type Option interface{ apply(*config) }
 type config struct {
 	maxResultBytes int
 	keep           func(*mcp.Tool) bool
-	toolName       func(string) string // WithToolNames; nil: agent.SafeToolName
+	toolName       func(string) string // WithToolNames; nil: toolstage.SafeToolName
 }
 
 func newConfig(opts []Option) config {
@@ -57,7 +57,7 @@ func WithFilter(keep func(t *mcp.Tool) bool) Option {
 }
 
 // WithToolNames sets the name each tool is offered to the model under: for
-// a server tool named n, fn(n). The default is agent.SafeToolName, which
+// a server tool named n, fn(n). The default is toolstage.SafeToolName, which
 // keeps names providers accept (^[a-zA-Z0-9_-]{1,64}$) and maps the others
 // to a stable, provider-safe name. Calls still reach the server under its
 // own name. fn must be deterministic and give distinct tools distinct
@@ -73,7 +73,7 @@ func WithToolNames(fn func(name string) string) Option {
 func (c config) sentName(server string) string {
 	fn := c.toolName
 	if fn == nil {
-		fn = agent.SafeToolName
+		fn = toolstage.SafeToolName
 	}
 	return fn(server)
 }

@@ -13,11 +13,12 @@ import (
 	"github.com/toolguard/toolguard/agent/mcptool"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // llmTools declares tools to the model the way the agent does: each tool's
 // Schema as the function's parameters.
-func llmTools(tools []agent.Tool) []llms.Tool {
+func llmTools(tools []toolstage.Tool) []llms.Tool {
 	out := make([]llms.Tool, len(tools))
 	for i, t := range tools {
 		out[i] = llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
@@ -95,7 +96,7 @@ func TestToolArgValidationBeforeCallTool(t *testing.T) {
 			if len(calls) != 1 || calls[0].FunctionCall.Arguments != tc.good {
 				t.Fatalf("response tool calls = %+v, want one %s(%s)", calls, tc.tool, tc.good)
 			}
-			idx := slices.IndexFunc(list, func(tool agent.Tool) bool { return tool.Name() == tc.tool })
+			idx := slices.IndexFunc(list, func(tool toolstage.Tool) bool { return tool.Name() == tc.tool })
 			got, err := list[idx].Call(context.Background(), calls[0].FunctionCall.Arguments)
 			if err != nil {
 				t.Fatalf("%s.Call(%q): %v", tc.tool, tc.good, err)
@@ -144,7 +145,7 @@ func TestAgentRunsMCPTools(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("add", `{"a": 2, "b": 3}`), fakemodel.Call("divide", `{"a": 1, "b": 0}`)),
 		fakemodel.Text("2 + 3 = 5; 1 / 0 is undefined."),
 	)
-	a := agent.New(model, tools, agent.WithMiddleware(middleware.ToolArgValidation()))
+	a := agent.New(model, toolstage.New(tools), agent.WithMiddleware(middleware.ToolArgValidation()))
 	res, err := a.Run(context.Background(), "What are 2 + 3 and 1 / 0?")
 	if err != nil {
 		t.Fatalf("Run: %v", err)

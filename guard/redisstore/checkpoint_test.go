@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/agent/checkpointtest"
 	"github.com/toolguard/toolguard/guard/redisstore"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
-// The Checkpointer keeps the contract of agent.Checkpointer against a real
+// The Checkpointer keeps the contract of toolstage.Checkpointer against a real
 // redis-server, and an agent's run cut off and resumed on it by new Agent
 // values runs each tool exactly once; on unix, the server also stalls with
 // SIGSTOP across stallFor, past the client's ReadTimeout.
@@ -19,7 +19,7 @@ func TestCheckpointer(t *testing.T) {
 	srv := startRedis(t)
 	c := stallClient(t, srv.Addr())
 	n := 0
-	checkpointtest.Run(t, func(t *testing.T) agent.Checkpointer {
+	checkpointtest.Run(t, func(t *testing.T) toolstage.Checkpointer {
 		n++ // each subtest its own prefix: an empty store
 		return redisstore.NewCheckpointer(c, redisstore.WithPrefix(fmt.Sprintf("cp%d:", n)))
 	}, checkpointStall(srv))
@@ -32,7 +32,7 @@ func TestCheckpointerFaults(t *testing.T) {
 	srv := startRedis(t)
 	c := newClient(t, srv.Addr())
 	n := 0
-	checkpointtest.RunFaults(t, func(*testing.T) agent.Checkpointer {
+	checkpointtest.RunFaults(t, func(*testing.T) toolstage.Checkpointer {
 		n++ // each scenario its own prefix: an empty store
 		return redisstore.NewCheckpointer(c, redisstore.WithPrefix(fmt.Sprintf("faults%d:", n)))
 	})

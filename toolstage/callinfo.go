@@ -1,10 +1,9 @@
-package agent
+package toolstage
 
 import (
 	"context"
 	"sync"
 
-	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/guard"
 )
 
@@ -15,10 +14,6 @@ type CallInfo struct {
 	// Thread the thread id the run's context names
 	// ([guard.WithThread]), "" if none.
 	ID, Tool, Thread string
-	// Messages is the run's transcript before the call's model turn: a
-	// copy of the slice, shared by the calls of one batch, whose elements
-	// must not be modified.
-	Messages []llms.MessageContent
 	// Attempt is 1 for the first run of the call, then 2, … when
 	// [ToolRetry] runs it again.
 	Attempt int
@@ -102,7 +97,7 @@ func withAttempt(ctx context.Context, n int) context.Context {
 }
 
 // CallFrom returns the call that ctx is running, inside a tool's Call or a
-// [ToolMiddleware] of an agent's run; false elsewhere.
+// [ToolMiddleware] of a stage's batch; false elsewhere.
 func CallFrom(ctx context.Context) (CallInfo, bool) {
 	st := callStateFrom(ctx)
 	if st == nil {
@@ -118,7 +113,7 @@ func CallFrom(ctx context.Context) (CallInfo, bool) {
 // did not hold (forged_argument, approval_refused) is logged at Warn. A
 // tool middleware calls it with the context it was given; e.Tool, e.CallID
 // and e.Attempt are filled from [CallFrom] when zero, and e.Middleware is
-// "agent" when empty.
+// "toolstage" when empty.
 func ReportEvent(ctx context.Context, e guard.Event) {
 	if st := callStateFrom(ctx); st != nil {
 		if e.Tool == "" {
@@ -132,7 +127,7 @@ func ReportEvent(ctx context.Context, e guard.Event) {
 		}
 	}
 	if e.Middleware == "" {
-		e.Middleware = "agent"
+		e.Middleware = "toolstage"
 	}
 	guard.Report(ctx, e)
 }

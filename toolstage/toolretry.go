@@ -1,4 +1,4 @@
-package agent
+package toolstage
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // effect of the failed attempt can be repeated:
 //
 //	return "", fmt.Errorf("%w: payments API: %w", agent.ErrNotRun, err)
-var ErrNotRun = errors.New("agent: the tool did not run")
+var ErrNotRun = errors.New("toolstage: the tool did not run")
 
 // Idempotent returns t marked as idempotent: running it twice with the same
 // arguments has the same effect as running it once (a read, a lookup, a PUT
@@ -36,7 +36,7 @@ var ErrNotRun = errors.New("agent: the tool did not run")
 // already marked returns it unchanged. It panics if t is nil.
 func Idempotent(t Tool) Tool {
 	if t == nil {
-		panic("agent: Idempotent(nil): needs a tool")
+		panic("toolstage: Idempotent(nil): needs a tool")
 	}
 	if isIdempotent(t) {
 		return t
@@ -109,7 +109,7 @@ type OutcomeUnknownError struct {
 // Error names the tool and its failure and tells the model to check whether
 // the call took effect before calling it again.
 func (e *OutcomeUnknownError) Error() string {
-	return fmt.Sprintf("agent: tool %q failed and its outcome is unknown (%v): it may have taken effect. "+
+	return fmt.Sprintf("toolstage: tool %q failed and its outcome is unknown (%v): it may have taken effect. "+
 		"It was not run again; check whether it took effect before calling it again", e.Tool, e.Err)
 }
 
@@ -132,11 +132,11 @@ type toolRetryConfig struct {
 // empty one.
 func WithRetryTools(names ...string) ToolRetryOption {
 	if len(names) == 0 {
-		panic("agent: WithRetryTools(): name at least one tool")
+		panic("toolstage: WithRetryTools(): name at least one tool")
 	}
 	for _, n := range names {
 		if n == "" {
-			panic("agent: WithRetryTools: a tool name is empty")
+			panic("toolstage: WithRetryTools: a tool name is empty")
 		}
 	}
 	return func(c *toolRetryConfig) {
@@ -154,7 +154,7 @@ func WithRetryTools(names ...string) ToolRetryOption {
 // an unknown outcome). It panics if n is negative.
 func WithMaxRetries(n int) ToolRetryOption {
 	if n < 0 {
-		panic(fmt.Sprintf("agent: WithMaxRetries(%d): the number of retries must not be negative", n))
+		panic(fmt.Sprintf("toolstage: WithMaxRetries(%d): the number of retries must not be negative", n))
 	}
 	return func(c *toolRetryConfig) { c.maxRetries = n }
 }
@@ -168,10 +168,10 @@ func WithMaxRetries(n int) ToolRetryOption {
 // without waiting. It panics if newBackOff is nil or returns nil.
 func WithBackOff(newBackOff func() backoff.BackOff) ToolRetryOption {
 	if newBackOff == nil {
-		panic("agent: WithBackOff(nil): the backoff factory must not be nil")
+		panic("toolstage: WithBackOff(nil): the backoff factory must not be nil")
 	}
 	if newBackOff() == nil {
-		panic("agent: WithBackOff: the backoff factory returned a nil backoff.BackOff")
+		panic("toolstage: WithBackOff: the backoff factory returned a nil backoff.BackOff")
 	}
 	return func(c *toolRetryConfig) { c.newBackOff = newBackOff }
 }
@@ -186,7 +186,7 @@ func WithBackOff(newBackOff func() backoff.BackOff) ToolRetryOption {
 // use; nil panics.
 func WithRetryIf(fn func(err error) bool) ToolRetryOption {
 	if fn == nil {
-		panic("agent: WithRetryIf(nil): the rule must not be nil")
+		panic("toolstage: WithRetryIf(nil): the rule must not be nil")
 	}
 	return func(c *toolRetryConfig) { c.retryIf = fn }
 }

@@ -1,4 +1,4 @@
-package agent
+package toolstage
 
 import (
 	"context"
@@ -53,7 +53,7 @@ import (
 // tools. It has no effect without [WithApproval] or [WithApprovalFor].
 func WithReinjectOnResume(names ...string) Option {
 	if len(names) == 0 {
-		panic("agent: WithReinjectOnResume(): name at least one injected argument")
+		panic("toolstage: WithReinjectOnResume(): name at least one injected argument")
 	}
 	names = slices.Clone(names)
 	return func(c *config) { c.approval.reinject = append(c.approval.reinject, names...) }
@@ -87,7 +87,7 @@ func (ap *approval) setupIdentity(reinject []string, tools map[string]Tool) {
 				names = append(names, k)
 			}
 			slices.Sort(names)
-			panic(fmt.Sprintf("agent: New: WithReinjectOnResume(%q): no tool of the agent has that injected argument (injected: %q)", n, names))
+			panic(fmt.Sprintf("toolstage: New: WithReinjectOnResume(%q): no tool of the stage has that injected argument (injected: %q)", n, names))
 		}
 		ap.reinject[n] = true
 	}
@@ -98,7 +98,7 @@ func (ap *approval) setupIdentity(reinject []string, tools map[string]Tool) {
 // the call's arguments with them set, as canonical JSON; nil when the tool
 // has none.
 func (ap *approval) boundValues(name, args string) []byte {
-	inj, ok := ap.a.injection[name]
+	inj, ok := ap.s.injection[name]
 	if !ok {
 		return nil
 	}
@@ -161,8 +161,8 @@ func (ap *approval) identityAgent(identity string) string {
 // that they are the ones each call was approved with. It records them in
 // run (runArgs.injected), for inject; it returns a *DecisionError when an
 // injector fails or a value differs (nothing has run).
-func (ap *approval) injectApproved(ctx context.Context, ot *openTurn, id, thread string, run map[int]runArgs) error {
-	a := ap.a
+func (ap *approval) injectApproved(ctx context.Context, ot *pausedBatch, id, thread string, run map[int]runArgs) error {
+	a := ap.s
 	pendingOf := make(map[int]int, len(ot.Pending)) // index in the turn → pending call
 	for j := range ot.Pending {
 		pendingOf[ot.pendingIndex(j)] = j
@@ -210,9 +210,9 @@ func (ap *approval) injectApproved(ctx context.Context, ot *openTurn, id, thread
 func (ap *approval) sameIdentity(b binding, got string, names []string) string {
 	if b.Identity != "" && b.Agent != ap.identityAgent(b.Identity) {
 		if b.Agent == "" {
-			return "the call was approved under WithInterruptKey, which this agent lacks, so the identity it was judged for cannot be checked: give every replica the same key"
+			return "the call was approved under WithInterruptKey, which this stage lacks, so the identity it was judged for cannot be checked: give every replica the same key"
 		}
-		return "the call was approved on another agent without WithInterruptKey, so the identity it was judged for cannot be checked here: give the replicas one WithInterruptKey, resume on the agent that paused, or name the injected arguments in WithReinjectOnResume"
+		return "the call was approved on another Stage value without WithInterruptKey, so the identity it was judged for cannot be checked here: give the replicas one WithInterruptKey, resume on the Stage value that paused, or name the injected arguments in WithReinjectOnResume"
 	}
 	if !hmac.Equal([]byte(got), []byte(b.Identity)) {
 		return fmt.Sprintf("the call was approved for other values of its injected arguments (%s) than this Resume's context gives: it runs only as the identity it was judged for (see WithReinjectOnResume)", strings.Join(names, ", "))

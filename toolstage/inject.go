@@ -1,4 +1,4 @@
-package agent
+package toolstage
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/internal/exactjson"
 	"github.com/toolguard/toolguard/repair"
@@ -34,15 +33,15 @@ type injector func(ctx context.Context, call *ToolCall) (any, error)
 // given, or t's schema is not a JSON object schema (a map, once converted).
 func InjectArgs(t Tool, names ...string) Tool {
 	if t == nil || len(names) == 0 {
-		panic(fmt.Sprintf("agent: InjectArgs(%v, %q): needs a tool and at least one property name", t, names))
+		panic(fmt.Sprintf("toolstage: InjectArgs(%v, %q): needs a tool and at least one property name", t, names))
 	}
 	m, ok := schemaMap(t.Schema())
 	if !ok {
-		panic(fmt.Sprintf("agent: InjectArgs(%q): the tool's schema is not a JSON object schema", t.Name()))
+		panic(fmt.Sprintf("toolstage: InjectArgs(%q): the tool's schema is not a JSON object schema", t.Name()))
 	}
 	props, _ := m["properties"].(map[string]any)
 	if props == nil && m["properties"] != nil {
-		panic(fmt.Sprintf("agent: InjectArgs(%q): the schema's properties are not an object", t.Name()))
+		panic(fmt.Sprintf("toolstage: InjectArgs(%q): the schema's properties are not an object", t.Name()))
 	}
 	if props == nil {
 		props = map[string]any{}
@@ -50,7 +49,7 @@ func InjectArgs(t Tool, names ...string) Tool {
 	declared := true
 	for i, n := range names {
 		if n == "" || slices.Contains(names[:i], n) {
-			panic(fmt.Sprintf("agent: InjectArgs(%q, %q): empty or repeated property name", t.Name(), names))
+			panic(fmt.Sprintf("toolstage: InjectArgs(%q, %q): empty or repeated property name", t.Name(), names))
 		}
 		var p map[string]any
 		switch v := props[n].(type) {
@@ -65,7 +64,7 @@ func InjectArgs(t Tool, names ...string) Tool {
 				p["not"] = map[string]any{} // false: no value is valid
 			}
 		default:
-			panic(fmt.Sprintf("agent: InjectArgs(%q): property %q has a schema of type %T", t.Name(), n, v))
+			panic(fmt.Sprintf("toolstage: InjectArgs(%q): property %q has a schema of type %T", t.Name(), n, v))
 		}
 		p[validation.InjectedKeyword] = true
 		props[n] = p
@@ -111,7 +110,7 @@ type InjectError struct {
 // Error names the tool and tells the model not to retry the call; it never
 // quotes the injected value or the injector's error, which Unwrap returns.
 func (e *InjectError) Error() string {
-	return fmt.Sprintf("agent: tool %q could not be run: a value the application supplies for this call could not be set; do not retry the call", e.Tool)
+	return fmt.Sprintf("toolstage: tool %q could not be run: a value the application supplies for this call could not be set; do not retry the call", e.Tool)
 }
 
 // Unwrap returns Err: the injector's error, or the *validation.Error.
@@ -177,44 +176,41 @@ type injection struct {
 }
 
 // setupInjection marks the tool named name (t, as sent) as having the
-// injected arguments names: the model is sent, and ToolArgValidation
-// validates, the schema without them. def is the tool's definition in
-// a.defs. It panics when an injected argument has no Inject.
-func (a *Agent) setupInjection(cfg *config, name string, t Tool, names []string, def *llms.Tool) {
+// injected arguments names: the model is offered, and ToolArgValidation
+// validates, the schema without them, which it returns. It panics when an
+// injected argument has no Inject.
+func (s *Stage) setupInjection(cfg *config, name string, t Tool, names []string) map[string]any {
 	for _, n := range names {
 		if cfg.injectors[n] == nil {
-			panic(fmt.Sprintf("agent: New: tool %q has the injected argument %q, which no Inject supplies", name, n))
+			panic(fmt.Sprintf("toolstage: New: tool %q has the injected argument %q, which no Inject supplies", name, n))
 		}
 	}
 	facing := modelFacing(t.Schema(), names)
-	def.Function.Parameters = facing
-	a.schemas[name] = facing
+	s.schemas[name] = facing
 	model, err := validation.Compile(facing)
 	if err != nil {
 		model = nil
 	}
-	if a.injection == nil {
-		a.injection = make(map[string]injection)
-		a.injected = make(map[string][]string)
+	if s.injection == nil {
+		s.injection = make(map[string]injection)
+		s.injected = make(map[string][]string)
 	}
-	a.injection[name] = injection{names: names, model: model}
-	a.injected[name] = names
-	a.injectors = cfg.injectors
+	s.injection[name] = injection{names: names, model: model}
+	s.injected[name] = names
+	s.injectors = cfg.injectors
+	return facing
 }
 
 // dropForged returns c without the values the model sent for its tool's
-// injected arguments (a copy: the response is not modified), and the
+// injected arguments (a copy: the caller's is not modified), and the
 // forged_argument event to report on the call's span: for those it
-// dropped, or those ToolArgValidation dropped and left to the agent to
-// report (in record, the run's); nil when there were none. Arguments that
+// dropped, or those ToolArgValidation dropped and left to the stage to
+// report (in record, the scope's); nil when there were none. Arguments that
 // are not a JSON object and may hold such a value are withheld whole
 // (guard.WithholdInjected): the call fails (inject), and the value is in
 // no record.
-func (a *Agent) dropForged(record *guard.CallRecord, c llms.ToolCall) (llms.ToolCall, *guard.Event) {
-	if c.FunctionCall == nil {
-		return c, nil
-	}
-	inj, ok := a.injection[c.FunctionCall.Name]
+func (s *Stage) dropForged(record *guard.CallRecord, c guard.Call) (guard.Call, *guard.Event) {
+	inj, ok := s.injection[c.Name]
 	if !ok {
 		return c, nil
 	}
@@ -222,13 +218,11 @@ func (a *Agent) dropForged(record *guard.CallRecord, c llms.ToolCall) (llms.Tool
 	if paths := record.Forged(c.ID); len(paths) > 0 {
 		event = &guard.Event{Kind: guard.EventForgedArgument, Middleware: "ToolArgValidation", Paths: paths}
 	}
-	args, forged := guard.WithholdInjected(c.FunctionCall.Arguments, inj.names)
+	args, forged := guard.WithholdInjected(string(c.Args), inj.names)
 	if len(forged) == 0 {
 		return c, event
 	}
-	fn := *c.FunctionCall
-	fn.Arguments = args
-	c.FunctionCall = &fn
+	c.Args = []byte(args)
 	if event == nil {
 		event = &guard.Event{Kind: guard.EventForgedArgument}
 	}
@@ -236,10 +230,26 @@ func (a *Agent) dropForged(record *guard.CallRecord, c llms.ToolCall) (llms.Tool
 	return c, event
 }
 
+// WithoutInjected returns c without the values the model sent for its
+// tool's injected arguments ([Inject]), reporting nothing: what a
+// transcript or a checkpoint saved before [Stage.Run] may keep (Run drops
+// and reports them itself). Arguments that are not a JSON object and may
+// hold such a value are withheld whole ([guard.WithheldArgs]).
+func (s *Stage) WithoutInjected(c guard.Call) guard.Call {
+	inj, ok := s.injection[c.Name]
+	if !ok {
+		return c
+	}
+	if args, forged := guard.WithholdInjected(string(c.Args), inj.names); len(forged) > 0 {
+		c.Args = []byte(args)
+	}
+	return c
+}
+
 // inject returns the call's arguments with its tool's injected arguments
 // set; the arguments unchanged for a tool without any.
-func (a *Agent) inject(ctx context.Context, st *callState) (string, error) {
-	inj, ok := a.injection[st.info.Tool]
+func (s *Stage) inject(ctx context.Context, st *callState) (string, error) {
+	inj, ok := s.injection[st.info.Tool]
 	if !ok {
 		return st.modelArgs, nil
 	}
@@ -249,7 +259,7 @@ func (a *Agent) inject(ctx context.Context, st *callState) (string, error) {
 		if st.gate.injected != "" {
 			return st.gate.injected, nil
 		}
-		return "", a.injectFailed(ctx, &InjectError{Tool: st.info.Tool, Err: errApprovedUnchecked})
+		return "", s.injectFailed(ctx, &InjectError{Tool: st.info.Tool, Err: errApprovedUnchecked})
 	}
 	if st.modelArgs == guard.WithheldArgs {
 		return "", &validation.Error{Tool: st.info.Tool, Violations: []validation.Violation{{Keyword: "json",
@@ -273,7 +283,7 @@ func (a *Agent) inject(ctx context.Context, st *callState) (string, error) {
 	}
 	call := &ToolCall{ID: st.info.ID, Name: st.info.Tool, Args: json.RawMessage(st.modelArgs), Tool: st.tool}
 	for _, n := range inj.names {
-		val, err := a.injectors[n](ctx, call)
+		val, err := s.injectors[n](ctx, call)
 		if err == nil {
 			var b []byte
 			if b, err = json.Marshal(val); err == nil {
@@ -281,17 +291,17 @@ func (a *Agent) inject(ctx context.Context, st *callState) (string, error) {
 				continue
 			}
 		}
-		return "", a.injectFailed(ctx, &InjectError{Tool: st.info.Tool, Name: n, Err: err})
+		return "", s.injectFailed(ctx, &InjectError{Tool: st.info.Tool, Name: n, Err: err})
 	}
 	out, err := exactjson.Encode(v)
 	if err != nil {
-		return "", a.injectFailed(ctx, &InjectError{Tool: st.info.Tool, Err: err})
+		return "", s.injectFailed(ctx, &InjectError{Tool: st.info.Tool, Err: err})
 	}
 	return string(out), nil
 }
 
 // injectFailed reports an injection that failed and returns its error.
-func (a *Agent) injectFailed(ctx context.Context, err *InjectError) error {
+func (s *Stage) injectFailed(ctx context.Context, err *InjectError) error {
 	ReportEvent(ctx, guard.Event{Kind: guard.EventArgsRejected, Err: err})
 	return err
 }
@@ -303,8 +313,8 @@ func (a *Agent) injectFailed(ctx context.Context, err *InjectError) error {
 // arguments, else the whole schema's violations at properties it sent (a
 // Validate method's, say); any other failure — at an injected property, or
 // at the root where a message could speak of one — is an [InjectError].
-func (a *Agent) injectedCheckFailed(ctx context.Context, st *callState, err error) error {
-	inj := a.injection[st.info.Tool]
+func (s *Stage) injectedCheckFailed(ctx context.Context, st *callState, err error) error {
+	inj := s.injection[st.info.Tool]
 	if _, merr := checkArgs(st.info.Tool, inj.model, []byte(st.modelArgs)); merr != nil {
 		if mve, ok := merr.(*validation.Error); ok {
 			if r := guard.RedactInjected(mve, inj.names); r != nil {
@@ -323,74 +333,39 @@ func (a *Agent) injectedCheckFailed(ctx context.Context, st *callState, err erro
 			return ve
 		}
 	}
-	return a.injectFailed(ctx, &InjectError{Tool: st.info.Tool, Err: err})
+	return s.injectFailed(ctx, &InjectError{Tool: st.info.Tool, Err: err})
 }
 
 // reportNotStarted reports the forged injected arguments of the calls todo
 // that never started (a run cancelled or stopped mid-batch): a security
 // event is not lost because its call did not run.
-func (a *Agent) reportNotStarted(ctx context.Context, record *guard.CallRecord, calls []llms.ToolCall, todo []int) {
+func (s *Stage) reportNotStarted(ctx context.Context, record *guard.CallRecord, calls []guard.Call, todo []int) {
 	for _, i := range todo {
-		if _, e := a.dropForged(record, calls[i]); e != nil {
-			e.Tool, e.CallID = calls[i].FunctionCall.Name, calls[i].ID
+		if _, e := s.dropForged(record, calls[i]); e != nil {
+			e.Tool, e.CallID = calls[i].Name, calls[i].ID
 			ReportEvent(ctx, *e)
 		}
 	}
 }
 
 // reportUnclaimed reports the forged injected arguments ToolArgValidation
-// left to the agent for calls that are not calls of the agent's tools in
-// calls, the response the model call returned (nil when it failed): calls
-// of a response a middleware outside ToolArgValidation discarded
-// (ToolCallLimit's re-ask), and calls of a tool named in another case
-// ("ORDER", which ToolArgValidation treats as order, as agents.Executor
-// does), which never reach the tool stage. A security event is not lost
-// because its call never runs.
-//
-// record is the run's record of what the model stage did (nil outside a
-// run).
-func (a *Agent) reportUnclaimed(ctx context.Context, record *guard.CallRecord, calls []llms.ToolCall) {
-	if len(a.injection) == 0 {
+// recorded for calls that are not calls of the stage's tools in calls, the
+// batch: calls of a response a middleware outside ToolArgValidation
+// discarded (ToolCallLimit's re-ask), and calls of a tool named in another
+// case ("ORDER", which ToolArgValidation treats as order), which never
+// reach the tool stage. A security event is not lost because its call
+// never runs.
+func (s *Stage) reportUnclaimed(ctx context.Context, record *guard.CallRecord, calls []guard.Call) {
+	if len(s.injection) == 0 {
 		return
 	}
 	ids := make([]string, 0, len(calls))
 	for _, c := range calls {
-		if c.FunctionCall != nil && a.tools[c.FunctionCall.Name] != nil {
+		if s.tools[c.Name] != nil {
 			ids = append(ids, c.ID)
 		}
 	}
 	for _, f := range record.Unclaimed(ids) {
 		ReportEvent(ctx, guard.Event{Kind: guard.EventForgedArgument, Middleware: "ToolArgValidation", Tool: f.Tool, CallID: f.ID, Paths: f.Paths})
 	}
-}
-
-// withoutForged returns calls with the values the model sent for injected
-// arguments dropped, for a checkpoint saved before the calls run: copies
-// where it drops any; calls itself is not modified, and nothing is
-// reported (runTools does both).
-func (a *Agent) withoutForged(calls []llms.ToolCall) []llms.ToolCall {
-	var out []llms.ToolCall
-	for i, c := range calls {
-		if c.FunctionCall == nil {
-			continue
-		}
-		inj, ok := a.injection[c.FunctionCall.Name]
-		if !ok {
-			continue
-		}
-		args, forged := guard.WithholdInjected(c.FunctionCall.Arguments, inj.names)
-		if len(forged) == 0 {
-			continue
-		}
-		if out == nil {
-			out = slices.Clone(calls)
-		}
-		fn := *c.FunctionCall
-		fn.Arguments = args
-		out[i].FunctionCall = &fn
-	}
-	if out == nil {
-		return calls
-	}
-	return out
 }

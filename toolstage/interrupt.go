@@ -1,4 +1,4 @@
-package agent
+package toolstage
 
 import (
 	"crypto/hmac"
@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"slices"
 	"strconv"
 
 	"github.com/toolguard/toolguard/internal/canonjson"
@@ -37,6 +36,10 @@ type Interrupt struct {
 	// the interrupt server-side (or use a Checkpointer) when a client must
 	// not read the conversation.
 	State json.RawMessage `json:"state,omitempty"`
+	// Host is the host loop's own state to resume from, opaque to the
+	// stage, set with [Stage.Attach] (toolguard's agent keeps its
+	// transcript here when it has no Checkpointer); signed with the rest.
+	Host json.RawMessage `json:"host,omitempty"`
 	// Signature is the HMAC of everything above under the key of
 	// [WithInterruptKey]; "" without one.
 	Signature string `json:"signature,omitempty"`
@@ -44,7 +47,7 @@ type Interrupt struct {
 
 // Error says how many calls wait.
 func (in *Interrupt) Error() string {
-	return fmt.Sprintf("agent: run interrupted: %d tool call(s) await a decision", len(in.Pending))
+	return fmt.Sprintf("toolstage: run interrupted: %d tool call(s) await a decision", len(in.Pending))
 }
 
 // PendingCall is a tool call waiting for a person's [Decision].
@@ -103,16 +106,16 @@ type Decision struct {
 // the Resume's context gives a call other injected values than it was
 // approved with: nothing ran, and the interrupt can be resumed again with
 // corrected decisions (or from the right context).
-var ErrDecisionRefused = errors.New("agent: decision refused")
+var ErrDecisionRefused = errors.New("toolstage: decision refused")
 
 // ErrInterruptRefused is wrapped by the error of [Agent.Resume] when the
 // interrupt itself cannot be resumed: its signature does not verify, its
 // state is malformed, it belongs to another thread, or it was already
 // resumed (or replaced by a later run on the thread). Nothing ran.
-var ErrInterruptRefused = errors.New("agent: interrupt refused")
+var ErrInterruptRefused = errors.New("toolstage: interrupt refused")
 
 // ErrCallRejected is wrapped by the Step.Err of a call a person rejected.
-var ErrCallRejected = errors.New("agent: a person rejected the call")
+var ErrCallRejected = errors.New("toolstage: a person rejected the call")
 
 // DecisionError is the error of [Agent.Resume] for decisions it refuses
 // (it matches [ErrDecisionRefused] with errors.Is). Nothing ran.
@@ -129,7 +132,7 @@ type DecisionError struct {
 
 // Error says the decision was refused, for which call and why.
 func (e *DecisionError) Error() string {
-	msg := "agent: decision refused"
+	msg := "toolstage: decision refused"
 	if e.CallID != "" {
 		msg += fmt.Sprintf(" (call %q)", e.CallID)
 	}
@@ -173,7 +176,7 @@ type binding struct {
 
 // binding returns pending call j's binding; the zero binding when the
 // state has none for it (a digest over it matches no decision).
-func (ot *openTurn) binding(j int) binding {
+func (ot *pausedBatch) binding(j int) binding {
 	if len(ot.Bound) != len(ot.Pending) || j < 0 || j >= len(ot.Bound) {
 		return binding{}
 	}
@@ -282,13 +285,4 @@ func (ap *approval) verify(in *Interrupt) bool {
 	}
 	want := ap.sign(in)
 	return want != "" && hmac.Equal([]byte(want), []byte(in.Signature))
-}
-
-// storedInterrupt returns the interrupt of ot, a turn of thread paused for
-// approval whose state the Checkpointer keeps, as the gate returned it
-// when the run paused.
-func (ap *approval) storedInterrupt(thread string, ot *openTurn) *Interrupt {
-	in := &Interrupt{ID: ot.Interrupt, Thread: thread, Pending: slices.Clone(ot.Pending)}
-	in.Signature = ap.sign(in)
-	return in
 }

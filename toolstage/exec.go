@@ -1,4 +1,4 @@
-package agent
+package toolstage
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"runtime/debug"
 	"slices"
 
-	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/internal/exactjson"
@@ -20,125 +19,118 @@ import (
 	"github.com/toolguard/toolguard/validation"
 )
 
-// errNoFunction is the Step.Err of a tool call that came without a function.
-var errNoFunction = errors.New("agent: the tool call has no function name")
-
 // finished is one tool call's outcome, sent by the goroutine that ran it.
 type finished struct {
-	index  int
-	step   Step
-	result *ToolResult
+	index int
+	out   Outcome
 }
 
-// batch is what the tool stage made of one model turn's calls, in call
-// order.
-type batch struct {
-	steps   []Step
-	answers []string // the tool messages' contents
-	direct  int      // index of the first Direct result; -1 if none
-	// cut is nil for a batch whose calls all finished; for a batch cut
-	// short (the run ended inside it: ErrStopRun, a tool's panic, its
-	// context), how far each call got. steps and answers hold the
-	// outcome of the calls that finished.
-	cut []progress
-}
-
-// progress is how far a call of a batch cut short got.
+// progress is how far a call of a batch got.
 type progress uint8
 
 const (
-	callFinished   progress = iota // it finished: its step holds its outcome
-	callCutOff                     // it started and had not finished: its outcome is unknown
+	callSkipped    progress = iota // not run in this batch (it waits for a person, or its outcome is known)
+	callFinished                   // it finished, or was answered without running: its outcome is known
+	callCutOff                     // it started and had not finished when the batch was cut short: its outcome is unknown
 	callNotStarted                 // it never started
 )
 
-// runTools runs the calls of t that the stages left in its batch through
-// the tool stage, at most a.maxPar at a time, and writes their steps and
-// tool-message contents into t.batch, by place. A call's gate (t.gates) goes
-// with it into the tool stage; a call without a function or of an unknown
-// tool is answered without it; a call a stage took out (waits, later) or
-// whose outcome is known does not run.
+// callGate is what approval says the tool stage must do with a call,
+// whatever the tool middlewares do to it. The zero value: nothing.
+type callGate struct {
+	// refuse is the error of a call that must never run: the tool stage
+	// checks its arguments, tells the model what is wrong with them, and
+	// otherwise returns refuse without running the tool.
+	refuse error
+	// pinned: the call runs with exactly args — not stripped or coerced
+	// again, its tool not swapped — or not at all (a call a person
+	// approved).
+	pinned bool
+	args   string // the pinned arguments
+	// injected is args with the injected values set and checked by
+	// Resume, for a tool with injected arguments.
+	injected string
+}
+
+// runCalls runs calls through the tool stage, at most s.maxPar at a time,
+// and returns each one's outcome and how far it got, by place. A call
+// with skip set does not run (its outcome is left zero); gates, when not
+// nil, say what approval decided of each call. A call of a tool the stage
+// does not have is answered without running anything.
 //
-// When ctx is done it returns ctx.Err() at once; calls not yet started are
-// not started, and running ones are left to honour ctx (their results are
-// dropped: the channel they report to has room for all of them, so they
-// never block). A call whose result comes once ctx is done, with an error
-// wrapping ctx's (cutOffBy), is one of them, whichever runTools sees
+// When ctx is done it returns ctx.Err() at once; calls not yet started
+// are not started, and running ones are left to honour ctx (their results
+// are dropped: the channel they report to has room for all of them, so
+// they never block). A call whose result comes once ctx is done, with an
+// error wrapping ctx's (cutOffBy), is one of them, whichever runCalls sees
 // first: its tool returned because ctx ended, and its outcome is unknown.
 // When a call returns an error wrapping ErrStopRun, or its tool stage
 // panics (a *ToolPanicError), calls not yet started are not started,
 // running ones finish, and it returns that error. Either way the batch is
-// cut short: it holds the outcome of every call that finished and says
-// which calls were cut off and which never started.
-func (r *run) runTools(ctx context.Context, t *turn) error {
-	a, calls, b := r.a, t.calls, t.outcomes()
-	done := make([]bool, len(calls))
-	started := make([]bool, len(calls))
+// cut short: the outcomes of the calls cut off are ErrCallInterrupted,
+// those that never started ErrCallNotStarted.
+func (s *Stage) runCalls(ctx context.Context, calls []guard.Call, gates []callGate, skip []bool) ([]Outcome, []progress, error) {
+	outs := make([]Outcome, len(calls))
+	prog := make([]progress, len(calls))
+	record := guard.CallRecordFrom(ctx)
 	var todo []int // calls of known tools, in order
 	for i, c := range calls {
-		switch t.plan(i) {
-		case callKnown:
-			done[i] = true
-			continue
-		case callWaits, callLater:
+		if i < len(skip) && skip[i] {
 			continue
 		}
-		b.steps[i] = Step{CallID: c.ID, Turn: t.number, Message: -1}
-		switch {
-		case c.FunctionCall == nil:
-			b.steps[i].Err, done[i] = errNoFunction, true
-		case a.tools[c.FunctionCall.Name] == nil:
-			b.steps[i].Tool, b.steps[i].Arguments = c.FunctionCall.Name, c.FunctionCall.Arguments
-			b.steps[i].ModelArguments = c.FunctionCall.Arguments
-			b.steps[i].Err = fmt.Errorf("%w %q", ErrUnknownTool, c.FunctionCall.Name)
-			b.answers[i], done[i] = errfmt.UnknownTool(c.FunctionCall.Name, a.names), true
-		default:
-			todo = append(todo, i)
+		prog[i] = callNotStarted
+		if s.tools[c.Name] == nil {
+			outs[i] = Outcome{Call: c, Err: fmt.Errorf("%w %q", ErrUnknownTool, c.Name), Content: errfmt.UnknownTool(c.Name, s.names)}
+			prog[i] = callFinished
+			continue
 		}
+		todo = append(todo, i)
 	}
 
-	history := slices.Clone(r.res.Messages)
 	thread := guard.ThreadFrom(ctx)
 	results := make(chan finished, len(todo))
 	running := 0
 	var stop error
 	// cut ends the batch of a run whose context ended: the calls not yet
 	// started never start, the running ones are cut off.
-	cut := func() error {
-		a.reportNotStarted(ctx, r.record, calls, todo)
-		b.cutShort(done, started)
+	cut := func() ([]Outcome, []progress, error) {
+		s.reportNotStarted(ctx, record, calls, todo)
+		s.cutShort(calls, outs, prog)
 		if stop != nil {
-			return errors.Join(stop, ctx.Err())
+			return outs, prog, errors.Join(stop, ctx.Err())
 		}
-		return ctx.Err()
+		return outs, prog, ctx.Err()
 	}
 	for len(todo) > 0 || running > 0 {
-		if len(todo) > 0 && running < a.maxPar && ctx.Err() == nil && stop == nil {
+		if len(todo) > 0 && running < s.maxPar && ctx.Err() == nil && stop == nil {
 			i := todo[0]
 			todo = todo[1:]
 			running++
-			started[i] = true
-			c, gate := calls[i], gateAt(t.gates, i, calls[i])
-			if gate.pinned { // exactly the arguments pinned; the transcript keeps its own
-				fc := *c.FunctionCall
-				fc.Arguments = gate.args
-				c.FunctionCall = &fc
+			prog[i] = callCutOff // started: cut off unless it finishes
+			c, gate := calls[i], callGate{}
+			if i < len(gates) {
+				gate = gates[i]
 			}
-			// Values the model sent for injected arguments are dropped here,
-			// so that they are in neither the transcript nor the span.
-			c, forged := a.dropForged(r.record, c)
-			if !gate.pinned {
-				calls[i] = c
+			var forged *guard.Event
+			run := c
+			if gate.pinned {
+				// Exactly the arguments pinned; the outcome keeps the call's.
+				run.Args = []byte(gate.args)
+			} else {
+				// Values the model sent for injected arguments are dropped
+				// here, so that they are in neither the outcome nor the span.
+				run, forged = s.dropForged(record, c)
+				calls[i] = run
 			}
 			st := &callState{
-				info:      CallInfo{ID: c.ID, Tool: c.FunctionCall.Name, Thread: thread, Messages: history, Attempt: 1},
-				modelArgs: c.FunctionCall.Arguments,
-				tool:      a.tools[c.FunctionCall.Name],
-				checked:   r.record.Validated(c.ID, c.FunctionCall.Name, c.FunctionCall.Arguments),
+				info:      CallInfo{ID: c.ID, Tool: c.Name, Thread: thread, Attempt: 1},
+				modelArgs: string(run.Args),
+				tool:      s.tools[c.Name],
+				checked:   !gate.pinned && record.Validated(c.ID, c.Name, string(run.Args)),
 				out:       &callDone{},
 				gate:      gate,
 			}
-			go a.callTool(ctx, i, c, st, forged, results)
+			go s.callTool(ctx, i, calls[i], st, forged, results)
 			continue
 		}
 		if len(todo) > 0 && stop != nil && running == 0 {
@@ -147,40 +139,34 @@ func (r *run) runTools(ctx context.Context, t *turn) error {
 		select {
 		case f := <-results:
 			running--
-			if cutOffBy(ctx, f.step.Err) {
+			if cutOffBy(ctx, f.out.Err) {
 				// The call returned because the run's context ended,
 				// whether or not its result came before the context's
 				// end: it was cut off, its outcome unknown, as a call
 				// still running then is. Never a call that failed.
 				return cut()
 			}
-			f.step.Turn = t.number
-			if i := f.index; i < len(t.gates) && t.gates[i].pinned {
-				f.step.ModelArguments = t.gates[i].model
+			if f.out.Err != nil && f.out.Content == "" {
+				// What the model reads, written here, as the results come
+				// (an error's text may take time: never on a cut-off call).
+				f.out.Content = errContent(f.out.Err)
 			}
-			b.steps[f.index] = f.step
-			b.answers[f.index], done[f.index] = toolMessage(f.step), true
+			outs[f.index], prog[f.index] = f.out, callFinished
 			var panicked *ToolPanicError
-			if errors.As(f.step.Err, &panicked) {
-				b.answers[f.index] = interruptedAnswer // whatever the tool did before it panicked is unknown
-			}
-			if stop == nil && (panicked != nil || errors.Is(f.step.Err, ErrStopRun)) {
-				stop = f.step.Err
-			}
-			if f.result != nil && f.result.Direct && f.step.Err == nil && (b.direct < 0 || f.index < b.direct) {
-				b.direct = f.index
+			if stop == nil && (errors.As(f.out.Err, &panicked) || errors.Is(f.out.Err, ErrStopRun)) {
+				stop = f.out.Err
 			}
 		case <-ctx.Done():
 			return cut()
 		}
 	}
-	a.reportNotStarted(ctx, r.record, calls, todo)
-	r.record.Forget()
+	s.reportNotStarted(ctx, record, calls, todo)
+	record.Forget()
 	if stop != nil {
-		b.cutShort(done, started)
-		return stop
+		s.cutShort(calls, outs, prog)
+		return outs, prog, stop
 	}
-	return nil
+	return outs, prog, nil
 }
 
 // cutOffBy reports whether err, the error of a call of a run whose context
@@ -195,18 +181,15 @@ func cutOffBy(ctx context.Context, err error) bool {
 	return errors.Is(err, ctx.Err()) || errors.Is(err, context.Cause(ctx))
 }
 
-// cutShort marks b as a batch the run ended inside: done says which calls
-// finished, started which had started.
-func (b *batch) cutShort(done, started []bool) {
-	b.cut = make([]progress, len(b.steps))
-	for i := range b.cut {
-		switch {
-		case done[i]:
-			b.cut[i] = callFinished
-		case started[i]:
-			b.cut[i] = callCutOff
-		default:
-			b.cut[i] = callNotStarted
+// cutShort gives the calls of a batch cut short that did not finish their
+// outcome: unknown for those cut off, not run for those never started.
+func (s *Stage) cutShort(calls []guard.Call, outs []Outcome, prog []progress) {
+	for i, p := range prog {
+		switch p {
+		case callCutOff:
+			outs[i] = Outcome{Call: s.WithoutInjected(calls[i]), Err: ErrCallInterrupted, Content: errfmt.CallInterrupted}
+		case callNotStarted:
+			outs[i] = Outcome{Call: s.WithoutInjected(calls[i]), Err: ErrCallNotStarted, Content: errfmt.CallNotStarted}
 		}
 	}
 }
@@ -218,26 +201,25 @@ func (b *batch) cutShort(done, started []bool) {
 // forged is the forged_argument event of the values the model sent for
 // injected arguments, dropped from c (dropForged), to report on the call's
 // span; nil if none.
-func (a *Agent) callTool(ctx context.Context, index int, c llms.ToolCall, st *callState, forged *guard.Event, results chan<- finished) {
-	f := finished{index: index}
+func (s *Stage) callTool(ctx context.Context, index int, c guard.Call, st *callState, forged *guard.Event, results chan<- finished) {
+	f := finished{index: index, out: Outcome{Call: c}}
 	ctx = withCallState(ctx, st)
-	ctx, end := guard.ObserveToolCall(ctx, guardCall(c))
+	ctx, end := guard.ObserveToolCall(ctx, c)
 	defer func() {
 		// A panic in the tool stage (the tool, a tool middleware, an
-		// injector) is the call's outcome: it ends the run, not the
+		// injector) is the call's outcome: it ends the batch, not the
 		// process.
 		if p := recover(); p != nil {
 			perr := &ToolPanicError{Tool: st.info.Tool, CallID: c.ID, Value: p, Stack: debug.Stack()}
-			f.step = Step{CallID: c.ID, Tool: st.info.Tool, ModelArguments: st.modelArgs, Arguments: st.modelArgs, Message: -1, Err: perr}
+			f.out = Outcome{Call: c, Err: perr, Content: errfmt.CallInterrupted} // whatever the tool did before it panicked is unknown
 			if ran, args := st.out.get(); ran {
-				f.step.Arguments = args
+				f.out.Args = json.RawMessage(args)
 			}
-			f.result = nil
 			end("", errToolPanicked)
 		}
 		results <- f
 	}()
-	if forged != nil && !st.gate.pinned { // a pinned call runs arguments a person saw, which hold none
+	if forged != nil {
 		ReportEvent(ctx, *forged)
 	}
 	// The starting arguments are prepared here, on the call's goroutine and
@@ -245,35 +227,27 @@ func (a *Agent) callTool(ctx context.Context, index int, c llms.ToolCall, st *ca
 	// value up) and may fail, which fails the call without running the
 	// tool stage.
 	var res *ToolResult
-	stageArgs, err := a.prepareArgs(ctx, st)
+	stageArgs, err := s.prepareArgs(ctx, st)
 	prepared := err == nil
 	if prepared {
 		st.stageArgs = stageArgs
 		st.checked = st.checked && st.stageArgs == st.modelArgs
-		a.precheck(st) // tool middlewares see the arguments the tool would get
-		call := &ToolCall{ID: c.ID, Name: c.FunctionCall.Name, Args: json.RawMessage(st.stageArgs), Tool: st.tool}
-		res, err = a.toolStage(ctx, call)
+		s.precheck(st) // tool middlewares see the arguments the tool would get
+		call := &ToolCall{ID: c.ID, Name: c.Name, Args: json.RawMessage(st.stageArgs), Tool: st.tool}
+		res, err = s.chain(ctx, call)
 		if err == nil && res == nil {
 			err = errNoResult
 		}
 	}
-	f.step = Step{
-		CallID:         c.ID,
-		Tool:           st.info.Tool,
-		ModelArguments: st.modelArgs,
-		Arguments:      st.modelArgs,
-		Message:        -1,
-	}
-	ran, ranArgs := st.out.get()
-	if ran {
-		f.step.Arguments = ranArgs
+	if ran, ranArgs := st.out.get(); ran {
+		f.out.Args = json.RawMessage(ranArgs)
 	}
 	switch {
 	case err != nil:
-		f.step.Err = err
+		f.out.Err = err // its Content is written by runCalls
 		if errors.Is(err, ErrStopRun) {
 			ReportEvent(ctx, guard.Event{Kind: guard.EventRunStopped, Err: err})
-		} else if prepared && !ran {
+		} else if prepared && f.out.Args == nil {
 			var rejected *ArgsRejectedError
 			var ve *validation.Error
 			if !errors.As(err, &rejected) && !errors.As(err, &ve) {
@@ -282,11 +256,34 @@ func (a *Agent) callTool(ctx context.Context, index int, c llms.ToolCall, st *ca
 		}
 		end("", err)
 	default:
-		f.step.Result, f.step.Artifact = res.Content, res.Artifact
-		f.result = res
+		f.out.Content, f.out.Artifact, f.out.Direct = res.Content, res.Artifact, res.Direct
 		end(res.Content, nil)
 	}
 }
+
+// errContent returns what the model reads of a call that failed with err.
+func errContent(err error) string {
+	var rejected *ArgsRejectedError
+	if errors.As(err, &rejected) {
+		return errfmt.ToolError(rejected) // never the violations
+	}
+	var injectErr *InjectError
+	if errors.As(err, &injectErr) {
+		return errfmt.ToolError(injectErr) // never the cause: it may quote an injected value
+	}
+	var panicked *ToolPanicError
+	if errors.As(err, &panicked) {
+		return errfmt.CallInterrupted
+	}
+	var ve *validation.Error
+	if errors.As(err, &ve) {
+		return errfmt.Feedback(ve)
+	}
+	return errfmt.ToolError(err)
+}
+
+// errToolPanicked is what run observers are told of a tool that panicked.
+var errToolPanicked = errors.New("toolstage: the tool panicked")
 
 // prepareArgs returns the arguments a call enters the tool stage with: the
 // model stage's (st.modelArgs). It is where arguments the model must not
@@ -295,8 +292,8 @@ func (a *Agent) callTool(ctx context.Context, index int, c llms.ToolCall, st *ca
 // call's goroutine, with the call in ctx (CallFrom). An error fails the
 // call without running the tool stage: Step.Err is the error and the model
 // reads its text, so its text must be fit for the model.
-func (a *Agent) prepareArgs(ctx context.Context, st *callState) (string, error) {
-	return a.inject(ctx, st) // injected arguments (inject.go)
+func (s *Stage) prepareArgs(ctx context.Context, st *callState) (string, error) {
+	return s.inject(ctx, st) // injected arguments (inject.go)
 }
 
 // precheck checks the model's arguments of a call the model stage did not
@@ -311,17 +308,17 @@ func (a *Agent) prepareArgs(ctx context.Context, st *callState) (string, error) 
 // only the verdict ([validation.Schema.ValidateJSON], which agrees with
 // the pipeline's), and only those it refuses go through the pipeline
 // (strip, coerce).
-func (a *Agent) precheck(st *callState) {
+func (s *Stage) precheck(st *callState) {
 	if st.checked || st.stageArgs != st.modelArgs || st.gate.pinned {
 		return // validated already, set by the tool stage, or pinned as they are (not coerced)
 	}
-	s, raw := a.compiled[st.info.Tool], []byte(st.stageArgs)
+	sch, raw := s.compiled[st.info.Tool], []byte(st.stageArgs)
 	takes := takesValue(st.tool)
-	if !takes && len(bytes.TrimSpace(raw)) > 0 && s.ValidateJSON(raw) == nil {
+	if !takes && len(bytes.TrimSpace(raw)) > 0 && sch.ValidateJSON(raw) == nil {
 		st.checked = true // valid as they are: unchanged
 		return
 	}
-	if r, err := checkArgs(st.info.Tool, s, raw); err == nil {
+	if r, err := checkArgs(st.info.Tool, sch, raw); err == nil {
 		st.stageArgs, st.checked = string(r.Args), true
 		if takes && !r.Changed {
 			st.out.keepValue(r.Value)
@@ -332,9 +329,9 @@ func (a *Agent) precheck(st *callState) {
 // coercing returns the pipeline options for a call of tool whose arguments
 // are the model's with the program's injected values set: the default
 // coercions for the model's values, none for the injected ones.
-func (a *Agent) coercing(tool string) guard.ArgsOptions {
+func (s *Stage) coercing(tool string) guard.ArgsOptions {
 	o := guard.ArgsOptions{Strip: strip.SchemaAware, Repair: repair.Coercions()}
-	if inj, ok := a.injection[tool]; ok {
+	if inj, ok := s.injection[tool]; ok {
 		o.Injected = inj.names
 	}
 	return o
@@ -343,10 +340,10 @@ func (a *Agent) coercing(tool string) guard.ArgsOptions {
 // execute is the innermost handler of the tool stage: it checks the call's
 // arguments unless the model stage already validated exactly these against
 // the tool's schema, and runs the tool.
-func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error) {
+func (s *Stage) execute(ctx context.Context, call *ToolCall) (*ToolResult, error) {
 	st := callStateFrom(ctx)
 	if st == nil || call == nil {
-		return nil, errors.New("agent: tool handler called outside the tool stage")
+		return nil, errors.New("toolstage: tool handler called outside the tool stage")
 	}
 	if call.Name != st.info.Tool {
 		return nil, errToolChanged
@@ -363,7 +360,7 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 	}
 	if st.gate.pinned {
 		// Exactly what was pinned (a person approved), or nothing.
-		v, err := a.pinnedArgs(ctx, st, call)
+		v, err := s.pinnedArgs(ctx, st, call)
 		if err != nil {
 			return nil, err
 		}
@@ -375,31 +372,31 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 		// report, not to guess around.
 		o := guard.ArgsOptions{Strip: strip.SchemaAware}
 		if !replaced {
-			o = a.coercing(call.Name)
+			o = s.coercing(call.Name)
 		}
-		res, err := checkArgsWith(call.Name, a.compiled[call.Name], args, o)
+		res, err := checkArgsWith(call.Name, s.compiled[call.Name], args, o)
 		if err != nil {
 			if replaced {
 				rejected := &ArgsRejectedError{Tool: call.Name, Err: err}
 				var reported error = err
-				if _, ok := a.injection[call.Name]; ok {
+				if _, ok := s.injection[call.Name]; ok {
 					reported = rejected // its violations may quote an injected value
 				}
 				ReportEvent(ctx, guard.Event{Kind: guard.EventArgsRejected, Err: reported})
 				return nil, rejected
 			}
-			if _, ok := a.injection[call.Name]; ok {
-				return nil, a.injectedCheckFailed(ctx, st, err) // never quote an injected value
+			if _, ok := s.injection[call.Name]; ok {
+				return nil, s.injectedCheckFailed(ctx, st, err) // never quote an injected value
 			}
 			return nil, err
 		}
-		if inj, ok := a.injection[call.Name]; ok {
+		if inj, ok := s.injection[call.Name]; ok {
 			for _, n := range inj.names {
 				if _, kept := res.Value[n]; !kept {
 					// The check stripped an injected value (a null the
 					// schema refuses, on a property it does not require):
 					// the tool must not run without it.
-					return nil, a.injectFailed(ctx, &InjectError{Tool: call.Name, Name: n,
+					return nil, s.injectFailed(ctx, &InjectError{Tool: call.Name, Name: n,
 						Err: errors.New("the injected value is empty where the schema refuses it")})
 				}
 			}
@@ -431,11 +428,11 @@ func (a *Agent) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 
 // errApprovedArgsChanged is the error of an approved call whose arguments
 // a tool middleware replaced.
-var errApprovedArgsChanged = errors.New("agent: a tool middleware changed the arguments a person approved; the tool did not run")
+var errApprovedArgsChanged = errors.New("toolstage: a tool middleware changed the arguments a person approved; the tool did not run")
 
 // errApprovedToolChanged is the error of an approved call whose Tool a
 // tool middleware replaced.
-var errApprovedToolChanged = errors.New("agent: a tool middleware changed the tool of a call a person approved; the tool did not run")
+var errApprovedToolChanged = errors.New("toolstage: a tool middleware changed the tool of a call a person approved; the tool did not run")
 
 // pinnedArgs is the innermost handler's check of a pinned call (a call a
 // person approved, see callGate): it runs the tool the model called with
@@ -444,14 +441,14 @@ var errApprovedToolChanged = errors.New("agent: a tool middleware changed the to
 // again: if what they must meet changed since they were approved, the call
 // fails with an [*ArgsRejectedError] (the model reads only that it could
 // not run). It returns the arguments decoded.
-func (a *Agent) pinnedArgs(ctx context.Context, st *callState, call *ToolCall) (map[string]any, error) {
+func (s *Stage) pinnedArgs(ctx context.Context, st *callState, call *ToolCall) (map[string]any, error) {
 	if call.Tool != nil && !sameTool(call.Tool, st.tool) {
 		return nil, errApprovedToolChanged
 	}
 	if string(call.Args) != st.stageArgs {
 		return nil, errApprovedArgsChanged
 	}
-	res, err := checkArgsWith(call.Name, a.compiled[call.Name], call.Args, guard.ArgsOptions{Strip: strip.Off})
+	res, err := checkArgsWith(call.Name, s.compiled[call.Name], call.Args, guard.ArgsOptions{Strip: strip.Off})
 	if err != nil {
 		rejected := &ArgsRejectedError{Tool: call.Name, Err: err}
 		ReportEvent(ctx, guard.Event{Kind: guard.EventArgsRejected, Err: rejected}) // never the violations
@@ -524,13 +521,4 @@ func jsonEqual(x, y any) bool {
 	bx, err1 := json.Marshal(x)
 	by, err2 := json.Marshal(y)
 	return err1 == nil && err2 == nil && bytes.Equal(bx, by)
-}
-
-// guardCall is c as the observers of a run see a tool call.
-func guardCall(c llms.ToolCall) guard.Call {
-	gc := guard.Call{ID: c.ID}
-	if c.FunctionCall != nil {
-		gc.Name, gc.Args = c.FunctionCall.Name, []byte(c.FunctionCall.Arguments)
-	}
-	return gc
 }

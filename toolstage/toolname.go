@@ -1,4 +1,4 @@
-package agent
+package toolstage
 
 import (
 	"context"
@@ -68,7 +68,7 @@ func SafeToolName(name string) string {
 // name is empty.
 func Renamed(t Tool, name string) Tool {
 	if t == nil || name == "" {
-		panic(fmt.Sprintf("agent: Renamed(%v, %q): needs a tool and a name", t, name))
+		panic(fmt.Sprintf("toolstage: Renamed(%v, %q): needs a tool and a name", t, name))
 	}
 	if t.Name() == name {
 		return t
@@ -99,7 +99,7 @@ func (c *config) sentName(t Tool) Tool {
 	}
 	name := fn(t.Name())
 	if name == "" {
-		panic(fmt.Sprintf("agent: New: WithToolNames maps tool %q to an empty name", t.Name()))
+		panic(fmt.Sprintf("toolstage: New: WithToolNames maps tool %q to an empty name", t.Name()))
 	}
 	return Renamed(t, name)
 }

@@ -1,4 +1,4 @@
-package agent
+package toolstage
 
 import (
 	"bytes"
@@ -34,7 +34,7 @@ type ResultTool interface {
 // expressed as a JSON Schema object or fn is nil.
 func NewResultTool[T any](name, description string, fn func(ctx context.Context, args T) (*ToolResult, error)) ResultTool {
 	if fn == nil {
-		panic(fmt.Sprintf("agent: NewResultTool(%q): nil function", name))
+		panic(fmt.Sprintf("toolstage: NewResultTool(%q): nil function", name))
 	}
 	return &typedResultTool[T]{name: name, description: description, schema: validation.Typed[T](), fn: fn}
 }
@@ -78,7 +78,7 @@ func (t *typedResultTool[T]) callCheckedResult(ctx context.Context, raw []byte, 
 	if len(bytes.TrimSpace(raw)) > 0 {
 		if err := json.Unmarshal(raw, &x); err != nil {
 			// Unreachable for arguments that passed the typed schema.
-			return nil, fmt.Errorf("agent: tool %q: decode arguments: %w", t.name, err)
+			return nil, fmt.Errorf("toolstage: tool %q: decode arguments: %w", t.name, err)
 		}
 	}
 	res, err := t.fn(ctx, x)

@@ -1,4 +1,4 @@
-package agent
+package toolstage
 
 import (
 	"bytes"
@@ -54,7 +54,7 @@ type Tool interface {
 // is.
 func NewTool[T any](name, description string, fn func(ctx context.Context, args T) (string, error)) Tool {
 	if fn == nil {
-		panic(fmt.Sprintf("agent: NewTool(%q): nil function", name))
+		panic(fmt.Sprintf("toolstage: NewTool(%q): nil function", name))
 	}
 	return &typedTool[T]{name: name, description: description, schema: validation.Typed[T](), fn: fn}
 }
@@ -89,7 +89,7 @@ func (t *typedTool[T]) callChecked(ctx context.Context, raw []byte, _ map[string
 		if err := json.Unmarshal(raw, &x); err != nil {
 			// Unreachable for arguments that passed the typed schema, which
 			// decodes them into T itself; kept so a failure is never silent.
-			return "", fmt.Errorf("agent: tool %q: decode arguments: %w", t.name, err)
+			return "", fmt.Errorf("toolstage: tool %q: decode arguments: %w", t.name, err)
 		}
 	}
 	return t.fn(ctx, x)
@@ -115,13 +115,13 @@ func (t *typedTool[T]) callChecked(ctx context.Context, raw []byte, _ map[string
 // concurrent use if fn is.
 func NewSchemaTool(name, description string, schema any, fn func(ctx context.Context, args map[string]any) (string, error)) Tool {
 	if fn == nil {
-		panic(fmt.Sprintf("agent: NewSchemaTool(%q): nil function", name))
+		panic(fmt.Sprintf("toolstage: NewSchemaTool(%q): nil function", name))
 	}
 	t := &schemaTool{name: name, description: description, schema: schema, fn: fn}
 	if schema != nil {
 		compiled, err := validation.Compile(schema)
 		if err != nil {
-			panic(fmt.Sprintf("agent: NewSchemaTool(%q): the schema does not compile: %v", name, err))
+			panic(fmt.Sprintf("toolstage: NewSchemaTool(%q): the schema does not compile: %v", name, err))
 		}
 		t.compiled = compiled
 	}
@@ -158,7 +158,7 @@ func (t *schemaTool) callChecked(ctx context.Context, raw []byte, value map[stri
 		v, err := exactjson.DecodeObject(raw)
 		if err != nil {
 			// Unreachable for checked arguments; kept so a failure is never silent.
-			return "", fmt.Errorf("agent: tool %q: decode arguments: %w", t.name, err)
+			return "", fmt.Errorf("toolstage: tool %q: decode arguments: %w", t.name, err)
 		}
 		value = v
 	}

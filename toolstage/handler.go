@@ -1,4 +1,4 @@
-package agent
+package toolstage
 
 import (
 	"context"
@@ -89,7 +89,7 @@ func (f ToolFunc) WrapToolCall(next ToolHandler) ToolHandler { return f(next) }
 // [ErrCallNotStarted]. On a thread with a [Checkpointer] that is the
 // thread's transcript: the next run on the thread continues from it. A
 // tool stage that panics ends the run in the same way ([ToolPanicError]).
-var ErrStopRun = errors.New("agent: run stopped by the tool stage")
+var ErrStopRun = errors.New("toolstage: run stopped by the tool stage")
 
 // chainTools returns h wrapped in mws, the first outermost.
 func chainTools(mws []ToolMiddleware, h ToolHandler) ToolHandler {
@@ -112,7 +112,7 @@ type ArgsRejectedError struct {
 
 // Error names the tool and says it did not run; the violations are in Err.
 func (e *ArgsRejectedError) Error() string {
-	return fmt.Sprintf("agent: tool %q: the arguments set by the tool stage do not match the tool's schema; the tool did not run", e.Tool)
+	return fmt.Sprintf("toolstage: tool %q: the arguments set by the tool stage do not match the tool's schema; the tool did not run", e.Tool)
 }
 
 // Unwrap returns Err, the validation error.
@@ -120,8 +120,8 @@ func (e *ArgsRejectedError) Unwrap() error { return e.Err }
 
 // errToolChanged is the error of a call whose Name a tool middleware
 // changed.
-var errToolChanged = errors.New("agent: a tool middleware changed the name of the called tool")
+var errToolChanged = errors.New("toolstage: a tool middleware changed the name of the called tool")
 
 // errNoResult is the error of a tool handler that returned neither a result
 // nor an error.
-var errNoResult = errors.New("agent: the tool stage returned no result")
+var errNoResult = errors.New("toolstage: the tool stage returned no result")
