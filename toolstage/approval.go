@@ -66,7 +66,7 @@ func newApproval(c approvalConfig, s *Stage) *approval {
 	return ap
 }
 
-// gated reports whether the agent has an approval gate.
+// gated reports whether the stage has an approval gate.
 func (ap *approval) gated() bool {
 	return ap != nil && (len(ap.needs) > 0 || len(ap.tools) > 0)
 }

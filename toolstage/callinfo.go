@@ -24,7 +24,7 @@ type callState struct {
 	info      CallInfo
 	modelArgs string    // the arguments as the model stage left them
 	stageArgs string    // the arguments the tool stage starts with (prepareArgs)
-	tool      Tool      // the agent's tool of that name
+	tool      Tool      // the stage's tool of that name
 	checked   bool      // stageArgs passed the tool's schema (the model stage's check, or precheck)
 	out       *callDone // shared by every attempt of the call
 	gate      callGate  // what the turn's stages say of the call (turnstage.go)
@@ -108,7 +108,7 @@ func CallFrom(ctx context.Context) (CallInfo, bool) {
 
 // ReportEvent reports e from the tool stage ([guard.Report]): to the
 // observers ctx carries (otelguard adds it to the tool call's execute_tool
-// span) and to the context's handler (the agent's [WithEventHandler], or
+// span) and to the context's handler (the stage's [WithEventHandler], or
 // [guard.WithEvents]); without a handler, an event that means a protection
 // did not hold (forged_argument, approval_refused) is logged at Warn. A
 // tool middleware calls it with the context it was given; e.Tool, e.CallID

@@ -8,9 +8,8 @@ import (
 // ToolPanicError is the error of a tool call whose tool stage panicked —
 // the tool, a tool middleware or an injector — and of the run it ended
 // (errors.As). The panic is recovered on the call's goroutine: the
-// process goes on, the run's other running calls finish and are recorded,
-// calls not yet started never start, and [Agent.Run] returns this error
-// with the partial *[Result]. What the call did before it panicked is
+// process goes on, the batch's other running calls finish, calls not yet
+// started never start, and [Stage.Run] returns this error with the batch. What the call did before it panicked is
 // unknown: the model reads that its outcome is unknown and must be checked
 // before it is called again. A panic is never retried ([ToolRetry] does
 // not see it). A panic on a goroutine the tool starts itself is beyond
@@ -36,7 +35,7 @@ func (e *ToolPanicError) Unwrap() error {
 	return err
 }
 
-// ErrCallNotStarted is the Step.Err of a call of a batch the run ended
+// ErrCallNotStarted is the Outcome.Err of a call of a batch that ended
 // inside ([ErrStopRun], a [*ToolPanicError], a cancelled context, an
 // abandoned run) before the call started: it did not run, and the model
 // reads so. It wraps [ErrNotRun].

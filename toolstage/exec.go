@@ -290,7 +290,7 @@ var errToolPanicked = errors.New("toolstage: the tool panicked")
 // set are to be supplied; a call whose arguments it changes is checked
 // against the tool's whole schema before the tool runs. It runs on the
 // call's goroutine, with the call in ctx (CallFrom). An error fails the
-// call without running the tool stage: Step.Err is the error and the model
+// call without running the tool stage: Outcome.Err is the error and the model
 // reads its text, so its text must be fit for the model.
 func (s *Stage) prepareArgs(ctx context.Context, st *callState) (string, error) {
 	return s.inject(ctx, st) // injected arguments (inject.go)
@@ -469,7 +469,7 @@ func sameTool(x, y Tool) bool {
 	return x == y
 }
 
-// takesValue reports whether t, through the agent's wrappers, is a tool
+// takesValue reports whether t, through the stage's wrappers, is a tool
 // whose unchecked path takes the arguments decoded (NewSchemaTool's).
 func takesValue(t Tool) bool {
 	for {
@@ -486,7 +486,7 @@ func takesValue(t Tool) bool {
 	}
 }
 
-// uncheckedCaller is implemented by the agent's own tool types: a call
+// uncheckedCaller is implemented by the stage's own tool types: a call
 // whose arguments the tool stage has checked skips the tool's own check.
 // value is the arguments decoded (numbers as json.Number) when the stage
 // has them, else nil.

@@ -38,7 +38,7 @@ type ToolCall struct {
 type ToolResult struct {
 	// Content is what the model reads: the tool message's content.
 	Content string
-	// Artifact is for the program only: recorded in Step.Artifact, never
+	// Artifact is for the program only: in Outcome.Artifact, never
 	// sent to the model (LangChain's content_and_artifact).
 	Artifact any
 	// Direct ends the run after this call's batch with Content as
@@ -66,7 +66,7 @@ type ToolHandler func(ctx context.Context, call *ToolCall) (*ToolResult, error)
 // replace the call's Args before calling next.
 //
 // Implementations must be safe for concurrent use: one ToolMiddleware
-// serves every tool call of every run of an agent.
+// serves every tool call of every batch of a stage.
 type ToolMiddleware interface {
 	WrapToolCall(next ToolHandler) ToolHandler
 }
@@ -77,9 +77,10 @@ type ToolFunc func(next ToolHandler) ToolHandler
 // WrapToolCall calls f(next).
 func (f ToolFunc) WrapToolCall(next ToolHandler) ToolHandler { return f(next) }
 
-// ErrStopRun ends a run from the tool stage: a tool middleware (or a tool)
-// that returns an error wrapping it makes [Agent.Run] return that error with
-// the partial *[Result]. The calls of the batch that are running finish;
+// ErrStopRun ends a batch, and the host's run, from the tool stage: a tool
+// middleware (or a tool) that returns an error wrapping it makes
+// [Stage.Run] return that error with the batch (toolguard's agent returns
+// it with the partial Result). The calls of the batch that are running finish;
 // those not started never start. The stopped turn is recorded whole, so
 // that what ran is never forgotten: Result.Messages ends with it, each call
 // followed by the tool message the model will read if the conversation
@@ -99,7 +100,7 @@ func chainTools(mws []ToolMiddleware, h ToolHandler) ToolHandler {
 	return h
 }
 
-// ArgsRejectedError is the Step.Err of a call whose arguments, as the tool
+// ArgsRejectedError is the Outcome.Err of a call whose arguments, as the tool
 // stage left them (replaced by a tool middleware), do not validate against
 // the tool's schema: the tool did not run. The model is told only that the
 // call could not be run, never the violations (the arguments are not the

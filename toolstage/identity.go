@@ -29,11 +29,11 @@ import (
 // The MAC is keyed: a user id has too little entropy for a plain hash,
 // which anyone holding the interrupt could match against guesses. It is an
 // HMAC under [WithInterruptKey]'s key, which the replicas share; without
-// one, under a key of the Agent value's own, drawn at random by New, so
-// that only that Agent can check it (another replica refuses the decision
+// one, under a key of the Stage value's own, drawn at random by New, so
+// that only that Stage can check it (another replica refuses the decision
 // and says why), unless [WithReinjectOnResume] names the arguments.
 
-// WithReinjectOnResume lets [Agent.Resume] run an approved call with the
+// WithReinjectOnResume lets [Stage.Resume] run an approved call with the
 // values its own context gives the injected arguments names ([Inject]),
 // whatever values the call was judged and approved with.
 //
@@ -60,7 +60,7 @@ func WithReinjectOnResume(names ...string) Option {
 }
 
 // setupIdentity records WithReinjectOnResume's names, and draws the
-// agent's own key when it has no interrupt key. It panics on a name that
+// stage's own key when it has no interrupt key. It panics on a name that
 // no tool injects.
 func (ap *approval) setupIdentity(reinject []string, tools map[string]Tool) {
 	if ap.key == nil {
@@ -147,7 +147,7 @@ func (ap *approval) identity(interrupt string, at int, tool string, values []byt
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// identityAgent is the Agent field of a binding this agent makes: its own
+// identityAgent is the Agent field of a binding this stage makes: its own
 // key's id, "" under an interrupt key.
 func (ap *approval) identityAgent(identity string) string {
 	if identity == "" || ap.key != nil {

@@ -18,7 +18,7 @@ import (
 type injector func(ctx context.Context, call *ToolCall) (any, error)
 
 // InjectArgs returns t with the top-level properties names of its schema
-// marked as injected arguments ([validation.InjectedKeyword]): the agent
+// marked as injected arguments ([validation.InjectedKeyword]): the stage
 // leaves them out of the schema the model is sent and fills them with
 // [Inject] before the tool runs. It is for tools whose schema is not a Go
 // type: [NewSchemaTool] and MCP tools (mcptool), whose schemas are often
@@ -96,7 +96,7 @@ func (t *injectedTool) callChecked(ctx context.Context, args []byte, value map[s
 	return t.Tool.Call(ctx, string(args))
 }
 
-// InjectError is the Step.Err of a call whose injected arguments could not
+// InjectError is the Outcome.Err of a call whose injected arguments could not
 // be set: an [Inject] function failed, or the value it gave does not
 // validate against the tool's schema. The tool did not run. The model reads
 // only that the call could not be run (Error), never the cause, which
@@ -169,7 +169,7 @@ func modelFacing(schema any, names []string) map[string]any {
 	return m
 }
 
-// injection is what the agent keeps of one tool's injected arguments.
+// injection is what the stage keeps of one tool's injected arguments.
 type injection struct {
 	names []string           // sorted
 	model *validation.Schema // the model-facing schema compiled, for feedback; nil: any object

@@ -16,25 +16,26 @@ import (
 	"github.com/toolguard/toolguard/internal/exactjson"
 )
 
-// Interrupt is what a run that waits for a person returns as its error
-// (errors.As): the calls to decide on, and what [Agent.Resume] needs to go
-// on. It is plain data: marshal it to JSON, keep it anywhere, and resume it
-// in another process on another replica of the same agent.
+// Interrupt is a batch waiting for a person ([Batch].Interrupt; a host
+// such as toolguard's agent returns it as its error, errors.As): the calls
+// to decide on, and what [Stage.Resume] needs to go on. It is plain data:
+// marshal it to JSON, keep it anywhere, and resume it in another process
+// on another replica with the same tools and key.
 type Interrupt struct {
 	// ID identifies this pause: random, never reused. Every pending call's
 	// digest binds it, so a decision made on one interrupt cannot be
 	// replayed on another.
 	ID string `json:"id"`
-	// Thread is the thread id of the run ([guard.WithThread]), "" if
-	// none.
+	// Thread is the thread id of Run's context ([guard.WithThread]), ""
+	// if none: Resume refuses it on another thread.
 	Thread string `json:"thread,omitempty"`
 	// Pending lists the calls awaiting a decision, in call order.
 	Pending []PendingCall `json:"pending"`
-	// State is the run's state to resume from, opaque; empty when the
-	// agent keeps it in its [Checkpointer]. It holds the run's transcript:
-	// the signature protects it from change, not from being read, so keep
-	// the interrupt server-side (or use a Checkpointer) when a client must
-	// not read the conversation.
+	// State is the batch's state to resume from, opaque; empty when the
+	// stage keeps it in its [Checkpointer] ([WithCheckpointer]). It holds
+	// the outcomes of the calls that ran: the signature protects it from
+	// change, not from being read, so keep the interrupt server-side (or
+	// use a Checkpointer) when a client must not read them.
 	State json.RawMessage `json:"state,omitempty"`
 	// Host is the host loop's own state to resume from, opaque to the
 	// stage, set with [Stage.Attach] (toolguard's agent keeps its
@@ -100,7 +101,7 @@ type Decision struct {
 	Digest string `json:"digest"`
 }
 
-// ErrDecisionRefused is wrapped by the error of [Agent.Resume] when the
+// ErrDecisionRefused is wrapped by the error of [Stage.Resume] when the
 // decisions do not fit the interrupt's pending calls, an edit's arguments
 // fail the tool's schema, the tool's schema changed since the pause, or
 // the Resume's context gives a call other injected values than it was
@@ -108,16 +109,16 @@ type Decision struct {
 // corrected decisions (or from the right context).
 var ErrDecisionRefused = errors.New("toolstage: decision refused")
 
-// ErrInterruptRefused is wrapped by the error of [Agent.Resume] when the
+// ErrInterruptRefused is wrapped by the error of [Stage.Resume] when the
 // interrupt itself cannot be resumed: its signature does not verify, its
 // state is malformed, it belongs to another thread, or it was already
 // resumed (or replaced by a later run on the thread). Nothing ran.
 var ErrInterruptRefused = errors.New("toolstage: interrupt refused")
 
-// ErrCallRejected is wrapped by the Step.Err of a call a person rejected.
+// ErrCallRejected is wrapped by the Outcome.Err of a call a person rejected.
 var ErrCallRejected = errors.New("toolstage: a person rejected the call")
 
-// DecisionError is the error of [Agent.Resume] for decisions it refuses
+// DecisionError is the error of [Stage.Resume] for decisions it refuses
 // (it matches [ErrDecisionRefused] with errors.Is). Nothing ran.
 type DecisionError struct {
 	// CallID is the call concerned, "" when the refusal is about the
@@ -149,7 +150,7 @@ func (e *DecisionError) Unwrap() error { return e.Err }
 // Is reports whether target is ErrDecisionRefused.
 func (e *DecisionError) Is(target error) bool { return target == ErrDecisionRefused }
 
-// rejectedError is the Step.Err of a rejected call.
+// rejectedError is the Outcome.Err of a rejected call.
 type rejectedError struct{ msg string }
 
 func (e *rejectedError) Error() string        { return e.msg }
@@ -169,7 +170,7 @@ type binding struct {
 	Schema string `json:"schema"`
 	// Identity is the MAC of the injected values the gate judged the call
 	// with (approvalidentity.go), "" for a tool without any; Agent, the id
-	// of the agent whose own key made it, "" under an interrupt key.
+	// of the stage whose own key made it, "" under an interrupt key.
 	Identity string `json:"identity,omitempty"`
 	Agent    string `json:"agent,omitempty"`
 }

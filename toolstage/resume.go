@@ -19,7 +19,7 @@ func (ap *approval) usedLocal(id string) bool {
 	return ap.used[id]
 }
 
-// claim records that the interrupt id is being resumed, for an agent
+// claimLocal records that the interrupt id is being resumed, for a stage
 // without a checkpointer; false if it already was.
 func (ap *approval) claimLocal(id string) bool {
 	ap.mu.Lock()

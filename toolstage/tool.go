@@ -14,9 +14,9 @@ import (
 	"github.com/toolguard/toolguard/validation"
 )
 
-// Tool is a tool the agent offers the model.
+// Tool is a tool a stage offers the model.
 //
-// Implementations must be safe for concurrent use: the agent runs the tool
+// Implementations must be safe for concurrent use: a stage runs the tool
 // calls of one model response in parallel ([WithMaxConcurrency]).
 type Tool interface {
 	// Name is the function name the model calls.
@@ -45,7 +45,7 @@ type Tool interface {
 // after removing empty values (null, {}, []) only where that fixes the call
 // ([strip.SchemaAware]) — so fn never sees arguments its schema rejects, with
 // or without the middleware. Arguments that still fail are returned as a
-// *[validation.Error] naming the tool, which the agent reports to the model in
+// *[validation.Error] naming the tool, which the stage reports to the model in
 // the same words ToolArgValidation uses. With ToolArgValidation installed the
 // check normally passes at once: it costs one more validation per call.
 //

@@ -10,14 +10,14 @@ import (
 )
 
 // ResultTool is a [Tool] whose calls return a whole [ToolResult] rather
-// than its content alone: an Artifact for the program (Step.Artifact,
+// than its content alone: an Artifact for the program (Outcome.Artifact,
 // never sent to the model, LangChain's content_and_artifact) and Direct to
 // end the run with the content (LangChain's return_direct), decided by the
 // tool, call by call. The tool stage calls CallResult instead of Call,
-// with the same checked arguments; Call stays for callers outside an
-// agent and returns the result's Content.
+// with the same checked arguments; Call stays for callers outside a
+// stage and returns the result's Content.
 //
-// The agent finds CallResult through its own wrappers ([Renamed],
+// The stage finds CallResult through its own wrappers ([Renamed],
 // [Idempotent]). A ToolResult may also be set by a [ToolMiddleware], for
 // tools that cannot say it themselves.
 type ResultTool interface {
@@ -29,7 +29,7 @@ type ResultTool interface {
 
 // NewResultTool is [NewTool] for a function that returns a whole
 // [ToolResult]: the same schema from T, the same check of the arguments
-// before fn runs (once per call in an agent), and fn's result as the
+// before fn runs (once per call in a stage), and fn's result as the
 // call's result, Artifact and Direct included. It panics if T cannot be
 // expressed as a JSON Schema object or fn is nil.
 func NewResultTool[T any](name, description string, fn func(ctx context.Context, args T) (*ToolResult, error)) ResultTool {
@@ -88,7 +88,7 @@ func (t *typedResultTool[T]) callCheckedResult(ctx context.Context, raw []byte, 
 	return res, err
 }
 
-// resultToolOf returns the ResultTool t is, or wraps through the agent's
+// resultToolOf returns the ResultTool t is, or wraps through the stage's
 // wrappers; nil if none.
 func resultToolOf(t Tool) ResultTool {
 	r, _ := findWrapped[ResultTool](t)
@@ -96,7 +96,7 @@ func resultToolOf(t Tool) ResultTool {
 }
 
 // callResultTool runs r with checked arguments: through its unchecked path
-// when it is the agent's own, else its CallResult.
+// when it is the stage's own, else its CallResult.
 func callResultTool(ctx context.Context, r ResultTool, args []byte, value map[string]any) (*ToolResult, error) {
 	if u, ok := r.(interface {
 		callCheckedResult(ctx context.Context, args []byte, value map[string]any) (*ToolResult, error)

@@ -17,7 +17,7 @@ import (
 // failed. [ToolRetry] may run such a call again whatever the tool, since no
 // effect of the failed attempt can be repeated:
 //
-//	return "", fmt.Errorf("%w: payments API: %w", agent.ErrNotRun, err)
+//	return "", fmt.Errorf("%w: payments API: %w", toolstage.ErrNotRun, err)
 var ErrNotRun = errors.New("toolstage: the tool did not run")
 
 // Idempotent returns t marked as idempotent: running it twice with the same
@@ -27,10 +27,10 @@ var ErrNotRun = errors.New("toolstage: the tool did not run")
 // tool not so marked is retried only when its error wraps [ErrNotRun].
 //
 // The result is t in every other way (name, description, schema, the
-// one-check path of [NewTool] and [NewSchemaTool] tools, and for an agent a
+// one-check path of [NewTool] and [NewSchemaTool] tools, and for a stage a
 // [ResultTool]'s CallResult, though the result does not assert to
 // ResultTool itself). The mark is seen
-// through [Renamed] and the agent's own renaming ([WithToolNames]); a tool
+// through [Renamed] and the stage's own renaming ([WithToolNames]); a tool
 // middleware that replaces ToolCall.Tool with a wrapper of its own hides it
 // unless it wraps the result in Idempotent again. Idempotent of a tool
 // already marked returns it unchanged. It panics if t is nil.
@@ -54,14 +54,14 @@ func (t *idempotentTool) callChecked(ctx context.Context, args []byte, value map
 	return callWrapped(ctx, t.Tool, args, value)
 }
 
-// toolWrapper is implemented by the agent's own wrappers of a tool
+// toolWrapper is implemented by the stage's own wrappers of a tool
 // ([Renamed], [Idempotent]): unwrapTool returns the tool they wrap, so that
 // a mark on the inner tool stays visible.
 type toolWrapper interface {
 	unwrapTool() Tool
 }
 
-// findWrapped returns t, or the first tool t wraps through the agent's
+// findWrapped returns t, or the first tool t wraps through the stage's
 // wrappers, that is a T.
 func findWrapped[T any](t Tool) (T, bool) {
 	for t != nil {
@@ -78,7 +78,7 @@ func findWrapped[T any](t Tool) (T, bool) {
 	return zero, false
 }
 
-// callWrapped runs t, the tool one of the agent's wrappers wraps, with
+// callWrapped runs t, the tool one of the stage's wrappers wraps, with
 // arguments the tool stage checked: through its unchecked path when it has
 // one.
 func callWrapped(ctx context.Context, t Tool, args []byte, value map[string]any) (string, error) {
@@ -88,7 +88,7 @@ func callWrapped(ctx context.Context, t Tool, args []byte, value map[string]any)
 	return t.Call(ctx, string(args))
 }
 
-// isIdempotent reports whether t, or a tool it wraps through the agent's
+// isIdempotent reports whether t, or a tool it wraps through the stage's
 // wrappers, was marked with [Idempotent].
 func isIdempotent(t Tool) bool {
 	_, ok := findWrapped[*idempotentTool](t)
@@ -301,7 +301,7 @@ func (r *toolRetry) WrapToolCall(next ToolHandler) ToolHandler {
 }
 
 // idempotent reports whether the call's tool is marked [Idempotent]: the
-// tool the call carries, or the agent's tool of that name when it carries
+// tool the call carries, or the stage's tool of that name when it carries
 // none.
 func (r *toolRetry) idempotent(ctx context.Context, call *ToolCall) bool {
 	if call.Tool != nil {
