@@ -98,8 +98,6 @@ func New(model llms.Model, stage *toolstage.Stage, opts ...Option) *Agent {
 	return a
 }
 
-// Stage returns the agent's tool stage.
-func (a *Agent) Stage() *toolstage.Stage { return a.stage }
 
 // modelCallsKey is the context key of a run's model-call counter.
 type modelCallsKey struct{}
