@@ -76,34 +76,8 @@ func (r *run) runTools(ctx context.Context, t *turn) error {
 	if out == nil {
 		out = &toolstage.Batch{}
 	}
-	have := make([]bool, len(sent))
-	var cut []progress
+	have := t.take(out.Outcomes, at, false, err)
 	if err != nil {
-		cut = make([]progress, len(calls))
-	}
-	for _, o := range out.Outcomes {
-		if o.Index < 0 || o.Index >= len(sent) {
-			continue
-		}
-		have[o.Index] = true
-		i := at[o.Index]
-		t.record(i, o)
-		b.steps[i] = stepOf(o, t.number)
-		b.answers[i] = o.Content
-		if err != nil {
-			switch {
-			case errors.Is(o.Err, toolstage.ErrCallNotStarted):
-				cut[i] = callNotStarted
-			case errors.Is(o.Err, toolstage.ErrCallInterrupted):
-				cut[i] = callCutOff
-			}
-		}
-		if o.Direct && o.Err == nil && (b.direct < 0 || i < b.direct) {
-			b.direct = i
-		}
-	}
-	if err != nil {
-		b.cut = cut
 		return err
 	}
 	if out.Interrupt != nil {
@@ -116,6 +90,49 @@ func (r *run) runTools(ctx context.Context, t *turn) error {
 		}
 	}
 	return nil
+}
+
+// take writes outcomes, the tool stage's for the calls of t at places at
+// (the place in the turn of the stage's call Index), into t.batch, and
+// returns which of the stage's calls had one. edits: the outcome's call
+// may hold a person's edit, which the transcript records, where its step
+// keeps the model's arguments. When err (the stage's) ended the batch,
+// the batch says which calls were cut off and which never started.
+func (t *turn) take(outcomes []toolstage.Outcome, at []int, edits bool, err error) []bool {
+	b := t.outcomes()
+	have := make([]bool, len(at))
+	if err != nil {
+		b.cut = make([]progress, len(t.calls))
+	}
+	for _, o := range outcomes {
+		if o.Index < 0 || o.Index >= len(at) {
+			continue
+		}
+		i := at[o.Index]
+		if t.plan(i) == callKnown {
+			continue // restored from the turn's own record
+		}
+		have[o.Index] = true
+		model := t.calls[i].FunctionCall.Arguments
+		t.record(i, o)
+		s := stepOf(o, t.number)
+		if edits {
+			s.ModelArguments = model
+		}
+		b.steps[i], b.answers[i] = s, o.Content
+		if err != nil {
+			switch {
+			case errors.Is(o.Err, toolstage.ErrCallNotStarted):
+				b.cut[i] = callNotStarted
+			case errors.Is(o.Err, toolstage.ErrCallInterrupted):
+				b.cut[i] = callCutOff
+			}
+		}
+		if o.Direct && o.Err == nil && (b.direct < 0 || i < b.direct) {
+			b.direct = i
+		}
+	}
+	return have
 }
 
 // reportUnclaimed reports the values the model stage dropped for injected

@@ -180,7 +180,6 @@ func (a *Agent) resume(ctx context.Context, in *toolstage.Interrupt, decisions [
 // outcome, the waiting ones as decided.
 func (r *run) resumeBatch(ctx context.Context, t *turn) error {
 	from := r.from
-	b := t.outcomes()
 	var sent []int // each of the stage's calls' places in the turn
 	for i, c := range t.calls {
 		if t.plan(i) == callLater || c.FunctionCall == nil {
@@ -193,37 +192,6 @@ func (r *run) resumeBatch(ctx context.Context, t *turn) error {
 	if out == nil {
 		return err
 	}
-	var cut []progress
-	if err != nil {
-		cut = make([]progress, len(t.calls))
-	}
-	for _, o := range out.Outcomes {
-		if o.Index < 0 || o.Index >= len(sent) {
-			continue
-		}
-		i := sent[o.Index]
-		if t.plan(i) == callKnown {
-			continue // restored from the turn's own record
-		}
-		model := t.calls[i].FunctionCall.Arguments
-		t.record(i, o)
-		s := stepOf(o, t.number)
-		s.ModelArguments = model
-		b.steps[i], b.answers[i] = s, o.Content
-		if err != nil {
-			switch {
-			case errors.Is(o.Err, toolstage.ErrCallNotStarted):
-				cut[i] = callNotStarted
-			case errors.Is(o.Err, toolstage.ErrCallInterrupted):
-				cut[i] = callCutOff
-			}
-		}
-		if o.Direct && o.Err == nil && (b.direct < 0 || i < b.direct) {
-			b.direct = i
-		}
-	}
-	if err != nil {
-		b.cut = cut
-	}
+	t.take(out.Outcomes, sent, true, err)
 	return err
 }
