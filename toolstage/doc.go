@@ -36,6 +36,11 @@
 // starts the record of the calls it validated, so that a call validated
 // there is not validated again here.
 //
+// Each call's execution, the tool middlewares' work included, is told to
+// the observers on Run's context that implement [guard.RunObserver]: with
+// otelguard's observer on it ([guard.WithObserver]), an execute_tool span
+// per call, carrying the tool stage's events.
+//
 // # The tool stage
 //
 // A tool call goes through two stages. The model stage (httpguard,
