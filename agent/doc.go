@@ -225,7 +225,7 @@
 // keep it: see examples/langchaingo-agent. Its OpenAIFunctionsAgent offers
 // every tool as one string ({"__arg1": string}), so there is nothing typed to
 // validate: a refund tool gets "19.99" for a number. To give the model typed
-// tools (toolstage.NewTool, MCP tools from agent/mcptool, toolstage.NewSchemaTool) and
+// tools (toolstage.NewTool, MCP tools from toolstage/mcptool, toolstage.NewSchemaTool) and
 // keep the Executor, offer their schemas with agent/lctool:
 //
 //	lcTools := []tools.Tool{lctool.ToLangchain(refund), lctool.ToLangchain(mcpSum)}
