@@ -212,7 +212,8 @@
 // after the write), a.Pending(ctx) returns the stored interrupt;
 // a.Abandon(ctx) ends a thread's unfinished run that no one will continue,
 // without running anything. A store of your own is tested with
-// checkpointtest.Run(t, newStore) and checkpointtest.RunFaults(t, newStore).
+// toolstage/checkpointtest: checkpointtest.Run(t, newStore) and
+// checkpointtest.RunFaults(t, newStore).
 //
 // # Tools from elsewhere
 //
