@@ -16,8 +16,9 @@ import (
 // that one of a Stage's reads or writes fails, or is applied with its
 // reply lost, and the scenario checks what the Stage makes of it — a call
 // that ran is never forgotten (its outcome is in the batch), an approved
-// call never runs twice, and an interrupt whose claim did not reach the
-// store can still be resumed. Subtests do not run in parallel with each
+// call never runs twice, an interrupt whose claim did not reach the store
+// can still be resumed, and a save the store applied but did not confirm
+// is read back as the Stage's own (each claim carries a random stamp). Subtests do not run in parallel with each
 // other.
 func RunFaults(t *testing.T, newCheckpointer func(t *testing.T) toolstage.Checkpointer) {
 	t.Helper()
@@ -26,8 +27,12 @@ func RunFaults(t *testing.T, newCheckpointer func(t *testing.T) toolstage.Checkp
 		run  func(*testing.T, toolstage.Checkpointer)
 	}{
 		{"FailedInterruptSave", failedInterruptSave},
+		{"LostInterruptReply", lostInterruptReply},
+		{"LostInterruptReplyStoreDown", lostInterruptReplyStoreDown},
 		{"FailedResumeLoad", failedResumeLoad},
 		{"FailedClaim", failedClaim},
+		{"LostClaimReply", lostClaimReply},
+		{"ConflictAfterOwnClaim", conflictAfterOwnClaim},
 		{"LostClaimReplyStoreDown", lostClaimReplyStoreDown},
 	} {
 		t.Run(s.name, func(t *testing.T) { s.run(t, newCheckpointer(t)) })
@@ -58,6 +63,43 @@ func failedInterruptSave(t *testing.T, cp toolstage.Checkpointer) {
 	}
 	if len(batch.Outcomes) == 2 && !errors.Is(batch.Outcomes[1].Err, toolstage.ErrCallNotStarted) {
 		t.Errorf("the transfer's outcome: error = %v, want ErrCallNotStarted", batch.Outcomes[1].Err)
+	}
+	if n, m := b.count("get_balance"), b.count("transfer_money"); n != 1 || m != 0 {
+		t.Errorf("get_balance ran %d times and transfer_money %d, want 1 and 0", n, m)
+	}
+}
+
+// lostInterruptReply: the interrupt's save is applied and its reply lost.
+// The Stage reads its own write back: Run returns the interrupt, which a
+// later Resume runs once.
+func lostInterruptReply(t *testing.T, cp toolstage.Checkpointer) {
+	b := bank{t: t}
+	ctx := guard.WithThread(context.Background(), "fault-interrupt-reply")
+	batch, err := b.stage(faulty(cp, map[int]storefault.Fault{1: storefault.LoseReply}, nil)).Run(ctx, batchCalls())
+	if err != nil || batch.Interrupt == nil {
+		t.Fatalf("Run() with the interrupt's reply lost after the write: error = %v, want the interrupt (the save was applied)", err)
+	}
+	if got := outcomeIDs(batch); got != "call_1="+balanceResult {
+		t.Errorf("Run() outcomes = %s, want call_1=%s", got, balanceResult)
+	}
+	in := travel(t, batch.Interrupt)
+	batch, err = b.stage(cp).Resume(ctx, in, accept(in)...)
+	resumed(t, &b, batch, err)
+}
+
+// lostInterruptReplyStoreDown: the interrupt's save is applied, its reply
+// lost, and the store cannot be read to tell. Run returns the store's
+// error and the batch: get_balance's outcome, the transfer never started.
+func lostInterruptReplyStoreDown(t *testing.T, cp toolstage.Checkpointer) {
+	b := bank{t: t}
+	ctx := guard.WithThread(context.Background(), "fault-interrupt-down")
+	down := faulty(cp, map[int]storefault.Fault{1: storefault.LoseReply}, map[int]storefault.Fault{1: storefault.Fail})
+	batch, err := b.stage(down).Run(ctx, batchCalls())
+	if !errors.Is(err, storefault.ErrInjected) {
+		t.Fatalf("Run() with the interrupt's reply lost and the store down: error = %v, want the store's", err)
+	}
+	if batch == nil || batch.Interrupt != nil || len(batch.Outcomes) != 2 || !errors.Is(batch.Outcomes[1].Err, toolstage.ErrCallNotStarted) {
+		t.Fatalf("Run() batch = %s, want get_balance's result and the transfer never started, no interrupt", outcomeIDs(batch))
 	}
 	if n, m := b.count("get_balance"), b.count("transfer_money"); n != 1 || m != 0 {
 		t.Errorf("get_balance ran %d times and transfer_money %d, want 1 and 0", n, m)
@@ -95,6 +137,34 @@ func failedClaim(t *testing.T, cp toolstage.Checkpointer) {
 	}
 	batch, err := b.stage(cp).Resume(ctx, in, accept(in)...)
 	resumed(t, &b, batch, err)
+}
+
+// lostClaimReply: the claim is stored and its reply lost. The Stage reads
+// its own claim back and runs the transfer, once; a replay is refused.
+func lostClaimReply(t *testing.T, cp toolstage.Checkpointer) {
+	ownClaim(t, cp, "fault-claim-reply", storefault.LoseReply)
+}
+
+// conflictAfterOwnClaim: the claim is stored and the store reports a
+// conflict (a client's retry of it found it). The Stage reads its own
+// claim back and runs the transfer, once, not refusing as if another
+// resume came first; a replay is refused.
+func conflictAfterOwnClaim(t *testing.T, cp toolstage.Checkpointer) {
+	ownClaim(t, cp, "fault-claim-conflict", storefault.ConflictAfterWrite)
+}
+
+// ownClaim resumes an interrupt on cp with fault on the claim's save, and
+// checks that the Stage took its claim for its own.
+func ownClaim(t *testing.T, cp toolstage.Checkpointer, thread string, fault storefault.Fault) {
+	b := bank{t: t}
+	ctx := guard.WithThread(context.Background(), thread)
+	in := pause(t, ctx, &b, cp)
+	batch, err := b.stage(faulty(cp, map[int]storefault.Fault{1: fault}, nil)).Resume(ctx, in, accept(in)...)
+	resumed(t, &b, batch, err)
+	if _, err := b.stage(cp).Resume(ctx, travel(t, in), accept(in)...); !errors.Is(err, toolstage.ErrInterruptRefused) {
+		t.Errorf("a replayed Resume() after the %v claim: error = %v, want ErrInterruptRefused", fault, err)
+	}
+	ranOnce(t, &b)
 }
 
 // lostClaimReplyStoreDown: the claim is stored, its reply lost, and the
