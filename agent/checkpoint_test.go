@@ -8,14 +8,20 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
-	"github.com/toolguard/toolguard/agent/checkpointtest"
 	"github.com/toolguard/toolguard/guard"
+	"github.com/toolguard/toolguard/internal/agentcheckpoint"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/toolstage"
 )
 
-func TestMemoryCheckpointer(t *testing.T) {
-	checkpointtest.Run(t, func(*testing.T) toolstage.Checkpointer { return new(toolstage.MemoryCheckpointer) })
+// A run cut off between a tool batch and the next model call, and again
+// while it waits for approval, is finished by new Agent values on the
+// in-memory store, and each tool runs exactly once. (The store's own
+// contract is toolstage's TestMemoryCheckpointer.)
+func TestResumeAfterCrash(t *testing.T) {
+	t.Parallel()
+	counts := agentcheckpoint.ResumeAfterCrash(t, new(toolstage.MemoryCheckpointer))
+	t.Logf("calls run per tool across the crashes: %s", counts)
 }
 
 // A run on a thread continues its conversation: the second run's model

@@ -212,7 +212,8 @@
 // after the write), a.Pending(ctx) returns the stored interrupt;
 // a.Abandon(ctx) ends a thread's unfinished run that no one will continue,
 // without running anything. A store of your own is tested with
-// checkpointtest.Run(t, newStore) and checkpointtest.RunFaults(t, newStore).
+// toolstage/checkpointtest: checkpointtest.Run(t, newStore) and
+// checkpointtest.RunFaults(t, newStore).
 //
 // # Tools from elsewhere
 //
@@ -225,7 +226,7 @@
 // keep it: see examples/langchaingo-agent. Its OpenAIFunctionsAgent offers
 // every tool as one string ({"__arg1": string}), so there is nothing typed to
 // validate: a refund tool gets "19.99" for a number. To give the model typed
-// tools (toolstage.NewTool, MCP tools from agent/mcptool, toolstage.NewSchemaTool) and
+// tools (toolstage.NewTool, MCP tools from toolstage/mcptool, toolstage.NewSchemaTool) and
 // keep the Executor, offer their schemas with agent/lctool:
 //
 //	lcTools := []tools.Tool{lctool.ToLangchain(refund), lctool.ToLangchain(mcpSum)}

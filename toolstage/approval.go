@@ -154,7 +154,9 @@ func (ap *approval) pause(ctx context.Context, calls []guard.Call, outs []Outcom
 		return nil, fmt.Errorf("toolstage: encode interrupt state: %w", err)
 	}
 	if s.cp != nil {
-		saved, err := s.cp.Save(ctx, interruptKey(in.ID), 0, data)
+		// The key is the interrupt's random id: a state stored there at
+		// version 1 that is byte for byte this one is this save's.
+		saved, err := saveOwn(ctx, s.cp, interruptKey(in.ID), 0, data)
 		if err == nil && !saved {
 			err = errors.New("an interrupt of that id is stored already")
 		}

@@ -1,6 +1,7 @@
 package toolstage
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"sync"
@@ -79,4 +80,30 @@ func (m *MemoryCheckpointer) Forget(thread string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.threads, thread)
+}
+
+// saveOwn saves state as thread's version version+1 in cp, as the
+// [Checkpointer] contract asks of a caller: when the store reports a
+// conflict or an error, the save may have been applied all the same (its
+// reply lost after the write, or a client's retry finding its own write),
+// so the thread is loaded, and the save counts as made if the store holds
+// these very bytes at version+1. state must be this caller's alone (a
+// random id or stamp in it) for that to prove the write its own. It
+// returns the Save's error when the store cannot be read back to tell, or
+// holds another state: that save may still land later, so the caller must
+// act as if it may have been applied. A conflict that cannot be read back
+// returns the Load's error.
+func saveOwn(ctx context.Context, cp Checkpointer, thread string, version int64, state []byte) (bool, error) {
+	saved, err := cp.Save(ctx, thread, version, state)
+	if err == nil && saved {
+		return true, nil
+	}
+	got, v, lerr := cp.Load(ctx, thread)
+	if lerr == nil && v == version+1 && bytes.Equal(got, state) {
+		return true, nil
+	}
+	if err == nil && lerr != nil {
+		err = lerr
+	}
+	return false, err
 }

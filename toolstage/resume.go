@@ -249,11 +249,16 @@ func (s *Stage) claim(ctx context.Context, id string, pb *pausedBatch, version i
 	}
 	claimed := *pb
 	claimed.Claimed = true
+	// The stamp makes this claim's bytes its own: a resume whose save was
+	// applied but not confirmed (a lost reply, a client's retry reported as
+	// a conflict) reads it back and runs; another resume's claim, the same
+	// but for its stamp, is never taken for this one's.
+	claimed.Claim = newInterruptID()
 	data, err := json.Marshal(&claimed)
 	if err != nil {
 		return fmt.Errorf("toolstage: encode interrupt state: %w", err)
 	}
-	saved, err := s.cp.Save(ctx, interruptKey(id), version, data)
+	saved, err := saveOwn(ctx, s.cp, interruptKey(id), version, data)
 	if err != nil {
 		// Stored or not, the claim is not known to be this one's: nothing
 		// runs (a claim stored and not run leaves the calls not run).

@@ -150,8 +150,11 @@ type pausedBatch struct {
 	Pending   []PendingCall `json:"pending"`
 	PendingAt []int         `json:"pending_at"` // each pending call's index in Calls
 	Bound     []binding     `json:"bound"`      // each pending call's binding (interrupt.go)
-	// Claimed: a Resume took the interrupt (in a Checkpointer only).
-	Claimed bool `json:"claimed,omitempty"`
+	// Claimed: a Resume took the interrupt (in a Checkpointer only);
+	// Claim is that Resume's random stamp, which tells its claim from
+	// another's when it reads its own write back.
+	Claimed bool   `json:"claimed,omitempty"`
+	Claim   string `json:"claim,omitempty"`
 }
 
 // wireCall is a guard.Call as JSON, its arguments as a string (they may

@@ -95,7 +95,12 @@ func WithMaxConcurrency(n int) Option {
 // WithCheckpointer keeps each [Interrupt]'s state in cp, not in the
 // interrupt (a client holding one reads only its pending calls), and
 // claims an interrupt in cp before anything of it runs: an interrupt is
-// resumed at most once across every process sharing the store. Without
+// resumed at most once across every process sharing the store. A save the
+// store applied without confirming it (a reply lost after the write, a
+// client's retry reported as a conflict) is read back and taken as made,
+// as the Checkpointer contract asks; when the store cannot be read back,
+// the pause fails (the batch's pending calls never start) or the resume
+// runs nothing — and a claim that landed all the same is never run. Without
 // one, the state travels in the interrupt and a Stage value refuses an
 // interrupt it resumed before (it remembers the last 4096).
 func WithCheckpointer(cp Checkpointer) Option {

@@ -14,11 +14,11 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/tools"
 	"github.com/toolguard/toolguard/agent/lctool"
-	"github.com/toolguard/toolguard/agent/mcptool"
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/toolstage"
+	"github.com/toolguard/toolguard/toolstage/mcptool"
 )
 
 // RefundArgs are a typed tool's arguments: the amount is a number.

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/toolguard/toolguard/agent/checkpointtest"
+	"github.com/toolguard/toolguard/toolstage/checkpointtest"
 	"github.com/toolguard/toolguard/toolstage"
 )
 

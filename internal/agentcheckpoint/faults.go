@@ -1,4 +1,4 @@
-package checkpointtest
+package agentcheckpoint
 
 import (
 	"context"
@@ -12,111 +12,30 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/guard"
+	"github.com/toolguard/toolguard/internal/storefault"
 	"github.com/toolguard/toolguard/toolstage"
 )
-
-// ErrInjected is the error [Faulty] returns for the faults it injects.
-var ErrInjected = errors.New("checkpointtest: injected store fault")
-
-// Fault is what [Faulty] does to one call of its store.
-type Fault int
-
-const (
-	// Fail fails the call: nothing is applied and the call returns
-	// ErrInjected (a store that cannot be reached).
-	Fail Fault = iota + 1
-	// LoseReply applies a Save and then returns ErrInjected, as if the
-	// reply had been lost after the write. For a Load it is Fail.
-	LoseReply
-	// ConflictAfterWrite applies a Save and then reports a conflict
-	// (false, nil): what a store client sees that retried a save whose
-	// first attempt was applied and whose reply was lost. For a Load it is
-	// Fail.
-	ConflictAfterWrite
-)
-
-// String names the fault.
-func (f Fault) String() string {
-	switch f {
-	case Fail:
-		return "Fail"
-	case LoseReply:
-		return "LoseReply"
-	case ConflictAfterWrite:
-		return "ConflictAfterWrite"
-	}
-	return fmt.Sprintf("Fault(%d)", int(f))
-}
-
-// Faulty is an [toolstage.Checkpointer] that injects faults into chosen calls
-// of the one it wraps, as testing/iotest's readers do: Saves[n] is what
-// happens to the n-th call of Save, Loads[n] to the n-th call of Load
-// (both counted from 1, across threads); the other calls go through. Set
-// the maps before the first call. It is safe for concurrent use.
-type Faulty struct {
-	toolstage.Checkpointer
-	Saves map[int]Fault
-	Loads map[int]Fault
-
-	mu           sync.Mutex
-	saves, loads int
-}
-
-// Save implements [toolstage.Checkpointer].
-func (f *Faulty) Save(ctx context.Context, thread string, version int64, state []byte) (bool, error) {
-	f.mu.Lock()
-	f.saves++
-	fault := f.Saves[f.saves]
-	f.mu.Unlock()
-	switch fault {
-	case Fail:
-		return false, fmt.Errorf("save %q from version %d: %w", thread, version, ErrInjected)
-	case LoseReply:
-		if _, err := f.Checkpointer.Save(ctx, thread, version, state); err != nil {
-			return false, err
-		}
-		return false, fmt.Errorf("save %q from version %d: reply lost after the write: %w", thread, version, ErrInjected)
-	case ConflictAfterWrite:
-		if _, err := f.Checkpointer.Save(ctx, thread, version, state); err != nil {
-			return false, err
-		}
-		return false, nil
-	}
-	return f.Checkpointer.Save(ctx, thread, version, state)
-}
-
-// Load implements [toolstage.Checkpointer].
-func (f *Faulty) Load(ctx context.Context, thread string) ([]byte, int64, error) {
-	f.mu.Lock()
-	f.loads++
-	fault := f.Loads[f.loads]
-	f.mu.Unlock()
-	if fault != 0 {
-		return nil, 0, fmt.Errorf("load %q: %w", thread, ErrInjected)
-	}
-	return f.Checkpointer.Load(ctx, thread)
-}
 
 // The fault scenarios share one story: the model pays alice 25 with
 // transfer_money, with other calls in the same turn, one of which brings
 // the fault; then the program carries on with the thread as programs do
-// (Carry), and the model, asked again, pays again unless the thread shows
+// (carry), and the model, asked again, pays again unless the thread shows
 // it the payment. Each scenario fails the test unless transfer_money ran
 // exactly once and the model was finally shown its real result.
 
-// PaymentResult is what transfer_money returns in the fault scenarios:
+// paymentResult is what transfer_money returns in the fault scenarios:
 // the result the model must be shown once the thread goes on.
-const PaymentResult = "paid 25 to alice (ref P-1)"
+const paymentResult = "paid 25 to alice (ref P-1)"
 
-// FollowUp is the message a program sends on a thread after a fault.
-const FollowUp = "Did the transfer to alice go through?"
+// followUp is the message a program sends on a thread after a fault.
+const followUp = "Did the transfer to alice go through?"
 
-// Payer is the model of the fault scenarios, shared by the Agent values
+// payer is the model of the fault scenarios, shared by the Agent values
 // that stand for the processes of one scenario. It calls transfer_money
 // (and Siblings, in the same turn) unless its transcript holds a result of
 // transfer_money; then it answers "Transfer: " and the first such result
 // it read. It is safe for concurrent use.
-type Payer struct {
+type payer struct {
 	// Siblings are the names of the tools it calls, with {} as arguments,
 	// after transfer_money in the paying turn.
 	Siblings []string
@@ -126,7 +45,7 @@ type Payer struct {
 }
 
 // GenerateContent implements llms.Model.
-func (p *Payer) GenerateContent(_ context.Context, msgs []llms.MessageContent, _ ...llms.CallOption) (*llms.ContentResponse, error) {
+func (p *payer) GenerateContent(_ context.Context, msgs []llms.MessageContent, _ ...llms.CallOption) (*llms.ContentResponse, error) {
 	for _, m := range msgs {
 		for _, part := range m.Parts {
 			if r, ok := part.(llms.ToolCallResponse); ok && r.Name == "transfer_money" {
@@ -149,44 +68,44 @@ func (p *Payer) GenerateContent(_ context.Context, msgs []llms.MessageContent, _
 }
 
 // Call implements llms.Model.
-func (p *Payer) Call(ctx context.Context, prompt string, options ...llms.CallOption) (string, error) {
+func (p *payer) Call(ctx context.Context, prompt string, options ...llms.CallOption) (string, error) {
 	return llms.GenerateFromSinglePrompt(ctx, p, prompt, options...)
 }
 
-// Payments counts the runs of a scenario's transfer_money.
-type Payments struct {
+// payments counts the runs of a scenario's transfer_money.
+type payments struct {
 	n    atomic.Int32
 	done chan struct{} // closed when the first payment has returned
 	once sync.Once
 }
 
-// NewPayments returns a zero count.
-func NewPayments() *Payments { return &Payments{done: make(chan struct{})} }
+// newPayments returns a zero count.
+func newPayments() *payments { return &payments{done: make(chan struct{})} }
 
 // Tool returns the transfer_money tool that counts into p.
-func (p *Payments) Tool() toolstage.Tool {
+func (p *payments) Tool() toolstage.Tool {
 	return toolstage.NewSchemaTool("transfer_money", "Send money.", map[string]any{
 		"type":       "object",
 		"properties": map[string]any{"to": map[string]any{"type": "string"}, "amount": map[string]any{"type": "number"}},
 	}, func(context.Context, map[string]any) (string, error) {
 		p.n.Add(1)
 		p.once.Do(func() { close(p.done) })
-		return PaymentResult, nil
+		return paymentResult, nil
 	})
 }
 
 // Paid is closed when the first payment has returned.
-func (p *Payments) Paid() <-chan struct{} { return p.done }
+func (p *payments) Paid() <-chan struct{} { return p.done }
 
 // Count returns how many times transfer_money ran.
-func (p *Payments) Count() int { return int(p.n.Load()) }
+func (p *payments) Count() int { return int(p.n.Load()) }
 
-// Carry carries on with the thread of ctx after a run that ended with
+// carry carries on with the thread of ctx after a run that ended with
 // err, as a program would: it resumes an [*toolstage.Interrupt] with every
-// pending call accepted; else it runs [FollowUp] and, if the thread's run
+// pending call accepted; else it runs followUp and, if the thread's run
 // did not finish ([agent.ErrRunUnfinished]), continues it with Resume and
 // a nil interrupt. It returns the last result and error.
-func Carry(ctx context.Context, a *agent.Agent, err error) (*agent.Result, error) {
+func carry(ctx context.Context, a *agent.Agent, err error) (*agent.Result, error) {
 	var in *toolstage.Interrupt
 	if errors.As(err, &in) {
 		ds := make([]toolstage.Decision, len(in.Pending))
@@ -195,7 +114,7 @@ func Carry(ctx context.Context, a *agent.Agent, err error) (*agent.Result, error
 		}
 		return a.Resume(ctx, in, ds...)
 	}
-	res, err := a.Run(ctx, FollowUp)
+	res, err := a.Run(ctx, followUp)
 	if errors.Is(err, agent.ErrRunUnfinished) {
 		return a.Resume(ctx, nil)
 	}
@@ -205,7 +124,7 @@ func Carry(ctx context.Context, a *agent.Agent, err error) (*agent.Result, error
 // checkCarried fails t unless the thread was carried on to an answer that
 // shows the model read the payment's real result, and transfer_money ran
 // exactly once; it logs the count.
-func checkCarried(t *testing.T, scenario string, pay *Payments, res *agent.Result, err error) {
+func checkCarried(t *testing.T, scenario string, pay *payments, res *agent.Result, err error) {
 	t.Helper()
 	t.Logf("payments counted: %d (scenario %s)", pay.Count(), scenario)
 	if n := pay.Count(); n != 1 {
@@ -214,7 +133,7 @@ func checkCarried(t *testing.T, scenario string, pay *Payments, res *agent.Resul
 	if err != nil {
 		t.Fatalf("%s: carrying on with the thread: error = %v", scenario, err)
 	}
-	if want := "Transfer: " + PaymentResult; res.Output != want {
+	if want := "Transfer: " + paymentResult; res.Output != want {
 		t.Errorf("%s: the model finally answered %q, want %q: it must be shown the payment's real result", scenario, res.Output, want)
 	}
 }
@@ -222,7 +141,7 @@ func checkCarried(t *testing.T, scenario string, pay *Payments, res *agent.Resul
 // stopTool returns a tool of name that, the first time it is called,
 // waits for the payment to return and then does what fault does; later
 // calls return "ok".
-func stopTool(name string, pay *Payments, fault func(ctx context.Context) (string, error)) toolstage.Tool {
+func stopTool(name string, pay *payments, fault func(ctx context.Context) (string, error)) toolstage.Tool {
 	var once atomic.Bool
 	return toolstage.NewSchemaTool(name, "A sibling of the payment.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
 		if !once.CompareAndSwap(false, true) {
@@ -239,11 +158,11 @@ func stopTool(name string, pay *Payments, fault func(ctx context.Context) (strin
 // number of payments.
 func StopAfterPayment(t *testing.T, cp toolstage.Checkpointer) int {
 	t.Helper()
-	pay := NewPayments()
+	pay := newPayments()
 	check := stopTool("check_fraud", pay, func(context.Context) (string, error) {
 		return "", fmt.Errorf("%w: fraud check says stop", toolstage.ErrStopRun)
 	})
-	model := &Payer{Siblings: []string{"check_fraud"}}
+	model := &payer{Siblings: []string{"check_fraud"}}
 	process := func() *agent.Agent {
 		return agent.New(model, toolstage.New([]toolstage.Tool{pay.Tool(), check}), agent.WithCheckpointer(cp))
 	}
@@ -252,7 +171,7 @@ func StopAfterPayment(t *testing.T, cp toolstage.Checkpointer) int {
 	if !errors.Is(err, toolstage.ErrStopRun) {
 		t.Fatalf("Run() error = %v, want ErrStopRun", err)
 	}
-	res, err := Carry(ctx, process(), err)
+	res, err := carry(ctx, process(), err)
 	checkCarried(t, "ErrStopRun after a paying sibling", pay, res, err)
 	return pay.Count()
 }
@@ -262,9 +181,9 @@ func StopAfterPayment(t *testing.T, cp toolstage.Checkpointer) int {
 // show the model the payment. It returns the number of payments.
 func PanicAfterPayment(t *testing.T, cp toolstage.Checkpointer) int {
 	t.Helper()
-	pay := NewPayments()
+	pay := newPayments()
 	boom := stopTool("lookup_rate", pay, func(context.Context) (string, error) { panic("rate table is nil") })
-	model := &Payer{Siblings: []string{"lookup_rate"}}
+	model := &payer{Siblings: []string{"lookup_rate"}}
 	process := func() *agent.Agent {
 		return agent.New(model, toolstage.New([]toolstage.Tool{pay.Tool(), boom}), agent.WithCheckpointer(cp))
 	}
@@ -273,7 +192,7 @@ func PanicAfterPayment(t *testing.T, cp toolstage.Checkpointer) int {
 	if err == nil || !strings.Contains(err.Error(), "lookup_rate") {
 		t.Fatalf("Run() error = %v, want an error naming the tool that panicked", err)
 	}
-	res, err := Carry(ctx, process(), err)
+	res, err := carry(ctx, process(), err)
 	checkCarried(t, "a sibling's panic after the payment", pay, res, err)
 	return pay.Count()
 }
@@ -284,7 +203,7 @@ func PanicAfterPayment(t *testing.T, cp toolstage.Checkpointer) int {
 // of payments.
 func CancelAfterPayment(t *testing.T, cp toolstage.Checkpointer) int {
 	t.Helper()
-	pay := NewPayments()
+	pay := newPayments()
 	ctx, cancel := context.WithCancel(guard.WithThread(context.Background(), "fault-cancel"))
 	defer cancel()
 	wait := stopTool("wait_for_bank", pay, func(ctx context.Context) (string, error) {
@@ -292,7 +211,7 @@ func CancelAfterPayment(t *testing.T, cp toolstage.Checkpointer) int {
 		<-ctx.Done()
 		return "", ctx.Err()
 	})
-	model := &Payer{Siblings: []string{"wait_for_bank"}}
+	model := &payer{Siblings: []string{"wait_for_bank"}}
 	process := func() *agent.Agent {
 		// One call at a time: the payment's result is in before the
 		// sibling starts.
@@ -302,7 +221,7 @@ func CancelAfterPayment(t *testing.T, cp toolstage.Checkpointer) int {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run() error = %v, want context.Canceled", err)
 	}
-	res, err := Carry(guard.WithThread(context.Background(), "fault-cancel"), process(), err)
+	res, err := carry(guard.WithThread(context.Background(), "fault-cancel"), process(), err)
 	checkCarried(t, "a cancel after the payment finished", pay, res, err)
 	return pay.Count()
 }
@@ -310,8 +229,8 @@ func CancelAfterPayment(t *testing.T, cp toolstage.Checkpointer) int {
 // approvalOutcome is what approvalScenario saw.
 type approvalOutcome struct {
 	runErr error // the first run's
-	pay    *Payments
-	res    *agent.Result // Carry's
+	pay    *payments
+	res    *agent.Result // carry's
 	err    error
 }
 
@@ -319,20 +238,20 @@ type approvalOutcome struct {
 // approval, in one turn on a store whose saves and loads fail as saves
 // and loads say, and carries on with the thread on the store without
 // faults.
-func approvalScenario(t *testing.T, cp toolstage.Checkpointer, thread string, saves, loads map[int]Fault) approvalOutcome {
+func approvalScenario(t *testing.T, cp toolstage.Checkpointer, thread string, saves, loads map[int]storefault.Fault) approvalOutcome {
 	t.Helper()
-	pay := NewPayments()
+	pay := newPayments()
 	notify := toolstage.NewSchemaTool("notify_manager", "Tell the manager.", nil, func(context.Context, map[string]any) (string, error) {
 		return "notified", nil
 	})
-	model := &Payer{Siblings: []string{"notify_manager"}}
-	faulty := &Faulty{Checkpointer: cp, Saves: saves, Loads: loads}
+	model := &payer{Siblings: []string{"notify_manager"}}
+	faulty := &storefault.Faulty{Checkpointer: cp, Saves: saves, Loads: loads}
 	process := func(cp toolstage.Checkpointer) *agent.Agent {
 		return agent.New(model, toolstage.New([]toolstage.Tool{pay.Tool(), notify}, toolstage.WithApprovalFor("notify_manager")), agent.WithCheckpointer(cp))
 	}
 	ctx := guard.WithThread(context.Background(), thread)
 	_, runErr := process(faulty).Run(ctx, "Pay alice 25 and tell the manager.")
-	res, err := Carry(ctx, process(cp), runErr)
+	res, err := carry(ctx, process(cp), runErr)
 	return approvalOutcome{runErr: runErr, pay: pay, res: res, err: err}
 }
 
@@ -343,7 +262,7 @@ func approvalScenario(t *testing.T, cp toolstage.Checkpointer, thread string, sa
 func FailedInterruptSave(t *testing.T, cp toolstage.Checkpointer) int {
 	t.Helper()
 	// Save 1: the turn, before its calls run; save 2: the interrupt.
-	o := approvalScenario(t, cp, "fault-failed-save", map[int]Fault{2: Fail}, nil)
+	o := approvalScenario(t, cp, "fault-failed-save", map[int]storefault.Fault{2: storefault.Fail}, nil)
 	t.Logf("Run() with the interrupt's save failing: error = %v", o.runErr)
 	checkCarried(t, "a failed interrupt save after a paying sibling", o.pay, o.res, o.err)
 	return o.pay.Count()
@@ -354,7 +273,7 @@ func FailedInterruptSave(t *testing.T, cp toolstage.Checkpointer) int {
 // thread go on. It returns the number of payments.
 func LostInterruptReply(t *testing.T, cp toolstage.Checkpointer) int {
 	t.Helper()
-	o := approvalScenario(t, cp, "fault-lost-reply", map[int]Fault{2: LoseReply}, nil)
+	o := approvalScenario(t, cp, "fault-lost-reply", map[int]storefault.Fault{2: storefault.LoseReply}, nil)
 	var in *toolstage.Interrupt
 	if !errors.As(o.runErr, &in) {
 		t.Errorf("Run() with the interrupt's reply lost: error = %v, want the *Interrupt (the save was applied)", o.runErr)
@@ -369,13 +288,13 @@ func LostInterruptReply(t *testing.T, cp toolstage.Checkpointer) int {
 // as if another resume came first. It returns the number of payments.
 func ConflictAfterOwnWrite(t *testing.T, cp toolstage.Checkpointer) int {
 	t.Helper()
-	pay := NewPayments()
+	pay := newPayments()
 	var notified atomic.Int32
 	notify := toolstage.NewSchemaTool("notify_manager", "Tell the manager.", nil, func(context.Context, map[string]any) (string, error) {
 		notified.Add(1)
 		return "notified", nil
 	})
-	model := &Payer{Siblings: []string{"notify_manager"}}
+	model := &payer{Siblings: []string{"notify_manager"}}
 	process := func(cp toolstage.Checkpointer) *agent.Agent {
 		return agent.New(model, toolstage.New([]toolstage.Tool{pay.Tool(), notify}, toolstage.WithApprovalFor("notify_manager")), agent.WithCheckpointer(cp))
 	}
@@ -386,7 +305,7 @@ func ConflictAfterOwnWrite(t *testing.T, cp toolstage.Checkpointer) int {
 		t.Fatalf("Run() error = %v, want an *Interrupt", err)
 	}
 	// The resume's first save claims the interrupt.
-	res, err := Carry(ctx, process(&Faulty{Checkpointer: cp, Saves: map[int]Fault{1: ConflictAfterWrite}}), err)
+	res, err := carry(ctx, process(&storefault.Faulty{Checkpointer: cp, Saves: map[int]storefault.Fault{1: storefault.ConflictAfterWrite}}), err)
 	checkCarried(t, "a conflict reported for Resume's own write", pay, res, err)
 	if n := notified.Load(); n != 1 {
 		t.Errorf("the approved notify_manager ran %d times, want 1", n)

@@ -1,12 +1,15 @@
-// Package mcptool offers the tools of an MCP server to an agent, over the
-// official Go SDK client (github.com/modelcontextprotocol/go-sdk).
+// Package mcptool offers the tools of an MCP server to a tool stage
+// (toolstage.New), and so to any host's loop — an openai-go,
+// anthropic-sdk-go or genai program's, or toolguard's agent — over the
+// official Go SDK client (github.com/modelcontextprotocol/go-sdk). It
+// imports toolstage, never langchaingo.
 //
 // [Tools] lists every tool of a connected *mcp.ClientSession and adapts each to
 // toolstage.Tool. A tool's Schema is the server's own inputSchema, so the model
-// is sent exactly what the server declared and middleware.ToolArgValidation
-// checks each call against it before any request reaches the server: a call
-// with bad arguments is answered with feedback and corrected by the model,
-// and never costs a network round trip.
+// is sent exactly what the server declared and the model stage (httpguard's
+// or middleware's ToolArgValidation) checks each call against it before any
+// request reaches the server: a call with bad arguments is answered with
+// feedback and corrected by the model, and never costs a network round trip.
 //
 //	client := mcp.NewClient(&mcp.Implementation{Name: "my-agent", Version: "v1"}, nil)
 //	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command("npx", "-y", "@modelcontextprotocol/server-everything")}, nil)

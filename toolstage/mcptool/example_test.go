@@ -8,7 +8,7 @@ import (
 	"log"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolguard/toolguard/agent/mcptool"
+	"github.com/toolguard/toolguard/toolstage/mcptool"
 )
 
 func ExampleTools() {

@@ -1,4 +1,4 @@
-package checkpointtest
+package agentcheckpoint
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/guard"
+	"github.com/toolguard/toolguard/internal/storefault"
 	"github.com/toolguard/toolguard/toolstage"
 )
 
@@ -41,32 +42,32 @@ func RunFaults(t *testing.T, newCheckpointer func(t *testing.T) toolstage.Checkp
 // be read again during the run (its first load opens the run; the next two
 // are the run's attempts to find its own write), so the run cannot tell
 // its interrupt was stored.
-func lostAndDown() (saves, loads map[int]Fault) {
-	return map[int]Fault{2: LoseReply}, map[int]Fault{2: Fail, 3: Fail}
+func lostAndDown() (saves, loads map[int]storefault.Fault) {
+	return map[int]storefault.Fault{2: storefault.LoseReply}, map[int]storefault.Fault{2: storefault.Fail, 3: storefault.Fail}
 }
 
 // wedged runs the paying turn with notify_manager awaiting approval on cp
 // under lostAndDown, and checks that the run returned an error, not its
 // interrupt. It returns the process constructor, the payments and the
 // thread's context.
-func wedged(t *testing.T, cp toolstage.Checkpointer, thread string) (func() *agent.Agent, *Payments, context.Context) {
+func wedged(t *testing.T, cp toolstage.Checkpointer, thread string) (func() *agent.Agent, *payments, context.Context) {
 	t.Helper()
-	pay := NewPayments()
+	pay := newPayments()
 	notify := toolstage.NewSchemaTool("notify_manager", "Tell the manager.", nil, func(context.Context, map[string]any) (string, error) {
 		return "notified", nil
 	})
-	model := &Payer{Siblings: []string{"notify_manager"}}
+	model := &payer{Siblings: []string{"notify_manager"}}
 	process := func(cp toolstage.Checkpointer) *agent.Agent {
 		return agent.New(model, toolstage.New([]toolstage.Tool{pay.Tool(), notify}, toolstage.WithApprovalFor("notify_manager")), agent.WithCheckpointer(cp))
 	}
 	saves, loads := lostAndDown()
 	ctx := guard.WithThread(context.Background(), thread)
-	_, err := process(&Faulty{Checkpointer: cp, Saves: saves, Loads: loads}).Run(ctx, "Pay alice 25 and tell the manager.")
+	_, err := process(&storefault.Faulty{Checkpointer: cp, Saves: saves, Loads: loads}).Run(ctx, "Pay alice 25 and tell the manager.")
 	var in *toolstage.Interrupt
-	if err == nil || errors.As(err, &in) || !errors.Is(err, ErrInjected) {
+	if err == nil || errors.As(err, &in) || !errors.Is(err, storefault.ErrInjected) {
 		t.Fatalf("Run() with the interrupt's reply lost and the store unreadable: error = %v, want the store's error", err)
 	}
-	if _, err := process(cp).Run(ctx, FollowUp); !errors.Is(err, agent.ErrRunUnfinished) {
+	if _, err := process(cp).Run(ctx, followUp); !errors.Is(err, agent.ErrRunUnfinished) {
 		t.Errorf("Run() on the thread awaiting decisions: error = %v, want ErrRunUnfinished", err)
 	}
 	return func() *agent.Agent { return process(cp) }, pay, ctx
@@ -83,7 +84,7 @@ func PendingAfterLostReply(t *testing.T, cp toolstage.Checkpointer) int {
 	if err != nil || len(in.Pending) != 1 || in.Pending[0].Tool != "notify_manager" || in.Thread != "fault-pending" {
 		t.Fatalf("Pending() = %+v, %v; want the interrupt awaiting notify_manager", in, err)
 	}
-	res, err := Carry(ctx, process(), in)
+	res, err := carry(ctx, process(), in)
 	checkCarried(t, "a lost reply, the interrupt read back with Pending", pay, res, err)
 	if _, err := process().Pending(ctx); !errors.Is(err, agent.ErrNothingToResume) {
 		t.Errorf("Pending() after the run finished: error = %v, want ErrNothingToResume", err)
@@ -119,13 +120,13 @@ func AbandonAfterLostReply(t *testing.T, cp toolstage.Checkpointer) int {
 			}
 		}
 	}
-	if transfer != PaymentResult || !strings.Contains(notify, "did not run") {
+	if transfer != paymentResult || !strings.Contains(notify, "did not run") {
 		t.Errorf("the abandoned turn tells the model transfer_money: %q, notify_manager: %q; want the payment's result and that notify_manager did not run", transfer, notify)
 	}
 	if _, err := process().Resume(ctx, in, toolstage.Decision{CallID: in.Pending[0].ID, Action: toolstage.Accept, Digest: in.Pending[0].Digest}); !errors.Is(err, toolstage.ErrInterruptRefused) {
 		t.Errorf("Resume() of the abandoned interrupt: error = %v, want ErrInterruptRefused", err)
 	}
-	res, err := Carry(ctx, process(), nil)
+	res, err := carry(ctx, process(), nil)
 	checkCarried(t, "a lost reply, the thread reset with Abandon", pay, res, err)
 	return pay.Count()
 }

@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolguard/toolguard/agent/mcptool"
 	"github.com/toolguard/toolguard/toolstage"
+	"github.com/toolguard/toolguard/toolstage/mcptool"
 	"github.com/toolguard/toolguard/validation"
 )
 
