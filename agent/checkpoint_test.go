@@ -9,7 +9,6 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/guard"
-	"github.com/toolguard/toolguard/internal/agentcheckpoint"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/toolstage"
 )
@@ -20,7 +19,7 @@ import (
 // contract is toolstage's TestMemoryCheckpointer.)
 func TestResumeAfterCrash(t *testing.T) {
 	t.Parallel()
-	counts := agentcheckpoint.ResumeAfterCrash(t, new(toolstage.MemoryCheckpointer))
+	counts := ResumeAfterCrash(t, new(toolstage.MemoryCheckpointer))
 	t.Logf("calls run per tool across the crashes: %s", counts)
 }
 

@@ -3,7 +3,6 @@ package agent_test
 import (
 	"testing"
 
-	"github.com/toolguard/toolguard/internal/agentcheckpoint"
 	"github.com/toolguard/toolguard/toolstage"
 )
 
@@ -14,40 +13,40 @@ import (
 
 func TestFaultStopAfterPayment(t *testing.T) {
 	t.Parallel()
-	agentcheckpoint.StopAfterPayment(t, new(toolstage.MemoryCheckpointer))
+	StopAfterPayment(t, new(toolstage.MemoryCheckpointer))
 }
 
 func TestFaultPanicAfterPayment(t *testing.T) {
 	t.Parallel()
-	agentcheckpoint.PanicAfterPayment(t, new(toolstage.MemoryCheckpointer))
+	PanicAfterPayment(t, new(toolstage.MemoryCheckpointer))
 }
 
 func TestFaultCancelAfterPayment(t *testing.T) {
 	t.Parallel()
-	agentcheckpoint.CancelAfterPayment(t, new(toolstage.MemoryCheckpointer))
+	CancelAfterPayment(t, new(toolstage.MemoryCheckpointer))
 }
 
 func TestFaultFailedInterruptSave(t *testing.T) {
 	t.Parallel()
-	agentcheckpoint.FailedInterruptSave(t, new(toolstage.MemoryCheckpointer))
+	FailedInterruptSave(t, new(toolstage.MemoryCheckpointer))
 }
 
 func TestFaultLostInterruptReply(t *testing.T) {
 	t.Parallel()
-	agentcheckpoint.LostInterruptReply(t, new(toolstage.MemoryCheckpointer))
+	LostInterruptReply(t, new(toolstage.MemoryCheckpointer))
 }
 
 func TestFaultPendingAfterLostReply(t *testing.T) {
 	t.Parallel()
-	agentcheckpoint.PendingAfterLostReply(t, new(toolstage.MemoryCheckpointer))
+	PendingAfterLostReply(t, new(toolstage.MemoryCheckpointer))
 }
 
 func TestFaultAbandonAfterLostReply(t *testing.T) {
 	t.Parallel()
-	agentcheckpoint.AbandonAfterLostReply(t, new(toolstage.MemoryCheckpointer))
+	AbandonAfterLostReply(t, new(toolstage.MemoryCheckpointer))
 }
 
 func TestFaultConflictAfterOwnWrite(t *testing.T) {
 	t.Parallel()
-	agentcheckpoint.ConflictAfterOwnWrite(t, new(toolstage.MemoryCheckpointer))
+	ConflictAfterOwnWrite(t, new(toolstage.MemoryCheckpointer))
 }

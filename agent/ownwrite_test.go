@@ -10,9 +10,9 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/guard"
-	"github.com/toolguard/toolguard/internal/storefault"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/toolstage"
+	"github.com/toolguard/toolguard/toolstage/checkpointtest"
 )
 
 // A save whose reply is lost, or that the store reports as a conflict
@@ -20,12 +20,12 @@ import (
 // the save had been confirmed, at every save of a run.
 func TestOwnWriteFound(t *testing.T) {
 	t.Parallel()
-	for _, fault := range []storefault.Fault{storefault.LoseReply, storefault.ConflictAfterWrite} {
+	for _, fault := range []checkpointtest.Fault{checkpointtest.LoseReply, checkpointtest.ConflictAfterWrite} {
 		for save := 1; save <= 3; save++ { // the turn, the batch, the finished run
 			t.Run(fmt.Sprintf("%v at save %d", fault, save), func(t *testing.T) {
 				t.Parallel()
 				var b bank
-				cp := &storefault.Faulty{Checkpointer: new(toolstage.MemoryCheckpointer), Saves: map[int]storefault.Fault{save: fault}}
+				cp := &checkpointtest.Faulty{Checkpointer: new(toolstage.MemoryCheckpointer), Saves: map[int]checkpointtest.Fault{save: fault}}
 				model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_balance", `{}`)), fakemodel.Text("1000."), fakemodel.Text("Still 1000."))
 				a := agent.New(model, toolstage.New(b.tools()), agent.WithCheckpointer(cp))
 				ctx := guard.WithThread(context.Background(), "own")

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/guard/redisstore"
-	"github.com/toolguard/toolguard/internal/agentcheckpoint"
 	"github.com/toolguard/toolguard/toolstage"
 	"github.com/toolguard/toolguard/toolstage/checkpointtest"
 )
@@ -37,33 +36,6 @@ func TestCheckpointerFaults(t *testing.T) {
 		n++ // each scenario its own prefix: an empty store
 		return redisstore.NewCheckpointer(c, redisstore.WithPrefix(fmt.Sprintf("faults%d:", n)))
 	})
-}
-
-// The agent's fault scenarios (agentcheckpoint.RunFaults: a stop, a panic,
-// a cancel, a failed save and a lost reply after a paying call) hold on the
-// Redis Checkpointer too: each pays once.
-func TestCheckpointerAgentFaults(t *testing.T) {
-	srv := startRedis(t)
-	c := newClient(t, srv.Addr())
-	n := 0
-	agentcheckpoint.RunFaults(t, func(*testing.T) toolstage.Checkpointer {
-		n++ // each scenario its own prefix: an empty store
-		return redisstore.NewCheckpointer(c, redisstore.WithPrefix(fmt.Sprintf("agentfaults%d:", n)))
-	})
-}
-
-// The agent's crash-resume scenario on Redis: a run cut off and resumed
-// by new Agent values runs each tool exactly once, with the calls run per
-// tool in the test's log.
-func TestCheckpointerResumeAfterCrash(t *testing.T) {
-	srv := startRedis(t)
-	cp := redisstore.NewCheckpointer(newClient(t, srv.Addr()), redisstore.WithPrefix("crash:"))
-	counts := agentcheckpoint.ResumeAfterCrash(t, cp)
-	t.Logf("redis-server %s: calls run per tool: %s", srv.Addr(), counts)
-	state, v, err := cp.Load(context.Background(), "checkpointtest-crash")
-	if err != nil || state == nil || v < 5 {
-		t.Errorf("Load after the run = %d bytes, version %d, %v; want the final state", len(state), v, err)
-	}
 }
 
 func TestCheckpointerKeyAndTTL(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/guard"
-	"github.com/toolguard/toolguard/internal/storefault"
 	"github.com/toolguard/toolguard/toolstage"
 )
 
@@ -40,9 +39,9 @@ func RunFaults(t *testing.T, newCheckpointer func(t *testing.T) toolstage.Checkp
 }
 
 // faulty wraps cp with the faults of saves and loads (see
-// storefault.Faulty).
-func faulty(cp toolstage.Checkpointer, saves, loads map[int]storefault.Fault) toolstage.Checkpointer {
-	return &storefault.Faulty{Checkpointer: cp, Saves: saves, Loads: loads}
+// Faulty).
+func faulty(cp toolstage.Checkpointer, saves, loads map[int]Fault) toolstage.Checkpointer {
+	return &Faulty{Checkpointer: cp, Saves: saves, Loads: loads}
 }
 
 // failedInterruptSave: the save of the interrupt fails (nothing is
@@ -51,8 +50,8 @@ func faulty(cp toolstage.Checkpointer, saves, loads map[int]storefault.Fault) to
 func failedInterruptSave(t *testing.T, cp toolstage.Checkpointer) {
 	b := bank{t: t}
 	ctx := guard.WithThread(context.Background(), "fault-interrupt-save")
-	batch, err := b.stage(faulty(cp, map[int]storefault.Fault{1: storefault.Fail}, nil)).Run(ctx, batchCalls())
-	if !errors.Is(err, storefault.ErrInjected) {
+	batch, err := b.stage(faulty(cp, map[int]Fault{1: Fail}, nil)).Run(ctx, batchCalls())
+	if !errors.Is(err, ErrInjected) {
 		t.Fatalf("Run() with the interrupt's save failing: error = %v, want the store's", err)
 	}
 	if batch == nil || batch.Interrupt != nil {
@@ -75,7 +74,7 @@ func failedInterruptSave(t *testing.T, cp toolstage.Checkpointer) {
 func lostInterruptReply(t *testing.T, cp toolstage.Checkpointer) {
 	b := bank{t: t}
 	ctx := guard.WithThread(context.Background(), "fault-interrupt-reply")
-	batch, err := b.stage(faulty(cp, map[int]storefault.Fault{1: storefault.LoseReply}, nil)).Run(ctx, batchCalls())
+	batch, err := b.stage(faulty(cp, map[int]Fault{1: LoseReply}, nil)).Run(ctx, batchCalls())
 	if err != nil || batch.Interrupt == nil {
 		t.Fatalf("Run() with the interrupt's reply lost after the write: error = %v, want the interrupt (the save was applied)", err)
 	}
@@ -93,9 +92,9 @@ func lostInterruptReply(t *testing.T, cp toolstage.Checkpointer) {
 func lostInterruptReplyStoreDown(t *testing.T, cp toolstage.Checkpointer) {
 	b := bank{t: t}
 	ctx := guard.WithThread(context.Background(), "fault-interrupt-down")
-	down := faulty(cp, map[int]storefault.Fault{1: storefault.LoseReply}, map[int]storefault.Fault{1: storefault.Fail})
+	down := faulty(cp, map[int]Fault{1: LoseReply}, map[int]Fault{1: Fail})
 	batch, err := b.stage(down).Run(ctx, batchCalls())
-	if !errors.Is(err, storefault.ErrInjected) {
+	if !errors.Is(err, ErrInjected) {
 		t.Fatalf("Run() with the interrupt's reply lost and the store down: error = %v, want the store's", err)
 	}
 	if batch == nil || batch.Interrupt != nil || len(batch.Outcomes) != 2 || !errors.Is(batch.Outcomes[1].Err, toolstage.ErrCallNotStarted) {
@@ -112,7 +111,7 @@ func failedResumeLoad(t *testing.T, cp toolstage.Checkpointer) {
 	b := bank{t: t}
 	ctx := guard.WithThread(context.Background(), "fault-resume-load")
 	in := pause(t, ctx, &b, cp)
-	if _, err := b.stage(faulty(cp, nil, map[int]storefault.Fault{1: storefault.Fail})).Resume(ctx, in, accept(in)...); !errors.Is(err, storefault.ErrInjected) {
+	if _, err := b.stage(faulty(cp, nil, map[int]Fault{1: Fail})).Resume(ctx, in, accept(in)...); !errors.Is(err, ErrInjected) {
 		t.Fatalf("Resume() with the store unreadable: error = %v, want the store's", err)
 	}
 	if n := b.count("transfer_money"); n != 0 {
@@ -129,7 +128,7 @@ func failedClaim(t *testing.T, cp toolstage.Checkpointer) {
 	b := bank{t: t}
 	ctx := guard.WithThread(context.Background(), "fault-claim")
 	in := pause(t, ctx, &b, cp)
-	if _, err := b.stage(faulty(cp, map[int]storefault.Fault{1: storefault.Fail}, nil)).Resume(ctx, in, accept(in)...); !errors.Is(err, storefault.ErrInjected) {
+	if _, err := b.stage(faulty(cp, map[int]Fault{1: Fail}, nil)).Resume(ctx, in, accept(in)...); !errors.Is(err, ErrInjected) {
 		t.Fatalf("Resume() with the claim failing: error = %v, want the store's", err)
 	}
 	if n := b.count("transfer_money"); n != 0 {
@@ -142,7 +141,7 @@ func failedClaim(t *testing.T, cp toolstage.Checkpointer) {
 // lostClaimReply: the claim is stored and its reply lost. The Stage reads
 // its own claim back and runs the transfer, once; a replay is refused.
 func lostClaimReply(t *testing.T, cp toolstage.Checkpointer) {
-	ownClaim(t, cp, "fault-claim-reply", storefault.LoseReply)
+	ownClaim(t, cp, "fault-claim-reply", LoseReply)
 }
 
 // conflictAfterOwnClaim: the claim is stored and the store reports a
@@ -150,16 +149,16 @@ func lostClaimReply(t *testing.T, cp toolstage.Checkpointer) {
 // claim back and runs the transfer, once, not refusing as if another
 // resume came first; a replay is refused.
 func conflictAfterOwnClaim(t *testing.T, cp toolstage.Checkpointer) {
-	ownClaim(t, cp, "fault-claim-conflict", storefault.ConflictAfterWrite)
+	ownClaim(t, cp, "fault-claim-conflict", ConflictAfterWrite)
 }
 
 // ownClaim resumes an interrupt on cp with fault on the claim's save, and
 // checks that the Stage took its claim for its own.
-func ownClaim(t *testing.T, cp toolstage.Checkpointer, thread string, fault storefault.Fault) {
+func ownClaim(t *testing.T, cp toolstage.Checkpointer, thread string, fault Fault) {
 	b := bank{t: t}
 	ctx := guard.WithThread(context.Background(), thread)
 	in := pause(t, ctx, &b, cp)
-	batch, err := b.stage(faulty(cp, map[int]storefault.Fault{1: fault}, nil)).Resume(ctx, in, accept(in)...)
+	batch, err := b.stage(faulty(cp, map[int]Fault{1: fault}, nil)).Resume(ctx, in, accept(in)...)
 	resumed(t, &b, batch, err)
 	if _, err := b.stage(cp).Resume(ctx, travel(t, in), accept(in)...); !errors.Is(err, toolstage.ErrInterruptRefused) {
 		t.Errorf("a replayed Resume() after the %v claim: error = %v, want ErrInterruptRefused", fault, err)
@@ -177,8 +176,8 @@ func lostClaimReplyStoreDown(t *testing.T, cp toolstage.Checkpointer) {
 	in := pause(t, ctx, &b, cp)
 	// Load 1 reads the state; load 2 would be the Stage's look for its own
 	// claim.
-	down := faulty(cp, map[int]storefault.Fault{1: storefault.LoseReply}, map[int]storefault.Fault{2: storefault.Fail})
-	if _, err := b.stage(down).Resume(ctx, in, accept(in)...); !errors.Is(err, storefault.ErrInjected) {
+	down := faulty(cp, map[int]Fault{1: LoseReply}, map[int]Fault{2: Fail})
+	if _, err := b.stage(down).Resume(ctx, in, accept(in)...); !errors.Is(err, ErrInjected) {
 		t.Fatalf("Resume() with the claim's reply lost and the store down: error = %v, want the store's", err)
 	}
 	if _, err := b.stage(cp).Resume(ctx, in, accept(in)...); !errors.Is(err, toolstage.ErrInterruptRefused) {

@@ -1,4 +1,4 @@
-package agentcheckpoint
+package agent_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package agentcheckpoint
+package agent_test
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/guard"
-	"github.com/toolguard/toolguard/internal/storefault"
 	"github.com/toolguard/toolguard/toolstage"
+	"github.com/toolguard/toolguard/toolstage/checkpointtest"
 )
 
 // The fault scenarios share one story: the model pays alice 25 with
@@ -238,14 +238,14 @@ type approvalOutcome struct {
 // approval, in one turn on a store whose saves and loads fail as saves
 // and loads say, and carries on with the thread on the store without
 // faults.
-func approvalScenario(t *testing.T, cp toolstage.Checkpointer, thread string, saves, loads map[int]storefault.Fault) approvalOutcome {
+func approvalScenario(t *testing.T, cp toolstage.Checkpointer, thread string, saves, loads map[int]checkpointtest.Fault) approvalOutcome {
 	t.Helper()
 	pay := newPayments()
 	notify := toolstage.NewSchemaTool("notify_manager", "Tell the manager.", nil, func(context.Context, map[string]any) (string, error) {
 		return "notified", nil
 	})
 	model := &payer{Siblings: []string{"notify_manager"}}
-	faulty := &storefault.Faulty{Checkpointer: cp, Saves: saves, Loads: loads}
+	faulty := &checkpointtest.Faulty{Checkpointer: cp, Saves: saves, Loads: loads}
 	process := func(cp toolstage.Checkpointer) *agent.Agent {
 		return agent.New(model, toolstage.New([]toolstage.Tool{pay.Tool(), notify}, toolstage.WithApprovalFor("notify_manager")), agent.WithCheckpointer(cp))
 	}
@@ -262,7 +262,7 @@ func approvalScenario(t *testing.T, cp toolstage.Checkpointer, thread string, sa
 func FailedInterruptSave(t *testing.T, cp toolstage.Checkpointer) int {
 	t.Helper()
 	// Save 1: the turn, before its calls run; save 2: the interrupt.
-	o := approvalScenario(t, cp, "fault-failed-save", map[int]storefault.Fault{2: storefault.Fail}, nil)
+	o := approvalScenario(t, cp, "fault-failed-save", map[int]checkpointtest.Fault{2: checkpointtest.Fail}, nil)
 	t.Logf("Run() with the interrupt's save failing: error = %v", o.runErr)
 	checkCarried(t, "a failed interrupt save after a paying sibling", o.pay, o.res, o.err)
 	return o.pay.Count()
@@ -273,7 +273,7 @@ func FailedInterruptSave(t *testing.T, cp toolstage.Checkpointer) int {
 // thread go on. It returns the number of payments.
 func LostInterruptReply(t *testing.T, cp toolstage.Checkpointer) int {
 	t.Helper()
-	o := approvalScenario(t, cp, "fault-lost-reply", map[int]storefault.Fault{2: storefault.LoseReply}, nil)
+	o := approvalScenario(t, cp, "fault-lost-reply", map[int]checkpointtest.Fault{2: checkpointtest.LoseReply}, nil)
 	var in *toolstage.Interrupt
 	if !errors.As(o.runErr, &in) {
 		t.Errorf("Run() with the interrupt's reply lost: error = %v, want the *Interrupt (the save was applied)", o.runErr)
@@ -305,7 +305,7 @@ func ConflictAfterOwnWrite(t *testing.T, cp toolstage.Checkpointer) int {
 		t.Fatalf("Run() error = %v, want an *Interrupt", err)
 	}
 	// The resume's first save claims the interrupt.
-	res, err := carry(ctx, process(&storefault.Faulty{Checkpointer: cp, Saves: map[int]storefault.Fault{1: storefault.ConflictAfterWrite}}), err)
+	res, err := carry(ctx, process(&checkpointtest.Faulty{Checkpointer: cp, Saves: map[int]checkpointtest.Fault{1: checkpointtest.ConflictAfterWrite}}), err)
 	checkCarried(t, "a conflict reported for Resume's own write", pay, res, err)
 	if n := notified.Load(); n != 1 {
 		t.Errorf("the approved notify_manager ran %d times, want 1", n)

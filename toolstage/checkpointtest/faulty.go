@@ -1,11 +1,10 @@
-// Package storefault injects faults into chosen calls of a
-// toolstage.Checkpointer, as testing/iotest's readers do for an
-// io.Reader: a call that fails, a save applied and its reply lost, a save
-// applied and reported as a conflict. toolguard's tests use it to hold the
-// tool stage and the agent to what a store's faults may do to them; a
-// store's author needs none of it (toolstage/checkpointtest.RunFaults runs
-// these faults over the author's store).
-package storefault
+// Faulty, Fault and ErrInjected inject faults into chosen calls of a
+// toolstage.Checkpointer, as testing/iotest's readers do for an io.Reader:
+// a call that fails, a save applied and its reply lost, a save applied and
+// reported as a conflict. RunFaults runs them over a store; the tests of
+// code that uses a Checkpointer (a host loop of its own) use them to hold
+// it to what a store's faults may do.
+package checkpointtest
 
 import (
 	"context"
@@ -17,7 +16,7 @@ import (
 )
 
 // ErrInjected is the error [Faulty] returns for the faults it injects.
-var ErrInjected = errors.New("storefault: injected store fault")
+var ErrInjected = errors.New("checkpointtest: injected store fault")
 
 // Fault is what [Faulty] does to one call of its store.
 type Fault int

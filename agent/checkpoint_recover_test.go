@@ -1,4 +1,4 @@
-package agentcheckpoint
+package agent_test
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/guard"
-	"github.com/toolguard/toolguard/internal/storefault"
 	"github.com/toolguard/toolguard/toolstage"
+	"github.com/toolguard/toolguard/toolstage/checkpointtest"
 )
 
 // RunFaults runs the fault scenarios against the stores newCheckpointer
@@ -42,8 +42,8 @@ func RunFaults(t *testing.T, newCheckpointer func(t *testing.T) toolstage.Checkp
 // be read again during the run (its first load opens the run; the next two
 // are the run's attempts to find its own write), so the run cannot tell
 // its interrupt was stored.
-func lostAndDown() (saves, loads map[int]storefault.Fault) {
-	return map[int]storefault.Fault{2: storefault.LoseReply}, map[int]storefault.Fault{2: storefault.Fail, 3: storefault.Fail}
+func lostAndDown() (saves, loads map[int]checkpointtest.Fault) {
+	return map[int]checkpointtest.Fault{2: checkpointtest.LoseReply}, map[int]checkpointtest.Fault{2: checkpointtest.Fail, 3: checkpointtest.Fail}
 }
 
 // wedged runs the paying turn with notify_manager awaiting approval on cp
@@ -62,9 +62,9 @@ func wedged(t *testing.T, cp toolstage.Checkpointer, thread string) (func() *age
 	}
 	saves, loads := lostAndDown()
 	ctx := guard.WithThread(context.Background(), thread)
-	_, err := process(&storefault.Faulty{Checkpointer: cp, Saves: saves, Loads: loads}).Run(ctx, "Pay alice 25 and tell the manager.")
+	_, err := process(&checkpointtest.Faulty{Checkpointer: cp, Saves: saves, Loads: loads}).Run(ctx, "Pay alice 25 and tell the manager.")
 	var in *toolstage.Interrupt
-	if err == nil || errors.As(err, &in) || !errors.Is(err, storefault.ErrInjected) {
+	if err == nil || errors.As(err, &in) || !errors.Is(err, checkpointtest.ErrInjected) {
 		t.Fatalf("Run() with the interrupt's reply lost and the store unreadable: error = %v, want the store's error", err)
 	}
 	if _, err := process(cp).Run(ctx, followUp); !errors.Is(err, agent.ErrRunUnfinished) {
