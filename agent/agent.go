@@ -98,7 +98,6 @@ func New(model llms.Model, stage *toolstage.Stage, opts ...Option) *Agent {
 	return a
 }
 
-
 // modelCallsKey is the context key of a run's model-call counter.
 type modelCallsKey struct{}
 
