@@ -25,11 +25,13 @@ import (
 // openaiWeatherArgs are get_weather's arguments.
 type openaiWeatherArgs struct {
 	City string `json:"city"`
+	Days int    `json:"days,omitempty"`
 }
 
 // A call whose city is a number is re-asked by httpguard inside one SDK
 // call: the program never sees it, the stage runs only the corrected call,
-// and runs it as httpguard validated it (the call record holds it).
+// and runs it as httpguard validated it, its days coerced from "3" to 3
+// (the call record holds exactly the arguments the SDK read).
 func TestOpenAIChatReaskRunsOnlyCorrectedCall(t *testing.T) {
 	t.Parallel()
 	for _, mode := range openaiModes() {
@@ -37,15 +39,15 @@ func TestOpenAIChatReaskRunsOnlyCorrectedCall(t *testing.T) {
 			t.Parallel()
 			srv := fp.New(
 				fp.Reply(fp.Text("Let me check."), fp.Call("get_weather", `{"city": 42}`)),
-				fp.Reply(fp.Call("get_weather", `{"city": "Paris"}`)),
+				fp.Reply(fp.Call("get_weather", `{"city": "Paris", "days": "3"}`)),
 				fp.Reply(fp.Text("It is sunny in Paris.")),
 			)
 			defer srv.Close()
 			world := &openaiLedger{}
 			weather := toolstage.NewTool("get_weather", "The current weather of a city.",
 				func(_ context.Context, a openaiWeatherArgs) (string, error) {
-					world.add("get_weather %s", a.City)
-					return "sunny, 21 C in " + a.City, nil
+					world.add("get_weather %s %d", a.City, a.Days)
+					return fmt.Sprintf("sunny, 21 C in %s for %d days", a.City, a.Days), nil
 				})
 			var events openaiEventLog
 			stage := toolstage.New([]toolstage.Tool{weather}, toolstage.WithEventHandler(events.handle))
@@ -71,17 +73,18 @@ func TestOpenAIChatReaskRunsOnlyCorrectedCall(t *testing.T) {
 			if got := openaiRequestsHolding(srv, `"call_1"`); !slices.Equal(got, []int{2}) {
 				t.Errorf("call_1 is in requests %v, want [2] (the re-ask only)", got)
 			}
-			if got := world.list(); !slices.Equal(got, []string{"get_weather Paris"}) {
+			if got := world.list(); !slices.Equal(got, []string{"get_weather Paris 3"}) {
 				t.Errorf("tool runs %q, want the corrected call's only", got)
 			}
 			if !slices.Equal(p.validated, []bool{true}) {
 				t.Errorf("httpguard validated the calls handed to the stage: %v, want [true]", p.validated)
 			}
-			if len(p.outcomes) != 1 || p.outcomes[0].Call.ID != "call_2" || p.outcomes[0].Err != nil {
-				t.Errorf("outcomes %+v, want call_2's, without error", p.outcomes)
+			if len(p.outcomes) != 1 || p.outcomes[0].Call.ID != "call_2" || p.outcomes[0].Err != nil ||
+				string(p.outcomes[0].Call.Args) != `{"city":"Paris","days":3}` {
+				t.Errorf("outcomes %+v, want call_2's as httpguard wrote it back, without error", p.outcomes)
 			}
 			last := string(reqs[2].Body)
-			if !strings.Contains(last, `"tool_call_id":"call_2"`) || !strings.Contains(last, "sunny, 21 C in Paris") {
+			if !strings.Contains(last, `"tool_call_id":"call_2"`) || !strings.Contains(last, "sunny, 21 C in Paris for 3 days") {
 				t.Errorf("the second turn does not carry the tool message:\n%s", last)
 			}
 			// Through Scope, httpguard reports to the stage's handler.
@@ -226,6 +229,33 @@ func openaiBankTools(process string, world *openaiLedger) []toolstage.Tool {
 	}
 }
 
+// openaiInterruptKey is the bank's interrupt key, which every process of
+// it has.
+const openaiInterruptKey = "the application's 32-byte secret"
+
+// openaiBankProcess is one process of the bank's program: a Stage of its
+// own (the same tools, key and redis-server as every other process), its
+// own client through httpguard, its own Redis connection, its own events.
+type openaiBankProcess struct {
+	*chatProgram
+	events *openaiEventLog
+}
+
+// startOpenAIBankProcess starts process name: transfer_money waits for a
+// person, interrupts are signed and kept on the redis-server at redisAddr,
+// and the tools' runs go to world.
+func startOpenAIBankProcess(t *testing.T, name string, srv *fp.Server, redisAddr string, world *openaiLedger, stream bool) openaiBankProcess {
+	t.Helper()
+	events := &openaiEventLog{}
+	stage := toolstage.New(openaiBankTools(name, world),
+		toolstage.WithApprovalFor("transfer_money"),
+		toolstage.WithMaxConcurrency(1), // the ledger's order is the calls'
+		toolstage.WithInterruptKey([]byte(openaiInterruptKey)),
+		toolstage.WithCheckpointer(redisstore.NewCheckpointer(openaiRedisClient(t, redisAddr))),
+		toolstage.WithEventHandler(events.handle))
+	return openaiBankProcess{newChatProgram(t, name, srv, stage, stream, "Pay bob 50 EUR, and tell me my balances."), events}
+}
+
 // openaiAcceptAll returns a decision accepting each pending call of in.
 func openaiAcceptAll(in *toolstage.Interrupt) []toolstage.Decision {
 	var ds []toolstage.Decision
@@ -257,20 +287,8 @@ func TestOpenAIChatApprovalAcrossProcesses(t *testing.T) {
 			)
 			defer srv.Close()
 			world := &openaiLedger{} // the bank both processes act on
-			key := []byte("the application's 32-byte secret")
-			type process struct {
-				*chatProgram
-				events *openaiEventLog
-			}
-			start := func(name string) process {
-				events := &openaiEventLog{}
-				stage := toolstage.New(openaiBankTools(name, world),
-					toolstage.WithApprovalFor("transfer_money"),
-					toolstage.WithMaxConcurrency(1), // the ledger's order is the calls'
-					toolstage.WithInterruptKey(key),
-					toolstage.WithCheckpointer(redisstore.NewCheckpointer(openaiRedisClient(t, rs.Addr()))),
-					toolstage.WithEventHandler(events.handle))
-				return process{newChatProgram(t, name, srv, stage, mode.stream, "Pay bob 50 EUR, and tell me my balances."), events}
+			start := func(name string) openaiBankProcess {
+				return startOpenAIBankProcess(t, name, srv, rs.Addr(), world, mode.stream)
 			}
 			ctx := context.Background()
 
@@ -342,7 +360,7 @@ func TestOpenAIChatApprovalAcrossProcesses(t *testing.T) {
 			}
 
 			// The interrupt replayed, on either process: refused.
-			for _, p := range []process{b, a} {
+			for _, p := range []openaiBankProcess{b, a} {
 				replay := received()
 				if _, err := p.stage.Resume(p.stage.Scope(ctx), replay, openaiAcceptAll(replay)...); !errors.Is(err, toolstage.ErrInterruptRefused) {
 					t.Errorf("%s: replayed interrupt: %v, want ErrInterruptRefused", p.name, err)
@@ -442,5 +460,68 @@ func TestOpenAIChatToolRetryIdempotentOnly(t *testing.T) {
 				t.Errorf("the model is not told the charge's outcome is unknown:\n%s", last)
 			}
 		})
+	}
+}
+
+// Two processes resume the same interrupt at once, each having checked it
+// first (Stage.Decide: the signature, the state in Redis, the decisions;
+// nothing claimed yet): the claim in Redis lets exactly one run the
+// transfer, and the other is refused and runs nothing.
+func TestOpenAIChatApprovalClaimedOnceAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	rs := openaiRedisServer(t)
+	srv := fp.New(fp.Reply(fp.Call("transfer_money", `{"to": "bob", "amount": 50}`)))
+	defer srv.Close()
+	world := &openaiLedger{}
+	ctx := context.Background()
+	a := startOpenAIBankProcess(t, "process A", srv, rs.Addr(), world, false)
+	_, in, err := a.run(a.stage.Scope(ctx))
+	if err != nil || in == nil {
+		t.Fatalf("process A: run: %v, interrupt %v; want a pause", err, in)
+	}
+	data, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := startOpenAIBankProcess(t, "process B", srv, rs.Addr(), world, false)
+	var decided []*toolstage.Decided
+	for _, p := range []openaiBankProcess{a, b} {
+		var in toolstage.Interrupt
+		if err := json.Unmarshal(data, &in); err != nil {
+			t.Fatal(err)
+		}
+		d, err := p.stage.Decide(p.stage.Scope(ctx), &in, openaiAcceptAll(&in)...)
+		if err != nil {
+			t.Fatalf("%s: decide: %v", p.name, err)
+		}
+		decided = append(decided, d)
+	}
+	start := make(chan struct{})
+	errs := make(chan error, len(decided))
+	for _, d := range decided {
+		go func() {
+			<-start
+			_, err := d.Run(ctx)
+			errs <- err
+		}()
+	}
+	close(start)
+	var won, refused int
+	for range decided {
+		switch err := <-errs; {
+		case err == nil:
+			won++
+		case errors.Is(err, toolstage.ErrInterruptRefused):
+			refused++
+			t.Logf("the other resume: %v", err)
+		default:
+			t.Errorf("resume: %v", err)
+		}
+	}
+	if won != 1 || refused != 1 {
+		t.Errorf("%d resumes ran and %d were refused, want 1 and 1", won, refused)
+	}
+	if got := world.list(); len(got) != 1 || !strings.HasSuffix(got[0], "transfer_money bob 50") {
+		t.Errorf("tool runs %q, want one transfer", got)
 	}
 }
