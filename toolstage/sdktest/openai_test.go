@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cenkalti/backoff/v4"
@@ -413,10 +414,11 @@ func TestOpenAIChatToolRetryIdempotentOnly(t *testing.T) {
 			)
 			defer srv.Close()
 			world := &openaiLedger{}
+			var rateRuns atomic.Int32
 			rate := toolstage.Idempotent(toolstage.NewTool("get_rate", "The EUR exchange rate.",
 				func(_ context.Context, a openaiRateArgs) (string, error) {
 					world.add("get_rate %s", a.Currency)
-					if len(world.list()) == 1 {
+					if rateRuns.Add(1) == 1 { // the first run fails, transiently
 						return "", errors.New("rates API: status 503")
 					}
 					return "1 EUR = 1.08 " + a.Currency, nil
@@ -523,5 +525,110 @@ func TestOpenAIChatApprovalClaimedOnceAcrossProcesses(t *testing.T) {
 	}
 	if got := world.list(); len(got) != 1 || !strings.HasSuffix(got[0], "transfer_money bob 50") {
 		t.Errorf("tool runs %q, want one transfer", got)
+	}
+}
+
+// openaiInvoiceArgs are pay_invoice's arguments: user_id is the signed-in
+// user's, injected by the program.
+type openaiInvoiceArgs struct {
+	Invoice string `json:"invoice"`
+	UserID  string `json:"user_id" toolguard:"inject"`
+}
+
+// An approved call runs as the user it was approved for, on whichever
+// process resumes it: the interrupt carries neither the injected value nor
+// the one the model forged; process B resuming from a context that names
+// another user is refused (ErrDecisionRefused, nothing runs, the interrupt
+// still usable), and from the same user's runs it as that user.
+func TestOpenAIChatApprovalRunsAsTheApprovedUser(t *testing.T) {
+	t.Parallel()
+	rs := openaiRedisServer(t)
+	srv := fp.New(
+		fp.Reply(fp.Call("pay_invoice", `{"invoice": "INV-7", "user_id": "u-attacker"}`)),
+		fp.Reply(fp.Text("Invoice INV-7 is paid.")),
+	)
+	defer srv.Close()
+	world := &openaiLedger{}
+	start := func(name string) (*chatProgram, *openaiEventLog) {
+		events := &openaiEventLog{}
+		pay := toolstage.NewTool("pay_invoice", "Pay one of the signed-in user's invoices.",
+			func(_ context.Context, a openaiInvoiceArgs) (string, error) {
+				world.add("%s pay_invoice %s %s", name, a.Invoice, a.UserID)
+				return "paid " + a.Invoice, nil
+			})
+		stage := toolstage.New([]toolstage.Tool{pay},
+			toolstage.Inject("user_id", func(ctx context.Context, _ *toolstage.ToolCall) (any, error) {
+				u, ok := ctx.Value(openaiUserKey{}).(string)
+				if !ok {
+					return nil, errors.New("no signed-in user")
+				}
+				return u, nil
+			}),
+			toolstage.WithApprovalFor("pay_invoice"),
+			toolstage.WithInterruptKey([]byte(openaiInterruptKey)),
+			toolstage.WithCheckpointer(redisstore.NewCheckpointer(openaiRedisClient(t, rs.Addr()))),
+			toolstage.WithEventHandler(events.handle))
+		return newChatProgram(t, name, srv, stage, false, "Pay invoice INV-7."), events
+	}
+	as := func(user string) context.Context {
+		return context.WithValue(context.Background(), openaiUserKey{}, user)
+	}
+
+	a, aEvents := start("process A")
+	_, in, err := a.run(a.stage.Scope(as("u-alice")))
+	if err != nil || in == nil {
+		t.Fatalf("process A: run: %v, interrupt %v; want a pause", err, in)
+	}
+	a.stage.Attach(in, a.transcript())
+	data, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("process A: paused: %s %s(%s)", in.Pending[0].ID, in.Pending[0].Tool, in.Pending[0].Args)
+	for _, s := range []string{"u-alice", "u-attacker", "user_id"} {
+		if strings.Contains(string(data), s) {
+			t.Errorf("the interrupt holds %q:\n%s", s, data)
+		}
+	}
+	if n := len(aEvents.of(guard.EventForgedArgument)); n != 1 {
+		t.Errorf("process A: %d forged_argument events, want 1", n)
+	}
+
+	b, _ := start("process B")
+	received := func() *toolstage.Interrupt {
+		var in toolstage.Interrupt
+		if err := json.Unmarshal(data, &in); err != nil {
+			t.Fatal(err)
+		}
+		return &in
+	}
+	other := received()
+	if _, err := b.stage.Resume(b.stage.Scope(as("u-mallory")), other, openaiAcceptAll(other)...); !errors.Is(err, toolstage.ErrDecisionRefused) {
+		t.Fatalf("process B as u-mallory: %v, want ErrDecisionRefused", err)
+	} else {
+		t.Logf("process B as u-mallory: refused: %v", err)
+	}
+	if got := world.list(); len(got) != 0 {
+		t.Fatalf("tool runs %q after a refused resume", got)
+	}
+	ctxB := b.stage.Scope(as("u-alice"))
+	genuine := received()
+	batch, err := b.stage.Resume(ctxB, genuine, openaiAcceptAll(genuine)...)
+	if err != nil {
+		t.Fatalf("process B as u-alice: %v", err)
+	}
+	b.restore(genuine.Host)
+	b.appendResults(batch.Outcomes)
+	if answer, _, err := b.run(ctxB); err != nil || answer != "Invoice INV-7 is paid." {
+		t.Errorf("process B: answer %q, %v", answer, err)
+	}
+	if got, want := world.list(), []string{"process B pay_invoice INV-7 u-alice"}; !slices.Equal(got, want) {
+		t.Errorf("tool runs %q, want %q", got, want)
+	}
+	openaiLogRequests(t, srv)
+	for _, s := range []string{"u-alice", "u-attacker", "u-mallory", "user_id"} {
+		if got := openaiRequestsHolding(srv, s); got != nil {
+			t.Errorf("%q reached the provider in requests %v", s, got)
+		}
 	}
 }
