@@ -632,3 +632,61 @@ func TestOpenAIChatApprovalRunsAsTheApprovedUser(t *testing.T) {
 		}
 	}
 }
+
+// A forged user_id in arguments from which no key can be dropped —
+// truncated JSON, Python literals, data after the object, an array, a
+// string — is never shown to the provider again: httpguard re-asks the
+// call, and its replay of the rejected turn withholds the arguments (as
+// {}) rather than echo the forged value. The corrected call runs as the
+// signed-in user.
+func TestOpenAIChatForgedInBrokenArgumentsNeverReplayed(t *testing.T) {
+	t.Parallel()
+	for _, mode := range openaiModes() {
+		for _, bad := range []string{
+			`{"status": "open", "user_id": "u-attacker"`,
+			`{'status': 'open', 'user_id': 'u-attacker'}`,
+			`{"status": "open"} {"user_id": "u-attacker"}`,
+			`[{"status": "open", "user_id": "u-attacker"}]`,
+			`"status=open, user_id=u-attacker"`,
+			`{"status": "open", "\u0075ser_id": "u-attacker",`,
+		} {
+			t.Run(mode.name+" "+bad, func(t *testing.T) {
+				t.Parallel()
+				srv := fp.New(
+					fp.Reply(fp.Call("list_orders", bad)),
+					fp.Reply(fp.Call("list_orders", `{"status": "open"}`)),
+					fp.Reply(fp.Text("You have 2 open orders.")),
+				)
+				defer srv.Close()
+				world := &openaiLedger{}
+				orders := toolstage.NewTool("list_orders", "The signed-in user's orders with a status.",
+					func(_ context.Context, a openaiOrdersArgs) (string, error) {
+						world.add("list_orders %s %s", a.UserID, a.Status)
+						return "2 open orders: #1001, #1002", nil
+					})
+				stage := toolstage.New([]toolstage.Tool{orders},
+					toolstage.Inject("user_id", func(ctx context.Context, _ *toolstage.ToolCall) (any, error) {
+						return ctx.Value(openaiUserKey{}), nil
+					}))
+				p := newChatProgram(t, "program", srv, stage, mode.stream, "My open orders?")
+
+				ctx := context.WithValue(context.Background(), openaiUserKey{}, "u-alice")
+				if _, _, err := p.run(stage.Scope(ctx)); err != nil {
+					t.Fatal(err)
+				}
+				if n := len(srv.Requests()); n != 3 {
+					t.Fatalf("the provider got %d requests, want 3 (the bad call re-asked)", n)
+				}
+				for _, s := range []string{"u-attacker", "u-alice"} {
+					if got := openaiRequestsHolding(srv, s); got != nil {
+						openaiLogRequests(t, srv)
+						t.Errorf("%q reached the provider in requests %v", s, got)
+					}
+				}
+				if got := world.list(); !slices.Equal(got, []string{"list_orders u-alice open"}) {
+					t.Errorf("tool runs %q, want the corrected call's, as u-alice", got)
+				}
+			})
+		}
+	}
+}
