@@ -306,6 +306,9 @@ func TestOpenAIChatApprovalAcrossProcesses(t *testing.T) {
 			if len(in.Pending) != 1 || in.Pending[0].Tool != "transfer_money" || len(in.State) != 0 {
 				t.Fatalf("process A: interrupt %+v, want transfer_money pending and its state in Redis", in)
 			}
+			if ev := a.events.of(guard.EventApprovalPending); len(ev) != 1 || ev[0].CallID != "call_2" {
+				t.Errorf("process A: approval_pending events %+v, want one for call_2", ev)
+			}
 			a.stage.Attach(in, a.transcript()) // the program's own state, signed with the interrupt
 			data, err := json.Marshal(in)
 			if err != nil {
