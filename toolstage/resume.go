@@ -131,7 +131,7 @@ func (d *Decided) Run(ctx context.Context) (*Batch, error) {
 	if !d.ran.CompareAndSwap(false, true) {
 		return nil, fmt.Errorf("%w: it was already resumed", ErrInterruptRefused)
 	}
-	ctx = guard.WithThread(ctx, d.in.Thread)
+	ctx = guard.WithThread(d.s.withEvents(ctx), d.in.Thread)
 	if err := d.s.claim(ctx, d.in.ID, d.pr.pb, d.version); err != nil {
 		d.s.reportRefusal(ctx, err)
 		return nil, err
