@@ -254,3 +254,51 @@ func TestResumeJSONRoundTripAndReplay(t *testing.T) {
 		t.Errorf("runs (balance, payment, rate) = %v, want [1 1 1]", got)
 	}
 }
+
+// A call that needs approval but whose arguments its schema rejects is
+// never put to a person: the model reads why, as for any call, and the
+// tool does not run.
+func TestApprovalInvalidArgsNotPending(t *testing.T) {
+	t.Parallel()
+	var k bank
+	b, err := k.stage().Run(context.Background(), []guard.Call{call("call_1", "transfer_money", `{"amount": "lots", "to": "bob"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ve *validation.Error
+	if b.Interrupt != nil || len(b.Outcomes) != 1 || !errors.As(b.Outcomes[0].Err, &ve) || k.payments.Load() != 0 {
+		t.Errorf("Run() = %+v (Interrupt %+v), payment ran %d times; want a *validation.Error outcome, no pause, never run", b.Outcomes, b.Interrupt, k.payments.Load())
+	}
+}
+
+// A batch that a sibling ends (ErrStopRun) while a call waits for a
+// person does not pause: the waiting call never runs (ErrCallNotStarted),
+// nor does any call not started, and Run returns the stop.
+func TestApprovalBatchStopped(t *testing.T) {
+	t.Parallel()
+	var k bank
+	stop := toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(ctx context.Context, c *toolstage.ToolCall) (*toolstage.ToolResult, error) {
+			if c.Name == "get_balance" {
+				return nil, fmt.Errorf("%w: the session ended", toolstage.ErrStopRun)
+			}
+			return next(ctx, c)
+		}
+	})
+	b, err := k.stage(toolstage.WithMaxConcurrency(1), toolstage.WithToolMiddleware(stop)).Run(context.Background(), threeCalls())
+	if !errors.Is(err, toolstage.ErrStopRun) {
+		t.Fatalf("Run() error = %v, want ErrStopRun", err)
+	}
+	if b.Interrupt != nil {
+		t.Errorf("Interrupt = %+v, want none: the batch ended", b.Interrupt)
+	}
+	if got := ids(b.Outcomes); !slices.Equal(got, []string{"call_1", "call_2", "call_3"}) {
+		t.Fatalf("outcomes %q, want all three", got)
+	}
+	if !errors.Is(b.Outcomes[0].Err, toolstage.ErrStopRun) || !errors.Is(b.Outcomes[1].Err, toolstage.ErrCallNotStarted) || !errors.Is(b.Outcomes[2].Err, toolstage.ErrCallNotStarted) {
+		t.Errorf("outcomes = %+v, want the stop, then two calls not started", b.Outcomes)
+	}
+	if got := k.ran(); got != [3]int32{0, 0, 0} {
+		t.Errorf("runs (balance, payment, rate) = %v, want none", got)
+	}
+}
