@@ -2,6 +2,7 @@ package toolstage_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
@@ -68,5 +69,35 @@ func TestEventHandlerWithoutScope(t *testing.T) {
 				t.Errorf("tool middleware events after Resume for calls %q, want call_1 then call_2", calls)
 			}
 		})
+	}
+}
+
+// Resume's checks report to the Stage's WithEventHandler without Scope
+// too: an injector that fails when Resume sets an approved call's
+// injected arguments is reported (args_rejected, with the InjectError),
+// beside the refusal.
+func TestEventHandlerWithoutScopeOnDecide(t *testing.T) {
+	t.Parallel()
+	order := toolstage.NewTool("place_order", "Orders.", func(_ context.Context, a orderArgs) (string, error) {
+		return "ordered " + a.Item, nil
+	})
+	var events eventLog
+	stage := toolstage.New([]toolstage.Tool{order}, toolstage.Inject("user_id", userFromRequest),
+		toolstage.WithApprovalFor("place_order"), toolstage.WithEventHandler(events.handle))
+	b, err := stage.Run(asUser(context.Background(), "u-alice"), []guard.Call{call("call_1", "place_order", `{"item": "book"}`)})
+	if err != nil || b.Interrupt == nil {
+		t.Fatalf("Run() = %+v, %v; want a pause", b, err)
+	}
+	p := b.Interrupt.Pending[0]
+	// No user in the Resume's context: the injector fails.
+	if _, err := stage.Resume(context.Background(), b.Interrupt, decide(p, toolstage.Accept)); !errors.Is(err, toolstage.ErrDecisionRefused) {
+		t.Fatalf("Resume() without a user: error = %v, want ErrDecisionRefused", err)
+	}
+	var ie *toolstage.InjectError
+	if ev := events.of(guard.EventArgsRejected); len(ev) != 1 || !errors.As(ev[0].Err, &ie) || ev[0].CallID != "call_1" {
+		t.Errorf("args_rejected events = %+v, want one for call_1 with the InjectError", ev)
+	}
+	if ev := events.of(guard.EventApprovalRefused); len(ev) != 1 {
+		t.Errorf("approval_refused events = %+v, want one", ev)
 	}
 }

@@ -114,6 +114,7 @@ type Decided struct {
 // checkpoint) decides first, records, then runs. Resume is Decide, then
 // Run.
 func (s *Stage) Decide(ctx context.Context, in *Interrupt, decisions ...Decision) (*Decided, error) {
+	ctx = s.withEvents(ctx)
 	_, pr, version, err := s.prepare(ctx, in, decisions)
 	s.reportRefusal(ctx, err)
 	if err != nil {
