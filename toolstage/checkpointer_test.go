@@ -26,9 +26,9 @@ const raceRounds = 64
 // most once across both.
 func checkpointerScenarios(t *testing.T, newCP func(t *testing.T) toolstage.Checkpointer) {
 	// The interrupt holds no state (the store keeps it) and travels as
-	// JSON; it is resumed on the other Stage, every call's outcome in call
-	// order; a second Resume, on either Stage, is refused and runs
-	// nothing.
+	// JSON; a Stage without the store refuses it; it is resumed on the
+	// other Stage, every call's outcome in call order; a second Resume, on
+	// either Stage, is refused and runs nothing.
 	t.Run("shared by two stages", func(t *testing.T) {
 		cp := newCP(t)
 		var k bank
@@ -45,6 +45,10 @@ func checkpointerScenarios(t *testing.T, newCP func(t *testing.T) toolstage.Chec
 		var back toolstage.Interrupt
 		if err := json.Unmarshal(raw, &back); err != nil {
 			t.Fatal(err)
+		}
+		// A Stage without the store has no state to resume it from.
+		if _, err := k.stage().Resume(ctx, &back, decide(back.Pending[0], toolstage.Accept)); !errors.Is(err, toolstage.ErrInterruptRefused) {
+			t.Errorf("Resume() on a Stage without the store: error = %v, want ErrInterruptRefused", err)
 		}
 		b, err := second.Resume(ctx, &back, decide(back.Pending[0], toolstage.Accept))
 		if err != nil {
