@@ -101,3 +101,34 @@ func TestEventHandlerWithoutScopeOnDecide(t *testing.T) {
 		t.Errorf("approval_refused events = %+v, want one", ev)
 	}
 }
+
+// Scope sends the model stage's events to the Stage's WithEventHandler
+// too: one handler sees both stages, ToolArgValidation's repair of a call
+// and the tool stage's events of the same call.
+func TestScopeSendsBothStagesEvents(t *testing.T) {
+	t.Parallel()
+	note := toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(ctx context.Context, c *toolstage.ToolCall) (*toolstage.ToolResult, error) {
+			toolstage.ReportEvent(ctx, guard.Event{Kind: noted})
+			return next(ctx, c)
+		}
+	})
+	pay := toolstage.NewTool("transfer_money", "Pays.", func(context.Context, transferArgs) (string, error) {
+		return "paid", nil
+	})
+	var events eventLog
+	stage := toolstage.New([]toolstage.Tool{pay}, toolstage.WithToolMiddleware(note), toolstage.WithEventHandler(events.handle))
+	ctx := stage.Scope(context.Background())
+	calls := modelStage(t, ctx, []guard.Call{call("call_1", "transfer_money", `{"amount": "5", "to": "bob"}`)})
+	if _, err := stage.Run(ctx, calls); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for _, e := range events.all() {
+		seen = append(seen, e.Middleware+" "+string(e.Kind)+" "+e.CallID)
+	}
+	want := []string{"ToolArgValidation repaired call_1", "toolstage noted call_1"}
+	if !slices.Equal(seen, want) {
+		t.Errorf("events = %q, want %q", seen, want)
+	}
+}
