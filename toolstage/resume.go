@@ -114,6 +114,7 @@ type Decided struct {
 // checkpoint) decides first, records, then runs. Resume is Decide, then
 // Run.
 func (s *Stage) Decide(ctx context.Context, in *Interrupt, decisions ...Decision) (*Decided, error) {
+	ctx = s.withEvents(ctx)
 	_, pr, version, err := s.prepare(ctx, in, decisions)
 	s.reportRefusal(ctx, err)
 	if err != nil {
@@ -131,7 +132,7 @@ func (d *Decided) Run(ctx context.Context) (*Batch, error) {
 	if !d.ran.CompareAndSwap(false, true) {
 		return nil, fmt.Errorf("%w: it was already resumed", ErrInterruptRefused)
 	}
-	ctx = guard.WithThread(ctx, d.in.Thread)
+	ctx = guard.WithThread(d.s.withEvents(ctx), d.in.Thread)
 	if err := d.s.claim(ctx, d.in.ID, d.pr.pb, d.version); err != nil {
 		d.s.reportRefusal(ctx, err)
 		return nil, err

@@ -83,6 +83,7 @@ type Outcome struct {
 // arguments of calls that never reach it (a re-asked response's): Run
 // with no calls reports only those.
 func (s *Stage) Run(ctx context.Context, calls []guard.Call) (*Batch, error) {
+	ctx = s.withEvents(ctx)
 	record := guard.CallRecordFrom(ctx)
 	s.reportUnclaimed(ctx, record, calls)
 	calls = slices.Clone(calls)

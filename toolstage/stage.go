@@ -197,10 +197,19 @@ func (s *Stage) Scope(ctx context.Context) context.Context {
 	// (a sub-agent) does not inherit its caller's injected arguments.
 	ctx = guard.WithInjectedArgs(ctx, s.injected)
 	ctx, _ = guard.WithCallRecord(ctx)
-	// A stage run from a tool of another reports to its own handler, not
-	// its caller's.
+	return s.withEvents(ctx)
+}
+
+// withEvents returns ctx reporting to the stage's [WithEventHandler], when
+// it has one: Scope's context, and Run's and Resume's whatever context
+// they are given (a host with no model stage need not call Scope), so
+// that no event of the stage, a forged argument least of all, misses the
+// handler it was given. A stage run from a tool of another reports to its
+// own handler (none: slog's default for the loud events), never its
+// caller's.
+func (s *Stage) withEvents(ctx context.Context) context.Context {
 	if _, inTool := CallFrom(ctx); s.events != nil || inTool {
-		ctx = guard.WithEvents(ctx, s.events)
+		return guard.WithEvents(ctx, s.events)
 	}
 	return ctx
 }
