@@ -19,11 +19,13 @@ import (
 // anthropicProgram is an anthropic-sdk-go program's own loop over a
 // toolstage.Stage: its messages are the SDK's MessageParams, its tools the
 // stage's Definitions as ToolParams, and its client's HTTP client is
-// httpguard's.
+// httpguard's. With stream set it streams each message and accumulates
+// it (Message.Accumulate).
 type anthropicProgram struct {
 	t      *testing.T
 	client anthropic.Client
 	stage  *toolstage.Stage
+	stream bool
 	msgs   []anthropic.MessageParam
 	calls  int                // Messages.New calls made
 	ran    []*toolstage.Batch // the stage's batches, in order
@@ -46,7 +48,7 @@ func (p *anthropicProgram) run(ctx context.Context) (string, *toolstage.Interrup
 	ctx = p.stage.Scope(ctx) // httpguard validates against the stage's schemas, minus user_id
 	tools := anthropicTools(p.t, p.stage.Definitions())
 	for {
-		m, err := p.client.Messages.New(ctx, anthropic.MessageNewParams{
+		m, err := p.message(ctx, anthropic.MessageNewParams{
 			Model: "claude-sonnet-4-5", MaxTokens: 1024, Messages: p.msgs, Tools: tools,
 		})
 		if err != nil {
@@ -68,6 +70,23 @@ func (p *anthropicProgram) run(ctx context.Context) (string, *toolstage.Interrup
 		}
 		p.appendResults(batch.Outcomes)
 	}
+}
+
+// message calls the model: Messages.New, or Messages.NewStreaming with
+// every event accumulated.
+func (p *anthropicProgram) message(ctx context.Context, params anthropic.MessageNewParams) (*anthropic.Message, error) {
+	if !p.stream {
+		return p.client.Messages.New(ctx, params)
+	}
+	stream := p.client.Messages.NewStreaming(ctx, params)
+	defer stream.Close()
+	var acc anthropic.Message
+	for stream.Next() {
+		if err := acc.Accumulate(stream.Current()); err != nil {
+			return nil, err
+		}
+	}
+	return &acc, stream.Err()
 }
 
 // appendResults appends the outcomes as one user message of tool_result
@@ -171,12 +190,29 @@ func (r anthropicToolResult) text() string {
 	return b.String()
 }
 
+// anthropicMode is one of the two ways a program calls the model.
+type anthropicMode struct {
+	name   string
+	stream bool
+}
+
+func anthropicModes() []anthropicMode { return []anthropicMode{{"sync", false}, {"stream", true}} }
+
 // 1. A bad call (city a number) is re-asked by httpguard inside the
-// program's one Messages.New call; the program sees only the corrected
-// call (days coerced), the stage runs only it, and the program's
-// transcript never holds the bad one.
+// program's one Messages.New (or NewStreaming) call; the program sees only
+// the corrected call (days coerced), the stage runs only it, and the
+// program's transcript never holds the bad one.
 func TestAnthropicLoopBadCallReasked(t *testing.T) {
 	t.Parallel()
+	for _, mode := range anthropicModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			testAnthropicLoopBadCallReasked(t, mode.stream)
+		})
+	}
+}
+
+func testAnthropicLoopBadCallReasked(t *testing.T, stream bool) {
 	srv := fp.New(
 		fp.Reply(fp.Text("Let me check."), fp.Call("get_weather", `{"city": 42}`)),
 		fp.Reply(fp.Text("Sorry."), fp.Call("get_weather", `{"city": "Paris", "days": "3"}`)),
@@ -187,6 +223,7 @@ func TestAnthropicLoopBadCallReasked(t *testing.T) {
 	var events stageEvents
 	stage := toolstage.New(b.tools(), injectSignedInUser(), events.handler())
 	p := newAnthropicProgram(t, srv, stage, "Weather in Paris for 3 days?")
+	p.stream = stream
 
 	answer, in, err := p.run(withSignedInUser(context.Background(), "u-alice"))
 	logProviderRequests(t, srv)
@@ -199,6 +236,11 @@ func TestAnthropicLoopBadCallReasked(t *testing.T) {
 	}
 	if !strings.Contains(string(reqs[1].Body), "/city: expected string, got 42") {
 		t.Errorf("the re-ask does not carry the violation:\n%s", reqs[1].Body)
+	}
+	for i, r := range reqs {
+		if r.Stream != stream {
+			t.Errorf("request %d: stream %v, want %v", i+1, r.Stream, stream)
+		}
 	}
 	if got := b.runsOf("get_weather"); !slices.Equal(got, []string{`{"city":"Paris","days":3}`}) {
 		t.Errorf("get_weather ran with %q, want once with the corrected call", got)
@@ -223,6 +265,15 @@ func TestAnthropicLoopBadCallReasked(t *testing.T) {
 // the path (never the value), and the value is in no later request.
 func TestAnthropicLoopInjectedUserID(t *testing.T) {
 	t.Parallel()
+	for _, mode := range anthropicModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			testAnthropicLoopInjectedUserID(t, mode.stream)
+		})
+	}
+}
+
+func testAnthropicLoopInjectedUserID(t *testing.T, stream bool) {
 	srv := fp.New(
 		fp.Reply(fp.Call("transfer_money", `{"to": "mallory", "amount_eur": 5, "user_id": "u-attacker"}`)),
 		fp.Reply(fp.Text("Sent 5 EUR to mallory.")),
@@ -232,6 +283,7 @@ func TestAnthropicLoopInjectedUserID(t *testing.T) {
 	var events stageEvents
 	stage := toolstage.New(b.tools(), injectSignedInUser(), events.handler())
 	p := newAnthropicProgram(t, srv, stage, "Send 5 EUR to mallory.")
+	p.stream = stream
 
 	_, in, err := p.run(withSignedInUser(context.Background(), "u-alice"))
 	logProviderRequests(t, srv)
