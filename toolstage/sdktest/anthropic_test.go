@@ -492,3 +492,63 @@ func TestAnthropicLoopToolRetryIdempotentOnly(t *testing.T) {
 		t.Errorf("the program's tool results %+v, want the balance, then the transfer's unknown outcome", results)
 	}
 }
+
+// 3b. Two processes resume the same interrupt at once: both accept the
+// decisions (Decide: nothing claimed yet), then both run; the claim in
+// Redis lets exactly one run the calls, and the other is refused with
+// nothing run. The order is forced: both Decide before either Run.
+func TestAnthropicApprovalConcurrentResumesRunOnce(t *testing.T) {
+	t.Parallel()
+	redisSrv := startRedisServer(t)
+	srv := fp.New(fp.Reply(fp.Call("transfer_money", `{"to": "bob", "amount_eur": 500}`)))
+	defer srv.Close()
+	var b bank
+	ctx := withSignedInUser(context.Background(), "u-alice")
+	var events stageEvents
+	_, paused, err := newAnthropicProgram(t, srv, anthropicApprovalStage(t, &b, redisSrv.Addr(), &events), "Pay bob 500 EUR.").run(ctx)
+	if err != nil || paused == nil {
+		t.Fatalf("run: %v, interrupt %v; want a pause", err, paused)
+	}
+	wire, _ := json.Marshal(paused)
+
+	processes := []*toolstage.Stage{
+		anthropicApprovalStage(t, &b, redisSrv.Addr(), &events),
+		anthropicApprovalStage(t, &b, redisSrv.Addr(), &events),
+	}
+	decided := make([]*toolstage.Decided, len(processes))
+	for i, stage := range processes {
+		var in toolstage.Interrupt
+		_ = json.Unmarshal(wire, &in)
+		if decided[i], err = stage.Decide(ctx, &in, accept(&in)...); err != nil {
+			t.Fatalf("process %d: Decide: %v", i+1, err)
+		}
+	}
+	start := make(chan struct{})
+	errs := make(chan error, len(decided))
+	for _, d := range decided {
+		go func() {
+			<-start
+			_, err := d.Run(ctx)
+			errs <- err
+		}()
+	}
+	close(start)
+	var ran, refused int
+	for range decided {
+		switch err := <-errs; {
+		case err == nil:
+			ran++
+		case errors.Is(err, toolstage.ErrInterruptRefused):
+			refused++
+			t.Logf("refused: %v", err)
+		default:
+			t.Errorf("Run: %v", err)
+		}
+	}
+	if ran != 1 || refused != 1 {
+		t.Errorf("%d resumes ran and %d were refused, want 1 and 1", ran, refused)
+	}
+	if got := b.runsOf("transfer_money"); len(got) != 1 {
+		t.Errorf("transfer_money ran %d times, want once", len(got))
+	}
+}
