@@ -29,6 +29,10 @@ type anthropicProgram struct {
 	msgs   []anthropic.MessageParam
 	calls  int                // Messages.New calls made
 	ran    []*toolstage.Batch // the stage's batches, in order
+	// validated says, for each call handed to the stage, whether the
+	// scope's record holds it as validated by httpguard (so the stage
+	// does not check it again).
+	validated []bool
 }
 
 func newAnthropicProgram(t *testing.T, srv *fp.Server, stage *toolstage.Stage, prompt string) *anthropicProgram {
@@ -59,6 +63,10 @@ func (p *anthropicProgram) run(ctx context.Context) (string, *toolstage.Interrup
 		calls := anthropicCalls(m)
 		if len(calls) == 0 {
 			return anthropicText(m), nil, nil
+		}
+		for _, c := range calls {
+			// What the stage asks before it checks a call again.
+			p.validated = append(p.validated, guard.CallRecordFrom(ctx).Validated(c.ID, c.Name, string(c.Args)))
 		}
 		batch, err := p.stage.Run(ctx, calls)
 		if err != nil {
@@ -254,6 +262,11 @@ func testAnthropicLoopBadCallReasked(t *testing.T, stream bool) {
 	}
 	if answer != "It is sunny in Paris." {
 		t.Errorf("answer %q", answer)
+	}
+	// Checked once: httpguard validated the call against the stage's
+	// schema (Scope), and the record says so.
+	if !slices.Equal(p.validated, []bool{true}) {
+		t.Errorf("the scope's record holds the corrected call as validated: %v, want [true] (the stage would check it again)", p.validated)
 	}
 	t.Logf("events: %s", &events)
 }

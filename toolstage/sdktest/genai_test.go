@@ -25,6 +25,10 @@ type genaiProgram struct {
 	contents []*genai.Content
 	calls    int                // GenerateContent calls made
 	ran      []*toolstage.Batch // the stage's batches, in order
+	// validated says, for each call handed to the stage, whether the
+	// scope's record holds it as validated by httpguard (so the stage
+	// does not check it again).
+	validated []bool
 }
 
 func newGenaiProgram(t *testing.T, srv *fp.Server, stage *toolstage.Stage, prompt string) *genaiProgram {
@@ -63,6 +67,10 @@ func (p *genaiProgram) run(ctx context.Context) (string, *toolstage.Interrupt, e
 		calls := genaiCalls(p.t, resp)
 		if len(calls) == 0 {
 			return resp.Text(), nil, nil
+		}
+		for _, c := range calls {
+			// What the stage asks before it checks a call again.
+			p.validated = append(p.validated, guard.CallRecordFrom(ctx).Validated(c.ID, c.Name, string(c.Args)))
 		}
 		batch, err := p.stage.Run(ctx, calls)
 		if err != nil {
@@ -197,6 +205,12 @@ func TestGenaiLoopBadCallReasked(t *testing.T) {
 	}
 	if answer != "It is sunny in Paris." {
 		t.Errorf("answer %q", answer)
+	}
+	// Checked once: httpguard validated the call against the stage's
+	// schema (Scope), and the record says so though Gemini gave the call
+	// no id and genai hands the program its arguments as a map.
+	if !slices.Equal(p.validated, []bool{true}) {
+		t.Errorf("the scope's record holds the corrected call as validated: %v, want [true] (the stage would check it again)", p.validated)
 	}
 }
 
