@@ -227,22 +227,32 @@ func redisCheckpointer(t *testing.T, addr string) *redisstore.Checkpointer {
 // interrupts with (toolstage.WithInterruptKey): the application's secret.
 const interruptSecret = "the application's secret, 32 by"
 
-// tamperAmount returns the interrupt in JSON with its pending transfer's
-// amount_eur changed to amount, as a client that held it could: the
-// signature is the original's.
-func tamperAmount(t *testing.T, wire []byte, amount int) *toolstage.Interrupt {
+// tampered returns the interrupt in JSON decoded and changed by change,
+// as a client that held it could: the signature is the original's.
+func tampered(t *testing.T, wire []byte, change func(in *toolstage.Interrupt)) *toolstage.Interrupt {
 	t.Helper()
 	var in toolstage.Interrupt
 	if err := json.Unmarshal(wire, &in); err != nil {
 		t.Fatal(err)
 	}
-	var args map[string]any
-	if err := json.Unmarshal(in.Pending[0].Args, &args); err != nil {
-		t.Fatal(err)
-	}
-	args["amount_eur"] = amount
-	in.Pending[0].Args, _ = json.Marshal(args)
+	change(&in)
 	return &in
+}
+
+// raiseAmount sets the pending transfer's amount_eur to amount.
+func raiseAmount(amount int) func(in *toolstage.Interrupt) {
+	return func(in *toolstage.Interrupt) {
+		var args map[string]any
+		_ = json.Unmarshal(in.Pending[0].Args, &args)
+		args["amount_eur"] = amount
+		in.Pending[0].Args, _ = json.Marshal(args)
+	}
+}
+
+// rewriteHost replaces the program's state attached to the interrupt
+// (Stage.Attach) with host.
+func rewriteHost(host string) func(in *toolstage.Interrupt) {
+	return func(in *toolstage.Interrupt) { in.Host = json.RawMessage(host) }
 }
 
 // sameJSON reports whether a and b are the same JSON value (key order and
