@@ -439,3 +439,67 @@ func TestGenaiLoopToolRetryIdempotentOnly(t *testing.T) {
 		t.Errorf("the program's function responses %q, want the balance, then the transfer's unknown outcome as an error", got)
 	}
 }
+
+// 3b. Gemini gives calls no ids, so two pending calls of one tool share
+// the id "": each decision still reaches its own call (the digest binds
+// the call's place and arguments), the outcomes come back in call order,
+// and a decision whose digest is another interrupt's is refused with
+// nothing run.
+func TestGenaiApprovalIDlessPendingCalls(t *testing.T) {
+	t.Parallel()
+	srv := fp.New(
+		fp.Reply(fp.Call("transfer_money", `{"to": "bob", "amount_eur": 500}`), fp.Call("transfer_money", `{"to": "carol", "amount_eur": 20}`)),
+		fp.Reply(fp.Text("Sent 20 EUR to carol; the payment to bob was rejected.")),
+	)
+	defer srv.Close()
+	var b bank
+	var events stageEvents
+	stage := toolstage.New(b.tools(), injectSignedInUser(), events.handler(),
+		toolstage.WithApprovalFor("transfer_money"), toolstage.WithInterruptKey([]byte(interruptSecret)))
+	ctx := withSignedInUser(context.Background(), "u-alice")
+	p := newGenaiProgram(t, srv, stage, "Pay bob 500 EUR and carol 20 EUR.")
+	_, in, err := p.run(ctx)
+	if err != nil || in == nil || len(in.Pending) != 2 || in.Pending[0].ID != "" || in.Pending[1].ID != "" {
+		t.Fatalf("run: %v, interrupt %+v; want two pending calls without ids", err, in)
+	}
+	bob, carol := in.Pending[0], in.Pending[1]
+	if !sameJSON(bob.Args, `{"to":"bob","amount_eur":500}`) || !sameJSON(carol.Args, `{"to":"carol","amount_eur":20}`) || bob.Digest == carol.Digest {
+		t.Fatalf("pending %s and %s (digests %s, %s)", bob.Args, carol.Args, bob.Digest, carol.Digest)
+	}
+
+	// A decision carrying a digest of no pending call of this interrupt.
+	_, err = stage.Resume(ctx, in,
+		toolstage.Decision{CallID: "", Digest: strings.Repeat("0", len(bob.Digest)), Action: toolstage.Accept},
+		toolstage.Decision{CallID: "", Digest: carol.Digest, Action: toolstage.Accept})
+	var de *toolstage.DecisionError
+	if !errors.As(err, &de) || !errors.Is(err, toolstage.ErrDecisionRefused) || len(b.runsOf("transfer_money")) != 0 {
+		t.Fatalf("a decision with a forged digest: %v, runs %q; want a DecisionError and nothing run", err, b.runs)
+	}
+	t.Logf("forged digest refused: %v", err)
+
+	// Carol's accepted, bob's rejected, given in the other order.
+	batch, err := stage.Resume(ctx, in,
+		toolstage.Decision{CallID: carol.ID, Digest: carol.Digest, Action: toolstage.Accept},
+		toolstage.Decision{CallID: bob.ID, Digest: bob.Digest, Action: toolstage.Reject, Message: "not approved"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range batch.Outcomes {
+		got = append(got, o.Content)
+	}
+	if !slices.Equal(got, []string{"not approved", "sent 20 EUR to carol"}) || !errors.Is(batch.Outcomes[0].Err, toolstage.ErrCallRejected) {
+		t.Errorf("outcomes %q (first err %v), want bob's rejection then carol's payment", got, batch.Outcomes[0].Err)
+	}
+	if runs := b.runsOf("transfer_money"); !slices.Equal(runs, []string{`{"to":"carol","amount_eur":20,"user_id":"u-alice"}`}) {
+		t.Errorf("transfer_money ran with %q, want carol's payment only", runs)
+	}
+	p.appendResults(batch.Outcomes)
+	if _, _, err := p.run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"transfer_money: error: not approved", "transfer_money: sent 20 EUR to carol"}
+	if got := genaiFunctionResponses(t, srv.Requests()[1].Body); !slices.Equal(got, want) {
+		t.Errorf("function responses %q, want %q", got, want)
+	}
+}
