@@ -17,11 +17,14 @@ import (
 
 // genaiProgram is a genai program's own loop over a toolstage.Stage: its
 // contents are genai's, its tools the stage's Definitions as
-// FunctionDeclarations, and its client's HTTP client is httpguard's.
+// FunctionDeclarations, and its client's HTTP client is httpguard's. With
+// stream set it streams each answer (GenerateContentStream) and gathers
+// the chunks' parts into one content.
 type genaiProgram struct {
 	t        *testing.T
 	client   *genai.Client
 	stage    *toolstage.Stage
+	stream   bool
 	contents []*genai.Content
 	calls    int                // GenerateContent calls made
 	ran      []*toolstage.Batch // the stage's batches, in order
@@ -58,7 +61,7 @@ func (p *genaiProgram) run(ctx context.Context) (string, *toolstage.Interrupt, e
 	ctx = p.stage.Scope(ctx) // httpguard validates against the stage's schemas, minus user_id
 	config := &genai.GenerateContentConfig{Tools: genaiTools(p.stage.Definitions())}
 	for {
-		resp, err := p.client.Models.GenerateContent(ctx, "gemini-2.5-flash", p.contents, config)
+		resp, err := p.generate(ctx, config)
 		if err != nil {
 			return "", nil, err
 		}
@@ -82,6 +85,24 @@ func (p *genaiProgram) run(ctx context.Context) (string, *toolstage.Interrupt, e
 		}
 		p.appendResults(batch.Outcomes)
 	}
+}
+
+// generate calls the model: GenerateContent, or GenerateContentStream
+// with every chunk's parts gathered, in order, into one candidate.
+func (p *genaiProgram) generate(ctx context.Context, config *genai.GenerateContentConfig) (*genai.GenerateContentResponse, error) {
+	if !p.stream {
+		return p.client.Models.GenerateContent(ctx, "gemini-2.5-flash", p.contents, config)
+	}
+	gathered := &genai.Content{Role: genai.RoleModel}
+	for chunk, err := range p.client.Models.GenerateContentStream(ctx, "gemini-2.5-flash", p.contents, config) {
+		if err != nil {
+			return nil, err
+		}
+		if len(chunk.Candidates) > 0 && chunk.Candidates[0].Content != nil {
+			gathered.Parts = append(gathered.Parts, chunk.Candidates[0].Content.Parts...)
+		}
+	}
+	return &genai.GenerateContentResponse{Candidates: []*genai.Candidate{{Content: gathered}}}, nil
 }
 
 // appendResults appends the outcomes as one user content of function
@@ -170,6 +191,23 @@ func genaiFunctionResponses(t *testing.T, body []byte) []string {
 // never hold the bad one.
 func TestGenaiLoopBadCallReasked(t *testing.T) {
 	t.Parallel()
+	for _, mode := range genaiModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			testGenaiLoopBadCallReasked(t, mode.stream)
+		})
+	}
+}
+
+// genaiMode is one of the two ways a program calls the model.
+type genaiMode struct {
+	name   string
+	stream bool
+}
+
+func genaiModes() []genaiMode { return []genaiMode{{"sync", false}, {"stream", true}} }
+
+func testGenaiLoopBadCallReasked(t *testing.T, stream bool) {
 	srv := fp.New(
 		fp.Reply(fp.Text("Let me check."), fp.Call("get_weather", `{"city": 42}`)),
 		fp.Reply(fp.Text("Sorry."), fp.Call("get_weather", `{"city": "Paris", "days": "3"}`)),
@@ -180,6 +218,7 @@ func TestGenaiLoopBadCallReasked(t *testing.T) {
 	var events stageEvents
 	stage := toolstage.New(b.tools(), injectSignedInUser(), events.handler())
 	p := newGenaiProgram(t, srv, stage, "Weather in Paris for 3 days?")
+	p.stream = stream
 
 	answer, in, err := p.run(withSignedInUser(context.Background(), "u-alice"))
 	logProviderRequests(t, srv)
@@ -193,6 +232,11 @@ func TestGenaiLoopBadCallReasked(t *testing.T) {
 	}
 	if !strings.Contains(string(reqs[1].Body), "/city: expected string, got 42") {
 		t.Errorf("the re-ask does not carry the violation:\n%s", reqs[1].Body)
+	}
+	for i, r := range reqs {
+		if r.Stream != stream {
+			t.Errorf("request %d: stream %v, want %v", i+1, r.Stream, stream)
+		}
 	}
 	if got := b.runsOf("get_weather"); !slices.Equal(got, []string{`{"city":"Paris","days":3}`}) {
 		t.Errorf("get_weather ran with %q, want once with the corrected call", got)
@@ -221,6 +265,15 @@ func TestGenaiLoopBadCallReasked(t *testing.T) {
 // (never the value), and the value is in no later request.
 func TestGenaiLoopInjectedUserID(t *testing.T) {
 	t.Parallel()
+	for _, mode := range genaiModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			testGenaiLoopInjectedUserID(t, mode.stream)
+		})
+	}
+}
+
+func testGenaiLoopInjectedUserID(t *testing.T, stream bool) {
 	srv := fp.New(
 		fp.Reply(fp.Call("transfer_money", `{"to": "mallory", "amount_eur": 5, "user_id": "u-attacker"}`)),
 		fp.Reply(fp.Text("Sent 5 EUR to mallory.")),
@@ -230,6 +283,7 @@ func TestGenaiLoopInjectedUserID(t *testing.T) {
 	var events stageEvents
 	stage := toolstage.New(b.tools(), injectSignedInUser(), events.handler())
 	p := newGenaiProgram(t, srv, stage, "Send 5 EUR to mallory.")
+	p.stream = stream
 
 	_, in, err := p.run(withSignedInUser(context.Background(), "u-alice"))
 	logProviderRequests(t, srv)
