@@ -6,11 +6,13 @@
 // [toolstage.Stage.Run] as []guard.Call and the outcomes appended as the
 // SDK's tool-result messages. Against a loopback provider
 // (httpguard/fakeprovider) they show, per SDK: a bad call re-asked by
-// httpguard inside one SDK call and only the corrected call run; an
-// injected user_id the provider never sees and a model cannot set; a
-// batch paused for approval in one Stage value and resumed in another
-// sharing a Redis Checkpointer (a real redis-server), a replayed or
-// tampered interrupt refused with nothing run; ToolRetry repeating an
+// httpguard inside one SDK call (sync and streamed), only the corrected
+// call run, and not checked a second time by the stage; an injected
+// user_id the provider never sees and a model cannot set; a batch paused
+// for approval in one Stage value and resumed in another sharing a Redis
+// Checkpointer (a real redis-server), every call's outcome in call order,
+// a replayed or tampered interrupt refused with nothing run, and two
+// resumes at once running the calls once; ToolRetry repeating an
 // idempotent tool only.
 //
 // It holds only tests and is imported by nothing: a module of its own so
