@@ -391,8 +391,16 @@ func TestGenaiLoopApprovalAcrossProcesses(t *testing.T) {
 		}
 		t.Logf("process B: tampered interrupt (%s) refused: %v", tamper.name, err)
 	}
+	// Resumed from another signed-in user's request: the call was
+	// approved to run as u-alice, so it is refused, nothing runs, and the
+	// interrupt stays usable.
+	if _, err := stageB.Resume(withSignedInUser(context.Background(), "u-mallory"), &in, accept(&in)...); !errors.Is(err, toolstage.ErrDecisionRefused) {
+		t.Fatalf("process B: resumed as u-mallory: %v, want ErrDecisionRefused", err)
+	} else {
+		t.Logf("process B: resumed as u-mallory: refused: %v", err)
+	}
 	if n := len(b.runsOf("transfer_money")); n != 0 {
-		t.Fatalf("transfer_money ran %d times after tampered interrupts, want 0", n)
+		t.Fatalf("transfer_money ran %d times after tampered interrupts and another user's resume, want 0", n)
 	}
 
 	batch, err := stageB.Resume(ctx, &in, accept(&in)...)
@@ -447,8 +455,8 @@ func TestGenaiLoopApprovalAcrossProcesses(t *testing.T) {
 	if got := genaiFunctionResponses(t, reqs[1].Body); !slices.Equal(got, want) {
 		t.Errorf("B's function responses %q, want %q", got, want)
 	}
-	if refused := eventsB.of(guard.EventApprovalRefused); len(refused) != 3 {
-		t.Errorf("process B reported %d approval_refused events, want 3 (two tampered, one replayed)", len(refused))
+	if refused := eventsB.of(guard.EventApprovalRefused); len(refused) != 4 {
+		t.Errorf("process B reported %d approval_refused events, want 4 (two tampered, another user's, one replayed)", len(refused))
 	}
 }
 
