@@ -52,8 +52,8 @@ const (
 // says which calls were cut off and which never started.
 func (r *run) runTools(ctx context.Context, t *turn) error {
 	calls, b := t.calls, t.outcomes()
-	var sent []guard.Call
-	var at []int // each sent call's place in the turn
+	sent := make([]guard.Call, 0, len(calls))
+	at := make([]int, 0, len(calls)) // each sent call's place in the turn
 	for i, c := range calls {
 		if p := t.plan(i); p == callKnown || p == callLater {
 			continue

@@ -2,6 +2,7 @@ package toolstage
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 
 	"github.com/toolguard/toolguard/guard"
@@ -35,8 +36,8 @@ type callState struct {
 // attempts of one call concurrently (a hedge), so it is guarded.
 type callDone struct {
 	mu   sync.Mutex
-	ran  bool   // the tool was called
-	args string // the arguments it was called with, last attempt
+	ran  bool            // the tool was called
+	args json.RawMessage // the arguments it was called with, last attempt
 	// value is the stage's arguments as precheck decoded them, for the
 	// first attempt whose tool runs with them (takeValue): the tool need
 	// not decode them again. A tool may change the map it is given, so
@@ -61,14 +62,14 @@ func (d *callDone) takeValue() map[string]any {
 }
 
 // record notes that the tool was called with args.
-func (d *callDone) record(args string) {
+func (d *callDone) record(args json.RawMessage) {
 	d.mu.Lock()
 	d.ran, d.args = true, args
 	d.mu.Unlock()
 }
 
 // get returns whether the tool was called, and with which arguments last.
-func (d *callDone) get() (ran bool, args string) {
+func (d *callDone) get() (ran bool, args json.RawMessage) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.ran, d.args

@@ -112,21 +112,26 @@ func (s *Stage) runCalls(ctx context.Context, calls []guard.Call, gates []callGa
 				gate = gates[i]
 			}
 			var forged *guard.Event
-			run := c
+			var args string
 			if gate.pinned {
 				// Exactly the arguments pinned; the outcome keeps the call's.
-				run.Args = []byte(gate.args)
+				args = gate.args
 			} else {
 				// Values the model sent for injected arguments are dropped
-				// here, so that they are in neither the outcome nor the span.
-				run, forged = s.dropForged(record, c)
-				calls[i] = run
+				// here, so that they are in neither the outcome nor the span
+				// (Run gave runCalls a copy of its calls when any can have
+				// some).
+				if _, injects := s.injection[c.Name]; injects {
+					c, forged = s.dropForged(record, c)
+					calls[i] = c
+				}
+				args = string(c.Args)
 			}
 			st := &callState{
 				info:      CallInfo{ID: c.ID, Tool: c.Name, Thread: thread, Attempt: 1},
-				modelArgs: string(run.Args),
+				modelArgs: args,
 				tool:      s.tools[c.Name],
-				checked:   !gate.pinned && record.Validated(c.ID, c.Name, string(run.Args)),
+				checked:   !gate.pinned && record.Validated(c.ID, c.Name, args),
 				out:       &callDone{},
 				gate:      gate,
 			}
@@ -213,7 +218,7 @@ func (s *Stage) callTool(ctx context.Context, index int, c guard.Call, st *callS
 			perr := &ToolPanicError{Tool: st.info.Tool, CallID: c.ID, Value: p, Stack: debug.Stack()}
 			f.out = Outcome{Call: c, Err: perr, Content: errfmt.CallInterrupted} // whatever the tool did before it panicked is unknown
 			if ran, args := st.out.get(); ran {
-				f.out.Args = json.RawMessage(args)
+				f.out.Args = args
 			}
 			end("", errToolPanicked)
 		}
@@ -240,7 +245,7 @@ func (s *Stage) callTool(ctx context.Context, index int, c guard.Call, st *callS
 		}
 	}
 	if ran, ranArgs := st.out.get(); ran {
-		f.out.Args = json.RawMessage(ranArgs)
+		f.out.Args = ranArgs
 	}
 	switch {
 	case err != nil:
@@ -409,7 +414,7 @@ func (s *Stage) execute(ctx context.Context, call *ToolCall) (*ToolResult, error
 	if replaced {
 		ReportEvent(ctx, guard.Event{Kind: guard.EventArgsRewritten, Paths: changedPaths(st.stageArgs, args)})
 	}
-	st.out.record(string(args))
+	st.out.record(args)
 	if r := resultToolOf(t); r != nil { // a tool that returns a whole ToolResult (toolresult.go)
 		return callResultTool(ctx, r, args, value)
 	}

@@ -86,7 +86,9 @@ func (s *Stage) Run(ctx context.Context, calls []guard.Call) (*Batch, error) {
 	ctx = s.withEvents(ctx)
 	record := guard.CallRecordFrom(ctx)
 	s.reportUnclaimed(ctx, record, calls)
-	calls = slices.Clone(calls)
+	if s.approval.gated() || len(s.injection) > 0 {
+		calls = slices.Clone(calls) // forged values are dropped from it, not from the caller's
+	}
 	var skip []bool
 	var gates []callGate
 	var w waiting
@@ -94,7 +96,7 @@ func (s *Stage) Run(ctx context.Context, calls []guard.Call) (*Batch, error) {
 		skip, gates, w = s.approval.judge(ctx, record, calls)
 	}
 	outs, prog, err := s.runCalls(ctx, calls, gates, skip)
-	b := &Batch{}
+	b := new(Batch)
 	if err == nil && len(w.pending) > 0 {
 		in, perr := s.approval.pause(ctx, calls, outs, prog, w)
 		if perr != nil {
@@ -110,12 +112,15 @@ func (s *Stage) Run(ctx context.Context, calls []guard.Call) (*Batch, error) {
 			prog[i] = callNotStarted
 		}
 	}
+	n := 0 // the outcomes, in place
 	for i := range calls {
 		if prog[i] != callSkipped {
 			outs[i].Index = i
-			b.Outcomes = append(b.Outcomes, outs[i])
+			outs[n] = outs[i]
+			n++
 		}
 	}
+	b.Outcomes = outs[:n:n]
 	return b, err
 }
 
