@@ -8,20 +8,14 @@ import (
 	"sync/atomic"
 
 	"github.com/tmc/langchaingo/llms"
-	"github.com/toolguard/toolguard/errfmt"
 	"github.com/toolguard/toolguard/guard"
-	"github.com/toolguard/toolguard/internal/exactjson"
 	"github.com/toolguard/toolguard/middleware"
-	"github.com/toolguard/toolguard/validation"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // ErrMaxIterations is returned by Run, with the partial *[Result], when the
 // model still calls tools after the last iteration ([WithMaxIterations]).
 var ErrMaxIterations = errors.New("agent: the model did not finish within the maximum number of iterations")
-
-// ErrUnknownTool is wrapped by the Step.Err of a tool call that names no tool
-// of the agent. The model is told which tools exist and the run goes on.
-var ErrUnknownTool = errors.New("agent: unknown tool")
 
 // Agent is a tool-calling agent: it sends the model the user's input and
 // every tool's JSON Schema, runs the tool calls the model asks for, sends it
@@ -32,115 +26,65 @@ var ErrUnknownTool = errors.New("agent: unknown tool")
 // safe for concurrent use, as the built-in ones are).
 type Agent struct {
 	model    llms.Model // the model wrapped in the middlewares and the call counter
-	tools    map[string]Tool
-	names    []string          // the tools' names, sorted, for the unknown-tool message
+	stage    *toolstage.Stage
 	defs     []llms.Tool       // what the model is sent, built once
-	schemas  map[string]any    // each tool's Schema(), for ToolArgValidation (guard.WithToolSchemas)
 	callOpts []llms.CallOption // llms.WithTools(defs), or none without tools
 	system   string
 	maxIt    int
-	maxPar   int
 	// installers are the middlewares that install an observer, installed
 	// for each whole run (observe.go).
 	installers []guard.ObserverInstaller
-	// compiled is each tool's schema compiled once, for the tool stage's
-	// check of calls the model stage did not validate (nil: any object).
-	compiled  map[string]*validation.Schema
-	toolStage ToolHandler // the tool middlewares around execute
-	events    func(context.Context, guard.Event)
 	// stages are the run-level features, in order (turnstage.go): the
-	// checkpoints, the approval gate and the answer tool below, each when
-	// configured.
+	// checkpoints and the answer tool below, each when configured.
 	stages      []turnStage
 	checkpoints *checkpoints // WithCheckpointer (checkpoint.go); nil without
-	approval    *approval    // the gate and Resume's keys (approval.go); nil with neither approval nor a Checkpointer
 	output      *outputTool  // WithOutputSchema's answer tool (output.go); nil without
-	// Injected arguments (inject.go): per tool with any, by sent name.
-	injection map[string]injection
-	injected  map[string][]string // the names alone, for guard.WithInjectedArgs
-	injectors map[string]injector // Inject's functions, by property name
 }
 
-// New returns an agent that drives model with tools.
+// New returns an agent that drives model with the tools of stage, whose
+// tool stage runs every call the model asks for: its tool middlewares,
+// injected arguments, approval ([toolstage.WithApproval]), ToolRetry and
+// event handler are the agent's.
 //
-// Each tool's definition — name, description and Schema() as the
-// llms.FunctionDefinition.Parameters — is built once, here, and sent with
-// every model call through llms.WithTools. Parameters is always a
-// map[string]any, the one form every langchaingo provider accepts (googleai
-// requires it): a *[validation.Schema] becomes its Map(), a map is sent as
-// is, any other schema value is converted to a map once, and a nil schema
-// becomes {"type": "object", "properties": {}}. The original schemas reach
-// ToolArgValidation through the run's context, so a typed tool's Validate
-// hook is enforced by a re-ask, before the tool runs.
+// Each tool's definition — its name, description and schema as
+// [toolstage.Stage.Definitions] gives them — is sent with every model call
+// through llms.WithTools, its Parameters as a map[string]any, the one form
+// every langchaingo provider accepts (googleai requires it). The original
+// schemas reach ToolArgValidation through the run's context
+// ([toolstage.Stage.Scope]), so a typed tool's Validate hook is enforced
+// by a re-ask, before the tool runs.
 //
-// A tool with injected arguments ([Inject], [InjectArgs], a field tagged
-// `toolguard:"inject"`) is sent, and given to ToolArgValidation, with a
-// schema without them; New panics if no Inject supplies one of them.
-//
-// A tool whose name providers reject is sent under [SafeToolName] (see
-// [WithToolNames]). New panics if model is nil, a tool is nil, has an empty
-// name, or two tools share a (sent) name.
-func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
+// New panics if model or stage is nil, or [WithOutputSchema] is given and
+// a tool is named [OutputToolName].
+func New(model llms.Model, stage *toolstage.Stage, opts ...Option) *Agent {
 	if model == nil {
 		panic("agent: New called with a nil model")
 	}
-	cfg := config{maxIterations: DefaultMaxIterations, maxConcurrency: DefaultMaxConcurrency}
+	if stage == nil {
+		panic("agent: New called with a nil tool stage")
+	}
+	cfg := config{maxIterations: DefaultMaxIterations}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
 		}
 	}
-	a := &Agent{
-		tools:    make(map[string]Tool, len(tools)),
-		schemas:  make(map[string]any, len(tools)),
-		names:    make([]string, 0, len(tools)),
-		defs:     make([]llms.Tool, 0, len(tools)),
-		system:   cfg.systemPrompt,
-		maxIt:    cfg.maxIterations,
-		maxPar:   cfg.maxConcurrency,
-		compiled: make(map[string]*validation.Schema, len(tools)),
-		events:   cfg.events,
-	}
-	for i, t := range tools {
-		if t == nil {
-			panic(fmt.Sprintf("agent: New: tool %d is nil", i))
-		}
-		if t.Name() == "" {
-			panic(fmt.Sprintf("agent: New: tool %d has no name", i))
-		}
-		injected := injectedProps(t.Schema()) // Inject, InjectArgs, toolguard:"inject"
-		t = cfg.sentName(t)                   // a provider-safe name, see WithToolNames
-		name := t.Name()
-		if _, dup := a.tools[name]; dup {
-			panic(fmt.Sprintf("agent: New: two tools are named %q", name))
-		}
-		a.tools[name] = t
-		a.schemas[name] = t.Schema()
-		a.compiled[name] = compiledSchema(t)
-		a.names = append(a.names, name)
+	a := &Agent{stage: stage, system: cfg.systemPrompt, maxIt: cfg.maxIterations}
+	for _, d := range stage.Definitions() {
 		a.defs = append(a.defs, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-			Name:        name,
-			Description: t.Description(),
-			Parameters:  parameters(t.Schema()),
+			Name:        d.Name,
+			Description: d.Description,
+			Parameters:  d.Schema(),
 		}})
-		if len(injected) > 0 { // the model is sent the schema without them
-			a.setupInjection(&cfg, name, t, injected, &a.defs[len(a.defs)-1])
-		}
 	}
 	a.addOutputTool(cfg.output) // structured output (output.go)
-	slices.Sort(a.names)
-	a.approval = newApproval(cfg.approval, cfg.checkpointer, a) // panics on an approval naming no tool
 	if cfg.checkpointer != nil {
 		a.checkpoints = &checkpoints{a: a, cp: cfg.checkpointer}
 		a.stages = append(a.stages, a.checkpoints)
 	}
-	if a.approval.gated() {
-		a.stages = append(a.stages, a.approval)
-	}
 	if a.output != nil {
 		a.stages = append(a.stages, a.output)
 	}
-	a.toolStage = chainTools(cfg.toolMiddlewares, a.execute)
 	a.installers = installers(cfg.middlewares)
 	a.callOpts = slices.Clone(cfg.callOptions) // WithCallOptions, then the tools
 	if len(a.defs) > 0 {
@@ -152,49 +96,6 @@ func New(model llms.Model, tools []Tool, opts ...Option) *Agent {
 	mws := append(slices.Clone(cfg.middlewares), middleware.Func(countModelCalls))
 	a.model = middleware.Wrap(model, mws...)
 	return a
-}
-
-// compiledSchema returns t's schema compiled for the tool stage's check:
-// the tool's own when it has one (NewTool, NewSchemaTool), else Schema()
-// compiled; nil (any object) when there is none or it does not compile, as
-// ToolArgValidation fails open on it.
-func compiledSchema(t Tool) *validation.Schema {
-	if c, ok := t.(interface{ compiledSchema() *validation.Schema }); ok {
-		return c.compiledSchema()
-	}
-	if t.Schema() == nil {
-		return nil
-	}
-	s, err := validation.Compile(t.Schema())
-	if err != nil {
-		return nil
-	}
-	return s
-}
-
-// parameters returns schema in the form sent as FunctionDefinition.Parameters:
-// a map, which every provider takes (googleai takes nothing else).
-func parameters(schema any) any {
-	switch s := schema.(type) {
-	case nil:
-		return map[string]any{"type": "object", "properties": map[string]any{}}
-	case map[string]any:
-		return s
-	case *validation.Schema:
-		if s == nil {
-			return parameters(nil)
-		}
-		return s.Map()
-	}
-	raw, err := exactjson.Text(schema)
-	if err != nil {
-		return schema // let ToolArgValidation report the schema error
-	}
-	m, err := exactjson.DecodeObject(raw)
-	if err != nil {
-		return schema // let ToolArgValidation report the schema error
-	}
-	return m
 }
 
 // modelCallsKey is the context key of a run's model-call counter.
@@ -368,7 +269,7 @@ func (r *run) modelTurn(ctx context.Context, n int) (*turn, error) {
 	sent := slices.Clip(r.res.Messages)
 	resp, err := r.a.model.GenerateContent(ctx, sent, r.opts...)
 	if err != nil {
-		r.a.reportUnclaimed(ctx, r.record, nil)
+		r.reportUnclaimed(ctx)
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, ctxErr
 		}
@@ -376,8 +277,8 @@ func (r *run) modelTurn(ctx context.Context, n int) (*turn, error) {
 	}
 	// Ids as ToolArgValidation synthesizes them, when the model sent none.
 	calls := middleware.ToolCalls(resp, len(sent))
-	// Forged values of calls a middleware discarded are reported now.
-	r.a.reportUnclaimed(ctx, r.record, calls)
+	// Forged values of calls a middleware discarded are reported with the
+	// batch (runTools).
 	r.cur = turn{number: n, text: middleware.ResponseText(resp), resp: resp, calls: calls}
 	return &r.cur, nil
 }
@@ -400,13 +301,23 @@ func (r *run) playTurn(ctx context.Context, t *turn) (bool, error) {
 	if err := r.at(ctx, t, stageRun.atBeforeBatch); err != nil {
 		return true, err
 	}
-	if err := r.runTools(ctx, t); err != nil {
+	run := r.runTools
+	if t.resumed && r.from != nil && r.from.decided != nil {
+		run = r.resumeBatch // the stage resumes the batch it paused
+	}
+	if err := run(ctx, t); err != nil {
+		if errors.Is(err, toolstage.ErrDecisionRefused) || errors.Is(err, toolstage.ErrInterruptRefused) {
+			return true, err // nothing ran
+		}
 		return true, r.cutTurn(ctx, t, err)
 	}
-	if err := r.at(ctx, t, stageRun.atAfterBatch); err != nil {
-		// The run ends before the turn is recorded (a pause): the calls
-		// that ran are not forgotten.
+	if t.batch.paused != nil {
+		// The run pauses before the turn is recorded: the calls that ran
+		// are not forgotten.
 		r.res.Steps = append(r.res.Steps, t.ranSteps()...)
+		return true, r.pause(ctx, t)
+	}
+	if err := r.at(ctx, t, stageRun.atAfterBatch); err != nil {
 		return true, err
 	}
 	recordTurn(r.res, t.text, t.calls, t.batch)
@@ -441,24 +352,4 @@ func recordTurn(res *Result, text string, calls []llms.ToolCall, b batch) {
 		}
 	}
 	res.Steps = append(res.Steps, b.steps...)
-}
-
-// toolMessage returns the content of the tool message of a step that ran.
-func toolMessage(s Step) string {
-	if s.Err == nil {
-		return s.Result
-	}
-	var rejected *ArgsRejectedError
-	if errors.As(s.Err, &rejected) {
-		return errfmt.ToolError(rejected) // never the violations
-	}
-	var injectErr *InjectError
-	if errors.As(s.Err, &injectErr) {
-		return errfmt.ToolError(injectErr) // never the cause: it may quote an injected value
-	}
-	var ve *validation.Error
-	if errors.As(s.Err, &ve) {
-		return errfmt.Feedback(ve)
-	}
-	return errfmt.ToolError(s.Err)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/toolguard/toolguard/internal/safetext"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 	"github.com/toolguard/toolguard/validation"
 	"go.uber.org/goleak"
 )
@@ -87,15 +88,13 @@ func (r *recorder[T]) got() []T {
 func TestTypedToolCorrectedByValidation(t *testing.T) {
 	t.Parallel()
 	var rec recorder[WeatherArgs]
-	weather := agent.NewTool("get_weather", "Current weather in a city.", rec.fn(`{"sky": "sunny"}`))
+	weather := toolstage.NewTool("get_weather", "Current weather in a city.", rec.fn(`{"sky": "sunny"}`))
 	model := fakemodel.New(
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": 75001, "units": null}`)),
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`)),
 		fakemodel.Text("It is sunny in Paris."),
 	)
-	a := agent.New(model, []agent.Tool{weather},
-		agent.WithSystemPrompt("You answer weather questions."),
-		agent.WithMiddleware(middleware.ToolArgValidation()))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{weather}), agent.WithSystemPrompt("You answer weather questions."), agent.WithMiddleware(middleware.ToolArgValidation()))
 
 	res, err := a.Run(context.Background(), "Weather in Paris?")
 	if err != nil {
@@ -140,17 +139,17 @@ func TestModelReceivesToolSchemas(t *testing.T) {
 	}
 	rawSchema := json.RawMessage(`{"type": "object", "properties": {"id": {"type": "integer", "minimum": 1}}}`)
 	noop := func(context.Context, map[string]any) (string, error) { return "ok", nil }
-	tools := []agent.Tool{
-		agent.NewTool("get_weather", "Current weather in a city.", func(context.Context, WeatherArgs) (string, error) { return "", nil }),
-		agent.NewSchemaTool("search", "Searches the web.", mapSchema, noop),
-		agent.NewSchemaTool("lookup", "Looks a record up.", rawSchema, noop),
-		agent.NewSchemaTool("now", "The current time.", nil, noop),
+	tools := []toolstage.Tool{
+		toolstage.NewTool("get_weather", "Current weather in a city.", func(context.Context, WeatherArgs) (string, error) { return "", nil }),
+		toolstage.NewSchemaTool("search", "Searches the web.", mapSchema, noop),
+		toolstage.NewSchemaTool("lookup", "Looks a record up.", rawSchema, noop),
+		toolstage.NewSchemaTool("now", "The current time.", nil, noop),
 	}
 	model := fakemodel.New(
 		fakemodel.ToolCalls(fakemodel.Call("now", `{}`)),
 		fakemodel.Text("done"),
 	)
-	if _, err := agent.New(model, tools).Run(context.Background(), "go"); err != nil {
+	if _, err := agent.New(model, toolstage.New(tools)).Run(context.Background(), "go"); err != nil {
 		t.Fatalf("Run = %v, want nil", err)
 	}
 	want := []struct{ name, description, schema string }{
@@ -221,13 +220,13 @@ func (b Booking) Validate() error {
 func TestValidateHookReachesToolArgValidation(t *testing.T) {
 	t.Parallel()
 	var rec recorder[Booking]
-	book := agent.NewTool("book", "Books a room.", rec.fn("booked"))
+	book := toolstage.NewTool("book", "Books a room.", rec.fn("booked"))
 	model := fakemodel.New(
 		fakemodel.ToolCalls(fakemodel.Call("book", `{"from": "2025-05-02", "to": "2025-05-01"}`)),
 		fakemodel.ToolCalls(fakemodel.Call("book", `{"from": "2025-05-01", "to": "2025-05-02"}`)),
 		fakemodel.Text("Booked."),
 	)
-	res, err := agent.New(model, []agent.Tool{book}, agent.WithMiddleware(middleware.ToolArgValidation())).Run(context.Background(), "book")
+	res, err := agent.New(model, toolstage.New([]toolstage.Tool{book}), agent.WithMiddleware(middleware.ToolArgValidation())).Run(context.Background(), "book")
 	if err != nil {
 		t.Fatalf("Run = %v, want nil", err)
 	}
@@ -256,7 +255,7 @@ func TestParallelCallsKeepCallOrder(t *testing.T) {
 	finishedCh := map[int]chan struct{}{1: make(chan struct{}), 2: make(chan struct{}), 3: make(chan struct{}), 4: nil}
 	var mu sync.Mutex
 	var order []int
-	slow := agent.NewTool("slow", "Waits for the next call.", func(ctx context.Context, a arg) (string, error) {
+	slow := toolstage.NewTool("slow", "Waits for the next call.", func(ctx context.Context, a arg) (string, error) {
 		if next := finishedCh[a.N+1]; next != nil {
 			select {
 			case <-next:
@@ -281,7 +280,7 @@ func TestParallelCallsKeepCallOrder(t *testing.T) {
 		}}}),
 		fakemodel.Text("All done."),
 	)
-	res, err := agent.New(model, []agent.Tool{slow}, agent.WithMaxConcurrency(3)).Run(context.Background(), "run three")
+	res, err := agent.New(model, toolstage.New([]toolstage.Tool{slow}, toolstage.WithMaxConcurrency(3))).Run(context.Background(), "run three")
 	if err != nil {
 		t.Fatalf("Run = %v, want nil", err)
 	}
@@ -313,7 +312,7 @@ func TestMaxConcurrency(t *testing.T) {
 	started := make(chan struct{})
 	release := make(chan struct{})
 	var inflight, peak atomic.Int32
-	block := agent.NewSchemaTool("block", "Blocks until released.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
+	block := toolstage.NewSchemaTool("block", "Blocks until released.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
 		n := inflight.Add(1)
 		defer inflight.Add(-1)
 		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
@@ -331,7 +330,7 @@ func TestMaxConcurrency(t *testing.T) {
 		batch[i] = fakemodel.Call("block", `{}`)
 	}
 	model := fakemodel.New(fakemodel.ToolCalls(batch...), fakemodel.Text("done"))
-	a := agent.New(model, []agent.Tool{block}, agent.WithMaxConcurrency(limit))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{block}, toolstage.WithMaxConcurrency(limit)))
 
 	type outcome struct {
 		res *agent.Result
@@ -371,10 +370,10 @@ var errDiskFull = errors.New("disk full")
 func TestToolErrorAndUnknownToolReachModel(t *testing.T) {
 	t.Parallel()
 	noop := func(context.Context, map[string]any) (string, error) { return "ok", nil }
-	tools := []agent.Tool{
-		agent.NewSchemaTool("save", "Saves.", nil, func(context.Context, map[string]any) (string, error) { return "partial", errDiskFull }),
-		agent.NewSchemaTool("ok", "Succeeds.", nil, noop),
-		agent.NewTool("get_weather", "Weather.", func(context.Context, WeatherArgs) (string, error) { return "sunny", nil }),
+	tools := []toolstage.Tool{
+		toolstage.NewSchemaTool("save", "Saves.", nil, func(context.Context, map[string]any) (string, error) { return "partial", errDiskFull }),
+		toolstage.NewSchemaTool("ok", "Succeeds.", nil, noop),
+		toolstage.NewTool("get_weather", "Weather.", func(context.Context, WeatherArgs) (string, error) { return "sunny", nil }),
 	}
 	model := fakemodel.New(
 		fakemodel.ToolCalls(
@@ -384,7 +383,7 @@ func TestToolErrorAndUnknownToolReachModel(t *testing.T) {
 		),
 		fakemodel.Text("Saving failed."),
 	)
-	res, err := agent.New(model, tools).Run(context.Background(), "save it")
+	res, err := agent.New(model, toolstage.New(tools)).Run(context.Background(), "save it")
 	if err != nil {
 		t.Fatalf("Run = %v, want nil: tool errors do not end a run", err)
 	}
@@ -408,7 +407,7 @@ func TestToolErrorAndUnknownToolReachModel(t *testing.T) {
 	if s := res.Steps[0]; !errors.Is(s.Err, errDiskFull) || s.Result != "" {
 		t.Errorf("Steps[0] = %+v, want Err disk full and no Result", s)
 	}
-	if s := res.Steps[1]; !errors.Is(s.Err, agent.ErrUnknownTool) || s.Tool != "nope" || s.Arguments != `{"x": 1}` {
+	if s := res.Steps[1]; !errors.Is(s.Err, toolstage.ErrUnknownTool) || s.Tool != "nope" || s.Arguments != `{"x": 1}` {
 		t.Errorf("Steps[1] = %+v, want ErrUnknownTool for nope", s)
 	}
 	var ve *validation.Error
@@ -421,9 +420,9 @@ func TestToolErrorAndUnknownToolReachModel(t *testing.T) {
 func TestToolErrorIsBounded(t *testing.T) {
 	t.Parallel()
 	long := errors.New(strings.Repeat("é", 3000))
-	fail := agent.NewSchemaTool("fail", "Fails.", nil, func(context.Context, map[string]any) (string, error) { return "", long })
+	fail := toolstage.NewSchemaTool("fail", "Fails.", nil, func(context.Context, map[string]any) (string, error) { return "", long })
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("fail", `{}`)), fakemodel.Text("ok"))
-	if _, err := agent.New(model, []agent.Tool{fail}).Run(context.Background(), "go"); err != nil {
+	if _, err := agent.New(model, toolstage.New([]toolstage.Tool{fail})).Run(context.Background(), "go"); err != nil {
 		t.Fatal(err)
 	}
 	msg := model.Requests()[1].Messages[2].Parts[0].(llms.ToolCallResponse).Content
@@ -437,7 +436,7 @@ func TestToolErrorIsBounded(t *testing.T) {
 func TestMaxIterations(t *testing.T) {
 	t.Parallel()
 	var rec recorder[map[string]any]
-	ping := agent.NewSchemaTool("ping", "Pings.", nil, func(ctx context.Context, args map[string]any) (string, error) {
+	ping := toolstage.NewSchemaTool("ping", "Pings.", nil, func(ctx context.Context, args map[string]any) (string, error) {
 		return rec.fn("pong")(ctx, args)
 	})
 	model := fakemodel.New(
@@ -445,7 +444,7 @@ func TestMaxIterations(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("ping", `{}`)),
 		fakemodel.Text("never reached"),
 	)
-	res, err := agent.New(model, []agent.Tool{ping}, agent.WithMaxIterations(2)).Run(context.Background(), "loop")
+	res, err := agent.New(model, toolstage.New([]toolstage.Tool{ping}), agent.WithMaxIterations(2)).Run(context.Background(), "loop")
 	if !errors.Is(err, agent.ErrMaxIterations) {
 		t.Fatalf("Run = %v, want ErrMaxIterations", err)
 	}
@@ -481,12 +480,12 @@ func TestMissingIDsAreSynthesized(t *testing.T) {
 	legacy := &llms.ContentResponse{Choices: []*llms.ContentChoice{{
 		FuncCall: &llms.FunctionCall{Name: "echo", Arguments: `{"s": "c"}`},
 	}}}
-	echo := agent.NewSchemaTool("echo", "Echoes.", map[string]any{"type": "object"}, func(_ context.Context, args map[string]any) (string, error) {
+	echo := toolstage.NewSchemaTool("echo", "Echoes.", map[string]any{"type": "object"}, func(_ context.Context, args map[string]any) (string, error) {
 		return fmt.Sprint(args["s"]), nil
 	})
 	run := func(mws ...middleware.Middleware) []agent.Step {
 		model := fakemodel.New(fakemodel.Response(noIDs), fakemodel.Response(legacy), fakemodel.Text("done"))
-		res, err := agent.New(model, []agent.Tool{echo}, agent.WithMiddleware(mws...)).Run(context.Background(), "echo")
+		res, err := agent.New(model, toolstage.New([]toolstage.Tool{echo}), agent.WithMiddleware(mws...)).Run(context.Background(), "echo")
 		if err != nil {
 			t.Fatalf("Run = %v, want nil", err)
 		}
@@ -519,7 +518,7 @@ func TestMissingIDsAreSynthesized(t *testing.T) {
 // all choices make one turn.
 func TestCallsFromEveryChoice(t *testing.T) {
 	t.Parallel()
-	echo := agent.NewSchemaTool("echo", "Echoes.", nil, func(_ context.Context, args map[string]any) (string, error) {
+	echo := toolstage.NewSchemaTool("echo", "Echoes.", nil, func(_ context.Context, args map[string]any) (string, error) {
 		return fmt.Sprint(args["s"]), nil
 	})
 	model := fakemodel.New(
@@ -530,7 +529,7 @@ func TestCallsFromEveryChoice(t *testing.T) {
 		}}),
 		fakemodel.Text("x y"),
 	)
-	res, err := agent.New(model, []agent.Tool{echo}).Run(context.Background(), "echo")
+	res, err := agent.New(model, toolstage.New([]toolstage.Tool{echo})).Run(context.Background(), "echo")
 	if err != nil {
 		t.Fatalf("Run = %v, want nil", err)
 	}
@@ -554,7 +553,7 @@ func TestCallWithoutFunction(t *testing.T) {
 		}}}),
 		fakemodel.Text("Sorry."),
 	)
-	res, err := agent.New(model, nil).Run(context.Background(), "go")
+	res, err := agent.New(model, toolstage.New(nil)).Run(context.Background(), "go")
 	if err != nil {
 		t.Fatalf("Run = %v, want nil", err)
 	}
@@ -576,7 +575,7 @@ var errOverloaded = errors.New("overloaded")
 func TestModelError(t *testing.T) {
 	t.Parallel()
 	model := fakemodel.New(fakemodel.Fail(errOverloaded))
-	res, err := agent.New(model, nil, agent.WithSystemPrompt("sys")).Run(context.Background(), "hi")
+	res, err := agent.New(model, toolstage.New(nil), agent.WithSystemPrompt("sys")).Run(context.Background(), "hi")
 	if !errors.Is(err, errOverloaded) || !strings.HasPrefix(err.Error(), "agent: ") {
 		t.Fatalf("Run = %v, want an agent: error wrapping %v", err, errOverloaded)
 	}
@@ -596,7 +595,7 @@ func TestCancel(t *testing.T) {
 		defer cancel()
 		started := make(chan struct{})
 		var runs atomic.Int32
-		wait := agent.NewSchemaTool("wait", "Waits for ctx.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
+		wait := toolstage.NewSchemaTool("wait", "Waits for ctx.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
 			if runs.Add(1) == 1 {
 				close(started)
 			}
@@ -604,7 +603,7 @@ func TestCancel(t *testing.T) {
 			return "", ctx.Err()
 		})
 		model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("wait", `{}`), fakemodel.Call("wait", `{}`)), fakemodel.Text("unreached"))
-		a := agent.New(model, []agent.Tool{wait}, agent.WithMaxConcurrency(1))
+		a := agent.New(model, toolstage.New([]toolstage.Tool{wait}, toolstage.WithMaxConcurrency(1)))
 		go func() { <-started; cancel() }()
 		res, err := a.Run(ctx, "wait")
 		if !errors.Is(err, context.Canceled) {
@@ -624,14 +623,14 @@ func TestCancel(t *testing.T) {
 		defer cancel()
 		started, unblock := make(chan struct{}), make(chan struct{})
 		t.Cleanup(func() { close(unblock) }) // let the stuck tool go before goleak looks
-		stuck := agent.NewSchemaTool("stuck", "Ignores ctx.", nil, func(context.Context, map[string]any) (string, error) {
+		stuck := toolstage.NewSchemaTool("stuck", "Ignores ctx.", nil, func(context.Context, map[string]any) (string, error) {
 			close(started)
 			<-unblock
 			return "late", nil
 		})
 		model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("stuck", `{}`)), fakemodel.Text("unreached"))
 		go func() { <-started; cancel() }()
-		res, err := agent.New(model, []agent.Tool{stuck}).Run(ctx, "wait")
+		res, err := agent.New(model, toolstage.New([]toolstage.Tool{stuck})).Run(ctx, "wait")
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("Run = %v, want context.Canceled without waiting for the tool", err)
 		}
@@ -648,7 +647,7 @@ func TestCancel(t *testing.T) {
 			<-ctx.Done()
 			return nil, fmt.Errorf("provider: %w", ctx.Err())
 		}))
-		_, err := agent.New(model, nil).Run(ctx, "hi")
+		_, err := agent.New(model, toolstage.New(nil)).Run(ctx, "hi")
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("Run = %v, want context.Canceled", err)
 		}
@@ -658,7 +657,7 @@ func TestCancel(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		model := fakemodel.New(fakemodel.Text("unreached"))
-		res, err := agent.New(model, nil).Run(ctx, "hi")
+		res, err := agent.New(model, toolstage.New(nil)).Run(ctx, "hi")
 		if !errors.Is(err, context.Canceled) || res.ModelCalls != 0 || model.Remaining() != 1 {
 			t.Fatalf("Run = %v with %d model calls, want context.Canceled before any call", err, res.ModelCalls)
 		}
@@ -691,10 +690,10 @@ func (m echoModel) Call(ctx context.Context, prompt string, opts ...llms.CallOpt
 // One Agent serves concurrent runs, each with its own transcript and count.
 func TestConcurrentRuns(t *testing.T) {
 	t.Parallel()
-	echo := agent.NewSchemaTool("echo", "Echoes.", nil, func(_ context.Context, args map[string]any) (string, error) {
+	echo := toolstage.NewSchemaTool("echo", "Echoes.", nil, func(_ context.Context, args map[string]any) (string, error) {
 		return "echo " + fmt.Sprint(args["s"]), nil
 	})
-	a := agent.New(echoModel{}, []agent.Tool{echo}, agent.WithMiddleware(middleware.ToolArgValidation()))
+	a := agent.New(echoModel{}, toolstage.New([]toolstage.Tool{echo}), agent.WithMiddleware(middleware.ToolArgValidation()))
 	var wg sync.WaitGroup
 	for i := range 16 {
 		wg.Go(func() {
@@ -714,10 +713,10 @@ func TestConcurrentRuns(t *testing.T) {
 // the stack.
 func TestToolPanicEndsRun(t *testing.T) {
 	t.Parallel()
-	boom := agent.NewSchemaTool("boom", "Panics.", nil, func(context.Context, map[string]any) (string, error) { panic("kaboom") })
+	boom := toolstage.NewSchemaTool("boom", "Panics.", nil, func(context.Context, map[string]any) (string, error) { panic("kaboom") })
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("boom", `{}`)))
-	res, err := agent.New(model, []agent.Tool{boom}).Run(context.Background(), "go")
-	var perr *agent.ToolPanicError
+	res, err := agent.New(model, toolstage.New([]toolstage.Tool{boom})).Run(context.Background(), "go")
+	var perr *toolstage.ToolPanicError
 	if !errors.As(err, &perr) || perr.Tool != "boom" || perr.CallID != "call_1" || perr.Value != "kaboom" || !strings.Contains(string(perr.Stack), "goroutine") {
 		t.Fatalf("Run error = %v (%#v), want a *ToolPanicError for boom's call_1 with value kaboom and a stack", err, perr)
 	}
@@ -735,22 +734,22 @@ func TestToolPanicEndsRun(t *testing.T) {
 func TestNewPanics(t *testing.T) {
 	t.Parallel()
 	noop := func(context.Context, map[string]any) (string, error) { return "", nil }
-	tool := agent.NewSchemaTool("t", "", nil, noop)
+	tool := toolstage.NewSchemaTool("t", "", nil, noop)
 	model := fakemodel.New()
 	tests := []struct {
 		name string
 		f    func()
 		want string
 	}{
-		{"nil model", func() { agent.New(nil, nil) }, "nil model"},
-		{"nil tool", func() { agent.New(model, []agent.Tool{nil}) }, "tool 0 is nil"},
-		{"no name", func() { agent.New(model, []agent.Tool{agent.NewSchemaTool("", "", nil, noop)}) }, "tool 0 has no name"},
-		{"same name", func() { agent.New(model, []agent.Tool{tool, tool}) }, `two tools are named "t"`},
+		{"nil model", func() { agent.New(nil, toolstage.New(nil)) }, "nil model"},
+		{"nil tool", func() { agent.New(model, toolstage.New([]toolstage.Tool{nil})) }, "tool 0 is nil"},
+		{"no name", func() { agent.New(model, toolstage.New([]toolstage.Tool{toolstage.NewSchemaTool("", "", nil, noop)})) }, "tool 0 has no name"},
+		{"same name", func() { agent.New(model, toolstage.New([]toolstage.Tool{tool, tool})) }, `two tools are named "t"`},
 		{"zero iterations", func() { agent.WithMaxIterations(0) }, "WithMaxIterations(0)"},
-		{"zero concurrency", func() { agent.WithMaxConcurrency(0) }, "WithMaxConcurrency(0)"},
-		{"nil typed fn", func() { agent.NewTool[WeatherArgs]("w", "", nil) }, `NewTool("w"): nil function`},
-		{"nil schema fn", func() { agent.NewSchemaTool("s", "", nil, nil) }, `NewSchemaTool("s"): nil function`},
-		{"not an object", func() { agent.NewTool("n", "", func(context.Context, int) (string, error) { return "", nil }) }, "JSON object"},
+		{"zero concurrency", func() { toolstage.WithMaxConcurrency(0) }, "WithMaxConcurrency(0)"},
+		{"nil typed fn", func() { toolstage.NewTool[WeatherArgs]("w", "", nil) }, `NewTool("w"): nil function`},
+		{"nil schema fn", func() { toolstage.NewSchemaTool("s", "", nil, nil) }, `NewSchemaTool("s"): nil function`},
+		{"not an object", func() { toolstage.NewTool("n", "", func(context.Context, int) (string, error) { return "", nil }) }, "JSON object"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -771,7 +770,7 @@ func TestNewPanics(t *testing.T) {
 func TestNoTools(t *testing.T) {
 	t.Parallel()
 	model := fakemodel.New(fakemodel.Text("Hello."))
-	res, err := agent.New(model, nil).Run(context.Background(), "hi")
+	res, err := agent.New(model, toolstage.New(nil)).Run(context.Background(), "hi")
 	if err != nil || res.Output != "Hello." {
 		t.Fatalf("Run = %q, %v; want Hello., nil", res.Output, err)
 	}

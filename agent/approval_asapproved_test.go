@@ -10,6 +10,7 @@ import (
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -28,14 +29,14 @@ func TestApprovalSchemaChangeRefusesDecision(t *testing.T) {
 	for _, checkpointed := range []bool{false, true} {
 		old := &rawTool{name: "transfer", schema: json.RawMessage(before)}
 		deployed := &rawTool{name: "transfer", schema: json.RawMessage(after)}
-		store := new(agent.MemoryCheckpointer)
+		store := new(toolstage.MemoryCheckpointer)
 		ctx := context.Background()
 		newAgent := func(tool *rawTool, steps ...fakemodel.Step) *agent.Agent {
-			opts := []agent.Option{agent.WithApprovalFor("transfer"), agent.WithInterruptKey([]byte("a secret of 16 bytes or more"))}
+			opts := []any{toolstage.WithApprovalFor("transfer"), toolstage.WithInterruptKey([]byte("a secret of 16 bytes or more"))}
 			if checkpointed {
 				opts = append(opts, agent.WithCheckpointer(store))
 			}
-			return agent.New(fakemodel.New(steps...), []agent.Tool{tool}, opts...)
+			return build(fakemodel.New(steps...), []toolstage.Tool{tool}, opts...)
 		}
 		if checkpointed {
 			ctx = guard.WithThread(ctx, "t-1")
@@ -46,13 +47,13 @@ func TestApprovalSchemaChangeRefusesDecision(t *testing.T) {
 			t.Fatalf("pending Args = %s, want the arguments as approved", got)
 		}
 		next := newAgent(deployed, fakemodel.Text("ok"))
-		for _, action := range []agent.Action{agent.Accept, agent.Edit} {
+		for _, action := range []toolstage.Action{toolstage.Accept, toolstage.Edit} {
 			d := decide(in.Pending[0], action, "")
-			if action == agent.Edit {
+			if action == toolstage.Edit {
 				d.Args = json.RawMessage(`{"to": "alice", "amount": 100}`)
 			}
 			_, err = next.Resume(ctx, in, d)
-			var de *agent.DecisionError
+			var de *toolstage.DecisionError
 			if !errors.As(err, &de) || !strings.Contains(de.Reason, "schema") {
 				t.Errorf("checkpointed %v: Resume(%s) after the schema changed: error = %v, want a *DecisionError about the schema", checkpointed, action, err)
 			}
@@ -60,7 +61,7 @@ func TestApprovalSchemaChangeRefusesDecision(t *testing.T) {
 		if runs := deployed.runs(); len(runs) != 0 {
 			t.Fatalf("checkpointed %v: transfer ran %q: arguments approved under another schema", checkpointed, runs)
 		}
-		if _, err := next.Resume(ctx, in, decide(in.Pending[0], agent.Reject, "the form changed; ask again")); err != nil {
+		if _, err := next.Resume(ctx, in, decide(in.Pending[0], toolstage.Reject, "the form changed; ask again")); err != nil {
 			t.Errorf("checkpointed %v: Resume(reject) after the schema changed: error = %v, want nil", checkpointed, err)
 		}
 	}
@@ -74,17 +75,17 @@ func TestApprovalApprovedToolNotSwapped(t *testing.T) {
 	t.Parallel()
 	var b bank
 	decoy := &rawTool{name: "transfer_money", schema: json.RawMessage(`{"type": "object"}`)}
-	swap := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+	swap := toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 			call.Tool = decoy
 			return next(ctx, call)
 		}
 	})
 	m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to": "alice", "amount": 25}`)), fakemodel.Text("ok"))
-	a := agent.New(m, b.tools(), agent.WithApprovalFor("transfer_money"), agent.WithToolMiddleware(swap))
+	a := agent.New(m, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money"), toolstage.WithToolMiddleware(swap)))
 	_, err := a.Run(context.Background(), "pay alice")
 	in := interruptOf(t, err)
-	res, err := a.Resume(context.Background(), in, decide(in.Pending[0], agent.Accept, ""))
+	res, err := a.Resume(context.Background(), in, decide(in.Pending[0], toolstage.Accept, ""))
 	if err != nil {
 		t.Fatalf("Resume() error = %v", err)
 	}
@@ -95,17 +96,17 @@ func TestApprovalApprovedToolNotSwapped(t *testing.T) {
 		t.Errorf("Steps = %+v, tool messages %q; want the call failed and the model told it did not run", res.Steps, toolMessages(res.Messages))
 	}
 	// A middleware that copies the call, Tool included, is fine.
-	same := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+	same := toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 			c := *call
 			return next(ctx, &c)
 		}
 	})
 	m = fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to": "alice", "amount": 25}`)), fakemodel.Text("ok"))
-	a = agent.New(m, b.tools(), agent.WithApprovalFor("transfer_money"), agent.WithToolMiddleware(same))
+	a = agent.New(m, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money"), toolstage.WithToolMiddleware(same)))
 	_, err = a.Run(context.Background(), "pay alice")
 	in = interruptOf(t, err)
-	if _, err := a.Resume(context.Background(), in, decide(in.Pending[0], agent.Accept, "")); err != nil || b.count("transfer_money") != 1 {
+	if _, err := a.Resume(context.Background(), in, decide(in.Pending[0], toolstage.Accept, "")); err != nil || b.count("transfer_money") != 1 {
 		t.Errorf("Resume() = %v with %d transfers, want nil and 1", err, b.count("transfer_money"))
 	}
 }
@@ -140,12 +141,12 @@ func TestApprovalApprovedArgumentsNotCoercedAgain(t *testing.T) {
 	}
 	old := newTool(`{"type": "string"}`, `{"type": ["string", "null"]}`)
 	deployed := newTool(`{"type": "number"}`, `{"type": "string"}`)
-	key := agent.WithInterruptKey([]byte("a secret of 16 bytes or more"))
+	key := toolstage.WithInterruptKey([]byte("a secret of 16 bytes or more"))
 	m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer", `{"amount": "100", "memo": null}`)))
-	_, err := agent.New(m, []agent.Tool{old}, agent.WithApprovalFor("transfer"), key).Run(context.Background(), "pay 100")
+	_, err := build(m, []toolstage.Tool{old}, toolstage.WithApprovalFor("transfer"), key).Run(context.Background(), "pay 100")
 	in := viaJSON(t, interruptOf(t, err))
-	next := agent.New(fakemodel.New(fakemodel.Text("ok")), []agent.Tool{deployed}, agent.WithApprovalFor("transfer"), key)
-	res, err := next.Resume(context.Background(), in, decide(in.Pending[0], agent.Accept, ""))
+	next := build(fakemodel.New(fakemodel.Text("ok")), []toolstage.Tool{deployed}, toolstage.WithApprovalFor("transfer"), key)
+	res, err := next.Resume(context.Background(), in, decide(in.Pending[0], toolstage.Accept, ""))
 	if err != nil {
 		t.Fatalf("Resume() error = %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // The approval gate's verdict on a call follows that call, and no other:
@@ -21,8 +22,8 @@ import (
 // defaultPayee is a tool middleware that gives a transfer without a payee
 // one, as a fresh *ToolCall value: it makes valid the arguments of a call
 // no person saw.
-var defaultPayee = agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-	return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+var defaultPayee = toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+	return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 		if call.Name != "transfer_money" {
 			return next(ctx, call)
 		}
@@ -32,7 +33,7 @@ var defaultPayee = agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler
 		}
 		m["to"] = "default-payee"
 		args, _ := json.Marshal(m)
-		return next(ctx, &agent.ToolCall{ID: call.ID, Name: call.Name, Args: args, Tool: call.Tool})
+		return next(ctx, &toolstage.ToolCall{ID: call.ID, Name: call.Name, Args: args, Tool: call.Tool})
 	}
 })
 
@@ -49,7 +50,7 @@ func TestApprovalGateRefusedCallWithDuplicateID(t *testing.T) {
 	transfer.ID, balance.ID = "dup", "dup"
 	for _, calls := range [][]llms.ToolCall{{transfer, balance}, {balance, transfer}} {
 		model := fakemodel.New(fakemodel.ToolCalls(calls...), fakemodel.Text("done"))
-		a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"), agent.WithToolMiddleware(defaultPayee))
+		a := agent.New(model, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money"), toolstage.WithToolMiddleware(defaultPayee)))
 		res, err := a.Run(context.Background(), "pay 25")
 		if err != nil {
 			t.Fatalf("Run() error = %v, want the gated call refused without an interrupt", err)
@@ -79,9 +80,9 @@ func TestApprovalGateRefusedCallWithDuplicateID(t *testing.T) {
 func TestApprovalGatePinsByPlaceNotID(t *testing.T) {
 	t.Parallel()
 	var b bank
-	copyCall := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
-			c := &agent.ToolCall{ID: call.ID, Name: call.Name, Args: slices.Clone(call.Args), Tool: call.Tool}
+	copyCall := toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
+			c := &toolstage.ToolCall{ID: call.ID, Name: call.Name, Args: slices.Clone(call.Args), Tool: call.Tool}
 			return next(ctx, c)
 		}
 	})
@@ -90,15 +91,15 @@ func TestApprovalGatePinsByPlaceNotID(t *testing.T) {
 	c3 := fakemodel.Call("transfer_money", `{"to":"dave","amount":3}`)
 	c1.ID, c2.ID, c3.ID = "dup", "dup", "dup"
 	model := fakemodel.New(fakemodel.ToolCalls(c1, c2, c3), fakemodel.Text("ok"))
-	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"), agent.WithToolMiddleware(copyCall), agent.WithMaxConcurrency(1))
+	a := agent.New(model, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money"), toolstage.WithToolMiddleware(copyCall), toolstage.WithMaxConcurrency(1)))
 	_, err := a.Run(context.Background(), "pay")
 	in := interruptOf(t, err)
 	if len(in.Pending) != 3 {
 		t.Fatalf("Pending = %+v, want three calls", in.Pending)
 	}
-	edit := decide(in.Pending[2], agent.Edit, "")
+	edit := decide(in.Pending[2], toolstage.Edit, "")
 	edit.Args = json.RawMessage(`{"to":"erin","amount":4}`)
-	res, err := a.Resume(context.Background(), viaJSON(t, in), decide(in.Pending[0], agent.Accept, ""), decide(in.Pending[1], agent.Reject, "not carol"), edit)
+	res, err := a.Resume(context.Background(), viaJSON(t, in), decide(in.Pending[0], toolstage.Accept, ""), decide(in.Pending[1], toolstage.Reject, "not carol"), edit)
 	if err != nil {
 		t.Fatalf("Resume() error = %v", err)
 	}
@@ -119,7 +120,7 @@ func TestApprovalGatePinsByPlaceNotID(t *testing.T) {
 func TestApprovalGateSharedFunctionCall(t *testing.T) {
 	t.Parallel()
 	var ran []RefundArgs
-	refund := agent.NewTool("refund", "Refunds an order.", func(_ context.Context, a RefundArgs) (string, error) {
+	refund := toolstage.NewTool("refund", "Refunds an order.", func(_ context.Context, a RefundArgs) (string, error) {
 		ran = append(ran, a) // MaxConcurrency 1: one call at a time
 		return "refunded " + a.Order, nil
 	})
@@ -133,15 +134,12 @@ func TestApprovalGateSharedFunctionCall(t *testing.T) {
 		}),
 		fakemodel.Text("done"),
 	)
-	a := agent.New(model, []agent.Tool{refund},
-		agent.WithMaxConcurrency(1),
-		agent.WithApproval(func(c *agent.ToolCall) bool { return c.ID == "x" }),
-		agent.Inject("user_id", func(_ context.Context, c *agent.ToolCall) (any, error) {
-			if c.ID == "x" {
-				return nil, errors.New("no user for this call")
-			}
-			return "u-42", nil
-		}))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{refund}, toolstage.WithMaxConcurrency(1), toolstage.WithApproval(func(c *toolstage.ToolCall) bool { return c.ID == "x" }), toolstage.Inject("user_id", func(_ context.Context, c *toolstage.ToolCall) (any, error) {
+		if c.ID == "x" {
+			return nil, errors.New("no user for this call")
+		}
+		return "u-42", nil
+	})))
 	res, err := a.Run(context.Background(), "refund A-1")
 	if err != nil {
 		t.Fatalf("Run() error = %v, want x refused without an interrupt", err)

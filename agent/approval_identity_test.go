@@ -11,6 +11,7 @@ import (
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // refunds is a refund tool with an injected user id that records who each
@@ -20,8 +21,8 @@ type refunds struct {
 	ran []RefundArgs
 }
 
-func (r *refunds) tool() agent.Tool {
-	return agent.NewTool("refund", "Refunds an order.", func(_ context.Context, a RefundArgs) (string, error) {
+func (r *refunds) tool() toolstage.Tool {
+	return toolstage.NewTool("refund", "Refunds an order.", func(_ context.Context, a RefundArgs) (string, error) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.ran = append(r.ran, a)
@@ -46,13 +47,13 @@ func TestApprovalRunsAsTheIdentityItWasJudgedFor(t *testing.T) {
 	t.Parallel()
 	for _, checkpointed := range []bool{false, true} {
 		var r refunds
-		store := new(agent.MemoryCheckpointer)
+		store := new(toolstage.MemoryCheckpointer)
 		newAgent := func(steps ...fakemodel.Step) *agent.Agent {
-			opts := []agent.Option{agent.WithApprovalFor("refund"), injectUser, agent.WithInterruptKey([]byte("a secret of 16 bytes or more"))}
+			opts := []any{toolstage.WithApprovalFor("refund"), injectUser, toolstage.WithInterruptKey([]byte("a secret of 16 bytes or more"))}
 			if checkpointed {
 				opts = append(opts, agent.WithCheckpointer(store))
 			}
-			return agent.New(fakemodel.New(steps...), []agent.Tool{r.tool()}, opts...)
+			return build(fakemodel.New(steps...), []toolstage.Tool{r.tool()}, opts...)
 		}
 		as := func(user string) context.Context {
 			ctx := asUser(user)
@@ -70,17 +71,17 @@ func TestApprovalRunsAsTheIdentityItWasJudgedFor(t *testing.T) {
 			t.Errorf("checkpointed %v: the checkpoint holds the injected value: %s", checkpointed, state)
 		}
 		replica := newAgent(fakemodel.Text("Refunded."))
-		edit := decide(in.Pending[0], agent.Edit, "")
+		edit := decide(in.Pending[0], toolstage.Edit, "")
 		edit.Args = json.RawMessage(`{"order": "A-1", "amount": 20}`)
-		for _, d := range []agent.Decision{decide(in.Pending[0], agent.Accept, ""), edit} {
-			if _, err := replica.Resume(as("bob"), in, d); !errors.Is(err, agent.ErrDecisionRefused) {
+		for _, d := range []toolstage.Decision{decide(in.Pending[0], toolstage.Accept, ""), edit} {
+			if _, err := replica.Resume(as("bob"), in, d); !errors.Is(err, toolstage.ErrDecisionRefused) {
 				t.Errorf("checkpointed %v: Resume(%s) as bob = %v, want ErrDecisionRefused", checkpointed, d.Action, err)
 			}
 		}
 		if got := r.runs(); len(got) != 0 {
 			t.Fatalf("checkpointed %v: refund ran as %+v; alice's approved call must not run as bob", checkpointed, got)
 		}
-		if _, err := replica.Resume(as("alice"), in, decide(in.Pending[0], agent.Accept, "")); err != nil {
+		if _, err := replica.Resume(as("alice"), in, decide(in.Pending[0], toolstage.Accept, "")); err != nil {
 			t.Fatalf("checkpointed %v: Resume() as alice = %v", checkpointed, err)
 		}
 		if got := r.runs(); len(got) != 1 || got[0] != (RefundArgs{Order: "A-1", Amount: 30, UserID: "alice"}) {
@@ -96,23 +97,23 @@ func TestApprovalRunsAsTheIdentityItWasJudgedFor(t *testing.T) {
 func TestApprovalIdentityWithoutKeyHoldsOnTheAgentThatPaused(t *testing.T) {
 	t.Parallel()
 	var r refunds
-	store := new(agent.MemoryCheckpointer)
+	store := new(toolstage.MemoryCheckpointer)
 	newAgent := func(steps ...fakemodel.Step) *agent.Agent {
-		return agent.New(fakemodel.New(steps...), []agent.Tool{r.tool()}, agent.WithApprovalFor("refund"), injectUser, agent.WithCheckpointer(store))
+		return build(fakemodel.New(steps...), []toolstage.Tool{r.tool()}, toolstage.WithApprovalFor("refund"), injectUser, agent.WithCheckpointer(store))
 	}
 	ctx := func(user string) context.Context { return guard.WithThread(asUser(user), "t-7") }
 	first := newAgent(fakemodel.ToolCalls(fakemodel.Call("refund", `{"order": "A-1", "amount": 30}`)), fakemodel.Text("Refunded."))
 	_, err := first.Run(ctx("alice"), "refund A-1")
 	in := interruptOf(t, err)
-	_, err = newAgent(fakemodel.Text("Refunded.")).Resume(ctx("alice"), in, decide(in.Pending[0], agent.Accept, ""))
-	var de *agent.DecisionError
+	_, err = newAgent(fakemodel.Text("Refunded.")).Resume(ctx("alice"), in, decide(in.Pending[0], toolstage.Accept, ""))
+	var de *toolstage.DecisionError
 	if !errors.As(err, &de) || !strings.Contains(de.Reason, "WithInterruptKey") {
 		t.Errorf("Resume() on another replica without a key = %v, want a *DecisionError naming WithInterruptKey", err)
 	}
-	if _, err := first.Resume(ctx("bob"), in, decide(in.Pending[0], agent.Accept, "")); !errors.Is(err, agent.ErrDecisionRefused) {
+	if _, err := first.Resume(ctx("bob"), in, decide(in.Pending[0], toolstage.Accept, "")); !errors.Is(err, toolstage.ErrDecisionRefused) {
 		t.Errorf("Resume() as bob = %v, want ErrDecisionRefused", err)
 	}
-	if _, err := first.Resume(ctx("alice"), in, decide(in.Pending[0], agent.Accept, "")); err != nil {
+	if _, err := first.Resume(ctx("alice"), in, decide(in.Pending[0], toolstage.Accept, "")); err != nil {
 		t.Fatalf("Resume() as alice on the agent that paused = %v", err)
 	}
 	if got := r.runs(); len(got) != 1 || got[0].UserID != "alice" {
@@ -128,7 +129,7 @@ func TestApprovalIdentityCheckedValuesAreTheOnesThatRun(t *testing.T) {
 	var r refunds
 	var mu sync.Mutex
 	calls := 0
-	shifty := agent.Inject("user_id", func(ctx context.Context, _ *agent.ToolCall) (any, error) {
+	shifty := toolstage.Inject("user_id", func(ctx context.Context, _ *toolstage.ToolCall) (any, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		calls++
@@ -138,10 +139,10 @@ func TestApprovalIdentityCheckedValuesAreTheOnesThatRun(t *testing.T) {
 		return ctx.Value(userKey{}), nil
 	})
 	m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("refund", `{"order": "A-1", "amount": 30}`)), fakemodel.Text("Refunded."))
-	a := agent.New(m, []agent.Tool{r.tool()}, agent.WithApprovalFor("refund"), shifty)
+	a := build(m, []toolstage.Tool{r.tool()}, toolstage.WithApprovalFor("refund"), shifty)
 	_, err := a.Run(asUser("alice"), "refund A-1")
 	in := interruptOf(t, err)
-	if _, err := a.Resume(asUser("alice"), in, decide(in.Pending[0], agent.Accept, "")); err != nil {
+	if _, err := a.Resume(asUser("alice"), in, decide(in.Pending[0], toolstage.Accept, "")); err != nil {
 		t.Fatalf("Resume() = %v", err)
 	}
 	if got := r.runs(); len(got) != 1 || got[0].UserID != "alice" {

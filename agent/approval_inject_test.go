@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // RefundArgs has an injected user id: the model (and a reviewer) can
@@ -29,7 +30,7 @@ func TestApprovalWithInjectedArguments(t *testing.T) {
 	newAgent := func() (*agent.Agent, *[]RefundArgs) {
 		var mu sync.Mutex
 		var ran []RefundArgs
-		tool := agent.NewTool("refund", "Refunds an order.", func(_ context.Context, a RefundArgs) (string, error) {
+		tool := toolstage.NewTool("refund", "Refunds an order.", func(_ context.Context, a RefundArgs) (string, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			ran = append(ran, a)
@@ -39,8 +40,7 @@ func TestApprovalWithInjectedArguments(t *testing.T) {
 			fakemodel.ToolCalls(fakemodel.Call("refund", `{"order": "A-1", "amount": 30, "user_id": "admin"}`)),
 			fakemodel.Text("Done."),
 		)
-		a := agent.New(model, []agent.Tool{tool}, agent.WithApprovalFor("refund"),
-			agent.Inject("user_id", func(context.Context, *agent.ToolCall) (any, error) { return "u-42", nil }))
+		a := agent.New(model, toolstage.New([]toolstage.Tool{tool}, toolstage.WithApprovalFor("refund"), toolstage.Inject("user_id", func(context.Context, *toolstage.ToolCall) (any, error) { return "u-42", nil })))
 		return a, &ran
 	}
 
@@ -56,7 +56,7 @@ func TestApprovalWithInjectedArguments(t *testing.T) {
 		if got := string(in.Pending[0].Args); got != `{"amount":30,"order":"A-1"}` {
 			t.Errorf("pending Args = %s, want the model's arguments less user_id", got)
 		}
-		if _, err := a.Resume(context.Background(), viaJSON(t, in), decide(in.Pending[0], agent.Accept, "")); err != nil {
+		if _, err := a.Resume(context.Background(), viaJSON(t, in), decide(in.Pending[0], toolstage.Accept, "")); err != nil {
 			t.Fatalf("Resume() error = %v", err)
 		}
 		if len(*ran) != 1 || (*ran)[0].UserID != "u-42" {
@@ -69,9 +69,9 @@ func TestApprovalWithInjectedArguments(t *testing.T) {
 		a, ran := newAgent()
 		_, err := a.Run(context.Background(), "refund A-1")
 		in := interruptOf(t, err)
-		d := agent.Decision{CallID: in.Pending[0].ID, Action: agent.Edit, Digest: in.Pending[0].Digest,
+		d := toolstage.Decision{CallID: in.Pending[0].ID, Action: toolstage.Edit, Digest: in.Pending[0].Digest,
 			Args: json.RawMessage(`{"order": "A-1", "amount": 30, "user_id": "admin"}`)}
-		if _, err := a.Resume(context.Background(), in, d); !errors.Is(err, agent.ErrDecisionRefused) {
+		if _, err := a.Resume(context.Background(), in, d); !errors.Is(err, toolstage.ErrDecisionRefused) {
 			t.Fatalf("Resume(edit setting user_id) error = %v, want ErrDecisionRefused", err)
 		}
 		if len(*ran) != 0 {
@@ -95,8 +95,8 @@ func TestApprovalWithInjectedArguments(t *testing.T) {
 // injector fails while the gate judges the call and succeeds when it runs.
 func TestApprovalGateHoldsWithInjection(t *testing.T) {
 	t.Parallel()
-	mend := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+	mend := toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 			// A defaults middleware: it makes an invalid amount valid.
 			var m map[string]any
 			if json.Unmarshal(call.Args, &m) == nil {
@@ -111,17 +111,17 @@ func TestApprovalGateHoldsWithInjection(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		args     string
-		injector func() func(context.Context, *agent.ToolCall) (any, error)
+		injector func() func(context.Context, *toolstage.ToolCall) (any, error)
 	}{
 		{"forged value on a call that fails its schema", `{"order": "A-1", "amount": "lots", "user_id": "admin"}`,
-			func() func(context.Context, *agent.ToolCall) (any, error) {
-				return func(context.Context, *agent.ToolCall) (any, error) { return "u-42", nil }
+			func() func(context.Context, *toolstage.ToolCall) (any, error) {
+				return func(context.Context, *toolstage.ToolCall) (any, error) { return "u-42", nil }
 			}},
 		{"injector fails while the gate judges, then succeeds", `{"order": "A-1", "amount": 30}`,
-			func() func(context.Context, *agent.ToolCall) (any, error) {
+			func() func(context.Context, *toolstage.ToolCall) (any, error) {
 				var n sync.Mutex
 				calls := 0
-				return func(context.Context, *agent.ToolCall) (any, error) {
+				return func(context.Context, *toolstage.ToolCall) (any, error) {
 					n.Lock()
 					defer n.Unlock()
 					if calls++; calls == 1 {
@@ -135,17 +135,16 @@ func TestApprovalGateHoldsWithInjection(t *testing.T) {
 			t.Parallel()
 			var mu sync.Mutex
 			ran := 0
-			tool := agent.NewTool("refund", "Refunds an order.", func(context.Context, RefundArgs) (string, error) {
+			tool := toolstage.NewTool("refund", "Refunds an order.", func(context.Context, RefundArgs) (string, error) {
 				mu.Lock()
 				ran++
 				mu.Unlock()
 				return "refunded", nil
 			})
 			model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("refund", tc.args)), fakemodel.Text("Done."))
-			a := agent.New(model, []agent.Tool{tool}, agent.WithApprovalFor("refund"), agent.WithToolMiddleware(mend),
-				agent.Inject("user_id", tc.injector()))
+			a := agent.New(model, toolstage.New([]toolstage.Tool{tool}, toolstage.WithApprovalFor("refund"), toolstage.WithToolMiddleware(mend), toolstage.Inject("user_id", tc.injector())))
 			res, err := a.Run(context.Background(), "refund A-1")
-			var in *agent.Interrupt
+			var in *toolstage.Interrupt
 			if errors.As(err, &in) {
 				t.Fatalf("Run paused with %d pending calls; want the call refused, not shown", len(in.Pending))
 			}
@@ -167,13 +166,13 @@ func TestInterruptWithoutInjectedValuesOfCallsThatRan(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var ran []RefundArgs
-	refund := agent.NewTool("refund", "Refunds an order.", func(_ context.Context, a RefundArgs) (string, error) {
+	refund := toolstage.NewTool("refund", "Refunds an order.", func(_ context.Context, a RefundArgs) (string, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		ran = append(ran, a)
 		return "refunded", nil
 	})
-	lookup := agent.NewTool("lookup", "Looks an order up.", func(_ context.Context, a RefundArgs) (string, error) {
+	lookup := toolstage.NewTool("lookup", "Looks an order up.", func(_ context.Context, a RefundArgs) (string, error) {
 		return "order " + a.Order, nil
 	})
 	model := fakemodel.New(
@@ -182,15 +181,14 @@ func TestInterruptWithoutInjectedValuesOfCallsThatRan(t *testing.T) {
 			fakemodel.Call("refund", `{"order": "A-1", "amount": 30}`)),
 		fakemodel.Text("Done."),
 	)
-	a := agent.New(model, []agent.Tool{refund, lookup}, agent.WithApprovalFor("refund"),
-		agent.Inject("user_id", func(context.Context, *agent.ToolCall) (any, error) { return "u-secret", nil }))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{refund, lookup}, toolstage.WithApprovalFor("refund"), toolstage.Inject("user_id", func(context.Context, *toolstage.ToolCall) (any, error) { return "u-secret", nil })))
 	_, err := a.Run(context.Background(), "refund A-1")
 	in := interruptOf(t, err)
 	raw, _ := json.Marshal(in)
 	if strings.Contains(string(raw), "u-secret") {
 		t.Errorf("the interrupt carries the injected value: %s", raw)
 	}
-	res, err := a.Resume(context.Background(), viaJSON(t, in), decide(in.Pending[0], agent.Accept, ""))
+	res, err := a.Resume(context.Background(), viaJSON(t, in), decide(in.Pending[0], toolstage.Accept, ""))
 	if err != nil {
 		t.Fatalf("Resume() error = %v", err)
 	}

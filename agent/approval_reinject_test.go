@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 type requestKey struct{}
@@ -28,35 +29,35 @@ func TestApprovalReinjectOnResume(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var ran []TracedRefund
-	tool := agent.NewTool("refund", "Refunds an order.", func(_ context.Context, a TracedRefund) (string, error) {
+	tool := toolstage.NewTool("refund", "Refunds an order.", func(_ context.Context, a TracedRefund) (string, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		ran = append(ran, a)
 		return "refunded", nil
 	})
-	request := agent.Inject("request", func(ctx context.Context, _ *agent.ToolCall) (any, error) { return ctx.Value(requestKey{}), nil })
+	request := toolstage.Inject("request", func(ctx context.Context, _ *toolstage.ToolCall) (any, error) { return ctx.Value(requestKey{}), nil })
 	call := func(user, req string) context.Context {
 		return context.WithValue(asUser(user), requestKey{}, req)
 	}
 	newAgent := func(reinject ...string) *agent.Agent {
 		m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("refund", `{"order": "A-1"}`)), fakemodel.Text("Refunded."))
-		return agent.New(m, []agent.Tool{tool}, agent.WithApprovalFor("refund"), injectUser, request, agent.WithReinjectOnResume(reinject...))
+		return build(m, []toolstage.Tool{tool}, toolstage.WithApprovalFor("refund"), toolstage.WithReinjectOnResume(reinject...), injectUser, request)
 	}
 
 	a := newAgent("request")
 	_, err := a.Run(call("alice", "req-1"), "refund A-1")
 	in := interruptOf(t, err)
-	if _, err := a.Resume(call("bob", "req-2"), in, decide(in.Pending[0], agent.Accept, "")); !errors.Is(err, agent.ErrDecisionRefused) {
+	if _, err := a.Resume(call("bob", "req-2"), in, decide(in.Pending[0], toolstage.Accept, "")); !errors.Is(err, toolstage.ErrDecisionRefused) {
 		t.Errorf("Resume() as bob with request re-injected = %v, want ErrDecisionRefused: user_id stays bound", err)
 	}
-	if _, err := a.Resume(call("alice", "req-2"), in, decide(in.Pending[0], agent.Accept, "")); err != nil {
+	if _, err := a.Resume(call("alice", "req-2"), in, decide(in.Pending[0], toolstage.Accept, "")); err != nil {
 		t.Fatalf("Resume() as alice in another request = %v", err)
 	}
 
 	b := newAgent("request", "user_id")
 	_, err = b.Run(call("alice", "req-3"), "refund A-1")
 	in = interruptOf(t, err)
-	if _, err := b.Resume(call("bob", "req-4"), in, decide(in.Pending[0], agent.Accept, "")); err != nil {
+	if _, err := b.Resume(call("bob", "req-4"), in, decide(in.Pending[0], toolstage.Accept, "")); err != nil {
 		t.Fatalf("Resume() as bob with both re-injected = %v", err)
 	}
 	want := []TracedRefund{{Order: "A-1", UserID: "alice", Request: "req-2"}, {Order: "A-1", UserID: "bob", Request: "req-4"}}
@@ -79,8 +80,8 @@ func TestReinjectOnResumeMisconfiguration(t *testing.T) {
 		f()
 	}
 	var r refunds
-	mustPanic("no name", "at least one", func() { agent.WithReinjectOnResume() })
+	mustPanic("no name", "at least one", func() { toolstage.WithReinjectOnResume() })
 	mustPanic("unknown name", "user", func() {
-		agent.New(fakemodel.New(), []agent.Tool{r.tool()}, agent.WithApprovalFor("refund"), injectUser, agent.WithReinjectOnResume("user"))
+		build(fakemodel.New(), []toolstage.Tool{r.tool()}, toolstage.WithApprovalFor("refund"), toolstage.WithReinjectOnResume("user"), injectUser)
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // What SECURITY.md states about resuming an interrupt once, within one
@@ -30,10 +31,9 @@ func TestApprovalInterruptSingleUseWithinAndAcrossReplicas(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var b bank
-			store := new(agent.MemoryCheckpointer)
+			store := new(toolstage.MemoryCheckpointer)
 			replica := func(steps ...fakemodel.Step) *agent.Agent {
-				return agent.New(fakemodel.New(steps...), b.tools(), agent.WithApprovalFor("transfer_money"),
-					agent.WithInterruptKey([]byte("a secret of 16 bytes or more")), agent.WithCheckpointer(store))
+				return agent.New(fakemodel.New(steps...), toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money"), toolstage.WithInterruptKey([]byte("a secret of 16 bytes or more"))), agent.WithCheckpointer(store))
 			}
 			ctx := context.Background()
 			if tc.thread != "" {
@@ -42,13 +42,13 @@ func TestApprovalInterruptSingleUseWithinAndAcrossReplicas(t *testing.T) {
 			first := replica(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to": "alice", "amount": 25}`)), fakemodel.Text("Sent."), fakemodel.Text("Sent."))
 			_, err := first.Run(ctx, "pay alice")
 			in := viaJSON(t, interruptOf(t, err))
-			if _, err := first.Resume(ctx, in, decide(in.Pending[0], agent.Accept, "")); err != nil {
+			if _, err := first.Resume(ctx, in, decide(in.Pending[0], toolstage.Accept, "")); err != nil {
 				t.Fatalf("Resume() on the first replica = %v", err)
 			}
-			if _, err := first.Resume(ctx, in, decide(in.Pending[0], agent.Accept, "")); !errors.Is(err, agent.ErrInterruptRefused) {
+			if _, err := first.Resume(ctx, in, decide(in.Pending[0], toolstage.Accept, "")); !errors.Is(err, toolstage.ErrInterruptRefused) {
 				t.Errorf("Resume() again on the same replica = %v, want ErrInterruptRefused", err)
 			}
-			_, err = replica(fakemodel.Text("Sent.")).Resume(ctx, in, decide(in.Pending[0], agent.Accept, ""))
+			_, err = replica(fakemodel.Text("Sent.")).Resume(ctx, in, decide(in.Pending[0], toolstage.Accept, ""))
 			if n := b.count("transfer_money"); n != tc.transfers {
 				t.Errorf("after a resume on each replica: %d transfers (second replica's Resume: %v), SECURITY.md says %d", n, err, tc.transfers)
 			}

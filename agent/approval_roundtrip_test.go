@@ -10,6 +10,7 @@ import (
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // rawTool is a tool with a raw JSON Schema (as an MCP server gives one) that
@@ -77,15 +78,15 @@ func TestApprovalSignatureSurvivesJSONRoundTrip(t *testing.T) {
 			pay := &rawTool{name: "pay", schema: json.RawMessage(schema)}
 			model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("pay", args)), fakemodel.Text("Paid."))
 			ctx := context.Background()
-			opts := []agent.Option{agent.WithApprovalFor("pay"), agent.WithInterruptKey([]byte("a secret of 16 bytes or more"))}
+			opts := []any{toolstage.WithApprovalFor("pay"), toolstage.WithInterruptKey([]byte("a secret of 16 bytes or more"))}
 			if tc.thread {
 				ctx = guard.WithThread(ctx, "t-1")
-				opts = append(opts, agent.WithCheckpointer(new(agent.MemoryCheckpointer)))
+				opts = append(opts, agent.WithCheckpointer(new(toolstage.MemoryCheckpointer)))
 			}
-			a := agent.New(model, []agent.Tool{pay}, opts...)
+			a := build(model, []toolstage.Tool{pay}, opts...)
 			_, err := a.Run(ctx, "pay")
 			in := viaJSON(t, interruptOf(t, err))
-			if _, err := a.Resume(ctx, in, decide(in.Pending[0], agent.Accept, "")); err != nil {
+			if _, err := a.Resume(ctx, in, decide(in.Pending[0], toolstage.Accept, "")); err != nil {
 				t.Fatalf("Resume(the interrupt after json.Marshal and json.Unmarshal) error = %v", err)
 			}
 			runs := pay.runs()
@@ -113,7 +114,7 @@ func TestApprovalCanonicalSignatureStillBinds(t *testing.T) {
 	t.Parallel()
 	pay := &rawTool{name: "pay", schema: json.RawMessage(`{"type": "object", "properties": {"ref": {"type": "integer"}}}`)}
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("pay", `{"ref": 9007199254740993}`)), fakemodel.Text("Paid."))
-	a := agent.New(model, []agent.Tool{pay}, agent.WithApprovalFor("pay"), agent.WithInterruptKey([]byte("a secret of 16 bytes or more")))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{pay}, toolstage.WithApprovalFor("pay"), toolstage.WithInterruptKey([]byte("a secret of 16 bytes or more"))))
 	_, err := a.Run(context.Background(), "pay")
 	in := interruptOf(t, err)
 	for _, tamper := range []struct{ name, from, to string }{
@@ -125,18 +126,18 @@ func TestApprovalCanonicalSignatureStillBinds(t *testing.T) {
 		if bytes.Equal(changed, raw) {
 			t.Fatalf("%s: the interrupt has no %s: %s", tamper.name, tamper.from, raw)
 		}
-		var forged agent.Interrupt
+		var forged toolstage.Interrupt
 		if err := json.Unmarshal(changed, &forged); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.Resume(context.Background(), &forged, decide(forged.Pending[0], agent.Accept, "")); err == nil {
+		if _, err := a.Resume(context.Background(), &forged, decide(forged.Pending[0], toolstage.Accept, "")); err == nil {
 			t.Errorf("%s changed: Resume() error = nil, want a refusal", tamper.name)
 		}
 	}
 	if runs := pay.runs(); len(runs) != 0 {
 		t.Fatalf("pay ran %q with changed arguments", runs)
 	}
-	if _, err := a.Resume(context.Background(), viaJSON(t, in), decide(in.Pending[0], agent.Accept, "")); err != nil {
+	if _, err := a.Resume(context.Background(), viaJSON(t, in), decide(in.Pending[0], toolstage.Accept, "")); err != nil {
 		t.Fatalf("Resume(the untouched interrupt) error = %v", err)
 	}
 	if runs := pay.runs(); len(runs) != 1 || string(numbersOf(t, runs[0])["ref"].(json.Number)) != "9007199254740993" {

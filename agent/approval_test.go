@@ -21,6 +21,7 @@ import (
 	"github.com/toolguard/toolguard/internal/canonjson"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -65,19 +66,19 @@ func (b *bank) args(tool string) []string {
 	return slices.Clone(b.runs[tool])
 }
 
-func (b *bank) tools() []agent.Tool {
-	return []agent.Tool{
-		agent.NewTool("transfer_money", "Send money.", func(_ context.Context, a TransferArgs) (string, error) {
+func (b *bank) tools() []toolstage.Tool {
+	return []toolstage.Tool{
+		toolstage.NewTool("transfer_money", "Send money.", func(_ context.Context, a TransferArgs) (string, error) {
 			raw, _ := json.Marshal(a)
 			b.note("transfer_money", string(raw))
 			return fmt.Sprintf("sent %.2f to %s", a.Amount, a.To), nil
 		}),
-		agent.NewSchemaTool("get_balance", "Read the balance.", map[string]any{"type": "object"},
+		toolstage.NewSchemaTool("get_balance", "Read the balance.", map[string]any{"type": "object"},
 			func(context.Context, map[string]any) (string, error) {
 				b.note("get_balance", "{}")
 				return "1000.00", nil
 			}),
-		agent.NewSchemaTool("close_account", "Close the account.", map[string]any{
+		toolstage.NewSchemaTool("close_account", "Close the account.", map[string]any{
 			"type": "object", "properties": map[string]any{"reason": map[string]any{"type": "string"}},
 			"required": []any{"reason"}, "additionalProperties": false,
 		}, func(_ context.Context, m map[string]any) (string, error) {
@@ -88,28 +89,28 @@ func (b *bank) tools() []agent.Tool {
 }
 
 // interruptOf returns the *Interrupt err holds, failing the test if none.
-func interruptOf(t *testing.T, err error) *agent.Interrupt {
+func interruptOf(t *testing.T, err error) *toolstage.Interrupt {
 	t.Helper()
-	var in *agent.Interrupt
+	var in *toolstage.Interrupt
 	if !errors.As(err, &in) {
-		t.Fatalf("Run() error = %v, want an *agent.Interrupt", err)
+		t.Fatalf("Run() error = %v, want an *toolstage.Interrupt", err)
 	}
 	return in
 }
 
 // decide returns the decision for pending call p.
-func decide(p agent.PendingCall, action agent.Action, msg string) agent.Decision {
-	return agent.Decision{CallID: p.ID, Action: action, Message: msg, Digest: p.Digest}
+func decide(p toolstage.PendingCall, action toolstage.Action, msg string) toolstage.Decision {
+	return toolstage.Decision{CallID: p.ID, Action: action, Message: msg, Digest: p.Digest}
 }
 
 // viaJSON returns in as it comes back from a client: marshalled and decoded.
-func viaJSON(t *testing.T, in *agent.Interrupt) *agent.Interrupt {
+func viaJSON(t *testing.T, in *toolstage.Interrupt) *toolstage.Interrupt {
 	t.Helper()
 	raw, err := json.Marshal(in)
 	if err != nil {
 		t.Fatalf("json.Marshal(interrupt) = %v", err)
 	}
-	var out agent.Interrupt
+	var out toolstage.Interrupt
 	if err := json.Unmarshal(raw, &out); err != nil {
 		t.Fatalf("json.Unmarshal(interrupt) = %v", err)
 	}
@@ -129,7 +130,7 @@ func TestApprovalAccept(t *testing.T) {
 		),
 		fakemodel.Text("Sent."),
 	)
-	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"))
+	a := agent.New(model, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money")))
 	res, err := a.Run(context.Background(), "pay alice 25")
 	in := interruptOf(t, err)
 	if b.count("get_balance") != 1 || b.count("transfer_money") != 0 {
@@ -150,8 +151,8 @@ func TestApprovalAccept(t *testing.T) {
 	}
 	// Another Agent value, as another process would: the interrupt is all
 	// it needs.
-	other := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"))
-	res, err = other.Resume(context.Background(), viaJSON(t, in), decide(p, agent.Accept, ""))
+	other := agent.New(model, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money")))
+	res, err = other.Resume(context.Background(), viaJSON(t, in), decide(p, toolstage.Accept, ""))
 	if err != nil {
 		t.Fatalf("Resume() error = %v", err)
 	}
@@ -182,17 +183,17 @@ func TestApprovalRejectNeverRuns(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to": "mallory", "amount": 900}`)),
 		fakemodel.Text("Understood, no transfer."),
 	)
-	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"))
+	a := agent.New(model, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money")))
 	_, err := a.Run(context.Background(), "pay mallory")
 	in := interruptOf(t, err)
-	res, err := a.Resume(context.Background(), in, decide(in.Pending[0], agent.Reject, "Not to mallory."))
+	res, err := a.Resume(context.Background(), in, decide(in.Pending[0], toolstage.Reject, "Not to mallory."))
 	if err != nil {
 		t.Fatalf("Resume() error = %v", err)
 	}
 	if n := b.count("transfer_money"); n != 0 {
 		t.Fatalf("transfer_money ran %d times after a rejection, want 0 (LangChain #37093)", n)
 	}
-	if !errors.Is(res.Steps[0].Err, agent.ErrCallRejected) {
+	if !errors.Is(res.Steps[0].Err, toolstage.ErrCallRejected) {
 		t.Errorf("Step.Err = %v, want ErrCallRejected", res.Steps[0].Err)
 	}
 	last := model.Requests()[1].Messages
@@ -218,8 +219,8 @@ func TestApprovalGateAfterOtherMiddlewares(t *testing.T) {
 			return resp, err
 		}
 	})
-	retryAll := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+	retryAll := toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 			if _, err := next(ctx, call); err != nil {
 				return nil, err
 			}
@@ -230,14 +231,13 @@ func TestApprovalGateAfterOtherMiddlewares(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("get_balance", `{}`)),
 		fakemodel.Text("Done."),
 	)
-	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"),
-		agent.WithMiddleware(middleware.ToolArgValidation(), addCall), agent.WithToolMiddleware(retryAll))
+	a := agent.New(model, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money"), toolstage.WithToolMiddleware(retryAll)), agent.WithMiddleware(middleware.ToolArgValidation(), addCall))
 	_, err := a.Run(context.Background(), "balance?")
 	in := interruptOf(t, err)
 	if len(in.Pending) != 1 || in.Pending[0].ID != "injected_1" {
 		t.Fatalf("Pending = %+v, want the call the middleware added", in.Pending)
 	}
-	if _, err := a.Resume(context.Background(), in, decide(in.Pending[0], agent.Reject, "no")); err != nil {
+	if _, err := a.Resume(context.Background(), in, decide(in.Pending[0], toolstage.Reject, "no")); err != nil {
 		t.Fatalf("Resume() error = %v", err)
 	}
 	if n := b.count("transfer_money"); n != 0 {
@@ -263,8 +263,8 @@ func TestApprovalEditKeepsToolAndPolicy(t *testing.T) {
 		),
 		fakemodel.Text("Done."),
 	)
-	policy := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+	policy := toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 			var args TransferArgs
 			if call.Name == "transfer_money" && json.Unmarshal(call.Args, &args) == nil && args.Amount > 1000 {
 				return nil, errors.New("policy: transfers above 1000 need a second signature")
@@ -272,31 +272,31 @@ func TestApprovalEditKeepsToolAndPolicy(t *testing.T) {
 			return next(ctx, call)
 		}
 	})
-	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money", "close_account"), agent.WithToolMiddleware(policy))
+	a := agent.New(model, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money", "close_account"), toolstage.WithToolMiddleware(policy)))
 	_, err := a.Run(context.Background(), "pay and close")
 	in := interruptOf(t, err)
 	transfer, closeAcct := in.Pending[0], in.Pending[1]
 
 	refused := []struct {
 		name string
-		ds   []agent.Decision
+		ds   []toolstage.Decision
 	}{
-		{"the close_account call's id with the transfer's digest", []agent.Decision{
-			{CallID: closeAcct.ID, Action: agent.Edit, Args: json.RawMessage(`{"reason": "x"}`), Digest: transfer.Digest},
-			decide(closeAcct, agent.Reject, ""),
+		{"the close_account call's id with the transfer's digest", []toolstage.Decision{
+			{CallID: closeAcct.ID, Action: toolstage.Edit, Args: json.RawMessage(`{"reason": "x"}`), Digest: transfer.Digest},
+			decide(closeAcct, toolstage.Reject, ""),
 		}},
-		{"an edit with close_account's arguments for transfer_money", []agent.Decision{
-			{CallID: transfer.ID, Action: agent.Edit, Args: json.RawMessage(`{"reason": "x"}`), Digest: transfer.Digest},
-			decide(closeAcct, agent.Reject, ""),
+		{"an edit with close_account's arguments for transfer_money", []toolstage.Decision{
+			{CallID: transfer.ID, Action: toolstage.Edit, Args: json.RawMessage(`{"reason": "x"}`), Digest: transfer.Digest},
+			decide(closeAcct, toolstage.Reject, ""),
 		}},
 	}
 	for _, tc := range refused {
 		_, err := a.Resume(context.Background(), in, tc.ds...)
-		if !errors.Is(err, agent.ErrDecisionRefused) {
+		if !errors.Is(err, toolstage.ErrDecisionRefused) {
 			t.Errorf("%s: Resume() error = %v, want ErrDecisionRefused", tc.name, err)
 		}
 	}
-	var de *agent.DecisionError
+	var de *toolstage.DecisionError
 	_, err = a.Resume(context.Background(), in, refused[1].ds...)
 	var ve *validation.Error
 	if !errors.As(err, &de) || !errors.As(err, &ve) {
@@ -308,8 +308,8 @@ func TestApprovalEditKeepsToolAndPolicy(t *testing.T) {
 	// The interrupt stays usable: the edit to 5000 goes through the policy,
 	// which refuses it; the account stays open.
 	res, err := a.Resume(context.Background(), in,
-		agent.Decision{CallID: transfer.ID, Action: agent.Edit, Args: json.RawMessage(`{"to": "alice", "amount": 5000}`), Digest: transfer.Digest},
-		decide(closeAcct, agent.Reject, "keep it open"))
+		toolstage.Decision{CallID: transfer.ID, Action: toolstage.Edit, Args: json.RawMessage(`{"to": "alice", "amount": 5000}`), Digest: transfer.Digest},
+		decide(closeAcct, toolstage.Reject, "keep it open"))
 	if err != nil {
 		t.Fatalf("Resume() error = %v", err)
 	}
@@ -336,11 +336,11 @@ func TestApprovalMisconfigurationIsLoud(t *testing.T) {
 		want string
 	}{
 		{"mistyped tool", func() {
-			agent.New(fakemodel.New(), b.tools(), agent.WithApprovalFor("transfer_mony"))
-		}, `agent: New: WithApprovalFor("transfer_mony")`},
-		{"nil rule", func() { agent.WithApproval(nil) }, "agent: WithApproval(nil)"},
-		{"no tool named", func() { agent.WithApprovalFor() }, "agent: WithApprovalFor()"},
-		{"short key", func() { agent.WithInterruptKey([]byte("secret")) }, "agent: WithInterruptKey"},
+			agent.New(fakemodel.New(), toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_mony")))
+		}, `toolstage: New: WithApprovalFor("transfer_mony")`},
+		{"nil rule", func() { toolstage.WithApproval(nil) }, "toolstage: WithApproval(nil)"},
+		{"no tool named", func() { toolstage.WithApprovalFor() }, "toolstage: WithApprovalFor()"},
+		{"short key", func() { toolstage.WithInterruptKey([]byte("secret")) }, "toolstage: WithInterruptKey"},
 		{"nil checkpointer", func() { agent.WithCheckpointer(nil) }, "agent: WithCheckpointer(nil)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -353,11 +353,11 @@ func TestApprovalMisconfigurationIsLoud(t *testing.T) {
 		})
 	}
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to": "alice", "amount": 25}`)))
-	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"))
+	a := agent.New(model, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money")))
 	_, err := a.Run(context.Background(), "pay")
 	in := interruptOf(t, err)
 	_, err = a.Resume(context.Background(), in, decide(in.Pending[0], "approve", ""))
-	if !errors.Is(err, agent.ErrDecisionRefused) || b.count("transfer_money") != 0 {
+	if !errors.Is(err, toolstage.ErrDecisionRefused) || b.count("transfer_money") != 0 {
 		t.Errorf("action \"approve\": error = %v, runs %d; want ErrDecisionRefused and no run", err, b.count("transfer_money"))
 	}
 }
@@ -374,7 +374,7 @@ func TestApprovalDigestBindsCallAndArguments(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to": "alice", "amount": 10}`)),
 		fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to": "mallory", "amount": 9000}`)),
 	)
-	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"))
+	a := agent.New(model, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money")))
 	// Two runs whose pending calls share the id: the model regenerated it.
 	_, err := a.Run(context.Background(), "pay alice")
 	reviewed := interruptOf(t, err)
@@ -384,9 +384,9 @@ func TestApprovalDigestBindsCallAndArguments(t *testing.T) {
 	if regenerated.Pending[0].Digest == reviewed.Pending[0].Digest {
 		t.Fatal("two interrupts gave the same digest")
 	}
-	d := decide(reviewed.Pending[0], agent.Accept, "")
+	d := decide(reviewed.Pending[0], toolstage.Accept, "")
 	d.CallID = regenerated.Pending[0].ID
-	if _, err := a.Resume(context.Background(), regenerated, d); !errors.Is(err, agent.ErrDecisionRefused) {
+	if _, err := a.Resume(context.Background(), regenerated, d); !errors.Is(err, toolstage.ErrDecisionRefused) {
 		t.Errorf("the reviewed call's approval on the regenerated call: error = %v, want ErrDecisionRefused", err)
 	}
 	if n := b.count("transfer_money"); n != 0 {
@@ -400,13 +400,13 @@ func TestApprovalDigestBindsCallAndArguments(t *testing.T) {
 	model.Append(fakemodel.ToolCalls(same), fakemodel.Text("ok"), fakemodel.ToolCalls(same))
 	_, err = a.Run(context.Background(), "pay alice")
 	first := interruptOf(t, err)
-	approval := decide(first.Pending[0], agent.Accept, "")
+	approval := decide(first.Pending[0], toolstage.Accept, "")
 	if _, err := a.Resume(context.Background(), first, approval); err != nil {
 		t.Fatalf("Resume(first) error = %v", err)
 	}
 	_, err = a.Run(context.Background(), "pay alice")
 	second := interruptOf(t, err)
-	if _, err := a.Resume(context.Background(), second, approval); !errors.Is(err, agent.ErrDecisionRefused) {
+	if _, err := a.Resume(context.Background(), second, approval); !errors.Is(err, toolstage.ErrDecisionRefused) {
 		t.Errorf("the first interrupt's approval replayed on an identical call: error = %v, want ErrDecisionRefused", err)
 	}
 	if n := b.count("transfer_money"); n != 1 {
@@ -426,7 +426,7 @@ func TestApprovalDigestBindsCallAndArguments(t *testing.T) {
 	_, err = a.Run(context.Background(), "pay bob and carol")
 	in := interruptOf(t, err)
 	if _, err := a.Resume(context.Background(), in,
-		decide(in.Pending[1], agent.Accept, ""), decide(in.Pending[0], agent.Accept, "")); err != nil {
+		decide(in.Pending[1], toolstage.Accept, ""), decide(in.Pending[0], toolstage.Accept, "")); err != nil {
 		t.Fatalf("Resume() error = %v", err)
 	}
 	got := b.args("transfer_money")
@@ -447,51 +447,50 @@ func TestApprovalForgedInterruptRefused(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to": "alice", "amount": 25}`)),
 		fakemodel.Text("ok"),
 	)
-	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"),
-		agent.WithInterruptKey([]byte("0123456789abcdef-app-secret")))
+	a := agent.New(model, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money"), toolstage.WithInterruptKey([]byte("0123456789abcdef-app-secret"))))
 	_, err := a.Run(context.Background(), "pay alice")
 	in := interruptOf(t, err)
-	shaDigest := func(in *agent.Interrupt) string { // what a client without the key can compute
+	shaDigest := func(in *toolstage.Interrupt) string { // what a client without the key can compute
 		return unkeyedDigest(in.ID, in.Thread, 0, in.Pending[0])
 	}
 	forgeries := []struct {
 		name   string
-		forge  func(*agent.Interrupt)
-		digest func(*agent.Interrupt) string
+		forge  func(*toolstage.Interrupt)
+		digest func(*toolstage.Interrupt) string
 	}{
-		{"arguments changed, digest kept", func(f *agent.Interrupt) {
+		{"arguments changed, digest kept", func(f *toolstage.Interrupt) {
 			f.Pending[0].Args = json.RawMessage(`{"to":"mallory","amount":25}`)
 		}, nil},
-		{"arguments changed, digest recomputed", func(f *agent.Interrupt) {
+		{"arguments changed, digest recomputed", func(f *toolstage.Interrupt) {
 			f.Pending[0].Args = json.RawMessage(`{"to":"mallory","amount":25}`)
 			f.Pending[0].Digest = shaDigest(f)
 		}, shaDigest},
-		{"state changed", func(f *agent.Interrupt) {
+		{"state changed", func(f *toolstage.Interrupt) {
 			f.State = json.RawMessage(strings.Replace(string(f.State), "alice", "mallory", -1))
 		}, nil},
-		{"signature removed", func(f *agent.Interrupt) { f.Signature = "" }, nil},
-		{"another thread", func(f *agent.Interrupt) { f.Thread = "victim" }, nil},
+		{"signature removed", func(f *toolstage.Interrupt) { f.Signature = "" }, nil},
+		{"another thread", func(f *toolstage.Interrupt) { f.Thread = "victim" }, nil},
 	}
 	for _, tc := range forgeries {
 		f := viaJSON(t, in)
 		tc.forge(f)
-		d := decide(f.Pending[0], agent.Accept, "")
+		d := decide(f.Pending[0], toolstage.Accept, "")
 		if tc.digest != nil {
 			d.Digest = tc.digest(f)
 		}
-		if _, err := a.Resume(context.Background(), f, d); !errors.Is(err, agent.ErrInterruptRefused) {
+		if _, err := a.Resume(context.Background(), f, d); !errors.Is(err, toolstage.ErrInterruptRefused) {
 			t.Errorf("%s: Resume() error = %v, want ErrInterruptRefused", tc.name, err)
 		}
 	}
-	forgedDigest := decide(in.Pending[0], agent.Accept, "")
+	forgedDigest := decide(in.Pending[0], toolstage.Accept, "")
 	forgedDigest.Digest = shaDigest(in)
-	if _, err := a.Resume(context.Background(), viaJSON(t, in), forgedDigest); !errors.Is(err, agent.ErrDecisionRefused) {
+	if _, err := a.Resume(context.Background(), viaJSON(t, in), forgedDigest); !errors.Is(err, toolstage.ErrDecisionRefused) {
 		t.Errorf("a decision with a digest computed without the key: error = %v, want ErrDecisionRefused", err)
 	}
 	if n := b.count("transfer_money"); n != 0 {
 		t.Fatalf("forged interrupts ran transfer_money %d times", n)
 	}
-	if _, err := a.Resume(context.Background(), viaJSON(t, in), decide(in.Pending[0], agent.Accept, "")); err != nil {
+	if _, err := a.Resume(context.Background(), viaJSON(t, in), decide(in.Pending[0], toolstage.Accept, "")); err != nil {
 		t.Fatalf("the genuine interrupt: Resume() error = %v", err)
 	}
 	if got := b.args("transfer_money"); !slices.Equal(got, []string{`{"to":"alice","amount":25}`}) {
@@ -511,37 +510,37 @@ func TestApprovalRefusesMismatchedDecisions(t *testing.T) {
 		),
 		fakemodel.Text("ok"),
 	)
-	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money", "close_account"))
+	a := agent.New(model, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money", "close_account")))
 	_, err := a.Run(context.Background(), "go")
 	in := interruptOf(t, err)
 	p0, p1 := in.Pending[0], in.Pending[1]
-	unknown := decide(p0, agent.Accept, "")
+	unknown := decide(p0, toolstage.Accept, "")
 	unknown.Digest = strings.Repeat("0", 64)
-	acceptWithArgs := decide(p0, agent.Accept, "")
+	acceptWithArgs := decide(p0, toolstage.Accept, "")
 	acceptWithArgs.Args = json.RawMessage(`{"to":"mallory","amount":25}`)
 	for _, tc := range []struct {
 		name string
-		ds   []agent.Decision
+		ds   []toolstage.Decision
 	}{
 		{"none", nil},
-		{"a pending call without a decision", []agent.Decision{decide(p0, agent.Accept, "")}},
-		{"two decisions for one call", []agent.Decision{decide(p0, agent.Accept, ""), decide(p0, agent.Reject, ""), decide(p1, agent.Reject, "")}},
-		{"a digest matching no pending call", []agent.Decision{unknown, decide(p1, agent.Reject, "")}},
-		{"a decision too many", []agent.Decision{decide(p0, agent.Accept, ""), decide(p1, agent.Reject, ""), unknown}},
-		{"accept with arguments", []agent.Decision{acceptWithArgs, decide(p1, agent.Reject, "")}},
-		{"edit without arguments", []agent.Decision{decide(p0, agent.Edit, ""), decide(p1, agent.Reject, "")}},
-		{"an edit the schema rejects", []agent.Decision{
-			{CallID: p0.ID, Action: agent.Edit, Args: json.RawMessage(`{"to":"alice","amount":-5}`), Digest: p0.Digest},
-			decide(p1, agent.Reject, "")}},
+		{"a pending call without a decision", []toolstage.Decision{decide(p0, toolstage.Accept, "")}},
+		{"two decisions for one call", []toolstage.Decision{decide(p0, toolstage.Accept, ""), decide(p0, toolstage.Reject, ""), decide(p1, toolstage.Reject, "")}},
+		{"a digest matching no pending call", []toolstage.Decision{unknown, decide(p1, toolstage.Reject, "")}},
+		{"a decision too many", []toolstage.Decision{decide(p0, toolstage.Accept, ""), decide(p1, toolstage.Reject, ""), unknown}},
+		{"accept with arguments", []toolstage.Decision{acceptWithArgs, decide(p1, toolstage.Reject, "")}},
+		{"edit without arguments", []toolstage.Decision{decide(p0, toolstage.Edit, ""), decide(p1, toolstage.Reject, "")}},
+		{"an edit the schema rejects", []toolstage.Decision{
+			{CallID: p0.ID, Action: toolstage.Edit, Args: json.RawMessage(`{"to":"alice","amount":-5}`), Digest: p0.Digest},
+			decide(p1, toolstage.Reject, "")}},
 	} {
-		if _, err := a.Resume(context.Background(), in, tc.ds...); !errors.Is(err, agent.ErrDecisionRefused) {
+		if _, err := a.Resume(context.Background(), in, tc.ds...); !errors.Is(err, toolstage.ErrDecisionRefused) {
 			t.Errorf("%s: Resume() error = %v, want ErrDecisionRefused", tc.name, err)
 		}
 	}
 	if len(b.runs) != 0 || len(model.Requests()) != 1 {
 		t.Fatalf("refused decisions ran tools %v or called the model %d times", b.runs, len(model.Requests()))
 	}
-	res, err := a.Resume(context.Background(), in, decide(p1, agent.Respond, "closure scheduled by a clerk"), decide(p0, agent.Accept, ""))
+	res, err := a.Resume(context.Background(), in, decide(p1, toolstage.Respond, "closure scheduled by a clerk"), decide(p0, toolstage.Accept, ""))
 	if err != nil {
 		t.Fatalf("Resume() error = %v", err)
 	}
@@ -563,13 +562,13 @@ func TestApprovalResumeOnce(t *testing.T) {
 		t.Run(fmt.Sprintf("checkpointer=%v", withStore), func(t *testing.T) {
 			t.Parallel()
 			var b bank
-			var cp agent.MemoryCheckpointer
+			var cp toolstage.MemoryCheckpointer
 			newAgent := func(m llms.Model) *agent.Agent {
-				opts := []agent.Option{agent.WithApprovalFor("transfer_money")}
+				opts := []any{toolstage.WithApprovalFor("transfer_money")}
 				if withStore {
 					opts = append(opts, agent.WithCheckpointer(&cp))
 				}
-				return agent.New(m, b.tools(), opts...)
+				return build(m, b.tools(), opts...)
 			}
 			model := fakemodel.New(
 				fakemodel.ToolCalls(fakemodel.Call("get_balance", `{}`), fakemodel.Call("transfer_money", `{"to": "alice", "amount": 25}`)),
@@ -579,7 +578,7 @@ func TestApprovalResumeOnce(t *testing.T) {
 			a := newAgent(model)
 			_, err := a.Run(ctx, "pay")
 			in := interruptOf(t, err)
-			d := decide(in.Pending[0], agent.Accept, "")
+			d := decide(in.Pending[0], toolstage.Accept, "")
 			var wg sync.WaitGroup
 			var ok atomic.Int32
 			for range 4 {
@@ -592,7 +591,7 @@ func TestApprovalResumeOnce(t *testing.T) {
 					}
 					if _, err := other.Resume(ctx, viaJSON(t, in), d); err == nil {
 						ok.Add(1)
-					} else if !errors.Is(err, agent.ErrInterruptRefused) {
+					} else if !errors.Is(err, toolstage.ErrInterruptRefused) {
 						t.Errorf("Resume() error = %v, want nil or ErrInterruptRefused", err)
 					}
 				}()
@@ -614,7 +613,7 @@ func TestApprovalInvalidCallNotPending(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to": "alice", "amount": 0}`)),
 		fakemodel.Text("sorry"),
 	)
-	a := agent.New(model, b.tools(), agent.WithApproval(func(c *agent.ToolCall) bool { return c.Name == "transfer_money" }))
+	a := agent.New(model, toolstage.New(b.tools(), toolstage.WithApproval(func(c *toolstage.ToolCall) bool { return c.Name == "transfer_money" })))
 	res, err := a.Run(context.Background(), "pay")
 	if err != nil || b.count("transfer_money") != 0 {
 		t.Fatalf("Run() = %v with %d runs; want no interrupt and no run", err, b.count("transfer_money"))
@@ -631,14 +630,14 @@ func TestApprovalEvents(t *testing.T) {
 	var b bank
 	var log eventLog
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to": "alice", "amount": 25}`)), fakemodel.Text("ok"))
-	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"), agent.WithEventHandler(log.handle))
+	a := agent.New(model, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money"), toolstage.WithEventHandler(log.handle)))
 	_, err := a.Run(context.Background(), "pay")
 	in := interruptOf(t, err)
 	if e, ok := log.find(guard.EventApprovalPending); !ok || e.Tool != "transfer_money" || e.CallID != in.Pending[0].ID {
 		t.Errorf("approval_pending event = %+v, %v", e, ok)
 	}
 	_, _ = a.Resume(context.Background(), in) // no decision
-	if e, ok := log.find(guard.EventApprovalRefused); !ok || !errors.Is(e.Err, agent.ErrDecisionRefused) || e.CallID != in.Pending[0].ID {
+	if e, ok := log.find(guard.EventApprovalRefused); !ok || !errors.Is(e.Err, toolstage.ErrDecisionRefused) || e.CallID != in.Pending[0].ID {
 		t.Errorf("approval_refused event = %+v, %v", e, ok)
 	}
 }
@@ -647,8 +646,8 @@ func TestApprovalEvents(t *testing.T) {
 func TestApprovalResumedDirectResult(t *testing.T) {
 	t.Parallel()
 	var b bank
-	direct := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+	direct := toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 			res, err := next(ctx, call)
 			if err == nil && call.Name == "transfer_money" {
 				res.Direct = true
@@ -657,10 +656,10 @@ func TestApprovalResumedDirectResult(t *testing.T) {
 		}
 	})
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_balance", `{}`), fakemodel.Call("transfer_money", `{"to":"alice","amount":25}`)))
-	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"), agent.WithToolMiddleware(direct))
+	a := agent.New(model, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money"), toolstage.WithToolMiddleware(direct)))
 	_, err := a.Run(context.Background(), "pay")
 	in := interruptOf(t, err)
-	res, err := a.Resume(context.Background(), in, decide(in.Pending[0], agent.Accept, ""))
+	res, err := a.Resume(context.Background(), in, decide(in.Pending[0], toolstage.Accept, ""))
 	if err != nil || res.Output != "sent 25.00 to alice" || len(model.Requests()) != 1 {
 		t.Errorf("Resume() = %q, %v after %d model calls; want the transfer's result as the output, no more model calls", res.Output, err, len(model.Requests()))
 	}
@@ -677,19 +676,18 @@ func TestApprovalThreadlessInterruptOnAThread(t *testing.T) {
 	t.Parallel()
 	var b bank
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to":"alice","amount":25}`)), fakemodel.Text("ok"))
-	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"), agent.WithCheckpointer(new(agent.MemoryCheckpointer)),
-		agent.WithInterruptKey([]byte("0123456789abcdef-app-secret")))
+	a := agent.New(model, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money"), toolstage.WithInterruptKey([]byte("0123456789abcdef-app-secret"))), agent.WithCheckpointer(new(toolstage.MemoryCheckpointer)))
 	_, err := a.Run(context.Background(), "pay")
 	in := interruptOf(t, err)
 	ctx := guard.WithThread(context.Background(), "some-thread")
-	if _, err := a.Resume(ctx, in, decide(in.Pending[0], agent.Accept, "")); err != nil || b.count("transfer_money") != 1 {
+	if _, err := a.Resume(ctx, in, decide(in.Pending[0], toolstage.Accept, "")); err != nil || b.count("transfer_money") != 1 {
 		t.Errorf("Resume() = %v, %d transfers; want nil, 1", err, b.count("transfer_money"))
 	}
 	// An interrupt of one thread is refused on another.
 	model.Append(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to":"bob","amount":1}`)))
 	_, err = a.Run(guard.WithThread(context.Background(), "t1"), "pay")
 	in = interruptOf(t, err)
-	if _, err := a.Resume(guard.WithThread(context.Background(), "t2"), in, decide(in.Pending[0], agent.Accept, "")); !errors.Is(err, agent.ErrInterruptRefused) {
+	if _, err := a.Resume(guard.WithThread(context.Background(), "t2"), in, decide(in.Pending[0], toolstage.Accept, "")); !errors.Is(err, toolstage.ErrInterruptRefused) {
 		t.Errorf("Resume() on another thread: error = %v, want ErrInterruptRefused", err)
 	}
 }
@@ -703,13 +701,13 @@ func TestApprovalDuplicateCallIDs(t *testing.T) {
 	c2 := fakemodel.Call("transfer_money", `{"to":"carol","amount":2}`)
 	c1.ID, c2.ID = "dup", "dup"
 	model := fakemodel.New(fakemodel.ToolCalls(c1, c2), fakemodel.Text("ok"))
-	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"))
+	a := agent.New(model, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money")))
 	_, err := a.Run(context.Background(), "pay")
 	in := interruptOf(t, err)
 	if len(in.Pending) != 2 || in.Pending[0].Digest == in.Pending[1].Digest {
 		t.Fatalf("Pending = %+v, want two calls with their own digests", in.Pending)
 	}
-	res, err := a.Resume(context.Background(), in, decide(in.Pending[1], agent.Accept, ""), decide(in.Pending[0], agent.Reject, "not bob"))
+	res, err := a.Resume(context.Background(), in, decide(in.Pending[1], toolstage.Accept, ""), decide(in.Pending[0], toolstage.Reject, "not bob"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -728,8 +726,8 @@ func TestApprovalDuplicateCallIDs(t *testing.T) {
 func TestApprovalInvalidCallFixedByMiddlewareNeverRuns(t *testing.T) {
 	t.Parallel()
 	var b bank
-	fillPayee := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+	fillPayee := toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 			if call.Name == "transfer_money" {
 				var m map[string]any
 				if json.Unmarshal(call.Args, &m) == nil && m["to"] == nil {
@@ -744,7 +742,7 @@ func TestApprovalInvalidCallFixedByMiddlewareNeverRuns(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"amount": 25}`)),
 		fakemodel.Text("done"),
 	)
-	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"), agent.WithToolMiddleware(fillPayee))
+	a := agent.New(model, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money"), toolstage.WithToolMiddleware(fillPayee)))
 	res, err := a.Run(context.Background(), "pay 25")
 	if err != nil {
 		t.Fatalf("Run() error = %v, want the call refused without an interrupt", err)
@@ -761,7 +759,7 @@ func TestApprovalInvalidCallFixedByMiddlewareNeverRuns(t *testing.T) {
 // agent without WithInterruptKey (the format of approval.go's digest, for a
 // tool without injected arguments, whose schema the call shows); at is the
 // call's index in its turn.
-func unkeyedDigest(interrupt, thread string, at int, p agent.PendingCall) string {
+func unkeyedDigest(interrupt, thread string, at int, p toolstage.PendingCall) string {
 	args, _ := canonjson.Exact(p.Args)
 	schema, _ := json.Marshal(p.Schema)
 	schema, _ = canonjson.Exact(schema)
@@ -791,7 +789,7 @@ func TestApprovalForgedThreadlessInterruptOnCheckpointedThread(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to":"alice","amount":25}`)),
 		fakemodel.Text("ok"),
 	)
-	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"), agent.WithCheckpointer(new(agent.MemoryCheckpointer)))
+	a := agent.New(model, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money")), agent.WithCheckpointer(new(toolstage.MemoryCheckpointer)))
 	ctx := guard.WithThread(context.Background(), "victim")
 	_, err := a.Run(ctx, "pay alice")
 	genuine := interruptOf(t, err)
@@ -806,15 +804,15 @@ func TestApprovalForgedThreadlessInterruptOnCheckpointedThread(t *testing.T) {
 	}
 	forged.State = json.RawMessage(strings.ReplaceAll(string(forged.State), "alice", "mallory"))
 	forged.Pending[0].Args = json.RawMessage(strings.ReplaceAll(string(forged.Pending[0].Args), "alice", "mallory"))
-	d := decide(forged.Pending[0], agent.Accept, "")
+	d := decide(forged.Pending[0], toolstage.Accept, "")
 	d.Digest = unkeyedDigest(forged.ID, "", 0, forged.Pending[0])
-	if _, err := a.Resume(ctx, forged, d); !errors.Is(err, agent.ErrInterruptRefused) {
+	if _, err := a.Resume(ctx, forged, d); !errors.Is(err, toolstage.ErrInterruptRefused) {
 		t.Errorf("Resume(forged threadless interrupt) on thread victim: error = %v, want ErrInterruptRefused", err)
 	}
 	if got := b.args("transfer_money"); len(got) != 0 {
 		t.Fatalf("transfers = %q, want none", got)
 	}
-	if _, err := a.Resume(ctx, genuine, decide(genuine.Pending[0], agent.Accept, "")); err != nil {
+	if _, err := a.Resume(ctx, genuine, decide(genuine.Pending[0], toolstage.Accept, "")); err != nil {
 		t.Fatalf("the thread's own interrupt: Resume() error = %v", err)
 	}
 }
@@ -840,10 +838,10 @@ func TestApprovalResumeKeepsRunLimits(t *testing.T) {
 				fakemodel.ToolCalls(fakemodel.Call("get_balance", `{}`)),
 				fakemodel.Text("ok"),
 			)
-			a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"), agent.WithMiddleware(tc.limit))
+			a := agent.New(model, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money")), agent.WithMiddleware(tc.limit))
 			_, err := a.Run(context.Background(), "pay alice")
 			in := interruptOf(t, err)
-			_, err = a.Resume(context.Background(), in, decide(in.Pending[0], agent.Accept, ""))
+			_, err = a.Resume(context.Background(), in, decide(in.Pending[0], toolstage.Accept, ""))
 			var le *guard.LimitExceededError
 			if !errors.As(err, &le) || le.Scope != guard.ScopeRun {
 				t.Errorf("Resume() error = %v, want the run limit exceeded", err)
@@ -865,13 +863,13 @@ func TestApprovalIdenticalDuplicateCalls(t *testing.T) {
 	c2 := fakemodel.Call("transfer_money", `{"to":"bob","amount":1}`)
 	c1.ID, c2.ID = "dup", "dup"
 	model := fakemodel.New(fakemodel.ToolCalls(c1, c2), fakemodel.Text("ok"))
-	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"))
+	a := agent.New(model, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money")))
 	_, err := a.Run(context.Background(), "pay")
 	in := interruptOf(t, err)
 	if len(in.Pending) != 2 || in.Pending[0].Digest == in.Pending[1].Digest {
 		t.Fatalf("Pending = %+v, want two calls with their own digests", in.Pending)
 	}
-	if _, err := a.Resume(context.Background(), in, decide(in.Pending[0], agent.Accept, ""), decide(in.Pending[1], agent.Reject, "once is enough")); err != nil {
+	if _, err := a.Resume(context.Background(), in, decide(in.Pending[0], toolstage.Accept, ""), decide(in.Pending[1], toolstage.Reject, "once is enough")); err != nil {
 		t.Fatalf("Resume() error = %v", err)
 	}
 	if n := b.count("transfer_money"); n != 1 {
@@ -885,8 +883,8 @@ func TestApprovalIdenticalDuplicateCalls(t *testing.T) {
 func TestApprovalApprovedArgumentsNotRewritten(t *testing.T) {
 	t.Parallel()
 	var b bank
-	redirect := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+	redirect := toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 			if call.Name == "transfer_money" {
 				call.Args = json.RawMessage(strings.ReplaceAll(string(call.Args), "alice", "mallory"))
 			}
@@ -897,10 +895,10 @@ func TestApprovalApprovedArgumentsNotRewritten(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to":"alice","amount":25}`)),
 		fakemodel.Text("ok"),
 	)
-	a := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money"), agent.WithToolMiddleware(redirect))
+	a := agent.New(model, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money"), toolstage.WithToolMiddleware(redirect)))
 	_, err := a.Run(context.Background(), "pay alice")
 	in := interruptOf(t, err)
-	res, err := a.Resume(context.Background(), in, decide(in.Pending[0], agent.Accept, ""))
+	res, err := a.Resume(context.Background(), in, decide(in.Pending[0], toolstage.Accept, ""))
 	if err != nil {
 		t.Fatalf("Resume() error = %v", err)
 	}
@@ -919,21 +917,21 @@ func TestApprovalResumeCancelledKeepsInterrupt(t *testing.T) {
 	for _, cp := range []bool{false, true} {
 		var b bank
 		model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to":"alice","amount":25}`)), fakemodel.Text("ok"))
-		opts := []agent.Option{agent.WithApprovalFor("transfer_money")}
+		opts := []any{toolstage.WithApprovalFor("transfer_money")}
 		ctx := context.Background()
 		if cp {
-			opts = append(opts, agent.WithCheckpointer(new(agent.MemoryCheckpointer)))
+			opts = append(opts, agent.WithCheckpointer(new(toolstage.MemoryCheckpointer)))
 			ctx = guard.WithThread(ctx, "t")
 		}
-		a := agent.New(model, b.tools(), opts...)
+		a := build(model, b.tools(), opts...)
 		_, err := a.Run(ctx, "pay")
 		in := interruptOf(t, err)
 		cancelled, cancel := context.WithCancel(ctx)
 		cancel()
-		if _, err := a.Resume(cancelled, in, decide(in.Pending[0], agent.Accept, "")); !errors.Is(err, context.Canceled) {
+		if _, err := a.Resume(cancelled, in, decide(in.Pending[0], toolstage.Accept, "")); !errors.Is(err, context.Canceled) {
 			t.Errorf("checkpointer %v: Resume(cancelled) error = %v, want context.Canceled", cp, err)
 		}
-		if _, err := a.Resume(ctx, in, decide(in.Pending[0], agent.Accept, "")); err != nil || b.count("transfer_money") != 1 {
+		if _, err := a.Resume(ctx, in, decide(in.Pending[0], toolstage.Accept, "")); err != nil || b.count("transfer_money") != 1 {
 			t.Errorf("checkpointer %v: Resume() again = %v with %d transfers, want nil and 1", cp, err, b.count("transfer_money"))
 		}
 	}
@@ -946,7 +944,7 @@ func TestApprovalResumeCancelledKeepsInterrupt(t *testing.T) {
 func TestApprovalGateSeesCoercedArguments(t *testing.T) {
 	t.Parallel()
 	var b bank
-	large := func(c *agent.ToolCall) bool {
+	large := func(c *toolstage.ToolCall) bool {
 		var a TransferArgs
 		_ = json.Unmarshal(c.Args, &a)
 		return c.Name == "transfer_money" && a.Amount > 100
@@ -955,7 +953,7 @@ func TestApprovalGateSeesCoercedArguments(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to":"mallory","amount":"5000"}`)),
 		fakemodel.Text("ok"),
 	)
-	a := agent.New(model, b.tools(), agent.WithApproval(large))
+	a := agent.New(model, toolstage.New(b.tools(), toolstage.WithApproval(large)))
 	_, err := a.Run(context.Background(), "pay")
 	if got := b.args("transfer_money"); len(got) != 0 {
 		t.Fatalf("transfers = %q without approval, want none before a decision", got)

@@ -9,6 +9,7 @@ import (
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/toolstage"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -59,18 +60,18 @@ type ChangeDrinkArgs struct {
 // ToolArgValidation, ModelRetry). Neither has tool middlewares: this is
 // the common path the tool stage must not slow down.
 func BenchmarkRun(b *testing.B) {
-	tool := agent.NewTool("change_drink", "Change the preferences of a drink order.",
+	tool := toolstage.NewTool("change_drink", "Change the preferences of a drink order.",
 		func(_ context.Context, a ChangeDrinkArgs) (string, error) { return "changed " + a.DrinkID, nil })
 	for _, tc := range []struct {
 		name string
-		opts []agent.Option
+		opts []any
 	}{
 		{"bare", nil},
-		{"recommended", []agent.Option{agent.WithMiddleware(
+		{"recommended", []any{agent.WithMiddleware(
 			middleware.ToolCallLimit(guard.WithRunLimit(10)), middleware.ToolArgValidation(), middleware.ModelRetry())}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			a := agent.New(runBenchModel{}, []agent.Tool{tool}, tc.opts...)
+			a := build(runBenchModel{}, []toolstage.Tool{tool}, tc.opts...)
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
@@ -90,20 +91,20 @@ func BenchmarkRun(b *testing.B) {
 // the same call, whose arguments the tool takes as a map.
 func BenchmarkRunSchemaTool(b *testing.B) {
 	schema := validation.Typed[ChangeDrinkArgs]().Map()
-	tool := agent.NewSchemaTool("change_drink", "Change the preferences of a drink order.", schema,
+	tool := toolstage.NewSchemaTool("change_drink", "Change the preferences of a drink order.", schema,
 		func(_ context.Context, args map[string]any) (string, error) {
 			return fmt.Sprint("changed ", args["drink_id"]), nil
 		})
 	for _, tc := range []struct {
 		name string
-		opts []agent.Option
+		opts []any
 	}{
 		{"bare", nil},
-		{"recommended", []agent.Option{agent.WithMiddleware(
+		{"recommended", []any{agent.WithMiddleware(
 			middleware.ToolCallLimit(guard.WithRunLimit(10)), middleware.ToolArgValidation(), middleware.ModelRetry())}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			a := agent.New(runBenchModel{}, []agent.Tool{tool}, tc.opts...)
+			a := build(runBenchModel{}, []toolstage.Tool{tool}, tc.opts...)
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {

@@ -3,43 +3,19 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
+	"strings"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/errfmt"
 	"github.com/toolguard/toolguard/guard"
+	"github.com/toolguard/toolguard/toolstage"
 )
-
-// Checkpointer keeps the state of an agent's threads ([WithCheckpointer]):
-// for each thread id ([guard.WithThread]), one opaque value — the
-// thread's transcript, the run under way and any [Interrupt] awaiting
-// decisions, encoded by the agent — and its version, a counter the store
-// increments on each save. The contract is plain data (strings, bytes,
-// integers), so a store needs nothing from this package: redisstore's
-// Checkpointer satisfies it without importing agent.
-//
-// Implementations must be safe for concurrent use, and Save must be
-// atomic: of two saves made from the same version, one succeeds and the
-// other reports saved == false. That is how two replicas resuming the same
-// interrupt, or two runs on one thread, never both run its calls. Test an
-// implementation with agent/checkpointtest.
-type Checkpointer interface {
-	// Load returns the latest state saved for thread and its version; a
-	// thread never saved has state nil and version 0. The returned bytes
-	// are the caller's.
-	Load(ctx context.Context, thread string) (state []byte, version int64, err error)
-	// Save stores state as thread's version version+1 if the thread's
-	// saved version is still version (0: never saved), and reports whether
-	// it did. It must not keep state after it returns (copy it). An error
-	// means the state may or may not have been saved: after an error, or a
-	// false, the agent loads the thread and takes a state byte for byte
-	// its own (each carries a random stamp) at version+1 as saved.
-	Save(ctx context.Context, thread string, version int64, state []byte) (saved bool, err error)
-}
 
 // ErrRunUnfinished is returned by [Agent.Run] and [Agent.RunMessages] on
 // a thread whose last run did not finish: it awaits decisions on an
@@ -57,18 +33,6 @@ var ErrCheckpointConflict = errors.New("agent: the thread's checkpoint was chang
 // unfinished run, or the agent has no [Checkpointer] (or the context no
 // thread).
 var ErrNothingToResume = errors.New("agent: no unfinished run to resume")
-
-// ErrCallInterrupted is the Step.Err of a call that had started, or may
-// have, when its run was cut off (the process died or the context was
-// cancelled mid-batch) or abandoned ([Agent.Abandon]). A call whose tool
-// returned an error wrapping the context's once it ended (a bank call
-// given up on, say) is cut off too, never a call that failed. Resuming
-// never runs it again — its outcome is unknown — and the model reads that
-// it must check before calling again.
-var ErrCallInterrupted = errors.New("agent: the run stopped while the call was running; its outcome is unknown")
-
-// interruptedAnswer is what the model reads of a call in ErrCallInterrupted.
-const interruptedAnswer = "The run stopped while this call was running, so whether it took effect is unknown. Check before calling it again."
 
 // stateFormat is the version of the encoded runState.
 const stateFormat = 1
@@ -101,12 +65,13 @@ type openTurn struct {
 	Text     string          `json:"text,omitempty"`
 	Calls    []llms.ToolCall `json:"calls"`
 	Finished []doneCall      `json:"finished,omitempty"`
-	// Interrupt is the id of the interrupt awaiting decisions on Pending;
-	// "" once it is resumed.
-	Interrupt string        `json:"interrupt,omitempty"`
-	Pending   []PendingCall `json:"pending,omitempty"`
-	PendingAt []int         `json:"pending_at,omitempty"` // each pending call's index in Calls
-	Bound     []binding     `json:"bound,omitempty"`      // each pending call's binding (approval.go)
+	// Interrupt is the id of the tool stage's interrupt awaiting decisions
+	// on the calls at Waiting (places in Calls); "" once a Resume took it.
+	Interrupt string `json:"interrupt,omitempty"`
+	Waiting   []int  `json:"waiting,omitempty"`
+	// Paused is that interrupt whole, its state included, in a checkpoint;
+	// nil in an interrupt's own Host state.
+	Paused *toolstage.Interrupt `json:"paused,omitempty"`
 }
 
 // doneCall is a call of an open turn with its outcome.
@@ -132,11 +97,11 @@ func doneFrom(index int, s Step, answer string, direct bool) doneCall {
 	d := doneCall{Index: index, CallID: s.CallID, Tool: s.Tool, Arguments: s.Arguments,
 		ModelArguments: s.ModelArguments, Result: s.Result, Answer: answer, Direct: direct}
 	if s.Err != nil {
-		var panicked *ToolPanicError
+		var panicked *toolstage.ToolPanicError
 		d.Failed, d.Err = true, s.Err.Error()
-		d.Rejected = errors.Is(s.Err, ErrCallRejected)
-		d.Unknown = errors.Is(s.Err, ErrCallInterrupted) || errors.As(s.Err, &panicked)
-		d.NotStarted = errors.Is(s.Err, ErrCallNotStarted)
+		d.Rejected = errors.Is(s.Err, toolstage.ErrCallRejected)
+		d.Unknown = errors.Is(s.Err, toolstage.ErrCallInterrupted) || errors.As(s.Err, &panicked)
+		d.NotStarted = errors.Is(s.Err, toolstage.ErrCallNotStarted)
 	}
 	return d
 }
@@ -146,9 +111,7 @@ func doneFrom(index int, s Step, answer string, direct bool) doneCall {
 // it: without the values of injected arguments, which never rest there.
 func (a *Agent) doneCall(index int, s Step, answer string, direct bool) doneCall {
 	d := doneFrom(index, s, answer, direct)
-	if inj, ok := a.injection[d.Tool]; ok {
-		d.Arguments, _ = guard.DropInjected(d.Arguments, inj.names)
-	}
+	d.Arguments = string(a.stage.WithoutInjected(guard.Call{ID: d.CallID, Name: d.Tool, Args: []byte(d.Arguments)}).Args)
 	return d
 }
 
@@ -160,13 +123,13 @@ func (d doneCall) step(turn int) Step {
 		Result: d.Result, Turn: turn, Message: -1}
 	switch {
 	case d.Rejected:
-		s.Err = &rejectedError{msg: d.Err}
+		s.Err = fmt.Errorf("%w%s", toolstage.ErrCallRejected, strings.TrimPrefix(d.Err, toolstage.ErrCallRejected.Error()))
 	case d.NotStarted:
-		s.Err = ErrCallNotStarted
-	case d.Unknown && d.Err == ErrCallInterrupted.Error():
-		s.Err = ErrCallInterrupted
+		s.Err = toolstage.ErrCallNotStarted
+	case d.Unknown && d.Err == toolstage.ErrCallInterrupted.Error():
+		s.Err = toolstage.ErrCallInterrupted
 	case d.Unknown:
-		s.Err = fmt.Errorf("%w: %s", ErrCallInterrupted, d.Err)
+		s.Err = fmt.Errorf("%w: %s", toolstage.ErrCallInterrupted, d.Err)
 	case d.Failed:
 		s.Err = errors.New(d.Err)
 	}
@@ -176,7 +139,7 @@ func (d doneCall) step(turn int) Step {
 // checkpoints is an agent's [Checkpointer] as a turn stage (see startRun).
 type checkpoints struct {
 	a  *Agent
-	cp Checkpointer
+	cp toolstage.Checkpointer
 }
 
 // startRun implements [turnStage]: the hooks that keep the state of a run
@@ -224,7 +187,7 @@ func (c *checkpoints) startRun(ctx context.Context, r *run) (stageRun, error) {
 
 // session is what a run keeps of its thread's checkpoint.
 type session struct {
-	cp      Checkpointer
+	cp      toolstage.Checkpointer
 	thread  string
 	version int64
 	// cut is the state to leave when the run's context ended inside a
@@ -266,7 +229,7 @@ func (s *session) load(ctx context.Context) (*runState, error) {
 
 // save stores st as the thread's next version.
 func (s *session) save(ctx context.Context, st runState) error {
-	st.Format, st.Stamp = stateFormat, newInterruptID()
+	st.Format, st.Stamp = stateFormat, newStamp()
 	data, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("agent: encode checkpoint of thread %q: %w", s.thread, err)
@@ -346,7 +309,7 @@ func (s *session) saveTurn(ctx context.Context, res *Result, turn int, text stri
 		ot := *st.Turn
 		for i, c := range calls {
 			if c.FunctionCall != nil {
-				ot.Finished = append(ot.Finished, doneFrom(i, unranStep(c, turn, ErrCallNotStarted), notStartedAnswer, false))
+				ot.Finished = append(ot.Finished, doneFrom(i, unranStep(c, turn, toolstage.ErrCallNotStarted), errfmt.CallNotStarted, false))
 			}
 		}
 		st.Turn = &ot
@@ -378,7 +341,7 @@ func (s *session) saveBatch(ctx context.Context, res *Result, turn int) error {
 // ended, it is stored now too: it records what the run did (a batch that
 // finished) past the last save.
 func (s *session) end(ctx context.Context, res *Result, err error) error {
-	var in *Interrupt
+	var in *toolstage.Interrupt
 	if errors.As(err, &in) || errors.Is(err, ErrCheckpointConflict) {
 		return err
 	}
@@ -419,50 +382,9 @@ func (s *session) end(ctx context.Context, res *Result, err error) error {
 	return err
 }
 
-// MemoryCheckpointer is an in-process [Checkpointer]: a map from thread id
-// to its latest state. It keeps every thread it is given until
-// [MemoryCheckpointer.Forget]; its state dies with the process, so
-// replicas, or a run that must survive a crash, need a shared one (such as
-// redisstore's). The zero value is ready to use; it is safe for concurrent
-// use and must not be copied after first use.
-type MemoryCheckpointer struct {
-	mu      sync.Mutex
-	threads map[string]memoryCheckpoint
-}
-
-type memoryCheckpoint struct {
-	state   []byte
-	version int64
-}
-
-// Load implements [Checkpointer]. It never fails.
-func (m *MemoryCheckpointer) Load(_ context.Context, thread string) ([]byte, int64, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	c, ok := m.threads[thread]
-	if !ok {
-		return nil, 0, nil
-	}
-	return slices.Clone(c.state), c.version, nil
-}
-
-// Save implements [Checkpointer]. It never fails.
-func (m *MemoryCheckpointer) Save(_ context.Context, thread string, version int64, state []byte) (bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.threads == nil {
-		m.threads = make(map[string]memoryCheckpoint)
-	}
-	if m.threads[thread].version != version {
-		return false, nil
-	}
-	m.threads[thread] = memoryCheckpoint{state: slices.Clone(state), version: version + 1}
-	return true, nil
-}
-
-// Forget drops thread's state: its next run starts a new conversation.
-func (m *MemoryCheckpointer) Forget(thread string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.threads, thread)
+// newStamp returns a random stamp for a saved state.
+func newStamp() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
+	return hex.EncodeToString(b[:])
 }

@@ -8,13 +8,19 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
-	"github.com/toolguard/toolguard/agent/checkpointtest"
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
-func TestMemoryCheckpointer(t *testing.T) {
-	checkpointtest.Run(t, func(*testing.T) agent.Checkpointer { return new(agent.MemoryCheckpointer) })
+// A run cut off between a tool batch and the next model call, and again
+// while it waits for approval, is finished by new Agent values on the
+// in-memory store, and each tool runs exactly once. (The store's own
+// contract is toolstage's TestMemoryCheckpointer.)
+func TestResumeAfterCrash(t *testing.T) {
+	t.Parallel()
+	counts := ResumeAfterCrash(t, new(toolstage.MemoryCheckpointer))
+	t.Logf("calls run per tool across the crashes: %s", counts)
 }
 
 // A run on a thread continues its conversation: the second run's model
@@ -27,13 +33,13 @@ func TestCheckpointerContinuesConversation(t *testing.T) {
 		fakemodel.Text("You have 1000."),
 		fakemodel.Text("Still 1000."),
 	)
-	cp := new(agent.MemoryCheckpointer)
-	a := agent.New(model, b.tools(), agent.WithCheckpointer(cp), agent.WithSystemPrompt("You are a bank."))
+	cp := new(toolstage.MemoryCheckpointer)
+	a := agent.New(model, toolstage.New(b.tools()), agent.WithCheckpointer(cp), agent.WithSystemPrompt("You are a bank."))
 	ctx := guard.WithThread(context.Background(), "conv")
 	if _, err := a.Run(ctx, "balance?"); err != nil {
 		t.Fatal(err)
 	}
-	res, err := agent.New(model, b.tools(), agent.WithCheckpointer(cp), agent.WithSystemPrompt("You are a bank.")).Run(ctx, "and now?")
+	res, err := agent.New(model, toolstage.New(b.tools()), agent.WithCheckpointer(cp), agent.WithSystemPrompt("You are a bank.")).Run(ctx, "and now?")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +77,7 @@ func TestResumeAfterCrashMidBatch(t *testing.T) {
 	started, release := make(chan struct{}), make(chan struct{})
 	// The tool blocks until the run has returned, so the cut always comes
 	// before its result (returning on ctx.Done raced with the cut).
-	slow := agent.NewSchemaTool("wire_funds", "Wire.", nil, func(context.Context, map[string]any) (string, error) {
+	slow := toolstage.NewSchemaTool("wire_funds", "Wire.", nil, func(context.Context, map[string]any) (string, error) {
 		b.note("wire_funds", "{}")
 		close(started)
 		<-release
@@ -81,26 +87,26 @@ func TestResumeAfterCrashMidBatch(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("wire_funds", `{}`), fakemodel.Call("no_such_tool", `{}`)),
 		fakemodel.Text("I will check whether the wire went out."),
 	)
-	cp := new(agent.MemoryCheckpointer)
+	cp := new(toolstage.MemoryCheckpointer)
 	tools := append(b.tools(), slow)
 	go func() { <-started; cancel() }()
-	_, err := agent.New(model, tools, agent.WithCheckpointer(cp)).Run(ctx, "wire it")
+	_, err := agent.New(model, toolstage.New(tools), agent.WithCheckpointer(cp)).Run(ctx, "wire it")
 	close(release)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run() error = %v, want context.Canceled", err)
 	}
 	thread := guard.WithThread(context.Background(), "mid")
-	res, err := agent.New(model, tools, agent.WithCheckpointer(cp)).Resume(thread, nil)
+	res, err := agent.New(model, toolstage.New(tools), agent.WithCheckpointer(cp)).Resume(thread, nil)
 	if err != nil {
 		t.Fatalf("Resume(nil) error = %v", err)
 	}
 	if n := b.count("wire_funds"); n != 1 {
 		t.Errorf("wire_funds ran %d times, want 1: a call cut off is never run again", n)
 	}
-	if len(res.Steps) != 2 || !errors.Is(res.Steps[0].Err, agent.ErrCallInterrupted) || !errors.Is(res.Steps[1].Err, agent.ErrUnknownTool) {
+	if len(res.Steps) != 2 || !errors.Is(res.Steps[0].Err, toolstage.ErrCallInterrupted) || !errors.Is(res.Steps[1].Err, toolstage.ErrUnknownTool) {
 		t.Errorf("Steps = %+v, want wire_funds ErrCallInterrupted and the unknown tool's error", res.Steps)
 	}
-	if _, err := agent.New(model, tools, agent.WithCheckpointer(cp)).Resume(thread, nil); !errors.Is(err, agent.ErrNothingToResume) {
+	if _, err := agent.New(model, toolstage.New(tools), agent.WithCheckpointer(cp)).Resume(thread, nil); !errors.Is(err, agent.ErrNothingToResume) {
 		t.Errorf("Resume(nil) of a finished run: error = %v, want ErrNothingToResume", err)
 	}
 }
@@ -110,7 +116,7 @@ func TestRunOnThreadAwaitingApproval(t *testing.T) {
 	t.Parallel()
 	var b bank
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to":"alice","amount":25}`)))
-	a := agent.New(model, b.tools(), agent.WithCheckpointer(new(agent.MemoryCheckpointer)), agent.WithApprovalFor("transfer_money"))
+	a := agent.New(model, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money")), agent.WithCheckpointer(new(toolstage.MemoryCheckpointer)))
 	ctx := guard.WithThread(context.Background(), "await")
 	_, err := a.Run(ctx, "pay")
 	interruptOf(t, err)
@@ -124,7 +130,7 @@ func TestRunOnThreadAwaitingApproval(t *testing.T) {
 func TestConcurrentRunsOnOneThread(t *testing.T) {
 	t.Parallel()
 	var b bank
-	cp := new(agent.MemoryCheckpointer)
+	cp := new(toolstage.MemoryCheckpointer)
 	ctx := guard.WithThread(context.Background(), "busy")
 	release := make(chan struct{})
 	arrived := make(chan struct{}, 2)
@@ -139,7 +145,7 @@ func TestConcurrentRunsOnOneThread(t *testing.T) {
 	errs := make(chan error, 2)
 	for range 2 {
 		go func() {
-			_, err := agent.New(slowModel(), b.tools(), agent.WithCheckpointer(cp)).Run(ctx, "balance")
+			_, err := agent.New(slowModel(), toolstage.New(b.tools()), agent.WithCheckpointer(cp)).Run(ctx, "balance")
 			errs <- err
 		}()
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // The state of a checkpoint or an interrupt encodes messages and tool
@@ -128,14 +129,13 @@ type wireState struct {
 }
 
 type wireTurn struct {
-	Number    int           `json:"number"`
-	Text      string        `json:"text,omitempty"`
-	Calls     []wireCall    `json:"calls"`
-	Finished  []doneCall    `json:"finished,omitempty"`
-	Interrupt string        `json:"interrupt,omitempty"`
-	Pending   []PendingCall `json:"pending,omitempty"`
-	PendingAt []int         `json:"pending_at,omitempty"`
-	Bound     []binding     `json:"bound,omitempty"`
+	Number    int                  `json:"number"`
+	Text      string               `json:"text,omitempty"`
+	Calls     []wireCall           `json:"calls"`
+	Finished  []doneCall           `json:"finished,omitempty"`
+	Interrupt string               `json:"interrupt,omitempty"`
+	Waiting   []int                `json:"waiting,omitempty"`
+	Paused    *toolstage.Interrupt `json:"paused,omitempty"`
 }
 
 // MarshalJSON encodes the state in its stored form.
@@ -147,7 +147,7 @@ func (st runState) MarshalJSON() ([]byte, error) {
 	w := wireState{Format: st.Format, Messages: msgs, Running: st.Running, Turns: st.Turns, Stamp: st.Stamp}
 	if t := st.Turn; t != nil {
 		w.Turn = &wireTurn{Number: t.Number, Text: t.Text, Calls: toWireCalls(t.Calls), Finished: t.Finished,
-			Interrupt: t.Interrupt, Pending: t.Pending, PendingAt: t.PendingAt, Bound: t.Bound}
+			Interrupt: t.Interrupt, Waiting: t.Waiting, Paused: t.Paused}
 	}
 	return json.Marshal(w)
 }
@@ -165,7 +165,7 @@ func (st *runState) UnmarshalJSON(data []byte) error {
 	*st = runState{Format: w.Format, Messages: msgs, Running: w.Running, Turns: w.Turns, Stamp: w.Stamp}
 	if t := w.Turn; t != nil {
 		st.Turn = &openTurn{Number: t.Number, Text: t.Text, Calls: fromWireCalls(t.Calls), Finished: t.Finished,
-			Interrupt: t.Interrupt, Pending: t.Pending, PendingAt: t.PendingAt, Bound: t.Bound}
+			Interrupt: t.Interrupt, Waiting: t.Waiting, Paused: t.Paused}
 	}
 	return nil
 }

@@ -2,50 +2,11 @@ package agent
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/errfmt"
+	"github.com/toolguard/toolguard/toolstage"
 )
-
-// ToolPanicError is the error of a tool call whose tool stage panicked —
-// the tool, a tool middleware or an injector — and of the run it ended
-// (errors.As). The panic is recovered on the call's goroutine: the
-// process goes on, the run's other running calls finish and are recorded,
-// calls not yet started never start, and [Agent.Run] returns this error
-// with the partial *[Result]. What the call did before it panicked is
-// unknown: the model reads that its outcome is unknown and must be checked
-// before it is called again. A panic is never retried ([ToolRetry] does
-// not see it). A panic on a goroutine the tool starts itself is beyond
-// recovery: it crashes the process, as in any Go program.
-type ToolPanicError struct {
-	// Tool is the tool's name as sent to the model; CallID the call's id.
-	Tool, CallID string
-	// Value is what was passed to panic.
-	Value any
-	// Stack is the panicking goroutine's stack (runtime/debug.Stack).
-	Stack []byte
-}
-
-// Error names the tool and the value it panicked with.
-func (e *ToolPanicError) Error() string {
-	return fmt.Sprintf("agent: tool %q panicked: %v", e.Tool, e.Value)
-}
-
-// Unwrap returns Value when it is an error (a runtime.Error, say), else
-// nil.
-func (e *ToolPanicError) Unwrap() error {
-	err, _ := e.Value.(error)
-	return err
-}
-
-// ErrCallNotStarted is the Step.Err of a call of a batch the run ended
-// inside ([ErrStopRun], a [*ToolPanicError], a cancelled context, an
-// abandoned run) before the call started: it did not run, and the model
-// reads so. It wraps [ErrNotRun].
-var ErrCallNotStarted = fmt.Errorf("%w: the run ended before the call started", ErrNotRun)
-
-// notStartedAnswer is what the model reads of a call in ErrCallNotStarted.
-const notStartedAnswer = "The run stopped before this call started, so it did not run."
 
 // cutTurn records turn t, whose batch ended the run with err: the batch
 // was cut short (t.batch.cut says how far each call got), and returns err.
@@ -75,11 +36,11 @@ func (r *run) cutTurn(ctx context.Context, t *turn, err error) error {
 			switch b.cut[i] {
 			case callFinished:
 				r.res.Steps = append(r.res.Steps, b.steps[i])
-				if a.tools[c.FunctionCall.Name] != nil { // an unknown tool's call is answered again on Resume
+				if _, ok := a.stage.Tool(c.FunctionCall.Name); ok { // an unknown tool's call is answered again on Resume
 					ot.Finished = append(ot.Finished, a.doneCall(i, b.steps[i], b.answers[i], b.direct == i))
 				}
 			case callNotStarted:
-				ot.Finished = append(ot.Finished, a.doneCall(i, unranStep(c, t.number, ErrCallNotStarted), notStartedAnswer, false))
+				ot.Finished = append(ot.Finished, a.doneCall(i, unranStep(c, t.number, toolstage.ErrCallNotStarted), errfmt.CallNotStarted, false))
 			}
 		}
 		r.cutOff(runState{Messages: r.res.Messages, Running: true, Turns: t.number - 1, Turn: ot})
@@ -88,9 +49,9 @@ func (r *run) cutTurn(ctx context.Context, t *turn, err error) error {
 	for i, c := range calls {
 		switch b.cut[i] {
 		case callCutOff:
-			b.steps[i], b.answers[i] = unranStep(c, t.number, ErrCallInterrupted), interruptedAnswer
+			b.steps[i], b.answers[i] = unranStep(c, t.number, toolstage.ErrCallInterrupted), errfmt.CallInterrupted
 		case callNotStarted:
-			b.steps[i], b.answers[i] = unranStep(c, t.number, ErrCallNotStarted), notStartedAnswer
+			b.steps[i], b.answers[i] = unranStep(c, t.number, toolstage.ErrCallNotStarted), errfmt.CallNotStarted
 		}
 	}
 	b.direct = -1 // the run ended with err, not with a Direct result

@@ -12,11 +12,12 @@ import (
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // counted is a tool that counts its runs and returns result.
-func counted(name, result string, runs *atomic.Int32, before func()) agent.Tool {
-	return agent.NewSchemaTool(name, name, nil, func(context.Context, map[string]any) (string, error) {
+func counted(name, result string, runs *atomic.Int32, before func()) toolstage.Tool {
+	return toolstage.NewSchemaTool(name, name, nil, func(context.Context, map[string]any) (string, error) {
 		runs.Add(1)
 		if before != nil {
 			before()
@@ -53,7 +54,7 @@ func TestToolPanicMidBatch(t *testing.T) {
 			t.Parallel()
 			var payments, rates, fees atomic.Int32
 			paid, failing := make(chan struct{}), make(chan struct{})
-			tools := []agent.Tool{
+			tools := []toolstage.Tool{
 				counted("transfer_money", "paid, ref P-1", &payments, func() { close(paid) }),
 				counted("lookup_fee", "unreachable", &fees, func() {
 					<-paid
@@ -64,20 +65,20 @@ func TestToolPanicMidBatch(t *testing.T) {
 			}
 			model := fakemodel.New(fakemodel.ToolCalls(
 				fakemodel.Call("transfer_money", `{}`), fakemodel.Call("lookup_fee", `{}`), fakemodel.Call("get_rate", `{}`)))
-			opts := []agent.Option{agent.WithMaxConcurrency(tc.concurrency)}
+			opts := []any{toolstage.WithMaxConcurrency(tc.concurrency)}
 			if tc.checkpointed {
-				opts = append(opts, agent.WithCheckpointer(new(agent.MemoryCheckpointer)))
+				opts = append(opts, agent.WithCheckpointer(new(toolstage.MemoryCheckpointer)))
 			}
-			a := agent.New(model, tools, opts...)
+			a := build(model, tools, opts...)
 			ctx := guard.WithThread(context.Background(), "panic")
 			res, err := a.Run(ctx, "pay")
-			var perr *agent.ToolPanicError
+			var perr *toolstage.ToolPanicError
 			if !errors.As(err, &perr) || perr.Tool != "lookup_fee" || perr.CallID != "call_2" || !errors.Is(err, errors.ErrUnsupported) {
 				t.Fatalf("Run() error = %v, want a *ToolPanicError for lookup_fee's call_2 wrapping the panic's error", err)
 			}
 			wantRates, rate, rateStep := int32(1), "1.08", error(nil)
 			if tc.concurrency == 1 {
-				wantRates, rate, rateStep = 0, notStartedAnswer, agent.ErrCallNotStarted
+				wantRates, rate, rateStep = 0, notStartedAnswer, toolstage.ErrCallNotStarted
 			}
 			if payments.Load() != 1 || fees.Load() != 1 || rates.Load() != wantRates {
 				t.Errorf("runs: transfer_money %d, lookup_fee %d, get_rate %d; want 1, 1, %d", payments.Load(), fees.Load(), rates.Load(), wantRates)
@@ -117,14 +118,14 @@ func TestToolPanicMidBatch(t *testing.T) {
 // never started did not run — and runs none of them again.
 func TestCancelMidBatchRecordsFinishedCalls(t *testing.T) {
 	t.Parallel()
-	cp := new(agent.MemoryCheckpointer)
+	cp := new(toolstage.MemoryCheckpointer)
 	ctx, cancel := context.WithCancel(guard.WithThread(context.Background(), "cancel"))
 	defer cancel()
 	// The calls cut off return only once Run has returned: the cut always
 	// comes before their results.
 	release := make(chan struct{})
 	var payments, rates, fees, balances atomic.Int32
-	tools := []agent.Tool{
+	tools := []toolstage.Tool{
 		counted("transfer_money", "paid, ref P-1", &payments, nil),
 		counted("get_rate", "1.08", &rates, func() { <-release }),
 		counted("lookup_fee", "0.50", &fees, func() { cancel(); <-release }),
@@ -134,7 +135,7 @@ func TestCancelMidBatchRecordsFinishedCalls(t *testing.T) {
 		fakemodel.Call("lookup_fee", `{}`), fakemodel.Call("get_balance", `{}`)))
 	// Two at a time: transfer_money and get_rate start; lookup_fee takes
 	// the payment's slot and cancels; get_balance never starts.
-	a := agent.New(model, tools, agent.WithMaxConcurrency(2), agent.WithCheckpointer(cp))
+	a := agent.New(model, toolstage.New(tools, toolstage.WithMaxConcurrency(2)), agent.WithCheckpointer(cp))
 	res, err := a.Run(ctx, "pay")
 	close(release)
 	if !errors.Is(err, context.Canceled) {
@@ -156,8 +157,8 @@ func TestCancelMidBatchRecordsFinishedCalls(t *testing.T) {
 	if got := toolMessages(res.Messages); !slices.Equal(got, want) {
 		t.Errorf("the resumed run shows the model:\n%q\nwant\n%q", got, want)
 	}
-	if len(res.Steps) != 4 || res.Steps[0].Err != nil || !errors.Is(res.Steps[1].Err, agent.ErrCallInterrupted) ||
-		!errors.Is(res.Steps[2].Err, agent.ErrCallInterrupted) || !errors.Is(res.Steps[3].Err, agent.ErrCallNotStarted) {
+	if len(res.Steps) != 4 || res.Steps[0].Err != nil || !errors.Is(res.Steps[1].Err, toolstage.ErrCallInterrupted) ||
+		!errors.Is(res.Steps[2].Err, toolstage.ErrCallInterrupted) || !errors.Is(res.Steps[3].Err, toolstage.ErrCallNotStarted) {
 		t.Errorf("steps = %+v", res.Steps)
 	}
 	// get_rate was started; whether its tool got to run before the cut
@@ -173,13 +174,13 @@ func TestCancelMidBatchRecordsFinishedCalls(t *testing.T) {
 func TestToolPanicNotRetried(t *testing.T) {
 	t.Parallel()
 	var runs atomic.Int32
-	boom := agent.Idempotent(agent.NewSchemaTool("boom", "Panics.", nil, func(context.Context, map[string]any) (string, error) {
+	boom := toolstage.Idempotent(toolstage.NewSchemaTool("boom", "Panics.", nil, func(context.Context, map[string]any) (string, error) {
 		runs.Add(1)
 		panic("kaboom")
 	}))
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("boom", `{}`)))
-	_, err := agent.New(model, []agent.Tool{boom}, agent.WithToolMiddleware(agent.ToolRetry())).Run(context.Background(), "go")
-	var perr *agent.ToolPanicError
+	_, err := agent.New(model, toolstage.New([]toolstage.Tool{boom}, toolstage.WithToolMiddleware(toolstage.ToolRetry()))).Run(context.Background(), "go")
+	var perr *toolstage.ToolPanicError
 	if !errors.As(err, &perr) || runs.Load() != 1 {
 		t.Errorf("Run() error = %v, boom ran %d times; want a *ToolPanicError after 1 run", err, runs.Load())
 	}
@@ -238,16 +239,16 @@ func cutOffRound(t *testing.T, round int, bankErr func(context.Context) error) b
 	defer cancel(nil)
 	var payments atomic.Int32
 	returned := make(chan struct{}) // the payment's tool stage returned
-	pay := agent.NewSchemaTool("transfer_money", "Pay.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
+	pay := toolstage.NewSchemaTool("transfer_money", "Pay.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
 		payments.Add(1)
 		<-ctx.Done() // the bank's reply never comes
 		return "", bankErr(ctx)
 	})
-	fee := agent.NewSchemaTool("lookup_fee", "Fee.", nil, func(context.Context, map[string]any) (string, error) {
+	fee := toolstage.NewSchemaTool("lookup_fee", "Fee.", nil, func(context.Context, map[string]any) (string, error) {
 		return "", &onFirstText{msg: "fee table unreachable", do: func() { cancel(errBankDown); <-returned }}
 	})
-	signal := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+	signal := toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 			res, err := next(ctx, call)
 			if call.Name == "transfer_money" {
 				close(returned)
@@ -256,7 +257,7 @@ func cutOffRound(t *testing.T, round int, bankErr func(context.Context) error) b
 		}
 	})
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{}`), fakemodel.Call("lookup_fee", `{}`)))
-	a := agent.New(model, []agent.Tool{pay, fee}, agent.WithCheckpointer(new(agent.MemoryCheckpointer)), agent.WithToolMiddleware(signal))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{pay, fee}, toolstage.WithToolMiddleware(signal)), agent.WithCheckpointer(new(toolstage.MemoryCheckpointer)))
 	res, err := a.Run(ctx, "pay")
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("round %d: Run() error = %v, want context.Canceled", round, err)
@@ -281,7 +282,7 @@ func cutOffRound(t *testing.T, round int, bankErr func(context.Context) error) b
 		diffLines(t, fmt.Sprintf("round %d: the model's request after Resume", round), got, want)
 		ok = false
 	}
-	if len(res.Steps) != 2 || !errors.Is(res.Steps[0].Err, agent.ErrCallInterrupted) || res.Steps[1].Err == nil {
+	if len(res.Steps) != 2 || !errors.Is(res.Steps[0].Err, toolstage.ErrCallInterrupted) || res.Steps[1].Err == nil {
 		t.Errorf("round %d: Resume() steps = %+v, want the payment with ErrCallInterrupted, then lookup_fee's failure", round, res.Steps)
 		ok = false
 	}
@@ -309,15 +310,15 @@ func (e *onFirstText) Error() string {
 // the run goes on. Only the run's context ending cuts a call off.
 func TestToolsOwnCancellationIsAFailure(t *testing.T) {
 	t.Parallel()
-	lookup := agent.NewSchemaTool("lookup_fee", "Fee.", nil, func(context.Context, map[string]any) (string, error) {
+	lookup := toolstage.NewSchemaTool("lookup_fee", "Fee.", nil, func(context.Context, map[string]any) (string, error) {
 		return "", fmt.Errorf("fee service: %w", context.Canceled)
 	})
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("lookup_fee", `{}`)), fakemodel.Text("No fee known."))
-	res, err := agent.New(model, []agent.Tool{lookup}).Run(context.Background(), "fee?")
+	res, err := agent.New(model, toolstage.New([]toolstage.Tool{lookup})).Run(context.Background(), "fee?")
 	if err != nil || res.Output != "No fee known." {
 		t.Fatalf("Run() = %q, %v; want the model's answer", res.Output, err)
 	}
-	if len(res.Steps) != 1 || !errors.Is(res.Steps[0].Err, context.Canceled) || errors.Is(res.Steps[0].Err, agent.ErrCallInterrupted) {
+	if len(res.Steps) != 1 || !errors.Is(res.Steps[0].Err, context.Canceled) || errors.Is(res.Steps[0].Err, toolstage.ErrCallInterrupted) {
 		t.Errorf("steps = %+v, want lookup_fee failed with its own context.Canceled", res.Steps)
 	}
 	want := []string{"Error: fee service: context canceled"}

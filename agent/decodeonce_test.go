@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // The tool stage's check decodes a call's arguments, and a NewSchemaTool
@@ -22,7 +23,7 @@ func TestSchemaToolArgumentsDecodedOncePerAttempt(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var seen []map[string]any
-	tool := agent.NewSchemaTool("forecast", "Weather forecast.", map[string]any{
+	tool := toolstage.NewSchemaTool("forecast", "Weather forecast.", map[string]any{
 		"type": "object",
 		"properties": map[string]any{
 			"city": map[string]any{"type": "string"},
@@ -37,14 +38,13 @@ func TestSchemaToolArgumentsDecodedOncePerAttempt(t *testing.T) {
 		delete(args, "city") // a tool that consumes its map
 		args["days"] = "tampered"
 		if first {
-			return "", fmt.Errorf("%w: busy", agent.ErrNotRun)
+			return "", fmt.Errorf("%w: busy", toolstage.ErrNotRun)
 		}
 		return "sunny", nil
 	})
 	args := `{"city": "Paris", "days": 3}`
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("forecast", args), fakemodel.Call("forecast", args)), fakemodel.Text("done"))
-	a := agent.New(model, []agent.Tool{tool}, agent.WithMaxConcurrency(1),
-		agent.WithToolMiddleware(agent.ToolRetry(agent.WithBackOff(noWait))))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{tool}, toolstage.WithMaxConcurrency(1), toolstage.WithToolMiddleware(toolstage.ToolRetry(toolstage.WithBackOff(noWait)))))
 	res, err := a.Run(context.Background(), "weather in Paris?")
 	if err != nil {
 		t.Fatalf("Run() error = %v", err)

@@ -1,10 +1,11 @@
 // Package agent is a tool-calling agent loop for any langchaingo llms.Model
-// whose every model call goes through a toolguard middleware chain.
+// whose every model call goes through a toolguard middleware chain, and
+// whose every tool call goes through a [toolstage.Stage].
 //
-//	weather := agent.NewTool("get_weather", "Current weather in a city.",
+//	weather := toolstage.NewTool("get_weather", "Current weather in a city.",
 //		func(ctx context.Context, args WeatherArgs) (string, error) { ... })
 //
-//	a := agent.New(llm, []agent.Tool{weather},
+//	a := agent.New(llm, toolstage.New([]toolstage.Tool{weather}),
 //		agent.WithSystemPrompt("You answer weather questions."),
 //		agent.WithMiddleware(middleware.ToolArgValidation()),
 //	)
@@ -12,38 +13,22 @@
 //	// res.Output is the answer, res.Steps the tool calls that ran.
 //
 // A run sends the system prompt and the input, with every tool's real JSON
-// Schema in llms.WithTools, then loops: it runs the tool calls of the
-// model's response (in parallel, [WithMaxConcurrency]), appends each call and
-// its result to the transcript and calls the model again, until the model
-// answers in text or [WithMaxIterations] turns have passed ([ErrMaxIterations]).
+// Schema in llms.WithTools, then loops: it hands the tool calls of the
+// model's response to the tool stage ([toolstage.Stage.Run]: in parallel,
+// through the tool middlewares, injected arguments and ToolRetry), appends
+// each call and its result to the transcript and calls the model again,
+// until the model answers in text or [WithMaxIterations] turns have passed
+// ([ErrMaxIterations]). The tools, the tool stage's options and its
+// vocabulary (Tool, NewTool, ToolRetry, Inject, WithApproval, Interrupt,
+// …) are package toolstage's, which runs without langchaingo for programs
+// with a loop of their own (openai-go, anthropic-sdk-go, genai through
+// httpguard). Inside a tool, [TranscriptFrom] gives the run's transcript
+// so far.
 //
 // With [WithOutputSchema] the run ends in data: the model answers by calling
 // the answer tool ([OutputToolName]), whose arguments are validated and
 // re-asked like any tool's; Result.Output is the answer's JSON, [Output]
 // decodes it, and a run without a valid answer returns [ErrNoOutput].
-//
-// A tool whose name providers reject (outside ^[a-zA-Z0-9_-]{1,64}$) is
-// offered under [SafeToolName] ([WithToolNames]).
-//
-// Tools come from [NewTool] (arguments decoded into a Go struct whose schema
-// is inferred with validation.Typed), [NewSchemaTool] (a raw JSON Schema,
-// arguments as a map), the subpackage lctool (langchaingo tools.Tool values)
-// or any type implementing [Tool]; [NewResultTool] (or any [ResultTool])
-// returns a whole [ToolResult]: an Artifact for the program, Direct to end
-// the run.
-//
-// Between an accepted call and its tool is the tool stage: tool middlewares
-// ([WithToolMiddleware], the first outermost, as in the model stage) deny,
-// rewrite, answer or retry each call. [ToolRetry] repeats a failed call only
-// when that is safe: the tool is [Idempotent], or its error wraps
-// [ErrNotRun]; a tool that is neither and fails with an unknown outcome is
-// never repeated, and the model is told to check it first.
-//
-// Arguments the model must neither see nor set — the caller's user id, the
-// call's id — are injected: a struct field tagged `toolguard:"inject"`, or
-// [InjectArgs] for raw and MCP schemas, and [Inject] to supply the value.
-// The model is sent the schema without them; a value it sends anyway is
-// dropped and reported (guard.EventForgedArgument), never echoed.
 //
 // The transcript uses the layout every provider accepts: one AI message per
 // tool call, each followed by its tool message, with call ids synthesized
@@ -57,13 +42,14 @@
 // are told of the run and of each tool execution: with otelguard, an
 // invoke_agent span per run and an execute_tool span per tool call.
 //
-// [WithApproval] pauses a run before the calls a person must decide on: Run
-// returns an [*Interrupt] (plain, signable JSON) and [Agent.Resume] runs
-// each call as decided — accepted, edited, rejected or answered — matched
-// by a digest of the call and its arguments. [WithCheckpointer] keeps each
-// thread's state after every model turn and tool batch, so a run on a
-// thread continues its conversation and a run cut off with its process is
-// resumed on any replica without running finished calls again.
+// A stage with [toolstage.WithApproval] pauses a run before the calls a
+// person must decide on: Run returns a [*toolstage.Interrupt] (plain,
+// signable JSON) and [Agent.Resume] runs each call as decided — accepted,
+// edited, rejected or answered — matched by a digest of the call and its
+// arguments. [WithCheckpointer] keeps each thread's state after every model
+// turn and tool batch, so a run on a thread continues its conversation and
+// a run cut off with its process is resumed on any replica without running
+// finished calls again.
 //
 // Each Run starts its own count of model calls (Result.ModelCalls), so one
 // [Agent] serves concurrent runs. The package imports langchaingo's llms
@@ -79,7 +65,7 @@
 // guard.WithThread makes ToolCallLimit's thread limit span the turns
 // (ExampleAgent_RunMessages runs this):
 //
-//	a := agent.New(llm, []agent.Tool{weather},
+//	a := agent.New(llm, toolstage.New([]toolstage.Tool{weather}),
 //		agent.WithMiddleware(middleware.ToolCallLimit(
 //			guard.WithThreadLimit(1), guard.WithExitBehavior(guard.ExitEnd))),
 //		agent.WithCallOptions(llms.WithModel("gpt-4o-mini"), llms.WithTemperature(0)),
@@ -104,7 +90,7 @@
 // it ends the run. Result.Output is the answer's JSON and agent.Output[T]
 // decodes it (ExampleWithOutputSchema runs this):
 //
-//	a := agent.New(llm, tools,
+//	a := agent.New(llm, toolstage.New(tools),
 //		agent.WithOutputSchema(validation.Typed[Ticket]()),
 //		agent.WithMiddleware(middleware.ToolArgValidation()),
 //	)
@@ -133,7 +119,7 @@
 //     does not count final_answer (unless you limit it by name), so a run
 //     whose tools are used up can still answer.
 //   - A tool of yours named final_answer makes agent.New panic: rename it with
-//     agent.Renamed or WithToolNames, rather than have the agent rename one of
+//     toolstage.Renamed or toolstage.WithToolNames, rather than have the agent rename one of
 //     the two behind your back.
 //
 // Without the agent (an agents.Executor, a chain, llms.WithJSONMode()),
@@ -154,32 +140,32 @@
 //
 // # Approval
 //
-// WithApproval (or WithApprovalFor with tool names) pauses a run before the
-// calls that need a person: the other calls of the turn run, then Run returns
-// an *agent.Interrupt whose pending calls hold the validated arguments (a
-// person never reviews a call its schema rejects), the tool's schema for a
-// form, and a digest. Resume runs each call as decided — Accept, Edit (new
-// arguments, checked against the same tool's schema), Reject (the model reads
-// the reason), Respond (the message is the result) — through the same tool
-// stage as Run (ExampleAgent_Resume runs this; examples/approval is a terminal
-// reviewer):
+// A stage with toolstage.WithApproval (or WithApprovalFor with tool names)
+// pauses a run before the calls that need a person: the other calls of the
+// turn run, then Run returns a *toolstage.Interrupt whose pending calls hold
+// the validated arguments (a person never reviews a call its schema
+// rejects), the tool's schema for a form, and a digest. Resume runs each
+// call as decided — Accept, Edit (new arguments, checked against the same
+// tool's schema), Reject (the model reads the reason), Respond (the message
+// is the result) — through the same tool stage as Run (ExampleAgent_Resume
+// runs this; examples/approval is a terminal reviewer):
 //
 //	newAgent := func() *agent.Agent {
-//		return agent.New(llm, []agent.Tool{transfer},
-//			agent.WithApprovalFor("transfer_money"),                        // or WithApproval(func(*ToolCall) bool)
-//			agent.WithInterruptKey([]byte("a secret of 16 bytes or more")), // interrupts sent to clients are signed
-//			agent.WithCheckpointer(store))
+//		stage := toolstage.New([]toolstage.Tool{transfer},
+//			toolstage.WithApprovalFor("transfer_money"),                        // or WithApproval(func(*ToolCall) bool)
+//			toolstage.WithInterruptKey([]byte("a secret of 16 bytes or more"))) // interrupts sent to clients are signed
+//		return agent.New(llm, stage, agent.WithCheckpointer(store))
 //	}
 //	_, err := newAgent().Run(ctx, "Pay ACME's invoice.")
-//	var in *agent.Interrupt
+//	var in *toolstage.Interrupt
 //	if errors.As(err, &in) {
 //		p := in.Pending[0] // validated arguments, the tool's schema, a digest
 //		wire, _ := json.Marshal(in) // plain data: to the reviewer's screen and back
-//		var back agent.Interrupt
+//		var back toolstage.Interrupt
 //		_ = json.Unmarshal(wire, &back)
-//		res, err := newAgent().Resume(ctx, &back, agent.Decision{
+//		res, err := newAgent().Resume(ctx, &back, toolstage.Decision{
 //			CallID: p.ID, Digest: p.Digest, // binds the decision to this call and these arguments
-//			Action: agent.Edit, Args: json.RawMessage(`{"to": "ACME Ltd", "amount": 120}`),
+//			Action: toolstage.Edit, Args: json.RawMessage(`{"to": "ACME Ltd", "amount": 120}`),
 //		})
 //	}
 //
@@ -216,21 +202,22 @@
 // a run cut off with its process is finished by Resume(ctx, nil) on any
 // replica without running finished calls again (a call cut off while running
 // is not run again either: the model reads that its outcome is unknown).
-// agent.MemoryCheckpointer lives in the process;
+// toolstage.MemoryCheckpointer lives in the process;
 // redisstore.NewCheckpointer(client) is shared by replicas, with a
 // compare-and-set so two replicas never both resume one interrupt. A run ended
-// mid-turn by ErrStopRun or a tool's panic (recovered: *agent.ToolPanicError)
+// mid-turn by ErrStopRun or a tool's panic (recovered: *toolstage.ToolPanicError)
 // records the turn, so the next run shows the model what ran; a cancelled run
 // saves the calls that finished, and Resume(ctx, nil) shows the model their
 // results. If a pause was stored but its caller saw an error (a reply lost
 // after the write), a.Pending(ctx) returns the stored interrupt;
 // a.Abandon(ctx) ends a thread's unfinished run that no one will continue,
 // without running anything. A store of your own is tested with
-// checkpointtest.Run(t, newStore) and checkpointtest.RunFaults(t, newStore).
+// toolstage/checkpointtest: checkpointtest.Run(t, newStore) and
+// checkpointtest.RunFaults(t, newStore).
 //
 // # Tools from elsewhere
 //
-// agent.NewSchemaTool takes a raw JSON Schema, lctool.FromLangchain adapts a
+// toolstage.NewSchemaTool takes a raw JSON Schema, lctool.FromLangchain adapts a
 // langchaingo tools.Tool, and mcptool.Tools offers an MCP server's tools
 // (official Go SDK client) with the server's own inputSchema, so a bad call is
 // corrected before it reaches the server: see examples/mcp (go run
@@ -239,7 +226,7 @@
 // keep it: see examples/langchaingo-agent. Its OpenAIFunctionsAgent offers
 // every tool as one string ({"__arg1": string}), so there is nothing typed to
 // validate: a refund tool gets "19.99" for a number. To give the model typed
-// tools (agent.NewTool, MCP tools from agent/mcptool, agent.NewSchemaTool) and
+// tools (toolstage.NewTool, MCP tools from toolstage/mcptool, toolstage.NewSchemaTool) and
 // keep the Executor, offer their schemas with agent/lctool:
 //
 //	lcTools := []tools.Tool{lctool.ToLangchain(refund), lctool.ToLangchain(mcpSum)}
@@ -253,114 +240,4 @@
 // (TestTypedToolsInLangchainExecutor: the model's "19.99" is re-asked and
 // corrected, and the tool runs once with 19.99.) Your own middleware:
 // examples/custom-middleware.
-//
-// # The tool stage
-//
-// A tool call goes through two stages. The model stage (agent.WithMiddleware,
-// package middleware) makes sure only well-formed, allowed calls leave the
-// model. The tool stage (agent.WithToolMiddleware, package agent) is what
-// happens between an accepted call and the tool: deny a call by policy,
-// rewrite or fill in an argument, answer from a cache, retry, end the run.
-//
-//	model stage   agent.WithMiddleware(...)                      package middleware
-//	  request ─▶ ToolCallLimit ─▶ ToolArgValidation ─▶ ModelRetry ─▶ model
-//	  accepted calls ◀───────────────────────────────────────────────┘
-//	      │  each call on its own, in parallel; results in call order
-//	      ▼
-//	tool stage    agent.WithToolMiddleware(...)                  package agent
-//	  call   ─▶ policy ─▶ rewrite ─▶ ToolRetry ─▶ check arguments ─▶ tool
-//	  result ◀─ policy ◀─ rewrite ◀─ ToolRetry ◀────────────────── tool
-//	      │  tool messages (a Direct result ends the run instead)
-//	      ▼
-//	  next model turn
-//
-// The order rule is the model stage's: the first middleware is the outermost
-// (ExampleWithToolMiddleware proves it). A tool middleware is an
-// agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler); it sees an
-// *agent.ToolCall (id, name, arguments, tool) and returns an *agent.ToolResult
-// (Content for the model, Artifact for the program only, Direct to end the run
-// with it) or an error the model reads. A tool returns a whole ToolResult
-// itself when it is an agent.ResultTool (agent.NewResultTool makes a typed
-// one). Arguments a middleware replaces are checked against the tool's schema
-// before the tool runs, so a tool never receives arguments its schema rejects;
-// a call ToolArgValidation already validated is not validated again. Inside a
-// tool or a tool middleware, agent.CallFrom(ctx) gives the call's id, the
-// thread, the transcript so far and the attempt. An error wrapping
-// agent.ErrStopRun ends the run.
-//
-//	a := agent.New(llm, []agent.Tool{agent.Idempotent(weather), sendInvoice},
-//		agent.WithMiddleware(middleware.ToolCallLimit(...), middleware.ToolArgValidation(), middleware.ModelRetry()),
-//		agent.WithToolMiddleware(policy, agent.ToolRetry()), // policy sees each call once; ToolRetry innermost
-//		agent.WithEventHandler(guard.LogEvents(slog.Default())),
-//	)
-//
-// agent.ToolRetry() retries a failed call with ModelRetry's policy, but only
-// when a repeat is safe: the tool is marked agent.Idempotent(tool) and the
-// failure is transient (a timeout, a 503, a broken connection), or the tool's
-// error wraps agent.ErrNotRun (it failed before doing anything). A tool that
-// is not idempotent and times out is never run again: its outcome is unknown,
-// and the model reads that it must check before repeating it (LangChain's
-// ToolRetryMiddleware replays it: one payment asked for, three made). The tool
-// stage's events (tool_retry, tool_outcome_unknown, tool_denied,
-// args_rewritten, args_rejected, run_stopped) reach agent.WithEventHandler
-// (give it guard.LogEvents(logger)) and otelguard, on the call's execute_tool
-// span.
-//
-// go run ./examples/toolstage runs all of it offline
-// (examples/toolstage/README.md shows what it prints).
-//
-// # Injected arguments: what the model can neither see nor set
-//
-// Some tool arguments must never come from the model: the signed-in user's or
-// tenant's id, the call's id, a value from the request. A prompt-injected
-// model that sets user_id is a privilege escalation. Declare such an argument
-// and the agent supplies it:
-//
-//	type OrderArgs struct {
-//		Item   string `json:"item"`
-//		UserID string `json:"user_id" toolguard:"inject"` // typed tools: a tag
-//	}
-//	order := agent.NewTool("place_order", "Order an item.", placeOrder)
-//	invoices := agent.InjectArgs(mcpInvoices, "user_id") // raw and MCP schemas
-//	a := agent.New(llm, []agent.Tool{order, invoices},
-//		agent.Inject("user_id", func(ctx context.Context, call *agent.ToolCall) (any, error) {
-//			return userFrom(ctx) // your request's signed-in user
-//		}),
-//		agent.WithMiddleware(middleware.ToolArgValidation()))
-//
-// What a model sees: the tool's schema without the property — not in
-// properties, not in required — and nothing else about it. Feedback, re-asks
-// and the transcript (Result.Messages, Step.ModelArguments) never hold an
-// injected value or name the property.
-//
-// What a model can do: nothing to it. A value it sends for the property anyway
-// (the attack) is dropped before validation, whether the schema is closed
-// (typed) or open (most MCP schemas), with or without ToolArgValidation; the
-// tool gets the injected value; and a forged_argument security event names the
-// tool, the call id and the path — never the value — through WithEventHandler,
-// guard.LogEvents (at Warn) and otelguard (a span event; the value is left out
-// of captured content too). When an injector fails, or its value does not
-// validate, the call fails with one generic message (never the injector's
-// error or the value) and the tool does not run.
-//
-// What your program gets: the tool, its Validate() and tool middlewares see
-// the injected value (the call is validated against the whole schema after
-// injection); Step.Arguments, the arguments the tool ran with, holds it. New
-// panics when a tool declares an injected property that no Inject supplies.
-// examples/injected runs it offline.
-//
-// # Tool names providers accept
-//
-// OpenAI and Anthropic reject function names outside ^[a-zA-Z0-9_-]{1,64}$
-// with a 400, and MCP servers name tools files.read or a/b. agent.New and
-// mcptool.Tools send such a tool under agent.SafeToolName(name) — the name
-// with other characters replaced by _ and an 8-hex-digit hash of the original
-// appended (files.read → files_read_601e4eb6): stable across processes,
-// distinct for distinct names (a collision is refused, never silently merged).
-// The model's call of that name runs the tool, and an MCP tool calls the
-// server by the server's name. WithToolNames(fn) (in agent and mcptool)
-// supplies your own mapping. ToolCallLimit(WithToolName("search")) matches
-// names regardless of case, as langchaingo's agents.Executor does when it
-// picks the tool to run, so a model calling Search cannot escape a limit on
-// search.
 package agent

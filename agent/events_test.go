@@ -15,6 +15,7 @@ import (
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // kindsLog records the kinds and middlewares of the events it is given.
@@ -37,21 +38,23 @@ func (l *kindsLog) has(s string) bool {
 
 // bothStages runs an agent whose model stage re-asks a bad call and whose
 // tool stage denies the corrected one: events of both stages.
-func bothStages(t *testing.T, ctx context.Context, opts ...agent.Option) {
+func bothStages(t *testing.T, ctx context.Context, opts ...any) {
 	t.Helper()
-	tool := agent.NewSchemaTool("get_weather", "Weather.", map[string]any{
+	tool := toolstage.NewSchemaTool("get_weather", "Weather.", map[string]any{
 		"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []any{"city"},
 	}, func(context.Context, map[string]any) (string, error) { return "sunny", nil })
-	deny := agent.ToolFunc(func(agent.ToolHandler) agent.ToolHandler {
-		return func(context.Context, *agent.ToolCall) (*agent.ToolResult, error) { return nil, errors.New("not today") }
+	deny := toolstage.ToolFunc(func(toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(context.Context, *toolstage.ToolCall) (*toolstage.ToolResult, error) {
+			return nil, errors.New("not today")
+		}
 	})
 	model := fakemodel.New(
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": 1}`)),
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`)),
 		fakemodel.Text("done"),
 	)
-	a := agent.New(model, []agent.Tool{tool}, append([]agent.Option{
-		agent.WithMiddleware(middleware.ToolArgValidation()), agent.WithToolMiddleware(deny)}, opts...)...)
+	a := build(model, []toolstage.Tool{tool}, append([]any{
+		agent.WithMiddleware(middleware.ToolArgValidation()), toolstage.WithToolMiddleware(deny)}, opts...)...)
 	if _, err := a.Run(ctx, "Weather in Paris?"); err != nil {
 		t.Fatal(err)
 	}
@@ -62,8 +65,8 @@ func bothStages(t *testing.T, ctx context.Context, opts ...agent.Option) {
 func TestEventHandlerSeesBothStages(t *testing.T) {
 	t.Parallel()
 	var log kindsLog
-	bothStages(t, context.Background(), agent.WithEventHandler(log.handle))
-	for _, want := range []string{"ToolArgValidation:invalid", "ToolArgValidation:reask", "agent:tool_denied"} {
+	bothStages(t, context.Background(), toolstage.WithEventHandler(log.handle))
+	for _, want := range []string{"ToolArgValidation:invalid", "ToolArgValidation:reask", "toolstage:tool_denied"} {
 		if !log.has(want) {
 			t.Errorf("the agent's handler got %v, want %s among them", log.got, want)
 		}
@@ -75,7 +78,7 @@ func TestContextEventHandlerSeesBothStages(t *testing.T) {
 	t.Parallel()
 	var log kindsLog
 	bothStages(t, guard.WithEvents(context.Background(), log.handle))
-	for _, want := range []string{"ToolArgValidation:invalid", "ToolArgValidation:reask", "agent:tool_denied"} {
+	for _, want := range []string{"ToolArgValidation:invalid", "ToolArgValidation:reask", "toolstage:tool_denied"} {
 		if !log.has(want) {
 			t.Errorf("the context's handler got %v, want %s among them", log.got, want)
 		}
@@ -87,7 +90,7 @@ func TestContextEventHandlerSeesBothStages(t *testing.T) {
 func TestMiddlewareHandlerTakesItsEvents(t *testing.T) {
 	t.Parallel()
 	var own, agents kindsLog
-	tool := agent.NewSchemaTool("get_weather", "Weather.", map[string]any{
+	tool := toolstage.NewSchemaTool("get_weather", "Weather.", map[string]any{
 		"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []any{"city"},
 	}, func(context.Context, map[string]any) (string, error) { return "sunny", nil })
 	model := fakemodel.New(
@@ -95,9 +98,7 @@ func TestMiddlewareHandlerTakesItsEvents(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`)),
 		fakemodel.Text("done"),
 	)
-	a := agent.New(model, []agent.Tool{tool},
-		agent.WithMiddleware(middleware.ToolArgValidation(guard.WithEventHandler(own.handle))),
-		agent.WithEventHandler(agents.handle))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{tool}, toolstage.WithEventHandler(agents.handle)), agent.WithMiddleware(middleware.ToolArgValidation(guard.WithEventHandler(own.handle))))
 	if _, err := a.Run(context.Background(), "Weather in Paris?"); err != nil {
 		t.Fatal(err)
 	}
@@ -120,22 +121,22 @@ func captureDefaultLog(t *testing.T) *bytes.Buffer {
 // are logged to slog.Default at Warn; with one, that handler decides. Not
 // parallel: it replaces slog.Default.
 func TestSecurityEventsLoggedWithoutHandler(t *testing.T) {
-	order := agent.InjectArgs(agent.NewSchemaTool("place_order", "Order.", map[string]any{
+	order := toolstage.InjectArgs(toolstage.NewSchemaTool("place_order", "Order.", map[string]any{
 		"type": "object", "properties": map[string]any{"item": map[string]any{"type": "string"}, "user_id": map[string]any{"type": "string"}},
 		"required": []any{"item", "user_id"},
 	}, func(context.Context, map[string]any) (string, error) { return "ok", nil }), "user_id")
-	user := agent.Inject("user_id", func(context.Context, *agent.ToolCall) (any, error) { return "alice", nil })
-	run := func(opts ...agent.Option) string {
+	user := toolstage.Inject("user_id", func(context.Context, *toolstage.ToolCall) (any, error) { return "alice", nil })
+	run := func(opts ...any) string {
 		buf := captureDefaultLog(t)
 		model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("place_order", `{"item": "laptop", "user_id": "admin"}`)), fakemodel.Text("done"))
-		a := agent.New(model, []agent.Tool{order}, append([]agent.Option{user, agent.WithApprovalFor("place_order")}, opts...)...)
+		a := build(model, []toolstage.Tool{order}, append([]any{user, toolstage.WithApprovalFor("place_order")}, opts...)...)
 		_, err := a.Run(context.Background(), "Order a laptop.")
-		var in *agent.Interrupt
+		var in *toolstage.Interrupt
 		if !errors.As(err, &in) {
 			t.Fatalf("Run() error = %v, want an *Interrupt", err)
 		}
 		wire, _ := json.Marshal(in)
-		var back agent.Interrupt
+		var back toolstage.Interrupt
 		_ = json.Unmarshal(wire, &back)
 		if _, err := a.Resume(context.Background(), &back); err == nil { // no decision: refused
 			t.Fatal("Resume without decisions succeeded, want it refused")
@@ -149,10 +150,10 @@ func TestSecurityEventsLoggedWithoutHandler(t *testing.T) {
 		}
 	}
 	var log kindsLog
-	if logged := run(agent.WithEventHandler(log.handle)); logged != "" {
+	if logged := run(toolstage.WithEventHandler(log.handle)); logged != "" {
 		t.Errorf("with a handler slog.Default got:\n%s\nwant nothing", logged)
 	}
-	if !log.has("agent:forged_argument") && !log.has("ToolArgValidation:forged_argument") || !log.has("agent:approval_refused") {
+	if !log.has("toolstage:forged_argument") && !log.has("ToolArgValidation:forged_argument") || !log.has("toolstage:approval_refused") {
 		t.Errorf("the handler got %v, want forged_argument and approval_refused", log.got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -26,10 +27,7 @@ func ExampleWithOutputSchema() {
 		fakemodel.ToolCalls(fakemodel.Call(agent.OutputToolName, `{"team": "billing", "priority": "urgent"}`)),
 		fakemodel.ToolCalls(fakemodel.Call(agent.OutputToolName, `{"team": "billing", "priority": 1}`)),
 	)
-	a := agent.New(llm, nil,
-		agent.WithOutputSchema(validation.Typed[Ticket]()),
-		agent.WithMiddleware(middleware.ToolArgValidation()),
-	)
+	a := agent.New(llm, toolstage.New(nil), agent.WithOutputSchema(validation.Typed[Ticket]()), agent.WithMiddleware(middleware.ToolArgValidation()))
 	res, err := a.Run(context.Background(), "Route: I was charged twice!")
 	if err != nil {
 		fmt.Println(err) // errors.Is(err, agent.ErrNoOutput): no valid answer; never a text in its place

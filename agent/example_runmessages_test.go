@@ -9,12 +9,13 @@ import (
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // A conversation of two turns: the second continues from the first's
 // transcript, and the thread limit spans both.
 func ExampleAgent_RunMessages() {
-	weather := agent.NewTool("get_weather", "Current weather of a city.",
+	weather := toolstage.NewTool("get_weather", "Current weather of a city.",
 		func(_ context.Context, args struct {
 			City string `json:"city"`
 		}) (string, error) {
@@ -25,7 +26,7 @@ func ExampleAgent_RunMessages() {
 		fakemodel.Text("It is sunny in Paris."),
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Lyon"}`)),
 	)
-	a := agent.New(llm, []agent.Tool{weather},
+	a := agent.New(llm, toolstage.New([]toolstage.Tool{weather}),
 		agent.WithMiddleware(middleware.ToolCallLimit(
 			guard.WithThreadLimit(1), guard.WithExitBehavior(guard.ExitEnd))),
 		agent.WithCallOptions(llms.WithModel("gpt-4o-mini"), llms.WithTemperature(0)),

@@ -8,6 +8,7 @@ import (
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // AddArgs are the arguments of the add tool: both required, integers.
@@ -18,8 +19,8 @@ type AddArgs struct {
 
 // A typed tool: the schema the model sees is inferred from the struct, and
 // the function receives the arguments decoded into it.
-func ExampleNewTool() {
-	add := agent.NewTool("add", "Adds two integers.", func(_ context.Context, args AddArgs) (string, error) {
+func ExampleNew_typedTool() {
+	add := toolstage.NewTool("add", "Adds two integers.", func(_ context.Context, args AddArgs) (string, error) {
 		return strconv.Itoa(args.A + args.B), nil
 	})
 	fmt.Println(add.Schema())
@@ -38,7 +39,7 @@ func ExampleNewTool() {
 // The model's first call is malformed; ToolArgValidation has it corrected
 // before the agent runs anything, so the tool runs once.
 func ExampleNew() {
-	add := agent.NewTool("add", "Adds two integers.", func(_ context.Context, args AddArgs) (string, error) {
+	add := toolstage.NewTool("add", "Adds two integers.", func(_ context.Context, args AddArgs) (string, error) {
 		return strconv.Itoa(args.A + args.B), nil
 	})
 	model := fakemodel.New( // a scripted model; use any llms.Model
@@ -46,10 +47,7 @@ func ExampleNew() {
 		fakemodel.ToolCalls(fakemodel.Call("add", `{"a": 2, "b": 3}`)),
 		fakemodel.Text("2 + 3 = 5"),
 	)
-	a := agent.New(model, []agent.Tool{add},
-		agent.WithSystemPrompt("You do arithmetic with the add tool."),
-		agent.WithMiddleware(middleware.ToolArgValidation()),
-	)
+	a := agent.New(model, toolstage.New([]toolstage.Tool{add}), agent.WithSystemPrompt("You do arithmetic with the add tool."), agent.WithMiddleware(middleware.ToolArgValidation()))
 
 	res, err := a.Run(context.Background(), "What is 2 + 3?")
 	if err != nil {

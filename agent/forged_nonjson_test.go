@@ -12,6 +12,7 @@ import (
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // eventText returns every event of log as text, errors included.
@@ -52,7 +53,7 @@ func TestForgedInNonJSONArgumentsWithheld(t *testing.T) {
 				t.Parallel()
 				var mu sync.Mutex
 				ordered := 0
-				order := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) {
+				order := toolstage.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) {
 					mu.Lock()
 					ordered++
 					mu.Unlock()
@@ -64,15 +65,15 @@ func TestForgedInNonJSONArgumentsWithheld(t *testing.T) {
 					fakemodel.Text("done"),
 				)
 				log := &eventLog{}
-				cp := new(agent.MemoryCheckpointer)
+				cp := new(toolstage.MemoryCheckpointer)
 				ctx := asUser("u-1")
-				opts := []agent.Option{injectUser, agent.WithApprovalFor("transfer_money"), agent.WithEventHandler(log.handle),
-					agent.WithInterruptKey([]byte("a secret of 16 bytes or more"))}
+				opts := []any{injectUser, toolstage.WithApprovalFor("transfer_money"), toolstage.WithEventHandler(log.handle),
+					toolstage.WithInterruptKey([]byte("a secret of 16 bytes or more"))}
 				if checkpointed {
 					ctx = guard.WithThread(ctx, "t-1")
 					opts = append(opts, agent.WithCheckpointer(cp))
 				}
-				a := agent.New(m, append(b.tools(), order), opts...)
+				a := build(m, append(b.tools(), order), opts...)
 				res, err := a.Run(ctx, "tea, and pay alice")
 				in := interruptOf(t, err)
 				var records strings.Builder
@@ -84,7 +85,7 @@ func TestForgedInNonJSONArgumentsWithheld(t *testing.T) {
 				state, _, _ := cp.Load(context.Background(), "t-1")
 				fmt.Fprintf(&records, "checkpoint: %s\n", state)
 
-				res, err = a.Resume(ctx, viaJSON(t, in), decide(in.Pending[0], agent.Accept, ""))
+				res, err = a.Resume(ctx, viaJSON(t, in), decide(in.Pending[0], toolstage.Accept, ""))
 				if err != nil {
 					t.Fatalf("Resume() error = %v", err)
 				}
@@ -142,7 +143,7 @@ func TestDuplicateKeysRefusedForInjectedTools(t *testing.T) {
 				t.Parallel()
 				var mu sync.Mutex
 				var paid []int
-				pay := agent.NewTool("pay", "Pay.", func(_ context.Context, a PayArgs) (string, error) {
+				pay := toolstage.NewTool("pay", "Pay.", func(_ context.Context, a PayArgs) (string, error) {
 					mu.Lock()
 					defer mu.Unlock()
 					paid = append(paid, a.Amount)
@@ -153,11 +154,11 @@ func TestDuplicateKeysRefusedForInjectedTools(t *testing.T) {
 					fakemodel.ToolCalls(fakemodel.Call("pay", `{"to": "alice", "amount": 1}`)),
 					fakemodel.Text("done"),
 				)
-				opts := []agent.Option{injectUser}
+				opts := []any{injectUser}
 				if stage {
 					opts = append(opts, agent.WithMiddleware(middleware.ToolArgValidation()))
 				}
-				res, err := agent.New(m, []agent.Tool{pay}, opts...).Run(asUser("u-1"), "pay alice 1")
+				res, err := build(m, []toolstage.Tool{pay}, opts...).Run(asUser("u-1"), "pay alice 1")
 				if err != nil {
 					t.Fatalf("Run() error = %v", err)
 				}

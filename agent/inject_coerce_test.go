@@ -10,6 +10,7 @@ import (
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // TestInjectedValuesNeverCoerced: a value the program injects is the
@@ -49,7 +50,7 @@ func TestInjectedValuesNeverCoerced(t *testing.T) {
 				t.Parallel()
 				var mu sync.Mutex
 				var ran []string
-				tool := agent.InjectArgs(agent.NewSchemaTool("search", "Searches.", schema,
+				tool := toolstage.InjectArgs(toolstage.NewSchemaTool("search", "Searches.", schema,
 					func(_ context.Context, args map[string]any) (string, error) {
 						b, err := json.Marshal(args)
 						if err != nil {
@@ -60,19 +61,19 @@ func TestInjectedValuesNeverCoerced(t *testing.T) {
 						ran = append(ran, string(b))
 						return "found", nil
 					}), "limit", "admin", "scopes")
-				opts := []agent.Option{}
+				opts := []any{}
 				for _, n := range []string{"limit", "admin", "scopes"} {
 					v, ok := tc.inject[n]
 					if !ok {
 						v = valid[n]
 					}
-					opts = append(opts, agent.Inject(n, func(context.Context, *agent.ToolCall) (any, error) { return v, nil }))
+					opts = append(opts, toolstage.Inject(n, func(context.Context, *toolstage.ToolCall) (any, error) { return v, nil }))
 				}
 				if withValidation {
 					opts = append(opts, agent.WithMiddleware(middleware.ToolArgValidation()))
 				}
 				model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("search", `{"q": "x", "days": "3"}`)), fakemodel.Text("done"))
-				res, err := agent.New(model, []agent.Tool{tool}, opts...).Run(context.Background(), "search x")
+				res, err := build(model, []toolstage.Tool{tool}, opts...).Run(context.Background(), "search x")
 				if err != nil {
 					t.Fatalf("Run() error = %v", err)
 				}
@@ -85,7 +86,7 @@ func TestInjectedValuesNeverCoerced(t *testing.T) {
 				if len(ran) != 0 {
 					t.Errorf("tool ran with %v: an injected value was coerced", ran)
 				}
-				var ie *agent.InjectError
+				var ie *toolstage.InjectError
 				if !errors.As(res.Steps[0].Err, &ie) {
 					t.Errorf("Step.Err = %v, want an *InjectError", res.Steps[0].Err)
 				}
@@ -103,21 +104,21 @@ func TestToolMiddlewareArgumentsNeverCoerced(t *testing.T) {
 		t.Run(rewrite, func(t *testing.T) {
 			t.Parallel()
 			ran := 0
-			tool := agent.NewSchemaTool("search", "Searches.", `{"type": "object", "properties": {
+			tool := toolstage.NewSchemaTool("search", "Searches.", `{"type": "object", "properties": {
 				"q": {"type": "string"}, "admin": {"type": "boolean"}, "scopes": {"type": "array", "items": {"type": "string"}}},
 				"required": ["q"]}`, func(context.Context, map[string]any) (string, error) { ran++; return "found", nil })
-			mw := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-				return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+			mw := toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+				return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 					call.Args = json.RawMessage(rewrite)
 					return next(ctx, call)
 				}
 			})
 			model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("search", `{"q": "x"}`)), fakemodel.Text("done"))
-			res, err := agent.New(model, []agent.Tool{tool}, agent.WithToolMiddleware(mw)).Run(context.Background(), "search x")
+			res, err := agent.New(model, toolstage.New([]toolstage.Tool{tool}, toolstage.WithToolMiddleware(mw))).Run(context.Background(), "search x")
 			if err != nil {
 				t.Fatalf("Run() error = %v", err)
 			}
-			var rejected *agent.ArgsRejectedError
+			var rejected *toolstage.ArgsRejectedError
 			if ran != 0 || !errors.As(res.Steps[0].Err, &rejected) {
 				t.Errorf("tool ran %d times, Step.Err = %v; want no run and an *ArgsRejectedError", ran, res.Steps[0].Err)
 			}

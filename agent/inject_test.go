@@ -15,13 +15,14 @@ import (
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 	"github.com/toolguard/toolguard/validation"
 )
 
 type userKey struct{}
 
 // injectUser supplies user_id from the run's context.
-var injectUser = agent.Inject("user_id", func(ctx context.Context, _ *agent.ToolCall) (any, error) {
+var injectUser = toolstage.Inject("user_id", func(ctx context.Context, _ *toolstage.ToolCall) (any, error) {
 	return ctx.Value(userKey{}), nil
 })
 
@@ -73,22 +74,20 @@ func sentSchema(t *testing.T, m *fakemodel.Model, tool string) string {
 // one (InjectArgs); ToolArgValidation is given the same schema.
 func TestInjectedSchemaSentToModel(t *testing.T) {
 	t.Parallel()
-	typed := agent.NewTool("order", "Order an item.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
-	raw := agent.InjectArgs(agent.NewSchemaTool("refund", "Refund an order.", `{
+	typed := toolstage.NewTool("order", "Order an item.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
+	raw := toolstage.InjectArgs(toolstage.NewSchemaTool("refund", "Refund an order.", `{
 		"type": "object",
 		"properties": {"order_id": {"type": "string"}, "user_id": {"type": "string"}, "tenant": {"type": "string"}},
 		"required": ["order_id", "user_id", "tenant"]}`,
 		func(context.Context, map[string]any) (string, error) { return "ok", nil }), "user_id", "tenant")
 	// A hand-built Go map, with Go types JSON does not have.
-	goMap := agent.InjectArgs(agent.NewSchemaTool("cancel", "Cancel an order.", map[string]any{
+	goMap := toolstage.InjectArgs(toolstage.NewSchemaTool("cancel", "Cancel an order.", map[string]any{
 		"type":       "object",
 		"properties": map[string]map[string]string{"order_id": {"type": "string"}, "user_id": {"type": "string"}},
 		"required":   []string{"order_id", "user_id"},
 	}, func(context.Context, map[string]any) (string, error) { return "ok", nil }), "user_id")
 	m := fakemodel.New(fakemodel.Text("hi"))
-	a := agent.New(m, []agent.Tool{typed, raw, goMap}, injectUser,
-		agent.Inject("tenant", func(context.Context, *agent.ToolCall) (any, error) { return "acme", nil }),
-		agent.WithMiddleware(middleware.ToolArgValidation()))
+	a := build(m, []toolstage.Tool{typed, raw, goMap}, toolstage.Inject("tenant", func(context.Context, *toolstage.ToolCall) (any, error) { return "acme", nil }), injectUser, agent.WithMiddleware(middleware.ToolArgValidation()))
 	if _, err := a.Run(asUser("u-1"), "hi"); err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +116,7 @@ func TestInjectedValueReachesTool(t *testing.T) {
 	t.Parallel()
 	var got []string
 	var mu sync.Mutex
-	tool := agent.NewTool("order", "Order an item.", func(_ context.Context, a OrderArgs) (string, error) {
+	tool := toolstage.NewTool("order", "Order an item.", func(_ context.Context, a OrderArgs) (string, error) {
 		mu.Lock()
 		got = append(got, a.UserID)
 		mu.Unlock()
@@ -131,11 +130,11 @@ func TestInjectedValueReachesTool(t *testing.T) {
 				fakemodel.ToolCalls(fakemodel.Call("order", `{"item": "tea", "qty": 1}`)),
 				fakemodel.Text("Ordered."),
 			)
-			var opts []agent.Option
+			var opts []any
 			if stage {
 				opts = append(opts, agent.WithMiddleware(middleware.ToolArgValidation()))
 			}
-			a := agent.New(m, []agent.Tool{tool}, append(opts, injectUser)...)
+			a := build(m, []toolstage.Tool{tool}, append(opts, injectUser)...)
 			res, err := a.Run(asUser("guest-7"), "tea")
 			if err != nil {
 				t.Fatal(err)
@@ -172,8 +171,8 @@ func TestInjectToolCallID(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var seen []string
-	tool := agent.NewTool("note", "Take a note.", func(ctx context.Context, a args) (string, error) {
-		info, _ := agent.CallFrom(ctx)
+	tool := toolstage.NewTool("note", "Take a note.", func(ctx context.Context, a args) (string, error) {
+		info, _ := toolstage.CallFrom(ctx)
 		mu.Lock()
 		seen = append(seen, a.CallID+"="+info.ID)
 		mu.Unlock()
@@ -186,9 +185,9 @@ func TestInjectToolCallID(t *testing.T) {
 			{Type: "function", FunctionCall: &llms.FunctionCall{Name: "note", Arguments: `{"note": "b"}`}}}}}}),
 		fakemodel.Text("ok"),
 	)
-	a := agent.New(m, []agent.Tool{tool}, agent.Inject("tool_call_id", func(_ context.Context, c *agent.ToolCall) (any, error) {
+	a := agent.New(m, toolstage.New([]toolstage.Tool{tool}, toolstage.Inject("tool_call_id", func(_ context.Context, c *toolstage.ToolCall) (any, error) {
 		return c.ID, nil
-	}))
+	})))
 	res, err := a.Run(context.Background(), "notes")
 	if err != nil {
 		t.Fatal(err)
@@ -208,26 +207,26 @@ func TestInjectFailures(t *testing.T) {
 	secret := errors.New("user db: row for secret-user-9 locked")
 	tests := []struct {
 		name string
-		fn   func(context.Context, *agent.ToolCall) (any, error)
+		fn   func(context.Context, *toolstage.ToolCall) (any, error)
 		want func(error) bool
 	}{
-		{"injector error", func(context.Context, *agent.ToolCall) (any, error) { return nil, secret },
+		{"injector error", func(context.Context, *toolstage.ToolCall) (any, error) { return nil, secret },
 			func(err error) bool { return errors.Is(err, secret) }},
-		{"wrong type", func(context.Context, *agent.ToolCall) (any, error) {
+		{"wrong type", func(context.Context, *toolstage.ToolCall) (any, error) {
 			return map[string]string{"secret-user-9": "x"}, nil
 		},
 			func(err error) bool { var ve *validation.Error; return errors.As(err, &ve) }},
-		{"not JSON", func(context.Context, *agent.ToolCall) (any, error) { return func() {}, nil },
+		{"not JSON", func(context.Context, *toolstage.ToolCall) (any, error) { return func() {}, nil },
 			func(err error) bool { return err != nil }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ran := false
-			tool := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { ran = true; return "ok", nil })
+			tool := toolstage.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { ran = true; return "ok", nil })
 			m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("order", `{"item": "tea"}`)), fakemodel.Text("sorry"))
 			log := &eventLog{}
-			a := agent.New(m, []agent.Tool{tool}, agent.Inject("user_id", tc.fn), agent.WithEventHandler(log.handle))
+			a := agent.New(m, toolstage.New([]toolstage.Tool{tool}, toolstage.Inject("user_id", tc.fn), toolstage.WithEventHandler(log.handle)))
 			res, err := a.Run(context.Background(), "tea")
 			if err != nil {
 				t.Fatal(err)
@@ -235,7 +234,7 @@ func TestInjectFailures(t *testing.T) {
 			if ran {
 				t.Error("the tool ran")
 			}
-			var ie *agent.InjectError
+			var ie *toolstage.InjectError
 			if !errors.As(res.Steps[0].Err, &ie) || ie.Tool != "order" || !tc.want(ie.Err) {
 				t.Fatalf("Step.Err = %#v, want an *InjectError with the cause", res.Steps[0].Err)
 			}
@@ -256,8 +255,8 @@ func TestInjectFailures(t *testing.T) {
 // top level makes Typed panic.
 func TestInjectMisconfiguration(t *testing.T) {
 	t.Parallel()
-	tool := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "", nil })
-	raw := agent.NewSchemaTool("r", "R.", `{"type": "object", "properties": {"a": {"type": "string"}}}`,
+	tool := toolstage.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "", nil })
+	raw := toolstage.NewSchemaTool("r", "R.", `{"type": "object", "properties": {"a": {"type": "string"}}}`,
 		func(context.Context, map[string]any) (string, error) { return "", nil })
 	type nested struct {
 		Inner struct {
@@ -272,16 +271,16 @@ func TestInjectMisconfiguration(t *testing.T) {
 		fn         func()
 	}{
 		{"no Inject", `tool "order" has the injected argument "user_id", which no Inject supplies`,
-			func() { agent.New(fakemodel.New(), []agent.Tool{tool}) }},
+			func() { agent.New(fakemodel.New(), toolstage.New([]toolstage.Tool{tool})) }},
 		{"no Inject, raw", `tool "r" has the injected argument "a"`,
-			func() { agent.New(fakemodel.New(), []agent.Tool{agent.InjectArgs(raw, "a")}) }},
+			func() { agent.New(fakemodel.New(), toolstage.New([]toolstage.Tool{toolstage.InjectArgs(raw, "a")})) }},
 		{"Inject twice", `Inject("user_id") is given twice`,
-			func() { agent.New(fakemodel.New(), []agent.Tool{tool}, injectUser, injectUser) }},
-		{"Inject nil", `Inject("x"`, func() { agent.Inject("x", nil) }},
-		{"InjectArgs no names", "at least one property name", func() { agent.InjectArgs(raw) }},
-		{"InjectArgs repeated", "empty or repeated", func() { agent.InjectArgs(raw, "a", "a") }},
+			func() { build(fakemodel.New(), []toolstage.Tool{tool}, injectUser, injectUser) }},
+		{"Inject nil", `Inject("x"`, func() { toolstage.Inject("x", nil) }},
+		{"InjectArgs no names", "at least one property name", func() { toolstage.InjectArgs(raw) }},
+		{"InjectArgs repeated", "empty or repeated", func() { toolstage.InjectArgs(raw, "a", "a") }},
 		{"InjectArgs boolean schema", "not a JSON object schema", func() {
-			agent.InjectArgs(agent.NewSchemaTool("b", "B.", json.RawMessage(`true`), func(context.Context, map[string]any) (string, error) { return "", nil }), "a")
+			toolstage.InjectArgs(toolstage.NewSchemaTool("b", "B.", json.RawMessage(`true`), func(context.Context, map[string]any) (string, error) { return "", nil }), "a")
 		}},
 		{"nested tag", "only top-level arguments can be injected", func() { validation.Typed[nested]() }},
 		{"unknown tag", `unknown tag toolguard:"injected"`, func() { validation.Typed[typo]() }},
@@ -307,7 +306,7 @@ func TestInjectConcurrentRunsNeverCross(t *testing.T) {
 	const runs = 64
 	var crossed []string
 	var mu sync.Mutex
-	tool := agent.NewTool("order", "Order.", func(ctx context.Context, a OrderArgs) (string, error) {
+	tool := toolstage.NewTool("order", "Order.", func(ctx context.Context, a OrderArgs) (string, error) {
 		if want := ctx.Value(userKey{}).(string); a.UserID != want {
 			mu.Lock()
 			crossed = append(crossed, a.UserID+" in the run of "+want)
@@ -329,7 +328,7 @@ func TestInjectConcurrentRunsNeverCross(t *testing.T) {
 	for i := range steps {
 		steps[i] = step
 	}
-	a := agent.New(fakemodel.New(steps...), []agent.Tool{tool}, injectUser, agent.WithMiddleware(middleware.ToolArgValidation()))
+	a := build(fakemodel.New(steps...), []toolstage.Tool{tool}, injectUser, agent.WithMiddleware(middleware.ToolArgValidation()))
 	var wg sync.WaitGroup
 	errs := make(chan error, runs)
 	for i := range runs {
@@ -357,7 +356,7 @@ func TestInjectConcurrentRunsNeverCross(t *testing.T) {
 }
 
 // wrapped is a user's tool wrapper that forwards everything, as many do.
-type wrapped struct{ agent.Tool }
+type wrapped struct{ toolstage.Tool }
 
 // TestInjectThroughWrapper: injected properties are marked in the schema,
 // so a wrapper that forwards Schema cannot hide them (LangChain lost them
@@ -366,15 +365,15 @@ type wrapped struct{ agent.Tool }
 func TestInjectThroughWrapper(t *testing.T) {
 	t.Parallel()
 	var got string
-	typed := agent.NewTool("order", "Order.", func(_ context.Context, a OrderArgs) (string, error) { got = a.UserID; return "ok", nil })
-	raw := agent.InjectArgs(agent.NewSchemaTool("refund", "Refund.", `{"type": "object", "properties": {"user_id": {"type": "string"}}}`,
+	typed := toolstage.NewTool("order", "Order.", func(_ context.Context, a OrderArgs) (string, error) { got = a.UserID; return "ok", nil })
+	raw := toolstage.InjectArgs(toolstage.NewSchemaTool("refund", "Refund.", `{"type": "object", "properties": {"user_id": {"type": "string"}}}`,
 		func(_ context.Context, a map[string]any) (string, error) {
 			got, _ = a["user_id"].(string)
 			return "ok", nil
 		}), "user_id")
-	for _, tool := range []agent.Tool{wrapped{typed}, wrapped{raw}} {
+	for _, tool := range []toolstage.Tool{wrapped{typed}, wrapped{raw}} {
 		m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call(tool.Name(), `{"item": "tea", "user_id": "admin"}`)), fakemodel.Text("ok"))
-		a := agent.New(m, []agent.Tool{tool}, injectUser)
+		a := build(m, []toolstage.Tool{tool}, injectUser)
 		got = ""
 		if _, err := a.Run(asUser("u-5"), "go"); err != nil {
 			t.Fatal(err)
@@ -392,22 +391,22 @@ func TestForgedReportedWhenNotRun(t *testing.T) {
 	for _, stage := range []bool{false, true} {
 		t.Run(fmt.Sprintf("model stage %v", stage), func(t *testing.T) {
 			t.Parallel()
-			tool := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
-			stop := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-				return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
-					return nil, agent.ErrStopRun
+			tool := toolstage.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
+			stop := toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+				return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
+					return nil, toolstage.ErrStopRun
 				}
 			})
 			m := fakemodel.New(fakemodel.ToolCalls(
 				fakemodel.Call("order", `{"item": "tea"}`),
 				fakemodel.Call("order", `{"item": "tea", "user_id": "admin"}`)))
 			log := &eventLog{}
-			opts := []agent.Option{injectUser, agent.WithToolMiddleware(stop), agent.WithMaxConcurrency(1), agent.WithEventHandler(log.handle)}
+			opts := []any{injectUser, toolstage.WithToolMiddleware(stop), toolstage.WithMaxConcurrency(1), toolstage.WithEventHandler(log.handle)}
 			if stage {
 				opts = append(opts, agent.WithMiddleware(middleware.ToolArgValidation()))
 			}
-			res, err := agent.New(m, []agent.Tool{tool}, opts...).Run(asUser("u-1"), "tea")
-			if !errors.Is(err, agent.ErrStopRun) || len(res.Steps) != 2 || !errors.Is(res.Steps[1].Err, agent.ErrCallNotStarted) {
+			res, err := build(m, []toolstage.Tool{tool}, opts...).Run(asUser("u-1"), "tea")
+			if !errors.Is(err, toolstage.ErrStopRun) || len(res.Steps) != 2 || !errors.Is(res.Steps[1].Err, toolstage.ErrCallNotStarted) {
 				t.Fatalf("Run = %v with %d steps, want ErrStopRun after the first call and the second not started", err, len(res.Steps))
 			}
 			if s := fmt.Sprint(res.Messages, res.Steps[1].ModelArguments); strings.Contains(s, "admin") {
@@ -426,7 +425,7 @@ func TestForgedReportedWhenNotRun(t *testing.T) {
 // must not be replayed to the model either.
 func TestForgedNotInToolCallLimitReask(t *testing.T) {
 	t.Parallel()
-	tool := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
+	tool := toolstage.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
 	m := fakemodel.New(
 		fakemodel.ToolCalls(
 			fakemodel.Call("order", `{"item": "tea", "user_id": "admin"}`),
@@ -434,8 +433,7 @@ func TestForgedNotInToolCallLimitReask(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("order", `{"item": "tea"}`)),
 		fakemodel.Text("ok"),
 	)
-	a := agent.New(m, []agent.Tool{tool}, injectUser,
-		agent.WithMiddleware(middleware.ToolCallLimit(guard.WithRunLimit(1))))
+	a := build(m, []toolstage.Tool{tool}, injectUser, agent.WithMiddleware(middleware.ToolCallLimit(guard.WithRunLimit(1))))
 	if _, err := a.Run(asUser("u-1"), "tea"); err != nil {
 		t.Fatal(err)
 	}
@@ -474,9 +472,9 @@ func (a limitArgs) Validate() error {
 // message at the root), which never goes into an event or a log line.
 func TestInjectedValueNotInRejectedEvent(t *testing.T) {
 	t.Parallel()
-	tool := agent.NewTool("order", "Order.", func(context.Context, limitArgs) (string, error) { return "ok", nil })
-	double := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+	tool := toolstage.NewTool("order", "Order.", func(context.Context, limitArgs) (string, error) { return "ok", nil })
+	double := toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 			c := *call
 			c.Args = json.RawMessage(strings.Replace(string(call.Args), `"qty":6`, `"qty":12`, 1))
 			return next(ctx, &c)
@@ -494,12 +492,11 @@ func TestInjectedValueNotInRejectedEvent(t *testing.T) {
 		}
 	}
 	m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("order", `{"qty": 6}`)), fakemodel.Text("ok"))
-	res, err := agent.New(m, []agent.Tool{tool}, injectUser, agent.WithToolMiddleware(double),
-		agent.WithEventHandler(handle)).Run(asUser("u-secret"), "order")
+	res, err := build(m, []toolstage.Tool{tool}, toolstage.WithToolMiddleware(double), toolstage.WithEventHandler(handle), injectUser).Run(asUser("u-secret"), "order")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rejected *agent.ArgsRejectedError
+	var rejected *toolstage.ArgsRejectedError
 	if !errors.As(res.Steps[0].Err, &rejected) {
 		t.Fatalf("Step.Err = %v, want an *ArgsRejectedError", res.Steps[0].Err)
 	}
@@ -518,7 +515,7 @@ func TestInjectedValueNotInRejectedEvent(t *testing.T) {
 // and must still report the attempt.
 func TestForgedReportedWhenResponseDiscarded(t *testing.T) {
 	t.Parallel()
-	tool := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
+	tool := toolstage.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
 	m := fakemodel.New(
 		fakemodel.ToolCalls(
 			fakemodel.Call("order", `{"item": "tea", "user_id": "admin"}`),
@@ -527,8 +524,7 @@ func TestForgedReportedWhenResponseDiscarded(t *testing.T) {
 		fakemodel.Text("ok"),
 	)
 	log := &eventLog{}
-	a := agent.New(m, []agent.Tool{tool}, injectUser, agent.WithEventHandler(log.handle),
-		agent.WithMiddleware(middleware.ToolCallLimit(guard.WithRunLimit(1)), middleware.ToolArgValidation()))
+	a := build(m, []toolstage.Tool{tool}, toolstage.WithEventHandler(log.handle), injectUser, agent.WithMiddleware(middleware.ToolCallLimit(guard.WithRunLimit(1)), middleware.ToolArgValidation()))
 	res, err := a.Run(asUser("u-1"), "tea")
 	if err != nil {
 		t.Fatal(err)
@@ -566,23 +562,19 @@ func TestSubAgentDoesNotInheritInjectedArgs(t *testing.T) {
 		UserID string `json:"user_id"`
 	}
 	var got string
-	inner := agent.New(
-		fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("order", `{"item": "tea", "user_id": "u-9"}`)), fakemodel.Text("found")),
-		[]agent.Tool{agent.NewTool("order", "Looks up another user's order.", func(_ context.Context, a lookupArgs) (string, error) {
-			got = a.UserID
-			return "found", nil
-		})},
-		agent.WithMiddleware(middleware.ToolArgValidation()))
-	delegate := agent.NewTool("delegate", "Delegates.", func(ctx context.Context, _ struct{}) (string, error) {
+	inner := agent.New(fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("order", `{"item": "tea", "user_id": "u-9"}`)), fakemodel.Text("found")), toolstage.New([]toolstage.Tool{toolstage.NewTool("order", "Looks up another user's order.", func(_ context.Context, a lookupArgs) (string, error) {
+		got = a.UserID
+		return "found", nil
+	})}), agent.WithMiddleware(middleware.ToolArgValidation()))
+	delegate := toolstage.NewTool("delegate", "Delegates.", func(ctx context.Context, _ struct{}) (string, error) {
 		res, err := inner.Run(ctx, "look up u-9's order")
 		if err != nil {
 			return "", err
 		}
 		return res.Output, nil
 	})
-	order := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
-	outer := agent.New(fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("delegate", `{}`)), fakemodel.Text("ok")),
-		[]agent.Tool{order, delegate}, injectUser)
+	order := toolstage.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
+	outer := build(fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("delegate", `{}`)), fakemodel.Text("ok")), []toolstage.Tool{order, delegate}, injectUser)
 	if _, err := outer.Run(asUser("u-1"), "delegate"); err != nil {
 		t.Fatal(err)
 	}
@@ -598,13 +590,13 @@ func TestCheckpointWithoutForgedValue(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(guard.WithThread(asUser("u-1"), "t-1"))
 	defer cancel()
-	tool := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) {
+	tool := toolstage.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) {
 		cancel() // the run is cut off while its call runs
 		return "ok", nil
 	})
 	m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("order", `{"item": "tea", "user_id": "admin"}`)), fakemodel.Text("ok"))
-	cp := new(agent.MemoryCheckpointer)
-	_, _ = agent.New(m, []agent.Tool{tool}, injectUser, agent.WithCheckpointer(cp)).Run(ctx, "tea")
+	cp := new(toolstage.MemoryCheckpointer)
+	_, _ = build(m, []toolstage.Tool{tool}, injectUser, agent.WithCheckpointer(cp)).Run(ctx, "tea")
 	state, _, err := cp.Load(context.Background(), "t-1")
 	if err != nil || state == nil {
 		t.Fatalf("Load = %s, %v; want the saved state", state, err)
@@ -622,12 +614,12 @@ func TestForgedNotInTranscriptWithOutputSchema(t *testing.T) {
 	type answer struct {
 		Done bool `json:"done"`
 	}
-	tool := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
+	tool := toolstage.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
 	m := fakemodel.New(
 		fakemodel.ToolCalls(fakemodel.Call("order", `{"item": "tea", "user_id": "admin"}`)),
 		fakemodel.ToolCalls(fakemodel.Call(agent.OutputToolName, `{"done": true}`)),
 	)
-	res, err := agent.New(m, []agent.Tool{tool}, injectUser, agent.WithOutputSchema(validation.Typed[answer]())).Run(asUser("u-1"), "tea")
+	res, err := build(m, []toolstage.Tool{tool}, injectUser, agent.WithOutputSchema(validation.Typed[answer]())).Run(asUser("u-1"), "tea")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -644,14 +636,13 @@ func TestForgedNotInTranscriptWithOutputSchema(t *testing.T) {
 // it, and must still report the attempt.
 func TestForgedReportedForToolNameInOtherCase(t *testing.T) {
 	t.Parallel()
-	tool := agent.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
+	tool := toolstage.NewTool("order", "Order.", func(context.Context, OrderArgs) (string, error) { return "ok", nil })
 	m := fakemodel.New(
 		fakemodel.ToolCalls(fakemodel.Call("ORDER", `{"item": "tea", "user_id": "admin"}`)),
 		fakemodel.Text("ok"),
 	)
 	log := &eventLog{}
-	a := agent.New(m, []agent.Tool{tool}, injectUser, agent.WithEventHandler(log.handle),
-		agent.WithMiddleware(middleware.ToolArgValidation()))
+	a := build(m, []toolstage.Tool{tool}, toolstage.WithEventHandler(log.handle), injectUser, agent.WithMiddleware(middleware.ToolArgValidation()))
 	res, err := a.Run(asUser("u-1"), "tea")
 	if err != nil {
 		t.Fatal(err)
@@ -676,13 +667,12 @@ func TestInjectedNullNeverStripped(t *testing.T) {
 		Tenant string `json:"tenant,omitempty" toolguard:"inject"`
 	}
 	ran := 0
-	tool := agent.NewTool("note", "Writes a note.", func(context.Context, NoteArgs) (string, error) {
+	tool := toolstage.NewTool("note", "Writes a note.", func(context.Context, NoteArgs) (string, error) {
 		ran++
 		return "noted", nil
 	})
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("note", `{"text":"hi"}`)), fakemodel.Text("done"))
-	a := agent.New(model, []agent.Tool{tool},
-		agent.Inject("tenant", func(context.Context, *agent.ToolCall) (any, error) { return nil, nil }))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{tool}, toolstage.Inject("tenant", func(context.Context, *toolstage.ToolCall) (any, error) { return nil, nil })))
 	res, err := a.Run(context.Background(), "note hi")
 	if err != nil {
 		t.Fatalf("Run() error = %v", err)
@@ -690,7 +680,7 @@ func TestInjectedNullNeverStripped(t *testing.T) {
 	if ran != 0 {
 		t.Fatalf("the tool ran without its injected tenant (steps %+v)", res.Steps)
 	}
-	var ie *agent.InjectError
+	var ie *toolstage.InjectError
 	if !errors.As(res.Steps[0].Err, &ie) || ie.Name != "tenant" {
 		t.Errorf("Step.Err = %v, want an *InjectError naming tenant", res.Steps[0].Err)
 	}

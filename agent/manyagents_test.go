@@ -11,6 +11,7 @@ import (
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // TestValidateHookSurvivesManyAgents: whether ToolArgValidation enforces a
@@ -27,8 +28,7 @@ func TestValidateHookSurvivesManyAgents(t *testing.T) {
 		fakemodel.Text("Booked."),
 	)
 	newAgent := func(m *fakemodel.Model) *agent.Agent {
-		return agent.New(m, []agent.Tool{agent.NewTool("book", "Books a room.", rec.fn("booked"))},
-			agent.WithMiddleware(middleware.ToolArgValidation()))
+		return agent.New(m, toolstage.New([]toolstage.Tool{toolstage.NewTool("book", "Books a room.", rec.fn("booked"))}), agent.WithMiddleware(middleware.ToolArgValidation()))
 	}
 	first := newAgent(model)
 	for range 20000 {
@@ -78,11 +78,11 @@ func TestParametersForms(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			model := fakemodel.New(fakemodel.Text("ok"))
-			var tool agent.Tool = rawSchemaTool{tc.schema}
+			var tool toolstage.Tool = rawSchemaTool{tc.schema}
 			if tc.want != "" {
-				tool = agent.NewSchemaTool("t", "T.", tc.schema, noop)
+				tool = toolstage.NewSchemaTool("t", "T.", tc.schema, noop)
 			}
-			if _, err := agent.New(model, []agent.Tool{tool}).Run(context.Background(), "go"); err != nil {
+			if _, err := agent.New(model, toolstage.New([]toolstage.Tool{tool})).Run(context.Background(), "go"); err != nil {
 				t.Fatal(err)
 			}
 			params := model.Requests()[0].Options.Tools[0].Function.Parameters

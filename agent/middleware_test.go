@@ -11,10 +11,11 @@ import (
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
-func pingTool() agent.Tool {
-	return agent.NewSchemaTool("ping", "Pings.", nil, func(context.Context, map[string]any) (string, error) { return "pong", nil })
+func pingTool() toolstage.Tool {
+	return toolstage.NewSchemaTool("ping", "Pings.", nil, func(context.Context, map[string]any) (string, error) { return "pong", nil })
 }
 
 // ping is a model turn calling ping.
@@ -30,7 +31,7 @@ func TestToolCallLimitPerRun(t *testing.T) {
 		// Run 2: a fresh count, so two calls pass again.
 		ping(), ping(), fakemodel.Text("two pings"),
 	)
-	a := agent.New(model, []agent.Tool{pingTool()}, agent.WithMiddleware(
+	a := agent.New(model, toolstage.New([]toolstage.Tool{pingTool()}), agent.WithMiddleware(
 		middleware.ToolCallLimit(guard.WithRunLimit(2), guard.WithExitBehavior(guard.ExitEnd)),
 	))
 
@@ -62,7 +63,7 @@ func TestToolCallLimitRunIgnoresHumanMessages(t *testing.T) {
 		ToolCalls: []llms.ToolCall{{ID: "broken", Type: "function"}},
 	}}})
 	model := fakemodel.New(ping(), broken, ping(), fakemodel.Text("unreached"))
-	a := agent.New(model, []agent.Tool{pingTool()}, agent.WithMiddleware(
+	a := agent.New(model, toolstage.New([]toolstage.Tool{pingTool()}), agent.WithMiddleware(
 		middleware.ToolCallLimit(guard.WithRunLimit(1), guard.WithExitBehavior(guard.ExitError)),
 	))
 	res, err := a.Run(context.Background(), "ping")
@@ -79,7 +80,7 @@ func TestToolCallLimitRunIgnoresHumanMessages(t *testing.T) {
 func TestToolCallLimitThreadAcrossRuns(t *testing.T) {
 	t.Parallel()
 	model := fakemodel.New(ping(), ping(), fakemodel.Text("done"), ping(), ping())
-	a := agent.New(model, []agent.Tool{pingTool()}, agent.WithMiddleware(
+	a := agent.New(model, toolstage.New([]toolstage.Tool{pingTool()}), agent.WithMiddleware(
 		middleware.ToolCallLimit(guard.WithThreadLimit(3), guard.WithExitBehavior(guard.ExitEnd)),
 	))
 	ctx := guard.WithThread(context.Background(), "session-1")
@@ -98,14 +99,14 @@ func TestToolCallLimitThreadAcrossRuns(t *testing.T) {
 func TestRecommendedStack(t *testing.T) {
 	t.Parallel()
 	var rec recorder[WeatherArgs]
-	weather := agent.NewTool("get_weather", "Weather.", rec.fn("sunny"))
+	weather := toolstage.NewTool("get_weather", "Weather.", rec.fn("sunny"))
 	model := fakemodel.New(
 		fakemodel.Fail(errors.New("API returned unexpected status code: 503: Service Unavailable")),
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": 75001}`)),
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`)),
 		fakemodel.Text("Sunny."),
 	)
-	a := agent.New(model, []agent.Tool{weather}, agent.WithMiddleware(
+	a := agent.New(model, toolstage.New([]toolstage.Tool{weather}), agent.WithMiddleware(
 		middleware.ToolCallLimit(guard.WithRunLimit(5)),
 		middleware.ToolArgValidation(),
 		middleware.ModelRetry(guard.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} })),

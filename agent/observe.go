@@ -2,14 +2,10 @@ package agent
 
 import (
 	"context"
-	"errors"
 
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 )
-
-// errToolPanicked is what run observers are told of a tool that panicked.
-var errToolPanicked = errors.New("agent: the tool panicked")
 
 // installers returns the middlewares among mws that install an observer
 // ([guard.ObserverInstaller], as otelguard's does), in order.

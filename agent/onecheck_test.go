@@ -10,6 +10,7 @@ import (
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // countedDecodes and countedValidates count what happens to CountedArgs.
@@ -39,7 +40,7 @@ func TestOneCheckPerCall(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		mws  []middleware.Middleware
-		tmws []agent.ToolMiddleware
+		tmws []toolstage.ToolMiddleware
 		// want: Validate calls, decodes
 		validates, decodes int64
 	}{
@@ -48,8 +49,8 @@ func TestOneCheckPerCall(t *testing.T) {
 		}, nil, 1, 2},
 		{"no model-stage validation", nil, nil, 1, 2},
 		{"a tool middleware replaces the arguments", []middleware.Middleware{middleware.ToolArgValidation()},
-			[]agent.ToolMiddleware{agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-				return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+			[]toolstage.ToolMiddleware{toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+				return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 					call.Args = json.RawMessage(`{"city":"Lyon"}`)
 					return next(ctx, call)
 				}
@@ -59,12 +60,12 @@ func TestOneCheckPerCall(t *testing.T) {
 			countedDecodes.Store(0)
 			countedValidates.Store(0)
 			ran := 0
-			tool := agent.NewTool("get_weather", "Weather.", func(_ context.Context, a CountedArgs) (string, error) {
+			tool := toolstage.NewTool("get_weather", "Weather.", func(_ context.Context, a CountedArgs) (string, error) {
 				ran++
 				return "sunny in " + a.City, nil
 			})
 			model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city":"Paris"}`)), fakemodel.Text("done"))
-			a := agent.New(model, []agent.Tool{tool}, agent.WithMiddleware(tc.mws...), agent.WithToolMiddleware(tc.tmws...))
+			a := agent.New(model, toolstage.New([]toolstage.Tool{tool}, toolstage.WithToolMiddleware(tc.tmws...)), agent.WithMiddleware(tc.mws...))
 			if _, err := a.Run(context.Background(), "weather"); err != nil {
 				t.Fatal(err)
 			}

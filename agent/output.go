@@ -1,15 +1,20 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/errfmt"
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/repair"
+	"github.com/toolguard/toolguard/strip"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -58,22 +63,21 @@ func (a *Agent) addOutputTool(s *validation.Schema) {
 	if s == nil {
 		return
 	}
-	if _, dup := a.tools[OutputToolName]; dup {
+	if _, dup := a.stage.Tool(OutputToolName); dup {
 		panic(fmt.Sprintf("agent: New: a tool is named %q, the name of WithOutputSchema's answer tool: rename it with Renamed or WithToolNames", OutputToolName))
 	}
 	a.output = &outputTool{name: OutputToolName, schema: s}
-	a.schemas[OutputToolName] = s
-	a.names = append(a.names, OutputToolName)
 	a.defs = append(a.defs, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        OutputToolName,
 		Description: outputDescription,
-		Parameters:  parameters(s),
+		Parameters:  s.Map(),
 	}})
 }
 
-// withOutput names the answer tool in a run's context, for ToolCallLimit:
-// none for an agent without one, even inside the run of one that has one
-// (a sub-agent called by a tool), whose answer tool is not this run's.
+// withOutput names the answer tool in a run's context, for ToolCallLimit
+// (none for an agent without one, even inside the run of one that has one:
+// a sub-agent called by a tool, whose answer tool is not this run's), and
+// gives ToolArgValidation its schema beside the tools'.
 func (a *Agent) withOutput(ctx context.Context) context.Context {
 	if a.output == nil {
 		if guard.AnswerToolFrom(ctx) == "" {
@@ -81,6 +85,12 @@ func (a *Agent) withOutput(ctx context.Context) context.Context {
 		}
 		return guard.WithAnswerTool(ctx, "")
 	}
+	schemas := maps.Clone(guard.ToolSchemasFrom(ctx))
+	if schemas == nil {
+		schemas = make(map[string]any, 1)
+	}
+	schemas[a.output.name] = a.output.schema
+	ctx = guard.WithToolSchemas(ctx, schemas)
 	return guard.WithAnswerTool(ctx, a.output.name)
 }
 
@@ -183,7 +193,7 @@ func (or *outputRun) settle(_ context.Context, t *turn) error {
 		case i != first:
 			st.Err, b.answers[i] = errAnswerIgnored, errfmt.AnswerIgnored
 		case or.answerErr != nil:
-			st.Err, b.answers[i] = or.answerErr, toolMessage(Step{Err: or.answerErr})
+			st.Err, b.answers[i] = or.answerErr, feedback(or.answerErr)
 		case !siblingsOK:
 			st.Arguments = string(or.answer)
 			st.Err, b.answers[i] = errAnswerNotAccepted, errfmt.AnswerNotAccepted(o.name)
@@ -199,7 +209,7 @@ func (or *outputRun) settle(_ context.Context, t *turn) error {
 		t.finish(string(or.answer))
 	case b.direct >= 0:
 		s := b.steps[b.direct]
-		out, err := checkArgs(o.name, o.schema, []byte(s.Result))
+		out, err := checkAnswerArgs(o.name, o.schema, []byte(s.Result))
 		if err != nil {
 			t.fail(fmt.Errorf("%w: the Direct result of tool %q is not a valid answer: %w", ErrNoOutput, s.Tool, err))
 			return nil
@@ -230,7 +240,7 @@ func (o *outputTool) checkAnswer(record *guard.CallRecord, c llms.ToolCall) ([]b
 	if record.Validated(c.ID, c.FunctionCall.Name, args) {
 		return []byte(compactJSON([]byte(args))), nil
 	}
-	res, err := checkArgs(o.name, o.schema, []byte(args))
+	res, err := checkAnswerArgs(o.name, o.schema, []byte(args))
 	if err != nil {
 		return nil, err
 	}
@@ -250,4 +260,51 @@ func Output[T any](r *Result) (T, error) {
 		return v, fmt.Errorf("agent: Output: the answer does not decode into %T: %w", v, err)
 	}
 	return v, nil
+}
+
+// checkAnswerArgs runs an answer through the pipeline ToolArgValidation
+// uses with its defaults (schema-aware stripping, the default coercions)
+// against s, and returns the result, or a *validation.Error naming tool.
+func checkAnswerArgs(tool string, s *validation.Schema, raw []byte) (guard.ArgsResult, error) {
+	res := guard.CheckArgs(s, raw, guard.ArgsOptions{Strip: strip.SchemaAware, Repair: repair.Coercions()})
+	if res.Err != nil {
+		named := *res.Err
+		named.Tool = tool
+		return res, &named
+	}
+	return res, nil
+}
+
+// feedback is what the model reads of an answer that failed: the
+// violations of a *validation.Error, else the error's text.
+func feedback(err error) string {
+	var ve *validation.Error
+	if errors.As(err, &ve) {
+		return errfmt.Feedback(ve)
+	}
+	return errfmt.ToolError(err)
+}
+
+// compactJSON returns raw without insignificant space, or a copy of raw
+// when it is not JSON.
+func compactJSON(raw []byte) json.RawMessage {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return slices.Clone(raw)
+	}
+	return buf.Bytes()
+}
+
+// injectedProps returns the properties that schema marks injected
+// ([validation.InjectedKeyword]).
+func injectedProps(s *validation.Schema) []string {
+	props, _ := s.Map()["properties"].(map[string]any)
+	var names []string
+	for n, p := range props {
+		if pm, ok := p.(map[string]any); ok && pm[validation.InjectedKeyword] == true {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -37,13 +38,13 @@ func TestOutputWithApproval(t *testing.T) {
 			t.Parallel()
 			var b bank
 			model := fakemodel.New(outputTurn())
-			opts := []agent.Option{agent.WithApprovalFor("transfer_money"), agent.WithOutputSchema(validation.Typed[Verdict]())}
+			opts := []any{toolstage.WithApprovalFor("transfer_money"), agent.WithOutputSchema(validation.Typed[Verdict]())}
 			ctx := context.Background()
 			if store == "checkpointer" {
-				opts = append(opts, agent.WithCheckpointer(new(agent.MemoryCheckpointer)))
+				opts = append(opts, agent.WithCheckpointer(new(toolstage.MemoryCheckpointer)))
 				ctx = guard.WithThread(ctx, "accept")
 			}
-			res, err := agent.New(model, b.tools(), opts...).Run(ctx, "Classify")
+			res, err := build(model, b.tools(), opts...).Run(ctx, "Classify")
 			in := interruptOf(t, err)
 			if res.Output != "" || b.count("get_balance") != 1 || b.count("transfer_money") != 0 {
 				t.Fatalf("paused: Output %q, runs %v; want no output, get_balance once, transfer_money never", res.Output, b.runs)
@@ -51,7 +52,7 @@ func TestOutputWithApproval(t *testing.T) {
 			if len(in.Pending) != 1 || in.Pending[0].Tool != "transfer_money" {
 				t.Fatalf("Pending = %+v, want transfer_money alone", in.Pending)
 			}
-			res, err = agent.New(model, b.tools(), opts...).Resume(ctx, viaJSON(t, in), decide(in.Pending[0], agent.Accept, ""))
+			res, err = build(model, b.tools(), opts...).Resume(ctx, viaJSON(t, in), decide(in.Pending[0], toolstage.Accept, ""))
 			if err != nil {
 				t.Fatalf("Resume() error = %v", err)
 			}
@@ -87,15 +88,15 @@ func TestOutputWithApproval(t *testing.T) {
 			var b bank
 			const second = `{"label":"ham","score":1}`
 			model := fakemodel.New(outputTurn(), answer(second))
-			opts := []agent.Option{agent.WithApprovalFor("transfer_money"), agent.WithOutputSchema(validation.Typed[Verdict]())}
+			opts := []any{toolstage.WithApprovalFor("transfer_money"), agent.WithOutputSchema(validation.Typed[Verdict]())}
 			ctx := context.Background()
 			if store == "checkpointer" {
-				opts = append(opts, agent.WithCheckpointer(new(agent.MemoryCheckpointer)))
+				opts = append(opts, agent.WithCheckpointer(new(toolstage.MemoryCheckpointer)))
 				ctx = guard.WithThread(ctx, "reject")
 			}
-			_, err := agent.New(model, b.tools(), opts...).Run(ctx, "Classify")
+			_, err := build(model, b.tools(), opts...).Run(ctx, "Classify")
 			in := interruptOf(t, err)
-			res, err := agent.New(model, b.tools(), opts...).Resume(ctx, viaJSON(t, in), decide(in.Pending[0], agent.Reject, "no"))
+			res, err := build(model, b.tools(), opts...).Resume(ctx, viaJSON(t, in), decide(in.Pending[0], toolstage.Reject, "no"))
 			if err != nil {
 				t.Fatalf("Resume() error = %v", err)
 			}
@@ -105,7 +106,7 @@ func TestOutputWithApproval(t *testing.T) {
 			if got, want := lastMessage(t, model, 1), "tool: call_3 final_answer -> "+errfmt.AnswerNotAccepted(agent.OutputToolName); got != want {
 				t.Errorf("re-ask's last message = %q, want %q", got, want)
 			}
-			if len(res.Steps) != 4 || !errors.Is(res.Steps[1].Err, agent.ErrCallRejected) || res.Steps[2].Err == nil || res.Steps[3].Turn != 2 {
+			if len(res.Steps) != 4 || !errors.Is(res.Steps[1].Err, toolstage.ErrCallRejected) || res.Steps[2].Err == nil || res.Steps[3].Turn != 2 {
 				t.Errorf("Steps = %+v, want turn 1's calls (transfer rejected, answer refused), then turn 2's answer", res.Steps)
 			}
 			checkStepMessages(t, res)
@@ -139,16 +140,16 @@ func TestOutputCheckpointResumeAfterCut(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("get_balance", `{}`), fakemodel.Call(agent.OutputToolName, badAnswer)),
 		answer(goodAnswer),
 	)
-	cp := new(agent.MemoryCheckpointer)
+	cp := new(toolstage.MemoryCheckpointer)
 	ctx, cancel := context.WithCancel(guard.WithThread(context.Background(), "cut"))
 	defer cancel()
 	schema := agent.WithOutputSchema(validation.Typed[Verdict]())
-	_, err := agent.New(model, b.tools(), schema, agent.WithCheckpointer(cp), agent.WithMiddleware(cutAt(2, cancel))).Run(ctx, "Classify")
+	_, err := agent.New(model, toolstage.New(b.tools()), schema, agent.WithCheckpointer(cp), agent.WithMiddleware(cutAt(2, cancel))).Run(ctx, "Classify")
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run() error = %v, want context.Canceled", err)
 	}
 	thread := guard.WithThread(context.Background(), "cut")
-	res, err := agent.New(model, b.tools(), schema, agent.WithCheckpointer(cp)).Resume(thread, nil)
+	res, err := agent.New(model, toolstage.New(b.tools()), schema, agent.WithCheckpointer(cp)).Resume(thread, nil)
 	if err != nil {
 		t.Fatalf("Resume(nil) error = %v", err)
 	}
@@ -162,7 +163,7 @@ func TestOutputCheckpointResumeAfterCut(t *testing.T) {
 	if n := len(model.Requests()); n != 2 {
 		t.Errorf("the model got %d requests, want 2", n)
 	}
-	if _, err := agent.New(model, b.tools(), schema, agent.WithCheckpointer(cp)).Resume(thread, nil); !errors.Is(err, agent.ErrNothingToResume) {
+	if _, err := agent.New(model, toolstage.New(b.tools()), schema, agent.WithCheckpointer(cp)).Resume(thread, nil); !errors.Is(err, agent.ErrNothingToResume) {
 		t.Errorf("Resume(nil) of a finished run: error = %v, want ErrNothingToResume", err)
 	}
 }
@@ -179,7 +180,7 @@ func TestOutputCheckpointResumeMidBatch(t *testing.T) {
 	// context: its result never arrives in time to be recorded.
 	started, release := make(chan struct{}), make(chan struct{})
 	defer close(release)
-	slow := agent.NewSchemaTool("wire_funds", "Wire.", nil, func(context.Context, map[string]any) (string, error) {
+	slow := toolstage.NewSchemaTool("wire_funds", "Wire.", nil, func(context.Context, map[string]any) (string, error) {
 		b.note("wire_funds", "{}")
 		close(started)
 		<-release
@@ -190,14 +191,14 @@ func TestOutputCheckpointResumeMidBatch(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("wire_funds", `{}`), fakemodel.Call(agent.OutputToolName, goodAnswer)),
 		answer(second),
 	)
-	cp := new(agent.MemoryCheckpointer)
+	cp := new(toolstage.MemoryCheckpointer)
 	tools := append(b.tools(), slow)
 	schema := agent.WithOutputSchema(validation.Typed[Verdict]())
 	go func() { <-started; cancel() }()
-	if _, err := agent.New(model, tools, schema, agent.WithCheckpointer(cp)).Run(ctx, "wire it"); !errors.Is(err, context.Canceled) {
+	if _, err := agent.New(model, toolstage.New(tools), schema, agent.WithCheckpointer(cp)).Run(ctx, "wire it"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run() error = %v, want context.Canceled", err)
 	}
-	res, err := agent.New(model, tools, schema, agent.WithCheckpointer(cp)).Resume(guard.WithThread(context.Background(), "mid"), nil)
+	res, err := agent.New(model, toolstage.New(tools), schema, agent.WithCheckpointer(cp)).Resume(guard.WithThread(context.Background(), "mid"), nil)
 	if err != nil {
 		t.Fatalf("Resume(nil) error = %v", err)
 	}
@@ -207,7 +208,7 @@ func TestOutputCheckpointResumeMidBatch(t *testing.T) {
 	if res.Output != second {
 		t.Errorf("Output = %q, want the second answer %q", res.Output, second)
 	}
-	if len(res.Steps) != 3 || !errors.Is(res.Steps[0].Err, agent.ErrCallInterrupted) || res.Steps[1].Err == nil || res.Steps[2].Turn != 2 {
+	if len(res.Steps) != 3 || !errors.Is(res.Steps[0].Err, toolstage.ErrCallInterrupted) || res.Steps[1].Err == nil || res.Steps[2].Turn != 2 {
 		t.Errorf("Steps = %+v, want wire_funds interrupted, the answer refused, then turn 2's answer", res.Steps)
 	}
 	want := "tool: call_2 final_answer -> " + errfmt.AnswerNotAccepted(agent.OutputToolName)

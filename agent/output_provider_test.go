@@ -71,10 +71,10 @@ func TestOutputThroughOpenAIProvider(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		mws  []agent.Option
+		mws  []any
 	}{
 		{"agent's own check", nil},
-		{"ToolArgValidation", []agent.Option{agent.WithMiddleware(middleware.ToolArgValidation())}},
+		{"ToolArgValidation", []any{agent.WithMiddleware(middleware.ToolArgValidation())}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -87,7 +87,7 @@ func TestOutputThroughOpenAIProvider(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := agent.New(llm, nil, append(tc.mws, agent.WithOutputSchema(validation.Typed[Verdict]()))...)
+			a := build(llm, nil, append(tc.mws, agent.WithOutputSchema(validation.Typed[Verdict]()))...)
 			res, err := a.Run(context.Background(), "Classify: WIN A PRIZE")
 			if err != nil {
 				t.Fatalf("Run: %v", err)

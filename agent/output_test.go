@@ -18,6 +18,7 @@ import (
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/retry"
+	"github.com/toolguard/toolguard/toolstage"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -58,7 +59,7 @@ func lastMessage(t *testing.T, m *fakemodel.Model, i int) string {
 func TestOutputValidAnswer(t *testing.T) {
 	t.Parallel()
 	model := fakemodel.New(answer(`{"label": "spam", "score": 3}`))
-	a := agent.New(model, nil, agent.WithOutputSchema(validation.Typed[Verdict]()))
+	a := agent.New(model, toolstage.New(nil), agent.WithOutputSchema(validation.Typed[Verdict]()))
 	res, err := a.Run(context.Background(), "Classify: WIN A PRIZE")
 	if err != nil {
 		t.Fatalf("Run: %v", err)
@@ -92,8 +93,7 @@ func TestOutputValidAnswer(t *testing.T) {
 func TestOutputReaskedByToolArgValidation(t *testing.T) {
 	t.Parallel()
 	model := fakemodel.New(answer(badAnswer), answer(goodAnswer))
-	a := agent.New(model, nil, agent.WithOutputSchema(validation.Typed[Verdict]()),
-		agent.WithMiddleware(middleware.ToolArgValidation()))
+	a := agent.New(model, toolstage.New(nil), agent.WithOutputSchema(validation.Typed[Verdict]()), agent.WithMiddleware(middleware.ToolArgValidation()))
 	res, err := a.Run(context.Background(), "Classify")
 	if err != nil {
 		t.Fatalf("Run: %v", err)
@@ -119,7 +119,7 @@ func TestOutputReaskedByAgent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			model := fakemodel.New(answer(tc.bad), answer(goodAnswer))
-			a := agent.New(model, nil, agent.WithOutputSchema(validation.Typed[Verdict]()))
+			a := agent.New(model, toolstage.New(nil), agent.WithOutputSchema(validation.Typed[Verdict]()))
 			res, err := a.Run(context.Background(), "Classify")
 			if err != nil {
 				t.Fatalf("Run: %v", err)
@@ -145,7 +145,7 @@ func TestOutputReaskedByAgent(t *testing.T) {
 func TestOutputTextAskedAgain(t *testing.T) {
 	t.Parallel()
 	model := fakemodel.New(fakemodel.Text("It is spam."), answer(goodAnswer))
-	a := agent.New(model, nil, agent.WithOutputSchema(validation.Typed[Verdict]()))
+	a := agent.New(model, toolstage.New(nil), agent.WithOutputSchema(validation.Typed[Verdict]()))
 	res, err := a.Run(context.Background(), "Classify")
 	if err != nil || res.Output != goodAnswer {
 		t.Fatalf("Run = %q, %v; want the answer", res.Output, err)
@@ -163,7 +163,7 @@ func TestOutputExhausted(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		steps []fakemodel.Step
-		opts  []agent.Option
+		opts  []any
 		as    any
 	}{
 		{"text", []fakemodel.Step{fakemodel.Text("spam"), fakemodel.Text("spam!"), fakemodel.Text("SPAM")}, nil, nil},
@@ -172,13 +172,13 @@ func TestOutputExhausted(t *testing.T) {
 			answer(badAnswer), answer(badAnswer), answer(badAnswer), // turn 1: ToolArgValidation gives up
 			answer(badAnswer), answer(badAnswer), answer(badAnswer),
 			answer(badAnswer), answer(badAnswer), answer(badAnswer),
-		}, []agent.Option{agent.WithMiddleware(middleware.ToolArgValidation())}, new(*validation.Error)},
+		}, []any{agent.WithMiddleware(middleware.ToolArgValidation())}, new(*validation.Error)},
 		{"mixed", []fakemodel.Step{fakemodel.Text("spam"), answer(badAnswer), fakemodel.Text("spam")}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			model := fakemodel.New(tc.steps...)
-			a := agent.New(model, nil, append(tc.opts, agent.WithOutputSchema(validation.Typed[Verdict]()))...)
+			a := build(model, nil, append(tc.opts, agent.WithOutputSchema(validation.Typed[Verdict]()))...)
 			res, err := a.Run(context.Background(), "Classify")
 			if !errors.Is(err, agent.ErrNoOutput) {
 				t.Fatalf("Run error = %v, want ErrNoOutput", err)
@@ -202,8 +202,8 @@ func TestOutputExhausted(t *testing.T) {
 // The rule for an answer that arrives with other tool calls.
 func TestOutputWithSiblings(t *testing.T) {
 	t.Parallel()
-	ran := func(n *atomic.Int32, fail bool) agent.Tool {
-		return agent.NewTool("lookup", "Looks up.", func(context.Context, WeatherArgs) (string, error) {
+	ran := func(n *atomic.Int32, fail bool) toolstage.Tool {
+		return toolstage.NewTool("lookup", "Looks up.", func(context.Context, WeatherArgs) (string, error) {
 			n.Add(1)
 			if fail {
 				return "", errors.New("lookup is down")
@@ -215,7 +215,7 @@ func TestOutputWithSiblings(t *testing.T) {
 		t.Parallel()
 		var n atomic.Int32
 		model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("lookup", `{"city":"Paris"}`), fakemodel.Call(agent.OutputToolName, goodAnswer)))
-		a := agent.New(model, []agent.Tool{ran(&n, false)}, agent.WithOutputSchema(validation.Typed[Verdict]()))
+		a := agent.New(model, toolstage.New([]toolstage.Tool{ran(&n, false)}), agent.WithOutputSchema(validation.Typed[Verdict]()))
 		res, err := a.Run(context.Background(), "Classify")
 		if err != nil || res.Output != goodAnswer || n.Load() != 1 {
 			t.Fatalf("Run = %q, %v, lookup ran %d times; want the answer and lookup run once", res.Output, err, n.Load())
@@ -235,7 +235,7 @@ func TestOutputWithSiblings(t *testing.T) {
 		model := fakemodel.New(
 			fakemodel.ToolCalls(fakemodel.Call("lookup", `{"city":"Paris"}`), fakemodel.Call(agent.OutputToolName, goodAnswer)),
 			answer(`{"label":"ham","score":0}`))
-		a := agent.New(model, []agent.Tool{ran(&n, true)}, agent.WithOutputSchema(validation.Typed[Verdict]()))
+		a := agent.New(model, toolstage.New([]toolstage.Tool{ran(&n, true)}), agent.WithOutputSchema(validation.Typed[Verdict]()))
 		res, err := a.Run(context.Background(), "Classify")
 		if err != nil || res.Output != `{"label":"ham","score":0}` {
 			t.Fatalf("Run = %q, %v; want the second answer", res.Output, err)
@@ -251,7 +251,7 @@ func TestOutputWithSiblings(t *testing.T) {
 	t.Run("two answers: the first is considered", func(t *testing.T) {
 		t.Parallel()
 		model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call(agent.OutputToolName, goodAnswer), fakemodel.Call(agent.OutputToolName, `{"label":"ham","score":1}`)))
-		a := agent.New(model, nil, agent.WithOutputSchema(validation.Typed[Verdict]()))
+		a := agent.New(model, toolstage.New(nil), agent.WithOutputSchema(validation.Typed[Verdict]()))
 		res, err := a.Run(context.Background(), "Classify")
 		if err != nil || res.Output != goodAnswer {
 			t.Fatalf("Run = %q, %v; want the first answer", res.Output, err)
@@ -266,7 +266,7 @@ func TestOutputWithSiblings(t *testing.T) {
 // the limit's text taken as the answer.
 func TestOutputLimits(t *testing.T) {
 	t.Parallel()
-	lookup := agent.NewTool("lookup", "Looks up.", func(context.Context, WeatherArgs) (string, error) { return "found", nil })
+	lookup := toolstage.NewTool("lookup", "Looks up.", func(context.Context, WeatherArgs) (string, error) { return "found", nil })
 	call := func() fakemodel.Step { return fakemodel.ToolCalls(fakemodel.Call("lookup", `{"city":"Paris"}`)) }
 	for _, tc := range []struct {
 		name  string
@@ -281,7 +281,7 @@ func TestOutputLimits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			model := fakemodel.New(tc.steps...)
-			a := agent.New(model, []agent.Tool{lookup}, agent.WithMiddleware(tc.mw), agent.WithOutputSchema(validation.Typed[Verdict]()))
+			a := agent.New(model, toolstage.New([]toolstage.Tool{lookup}), agent.WithMiddleware(tc.mw), agent.WithOutputSchema(validation.Typed[Verdict]()))
 			res, err := a.Run(context.Background(), "Classify")
 			var le *guard.LimitExceededError
 			if !errors.Is(err, agent.ErrNoOutput) || !errors.As(err, &le) {
@@ -294,7 +294,7 @@ func TestOutputLimits(t *testing.T) {
 	}
 	// Without an output schema, the limit's text is the answer, as before.
 	model := fakemodel.New(call())
-	res, err := agent.New(model, []agent.Tool{lookup}, agent.WithMiddleware(middleware.ModelCallLimit(guard.WithRunLimit(1)))).Run(context.Background(), "Classify")
+	res, err := agent.New(model, toolstage.New([]toolstage.Tool{lookup}), agent.WithMiddleware(middleware.ModelCallLimit(guard.WithRunLimit(1)))).Run(context.Background(), "Classify")
 	if err != nil || !strings.HasPrefix(res.Output, errfmt.PrefixModelLimitReached) {
 		t.Errorf("without a schema: Run = %q, %v; want the limit's text", res.Output, err)
 	}
@@ -305,24 +305,20 @@ func TestOutputLimits(t *testing.T) {
 func TestOutputNotCountedByToolCallLimit(t *testing.T) {
 	t.Parallel()
 	var n atomic.Int32
-	lookup := agent.NewTool("lookup", "Looks up.", func(context.Context, WeatherArgs) (string, error) { n.Add(1); return "found", nil })
+	lookup := toolstage.NewTool("lookup", "Looks up.", func(context.Context, WeatherArgs) (string, error) { n.Add(1); return "found", nil })
 	model := fakemodel.New(
 		fakemodel.ToolCalls(fakemodel.Call("lookup", `{"city":"Paris"}`)),
 		fakemodel.ToolCalls(fakemodel.Call("lookup", `{"city":"Rome"}`)), // blocked: re-asked
 		answer(goodAnswer),
 	)
-	a := agent.New(model, []agent.Tool{lookup},
-		agent.WithMiddleware(middleware.ToolCallLimit(guard.WithRunLimit(1))),
-		agent.WithOutputSchema(validation.Typed[Verdict]()))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{lookup}), agent.WithMiddleware(middleware.ToolCallLimit(guard.WithRunLimit(1))), agent.WithOutputSchema(validation.Typed[Verdict]()))
 	res, err := a.Run(context.Background(), "Classify")
 	if err != nil || res.Output != goodAnswer || n.Load() != 1 {
 		t.Fatalf("Run = %q, %v, lookup ran %d; want the answer after one lookup", res.Output, err, n.Load())
 	}
 	// Limiting the answer tool by name counts it.
 	model = fakemodel.New(answer(goodAnswer))
-	a = agent.New(model, nil,
-		agent.WithMiddleware(middleware.ToolCallLimit(guard.WithRunLimit(1), guard.WithThreadLimit(1), guard.WithToolName(agent.OutputToolName))),
-		agent.WithOutputSchema(validation.Typed[Verdict]()))
+	a = agent.New(model, toolstage.New(nil), agent.WithMiddleware(middleware.ToolCallLimit(guard.WithRunLimit(1), guard.WithThreadLimit(1), guard.WithToolName(agent.OutputToolName))), agent.WithOutputSchema(validation.Typed[Verdict]()))
 	ctx := guard.WithThread(context.Background(), "t1")
 	if _, err := a.Run(ctx, "Classify"); err != nil {
 		t.Fatalf("first run: %v", err)
@@ -340,7 +336,7 @@ func TestOutputModelRetry(t *testing.T) {
 	t.Run("a transient failure is retried", func(t *testing.T) {
 		t.Parallel()
 		model := fakemodel.New(fakemodel.Fail(err503), answer(goodAnswer))
-		a := agent.New(model, nil, agent.WithMiddleware(middleware.ModelRetry(zero)), agent.WithOutputSchema(validation.Typed[Verdict]()))
+		a := agent.New(model, toolstage.New(nil), agent.WithMiddleware(middleware.ModelRetry(zero)), agent.WithOutputSchema(validation.Typed[Verdict]()))
 		res, err := a.Run(context.Background(), "Classify")
 		if err != nil || res.Output != goodAnswer {
 			t.Fatalf("Run = %q, %v", res.Output, err)
@@ -349,7 +345,7 @@ func TestOutputModelRetry(t *testing.T) {
 	t.Run("ContinueOnFailure's text is not an answer", func(t *testing.T) {
 		t.Parallel()
 		model := fakemodel.New(fakemodel.Fail(err503), fakemodel.Fail(err503))
-		a := agent.New(model, nil, agent.WithMiddleware(middleware.ModelRetry(zero, guard.WithMaxRetries(1),
+		a := agent.New(model, toolstage.New(nil), agent.WithMiddleware(middleware.ModelRetry(zero, guard.WithMaxRetries(1),
 			guard.WithOnFailure(guard.ContinueOnFailure))), agent.WithOutputSchema(validation.Typed[Verdict]()))
 		res, err := a.Run(context.Background(), "Classify")
 		var re *retry.Error
@@ -361,9 +357,9 @@ func TestOutputModelRetry(t *testing.T) {
 
 func TestOutputMaxIterations(t *testing.T) {
 	t.Parallel()
-	lookup := agent.NewTool("lookup", "Looks up.", func(context.Context, WeatherArgs) (string, error) { return "found", nil })
+	lookup := toolstage.NewTool("lookup", "Looks up.", func(context.Context, WeatherArgs) (string, error) { return "found", nil })
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("lookup", `{"city":"Paris"}`)))
-	a := agent.New(model, []agent.Tool{lookup}, agent.WithMaxIterations(1), agent.WithOutputSchema(validation.Typed[Verdict]()))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{lookup}), agent.WithMaxIterations(1), agent.WithOutputSchema(validation.Typed[Verdict]()))
 	_, err := a.Run(context.Background(), "Classify")
 	if !errors.Is(err, agent.ErrNoOutput) || !errors.Is(err, agent.ErrMaxIterations) {
 		t.Errorf("Run error = %v, want ErrNoOutput and ErrMaxIterations", err)
@@ -373,20 +369,20 @@ func TestOutputMaxIterations(t *testing.T) {
 // A Direct result ends the run only as a valid answer.
 func TestOutputDirect(t *testing.T) {
 	t.Parallel()
-	direct := func(content string) agent.ToolMiddleware {
-		return agent.ToolFunc(func(agent.ToolHandler) agent.ToolHandler {
-			return func(context.Context, *agent.ToolCall) (*agent.ToolResult, error) {
-				return &agent.ToolResult{Content: content, Direct: true}, nil
+	direct := func(content string) toolstage.ToolMiddleware {
+		return toolstage.ToolFunc(func(toolstage.ToolHandler) toolstage.ToolHandler {
+			return func(context.Context, *toolstage.ToolCall) (*toolstage.ToolResult, error) {
+				return &toolstage.ToolResult{Content: content, Direct: true}, nil
 			}
 		})
 	}
-	lookup := agent.NewTool("lookup", "Looks up.", func(context.Context, WeatherArgs) (string, error) { return "found", nil })
+	lookup := toolstage.NewTool("lookup", "Looks up.", func(context.Context, WeatherArgs) (string, error) { return "found", nil })
 	for _, tc := range []struct {
 		content string
 		ok      bool
 	}{{`{"label": "ham", "score": 2}`, true}, {"found it", false}, {`{"label":"maybe","score":2}`, false}} {
 		model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("lookup", `{"city":"Paris"}`)))
-		a := agent.New(model, []agent.Tool{lookup}, agent.WithToolMiddleware(direct(tc.content)), agent.WithOutputSchema(validation.Typed[Verdict]()))
+		a := agent.New(model, toolstage.New([]toolstage.Tool{lookup}, toolstage.WithToolMiddleware(direct(tc.content))), agent.WithOutputSchema(validation.Typed[Verdict]()))
 		res, err := a.Run(context.Background(), "Classify")
 		switch {
 		case tc.ok && (err != nil || res.Output != `{"label":"ham","score":2}`):
@@ -408,8 +404,8 @@ func TestOutputMisconfigured(t *testing.T) {
 		{"not an object", func() { agent.WithOutputSchema(map[string]any{"type": "array"}) }, `not "object"`},
 		{"does not compile", func() { agent.WithOutputSchema(`{"type": 12}`) }, "does not compile"},
 		{"a tool has the answer tool's name", func() {
-			t := agent.NewTool(agent.OutputToolName, "Mine.", func(context.Context, WeatherArgs) (string, error) { return "", nil })
-			agent.New(fakemodel.New(), []agent.Tool{t}, agent.WithOutputSchema(validation.Typed[Verdict]()))
+			t := toolstage.NewTool(agent.OutputToolName, "Mine.", func(context.Context, WeatherArgs) (string, error) { return "", nil })
+			agent.New(fakemodel.New(), toolstage.New([]toolstage.Tool{t}), agent.WithOutputSchema(validation.Typed[Verdict]()))
 		}, "Renamed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -424,7 +420,7 @@ func TestOutputMisconfigured(t *testing.T) {
 	}
 	// A raw JSON Schema works as well as a typed one.
 	model := fakemodel.New(answer(`{"n": 1}`))
-	res, err := agent.New(model, nil, agent.WithOutputSchema(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)).Run(context.Background(), "Count")
+	res, err := agent.New(model, toolstage.New(nil), agent.WithOutputSchema(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)).Run(context.Background(), "Count")
 	if err != nil || res.Output != `{"n":1}` {
 		t.Errorf("raw schema: Run = %q, %v", res.Output, err)
 	}
@@ -450,7 +446,7 @@ func TestOutputStreamsOnlyTheAcceptedAnswer(t *testing.T) {
 		})
 	}
 	model := fakemodel.New(streamed("c1", badAnswer), streamed("c2", goodAnswer))
-	a := agent.New(model, nil, agent.WithOutputSchema(validation.Typed[Verdict]()), agent.WithMiddleware(middleware.ToolArgValidation()))
+	a := agent.New(model, toolstage.New(nil), agent.WithOutputSchema(validation.Typed[Verdict]()), agent.WithMiddleware(middleware.ToolArgValidation()))
 	var mu sync.Mutex
 	var chunks []string
 	res, err := a.RunMessages(context.Background(), []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Classify")},
@@ -475,7 +471,7 @@ func TestOutputStreamsOnlyTheAcceptedAnswer(t *testing.T) {
 func TestOutputAnswerToolNotInheritedBySubAgent(t *testing.T) {
 	t.Parallel()
 	var subRuns atomic.Int32
-	own := agent.NewTool(agent.OutputToolName, "The sub-agent's own tool of that name.", func(context.Context, struct{}) (string, error) {
+	own := toolstage.NewTool(agent.OutputToolName, "The sub-agent's own tool of that name.", func(context.Context, struct{}) (string, error) {
 		subRuns.Add(1)
 		return "done", nil
 	})
@@ -484,9 +480,9 @@ func TestOutputAnswerToolNotInheritedBySubAgent(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call(agent.OutputToolName, `{}`)),
 		fakemodel.Text("sub done"),
 	)
-	sub := agent.New(subModel, []agent.Tool{own}, agent.WithMiddleware(
+	sub := agent.New(subModel, toolstage.New([]toolstage.Tool{own}), agent.WithMiddleware(
 		middleware.ToolCallLimit(guard.WithRunLimit(1), guard.WithExitBehavior(guard.ExitError))))
-	delegate := agent.NewTool("delegate", "Runs the sub-agent.", func(ctx context.Context, _ struct{}) (string, error) {
+	delegate := toolstage.NewTool("delegate", "Runs the sub-agent.", func(ctx context.Context, _ struct{}) (string, error) {
 		res, err := sub.Run(ctx, "go")
 		if err != nil {
 			return "", err
@@ -494,7 +490,7 @@ func TestOutputAnswerToolNotInheritedBySubAgent(t *testing.T) {
 		return res.Output, nil
 	})
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("delegate", `{}`)), answer(goodAnswer))
-	a := agent.New(model, []agent.Tool{delegate}, agent.WithOutputSchema(validation.Typed[Verdict]()))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{delegate}), agent.WithOutputSchema(validation.Typed[Verdict]()))
 	if _, err := a.Run(context.Background(), "classify"); err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,10 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/agent"
-	"github.com/toolguard/toolguard/agent/checkpointtest"
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
+	"github.com/toolguard/toolguard/toolstage/checkpointtest"
 )
 
 // A save whose reply is lost, or that the store reports as a conflict
@@ -24,9 +25,9 @@ func TestOwnWriteFound(t *testing.T) {
 			t.Run(fmt.Sprintf("%v at save %d", fault, save), func(t *testing.T) {
 				t.Parallel()
 				var b bank
-				cp := &checkpointtest.Faulty{Checkpointer: new(agent.MemoryCheckpointer), Saves: map[int]checkpointtest.Fault{save: fault}}
+				cp := &checkpointtest.Faulty{Checkpointer: new(toolstage.MemoryCheckpointer), Saves: map[int]checkpointtest.Fault{save: fault}}
 				model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_balance", `{}`)), fakemodel.Text("1000."), fakemodel.Text("Still 1000."))
-				a := agent.New(model, b.tools(), agent.WithCheckpointer(cp))
+				a := agent.New(model, toolstage.New(b.tools()), agent.WithCheckpointer(cp))
 				ctx := guard.WithThread(context.Background(), "own")
 				if res, err := a.Run(ctx, "balance?"); err != nil || res.Output != "1000." {
 					t.Fatalf("Run() = %v, %v; want 1000., nil", res, err)
@@ -46,7 +47,7 @@ func TestOwnWriteFound(t *testing.T) {
 func TestOwnWriteNotMistaken(t *testing.T) {
 	t.Parallel()
 	var b bank
-	mem := new(agent.MemoryCheckpointer)
+	mem := new(toolstage.MemoryCheckpointer)
 	ctx := guard.WithThread(context.Background(), "twins")
 	// The winner saves the turn first (version 1); then the loser, from
 	// version 0, whose store reports an error as if its reply were lost.
@@ -54,15 +55,15 @@ func TestOwnWriteNotMistaken(t *testing.T) {
 		return fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_balance", `{}`)), fakemodel.Text("1000."))
 	}
 	arrived, release := make(chan struct{}), make(chan struct{})
-	gate := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+	gate := toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 			close(arrived) // the winner's turn is saved
 			<-release
 			return next(ctx, call)
 		}
 	})
-	winner := agent.New(model(), b.tools(), agent.WithCheckpointer(mem), agent.WithToolMiddleware(gate))
-	loser := agent.New(model(), b.tools(), agent.WithCheckpointer(&staleSave{Checkpointer: mem}))
+	winner := agent.New(model(), toolstage.New(b.tools(), toolstage.WithToolMiddleware(gate)), agent.WithCheckpointer(mem))
+	loser := agent.New(model(), toolstage.New(b.tools()), agent.WithCheckpointer(&staleSave{Checkpointer: mem}))
 	done := make(chan error, 1)
 	go func() { _, err := winner.Run(ctx, "balance?"); done <- err }()
 	<-arrived
@@ -82,7 +83,7 @@ func TestOwnWriteNotMistaken(t *testing.T) {
 // 0, as it was when the loser loaded it) and whose saves that fail to
 // apply report an error, as a reply lost would.
 type staleSave struct {
-	agent.Checkpointer
+	toolstage.Checkpointer
 	loads atomic.Int32
 }
 
@@ -106,7 +107,7 @@ func (s *staleSave) Save(ctx context.Context, thread string, version int64, stat
 // its save number at: after applying it when applied is set, before when
 // not.
 type ctxStore struct {
-	agent.Checkpointer
+	toolstage.Checkpointer
 	at      int
 	applied bool
 	cancel  context.CancelFunc
@@ -155,19 +156,19 @@ func TestCancelDuringSave(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var payments atomic.Int32
-			pay := agent.NewSchemaTool("transfer_money", "Pay.", nil, func(context.Context, map[string]any) (string, error) {
+			pay := toolstage.NewSchemaTool("transfer_money", "Pay.", nil, func(context.Context, map[string]any) (string, error) {
 				payments.Add(1)
 				return "paid, ref P-1", nil
 			})
 			model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{}`)), fakemodel.Text("Done."))
 			ctx, cancel := context.WithCancel(guard.WithThread(context.Background(), "cancel-save"))
 			defer cancel()
-			mem := new(agent.MemoryCheckpointer)
+			mem := new(toolstage.MemoryCheckpointer)
 			store := &ctxStore{Checkpointer: mem, at: tc.at, applied: tc.applied, cancel: cancel}
-			if _, err := agent.New(model, []agent.Tool{pay}, agent.WithCheckpointer(store)).Run(ctx, "pay"); !errors.Is(err, context.Canceled) {
+			if _, err := agent.New(model, toolstage.New([]toolstage.Tool{pay}), agent.WithCheckpointer(store)).Run(ctx, "pay"); !errors.Is(err, context.Canceled) {
 				t.Fatalf("Run() error = %v, want context.Canceled", err)
 			}
-			res, err := agent.New(model, []agent.Tool{pay}, agent.WithCheckpointer(mem)).Resume(guard.WithThread(context.Background(), "cancel-save"), nil)
+			res, err := agent.New(model, toolstage.New([]toolstage.Tool{pay}), agent.WithCheckpointer(mem)).Resume(guard.WithThread(context.Background(), "cancel-save"), nil)
 			if err != nil {
 				t.Fatalf("Resume(nil) error = %v", err)
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolguard/toolguard/errfmt"
 	"github.com/toolguard/toolguard/guard"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // abandonedAnswer is what the model reads of a call that awaited a
@@ -28,15 +29,15 @@ const abandonedAnswer = "This call was waiting for a person's approval when the 
 // [ErrNothingToResume] when the thread has no unfinished run, or when the
 // agent has no Checkpointer or ctx no thread, and the store's error when
 // the state cannot be read. Pending changes nothing.
-func (a *Agent) Pending(ctx context.Context) (*Interrupt, error) {
+func (a *Agent) Pending(ctx context.Context) (*toolstage.Interrupt, error) {
 	s, st, err := a.loadThread(ownThread(ctx), "Pending")
 	if err != nil {
 		return nil, err
 	}
-	if st.Turn == nil || st.Turn.Interrupt == "" {
+	if st.Turn == nil || st.Turn.Interrupt == "" || st.Turn.Paused == nil {
 		return nil, fmt.Errorf("%w (thread %q): it awaits no decision; continue it with Resume and a nil interrupt", ErrRunUnfinished, s.thread)
 	}
-	return a.approval.storedInterrupt(s.thread, st.Turn), nil
+	return withoutState(st.Turn.Paused), nil
 }
 
 // Abandon ends the unfinished run of the thread named in ctx without
@@ -49,7 +50,7 @@ func (a *Agent) Pending(ctx context.Context) (*Interrupt, error) {
 // stopped in is recorded whole in the thread's transcript (and in
 // Result.Messages and Steps), each call with its outcome as far as it is
 // known. A call that finished keeps its result. A call that awaited a
-// person's decision, or never started, did not run ([ErrCallNotStarted]);
+// person's decision, or never started, did not run ([toolstage.ErrCallNotStarted]);
 // the model reads so. A call that was running when the run was cut off,
 // or that a Resume had claimed to run, has an unknown outcome
 // ([ErrCallInterrupted]): the model reads that it must check before
@@ -112,10 +113,8 @@ func (a *Agent) abandonTurn(res *Result, ot *openTurn) {
 	}
 	pending := make(map[int]bool)
 	if ot.Interrupt != "" {
-		for j := range ot.Pending {
-			if i := ot.pendingIndex(j); i >= 0 {
-				pending[i] = true
-			}
+		for _, i := range ot.Waiting {
+			pending[i] = true
 		}
 	}
 	for i, c := range ot.Calls {
@@ -124,15 +123,33 @@ func (a *Agent) abandonTurn(res *Result, ot *openTurn) {
 		case c.FunctionCall == nil:
 			b.steps[i] = unranStep(c, n, errNoFunction)
 		case pending[i]:
-			b.steps[i], b.answers[i] = unranStep(c, n, ErrCallNotStarted), abandonedAnswer
+			b.steps[i], b.answers[i] = unranStep(c, n, toolstage.ErrCallNotStarted), abandonedAnswer
 		case a.output.isAnswer(c):
-			b.steps[i], b.answers[i] = unranStep(c, n, ErrCallNotStarted), notStartedAnswer
-		case a.tools[c.FunctionCall.Name] == nil:
-			b.steps[i] = unranStep(c, n, fmt.Errorf("%w %q", ErrUnknownTool, c.FunctionCall.Name))
-			b.answers[i] = errfmt.UnknownTool(c.FunctionCall.Name, a.names)
+			b.steps[i], b.answers[i] = unranStep(c, n, toolstage.ErrCallNotStarted), errfmt.CallNotStarted
+		case !a.hasTool(c.FunctionCall.Name):
+			b.steps[i] = unranStep(c, n, fmt.Errorf("%w %q", toolstage.ErrUnknownTool, c.FunctionCall.Name))
+			b.answers[i] = errfmt.UnknownTool(c.FunctionCall.Name, a.toolNames())
 		default:
-			b.steps[i], b.answers[i] = unranStep(c, n, ErrCallInterrupted), interruptedAnswer
+			b.steps[i], b.answers[i] = unranStep(c, n, toolstage.ErrCallInterrupted), errfmt.CallInterrupted
 		}
 	}
 	recordTurn(res, ot.Text, ot.Calls, b)
+}
+
+// hasTool reports whether the agent's stage has a tool sent as name.
+func (a *Agent) hasTool(name string) bool {
+	_, ok := a.stage.Tool(name)
+	return ok
+}
+
+// toolNames returns the names of the stage's tools, sorted, for the
+// unknown-tool message.
+func (a *Agent) toolNames() []string {
+	defs := a.stage.Definitions()
+	names := make([]string, len(defs))
+	for i, d := range defs {
+		names[i] = d.Name
+	}
+	slices.Sort(names)
+	return names
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // Pending returns the interrupt Run returned, signed; it resumes like it.
@@ -17,13 +18,13 @@ import (
 func TestPending(t *testing.T) {
 	t.Parallel()
 	var b bank
-	cp := new(agent.MemoryCheckpointer)
+	cp := new(toolstage.MemoryCheckpointer)
 	model := fakemodel.New(
 		fakemodel.ToolCalls(fakemodel.Call("get_balance", `{}`), fakemodel.Call("transfer_money", `{"to":"alice","amount":25}`)),
 		fakemodel.Text("Sent."),
 	)
 	key := []byte("0123456789abcdef")
-	a := agent.New(model, b.tools(), agent.WithCheckpointer(cp), agent.WithApprovalFor("transfer_money"), agent.WithInterruptKey(key))
+	a := agent.New(model, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money"), toolstage.WithInterruptKey(key)), agent.WithCheckpointer(cp))
 	ctx := guard.WithThread(context.Background(), "pending")
 	if _, err := a.Pending(ctx); !errors.Is(err, agent.ErrNothingToResume) {
 		t.Errorf("Pending() of a new thread: error = %v, want ErrNothingToResume", err)
@@ -39,17 +40,17 @@ func TestPending(t *testing.T) {
 	if string(ran) != string(read) {
 		t.Errorf("Pending() = %s\nwant Run's interrupt %s", read, ran)
 	}
-	if _, err := agent.New(model, b.tools(), agent.WithCheckpointer(cp), agent.WithApprovalFor("transfer_money"), agent.WithInterruptKey([]byte("another key, 16b"))).Resume(ctx, got, decide(got.Pending[0], agent.Accept, "")); !errors.Is(err, agent.ErrInterruptRefused) {
+	if _, err := agent.New(model, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money"), toolstage.WithInterruptKey([]byte("another key, 16b"))), agent.WithCheckpointer(cp)).Resume(ctx, got, decide(got.Pending[0], toolstage.Accept, "")); !errors.Is(err, toolstage.ErrInterruptRefused) {
 		t.Errorf("Resume() of Pending's interrupt under another key: error = %v, want ErrInterruptRefused (it is signed)", err)
 	}
-	res, err := a.Resume(ctx, got, decide(got.Pending[0], agent.Accept, ""))
+	res, err := a.Resume(ctx, got, decide(got.Pending[0], toolstage.Accept, ""))
 	if err != nil || res.Output != "Sent." || b.count("transfer_money") != 1 || b.count("get_balance") != 1 {
 		t.Fatalf("Resume(Pending()) = %q, %v; transfer_money ran %d, get_balance %d; want Sent., nil, 1, 1", res.Output, err, b.count("transfer_money"), b.count("get_balance"))
 	}
 	if _, err := a.Pending(ctx); !errors.Is(err, agent.ErrNothingToResume) {
 		t.Errorf("Pending() of a finished thread: error = %v, want ErrNothingToResume", err)
 	}
-	if _, err := agent.New(model, b.tools(), agent.WithApprovalFor("transfer_money")).Pending(ctx); !errors.Is(err, agent.ErrNothingToResume) {
+	if _, err := agent.New(model, toolstage.New(b.tools(), toolstage.WithApprovalFor("transfer_money"))).Pending(ctx); !errors.Is(err, agent.ErrNothingToResume) {
 		t.Errorf("Pending() without a checkpointer: error = %v, want ErrNothingToResume", err)
 	}
 	if _, err := a.Pending(context.Background()); !errors.Is(err, agent.ErrNothingToResume) {
@@ -66,19 +67,19 @@ func TestPending(t *testing.T) {
 // other order, the payment's return seen first.
 func TestAbandonCutOffRun(t *testing.T) {
 	t.Parallel()
-	cp := new(agent.MemoryCheckpointer)
+	cp := new(toolstage.MemoryCheckpointer)
 	ctx, cancel := context.WithCancel(guard.WithThread(context.Background(), "abandon"))
 	defer cancel()
 	var payments atomic.Int32
 	release := make(chan struct{})
-	pay := agent.NewSchemaTool("transfer_money", "Pay.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
+	pay := toolstage.NewSchemaTool("transfer_money", "Pay.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
 		payments.Add(1)
 		cancel()
 		<-release // the bank's reply never comes
 		return "", ctx.Err()
 	})
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{}`)), fakemodel.Text("I will check the payment first."))
-	a := agent.New(model, []agent.Tool{pay}, agent.WithCheckpointer(cp))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{pay}), agent.WithCheckpointer(cp))
 	_, err := a.Run(ctx, "pay")
 	close(release)
 	if !errors.Is(err, context.Canceled) {
@@ -89,7 +90,7 @@ func TestAbandonCutOffRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Abandon() error = %v", err)
 	}
-	if len(res.Steps) != 1 || !errors.Is(res.Steps[0].Err, agent.ErrCallInterrupted) || res.Steps[0].Message != 1 {
+	if len(res.Steps) != 1 || !errors.Is(res.Steps[0].Err, toolstage.ErrCallInterrupted) || res.Steps[0].Message != 1 {
 		t.Errorf("Abandon() steps = %+v, want the payment with ErrCallInterrupted, recorded at message 1", res.Steps)
 	}
 	if _, err := a.Abandon(thread); !errors.Is(err, agent.ErrNothingToResume) {

@@ -10,6 +10,7 @@ import (
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -19,7 +20,7 @@ type resumeLimitCase struct {
 	name  string
 	limit middleware.Middleware
 	steps []fakemodel.Step
-	opts  []agent.Option
+	opts  []any
 	// count is the Count of the limit exceeded after the Resume: the calls
 	// the run made; balances is how many times get_balance ran.
 	count, balances int
@@ -33,16 +34,16 @@ func (tc resumeLimitCase) run(t *testing.T) {
 		t.Run(store, func(t *testing.T) {
 			t.Parallel()
 			var b bank
-			opts := append([]agent.Option{agent.WithApprovalFor("transfer_money"), agent.WithMiddleware(tc.limit)}, tc.opts...)
+			opts := append([]any{toolstage.WithApprovalFor("transfer_money"), agent.WithMiddleware(tc.limit)}, tc.opts...)
 			ctx := context.Background()
 			if store == "checkpointer" {
-				opts = append(opts, agent.WithCheckpointer(new(agent.MemoryCheckpointer)))
+				opts = append(opts, agent.WithCheckpointer(new(toolstage.MemoryCheckpointer)))
 				ctx = guard.WithThread(ctx, "t")
 			}
-			a := agent.New(fakemodel.New(tc.steps...), b.tools(), opts...)
+			a := build(fakemodel.New(tc.steps...), b.tools(), opts...)
 			_, err := a.Run(ctx, "pay alice")
 			in := interruptOf(t, err)
-			_, err = a.Resume(ctx, viaJSON(t, in), decide(in.Pending[0], agent.Accept, ""))
+			_, err = a.Resume(ctx, viaJSON(t, in), decide(in.Pending[0], toolstage.Accept, ""))
 			t.Logf("Resume() error = %v", err)
 			var le *guard.LimitExceededError
 			if !errors.As(err, &le) || le.Scope != guard.ScopeRun || le.Count != tc.count {
@@ -97,7 +98,7 @@ func TestResumeCountsCallsBeforeRunFeedback(t *testing.T) {
 			fakemodel.ToolCalls(fakemodel.Call(agent.OutputToolName, goodAnswer)),
 		}
 	}
-	output := []agent.Option{agent.WithOutputSchema(validation.Typed[Verdict]())}
+	output := []any{agent.WithOutputSchema(validation.Typed[Verdict]())}
 	for _, tc := range []resumeLimitCase{
 		{name: "ToolCallLimit, structured answer re-asked", limit: toolLimit(), steps: textFirst(), opts: output, count: 3, balances: 2},
 		{name: "ModelCallLimit, structured answer re-asked", steps: textFirst(), opts: output, count: 3, balances: 2,

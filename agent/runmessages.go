@@ -7,6 +7,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/guard"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // ErrNoMessages is returned by [Agent.RunMessages] when it is given no
@@ -65,19 +66,13 @@ func (a *Agent) RunMessages(ctx context.Context, msgs []llms.MessageContent, opt
 // run's model-call counter — and the run, whose model calls get opts.
 func (a *Agent) newRun(ctx context.Context, opts []llms.CallOption) (context.Context, *run) {
 	ctx = guard.WithRun(ctx)
-	ctx = guard.WithToolSchemas(ctx, a.schemas)
+	// The tools' schemas and injected arguments, the record of checked
+	// calls and the stage's event handler (toolstage.Stage.Scope): both
+	// stages' events reach it, else the context's handler; a sub-agent run
+	// from a tool of another agent reports to its own, not its caller's.
+	ctx = a.stage.Scope(ctx)
 	ctx = a.withOutput(ctx) // structured output (output.go)
-	// Injected arguments (inject.go). Always set, nil included: a
-	// sub-agent's tools are not its caller's.
-	ctx = guard.WithInjectedArgs(ctx, a.injected)
-	ctx, record := guard.WithCallRecord(ctx)
-	// Both stages' events reach the agent's handler, else the context's;
-	// a sub-agent run from a tool of another agent reports to its own
-	// handler, not its caller's.
-	if _, inTool := CallFrom(ctx); a.events != nil || inTool {
-		ctx = guard.WithEvents(ctx, a.events)
-	}
-	r := &run{a: a, res: &Result{}, opts: opts, record: record}
+	r := &run{a: a, res: &Result{}, opts: opts, record: guard.CallRecordFrom(ctx)}
 	ctx = context.WithValue(ctx, modelCallsKey{}, &r.modelCalls)
 	return ctx, r
 }
@@ -106,8 +101,8 @@ func nonNil(opts []llms.CallOption) []llms.CallOption {
 // tool): the calling run's thread is not the sub-agent's, so ctx names no
 // thread unless the tool named one of its own. Elsewhere it returns ctx.
 func ownThread(ctx context.Context) context.Context {
-	st := callStateFrom(ctx)
-	if st == nil || st.info.Thread == "" || guard.ThreadFrom(ctx) != st.info.Thread {
+	info, ok := toolstage.CallFrom(ctx)
+	if !ok || info.Thread == "" || guard.ThreadFrom(ctx) != info.Thread {
 		return ctx
 	}
 	return guard.WithThread(ctx, "")

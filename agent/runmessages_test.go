@@ -13,6 +13,7 @@ import (
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 func roles(msgs []llms.MessageContent) string {
@@ -29,7 +30,7 @@ func roles(msgs []llms.MessageContent) string {
 func TestRunMessagesContinues(t *testing.T) {
 	t.Parallel()
 	model := fakemodel.New(ping(), fakemodel.Text("pong received"), fakemodel.Text("yes"))
-	a := agent.New(model, []agent.Tool{pingTool()}, agent.WithSystemPrompt("Be brief."))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{pingTool()}), agent.WithSystemPrompt("Be brief."))
 	first, err := a.Run(context.Background(), "ping")
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +73,7 @@ func TestRunMessagesSystemPrompt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			model := fakemodel.New(fakemodel.Text("ok"))
-			if _, err := agent.New(model, nil, agent.WithSystemPrompt(tc.system)).RunMessages(context.Background(), tc.msgs); err != nil {
+			if _, err := agent.New(model, toolstage.New(nil), agent.WithSystemPrompt(tc.system)).RunMessages(context.Background(), tc.msgs); err != nil {
 				t.Fatal(err)
 			}
 			if got := roles(model.Requests()[0].Messages); got != tc.want {
@@ -85,7 +86,7 @@ func TestRunMessagesSystemPrompt(t *testing.T) {
 func TestRunMessagesEmpty(t *testing.T) {
 	t.Parallel()
 	model := fakemodel.New(fakemodel.Text("ok"))
-	res, err := agent.New(model, nil).RunMessages(context.Background(), nil)
+	res, err := agent.New(model, toolstage.New(nil)).RunMessages(context.Background(), nil)
 	if !errors.Is(err, agent.ErrNoMessages) || res != nil {
 		t.Errorf("RunMessages(nil) = %v, %v; want nil, ErrNoMessages", res, err)
 	}
@@ -104,11 +105,7 @@ func TestWithCallOptions(t *testing.T) {
 		fakemodel.Text("done"),
 	)
 	other := llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: "other"}}
-	a := agent.New(model, []agent.Tool{agent.NewTool("ping", "Pings.", func(context.Context, struct{}) (string, error) { return "pong", nil })},
-		agent.WithMiddleware(middleware.ToolArgValidation()),
-		agent.WithCallOptions(llms.WithModel("m1"), llms.WithTemperature(0.2), nil, llms.WithTools([]llms.Tool{other})),
-		agent.WithCallOptions(llms.WithMaxTokens(64)),
-	)
+	a := agent.New(model, toolstage.New([]toolstage.Tool{toolstage.NewTool("ping", "Pings.", func(context.Context, struct{}) (string, error) { return "pong", nil })}), agent.WithMiddleware(middleware.ToolArgValidation()), agent.WithCallOptions(llms.WithModel("m1"), llms.WithTemperature(0.2), nil, llms.WithTools([]llms.Tool{other})), agent.WithCallOptions(llms.WithMaxTokens(64)))
 	if _, err := a.RunMessages(context.Background(),
 		[]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "ping")}, llms.WithModel("m2"), nil); err != nil {
 		t.Fatal(err)
@@ -126,7 +123,7 @@ func TestWithCallOptions(t *testing.T) {
 	}
 	// Run uses the agent's options alone.
 	model2 := fakemodel.New(fakemodel.Text("ok"))
-	if _, err := agent.New(model2, nil, agent.WithCallOptions(llms.WithModel("m1"))).Run(context.Background(), "hi"); err != nil {
+	if _, err := agent.New(model2, toolstage.New(nil), agent.WithCallOptions(llms.WithModel("m1"))).Run(context.Background(), "hi"); err != nil {
 		t.Fatal(err)
 	}
 	if got := model2.Requests()[0].Options; got.Model != "m1" || got.Tools != nil {
@@ -145,14 +142,14 @@ func TestWithCallOptionsStreaming(t *testing.T) {
 			return nil
 		})
 		model := fakemodel.New(ping(), fakemodel.Text("pong received"))
-		var opts []agent.Option
+		var opts []any
 		var runOpts []llms.CallOption
 		if perRun {
 			runOpts = append(runOpts, stream)
 		} else {
 			opts = append(opts, agent.WithCallOptions(stream))
 		}
-		res, err := agent.New(model, []agent.Tool{pingTool()}, opts...).RunMessages(context.Background(),
+		res, err := build(model, []toolstage.Tool{pingTool()}, opts...).RunMessages(context.Background(),
 			[]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "ping")}, runOpts...)
 		if err != nil || res.Output != "pong received" {
 			t.Fatalf("RunMessages = %v, %v", res, err)
@@ -169,7 +166,7 @@ func TestWithCallOptionsStreaming(t *testing.T) {
 func TestEmptyArgumentsInAgent(t *testing.T) {
 	t.Parallel()
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("ping", "")), fakemodel.Text("ok"))
-	res, err := agent.New(model, []agent.Tool{pingTool()}, agent.WithMiddleware(middleware.ToolArgValidation())).Run(context.Background(), "ping")
+	res, err := agent.New(model, toolstage.New([]toolstage.Tool{pingTool()}), agent.WithMiddleware(middleware.ToolArgValidation())).Run(context.Background(), "ping")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +196,7 @@ func TestRunMessagesConcurrentStreams(t *testing.T) {
 	for i := range steps {
 		steps[i] = echo
 	}
-	a := agent.New(fakemodel.New(steps...), []agent.Tool{pingTool()}, agent.WithCallOptions(llms.WithModel("m")))
+	a := agent.New(fakemodel.New(steps...), toolstage.New([]toolstage.Tool{pingTool()}), agent.WithCallOptions(llms.WithModel("m")))
 	got := make([]string, runs)
 	errs := make(chan error, runs)
 	for i := range runs {

@@ -9,6 +9,7 @@ import (
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // A sub-agent used as a tool, sharing its parent's checkpointer, runs in
@@ -17,22 +18,22 @@ import (
 // sub-agent's answer, never an internal error.
 func TestSubAgentOwnThread(t *testing.T) {
 	t.Parallel()
-	cp := new(agent.MemoryCheckpointer)
+	cp := new(toolstage.MemoryCheckpointer)
 	var b bank
 	subModel := fakemodel.New(
 		fakemodel.ToolCalls(fakemodel.Call("get_balance", `{}`)),
 		fakemodel.Text("The balance is 1000.00."),
 	)
 	var seen []string // the sub-agent's tool calls: name@thread from its tool stage, then name from its Steps
-	threadOf := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
-			info, _ := agent.CallFrom(ctx)
+	threadOf := toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
+			info, _ := toolstage.CallFrom(ctx)
 			seen = append(seen, call.Name+"@"+info.Thread)
 			return next(ctx, call)
 		}
 	})
-	sub := agent.New(subModel, b.tools(), agent.WithCheckpointer(cp), agent.WithToolMiddleware(threadOf))
-	research := agent.NewSchemaTool("research", "Ask the research agent.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
+	sub := agent.New(subModel, toolstage.New(b.tools(), toolstage.WithToolMiddleware(threadOf)), agent.WithCheckpointer(cp))
+	research := toolstage.NewSchemaTool("research", "Ask the research agent.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
 		res, err := sub.Run(ctx, "What is the balance?")
 		if err != nil {
 			return "", err
@@ -46,7 +47,7 @@ func TestSubAgentOwnThread(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("research", `{}`)),
 		fakemodel.Text("Done."),
 	)
-	parent := agent.New(parentModel, []agent.Tool{research}, agent.WithCheckpointer(cp))
+	parent := agent.New(parentModel, toolstage.New([]toolstage.Tool{research}), agent.WithCheckpointer(cp))
 	ctx := guard.WithThread(context.Background(), "parent")
 	res, err := parent.Run(ctx, "Research the balance.")
 	if err != nil {
@@ -74,11 +75,11 @@ func TestSubAgentOwnThread(t *testing.T) {
 // guard.WithThread: the sub-agent then runs, and is saved, there.
 func TestSubAgentNamedThread(t *testing.T) {
 	t.Parallel()
-	cp := new(agent.MemoryCheckpointer)
+	cp := new(toolstage.MemoryCheckpointer)
 	subModel := fakemodel.New(fakemodel.Text("first"), fakemodel.Text("second"))
-	sub := agent.New(subModel, nil, agent.WithCheckpointer(cp))
-	ask := agent.NewSchemaTool("ask", "Ask the helper.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
-		info, _ := agent.CallFrom(ctx)
+	sub := agent.New(subModel, toolstage.New(nil), agent.WithCheckpointer(cp))
+	ask := toolstage.NewSchemaTool("ask", "Ask the helper.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
+		info, _ := toolstage.CallFrom(ctx)
 		res, err := sub.Run(guard.WithThread(ctx, info.Thread+"/helper"), "question")
 		if err != nil {
 			return "", err
@@ -91,7 +92,7 @@ func TestSubAgentNamedThread(t *testing.T) {
 		fakemodel.Text("Done."),
 	)
 	ctx := guard.WithThread(context.Background(), "p")
-	if _, err := agent.New(parentModel, []agent.Tool{ask}, agent.WithCheckpointer(cp)).Run(ctx, "go"); err != nil {
+	if _, err := agent.New(parentModel, toolstage.New([]toolstage.Tool{ask}), agent.WithCheckpointer(cp)).Run(ctx, "go"); err != nil {
 		t.Fatalf("Run() error = %v", err)
 	}
 	// The helper's thread carried its conversation from the first call to

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/toolstage"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -52,7 +52,7 @@ func TestNewToolCall(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var got *WeatherArgs
-			tool := agent.NewTool("get_weather", "Weather.", func(_ context.Context, a WeatherArgs) (string, error) {
+			tool := toolstage.NewTool("get_weather", "Weather.", func(_ context.Context, a WeatherArgs) (string, error) {
 				got = &a
 				return "sunny", nil
 			})
@@ -76,7 +76,7 @@ func TestNewToolCall(t *testing.T) {
 func TestNewToolRunsValidate(t *testing.T) {
 	t.Parallel()
 	ran := false
-	book := agent.NewTool("book", "Books.", func(context.Context, Booking) (string, error) { ran = true; return "", nil })
+	book := toolstage.NewTool("book", "Books.", func(context.Context, Booking) (string, error) { ran = true; return "", nil })
 	_, err := book.Call(context.Background(), `{"from": "2025-05-02", "to": "2025-05-01"}`)
 	if v := violations(t, err, "book"); !reflect.DeepEqual(v, []string{"/to validate"}) || ran {
 		t.Errorf("Call with to < from: violations %q, fn ran %v; want [/to validate] and fn not run", v, ran)
@@ -117,7 +117,7 @@ func TestNewSchemaToolCall(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var got map[string]any
-			tool := agent.NewSchemaTool("records", "Records.", tc.schema, func(_ context.Context, args map[string]any) (string, error) {
+			tool := toolstage.NewSchemaTool("records", "Records.", tc.schema, func(_ context.Context, args map[string]any) (string, error) {
 				got = args
 				return "ok", nil
 			})
@@ -144,11 +144,11 @@ func TestNewSchemaToolPanicsOnBadSchema(t *testing.T) {
 		func() {
 			defer func() {
 				msg, _ := recover().(string)
-				if !strings.HasPrefix(msg, `agent: NewSchemaTool("records"): the schema does not compile: `) {
+				if !strings.HasPrefix(msg, `toolstage: NewSchemaTool("records"): the schema does not compile: `) {
 					t.Errorf("NewSchemaTool(%v) panicked with %q, want a message naming the tool and the compile error", schema, msg)
 				}
 			}()
-			agent.NewSchemaTool("records", "Records.", schema, func(context.Context, map[string]any) (string, error) { return "ok", nil })
+			toolstage.NewSchemaTool("records", "Records.", schema, func(context.Context, map[string]any) (string, error) { return "ok", nil })
 		}()
 	}
 }
@@ -156,7 +156,7 @@ func TestNewSchemaToolPanicsOnBadSchema(t *testing.T) {
 func TestNewSchemaToolKeepsSchema(t *testing.T) {
 	t.Parallel()
 	raw := json.RawMessage(`{"type": "object"}`)
-	tool := agent.NewSchemaTool("s", "d", raw, func(context.Context, map[string]any) (string, error) { return "", nil })
+	tool := toolstage.NewSchemaTool("s", "d", raw, func(context.Context, map[string]any) (string, error) { return "", nil })
 	if got, ok := tool.Schema().(json.RawMessage); !ok || string(got) != string(raw) || tool.Name() != "s" || tool.Description() != "d" {
 		t.Errorf("tool = %q %q %#v, want s d and the schema as given", tool.Name(), tool.Description(), tool.Schema())
 	}

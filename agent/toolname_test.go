@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 func TestSafeToolName(t *testing.T) {
@@ -23,25 +24,25 @@ func TestSafeToolName(t *testing.T) {
 		{"", "_e3b0c442"},
 		{long, strings.Repeat("x", 55)},
 	} {
-		got := agent.SafeToolName(tc.in)
-		if !agent.IsSafeToolName(got) {
+		got := toolstage.SafeToolName(tc.in)
+		if !toolstage.IsSafeToolName(got) {
 			t.Errorf("SafeToolName(%q) = %q, which IsSafeToolName rejects", tc.in, got)
 		}
-		if agent.SafeToolName(got) != got {
-			t.Errorf("SafeToolName(SafeToolName(%q)) = %q, want %q (idempotent)", tc.in, agent.SafeToolName(got), got)
+		if toolstage.SafeToolName(got) != got {
+			t.Errorf("SafeToolName(SafeToolName(%q)) = %q, want %q (idempotent)", tc.in, toolstage.SafeToolName(got), got)
 		}
 		if !strings.HasPrefix(got, tc.want) {
 			t.Errorf("SafeToolName(%q) = %q, want it to start with %q", tc.in, got, tc.want)
 		}
-		if agent.IsSafeToolName(tc.in) != (got == tc.in) {
+		if toolstage.IsSafeToolName(tc.in) != (got == tc.in) {
 			t.Errorf("SafeToolName(%q) = %q; a name is kept exactly when it is safe", tc.in, got)
 		}
 	}
-	if a, b := agent.SafeToolName("a.b"), agent.SafeToolName("a/b"); a == b {
+	if a, b := toolstage.SafeToolName("a.b"), toolstage.SafeToolName("a/b"); a == b {
 		t.Errorf("SafeToolName(%q) = SafeToolName(%q) = %q, want distinct names", "a.b", "a/b", a)
 	}
-	if got := agent.SafeToolName(long); len(got) != agent.MaxToolNameLen {
-		t.Errorf("SafeToolName(70 x's) = %q (%d bytes), want %d bytes", got, len(got), agent.MaxToolNameLen)
+	if got := toolstage.SafeToolName(long); len(got) != toolstage.MaxToolNameLen {
+		t.Errorf("SafeToolName(70 x's) = %q (%d bytes), want %d bytes", got, len(got), toolstage.MaxToolNameLen)
 	}
 }
 
@@ -50,13 +51,13 @@ func TestSafeToolName(t *testing.T) {
 func TestAgentSendsSafeNames(t *testing.T) {
 	t.Parallel()
 	var ran []string
-	read := agent.NewSchemaTool("files.read", "Read a file.", nil, func(_ context.Context, args map[string]any) (string, error) {
+	read := toolstage.NewSchemaTool("files.read", "Read a file.", nil, func(_ context.Context, args map[string]any) (string, error) {
 		ran = append(ran, args["path"].(string))
 		return "hello", nil
 	})
-	safe := agent.SafeToolName("files.read")
+	safe := toolstage.SafeToolName("files.read")
 	m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call(safe, `{"path": "notes.txt"}`)), fakemodel.Text("It says hello."))
-	res, err := agent.New(m, []agent.Tool{read}).Run(context.Background(), "read notes.txt")
+	res, err := agent.New(m, toolstage.New([]toolstage.Tool{read})).Run(context.Background(), "read notes.txt")
 	if err != nil || res.Output != "It says hello." {
 		t.Fatalf("Run() = %+v, %v; want the answer", res, err)
 	}
@@ -71,11 +72,11 @@ func TestAgentSendsSafeNames(t *testing.T) {
 func TestWithToolNamesCollisionPanics(t *testing.T) {
 	t.Parallel()
 	noop := func(context.Context, map[string]any) (string, error) { return "", nil }
-	tools := []agent.Tool{agent.NewSchemaTool("a.b", "", nil, noop), agent.NewSchemaTool("a/b", "", nil, noop)}
+	tools := []toolstage.Tool{toolstage.NewSchemaTool("a.b", "", nil, noop), toolstage.NewSchemaTool("a/b", "", nil, noop)}
 	defer func() {
 		if r := recover(); r == nil || !strings.Contains(r.(string), `two tools are named "same"`) {
 			t.Errorf("New with colliding names recovered %v, want a panic naming the name", r)
 		}
 	}()
-	agent.New(fakemodel.New(), tools, agent.WithToolNames(func(string) string { return "same" }))
+	agent.New(fakemodel.New(), toolstage.New(tools, toolstage.WithToolNames(func(string) string { return "same" })))
 }

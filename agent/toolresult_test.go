@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -22,13 +23,13 @@ type orderArgs struct {
 
 // orderStatus answers with text for the model and the order as an
 // artifact; a delivered order's result is Direct.
-func orderStatus() agent.ResultTool {
-	return agent.NewResultTool("order_status", "Where an order is.", func(_ context.Context, a orderArgs) (*agent.ToolResult, error) {
+func orderStatus() toolstage.ResultTool {
+	return toolstage.NewResultTool("order_status", "Where an order is.", func(_ context.Context, a orderArgs) (*toolstage.ToolResult, error) {
 		o := Order{ID: a.OrderID, Status: "in transit"}
 		if a.OrderID == "A-2" {
 			o.Status = "delivered"
 		}
-		return &agent.ToolResult{Content: "Order " + o.ID + " is " + o.Status + ".", Artifact: o, Direct: o.Status == "delivered"}, nil
+		return &toolstage.ToolResult{Content: "Order " + o.ID + " is " + o.Status + ".", Artifact: o, Direct: o.Status == "delivered"}, nil
 	})
 }
 
@@ -39,10 +40,10 @@ func TestResultTool(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		tool agent.Tool
+		tool toolstage.Tool
 	}{
 		{"NewResultTool", orderStatus()},
-		{"Renamed(Idempotent(NewResultTool))", agent.Renamed(agent.Idempotent(orderStatus()), "order_status")},
+		{"Renamed(Idempotent(NewResultTool))", toolstage.Renamed(toolstage.Idempotent(orderStatus()), "order_status")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -51,7 +52,7 @@ func TestResultTool(t *testing.T) {
 				fakemodel.ToolCalls(fakemodel.Call("order_status", `{"order_id": "A-2"}`)),
 				fakemodel.Text("never asked"),
 			)
-			a := agent.New(model, []agent.Tool{tc.tool})
+			a := agent.New(model, toolstage.New([]toolstage.Tool{tc.tool}))
 			res, err := a.Run(context.Background(), "where are my orders?")
 			if err != nil {
 				t.Fatal(err)
@@ -72,7 +73,7 @@ func TestResultTool(t *testing.T) {
 }
 
 // resultFunc is a ResultTool of the user's own.
-type resultFunc func(ctx context.Context, args string) (*agent.ToolResult, error)
+type resultFunc func(ctx context.Context, args string) (*toolstage.ToolResult, error)
 
 func (resultFunc) Name() string        { return "f" }
 func (resultFunc) Description() string { return "A function." }
@@ -84,7 +85,7 @@ func (f resultFunc) Call(ctx context.Context, args string) (string, error) {
 	}
 	return res.Content, nil
 }
-func (f resultFunc) CallResult(ctx context.Context, args string) (*agent.ToolResult, error) {
+func (f resultFunc) CallResult(ctx context.Context, args string) (*toolstage.ToolResult, error) {
 	return f(ctx, args)
 }
 
@@ -93,19 +94,19 @@ func (f resultFunc) CallResult(ctx context.Context, args string) (*agent.ToolRes
 func TestResultToolOfUser(t *testing.T) {
 	t.Parallel()
 	var got []string
-	f := resultFunc(func(_ context.Context, args string) (*agent.ToolResult, error) {
+	f := resultFunc(func(_ context.Context, args string) (*toolstage.ToolResult, error) {
 		got = append(got, args)
 		if len(got) == 2 {
 			return nil, nil
 		}
-		return &agent.ToolResult{Content: "fine", Artifact: 42}, nil
+		return &toolstage.ToolResult{Content: "fine", Artifact: 42}, nil
 	})
 	model := fakemodel.New(
 		fakemodel.ToolCalls(fakemodel.Call("f", `{"x": 1}`)),
 		fakemodel.ToolCalls(fakemodel.Call("f", `{}`)),
 		fakemodel.Text("done"),
 	)
-	res, err := agent.New(model, []agent.Tool{f}).Run(context.Background(), "go")
+	res, err := agent.New(model, toolstage.New([]toolstage.Tool{f})).Run(context.Background(), "go")
 	if err != nil {
 		t.Fatal(err)
 	}

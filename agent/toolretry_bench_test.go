@@ -7,17 +7,16 @@ import (
 	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // BenchmarkRunToolRetry is BenchmarkRun's "recommended" run with an
 // Idempotent tool under ToolRetry whose call succeeds at once: the cost of
 // the tool stage's retry on the path where nothing fails.
 func BenchmarkRunToolRetry(b *testing.B) {
-	tool := agent.Idempotent(agent.NewTool("change_drink", "Change the preferences of a drink order.",
+	tool := toolstage.Idempotent(toolstage.NewTool("change_drink", "Change the preferences of a drink order.",
 		func(_ context.Context, a ChangeDrinkArgs) (string, error) { return "changed " + a.DrinkID, nil }))
-	a := agent.New(runBenchModel{}, []agent.Tool{tool},
-		agent.WithMiddleware(middleware.ToolCallLimit(guard.WithRunLimit(10)), middleware.ToolArgValidation(), middleware.ModelRetry()),
-		agent.WithToolMiddleware(agent.ToolRetry()))
+	a := agent.New(runBenchModel{}, toolstage.New([]toolstage.Tool{tool}, toolstage.WithToolMiddleware(toolstage.ToolRetry())), agent.WithMiddleware(middleware.ToolCallLimit(guard.WithRunLimit(10)), middleware.ToolArgValidation(), middleware.ModelRetry()))
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -19,6 +19,7 @@ import (
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/retry"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // errTimeout is a tool's failure whose outcome it cannot know: the request
@@ -31,11 +32,11 @@ func noWait() backoff.BackOff { return &backoff.ZeroBackOff{} }
 // flakyTool returns a tool named name that fails with errs[i] on its i-th
 // run and answers "ok" once they run out, and the attempts it saw
 // (CallFrom(ctx).Attempt, one per run).
-func flakyTool(name string, errs ...error) (agent.Tool, func() []int) {
+func flakyTool(name string, errs ...error) (toolstage.Tool, func() []int) {
 	var mu sync.Mutex
 	var attempts []int
-	tool := agent.NewSchemaTool(name, "A flaky tool.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
-		info, _ := agent.CallFrom(ctx)
+	tool := toolstage.NewSchemaTool(name, "A flaky tool.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
+		info, _ := toolstage.CallFrom(ctx)
 		mu.Lock()
 		defer mu.Unlock()
 		attempts = append(attempts, info.Attempt)
@@ -53,10 +54,10 @@ func flakyTool(name string, errs ...error) (agent.Tool, func() []int) {
 
 // runOnce runs an agent whose model calls tool once and then answers,
 // with the tool middlewares and an event log, and returns the result.
-func runOnce(t *testing.T, ctx context.Context, tool agent.Tool, log *eventLog, tmws ...agent.ToolMiddleware) (*agent.Result, error) {
+func runOnce(t *testing.T, ctx context.Context, tool toolstage.Tool, log *eventLog, tmws ...toolstage.ToolMiddleware) (*agent.Result, error) {
 	t.Helper()
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call(tool.Name(), `{}`)), fakemodel.Text("done"))
-	a := agent.New(model, []agent.Tool{tool}, agent.WithToolMiddleware(tmws...), agent.WithEventHandler(log.handle))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{tool}, toolstage.WithToolMiddleware(tmws...), toolstage.WithEventHandler(log.handle)))
 	return a.Run(ctx, "go")
 }
 
@@ -66,7 +67,7 @@ func TestToolRetryIdempotentTimeout(t *testing.T) {
 	t.Parallel()
 	tool, attempts := flakyTool("get_rate", errTimeout, errTimeout)
 	var log eventLog
-	res, err := runOnce(t, context.Background(), agent.Idempotent(tool), &log, agent.ToolRetry(agent.WithBackOff(noWait)))
+	res, err := runOnce(t, context.Background(), toolstage.Idempotent(tool), &log, toolstage.ToolRetry(toolstage.WithBackOff(noWait)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestToolRetryNotIdempotentTimeout(t *testing.T) {
 	t.Parallel()
 	tool, attempts := flakyTool("charge_card", errTimeout, errTimeout)
 	var log eventLog
-	res, err := runOnce(t, context.Background(), tool, &log, agent.ToolRetry(agent.WithBackOff(noWait)))
+	res, err := runOnce(t, context.Background(), tool, &log, toolstage.ToolRetry(toolstage.WithBackOff(noWait)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestToolRetryNotIdempotentTimeout(t *testing.T) {
 	if n := len(attempts()); n != 1 {
 		t.Errorf("charge_card ran %d times, want once", n)
 	}
-	var unknown *agent.OutcomeUnknownError
+	var unknown *toolstage.OutcomeUnknownError
 	if !errors.As(res.Steps[0].Err, &unknown) || unknown.Tool != "charge_card" || !errors.Is(unknown, context.DeadlineExceeded) {
 		t.Errorf("Step.Err = %v, want an *OutcomeUnknownError wrapping the timeout", res.Steps[0].Err)
 	}
@@ -128,10 +129,10 @@ func TestToolRetryNotIdempotentTimeout(t *testing.T) {
 // not.
 func TestToolRetryErrNotRun(t *testing.T) {
 	t.Parallel()
-	refused := fmt.Errorf("%w: payments API: 429 too many requests", agent.ErrNotRun)
+	refused := fmt.Errorf("%w: payments API: 429 too many requests", toolstage.ErrNotRun)
 	tool, attempts := flakyTool("charge_card", refused)
 	var log eventLog
-	res, err := runOnce(t, context.Background(), tool, &log, agent.ToolRetry(agent.WithBackOff(noWait)))
+	res, err := runOnce(t, context.Background(), tool, &log, toolstage.ToolRetry(toolstage.WithBackOff(noWait)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,8 +153,8 @@ func TestToolRetryCancelStopsWait(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	returned := make(chan error, 1) // what ToolRetry returned
-	outer := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+	outer := toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 			res, err := next(ctx, call)
 			returned <- err
 			return res, err
@@ -161,13 +162,11 @@ func TestToolRetryCancelStopsWait(t *testing.T) {
 	})
 	hour := func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) }
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_rate", `{}`)), fakemodel.Text("done"))
-	a := agent.New(model, []agent.Tool{agent.Idempotent(tool)},
-		agent.WithToolMiddleware(outer, agent.ToolRetry(agent.WithBackOff(hour))),
-		agent.WithEventHandler(func(_ context.Context, e guard.Event) {
-			if e.Kind == guard.EventToolRetry {
-				cancel()
-			}
-		}))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{toolstage.Idempotent(tool)}, toolstage.WithToolMiddleware(outer, toolstage.ToolRetry(toolstage.WithBackOff(hour))), toolstage.WithEventHandler(func(_ context.Context, e guard.Event) {
+		if e.Kind == guard.EventToolRetry {
+			cancel()
+		}
+	})))
 	if _, err := a.Run(ctx, "go"); !errors.Is(err, context.Canceled) {
 		t.Errorf("Run = %v, want context.Canceled", err)
 	}
@@ -195,7 +194,7 @@ func TestToolRetryDeadline(t *testing.T) {
 	defer cancel()
 	twoHours := func() backoff.BackOff { return backoff.NewConstantBackOff(2 * time.Hour) }
 	var log eventLog
-	res, err := runOnce(t, ctx, agent.Idempotent(tool), &log, agent.ToolRetry(agent.WithBackOff(twoHours)))
+	res, err := runOnce(t, ctx, toolstage.Idempotent(tool), &log, toolstage.ToolRetry(toolstage.WithBackOff(twoHours)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +233,7 @@ func TestToolRetryOptions(t *testing.T) {
 		name       string
 		errs       []error
 		idempotent bool
-		opts       []agent.ToolRetryOption
+		opts       []toolstage.ToolRetryOption
 		stop       bool // the backoff says Stop
 		runs       int
 		waits      int
@@ -243,38 +242,38 @@ func TestToolRetryOptions(t *testing.T) {
 		{name: "default: three attempts", errs: []error{errTimeout, errTimeout, errTimeout}, idempotent: true,
 			runs: 3, waits: 2, wantErr: retryError(3)},
 		{name: "WithMaxRetries(1)", errs: []error{errTimeout, errTimeout}, idempotent: true,
-			opts: []agent.ToolRetryOption{agent.WithMaxRetries(1)}, runs: 2, waits: 1, wantErr: retryError(2)},
+			opts: []toolstage.ToolRetryOption{toolstage.WithMaxRetries(1)}, runs: 2, waits: 1, wantErr: retryError(2)},
 		{name: "WithMaxRetries(0) still reports an unknown outcome", errs: []error{errTimeout},
-			opts: []agent.ToolRetryOption{agent.WithMaxRetries(0)}, runs: 1, wantErr: outcomeUnknown},
+			opts: []toolstage.ToolRetryOption{toolstage.WithMaxRetries(0)}, runs: 1, wantErr: outcomeUnknown},
 		{name: "WithRetryTools leaves other tools alone", errs: []error{errTimeout}, idempotent: false,
-			opts: []agent.ToolRetryOption{agent.WithRetryTools("other")}, runs: 1, wantErr: is(errTimeout)},
+			opts: []toolstage.ToolRetryOption{toolstage.WithRetryTools("other")}, runs: 1, wantErr: is(errTimeout)},
 		{name: "WithRetryTools covers the tool", errs: []error{errTimeout}, idempotent: true,
-			opts: []agent.ToolRetryOption{agent.WithRetryTools("other"), agent.WithRetryTools("tool")}, runs: 2, waits: 1},
+			opts: []toolstage.ToolRetryOption{toolstage.WithRetryTools("other"), toolstage.WithRetryTools("tool")}, runs: 2, waits: 1},
 		{name: "not transient: one attempt", errs: []error{errFlaky}, idempotent: true, runs: 1, wantErr: is(errFlaky)},
 		{name: "WithRetryIf makes it transient", errs: []error{errFlaky}, idempotent: true,
-			opts: []agent.ToolRetryOption{agent.WithRetryIf(func(err error) bool { return errors.Is(err, errFlaky) })}, runs: 2, waits: 1},
+			opts: []toolstage.ToolRetryOption{toolstage.WithRetryIf(func(err error) bool { return errors.Is(err, errFlaky) })}, runs: 2, waits: 1},
 		{name: "WithRetryIf does not make a repeat safe", errs: []error{errFlaky},
-			opts: []agent.ToolRetryOption{agent.WithRetryIf(func(err error) bool { return errors.Is(err, errFlaky) })}, runs: 1, wantErr: outcomeUnknown},
-		{name: "RetryIf can refuse ErrNotRun", errs: []error{fmt.Errorf("%w: bad key", agent.ErrNotRun)},
-			opts: []agent.ToolRetryOption{agent.WithRetryIf(retry.IsRetryable)}, runs: 1, wantErr: is(agent.ErrNotRun)},
+			opts: []toolstage.ToolRetryOption{toolstage.WithRetryIf(func(err error) bool { return errors.Is(err, errFlaky) })}, runs: 1, wantErr: outcomeUnknown},
+		{name: "RetryIf can refuse ErrNotRun", errs: []error{fmt.Errorf("%w: bad key", toolstage.ErrNotRun)},
+			opts: []toolstage.ToolRetryOption{toolstage.WithRetryIf(retry.IsRetryable)}, runs: 1, wantErr: is(toolstage.ErrNotRun)},
 		{name: "the backoff says stop", errs: []error{errTimeout}, idempotent: true, stop: true, runs: 1, wantErr: retryError(1)},
-		{name: "ErrStopRun is never retried", errs: []error{fmt.Errorf("%w: %w", agent.ErrStopRun, agent.ErrNotRun)}, runs: 1,
-			wantErr: is(agent.ErrStopRun)},
+		{name: "ErrStopRun is never retried", errs: []error{fmt.Errorf("%w: %w", toolstage.ErrStopRun, toolstage.ErrNotRun)}, runs: 1,
+			wantErr: is(toolstage.ErrStopRun)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tool, attempts := flakyTool("tool", tc.errs...)
 			if tc.idempotent {
-				tool = agent.Idempotent(tool)
+				tool = toolstage.Idempotent(tool)
 			}
 			var mu sync.Mutex
 			waits := 0
-			opts := append([]agent.ToolRetryOption{agent.WithBackOff(func() backoff.BackOff {
+			opts := append([]toolstage.ToolRetryOption{toolstage.WithBackOff(func() backoff.BackOff {
 				return countingBackOff{mu: &mu, waits: &waits, stop: tc.stop}
 			})}, tc.opts...)
 			var log eventLog
-			res, err := runOnce(t, context.Background(), tool, &log, agent.ToolRetry(opts...))
-			if err != nil && !errors.Is(err, agent.ErrStopRun) {
+			res, err := runOnce(t, context.Background(), tool, &log, toolstage.ToolRetry(opts...))
+			if err != nil && !errors.Is(err, toolstage.ErrStopRun) {
 				t.Fatal(err)
 			}
 			t.Logf("%s: executed %d times", tc.name, len(attempts()))
@@ -302,7 +301,7 @@ func retryError(attempts int) func(error) bool {
 }
 
 func outcomeUnknown(err error) bool {
-	var u *agent.OutcomeUnknownError
+	var u *toolstage.OutcomeUnknownError
 	return errors.As(err, &u)
 }
 
@@ -319,22 +318,22 @@ func TestIdempotentThroughWrappers(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		wrap func(agent.Tool) agent.Tool
+		wrap func(toolstage.Tool) toolstage.Tool
 		sent string
 	}{
-		{"Renamed(Idempotent(t))", func(t agent.Tool) agent.Tool { return agent.Renamed(agent.Idempotent(t), "lookup") }, "lookup"},
-		{"Idempotent(Renamed(t))", func(t agent.Tool) agent.Tool { return agent.Idempotent(agent.Renamed(t, "lookup")) }, "lookup"},
-		{"an unsafe name renamed by New", func(t agent.Tool) agent.Tool { return agent.Idempotent(agent.Renamed(t, "rates.get")) }, agent.SafeToolName("rates.get")},
+		{"Renamed(Idempotent(t))", func(t toolstage.Tool) toolstage.Tool { return toolstage.Renamed(toolstage.Idempotent(t), "lookup") }, "lookup"},
+		{"Idempotent(Renamed(t))", func(t toolstage.Tool) toolstage.Tool { return toolstage.Idempotent(toolstage.Renamed(t, "lookup")) }, "lookup"},
+		{"an unsafe name renamed by New", func(t toolstage.Tool) toolstage.Tool { return toolstage.Idempotent(toolstage.Renamed(t, "rates.get")) }, toolstage.SafeToolName("rates.get")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tool, attempts := flakyTool("get_rate", errTimeout)
 			wrapped := tc.wrap(tool)
-			if again := agent.Idempotent(wrapped); again != wrapped {
+			if again := toolstage.Idempotent(wrapped); again != wrapped {
 				t.Error("Idempotent of a marked tool wraps it again")
 			}
 			model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call(tc.sent, `{}`)), fakemodel.Text("done"))
-			a := agent.New(model, []agent.Tool{wrapped}, agent.WithToolMiddleware(agent.ToolRetry(agent.WithBackOff(noWait))))
+			a := agent.New(model, toolstage.New([]toolstage.Tool{wrapped}, toolstage.WithToolMiddleware(toolstage.ToolRetry(toolstage.WithBackOff(noWait)))))
 			res, err := a.Run(context.Background(), "go")
 			if err != nil {
 				t.Fatal(err)
@@ -349,18 +348,18 @@ func TestIdempotentThroughWrappers(t *testing.T) {
 func TestToolRetryOptionPanics(t *testing.T) {
 	t.Parallel()
 	for name, fn := range map[string]func(){
-		"WithRetryTools()":     func() { agent.WithRetryTools() },
-		`WithRetryTools("")`:   func() { agent.WithRetryTools("a", "") },
-		"WithMaxRetries(-1)":   func() { agent.WithMaxRetries(-1) },
-		"WithBackOff(nil)":     func() { agent.WithBackOff(nil) },
-		"WithBackOff(nil-ing)": func() { agent.WithBackOff(func() backoff.BackOff { return nil }) },
-		"RetryIf(nil)":         func() { agent.WithRetryIf(nil) },
-		"Idempotent(nil)":      func() { agent.Idempotent(nil) },
+		"WithRetryTools()":     func() { toolstage.WithRetryTools() },
+		`WithRetryTools("")`:   func() { toolstage.WithRetryTools("a", "") },
+		"WithMaxRetries(-1)":   func() { toolstage.WithMaxRetries(-1) },
+		"WithBackOff(nil)":     func() { toolstage.WithBackOff(nil) },
+		"WithBackOff(nil-ing)": func() { toolstage.WithBackOff(func() backoff.BackOff { return nil }) },
+		"RetryIf(nil)":         func() { toolstage.WithRetryIf(nil) },
+		"Idempotent(nil)":      func() { toolstage.Idempotent(nil) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
-				if p := recover(); p == nil || !strings.HasPrefix(fmt.Sprint(p), "agent: ") {
-					t.Errorf("%s panicked with %v, want a message starting with \"agent: \"", name, p)
+				if p := recover(); p == nil || !strings.HasPrefix(fmt.Sprint(p), "toolstage: ") {
+					t.Errorf("%s panicked with %v, want a message starting with \"toolstage: \"", name, p)
 				}
 			}()
 			fn()
@@ -374,13 +373,11 @@ func TestToolRetryOptionPanics(t *testing.T) {
 func TestOneCheckIdempotentUnderToolRetry(t *testing.T) {
 	countedDecodes.Store(0)
 	countedValidates.Store(0)
-	tool := agent.Idempotent(agent.NewTool("get_weather", "Weather.", func(_ context.Context, a CountedArgs) (string, error) {
+	tool := toolstage.Idempotent(toolstage.NewTool("get_weather", "Weather.", func(_ context.Context, a CountedArgs) (string, error) {
 		return "sunny in " + a.City, nil
 	}))
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city":"Paris"}`)), fakemodel.Text("done"))
-	a := agent.New(model, []agent.Tool{tool},
-		agent.WithMiddleware(middleware.ToolCallLimit(guard.WithRunLimit(10)), middleware.ToolArgValidation(), middleware.ModelRetry()),
-		agent.WithToolMiddleware(agent.ToolRetry()))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{tool}, toolstage.WithToolMiddleware(toolstage.ToolRetry())), agent.WithMiddleware(middleware.ToolCallLimit(guard.WithRunLimit(10)), middleware.ToolArgValidation(), middleware.ModelRetry()))
 	if _, err := a.Run(context.Background(), "weather"); err != nil {
 		t.Fatal(err)
 	}
@@ -407,9 +404,7 @@ func TestToolRetryLogEvents(t *testing.T) {
 		},
 	}))
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_rate", `{}`), fakemodel.Call("charge_card", `{}`)), fakemodel.Text("done"))
-	a := agent.New(model, []agent.Tool{agent.Idempotent(rates), charge}, agent.WithMaxConcurrency(1),
-		agent.WithToolMiddleware(agent.ToolRetry(agent.WithBackOff(noWait))),
-		agent.WithEventHandler(guard.LogEvents(logger)))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{toolstage.Idempotent(rates), charge}, toolstage.WithMaxConcurrency(1), toolstage.WithToolMiddleware(toolstage.ToolRetry(toolstage.WithBackOff(noWait))), toolstage.WithEventHandler(guard.LogEvents(logger))))
 	if _, err := a.Run(context.Background(), "go"); err != nil {
 		t.Fatal(err)
 	}
@@ -434,15 +429,15 @@ func TestToolRetryNestedOutcomeUnknownOnce(t *testing.T) {
 	tool, attempts := flakyTool("charge_card", errTimeout, errTimeout)
 	var log eventLog
 	res, err := runOnce(t, context.Background(), tool, &log,
-		agent.ToolRetry(agent.WithBackOff(noWait)), agent.ToolRetry(agent.WithBackOff(noWait)))
+		toolstage.ToolRetry(toolstage.WithBackOff(noWait)), toolstage.ToolRetry(toolstage.WithBackOff(noWait)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := len(attempts()); n != 1 {
 		t.Errorf("charge_card ran %d times, want once", n)
 	}
-	var unknown *agent.OutcomeUnknownError
-	if !errors.As(res.Steps[0].Err, &unknown) || !errors.Is(unknown.Err, errTimeout) || errors.As(unknown.Err, new(*agent.OutcomeUnknownError)) {
+	var unknown *toolstage.OutcomeUnknownError
+	if !errors.As(res.Steps[0].Err, &unknown) || !errors.Is(unknown.Err, errTimeout) || errors.As(unknown.Err, new(*toolstage.OutcomeUnknownError)) {
 		t.Errorf("Step.Err = %v, want one *OutcomeUnknownError wrapping the timeout", res.Steps[0].Err)
 	}
 	n := 0
@@ -462,26 +457,26 @@ func TestToolRetryResultTool(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		wrap func(agent.Tool) agent.Tool
+		wrap func(toolstage.Tool) toolstage.Tool
 		sent string
 		runs int
 	}{
-		{"not marked", func(t agent.Tool) agent.Tool { return t }, "charge", 1},
-		{"Renamed, not marked", func(t agent.Tool) agent.Tool { return agent.Renamed(t, "pay") }, "pay", 1},
-		{"Idempotent", agent.Idempotent, "charge", 2},
-		{"Renamed(Idempotent(t))", func(t agent.Tool) agent.Tool { return agent.Renamed(agent.Idempotent(t), "pay") }, "pay", 2},
+		{"not marked", func(t toolstage.Tool) toolstage.Tool { return t }, "charge", 1},
+		{"Renamed, not marked", func(t toolstage.Tool) toolstage.Tool { return toolstage.Renamed(t, "pay") }, "pay", 1},
+		{"Idempotent", toolstage.Idempotent, "charge", 2},
+		{"Renamed(Idempotent(t))", func(t toolstage.Tool) toolstage.Tool { return toolstage.Renamed(toolstage.Idempotent(t), "pay") }, "pay", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var runs atomic.Int32
-			tool := agent.NewResultTool("charge", "Charge.", func(context.Context, struct{}) (*agent.ToolResult, error) {
+			tool := toolstage.NewResultTool("charge", "Charge.", func(context.Context, struct{}) (*toolstage.ToolResult, error) {
 				if runs.Add(1) == 1 {
 					return nil, errTimeout
 				}
-				return &agent.ToolResult{Content: "charged", Artifact: 42}, nil
+				return &toolstage.ToolResult{Content: "charged", Artifact: 42}, nil
 			})
 			model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call(tc.sent, `{}`)), fakemodel.Text("done"))
-			a := agent.New(model, []agent.Tool{tc.wrap(tool)}, agent.WithToolMiddleware(agent.ToolRetry(agent.WithBackOff(noWait))))
+			a := agent.New(model, toolstage.New([]toolstage.Tool{tc.wrap(tool)}, toolstage.WithToolMiddleware(toolstage.ToolRetry(toolstage.WithBackOff(noWait)))))
 			res, err := a.Run(context.Background(), "go")
 			if err != nil {
 				t.Fatal(err)
@@ -490,7 +485,7 @@ func TestToolRetryResultTool(t *testing.T) {
 				t.Errorf("ran %d times, want %d", n, tc.runs)
 			}
 			s := res.Steps[0]
-			if tc.runs == 1 && !errors.As(s.Err, new(*agent.OutcomeUnknownError)) {
+			if tc.runs == 1 && !errors.As(s.Err, new(*toolstage.OutcomeUnknownError)) {
 				t.Errorf("Step.Err = %v, want an *OutcomeUnknownError", s.Err)
 			}
 			if tc.runs == 2 && (s.Err != nil || s.Result != "charged" || s.Artifact != 42) {

@@ -15,6 +15,7 @@ import (
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -69,9 +70,9 @@ func TestToolMiddlewareOrder(t *testing.T) {
 	var mu sync.Mutex
 	var trace []string
 	note := func(s string) { mu.Lock(); trace = append(trace, s); mu.Unlock() }
-	layer := func(name string) agent.ToolMiddleware {
-		return agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-			return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+	layer := func(name string) toolstage.ToolMiddleware {
+		return toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+			return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 				note(name + " in")
 				res, err := next(ctx, call)
 				note(name + " out")
@@ -79,12 +80,12 @@ func TestToolMiddlewareOrder(t *testing.T) {
 			}
 		})
 	}
-	tool := agent.NewTool("get_weather", "Weather.", func(context.Context, WeatherArgs) (string, error) {
+	tool := toolstage.NewTool("get_weather", "Weather.", func(context.Context, WeatherArgs) (string, error) {
 		note("tool")
 		return "sunny", nil
 	})
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city":"Paris"}`)), fakemodel.Text("done"))
-	a := agent.New(model, []agent.Tool{tool}, agent.WithToolMiddleware(layer("a"), nil, layer("b")))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{tool}, toolstage.WithToolMiddleware(layer("a"), nil, layer("b"))))
 	if _, err := a.Run(context.Background(), "x"); err != nil {
 		t.Fatal(err)
 	}
@@ -98,14 +99,14 @@ func TestToolMiddlewareOrder(t *testing.T) {
 func TestToolMiddlewareDenies(t *testing.T) {
 	t.Parallel()
 	ran := false
-	tool := agent.NewTool("delete_user", "Deletes.", func(context.Context, struct {
+	tool := toolstage.NewTool("delete_user", "Deletes.", func(context.Context, struct {
 		ID string `json:"id"`
 	}) (string, error) {
 		ran = true
 		return "deleted", nil
 	})
-	deny := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+	deny := toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 			if call.Name == "delete_user" {
 				return nil, errors.New("policy: delete_user needs an administrator")
 			}
@@ -114,7 +115,7 @@ func TestToolMiddlewareDenies(t *testing.T) {
 	})
 	var log eventLog
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("delete_user", `{"id":"u1"}`)), fakemodel.Text("I could not."))
-	a := agent.New(model, []agent.Tool{tool}, agent.WithToolMiddleware(deny), agent.WithEventHandler(log.handle))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{tool}, toolstage.WithToolMiddleware(deny), toolstage.WithEventHandler(log.handle)))
 	res, err := a.Run(context.Background(), "delete u1")
 	if err != nil {
 		t.Fatalf("Run = %v", err)
@@ -135,9 +136,9 @@ func TestToolMiddlewareDenies(t *testing.T) {
 // shown their violations.
 func TestToolMiddlewareRewritesArguments(t *testing.T) {
 	t.Parallel()
-	rewrite := func(args string) agent.ToolMiddleware {
-		return agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-			return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+	rewrite := func(args string) toolstage.ToolMiddleware {
+		return toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+			return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 				call.Args = json.RawMessage(args)
 				return next(ctx, call)
 			}
@@ -155,7 +156,7 @@ func TestToolMiddlewareRewritesArguments(t *testing.T) {
 			t.Parallel()
 			var got []WeatherArgs
 			var mu sync.Mutex
-			tool := agent.NewTool("get_weather", "Weather.", func(_ context.Context, w WeatherArgs) (string, error) {
+			tool := toolstage.NewTool("get_weather", "Weather.", func(_ context.Context, w WeatherArgs) (string, error) {
 				mu.Lock()
 				got = append(got, w)
 				mu.Unlock()
@@ -163,8 +164,7 @@ func TestToolMiddlewareRewritesArguments(t *testing.T) {
 			})
 			var log eventLog
 			model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city":"Paris"}`)), fakemodel.Text("done"))
-			a := agent.New(model, []agent.Tool{tool}, agent.WithToolMiddleware(rewrite(tc.args)), agent.WithEventHandler(log.handle),
-				agent.WithMiddleware(middleware.ToolArgValidation()))
+			a := agent.New(model, toolstage.New([]toolstage.Tool{tool}, toolstage.WithToolMiddleware(rewrite(tc.args)), toolstage.WithEventHandler(log.handle)), agent.WithMiddleware(middleware.ToolArgValidation()))
 			res, err := a.Run(context.Background(), "weather")
 			if err != nil {
 				t.Fatalf("Run = %v", err)
@@ -177,7 +177,7 @@ func TestToolMiddlewareRewritesArguments(t *testing.T) {
 				if len(got) != 0 {
 					t.Fatalf("tool ran with %+v; a rewrite its schema rejects must never reach it", got)
 				}
-				var rejected *agent.ArgsRejectedError
+				var rejected *toolstage.ArgsRejectedError
 				var ve *validation.Error
 				if !errors.As(step.Err, &rejected) || !errors.As(step.Err, &ve) {
 					t.Errorf("Step.Err = %v, want an *ArgsRejectedError wrapping the *validation.Error", step.Err)
@@ -210,13 +210,13 @@ func TestToolMiddlewareRewritesArguments(t *testing.T) {
 
 func TestToolResultDirectEndsRun(t *testing.T) {
 	t.Parallel()
-	tool := agent.NewTool("lookup", "Looks up.", func(context.Context, struct {
+	tool := toolstage.NewTool("lookup", "Looks up.", func(context.Context, struct {
 		Q string `json:"q"`
 	}) (string, error) {
 		return "42", nil
 	})
-	direct := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+	direct := toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 			res, err := next(ctx, call)
 			if err == nil {
 				res.Direct, res.Artifact = true, map[string]int{"answer": 42}
@@ -225,7 +225,7 @@ func TestToolResultDirectEndsRun(t *testing.T) {
 		}
 	})
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("lookup", `{"q":"answer"}`)), fakemodel.Text("never asked"))
-	a := agent.New(model, []agent.Tool{tool}, agent.WithToolMiddleware(direct))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{tool}, toolstage.WithToolMiddleware(direct)))
 	res, err := a.Run(context.Background(), "q")
 	if err != nil {
 		t.Fatalf("Run = %v", err)
@@ -261,7 +261,7 @@ func TestErrStopRun(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var ran []string
-	tool := agent.NewTool("step", "A step.", func(_ context.Context, a struct {
+	tool := toolstage.NewTool("step", "A step.", func(_ context.Context, a struct {
 		N string `json:"n"`
 	}) (string, error) {
 		mu.Lock()
@@ -269,10 +269,10 @@ func TestErrStopRun(t *testing.T) {
 		mu.Unlock()
 		return "ok", nil
 	})
-	stop := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+	stop := toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 			if strings.Contains(string(call.Args), "halt") {
-				return nil, errors.Join(agent.ErrStopRun, errors.New("budget exhausted"))
+				return nil, errors.Join(toolstage.ErrStopRun, errors.New("budget exhausted"))
 			}
 			return next(ctx, call)
 		}
@@ -283,9 +283,9 @@ func TestErrStopRun(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("step", `{"n":"halt"}`), fakemodel.Call("step", `{"n":"3"}`)),
 		fakemodel.Text("never asked"),
 	)
-	a := agent.New(model, []agent.Tool{tool}, agent.WithToolMiddleware(stop), agent.WithMaxConcurrency(1), agent.WithEventHandler(log.handle))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{tool}, toolstage.WithToolMiddleware(stop), toolstage.WithMaxConcurrency(1), toolstage.WithEventHandler(log.handle)))
 	res, err := a.Run(context.Background(), "go")
-	if !errors.Is(err, agent.ErrStopRun) || !strings.Contains(err.Error(), "budget exhausted") {
+	if !errors.Is(err, toolstage.ErrStopRun) || !strings.Contains(err.Error(), "budget exhausted") {
 		t.Fatalf("Run error = %v, want the middleware's ErrStopRun", err)
 	}
 	if res == nil || res.ModelCalls != 2 || res.Output != "" {
@@ -294,8 +294,8 @@ func TestErrStopRun(t *testing.T) {
 	if !slices.Equal(ran, []string{"1"}) {
 		t.Errorf("tool ran %v, want only the first turn's call", ran)
 	}
-	if len(res.Steps) != 3 || !errors.Is(res.Steps[1].Err, agent.ErrStopRun) || res.Steps[1].Turn != 2 ||
-		!errors.Is(res.Steps[2].Err, agent.ErrCallNotStarted) || !errors.Is(res.Steps[2].Err, agent.ErrNotRun) {
+	if len(res.Steps) != 3 || !errors.Is(res.Steps[1].Err, toolstage.ErrStopRun) || res.Steps[1].Turn != 2 ||
+		!errors.Is(res.Steps[2].Err, toolstage.ErrCallNotStarted) || !errors.Is(res.Steps[2].Err, toolstage.ErrNotRun) {
 		t.Errorf("steps = %+v, want the first call, the stopping one and the one that never started", res.Steps)
 	}
 	got := toolMessages(res.Messages)
@@ -314,30 +314,32 @@ func TestErrStopRun(t *testing.T) {
 
 func TestCallFrom(t *testing.T) {
 	t.Parallel()
-	if _, ok := agent.CallFrom(context.Background()); ok {
+	if _, ok := toolstage.CallFrom(context.Background()); ok {
 		t.Error("CallFrom(Background) = ok, want false")
 	}
-	var got agent.CallInfo
+	var got toolstage.CallInfo
+	var transcript []llms.MessageContent
 	var inMiddleware bool
-	tool := agent.NewTool("whoami", "Who.", func(ctx context.Context, _ struct{}) (string, error) {
-		got, _ = agent.CallFrom(ctx)
+	tool := toolstage.NewTool("whoami", "Who.", func(ctx context.Context, _ struct{}) (string, error) {
+		got, _ = toolstage.CallFrom(ctx)
+		transcript, _ = agent.TranscriptFrom(ctx)
 		return "you", nil
 	})
-	mw := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
-			info, ok := agent.CallFrom(ctx)
+	mw := toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
+			info, ok := toolstage.CallFrom(ctx)
 			inMiddleware = ok && info.ID == call.ID
 			return next(ctx, call)
 		}
 	})
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("whoami", `{}`)), fakemodel.Text("done"))
-	a := agent.New(model, []agent.Tool{tool}, agent.WithToolMiddleware(mw), agent.WithSystemPrompt("sys"))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{tool}, toolstage.WithToolMiddleware(mw)), agent.WithSystemPrompt("sys"))
 	ctx := guard.WithThread(context.Background(), "thread-7")
 	if _, err := a.Run(ctx, "hi"); err != nil {
 		t.Fatal(err)
 	}
-	if got.ID != "call_1" || got.Tool != "whoami" || got.Thread != "thread-7" || got.Attempt != 1 || len(got.Messages) != 2 {
-		t.Errorf("CallFrom = %+v, want call_1 whoami thread-7 attempt 1 with the 2 messages before the turn", got)
+	if got.ID != "call_1" || got.Tool != "whoami" || got.Thread != "thread-7" || got.Attempt != 1 || len(transcript) != 2 {
+		t.Errorf("CallFrom = %+v, TranscriptFrom = %d messages, want call_1 whoami thread-7 attempt 1 with the 2 messages before the turn", got, len(transcript))
 	}
 	if !inMiddleware {
 		t.Error("CallFrom inside a tool middleware did not name the call")
@@ -347,13 +349,13 @@ func TestCallFrom(t *testing.T) {
 // Steps and Messages tell each turn's batch apart.
 func TestStepsTellBatchesApart(t *testing.T) {
 	t.Parallel()
-	tool := agent.NewTool("get_weather", "Weather.", func(_ context.Context, w WeatherArgs) (string, error) { return w.City, nil })
+	tool := toolstage.NewTool("get_weather", "Weather.", func(_ context.Context, w WeatherArgs) (string, error) { return w.City, nil })
 	model := fakemodel.New(
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city":"A"}`), fakemodel.Call("get_weather", `{"city":"B"}`)),
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city":"C"}`)),
 		fakemodel.Text("done"),
 	)
-	res, err := agent.New(model, []agent.Tool{tool}).Run(context.Background(), "x")
+	res, err := agent.New(model, toolstage.New([]toolstage.Tool{tool})).Run(context.Background(), "x")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,21 +391,21 @@ func TestToolStageCoercesModelArgumentsOnly(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var got []int
-			tool := agent.NewTool("forecast", "Forecast.", func(_ context.Context, a Args) (string, error) {
+			tool := toolstage.NewTool("forecast", "Forecast.", func(_ context.Context, a Args) (string, error) {
 				got = append(got, a.Days)
 				return "ok", nil
 			})
-			var mws []agent.ToolMiddleware
+			var mws []toolstage.ToolMiddleware
 			if tc.rewrite != "" {
-				mws = append(mws, agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-					return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+				mws = append(mws, toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+					return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 						call.Args = json.RawMessage(tc.rewrite)
 						return next(ctx, call)
 					}
 				}))
 			}
 			model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("forecast", `{"days":"5"}`)), fakemodel.Text("done"))
-			res, err := agent.New(model, []agent.Tool{tool}, agent.WithToolMiddleware(mws...)).Run(context.Background(), "x")
+			res, err := agent.New(model, toolstage.New([]toolstage.Tool{tool}, toolstage.WithToolMiddleware(mws...))).Run(context.Background(), "x")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -457,14 +459,14 @@ func checkStepMessages(t *testing.T, res *agent.Result) {
 func TestToolStageConcurrentAttemptsOfOneCall(t *testing.T) {
 	t.Parallel()
 	var runs atomic.Int32
-	tool := agent.NewSchemaTool("get_rate", "Rate.", nil, func(context.Context, map[string]any) (string, error) {
+	tool := toolstage.NewSchemaTool("get_rate", "Rate.", nil, func(context.Context, map[string]any) (string, error) {
 		runs.Add(1)
 		return "1.1", nil
 	})
-	hedge := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+	hedge := toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 			type out struct {
-				res *agent.ToolResult
+				res *toolstage.ToolResult
 				err error
 			}
 			outs := make(chan out, 2)
@@ -481,7 +483,7 @@ func TestToolStageConcurrentAttemptsOfOneCall(t *testing.T) {
 		}
 	})
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_rate", `{}`)), fakemodel.Text("ok"))
-	a := agent.New(model, []agent.Tool{tool}, agent.WithToolMiddleware(hedge))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{tool}, toolstage.WithToolMiddleware(hedge)))
 	res, err := a.Run(context.Background(), "rate?")
 	if err != nil {
 		t.Fatal(err)
@@ -502,13 +504,13 @@ func TestToolMiddlewareSeesCoercedArguments(t *testing.T) {
 		Amount float64 `json:"amount"`
 	}
 	var ran atomic.Int32
-	tool := agent.NewTool("transfer_money", "Send money.", func(context.Context, Transfer) (string, error) {
+	tool := toolstage.NewTool("transfer_money", "Send money.", func(context.Context, Transfer) (string, error) {
 		ran.Add(1)
 		return "sent", nil
 	})
 	errDenied := errors.New("denied: over 1000")
-	policy := agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+	policy := toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 			var a Transfer
 			_ = json.Unmarshal(call.Args, &a)
 			if a.Amount > 1000 {
@@ -518,7 +520,7 @@ func TestToolMiddlewareSeesCoercedArguments(t *testing.T) {
 		}
 	})
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to":"mallory","amount":"5000"}`)), fakemodel.Text("ok"))
-	a := agent.New(model, []agent.Tool{tool}, agent.WithToolMiddleware(policy))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{tool}, toolstage.WithToolMiddleware(policy)))
 	res, err := a.Run(context.Background(), "pay")
 	if err != nil {
 		t.Fatal(err)
@@ -533,13 +535,14 @@ func TestToolMiddlewareSeesCoercedArguments(t *testing.T) {
 // nothing), even inside another agent's run.
 func TestEventHandlerNotInheritedBySubAgent(t *testing.T) {
 	t.Parallel()
-	inner := agent.NewSchemaTool("inner_tool", "Denied.", nil, func(context.Context, map[string]any) (string, error) { return "x", nil })
-	deny := agent.ToolFunc(func(agent.ToolHandler) agent.ToolHandler {
-		return func(context.Context, *agent.ToolCall) (*agent.ToolResult, error) { return nil, errors.New("denied") }
+	inner := toolstage.NewSchemaTool("inner_tool", "Denied.", nil, func(context.Context, map[string]any) (string, error) { return "x", nil })
+	deny := toolstage.ToolFunc(func(toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(context.Context, *toolstage.ToolCall) (*toolstage.ToolResult, error) {
+			return nil, errors.New("denied")
+		}
 	})
-	sub := agent.New(fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("inner_tool", `{}`)), fakemodel.Text("sub done")),
-		[]agent.Tool{inner}, agent.WithToolMiddleware(deny))
-	delegate := agent.NewSchemaTool("delegate", "Sub-agent.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
+	sub := agent.New(fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("inner_tool", `{}`)), fakemodel.Text("sub done")), toolstage.New([]toolstage.Tool{inner}, toolstage.WithToolMiddleware(deny)))
+	delegate := toolstage.NewSchemaTool("delegate", "Sub-agent.", nil, func(ctx context.Context, _ map[string]any) (string, error) {
 		res, err := sub.Run(ctx, "go")
 		if err != nil {
 			return "", err
@@ -547,8 +550,7 @@ func TestEventHandlerNotInheritedBySubAgent(t *testing.T) {
 		return res.Output, nil
 	})
 	var log eventLog
-	a := agent.New(fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("delegate", `{}`)), fakemodel.Text("done")),
-		[]agent.Tool{delegate}, agent.WithEventHandler(log.handle))
+	a := agent.New(fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("delegate", `{}`)), fakemodel.Text("done")), toolstage.New([]toolstage.Tool{delegate}, toolstage.WithEventHandler(log.handle)))
 	if _, err := a.Run(context.Background(), "go"); err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,14 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/toolguard/toolguard/errfmt"
 	"github.com/toolguard/toolguard/guard"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // A turnStage is a run-level feature of the agent loop: one that acts on a
@@ -189,11 +190,10 @@ type turn struct {
 	// resumed: the turn a continued run stopped in, saved and judged
 	// before.
 	resumed bool
-	// plans and gates are what the stages decided for each call, by its
-	// place in calls: a call's id alone is ambiguous (a model may send one
-	// id twice). nil: every call runs, none is gated.
+	// plans are what the stages decided for each call, by its place in
+	// calls: a call's id alone is ambiguous (a model may send one id
+	// twice). nil: every call runs.
 	plans []callPlan
-	gates []callGate
 	// batch is each call's outcome, by place in calls.
 	batch batch
 
@@ -214,43 +214,6 @@ const (
 	callKnown                 // its outcome is known already, in the batch (a resumed turn)
 )
 
-// callGate is what the stages say the tool stage must do with a call,
-// whatever the tool middlewares do to it. The zero value: nothing.
-type callGate struct {
-	// id is the id of the call the gate is for: the tool stage refuses a
-	// call at its place with another id.
-	id string
-	// refuse is the error of a call that must never run: the tool stage
-	// checks its arguments, tells the model what is wrong with them, and
-	// otherwise returns refuse without running the tool.
-	refuse error
-	// pinned: the call runs with exactly args — not stripped or coerced
-	// again, its tool not swapped — or not at all (a call a person
-	// approved).
-	pinned bool
-	args   string // the pinned arguments
-	model  string // the model's arguments, for Step.ModelArguments
-	// injected is args with the injected values set and checked by the
-	// pin's maker, for a tool with injected arguments.
-	injected string
-}
-
-// errGateMismatch is the error of a call whose place in its turn holds a
-// gate given for another call id.
-var errGateMismatch = errors.New("agent: the call is not the one its gate was given for; the tool did not run")
-
-// gateAt returns what gates say of the call c at place i: a gate given for
-// another id refuses the call.
-func gateAt(gates []callGate, i int, c llms.ToolCall) callGate {
-	if i >= len(gates) || (gates[i].refuse == nil && !gates[i].pinned) {
-		return callGate{}
-	}
-	if gates[i].id != c.ID {
-		return callGate{id: c.ID, refuse: errGateMismatch}
-	}
-	return gates[i]
-}
-
 // plan returns what the stages decided for call i.
 func (t *turn) plan(i int) callPlan {
 	if i >= len(t.plans) {
@@ -266,29 +229,12 @@ func (t *turn) setPlan(i int, p callPlan) {
 	t.plans[i] = p
 }
 
-func (t *turn) setGate(i int, g callGate) {
-	if t.gates == nil {
-		t.gates = make([]callGate, len(t.calls))
-	}
-	g.id = t.calls[i].ID
-	t.gates[i] = g
-}
-
 // wait takes call i out of the batch: it does not run in this run.
 func (t *turn) wait(i int) { t.setPlan(i, callWaits) }
 
 // later takes call i out of the batch: the stage settles it after the
 // batch, writing its step and answer into t.batch.
 func (t *turn) later(i int) { t.setPlan(i, callLater) }
-
-// refuse makes call i fail with err, its tool never run.
-func (t *turn) refuse(i int, err error) { t.setGate(i, callGate{refuse: err}) }
-
-// pin makes call i run with exactly g's arguments, or not at all.
-func (t *turn) pin(i int, g callGate) {
-	g.pinned = true
-	t.setGate(i, g)
-}
 
 // known records the outcome of call i, which does not run again: its step,
 // the tool message the model reads, and whether its result is Direct.
@@ -334,12 +280,13 @@ func (t *turn) fail(err error) { t.ends, t.err = true, err }
 
 // resumeFrom is the saved state a continued run starts from (run.from):
 // the run as it stopped, its open turn, if any, with the outcomes known so
-// far (Finished) and the calls it is to run pinned.
+// far (Finished), and for a run paused for approval the stage's interrupt
+// and the decisions to resume it with.
 type resumeFrom struct {
 	state runState
-	// pins are the gates of the open turn's calls to run, by index in its
-	// calls (a person's accepted and edited calls).
-	pins map[int]callGate
+	// decided resumes the open turn's batch (toolstage.Decided.Run); nil
+	// for a run cut off.
+	decided *toolstage.Decided
 	// version is the version of the thread's checkpoint the state was
 	// saved as, for a stage that keeps state (checkpoints).
 	version int64
@@ -347,12 +294,13 @@ type resumeFrom struct {
 
 // continuedTurn returns the turn a continued run (r.from) stopped in, to
 // finish first, and the number of model turns the run had made; nil and 0
-// for a new run. The turn's calls that finished before (or that a person
-// rejected or answered) are known; the pinned ones run with their
-// arguments; those that had started, or may have, when the run was cut off
-// are known as interrupted (their outcome is unknown: they never run
-// again); the rest run: those without a function or of an unknown tool,
-// which the model is told about, and those a stage settles (an answer).
+// for a new run. The turn's calls that finished before are known; for a
+// run paused for approval, the rest of the batch is the tool stage's to
+// resume (resumeBatch); for a run cut off, the calls that had started, or
+// may have, are known as interrupted (their outcome is unknown: they never
+// run again), and the rest run: those without a function or of an unknown
+// tool, which the model is told about, and those a stage settles (an
+// answer).
 func (r *run) continuedTurn() (*turn, int, error) {
 	if r.from == nil {
 		return nil, 0, nil
@@ -372,20 +320,19 @@ func (r *run) continuedTurn() (*turn, int, error) {
 		}
 		t.known(d.Index, d.step(n), d.Answer, d.Direct)
 	}
+	if r.from.decided != nil {
+		return t, st.Turns, nil // the stage resumes the rest of the batch
+	}
 	for i, c := range ot.Calls {
-		if t.plan(i) == callKnown {
+		if t.plan(i) == callKnown || c.FunctionCall == nil {
 			continue
 		}
-		if g, ok := r.from.pins[i]; ok {
-			t.pin(i, g)
-			continue
-		}
-		if c.FunctionCall == nil || r.a.tools[c.FunctionCall.Name] == nil {
+		if _, ok := r.a.stage.Tool(c.FunctionCall.Name); !ok {
 			continue
 		}
 		// A call that started, or may have, before the run was cut off.
 		t.known(i, Step{CallID: c.ID, Tool: c.FunctionCall.Name, Arguments: c.FunctionCall.Arguments,
-			ModelArguments: c.FunctionCall.Arguments, Turn: n, Message: -1, Err: ErrCallInterrupted}, interruptedAnswer, false)
+			ModelArguments: c.FunctionCall.Arguments, Turn: n, Message: -1, Err: toolstage.ErrCallInterrupted}, errfmt.CallInterrupted, false)
 	}
 	return t, st.Turns, nil
 }

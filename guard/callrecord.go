@@ -1,8 +1,12 @@
 package guard
 
 import (
+	"bytes"
 	"context"
+	"slices"
 	"sync"
+
+	"github.com/toolguard/toolguard/internal/canonjson"
 )
 
 // CallRecord is how the model stage tells an agent loop's tool stage what
@@ -15,13 +19,14 @@ import (
 // The loop starts a record per run ([WithCallRecord]); ToolArgValidation
 // records each call it accepts whose schema came from the context's
 // [WithToolSchemas]; the loop runs a call unchecked only when
-// [CallRecord.Validated] finds the very same id, tool name and argument
-// bytes. Anything else — a call nothing validated, arguments a tool
+// [CallRecord.Validated] finds the same id, tool name and arguments (see
+// there). Anything else — a call nothing validated, arguments a tool
 // middleware replaced, a schema given to the middleware some other way — is
 // checked again by the loop. A CallRecord is safe for concurrent use.
 type CallRecord struct {
 	mu     sync.Mutex
 	calls  map[string]call       // by call id
+	idless []call                // calls without an id (Gemini's), in the order recorded
 	forged map[string]forgedCall // by call id: forged injected arguments dropped (forged.go)
 }
 
@@ -38,30 +43,67 @@ func WithCallRecord(ctx context.Context) (context.Context, *CallRecord) {
 
 // recordValidated notes, in the record ctx carries (if any), that the call
 // id of tool name with exactly args was validated against the run's schema
-// of name.
+// of name. A call without an id (Gemini sends none) is kept by tool name
+// and arguments.
 func recordValidated(ctx context.Context, id, name, args string) {
 	l, _ := ctx.Value(callRecordKey{}).(*CallRecord)
-	if l == nil || id == "" {
+	if l == nil {
 		return
 	}
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := call{name: name, args: args}
+	if id == "" {
+		if !slices.Contains(l.idless, c) {
+			l.idless = append(l.idless, c)
+		}
+		return
+	}
 	if l.calls == nil {
 		l.calls = make(map[string]call)
 	}
-	l.calls[id] = call{name: name, args: args}
-	l.mu.Unlock()
+	l.calls[id] = c
 }
 
-// Validated reports whether the call id of tool name with exactly args was
-// validated against the run's schema of name. A nil record has nothing.
+// Validated reports whether the call id of tool name with args was
+// validated against the run's schema of name: a call of that id (or, for a
+// call without one, any call) of that tool whose arguments were args — the
+// same bytes, or the same JSON value with every number written digit for
+// digit as it was (RFC 8785's form with numbers as written), which a host
+// that decodes arguments and encodes them again (genai's FunctionCall.Args,
+// a map) hands on. Arguments with a name twice in an object, or a number
+// written otherwise (5.0 for 5, a double's rounding), are not the same. A
+// nil record has nothing.
 func (l *CallRecord) Validated(id, name, args string) bool {
 	if l == nil {
 		return false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if id == "" {
+		for _, c := range l.idless {
+			if c.name == name && sameArgs(c.args, args) {
+				return true
+			}
+		}
+		return false
+	}
 	c, ok := l.calls[id]
-	return ok && c.name == name && c.args == args
+	return ok && c.name == name && sameArgs(c.args, args)
+}
+
+// sameArgs reports whether a and b are the same arguments: the same bytes,
+// or the same canonical form with numbers as written.
+func sameArgs(a, b string) bool {
+	if a == b {
+		return true
+	}
+	ca, err := canonjson.Exact([]byte(a))
+	if err != nil {
+		return false
+	}
+	cb, err := canonjson.Exact([]byte(b))
+	return err == nil && bytes.Equal(ca, cb)
 }
 
 // Forget removes everything recorded so far; an agent loop calls it after
@@ -72,6 +114,14 @@ func (l *CallRecord) Forget() {
 	}
 	l.mu.Lock()
 	clear(l.calls)
+	l.idless = nil
 	clear(l.forged)
 	l.mu.Unlock()
+}
+
+// CallRecordFrom returns the record ctx carries ([WithCallRecord]), or
+// nil: a nil record has nothing and records nothing.
+func CallRecordFrom(ctx context.Context) *CallRecord {
+	l, _ := ctx.Value(callRecordKey{}).(*CallRecord)
+	return l
 }

@@ -80,7 +80,7 @@ const (
 
 // Events of the tool stage: what happens between an accepted tool call and
 // its tool, in an agent loop's tool middlewares (package agent). They reach
-// the agent's event handler (agent.WithEventHandler) and the observers of
+// the agent's event handler (toolstage.WithEventHandler) and the observers of
 // the run (otelguard adds them to the execute_tool span). Middleware names
 // the tool middleware ("ToolRetry", …) or "agent"; Attempt is the tool
 // attempt.
@@ -104,17 +104,17 @@ const (
 	// EventArgsRejected: arguments a tool middleware put in a call do not
 	// validate against the tool's schema, so the tool did not run. Err is
 	// the *validation.Error, or for a tool with injected arguments (whose
-	// violations may quote an injected value) the *agent.ArgsRejectedError
+	// violations may quote an injected value) the *toolstage.ArgsRejectedError
 	// wrapping it, whose text does not. Also reported when a call's
-	// injected arguments could not be set (agent.Inject): Err is then an
-	// *agent.InjectError, whose text never quotes the cause.
+	// injected arguments could not be set (toolstage.Inject): Err is then an
+	// *toolstage.InjectError, whose text never quotes the cause.
 	EventArgsRejected EventKind = "args_rejected"
-	// EventRunStopped: a tool middleware ended the run (agent.ErrStopRun).
+	// EventRunStopped: a tool middleware ended the run (toolstage.ErrStopRun).
 	// Err is its error.
 	EventRunStopped EventKind = "run_stopped"
 	// EventApprovalPending: a call waits for a person's decision
-	// (agent.WithApproval); the run pauses after its batch with an
-	// agent.Interrupt. Tool and CallID name the call.
+	// (toolstage.WithApproval); the run pauses after its batch with an
+	// toolstage.Interrupt. Tool and CallID name the call.
 	EventApprovalPending EventKind = "approval_pending"
 	// EventApprovalRefused: agent.Resume refused to resume: decisions that
 	// do not fit the pending calls, an invalid edit, or an interrupt that
@@ -123,7 +123,7 @@ const (
 	EventApprovalRefused EventKind = "approval_refused"
 	// EventForgedArgument: a security event. The model sent a value for
 	// an injected argument of the tool — a property the program supplies
-	// and the model must neither see nor set (agent.Inject,
+	// and the model must neither see nor set (toolstage.Inject,
 	// [WithInjectedArgs]), such as the caller's user id. The value was
 	// dropped (the tool gets the injected one) and is never reported:
 	// Paths lists the properties, as JSON Pointers. It is reported once

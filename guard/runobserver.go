@@ -4,9 +4,10 @@ import "context"
 
 // RunObserver is an optional interface of an [Observer]: an observer that
 // implements it is also told about the runs of an agent loop and the tools
-// each run executes. Package agent reports to it through [ObserveRun] and
-// [ObserveToolCall]; package otelguard turns the reports into invoke_agent
-// and execute_tool spans. Its methods follow the rules of Observer's.
+// each run executes. Package agent reports runs to it through
+// [ObserveRun], package toolstage each tool call it executes, whatever the
+// host, through [ObserveToolCall]; package otelguard turns the reports
+// into invoke_agent and execute_tool spans. Its methods follow the rules of Observer's.
 type RunObserver interface {
 	// OnRun is called as a run starts. It returns the context to run with
 	// and a function called with the run's outcome; either may be ctx and

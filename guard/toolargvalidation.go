@@ -439,7 +439,11 @@ func current(c Call, cleaned []byte) []byte {
 // arguments stand at args, when they differ from those it sent: {} in
 // place of arguments too large to replay (the call's answer says why, see
 // [oversized]), without the values it sent for the tool's injected
-// arguments ([WithInjectedArgs]), which are never replayed. nil when they
+// arguments ([WithInjectedArgs]), which are never replayed; {} in place of
+// arguments from which no such value can be dropped (not a JSON object:
+// truncated JSON, Python literals, an array, data after the object) that
+// mention one ([WithholdInjected]), since a wire codec replays them as
+// sent. The call is rejected, and its violation says why. nil when they
 // are shown as sent.
 func replayArgs(ctx context.Context, c Call, args []byte) []byte {
 	if c.noFunction() {
@@ -449,8 +453,11 @@ func replayArgs(ctx context.Context, c Call, args []byte) []byte {
 		return []byte("{}")
 	}
 	if injected := InjectedArgsFrom(ctx, c.Name); len(injected) > 0 {
-		if dropped, paths := DropInjected(string(args), injected); len(paths) > 0 {
-			args = []byte(dropped)
+		switch kept, paths := WithholdInjected(string(args), injected); {
+		case slices.Equal(paths, []string{""}): // withheld whole
+			args = []byte("{}")
+		case len(paths) > 0:
+			args = []byte(kept)
 		}
 	}
 	if string(args) == string(c.Args) {
@@ -715,4 +722,12 @@ func (m *toolArgValidation) runSchema(ctx context.Context, name string) bool {
 	fromCtx, _ := ctx.Value(toolSchemasKey{}).(map[string]any)
 	_, ok := fromCtx[name]
 	return ok
+}
+
+// ToolSchemasFrom returns the schemas ctx gives [ToolArgValidation]
+// ([WithToolSchemas]), or nil. The map must not be modified: a caller
+// adding one copies it first.
+func ToolSchemasFrom(ctx context.Context) map[string]any {
+	m, _ := ctx.Value(toolSchemasKey{}).(map[string]any)
+	return m
 }

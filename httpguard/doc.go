@@ -45,6 +45,20 @@
 // context to the SDK's call (every SDK takes one). Give the SDK no retries
 // of its own when ModelRetry is installed (see "Retries").
 //
+// # The tool stage
+//
+// httpguard guards what the model says; what the program then does with a
+// call is the tool stage's: package toolstage, which keeps the program's
+// own loop. Pass the context its Stage.Scope returns to each SDK call:
+// the transport reads the stage's tool schemas and injected argument names
+// from it ([guard.WithToolSchemas], [guard.WithInjectedArgs]), so the
+// model is validated against the tools' own schemas (a typed tool's
+// Validate hook included), never sees nor sets an injected argument (a
+// value it sends anyway is dropped and reported), and the calls it
+// validated are recorded ([guard.WithCallRecord]) so that Stage.Run does
+// not check them again. A program with no stage that must hide arguments
+// from the model names them with [guard.WithInjectedArgs] on the context.
+//
 // # Tested with
 //
 // Each host below ran through [New] against loopback servers that speak

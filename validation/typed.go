@@ -70,7 +70,7 @@ var typedCache sync.Map // reflect.Type -> *typedEntry
 //   - a top-level field tagged `toolguard:"inject"` is an injected
 //     argument, marked with [InjectedKeyword]: package agent keeps it out
 //     of the schema sent to the model and fills it before the tool runs
-//     (agent.Inject); this schema keeps it, so the value is validated, and
+//     (toolstage.Inject); this schema keeps it, so the value is validated, and
 //     Validate sees it. The tag on a deeper field, or with another value,
 //     makes Typed panic;
 //   - everything is inlined (no "$ref") and every property has a single

@@ -11,9 +11,9 @@ import (
 // value the program supplies at run time and the model must neither see nor
 // set: {"user_id": {"type": "string", "x-toolguard-inject": true}}. [Typed]
 // sets it on the property of a field tagged `toolguard:"inject"`;
-// agent.InjectArgs sets it on raw and MCP schemas. Package agent leaves such
+// toolstage.InjectArgs sets it on raw and MCP schemas. Package agent leaves such
 // properties out of the schema sent to the model and fills them from
-// agent.Inject before the tool runs. Validation ignores the keyword: the
+// toolstage.Inject before the tool runs. Validation ignores the keyword: the
 // property is validated like any other.
 const InjectedKeyword = "x-toolguard-inject"
 

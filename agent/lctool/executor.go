@@ -8,9 +8,9 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/tools"
-	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
+	"github.com/toolguard/toolguard/toolstage"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -18,26 +18,26 @@ import (
 // agents.Executor, with t's name and description. Its Call passes its input
 // to t.Call unchanged: with [OfferSchemas] the model sees t's own schema, so
 // OpenAIFunctionsAgent hands over the call's JSON arguments as they are.
-// A typed tool ([agent.NewTool]) checks and decodes them; its error (the
+// A typed tool ([toolstage.NewTool]) checks and decodes them; its error (the
 // Executor ends the run on a tool error) is rare once ToolArgValidation has
 // had the model correct them.
 //
 // The tool is safe for concurrent use if t is. ToLangchain panics if t has
 // injected arguments ([validation.InjectedKeyword]: a field tagged
-// `toolguard:"inject"`, agent.InjectArgs): agents.Executor cannot supply
+// `toolguard:"inject"`, toolstage.InjectArgs): agents.Executor cannot supply
 // them, so the tool would run with whatever the model sent for them.
-func ToLangchain(t agent.Tool) tools.Tool {
+func ToLangchain(t toolstage.Tool) tools.Tool {
 	if t == nil {
 		panic("lctool: ToLangchain(nil)")
 	}
 	if names := injectedArgs(t); len(names) > 0 {
-		panic(fmt.Sprintf("lctool: ToLangchain(%q): the tool has injected arguments %q, which agents.Executor cannot supply: run it in an agent.Agent with agent.Inject", t.Name(), names))
+		panic(fmt.Sprintf("lctool: ToLangchain(%q): the tool has injected arguments %q, which agents.Executor cannot supply: run it in an agent.Agent with toolstage.Inject", t.Name(), names))
 	}
 	return langchainTool{t}
 }
 
 // injectedArgs returns the properties t's schema marks injected, sorted.
-func injectedArgs(t agent.Tool) []string {
+func injectedArgs(t toolstage.Tool) []string {
 	var text []byte
 	switch s := parameters(t.Schema()).(type) {
 	case string:
@@ -66,9 +66,9 @@ func injectedArgs(t agent.Tool) []string {
 	return names
 }
 
-type langchainTool struct{ t agent.Tool }
+type langchainTool struct{ t toolstage.Tool }
 
-// SchemaFor returns t, an existing langchaingo tool, as an [agent.Tool] with
+// SchemaFor returns t, an existing langchaingo tool, as an [toolstage.Tool] with
 // the JSON Schema of its arguments given beside it, for [OfferSchemas]:
 //
 //	executor := agents.NewExecutor(agents.NewOpenAIFunctionsAgent(
@@ -89,7 +89,7 @@ type langchainTool struct{ t agent.Tool }
 // The returned tool's Call passes its arguments to t.Call the same way, so
 // it also runs in an agent.Agent. schema is any form [validation.Compile]
 // takes; SchemaFor panics if t or schema is nil.
-func SchemaFor(t tools.Tool, schema any) agent.Tool {
+func SchemaFor(t tools.Tool, schema any) toolstage.Tool {
 	if t == nil || schema == nil {
 		panic("lctool: SchemaFor(nil tool or nil schema)")
 	}
@@ -124,7 +124,7 @@ func (l langchainTool) Call(ctx context.Context, input string) (string, error) {
 // (a typed tool's Validate hook included) and re-asks, and the Executor
 // passes the corrected JSON to the tool ([ToLangchain]):
 //
-//	ts := []agent.Tool{refund, mcpTools[0]} // agent.NewTool, mcptool, NewSchemaTool…
+//	ts := []toolstage.Tool{refund, mcpTools[0]} // toolstage.NewTool, mcptool, NewSchemaTool…
 //	lcTools := make([]tools.Tool, len(ts))
 //	for i, t := range ts {
 //		lcTools[i] = lctool.ToLangchain(t)
@@ -145,7 +145,7 @@ func (l langchainTool) Call(ctx context.Context, input string) (string, error) {
 // left as they are. Place it before (outside) ToolArgValidation. It panics
 // if a tool is nil, two share a name, or a tool has injected arguments
 // (see [ToLangchain]). The middleware is safe for concurrent use.
-func OfferSchemas(ts ...agent.Tool) middleware.Middleware {
+func OfferSchemas(ts ...toolstage.Tool) middleware.Middleware {
 	o := &offer{params: make(map[string]any, len(ts)), schemas: make(map[string]any, len(ts))}
 	for i, t := range ts {
 		if t == nil {
@@ -153,7 +153,7 @@ func OfferSchemas(ts ...agent.Tool) middleware.Middleware {
 		}
 		name := t.Name()
 		if names := injectedArgs(t); len(names) > 0 {
-			panic(fmt.Sprintf("lctool: OfferSchemas: tool %q has injected arguments %q, which agents.Executor cannot supply: run it in an agent.Agent with agent.Inject", name, names))
+			panic(fmt.Sprintf("lctool: OfferSchemas: tool %q has injected arguments %q, which agents.Executor cannot supply: run it in an agent.Agent with toolstage.Inject", name, names))
 		}
 		if _, dup := o.params[name]; dup {
 			panic(fmt.Sprintf("lctool: OfferSchemas: two tools are named %q", name))

@@ -13,12 +13,12 @@ import (
 	"github.com/tmc/langchaingo/chains"
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/tools"
-	"github.com/toolguard/toolguard/agent"
 	"github.com/toolguard/toolguard/agent/lctool"
-	"github.com/toolguard/toolguard/agent/mcptool"
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
+	"github.com/toolguard/toolguard/toolstage/mcptool"
 )
 
 // RefundArgs are a typed tool's arguments: the amount is a number.
@@ -33,8 +33,8 @@ type refunds struct {
 	got []RefundArgs
 }
 
-func (r *refunds) tool() agent.Tool {
-	return agent.NewTool("refund", "Refunds an order.", func(_ context.Context, a RefundArgs) (string, error) {
+func (r *refunds) tool() toolstage.Tool {
+	return toolstage.NewTool("refund", "Refunds an order.", func(_ context.Context, a RefundArgs) (string, error) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.got = append(r.got, a)
@@ -44,7 +44,7 @@ func (r *refunds) tool() agent.Tool {
 
 // sumServer is an in-process MCP server with one tool, get-sum, whose
 // inputSchema wants two numbers.
-func sumTools(t *testing.T) []agent.Tool {
+func sumTools(t *testing.T) []toolstage.Tool {
 	t.Helper()
 	ctx := context.Background()
 	s := mcp.NewServer(&mcp.Implementation{Name: "sum", Version: "v1"}, nil)
@@ -83,7 +83,7 @@ func sumTools(t *testing.T) []agent.Tool {
 func TestTypedToolsInLangchainExecutor(t *testing.T) {
 	t.Parallel()
 	var rec refunds
-	ts := append([]agent.Tool{rec.tool()}, sumTools(t)...)
+	ts := append([]toolstage.Tool{rec.tool()}, sumTools(t)...)
 	lcTools := make([]tools.Tool, len(ts))
 	for i, tool := range ts {
 		lcTools[i] = lctool.ToLangchain(tool)
@@ -164,7 +164,7 @@ func TestOfferSchemasLeavesOthers(t *testing.T) {
 	if got := m.Requests()[0].Options.Tools; len(got) != 1 || got[0].Function != other.Function {
 		t.Errorf("tools %+v, want the request's own, untouched", got)
 	}
-	for _, bad := range [][]agent.Tool{{nil}, {rec.tool(), rec.tool()}} {
+	for _, bad := range [][]toolstage.Tool{{nil}, {rec.tool(), rec.tool()}} {
 		func() {
 			defer func() {
 				if msg, _ := recover().(string); !strings.HasPrefix(msg, "lctool: OfferSchemas: ") {
@@ -176,7 +176,7 @@ func TestOfferSchemasLeavesOthers(t *testing.T) {
 	}
 }
 
-// OrderArgs' user id is injected in an agent.Agent (agent.Inject), which
+// OrderArgs' user id is injected in an agent.Agent (toolstage.Inject), which
 // agents.Executor cannot do.
 type OrderArgs struct {
 	Item   string `json:"item"`
@@ -190,17 +190,17 @@ type OrderArgs struct {
 func TestInjectedArgsRefused(t *testing.T) {
 	t.Parallel()
 	var got []string
-	typed := agent.NewTool("order", "Order an item.", func(_ context.Context, a OrderArgs) (string, error) {
+	typed := toolstage.NewTool("order", "Order an item.", func(_ context.Context, a OrderArgs) (string, error) {
 		got = append(got, a.UserID)
 		return "ordered", nil
 	})
-	raw := agent.InjectArgs(agent.NewSchemaTool("cancel", "Cancel an order.",
+	raw := toolstage.InjectArgs(toolstage.NewSchemaTool("cancel", "Cancel an order.",
 		`{"type": "object", "properties": {"order_id": {"type": "string"}}}`,
 		func(_ context.Context, a map[string]any) (string, error) {
 			got = append(got, fmt.Sprint(a["user_id"]))
 			return "cancelled", nil
 		}), "user_id")
-	for _, tool := range []agent.Tool{typed, raw} {
+	for _, tool := range []toolstage.Tool{typed, raw} {
 		for name, use := range map[string]func(){
 			"OfferSchemas": func() {
 				m := fakemodel.New(fakemodel.Text("ok"))

@@ -1,7 +1,7 @@
-// Package lctool adapts langchaingo tools to [agent.Tool], so that tools
+// Package lctool adapts langchaingo tools to [toolstage.Tool], so that tools
 // written for langchaingo's agents (tools.Calculator, SerpAPI, your own
 // tools.Tool) run in a toolguard agent ([FromLangchain]); and the other way,
-// typed tools ([agent.NewTool], MCP tools) to an unchanged langchaingo
+// typed tools ([toolstage.NewTool], MCP tools) to an unchanged langchaingo
 // agents.Executor, whose model is offered their own schemas rather than one
 // string ([ToLangchain], [OfferSchemas]).
 //
@@ -15,10 +15,10 @@ import (
 	"encoding/json"
 
 	"github.com/tmc/langchaingo/tools"
-	"github.com/toolguard/toolguard/agent"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
-// FromLangchain returns t as an [agent.Tool] with t's name and description.
+// FromLangchain returns t as an [toolstage.Tool] with t's name and description.
 //
 // A langchaingo tool takes one string. The adapted tool offers it to the
 // model the way langchaingo's OpenAIFunctionsAgent does, as one required
@@ -35,7 +35,7 @@ import (
 //
 // The adapted tool is safe for concurrent use if t is: the agent runs the
 // tool calls of one response in parallel.
-func FromLangchain(t tools.Tool) agent.Tool {
+func FromLangchain(t tools.Tool) toolstage.Tool {
 	if t == nil {
 		panic("lctool: FromLangchain(nil)")
 	}

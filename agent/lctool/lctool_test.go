@@ -13,6 +13,7 @@ import (
 	"github.com/toolguard/toolguard/agent/lctool"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // echo is a langchaingo tool that records its inputs.
@@ -83,7 +84,7 @@ func TestFromLangchainInAgent(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("echo", `{"__arg1": "42"}`)),
 		fakemodel.Text("It said 42."),
 	)
-	a := agent.New(model, []agent.Tool{lctool.FromLangchain(e)}, agent.WithMiddleware(middleware.ToolArgValidation()))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{lctool.FromLangchain(e)}), agent.WithMiddleware(middleware.ToolArgValidation()))
 	res, err := a.Run(context.Background(), "echo 42")
 	if err != nil {
 		t.Fatalf("Run = %v, want nil", err)

@@ -38,6 +38,7 @@ import (
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -82,13 +83,13 @@ func scriptedModel() *fakemodel.Model {
 
 func run(ctx context.Context, out io.Writer, in io.Reader, model llms.Model) error {
 	transfers := 0
-	tools := []agent.Tool{
-		agent.NewSchemaTool("get_balance", "The account's balance.", nil,
+	tools := []toolstage.Tool{
+		toolstage.NewSchemaTool("get_balance", "The account's balance.", nil,
 			func(context.Context, map[string]any) (string, error) {
 				fmt.Fprintln(out, "  [bank] get_balance runs (it needs no approval)")
 				return "balance: 5000.00 EUR", nil
 			}),
-		agent.NewTool("transfer_money", "Send money from the account.",
+		toolstage.NewTool("transfer_money", "Send money from the account.",
 			func(_ context.Context, a TransferArgs) (string, error) {
 				transfers++
 				fmt.Fprintf(out, "  [bank] transfer_money runs: %.2f EUR to %s\n", a.Amount, a.To)
@@ -98,20 +99,16 @@ func run(ctx context.Context, out io.Writer, in io.Reader, model llms.Model) err
 	// Both "replicas" share the key and the checkpointer (Redis in
 	// production: redisstore.NewCheckpointer).
 	key := []byte("example-key-from-your-secret-store")
-	store := new(agent.MemoryCheckpointer)
+	store := new(toolstage.MemoryCheckpointer)
 	replica := func() *agent.Agent {
-		return agent.New(model, tools,
-			agent.WithMiddleware(middleware.ToolArgValidation()),
-			agent.WithApprovalFor("transfer_money"),
-			agent.WithInterruptKey(key),
-			agent.WithCheckpointer(store))
+		return agent.New(model, toolstage.New(tools, toolstage.WithApprovalFor("transfer_money"), toolstage.WithInterruptKey(key)), agent.WithMiddleware(middleware.ToolArgValidation()), agent.WithCheckpointer(store))
 	}
 	ctx = guard.WithThread(ctx, "customer-7")
 
 	const ask = "Pay ACME Ltd's invoice of 1200 EUR."
 	fmt.Fprintln(out, "user:", ask)
 	_, err := replica().Run(ctx, ask)
-	var interrupt *agent.Interrupt
+	var interrupt *toolstage.Interrupt
 	if !errors.As(err, &interrupt) {
 		return fmt.Errorf("the run did not pause for approval: %v", err)
 	}
@@ -121,20 +118,20 @@ func run(ctx context.Context, out io.Writer, in io.Reader, model llms.Model) err
 	}
 	fmt.Fprintf(out, "run paused: %d call(s) await a decision (interrupt: %d bytes of JSON, signed)\n", len(interrupt.Pending), len(wire))
 
-	var back agent.Interrupt
+	var back toolstage.Interrupt
 	if err := json.Unmarshal(wire, &back); err != nil {
 		return err
 	}
 	lines := bufio.NewScanner(in)
 	other := replica() // another replica resumes it
 	for {
-		var decisions []agent.Decision
+		var decisions []toolstage.Decision
 		for _, p := range back.Pending {
 			show(out, p)
 			decisions = append(decisions, readDecision(out, lines, p))
 		}
 		res, err := other.Resume(ctx, &back, decisions...)
-		if errors.Is(err, agent.ErrDecisionRefused) {
+		if errors.Is(err, toolstage.ErrDecisionRefused) {
 			fmt.Fprintf(out, "decision refused, nothing ran: %v\n", err)
 			continue // the interrupt stays usable: ask again
 		}
@@ -148,14 +145,14 @@ func run(ctx context.Context, out io.Writer, in io.Reader, model llms.Model) err
 }
 
 // show prints a pending call: its validated arguments and its schema.
-func show(out io.Writer, p agent.PendingCall) {
+func show(out io.Writer, p toolstage.PendingCall) {
 	schema, _ := json.Marshal(p.Schema)
 	fmt.Fprintf(out, "%s (call %s) wants to run with these validated arguments:\n  %s\n", p.Tool, p.ID, p.Args)
 	fmt.Fprintf(out, "its schema:\n  %s\n", schema)
 }
 
 // readDecision reads a decision on p; at the end of input, the default.
-func readDecision(out io.Writer, lines *bufio.Scanner, p agent.PendingCall) agent.Decision {
+func readDecision(out io.Writer, lines *bufio.Scanner, p toolstage.PendingCall) toolstage.Decision {
 	for {
 		fmt.Fprint(out, "decision [accept | edit {json} | reject <reason> | respond <result>]: ")
 		line := defaultDecision
@@ -167,16 +164,16 @@ func readDecision(out io.Writer, lines *bufio.Scanner, p agent.PendingCall) agen
 		}
 		verb, rest, _ := strings.Cut(line, " ")
 		rest = strings.TrimSpace(rest)
-		d := agent.Decision{CallID: p.ID, Digest: p.Digest}
+		d := toolstage.Decision{CallID: p.ID, Digest: p.Digest}
 		switch verb {
 		case "accept":
-			d.Action = agent.Accept
+			d.Action = toolstage.Accept
 		case "edit":
-			d.Action, d.Args = agent.Edit, json.RawMessage(rest)
+			d.Action, d.Args = toolstage.Edit, json.RawMessage(rest)
 		case "reject":
-			d.Action, d.Message = agent.Reject, rest
+			d.Action, d.Message = toolstage.Reject, rest
 		case "respond":
-			d.Action, d.Message = agent.Respond, rest
+			d.Action, d.Message = toolstage.Respond, rest
 		default:
 			fmt.Fprintf(out, "unknown decision %q\n", verb)
 			continue

@@ -32,6 +32,7 @@ import (
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // logModelCalls returns a middleware that logs each model call passing
@@ -124,20 +125,17 @@ func run(ctx context.Context, out io.Writer, model llms.Model) error {
 		},
 	}))
 
-	getOrder := agent.NewTool("get_order", "Looks an order up by its number.",
+	getOrder := toolstage.NewTool("get_order", "Looks an order up by its number.",
 		func(_ context.Context, args OrderArgs) (string, error) {
 			logger.Info("tool get_order", "order_id", args.OrderID)
 			return `{"status": "shipped", "date": "2025-05-02"}`, nil
 		})
 
-	a := agent.New(model, []agent.Tool{getOrder},
-		agent.WithSystemPrompt("You answer questions about orders."),
-		agent.WithMiddleware(
-			logModelCalls(logger.With("layer", "turn")), // outermost: one log line per agent turn
-			middleware.ToolArgValidation(guard.WithEventHandler(guard.LogEvents(logger))),
-			logModelCalls(logger.With("layer", "model")), // innermost: every call that reaches the model
-		),
-	)
+	a := agent.New(model, toolstage.New([]toolstage.Tool{getOrder}), agent.WithSystemPrompt("You answer questions about orders."), agent.WithMiddleware(
+		logModelCalls(logger.With("layer", "turn")), // outermost: one log line per agent turn
+		middleware.ToolArgValidation(guard.WithEventHandler(guard.LogEvents(logger))),
+		logModelCalls(logger.With("layer", "model")), // innermost: every call that reaches the model
+	))
 	res, err := a.Run(ctx, "Where is my order A-1234?")
 	if err != nil {
 		return err

@@ -36,10 +36,11 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/openai"
 	"github.com/toolguard/toolguard/agent"
-	"github.com/toolguard/toolguard/agent/mcptool"
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
+	"github.com/toolguard/toolguard/toolstage/mcptool"
 )
 
 // everything is the reference server, pinned.
@@ -110,8 +111,8 @@ func run(ctx context.Context, out io.Writer, server string, model llms.Model) er
 		return err
 	}
 	var names []string
-	var getSum agent.Tool
-	tools := make([]agent.Tool, len(mcpTools))
+	var getSum toolstage.Tool
+	tools := make([]toolstage.Tool, len(mcpTools))
 	for i, t := range mcpTools {
 		names = append(names, t.Name())
 		if t.Name() == "get-sum" {
@@ -127,18 +128,15 @@ func run(ctx context.Context, out io.Writer, server string, model llms.Model) er
 	schema, _ := json.Marshal(getSum.Schema())
 	fmt.Fprintf(out, "get-sum inputSchema (from the server): %s\n\n", schema)
 
-	a := agent.New(model, tools,
-		agent.WithSystemPrompt("You do arithmetic with the tools you are given."),
-		agent.WithMiddleware(
-			middleware.ToolArgValidation(guard.WithEventHandler(func(_ context.Context, e guard.Event) {
-				if e.Kind == guard.EventInvalid {
-					fmt.Fprintf(out, "  toolguard: %s has invalid arguments; nothing is sent to the MCP server\n", e.CallID)
-					printFeedback(out, e)
-				}
-			})),
-			trace(out), // innermost: sees every raw model call
-		),
-	)
+	a := agent.New(model, toolstage.New(tools), agent.WithSystemPrompt("You do arithmetic with the tools you are given."), agent.WithMiddleware(
+		middleware.ToolArgValidation(guard.WithEventHandler(func(_ context.Context, e guard.Event) {
+			if e.Kind == guard.EventInvalid {
+				fmt.Fprintf(out, "  toolguard: %s has invalid arguments; nothing is sent to the MCP server\n", e.CallID)
+				printFeedback(out, e)
+			}
+		})),
+		trace(out), // innermost: sees every raw model call
+	))
 	const question = "What is 17 + 25? Use the get-sum tool."
 	fmt.Fprintln(out, "user:", question)
 	res, err := a.Run(ctx, question)
@@ -152,7 +150,7 @@ func run(ctx context.Context, out io.Writer, server string, model llms.Model) er
 
 // logged prints each call of an MCP tool and what the server answered.
 type logged struct {
-	agent.Tool
+	toolstage.Tool
 	out io.Writer
 }
 

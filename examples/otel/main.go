@@ -1,7 +1,7 @@
 // Command otel shows what otelguard makes visible in a trace: the
 // quickstart's agent (a bad tool call caught, fed back to the model and
 // corrected) with a transient 503 first and a weather service that times
-// out once (an idempotent tool, which agent.ToolRetry runs again), traced
+// out once (an idempotent tool, which toolstage.ToolRetry runs again), traced
 // with OpenTelemetry and printed as a span tree.
 //
 // It runs offline on a scripted fake model and an in-memory span recorder.
@@ -31,6 +31,7 @@ import (
 	"github.com/toolguard/toolguard/guard/otelguard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -94,7 +95,7 @@ func run(ctx context.Context, out io.Writer, model llms.Model, stdout bool) erro
 	// safely run twice, so the tool is marked Idempotent and ToolRetry
 	// runs it again; the call stays one execute_tool span.
 	timeouts := 1
-	weather := agent.Idempotent(agent.NewTool("get_weather", "Current weather in a city.",
+	weather := toolstage.Idempotent(toolstage.NewTool("get_weather", "Current weather in a city.",
 		func(_ context.Context, args WeatherArgs) (string, error) {
 			if timeouts > 0 {
 				timeouts--
@@ -102,26 +103,18 @@ func run(ctx context.Context, out io.Writer, model llms.Model, stdout bool) erro
 			}
 			return `{"temperature_c": 18, "sky": "sunny"}`, nil
 		}))
-	a := agent.New(model, []agent.Tool{weather},
-		// The model the request names becomes the chat spans' name and
-		// gen_ai.request.model.
-		agent.WithCallOptions(llms.WithModel("gpt-4o-mini")),
-		agent.WithMiddleware(
-			// Outermost: it sees the whole stack, and the agent finds it
-			// and adds invoke_agent and execute_tool spans.
-			middleware.Observe(otelguard.New(otelguard.WithTracerProvider(tp), otelguard.WithMeterProvider(mp))),
-			middleware.ToolArgValidation(),
-			// A short backoff for the demo; the default waits about 1 s.
-			middleware.ModelRetry(guard.WithBackOff(func() backoff.BackOff {
-				return backoff.NewConstantBackOff(50 * time.Millisecond)
-			})),
-		),
-		// The tool stage: the tool's timeout is retried, with the same
-		// short backoff.
-		agent.WithToolMiddleware(agent.ToolRetry(agent.WithBackOff(func() backoff.BackOff {
+	a := agent.New(model, toolstage.New([]toolstage.Tool{weather}, toolstage.WithToolMiddleware(toolstage.ToolRetry(toolstage.WithBackOff(func() backoff.BackOff {
+		return backoff.NewConstantBackOff(50 * time.Millisecond)
+	})))), agent.WithCallOptions(llms.WithModel("gpt-4o-mini")), agent.WithMiddleware(
+		// Outermost: it sees the whole stack, and the agent finds it
+		// and adds invoke_agent and execute_tool spans.
+		middleware.Observe(otelguard.New(otelguard.WithTracerProvider(tp), otelguard.WithMeterProvider(mp))),
+		middleware.ToolArgValidation(),
+		// A short backoff for the demo; the default waits about 1 s.
+		middleware.ModelRetry(guard.WithBackOff(func() backoff.BackOff {
 			return backoff.NewConstantBackOff(50 * time.Millisecond)
-		}))),
-	)
+		})),
+	))
 	res, err := a.Run(ctx, "What's the weather in Paris?")
 	if err != nil {
 		return err

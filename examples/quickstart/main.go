@@ -29,6 +29,7 @@ import (
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // WeatherArgs are the arguments of the get_weather tool. Its JSON Schema is
@@ -84,27 +85,24 @@ func scriptedModel() *fakemodel.Model {
 func run(ctx context.Context, out io.Writer, model llms.Model) error {
 	// The tool: it receives only arguments that passed validation, decoded
 	// into WeatherArgs.
-	weather := agent.NewTool("get_weather", "Current weather in a city.",
+	weather := toolstage.NewTool("get_weather", "Current weather in a city.",
 		func(_ context.Context, args WeatherArgs) (string, error) {
 			fmt.Fprintf(out, "tool get_weather runs with city=%q units=%q\n", args.City, args.Units)
 			return `{"temperature_c": 18, "sky": "sunny"}`, nil
 		})
 
-	a := agent.New(model, []agent.Tool{weather},
-		agent.WithSystemPrompt("You answer weather questions with the get_weather tool."),
-		agent.WithMiddleware(
-			middleware.ToolArgValidation(guard.WithEventHandler(func(_ context.Context, e guard.Event) {
-				switch e.Kind {
-				case guard.EventStripped:
-					fmt.Fprintf(out, "  toolguard: removed empty values at %s\n", strings.Join(e.Paths, ", "))
-				case guard.EventInvalid:
-					fmt.Fprintf(out, "  toolguard: %s has invalid arguments\n", e.CallID)
-					printFeedback(out, e)
-				}
-			})),
-			trace(out), // innermost: sees every raw model call
-		),
-	)
+	a := agent.New(model, toolstage.New([]toolstage.Tool{weather}), agent.WithSystemPrompt("You answer weather questions with the get_weather tool."), agent.WithMiddleware(
+		middleware.ToolArgValidation(guard.WithEventHandler(func(_ context.Context, e guard.Event) {
+			switch e.Kind {
+			case guard.EventStripped:
+				fmt.Fprintf(out, "  toolguard: removed empty values at %s\n", strings.Join(e.Paths, ", "))
+			case guard.EventInvalid:
+				fmt.Fprintf(out, "  toolguard: %s has invalid arguments\n", e.CallID)
+				printFeedback(out, e)
+			}
+		})),
+		trace(out), // innermost: sees every raw model call
+	))
 
 	const question = "What's the weather in Paris?"
 	fmt.Fprintln(out, "user:", question)

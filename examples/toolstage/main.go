@@ -1,10 +1,10 @@
 // Command toolstage shows the agent's tool stage: what happens between a
 // tool call the model stage accepted and the tool. Tool middlewares
-// (agent.WithToolMiddleware) deny a call by policy, rewrite an argument
+// (toolstage.WithToolMiddleware) deny a call by policy, rewrite an argument
 // (and a rewrite the tool's schema rejects never reaches the tool);
-// agent.ToolRetry runs a flaky idempotent tool again and refuses to repeat
+// toolstage.ToolRetry runs a flaky idempotent tool again and refuses to repeat
 // a tool that is not idempotent when its outcome is unknown; a tool made
-// with agent.NewResultTool returns an Artifact for the program and a Direct
+// with toolstage.NewResultTool returns an Artifact for the program and a Direct
 // result that ends the run.
 //
 // It runs offline on a scripted fake model, one tool call per model turn,
@@ -31,6 +31,7 @@ import (
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // The tools' arguments. Their JSON Schemas are inferred from the structs.
@@ -102,12 +103,12 @@ func errTimeout(service string) error {
 func run(ctx context.Context, out io.Writer, model llms.Model) error {
 	say := func(format string, args ...any) { fmt.Fprintf(out, "    "+format+"\n", args...) }
 
-	deleteAccount := agent.NewTool("delete_account", "Deletes a user's account.",
+	deleteAccount := toolstage.NewTool("delete_account", "Deletes a user's account.",
 		func(_ context.Context, a DeleteAccountArgs) (string, error) {
 			say("tool delete_account runs (it must not)")
 			return "deleted " + a.UserID, nil
 		})
-	bookFlight := agent.NewTool("book_flight", "Books a flight.",
+	bookFlight := toolstage.NewTool("book_flight", "Books a flight.",
 		func(_ context.Context, a BookFlightArgs) (string, error) {
 			say("tool book_flight runs: %s -> %s in %s", a.From, a.To, a.Cabin)
 			return fmt.Sprintf("booked %s-%s, %s", a.From, a.To, a.Cabin), nil
@@ -115,9 +116,9 @@ func run(ctx context.Context, out io.Writer, model llms.Model) error {
 	// The weather service times out once. A lookup may safely run twice:
 	// the tool is marked Idempotent, so ToolRetry runs it again.
 	weatherTimeouts := 1
-	weather := agent.Idempotent(agent.NewTool("get_weather", "Current weather in a city.",
+	weather := toolstage.Idempotent(toolstage.NewTool("get_weather", "Current weather in a city.",
 		func(ctx context.Context, a WeatherArgs) (string, error) {
-			call, _ := agent.CallFrom(ctx)
+			call, _ := toolstage.CallFrom(ctx)
 			if weatherTimeouts > 0 {
 				weatherTimeouts--
 				say("tool get_weather runs (attempt %d): the weather service times out", call.Attempt)
@@ -128,52 +129,46 @@ func run(ctx context.Context, out io.Writer, model llms.Model) error {
 		}))
 	// The invoice service times out after the request went out: the
 	// invoice may have been sent. Not idempotent, so it is not repeated.
-	sendInvoice := agent.NewTool("send_invoice", "Sends a customer an invoice.",
+	sendInvoice := toolstage.NewTool("send_invoice", "Sends a customer an invoice.",
 		func(ctx context.Context, a InvoiceArgs) (string, error) {
-			call, _ := agent.CallFrom(ctx)
+			call, _ := toolstage.CallFrom(ctx)
 			say("tool send_invoice runs (attempt %d): the invoice service times out", call.Attempt)
 			return "", errTimeout("invoice service")
 		})
 	// A tool that returns a whole ToolResult: text for the model, the
 	// order itself for the program only (Artifact), and Direct, so that
 	// its text is the run's answer without another model call.
-	orderStatus := agent.NewResultTool("order_status", "Tells where an order is.",
-		func(_ context.Context, a OrderArgs) (*agent.ToolResult, error) {
+	orderStatus := toolstage.NewResultTool("order_status", "Tells where an order is.",
+		func(_ context.Context, a OrderArgs) (*toolstage.ToolResult, error) {
 			say("tool order_status runs")
 			o := Order{ID: a.OrderID, Status: "shipped", Arrives: "tomorrow"}
-			return &agent.ToolResult{
+			return &toolstage.ToolResult{
 				Content:  "Order " + o.ID + " left the warehouse this morning; it arrives " + o.Arrives + ".",
 				Artifact: o,
 				Direct:   true,
 			}, nil
 		})
 
-	a := agent.New(model, []agent.Tool{deleteAccount, bookFlight, weather, sendInvoice, orderStatus},
-		// The model stage: only well-formed calls leave the model.
-		agent.WithMiddleware(middleware.ToolArgValidation(), printCalls(out)),
-		// The tool stage, the first middleware outermost.
-		agent.WithToolMiddleware(
-			denyTools(map[string]string{"delete_account": "deleting an account needs a human administrator"}),
-			travelPolicy(say),
-			// A short backoff for the demo; the default waits about 1 s.
-			agent.ToolRetry(agent.WithBackOff(func() backoff.BackOff {
-				return backoff.NewConstantBackOff(10 * time.Millisecond)
-			})),
-		),
-		agent.WithEventHandler(func(_ context.Context, e guard.Event) {
-			line := "event " + string(e.Kind)
-			if e.Attempt != 0 {
-				line += fmt.Sprintf(" attempt=%d", e.Attempt)
-			}
-			if len(e.Paths) > 0 {
-				line += " paths=" + strings.Join(e.Paths, ",")
-			}
-			if e.Wait != 0 {
-				line += " wait=" + e.Wait.String()
-			}
-			say("%s", line)
-		}),
-	)
+	a := agent.New(model, toolstage.New([]toolstage.Tool{deleteAccount, bookFlight, weather, sendInvoice, orderStatus}, toolstage.WithToolMiddleware(
+		denyTools(map[string]string{"delete_account": "deleting an account needs a human administrator"}),
+		travelPolicy(say),
+		// A short backoff for the demo; the default waits about 1 s.
+		toolstage.ToolRetry(toolstage.WithBackOff(func() backoff.BackOff {
+			return backoff.NewConstantBackOff(10 * time.Millisecond)
+		})),
+	), toolstage.WithEventHandler(func(_ context.Context, e guard.Event) {
+		line := "event " + string(e.Kind)
+		if e.Attempt != 0 {
+			line += fmt.Sprintf(" attempt=%d", e.Attempt)
+		}
+		if len(e.Paths) > 0 {
+			line += " paths=" + strings.Join(e.Paths, ",")
+		}
+		if e.Wait != 0 {
+			line += " wait=" + e.Wait.String()
+		}
+		say("%s", line)
+	})), agent.WithMiddleware(middleware.ToolArgValidation(), printCalls(out)))
 
 	const question = "Tidy up my account, book my trips, check Tokyo's weather, invoice ACME and tell me where order A-1001 is."
 	fmt.Fprintln(out, "user:", question)
@@ -216,13 +211,13 @@ func toolMessage(msgs []llms.MessageContent, s agent.Step) string {
 // errKind names the kind of a step's error that the tool stage made, for
 // the program; "" for others.
 func errKind(err error) string {
-	var rejected *agent.ArgsRejectedError
-	var unknown *agent.OutcomeUnknownError
+	var rejected *toolstage.ArgsRejectedError
+	var unknown *toolstage.OutcomeUnknownError
 	switch {
 	case errors.As(err, &rejected):
-		return "*agent.ArgsRejectedError (the violations, for the program: " + rejected.Err.Error() + ")"
+		return "*toolstage.ArgsRejectedError (the violations, for the program: " + rejected.Err.Error() + ")"
 	case errors.As(err, &unknown):
-		return "*agent.OutcomeUnknownError"
+		return "*toolstage.OutcomeUnknownError"
 	}
 	return ""
 }
@@ -248,9 +243,9 @@ func printCalls(out io.Writer) middleware.Middleware {
 
 // denyTools is a policy: calls of the tools named are answered with the
 // reason, and never run.
-func denyTools(reasons map[string]string) agent.ToolMiddleware {
-	return agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+func denyTools(reasons map[string]string) toolstage.ToolMiddleware {
+	return toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 			if why, ok := reasons[call.Name]; ok {
 				return nil, fmt.Errorf("policy: %s", why)
 			}
@@ -262,10 +257,10 @@ func denyTools(reasons map[string]string) agent.ToolMiddleware {
 // travelPolicy rewrites book_flight's cabin: business becomes economy, and
 // first becomes "premium" — a mistake: the airline sells no such class, so
 // the tool's schema rejects the rewritten call and the tool never sees it.
-func travelPolicy(say func(string, ...any)) agent.ToolMiddleware {
+func travelPolicy(say func(string, ...any)) toolstage.ToolMiddleware {
 	downgrade := map[string]string{"business": "economy", "first": "premium"}
-	return agent.ToolFunc(func(next agent.ToolHandler) agent.ToolHandler {
-		return func(ctx context.Context, call *agent.ToolCall) (*agent.ToolResult, error) {
+	return toolstage.ToolFunc(func(next toolstage.ToolHandler) toolstage.ToolHandler {
+		return func(ctx context.Context, call *toolstage.ToolCall) (*toolstage.ToolResult, error) {
 			if call.Name != "book_flight" {
 				return next(ctx, call)
 			}

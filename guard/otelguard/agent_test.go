@@ -13,6 +13,7 @@ import (
 	"github.com/toolguard/toolguard/guard/otelguard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
@@ -27,10 +28,10 @@ type weatherArgs struct {
 func TestAgentRunSpans(t *testing.T) {
 	t.Parallel()
 	tel := newTelemetry(t)
-	weather := agent.NewTool("get_weather", "Weather in a city.", func(_ context.Context, a weatherArgs) (string, error) {
+	weather := toolstage.NewTool("get_weather", "Weather in a city.", func(_ context.Context, a weatherArgs) (string, error) {
 		return "sunny in " + a.City, nil
 	})
-	broken := agent.NewTool("get_news", "News.", func(context.Context, struct{}) (string, error) {
+	broken := toolstage.NewTool("get_news", "News.", func(context.Context, struct{}) (string, error) {
 		return "", errors.New("news service down")
 	})
 	m := fakemodel.New(
@@ -38,8 +39,7 @@ func TestAgentRunSpans(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`), fakemodel.Call("get_news", `{}`)),
 		fakemodel.Text("Sunny; no news."),
 	)
-	a := agent.New(m, []agent.Tool{weather, broken},
-		agent.WithMiddleware(tel.middleware(), middleware.ToolArgValidation()))
+	a := agent.New(m, toolstage.New([]toolstage.Tool{weather, broken}), agent.WithMiddleware(tel.middleware(), middleware.ToolArgValidation()))
 	if _, err := a.Run(context.Background(), "weather and news?"); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestAgentRunObservedOnce(t *testing.T) {
 	t.Parallel()
 	tel := newTelemetry(t)
 	mw := tel.middleware()
-	a := agent.New(fakemodel.New(fakemodel.Text("hi")), nil, agent.WithMiddleware(mw))
+	a := agent.New(fakemodel.New(fakemodel.Text("hi")), toolstage.New(nil), agent.WithMiddleware(mw))
 	ctx := mw.(guard.ObserverInstaller).InstallObserver(context.Background())
 	if _, err := a.Run(ctx, "hello"); err != nil {
 		t.Fatal(err)
@@ -115,11 +115,11 @@ func TestAgentRunObservedOnce(t *testing.T) {
 func TestAgentCaptureContent(t *testing.T) {
 	t.Parallel()
 	tel := newTelemetry(t)
-	weather := agent.NewTool("get_weather", "Weather in a city.", func(_ context.Context, a weatherArgs) (string, error) {
+	weather := toolstage.NewTool("get_weather", "Weather in a city.", func(_ context.Context, a weatherArgs) (string, error) {
 		return "sunny in " + a.City, nil
 	})
 	m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city":"Paris"}`)), fakemodel.Text("Sunny."))
-	a := agent.New(m, []agent.Tool{weather}, agent.WithMiddleware(tel.middleware(otelguard.WithCaptureContent())))
+	a := agent.New(m, toolstage.New([]toolstage.Tool{weather}), agent.WithMiddleware(tel.middleware(otelguard.WithCaptureContent())))
 	if _, err := a.Run(context.Background(), "weather?"); err != nil {
 		t.Fatal(err)
 	}
@@ -139,12 +139,11 @@ func TestAgentCaptureContent(t *testing.T) {
 func TestAgentChainedMiddleware(t *testing.T) {
 	t.Parallel()
 	tel := newTelemetry(t)
-	weather := agent.NewTool("get_weather", "Weather in a city.", func(_ context.Context, a weatherArgs) (string, error) {
+	weather := toolstage.NewTool("get_weather", "Weather in a city.", func(_ context.Context, a weatherArgs) (string, error) {
 		return "sunny in " + a.City, nil
 	})
 	m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`)), fakemodel.Text("Sunny."))
-	a := agent.New(m, []agent.Tool{weather},
-		agent.WithMiddleware(middleware.Chain(tel.middleware(), middleware.ToolArgValidation())))
+	a := agent.New(m, toolstage.New([]toolstage.Tool{weather}), agent.WithMiddleware(middleware.Chain(tel.middleware(), middleware.ToolArgValidation())))
 	if _, err := a.Run(context.Background(), "weather?"); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +169,7 @@ func TestAgentToolRetrySpan(t *testing.T) {
 	tel := newTelemetry(t)
 	timeout := fmt.Errorf("rates API: %w", context.DeadlineExceeded)
 	runs := 0
-	rates := agent.Idempotent(agent.NewTool("get_rate", "Exchange rate.", func(context.Context, struct{}) (string, error) {
+	rates := toolstage.Idempotent(toolstage.NewTool("get_rate", "Exchange rate.", func(context.Context, struct{}) (string, error) {
 		runs++
 		if runs < 3 {
 			return "", timeout
@@ -178,7 +177,7 @@ func TestAgentToolRetrySpan(t *testing.T) {
 		return "1.08", nil
 	}))
 	charges := 0
-	charge := agent.NewTool("charge_card", "Charges a card.", func(context.Context, struct{}) (string, error) {
+	charge := toolstage.NewTool("charge_card", "Charges a card.", func(context.Context, struct{}) (string, error) {
 		charges++
 		return "", timeout
 	})
@@ -187,9 +186,7 @@ func TestAgentToolRetrySpan(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("charge_card", `{}`)),
 		fakemodel.Text("done"),
 	)
-	a := agent.New(m, []agent.Tool{rates, charge},
-		agent.WithMiddleware(tel.middleware()),
-		agent.WithToolMiddleware(agent.ToolRetry(agent.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} }))))
+	a := agent.New(m, toolstage.New([]toolstage.Tool{rates, charge}, toolstage.WithToolMiddleware(toolstage.ToolRetry(toolstage.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} })))), agent.WithMiddleware(tel.middleware()))
 	if _, err := a.Run(context.Background(), "rate, then charge"); err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@
 //     gen_ai.tool.call.id, gen_ai.tool.type and error.type on a tool error.
 //     The observing middleware may be given inside a middleware.Chain. A tool
 //     execution's span covers the agent's whole tool stage (its tool
-//     middlewares, every attempt of agent.ToolRetry) and carries the tool
+//     middlewares, every attempt of toolstage.ToolRetry) and carries the tool
 //     stage's events as span events, with the attributes above:
 //     "toolguard.tool_retry", "toolguard.tool_outcome_unknown",
 //     "toolguard.tool_denied", "toolguard.args_rewritten",

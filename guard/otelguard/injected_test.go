@@ -16,6 +16,7 @@ import (
 	"github.com/toolguard/toolguard/guard/otelguard"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // orderArgs is a typed tool's arguments whose user id the program injects:
@@ -28,7 +29,7 @@ type orderArgs struct {
 type userKey struct{}
 
 // injectUser supplies user_id from the run's context.
-var injectUser = agent.Inject("user_id", func(ctx context.Context, _ *agent.ToolCall) (any, error) {
+var injectUser = toolstage.Inject("user_id", func(ctx context.Context, _ *toolstage.ToolCall) (any, error) {
 	return ctx.Value(userKey{}), nil
 })
 
@@ -60,17 +61,17 @@ func (b *syncBuffer) String() string {
 func TestForgedInjectedArgument(t *testing.T) {
 	t.Parallel()
 	const forged, user = "admin", "u-42"
-	typed := func(got *string) agent.Tool {
-		return agent.NewTool("place_order", "Place an order.", func(_ context.Context, a orderArgs) (string, error) {
+	typed := func(got *string) toolstage.Tool {
+		return toolstage.NewTool("place_order", "Place an order.", func(_ context.Context, a orderArgs) (string, error) {
 			*got = a.UserID
 			return "order placed", nil
 		})
 	}
-	open := func(got *string) agent.Tool {
+	open := func(got *string) toolstage.Tool {
 		schema := map[string]any{"type": "object", "properties": map[string]any{
 			"order": map[string]any{"type": "integer"}, "user_id": map[string]any{"type": "string"},
 		}, "required": []any{"order", "user_id"}}
-		return agent.InjectArgs(agent.NewSchemaTool("place_order", "Place an order.", schema,
+		return toolstage.InjectArgs(toolstage.NewSchemaTool("place_order", "Place an order.", schema,
 			func(_ context.Context, a map[string]any) (string, error) {
 				// As a Go MCP server reads the call: encoding/json matches
 				// keys to fields without regard to case (Unicode folding).
@@ -90,7 +91,7 @@ func TestForgedInjectedArgument(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		tool    func(got *string) agent.Tool
+		tool    func(got *string) toolstage.Tool
 		calls   []string // the model's calls of place_order, one per turn, until one runs
 		noStage bool     // without ToolArgValidation
 		// detectable is how many calls hold a forged value that can be
@@ -155,8 +156,7 @@ func TestForgedInjectedArgument(t *testing.T) {
 				if !tc.noStage {
 					mws = append(mws, middleware.ToolArgValidation(guard.WithEventHandler(record)))
 				}
-				a := agent.New(model, []agent.Tool{tc.tool(&got)}, injectUser,
-					agent.WithMiddleware(mws...), agent.WithEventHandler(record))
+				a := agent.New(model, toolstage.New([]toolstage.Tool{tc.tool(&got)}, toolstage.WithEventHandler(record), injectUser), agent.WithMiddleware(mws...))
 				ctx := context.WithValue(context.Background(), userKey{}, user)
 				res, err := a.Run(ctx, "Place order 7 for me.")
 				if err != nil {
@@ -285,7 +285,7 @@ func eventsText(es []guard.Event) string {
 func TestForgedNotJSONNotRecorded(t *testing.T) {
 	t.Parallel()
 	var got string
-	tool := agent.NewTool("place_order", "Place an order.", func(_ context.Context, a orderArgs) (string, error) {
+	tool := toolstage.NewTool("place_order", "Place an order.", func(_ context.Context, a orderArgs) (string, error) {
 		got = a.UserID
 		return "order placed", nil
 	})
@@ -294,8 +294,7 @@ func TestForgedNotJSONNotRecorded(t *testing.T) {
 		fakemodel.ToolCalls(fakemodel.Call("place_order", `{"order": 7}`)),
 		fakemodel.Text("Done."))
 	tel := newTelemetry(t)
-	a := agent.New(model, []agent.Tool{tool}, injectUser,
-		agent.WithMiddleware(tel.middleware(otelguard.WithCaptureContent())))
+	a := agent.New(model, toolstage.New([]toolstage.Tool{tool}, injectUser), agent.WithMiddleware(tel.middleware(otelguard.WithCaptureContent())))
 	if _, err := a.Run(context.WithValue(context.Background(), userKey{}, "u-42"), "Place order 7."); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 // Checkpointer keeps an agent's thread states in Redis: an
-// agent.Checkpointer for agent.WithCheckpointer, so that a run paused for
+// toolstage.Checkpointer for agent.WithCheckpointer, so that a run paused for
 // approval, or cut off with its process, is resumed on any replica. It is
 // plain data to it — bytes and a version per thread — so this package does
 // not import agent.
@@ -65,7 +65,7 @@ redis.call('SET', KEYS[2], saved, 'PX', ARGV[4])
 return saved
 `)
 
-// Load implements agent.Checkpointer: the thread's state and version, nil
+// Load implements toolstage.Checkpointer: the thread's state and version, nil
 // and 0 when it has none (never saved, or expired). It returns when ctx is
 // done, whatever the client's timeouts.
 func (c *Checkpointer) Load(ctx context.Context, thread string) ([]byte, int64, error) {
@@ -86,7 +86,7 @@ func (c *Checkpointer) Load(ctx context.Context, thread string) ([]byte, int64, 
 	return []byte(state), v, nil
 }
 
-// Save implements agent.Checkpointer in one script run, which runs once
+// Save implements toolstage.Checkpointer in one script run, which runs once
 // however often the client sends it: saved is false only when another
 // save came first. It returns when ctx is done, whatever the client's
 // timeouts; the error then wraps ctx's, and the state may or may not have

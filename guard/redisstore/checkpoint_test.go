@@ -6,49 +6,36 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolguard/toolguard/agent"
-	"github.com/toolguard/toolguard/agent/checkpointtest"
 	"github.com/toolguard/toolguard/guard/redisstore"
+	"github.com/toolguard/toolguard/toolstage"
+	"github.com/toolguard/toolguard/toolstage/checkpointtest"
 )
 
-// The Checkpointer keeps the contract of agent.Checkpointer against a real
-// redis-server, and an agent's run cut off and resumed on it by new Agent
-// values runs each tool exactly once; on unix, the server also stalls with
-// SIGSTOP across stallFor, past the client's ReadTimeout.
+// The Checkpointer keeps the contract of toolstage.Checkpointer against a real
+// redis-server, and a Stage's interrupt kept in it is resumed exactly once
+// by other Stage values; on unix, the server also stalls with SIGSTOP
+// across stallFor, past the client's ReadTimeout.
 func TestCheckpointer(t *testing.T) {
 	srv := startRedis(t)
 	c := stallClient(t, srv.Addr())
 	n := 0
-	checkpointtest.Run(t, func(t *testing.T) agent.Checkpointer {
+	checkpointtest.Run(t, func(t *testing.T) toolstage.Checkpointer {
 		n++ // each subtest its own prefix: an empty store
 		return redisstore.NewCheckpointer(c, redisstore.WithPrefix(fmt.Sprintf("cp%d:", n)))
 	}, checkpointStall(srv))
 }
 
-// The agent's fault scenarios (checkpointtest.RunFaults: a stop, a panic,
-// a cancel, a failed save and a lost reply after a paying call) hold on the
-// Redis Checkpointer too: each pays once.
+// The kit's fault scenarios (checkpointtest.RunFaults: a failed or lost
+// save or load at each of a Stage's reads and writes) hold on the Redis
+// Checkpointer: no call that ran is forgotten, no approved call runs twice.
 func TestCheckpointerFaults(t *testing.T) {
 	srv := startRedis(t)
 	c := newClient(t, srv.Addr())
 	n := 0
-	checkpointtest.RunFaults(t, func(*testing.T) agent.Checkpointer {
+	checkpointtest.RunFaults(t, func(*testing.T) toolstage.Checkpointer {
 		n++ // each scenario its own prefix: an empty store
 		return redisstore.NewCheckpointer(c, redisstore.WithPrefix(fmt.Sprintf("faults%d:", n)))
 	})
-}
-
-// The crash-resume scenario on Redis, with the calls run per tool in the
-// test's log.
-func TestCheckpointerResumeAfterCrash(t *testing.T) {
-	srv := startRedis(t)
-	cp := redisstore.NewCheckpointer(newClient(t, srv.Addr()), redisstore.WithPrefix("crash:"))
-	counts := checkpointtest.ResumeAfterCrash(t, cp)
-	t.Logf("redis-server %s: calls run per tool: %s", srv.Addr(), counts)
-	state, v, err := cp.Load(context.Background(), "checkpointtest-crash")
-	if err != nil || state == nil || v < 5 {
-		t.Errorf("Load after the run = %d bytes, version %d, %v; want the final state", len(state), v, err)
-	}
 }
 
 func TestCheckpointerKeyAndTTL(t *testing.T) {

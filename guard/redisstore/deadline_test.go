@@ -16,6 +16,7 @@ import (
 	"github.com/toolguard/toolguard/guard/redisstore"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage"
 )
 
 // deadlineSlack is what a call may take past its deadline on a loaded
@@ -41,7 +42,7 @@ func TestFrozenDeadlines(t *testing.T) {
 	store := redisstore.New(client)
 	cp := redisstore.NewCheckpointer(client)
 
-	pending := map[string]*agent.Interrupt{} // the Resume cases' interrupts, by thread
+	pending := map[string]*toolstage.Interrupt{} // the Resume cases' interrupts, by thread
 	cases := []struct {
 		name string
 		// prepare runs with the server up; run freezes it (with freeze)
@@ -131,7 +132,7 @@ func TestFrozenDeadlines(t *testing.T) {
 				in := pending[id]
 				freeze()
 				_, err := approvalAgent(cp, fakemodel.New(fakemodel.Text("done"))).Resume(guard.WithThread(ctx, id), in,
-					agent.Decision{CallID: in.Pending[0].ID, Action: agent.Accept, Digest: in.Pending[0].Digest})
+					toolstage.Decision{CallID: in.Pending[0].ID, Action: toolstage.Accept, Digest: in.Pending[0].Digest})
 				return err
 			},
 			margin: deadlineSlack,
@@ -186,19 +187,19 @@ func TestFrozenDeadlines(t *testing.T) {
 }
 
 // approvalAgent is an agent whose transfer_money waits for approval, on cp.
-func approvalAgent(cp agent.Checkpointer, model llms.Model) *agent.Agent {
-	transfer := agent.NewSchemaTool("transfer_money", "Sends money.", map[string]any{"type": "object"},
+func approvalAgent(cp toolstage.Checkpointer, model llms.Model) *agent.Agent {
+	transfer := toolstage.NewSchemaTool("transfer_money", "Sends money.", map[string]any{"type": "object"},
 		func(context.Context, map[string]any) (string, error) { return "sent", nil })
-	return agent.New(model, []agent.Tool{transfer}, agent.WithCheckpointer(cp), agent.WithApprovalFor("transfer_money"))
+	return agent.New(model, toolstage.New([]toolstage.Tool{transfer}, toolstage.WithApprovalFor("transfer_money")), agent.WithCheckpointer(cp))
 }
 
 // pauseForApproval runs a turn on thread that pauses for approval of a
 // transfer, its state saved in cp, and returns the interrupt.
-func pauseForApproval(t *testing.T, cp agent.Checkpointer, thread string) *agent.Interrupt {
+func pauseForApproval(t *testing.T, cp toolstage.Checkpointer, thread string) *toolstage.Interrupt {
 	t.Helper()
 	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("transfer_money", `{"to":"alice","amount":25}`)))
 	_, err := approvalAgent(cp, model).Run(guard.WithThread(context.Background(), thread), "pay alice 25")
-	var in *agent.Interrupt
+	var in *toolstage.Interrupt
 	if !errors.As(err, &in) || len(in.Pending) != 1 {
 		t.Fatalf("Run = %v, want an *Interrupt with the transfer", err)
 	}

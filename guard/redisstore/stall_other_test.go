@@ -3,9 +3,9 @@
 package redisstore_test
 
 import (
-	"github.com/toolguard/toolguard/agent/checkpointtest"
 	"github.com/toolguard/toolguard/guard/redisstore/redisserver"
 	"github.com/toolguard/toolguard/guard/storetest"
+	"github.com/toolguard/toolguard/toolstage/checkpointtest"
 )
 
 // Without SIGSTOP there is no stall: the kits skip those checks.

@@ -11,13 +11,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/tmc/langchaingo/llms"
-	"github.com/toolguard/toolguard/agent/checkpointtest"
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/guard/redisstore"
 	"github.com/toolguard/toolguard/guard/redisstore/redisserver"
 	"github.com/toolguard/toolguard/guard/storetest"
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
+	"github.com/toolguard/toolguard/toolstage/checkpointtest"
 )
 
 // stall freezes srv now and thaws it after d, in the background. The

@@ -14,6 +14,7 @@ import (
 	"github.com/toolguard/toolguard/middleware"
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/repair"
+	"github.com/toolguard/toolguard/toolstage"
 	"github.com/toolguard/toolguard/validation"
 )
 
@@ -152,7 +153,7 @@ func agentAnswer(mws ...middleware.Middleware) func(context.Context, Corrupted) 
 		for i := range steps {
 			steps[i] = step
 		}
-		a := agent.New(fakemodel.New(steps...), nil, agent.WithOutputSchema(cor.Schema), agent.WithMiddleware(mws...))
+		a := agent.New(fakemodel.New(steps...), toolstage.New(nil), agent.WithOutputSchema(cor.Schema), agent.WithMiddleware(mws...))
 		res, err := a.Run(ctx, "Answer.")
 		out := outputOutcome{}
 		if res != nil {
