@@ -6,8 +6,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/toolguard/toolguard/toolstage/checkpointtest"
 	"github.com/toolguard/toolguard/toolstage"
+	"github.com/toolguard/toolguard/toolstage/checkpointtest"
 )
 
 // TestFileCheckpointer holds the example's store to the Checkpointer
