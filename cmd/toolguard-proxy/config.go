@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -50,6 +51,11 @@ type config struct {
 	keys           *keyring
 	upstreamKeyEnv string
 	upstreamKey    string
+
+	// -tls-cert and -tls-key: the files, and the pair they held at
+	// start; tlsPair is nil without TLS (plain HTTP on listen).
+	tlsCert, tlsKey string
+	tlsPair         *tls.Certificate
 
 	// env maps the name of each flag whose value came from the
 	// environment to its variable, so that errors name what was set.
@@ -141,6 +147,8 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "on SIGTERM, how long in-flight requests (streams included) may take to\nfinish before they are cut; keep it below the orchestrator's grace period")
 	fs.StringVar(&cfg.authKeysPath, "auth-keys", "", "require a client key: a `file` of lines KEY TENANT (# comments), re-read on SIGHUP;\na request must carry one where its SDK puts the API key (Authorization: Bearer,\nx-api-key, x-goog-api-key or ?key=), else 401; the upstream gets -upstream-key-env's\nkey there instead, and thread limits count per tenant")
 	fs.StringVar(&cfg.upstreamKeyEnv, "upstream-key-env", "", "the environment variable (`name`) holding the provider's API key, sent upstream\nin place of the client's key (required with -auth-keys)")
+	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "serve HTTPS on -listen with this certificate `file` (PEM, the chain after the\nserver's certificate) and -tls-key's key; both re-read on SIGHUP")
+	fs.StringVar(&cfg.tlsKey, "tls-key", "", "the private key `file` (PEM) of -tls-cert's certificate")
 	fs.StringVar(&logLvl, "log-level", "info", "`level` of the logs: debug, info, warn or error")
 	fs.BoolVar(&version, "version", false, "print the version (module version or devel, VCS revision) and exit")
 	fs.Usage = func() {
@@ -166,6 +174,9 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	}
 	if err == nil {
 		err = cfg.finishAuth(env)
+	}
+	if err == nil {
+		err = cfg.finishTLS()
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "toolguard-proxy: %v\n\n", err)
@@ -371,6 +382,25 @@ func (cfg *config) finishAuth(env func(string) (string, bool)) error {
 		return fmt.Errorf("%s %s: %w", cfg.src("auth-keys"), cfg.authKeysPath, unwrapPath(err))
 	}
 	cfg.keys = keys
+	return nil
+}
+
+// finishTLS checks -tls-cert and -tls-key, both or neither, and loads
+// the pair (loadPair).
+func (cfg *config) finishTLS() error {
+	switch {
+	case cfg.tlsCert == "" && cfg.tlsKey == "":
+		return nil // plain HTTP
+	case cfg.tlsKey == "":
+		return fmt.Errorf("%s needs %s, the certificate's private key", cfg.src("tls-cert"), cfg.src("tls-key"))
+	case cfg.tlsCert == "":
+		return fmt.Errorf("%s needs %s, the certificate of the key", cfg.src("tls-key"), cfg.src("tls-cert"))
+	}
+	pair, err := loadPair(cfg.src("tls-cert"), cfg.tlsCert, cfg.src("tls-key"), cfg.tlsKey)
+	if err != nil {
+		return err
+	}
+	cfg.tlsPair = pair
 	return nil
 }
 
