@@ -219,6 +219,12 @@ func (s *server) serve(ctx context.Context, ln, admin net.Listener) error {
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	attrs := []any{"addr", ln.Addr().String(), "upstream", s.cfg.upstream.Redacted()}
+	if u := s.cfg.anthropic.url; u != nil {
+		attrs = append(attrs, "upstream_anthropic", u.Redacted())
+	}
+	if u := s.cfg.gemini.url; u != nil {
+		attrs = append(attrs, "upstream_gemini", u.Redacted())
+	}
 	if keys := s.keys.Load(); keys != nil {
 		attrs = append(attrs, "keys", len(keys.entries), "tenants", keys.count)
 	}
