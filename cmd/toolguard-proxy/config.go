@@ -114,7 +114,11 @@ while draining), /metrics (Prometheus), on -admin-listen when given, else on
 -listen; everything else is proxied. OTLP traces when
 OTEL_EXPORTER_OTLP_ENDPOINT is set. Logs: JSON on stderr, never a header,
 a query or content. SIGTERM: stop accepting, finish in-flight requests
-(streams included), exit 0.
+(streams included), exit 0. SIGHUP: re-read -auth-keys and -tls-cert/-tls-key.
+
+One proxy, every provider: -upstream-anthropic and -upstream-gemini take
+Anthropic's (/v1/messages, anthropic-version) and Gemini's
+(/models/MODEL:METHOD, x-goog-api-key, ?key=) requests; the rest go to -upstream.
 
 Every flag but -version may also be set as an environment variable:
 TOOLGUARD_ and its name in upper case with "_" for "-" (TOOLGUARD_THREAD_LIMIT=10,
