@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -132,7 +133,7 @@ func checkCertPEM(b []byte) error {
 }
 
 // certAttrs are the log fields that say which certificate pair is: its
-// serial number (hex), subject and expiry.
+// serial number (serialHex), subject and expiry.
 func certAttrs(pair *tls.Certificate) []slog.Attr {
 	leaf := pair.Leaf
 	if leaf == nil {
@@ -142,7 +143,7 @@ func certAttrs(pair *tls.Certificate) []slog.Attr {
 		}
 	}
 	return []slog.Attr{
-		slog.String("serial", leaf.SerialNumber.Text(16)),
+		slog.String("serial", serialHex(leaf)),
 		slog.String("subject", leaf.Subject.String()),
 		slog.String("not_after", leaf.NotAfter.UTC().Format(time.RFC3339)),
 	}
@@ -163,4 +164,15 @@ func (s *server) reloadCert() {
 	}
 	c.cur.Store(pair)
 	s.log.LogAttrs(context.Background(), slog.LevelInfo, "toolguard-proxy: the TLS certificate was reloaded", certAttrs(pair)...)
+}
+
+// serialHex is a certificate's serial number as openssl x509 -serial
+// prints it (upper-case hex, an even number of digits), so that the log
+// can be compared with the file.
+func serialHex(c *x509.Certificate) string {
+	h := strings.ToUpper(c.SerialNumber.Text(16))
+	if len(h)%2 == 1 {
+		h = "0" + h
+	}
+	return h
 }
