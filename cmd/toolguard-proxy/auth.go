@@ -191,12 +191,11 @@ func eachQueryParam(q string, f func(name, value string, err error) string) stri
 	return out.String()
 }
 
-// replaceClientKeys puts the provider's key (-upstream-key-env) into the
-// upstream request out wherever the client's key was (c.places) and
-// removes every other credential header, so that no client key reaches
-// the upstream.
-func (s *server) replaceClientKeys(out *http.Request, c *client) {
-	key := s.cfg.upstreamKey
+// replaceClientKeys puts the provider's key of out's upstream (key, from
+// -upstream-key-env or the route's -key-env) into the upstream request
+// out wherever the client's key was (c.places) and removes every other
+// credential header, so that no client key reaches the upstream.
+func replaceClientKeys(out *http.Request, c *client, key string) {
 	out.Header.Del(authorizationHeader)
 	out.Header.Del(anthropicKeyHeader)
 	out.Header.Del(googleKeyHeader)

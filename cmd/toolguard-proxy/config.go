@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,8 +21,13 @@ import (
 // config is what the flags say.
 type config struct {
 	listen      string
-	adminListen string // /metrics, /healthz, /readyz; "": on listen
-	upstream    *url.URL
+	adminListen string   // /metrics, /healthz, /readyz; "": on listen
+	upstream    *url.URL // every request no route below claims
+
+	// -upstream-anthropic and -upstream-gemini with their -key-env:
+	// upstreams of their own for Anthropic's and Gemini's requests
+	// (providerOf); a route without a URL sends them to upstream.
+	anthropic, gemini route
 
 	maxRetries   int                     // ToolArgValidation's re-asks
 	modelRetries int                     // ModelRetry's retries
@@ -51,9 +57,21 @@ type config struct {
 	upstreamKeyEnv string
 	upstreamKey    string
 
+	// -tls-cert and -tls-key: the files, and the pair they held at
+	// start; tlsPair is nil without TLS (plain HTTP on listen).
+	tlsCert, tlsKey string
+	tlsPair         *tls.Certificate
+
 	// env maps the name of each flag whose value came from the
 	// environment to its variable, so that errors name what was set.
 	env map[string]string
+}
+
+// route is the upstream of one provider's requests.
+type route struct {
+	url    *url.URL // nil: the provider's requests go to -upstream
+	keyEnv string   // the variable of the provider's key (-upstream-…-key-env)
+	key    string   // the provider's key, sent with -auth-keys; "" without
 }
 
 // envPrefix begins the environment variable of every flag but -version:
@@ -96,7 +114,11 @@ while draining), /metrics (Prometheus), on -admin-listen when given, else on
 -listen; everything else is proxied. OTLP traces when
 OTEL_EXPORTER_OTLP_ENDPOINT is set. Logs: JSON on stderr, never a header,
 a query or content. SIGTERM: stop accepting, finish in-flight requests
-(streams included), exit 0.
+(streams included), exit 0. SIGHUP: re-read -auth-keys and -tls-cert/-tls-key.
+
+One proxy, every provider: -upstream-anthropic and -upstream-gemini take
+Anthropic's (/v1/messages, anthropic-version) and Gemini's
+(/models/MODEL:METHOD, x-goog-api-key, ?key=) requests; the rest go to -upstream.
 
 Every flag but -version may also be set as an environment variable:
 TOOLGUARD_ and its name in upper case with "_" for "-" (TOOLGUARD_THREAD_LIMIT=10,
@@ -118,11 +140,14 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	var (
 		cfg                                                config
 		upstream, maxBody, limitExit, logLvl, unknownTools string
+		anthropicURL, geminiURL                            string
 		version                                            bool
 	)
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "`address` to serve on (host:port)")
 	fs.StringVar(&cfg.adminListen, "admin-listen", "", "serve /metrics, /healthz and /readyz on this `address` (host:port) and no longer\non -listen, whose clients then reach the upstream alone (default: on -listen)")
 	fs.StringVar(&upstream, "upstream", "", "the provider's base `URL`, e.g. https://api.openai.com, https://api.anthropic.com,\nhttps://generativelanguage.googleapis.com (required); a request's path is appended to it")
+	fs.StringVar(&anthropicURL, "upstream-anthropic", "", "the base `URL` of Anthropic's requests (/v1/messages and below it, any request\nwith anthropic-version), e.g. https://api.anthropic.com (default: -upstream)")
+	fs.StringVar(&geminiURL, "upstream-gemini", "", "the base `URL` of Gemini's requests (…/models/MODEL:METHOD, any request with\nx-goog-api-key or ?key=), e.g. https://generativelanguage.googleapis.com (default: -upstream)")
 	fs.IntVar(&cfg.maxRetries, "max-retries", 2, "re-asks after invalid tool calls, per client request (ToolArgValidation)")
 	fs.IntVar(&cfg.modelRetries, "model-retries", 2, "retries of an upstream request that failed transiently: 408, 409, 429, 5xx,\na dropped connection (ModelRetry; 0: none). The client's SDK retries too")
 	fs.BoolVar(&cfg.failClosed, "fail-closed", false, "answer calls still invalid after the last re-ask with HTTP 422 in the\nprovider's error shape, instead of passing them on")
@@ -140,7 +165,11 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "on SIGTERM, how long in-flight requests (streams included) may take to\nfinish before they are cut; keep it below the orchestrator's grace period")
 	fs.StringVar(&cfg.authKeysPath, "auth-keys", "", "require a client key: a `file` of lines KEY TENANT (# comments), re-read on SIGHUP;\na request must carry one where its SDK puts the API key (Authorization: Bearer,\nx-api-key, x-goog-api-key or ?key=), else 401; the upstream gets -upstream-key-env's\nkey there instead, and thread limits count per tenant")
-	fs.StringVar(&cfg.upstreamKeyEnv, "upstream-key-env", "", "the environment variable (`name`) holding the provider's API key, sent upstream\nin place of the client's key (required with -auth-keys)")
+	fs.StringVar(&cfg.upstreamKeyEnv, "upstream-key-env", "", "the environment variable (`name`) holding -upstream's API key, sent upstream\nin place of the client's key (required with -auth-keys)")
+	fs.StringVar(&cfg.anthropic.keyEnv, "upstream-anthropic-key-env", "", "the environment variable (`name`) holding -upstream-anthropic's API key\n(required with -auth-keys and -upstream-anthropic)")
+	fs.StringVar(&cfg.gemini.keyEnv, "upstream-gemini-key-env", "", "the environment variable (`name`) holding -upstream-gemini's API key\n(required with -auth-keys and -upstream-gemini)")
+	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "serve HTTPS on -listen with this certificate `file` (PEM, the chain after the\nserver's certificate) and -tls-key's key; both re-read on SIGHUP")
+	fs.StringVar(&cfg.tlsKey, "tls-key", "", "the private key `file` (PEM) of -tls-cert's certificate")
 	fs.StringVar(&logLvl, "log-level", "info", "`level` of the logs: debug, info, warn or error")
 	fs.BoolVar(&version, "version", false, "print the version (module version or devel, VCS revision) and exit")
 	fs.Usage = func() {
@@ -164,8 +193,17 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	if err == nil {
 		err = cfg.finish(upstream, maxBody, limitExit, logLvl, unknownTools)
 	}
+	if err == nil && anthropicURL != "" {
+		cfg.anthropic.url, err = cfg.upstreamURL("upstream-anthropic", anthropicURL)
+	}
+	if err == nil && geminiURL != "" {
+		cfg.gemini.url, err = cfg.upstreamURL("upstream-gemini", geminiURL)
+	}
 	if err == nil {
 		err = cfg.finishAuth(env)
+	}
+	if err == nil {
+		err = cfg.finishTLS()
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "toolguard-proxy: %v\n\n", err)
@@ -224,9 +262,9 @@ func (cfg *config) finish(upstream, maxBody, limitExit, logLvl, unknownTools str
 	if upstream == "" {
 		return fmt.Errorf("%s is required", cfg.src("upstream"))
 	}
-	u, err := url.Parse(upstream)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("%s %q: want an http or https URL with a host and no query", cfg.src("upstream"), upstream)
+	u, err := cfg.upstreamURL("upstream", upstream)
+	if err != nil {
+		return err
 	}
 	cfg.upstream = u
 	if cfg.maxRetries < 0 || cfg.modelRetries < 0 {
@@ -286,6 +324,17 @@ func (cfg *config) finish(upstream, maxBody, limitExit, logLvl, unknownTools str
 	return nil
 }
 
+// upstreamURL parses the value v of the upstream flag name: an http or
+// https URL with a host and no query, to which a request's path is
+// appended.
+func (cfg *config) upstreamURL(name, v string) (*url.URL, error) {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("%s %q: want an http or https URL with a host and no query", cfg.src(name), v)
+	}
+	return u, nil
+}
+
 // middlewares returns the transport's stages, outermost first: the
 // observer, the model-call limit and the tool-call limit (each only when
 // its limit is given), argument validation, and model retries innermost,
@@ -341,36 +390,94 @@ func (cfg config) middlewares(o guard.Observer, store guard.ThreadStore, events 
 	return mws
 }
 
-// finishAuth checks -auth-keys and -upstream-key-env, reads the key file
-// and the provider's key from the variable env looks up. Neither key
-// reaches an error.
+// finishAuth checks -auth-keys and the -key-env flags of the upstreams,
+// reads the key file and each upstream's key from the variable env looks
+// up. With -auth-keys, -upstream-key-env is required, and so is the
+// -key-env of each route given (-upstream-anthropic, -upstream-gemini):
+// each upstream gets its own provider's key, never another's. Without
+// -auth-keys none may be given. No key reaches an error.
 func (cfg *config) finishAuth(env func(string) (string, bool)) error {
-	switch {
-	case cfg.authKeysPath == "" && cfg.upstreamKeyEnv == "":
+	routes := []struct {
+		flag string
+		r    *route
+	}{{"upstream-anthropic", &cfg.anthropic}, {"upstream-gemini", &cfg.gemini}}
+	for _, rt := range routes {
+		if rt.r.keyEnv != "" && rt.r.url == nil {
+			return fmt.Errorf("%s needs %s: it names the key of that upstream", cfg.src(rt.flag+"-key-env"), cfg.src(rt.flag))
+		}
+	}
+	if cfg.authKeysPath == "" {
+		for _, f := range []struct{ name, value string }{
+			{"upstream-key-env", cfg.upstreamKeyEnv}, {"upstream-anthropic-key-env", cfg.anthropic.keyEnv}, {"upstream-gemini-key-env", cfg.gemini.keyEnv},
+		} {
+			if f.value != "" {
+				return fmt.Errorf("%s needs %s: without client keys the proxy would spend the provider's key for whoever reaches it",
+					cfg.src(f.name), cfg.src("auth-keys"))
+			}
+		}
 		return nil // credentials pass through
-	case cfg.authKeysPath == "":
-		return fmt.Errorf("%s needs %s: without client keys the proxy would spend the provider's key for whoever reaches it",
-			cfg.src("upstream-key-env"), cfg.src("auth-keys"))
-	case cfg.upstreamKeyEnv == "":
+	}
+	if cfg.upstreamKeyEnv == "" {
 		return fmt.Errorf("%s needs %s, the variable holding the provider's key, which the upstream gets in place of the client's",
 			cfg.src("auth-keys"), cfg.src("upstream-key-env"))
 	}
-	key, ok := env(cfg.upstreamKeyEnv)
-	switch {
-	case !ok:
-		return fmt.Errorf("%s %s: the variable is not set: it must hold the provider's key", cfg.src("upstream-key-env"), cfg.upstreamKeyEnv)
-	case key == "":
-		return fmt.Errorf("%s %s: the variable is empty: it must hold the provider's key", cfg.src("upstream-key-env"), cfg.upstreamKeyEnv)
-	case !validHeaderValue(key):
-		return fmt.Errorf("%s %s: the variable holds a character a header cannot carry (a control character or a newline)",
-			cfg.src("upstream-key-env"), cfg.upstreamKeyEnv)
+	key, err := cfg.providerKey(env, "upstream-key-env", cfg.upstreamKeyEnv)
+	if err != nil {
+		return err
 	}
 	cfg.upstreamKey = key
+	for _, rt := range routes {
+		if rt.r.url == nil {
+			continue
+		}
+		if rt.r.keyEnv == "" {
+			return fmt.Errorf("%s needs %s with %s: its upstream gets that provider's key in place of the client's, not %s's",
+				cfg.src(rt.flag), cfg.src(rt.flag+"-key-env"), cfg.src("auth-keys"), cfg.src("upstream"))
+		}
+		if rt.r.key, err = cfg.providerKey(env, rt.flag+"-key-env", rt.r.keyEnv); err != nil {
+			return err
+		}
+	}
 	keys, err := loadKeyFile(cfg.authKeysPath)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", cfg.src("auth-keys"), cfg.authKeysPath, unwrapPath(err))
 	}
 	cfg.keys = keys
+	return nil
+}
+
+// providerKey returns the provider's key from the variable name, which
+// the flag flag names: set, not empty, and fit for a header.
+func (cfg *config) providerKey(env func(string) (string, bool), flag, name string) (string, error) {
+	key, ok := env(name)
+	switch {
+	case !ok:
+		return "", fmt.Errorf("%s %s: the variable is not set: it must hold the provider's key", cfg.src(flag), name)
+	case key == "":
+		return "", fmt.Errorf("%s %s: the variable is empty: it must hold the provider's key", cfg.src(flag), name)
+	case !validHeaderValue(key):
+		return "", fmt.Errorf("%s %s: the variable holds a character a header cannot carry (a control character or a newline)",
+			cfg.src(flag), name)
+	}
+	return key, nil
+}
+
+// finishTLS checks -tls-cert and -tls-key, both or neither, and loads
+// the pair (loadPair).
+func (cfg *config) finishTLS() error {
+	switch {
+	case cfg.tlsCert == "" && cfg.tlsKey == "":
+		return nil // plain HTTP
+	case cfg.tlsKey == "":
+		return fmt.Errorf("%s needs %s, the certificate's private key", cfg.src("tls-cert"), cfg.src("tls-key"))
+	case cfg.tlsCert == "":
+		return fmt.Errorf("%s needs %s, the certificate of the key", cfg.src("tls-key"), cfg.src("tls-cert"))
+	}
+	pair, err := loadPair(cfg.src("tls-cert"), cfg.tlsCert, cfg.src("tls-key"), cfg.tlsKey)
+	if err != nil {
+		return err
+	}
+	cfg.tlsPair = pair
 	return nil
 }
 

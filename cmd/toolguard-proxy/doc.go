@@ -1,8 +1,9 @@
 // Command toolguard-proxy guards the tool calls of any LLM client, in any
 // language, at the wire: a reverse proxy ([net/http/httputil.ReverseProxy])
 // whose Transport is [github.com/toolguard/toolguard/httpguard]. Point the
-// client's base URL at it; it forwards every request to -upstream, and the
-// requests httpguard recognises (OpenAI Chat Completions and Responses,
+// client's base URL at it; it forwards every request to -upstream (or to
+// the upstream of its provider: see Upstreams), and the requests httpguard
+// recognises (OpenAI Chat Completions and Responses,
 // Anthropic Messages, Gemini generateContent, sync and streamed) go
 // through toolguard's stages: invalid tool calls are re-asked before the
 // client sees them, transient failures retried, tool calls limited per
@@ -12,8 +13,10 @@
 //	                [-unknown-tools pass|reject] [-run-limit N] [-thread-limit N] [-redis redis://…]
 //	                [-model-call-limit N] [-max-body 8MiB] [-max-inflight N] [-version]
 //	                [-auth-keys FILE -upstream-key-env NAME] [-admin-listen ADDR] [-store-fail-open]
+//	                [-upstream-anthropic URL [-upstream-anthropic-key-env NAME]]
+//	                [-upstream-gemini URL [-upstream-gemini-key-env NAME]] [-tls-cert FILE -tls-key FILE]
 //
-// One proxy serves one upstream; run one per provider. -version prints
+// One proxy serves every provider (see Upstreams). -version prints
 // "toolguard-proxy VERSION REVISION" (devel for a build of a working tree;
 // the VCS revision, unknown without one, -dirty for a changed tree) and
 // exits.
@@ -45,11 +48,42 @@
 //	                            defaultHeaders: { "X-Toolguard-Thread": sessionId } });
 //
 // Or with no code change at all: OPENAI_BASE_URL=http://127.0.0.1:8080/v1.
-// For Anthropic, run it with -upstream https://api.anthropic.com and give
-// the SDK base_url="http://127.0.0.1:8080" (ANTHROPIC_BASE_URL); for
-// Gemini, -upstream https://generativelanguage.googleapis.com and the
-// google-genai client's http_options base_url. The tool schemas are read
-// from each request's own tools, so nothing is configured per tool.
+// For Anthropic, run it with -upstream-anthropic https://api.anthropic.com
+// (or -upstream, alone) and give the SDK base_url="http://127.0.0.1:8080"
+// (ANTHROPIC_BASE_URL); for Gemini, -upstream-gemini
+// https://generativelanguage.googleapis.com and the google-genai client's
+// http_options base_url. The tool schemas are read from each request's
+// own tools, so nothing is configured per tool.
+//
+// # Upstreams
+//
+// -upstream receives every request that no other upstream claims.
+// -upstream-anthropic URL and -upstream-gemini URL give Anthropic's and
+// Gemini's requests an upstream of their own, so that one proxy serves
+// the openai, anthropic and google-genai clients of one agent:
+//
+//	toolguard-proxy -upstream https://api.openai.com -upstream-anthropic https://api.anthropic.com \
+//	                -upstream-gemini https://generativelanguage.googleapis.com
+//
+// A path httpguard reads as one protocol's decides: …/chat/completions and
+// …/responses go to -upstream; …/v1/messages and the paths below it
+// (count_tokens, batches) to -upstream-anthropic; …/models/MODEL:METHOD
+// (generateContent, streamGenerateContent, countTokens, embedContent, …)
+// to -upstream-gemini. Any other path goes by the header only that
+// provider's SDKs send, so that their other requests (the list of models,
+// files) reach it too: anthropic-version (every Anthropic SDK sends it
+// with every request) to -upstream-anthropic; x-goog-api-key or a key
+// query parameter to -upstream-gemini. Everything else, and a provider's
+// requests when its flag is not given, goes to -upstream. Every upstream
+// is served alike: the same guard, retries and limits (a thread's counts
+// are the thread's, whichever upstream its requests go to), errors said by
+// their kind, the upstream's own Host, streams.
+//
+// With -auth-keys each upstream gets its own provider's key:
+// -upstream-key-env names -upstream's, and -upstream-anthropic-key-env and
+// -upstream-gemini-key-env, required with their upstream, name theirs, so
+// that no provider is sent another's key. Without -auth-keys the clients'
+// keys pass through, and the -key-env flags are refused.
 //
 // # Stages
 //
@@ -98,8 +132,9 @@
 // A key is 16 to 512 bytes of printable ASCII; a tenant up to 64 letters,
 // digits, '.', '_' and '-'; a tenant may have several keys, a key one
 // tenant. -upstream-key-env NAME (required with -auth-keys, and only with
-// it) names the environment variable holding the provider's key; the
-// proxy refuses to start when it is unset or empty, and when the file is
+// it) names the environment variable holding the provider's key (with
+// -upstream-anthropic or -upstream-gemini, each has its own: see
+// Upstreams); the proxy refuses to start when it is unset or empty, and when the file is
 // malformed, with one line naming the flag and the line of the file, never
 // a key.
 //
@@ -127,11 +162,26 @@
 // (any tenant's: it names every tenant), while /healthz and /readyz stay
 // open to probes; serve it on -admin-listen to keep it from tenants.
 //
-// SIGHUP re-reads the key file: requests arriving from then on are served
-// with the new keys. A file that cannot be read or is malformed changes
-// nothing; the log says why (the line, never the key). Without -auth-keys
-// credentials pass through as they came, and SIGHUP has its default
-// effect.
+// SIGHUP re-reads the key file (and the TLS pair: see TLS): requests
+// arriving from then on are served with the new keys. A file that cannot
+// be read or is malformed changes nothing; the log says why (the line,
+// never the key). Without -auth-keys credentials pass through as they
+// came; without -auth-keys and TLS, SIGHUP has its default effect.
+//
+// # TLS
+//
+// With -tls-cert FILE -tls-key FILE (PEM: the server's certificate
+// followed by its chain, and its private key) the proxy serves HTTPS on
+// -listen, TLS 1.2 and up, HTTP/1.1 as on plain -listen; a client speaking
+// plain HTTP to it is answered 400. Both flags or neither; a file that
+// cannot be read, a certificate that does not parse, a key that does not
+// match stop the proxy before it starts, with a line naming the flag.
+// SIGHUP re-reads both files: connections made from then on get the new
+// certificate, and connections already open keep theirs, requests in
+// flight untouched. A pair that cannot be read or does not match changes
+// nothing, and the log says why. -admin-listen stays plain HTTP: it is
+// for the operator's network, whose probes (Kubernetes' httpGet) and
+// scrapers speak plain HTTP by default.
 //
 // # Headers
 //

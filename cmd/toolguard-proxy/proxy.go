@@ -24,20 +24,22 @@ const threadHeader = "X-Toolguard-Thread"
 // maxThreadID bounds the thread header's value.
 const maxThreadID = 256
 
-// rewrite makes the upstream request: the client's, sent to -upstream
-// with the thread header removed. Accept-Encoding is removed too, so that
+// rewrite makes the upstream request: the client's, sent to the upstream
+// of its provider (upstreamFor: -upstream-anthropic, -upstream-gemini,
+// else -upstream) with the thread header removed. Accept-Encoding is removed too, so that
 // the upstream connection negotiates compression itself and hands
 // httpguard a body it can read: a client's "gzip, br" passed on would get
 // an encoded answer the guard would have to decode first.
 //
-// With -auth-keys, the client's key is replaced by the provider's
-// (replaceClientKeys).
+// With -auth-keys, the client's key is replaced by that upstream's
+// provider key (replaceClientKeys).
 func (s *server) rewrite(pr *httputil.ProxyRequest) {
-	pr.SetURL(s.cfg.upstream)
+	target, key := s.upstreamFor(pr.In)
+	pr.SetURL(target)
 	pr.Out.Header.Del(threadHeader)
 	pr.Out.Header.Del("Accept-Encoding")
 	if c := clientFrom(pr.In.Context()); c != nil {
-		s.replaceClientKeys(pr.Out, c)
+		replaceClientKeys(pr.Out, c, key)
 	}
 }
 

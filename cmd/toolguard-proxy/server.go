@@ -49,9 +49,9 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 	if err != nil {
 		return errors.Join(fmt.Errorf("toolguard-proxy: %w", err), s.close(context.Background()))
 	}
-	if cfg.keys != nil {
-		// SIGHUP re-reads the key file. Without -auth-keys there is
-		// nothing to reload, and SIGHUP keeps its default effect.
+	if cfg.keys != nil || cfg.tlsPair != nil {
+		// SIGHUP re-reads the key file and the TLS pair. Without either
+		// there is nothing to reload, and SIGHUP keeps its default effect.
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
 		defer signal.Stop(hup)
@@ -59,7 +59,7 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 			for {
 				select {
 				case <-hup:
-					s.reloadKeys()
+					s.reload()
 				case <-ctx.Done():
 					return
 				}
@@ -73,6 +73,18 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 		}
 	}
 	return s.serve(ctx, ln, admin)
+}
+
+// reload re-reads what SIGHUP reloads: the key file of -auth-keys and the
+// pair of -tls-cert and -tls-key, each that is given; one that fails
+// keeps what it had and the other is reloaded all the same.
+func (s *server) reload() {
+	if s.keys.Load() != nil {
+		s.reloadKeys()
+	}
+	if s.cert != nil {
+		s.reloadCert()
+	}
 }
 
 // reloadKeys re-reads the key file of -auth-keys (on SIGHUP): the new keys
@@ -106,6 +118,7 @@ type server struct {
 	draining atomic.Bool  // after ctx is done, until serve returns: /readyz is 503
 
 	keys         atomic.Pointer[keyring] // -auth-keys, as last loaded; nil without
+	cert         *certificate            // -tls-cert and -tls-key; nil without (plain HTTP)
 	tenantLabels tenantLabels
 }
 
@@ -119,6 +132,9 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 	s := &server{cfg: cfg, log: log, tel: tel}
 	if cfg.keys != nil {
 		s.keys.Store(cfg.keys)
+	}
+	if cfg.tlsPair != nil {
+		s.cert = newCertificate(cfg.tlsCert, cfg.tlsKey, cfg.tlsPair)
 	}
 	var store guard.ThreadStore
 	if cfg.redisURL != "" {
@@ -172,8 +188,9 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 	return s, nil
 }
 
-// serve serves on ln, and the admin endpoints on admin (-admin-listen;
-// nil without), until ctx is done; then it drains: /readyz answers 503,
+// serve serves on ln (HTTPS with -tls-cert, else plain HTTP), and the
+// admin endpoints on admin (-admin-listen; nil without; plain HTTP), until
+// ctx is done; then it drains: /readyz answers 503,
 // ln stops accepting connections, and the requests in flight, streams
 // included, get up to -shutdown-timeout to finish before they are cut;
 // the admin port closes last.
@@ -202,8 +219,20 @@ func (s *server) serve(ctx context.Context, ln, admin net.Listener) error {
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	attrs := []any{"addr", ln.Addr().String(), "upstream", s.cfg.upstream.Redacted()}
+	if u := s.cfg.anthropic.url; u != nil {
+		attrs = append(attrs, "upstream_anthropic", u.Redacted())
+	}
+	if u := s.cfg.gemini.url; u != nil {
+		attrs = append(attrs, "upstream_gemini", u.Redacted())
+	}
 	if keys := s.keys.Load(); keys != nil {
 		attrs = append(attrs, "keys", len(keys.entries), "tenants", keys.count)
+	}
+	if s.cert != nil {
+		// The handshake is made by the connection's first read, on the
+		// connection's own goroutine: Serve never waits on a client.
+		ln = s.cert.listen(ln)
+		attrs = append(attrs, slog.GroupAttrs("tls", certAttrs(s.cert.cur.Load())...))
 	}
 	s.log.Info("toolguard-proxy: listening", attrs...)
 	served := make(chan error, 1)
