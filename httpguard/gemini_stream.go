@@ -117,6 +117,7 @@ func isCallPart(b []byte, sp span) bool {
 type geminiAssembler struct {
 	budget
 	last   []byte
+	chunk  *geminiChunk // last parsed: the gate reads it, never parsing the chunk again
 	cand   []byte
 	finish []byte
 	role   string
@@ -149,7 +150,7 @@ func (a *geminiAssembler) addChunk(ev sseEvent) (bool, error) {
 	if err := a.take(len(b) - len(a.last)); err != nil {
 		return false, err
 	}
-	a.last = b
+	a.last, a.chunk = b, c
 	a.several = a.several || c.other
 	a.calls = a.calls || c.otherCalls
 	for _, p := range c.parts {
@@ -277,7 +278,7 @@ func (g *geminiGate) event(ev sseEvent) (bool, error) {
 	if g.attempt > 0 || g.holding {
 		return false, nil
 	}
-	c, _ := parseGeminiChunk(b) // add parsed it already
+	c := g.asm.chunk // add parsed it
 	n := len(c.parts)
 	for i, p := range c.parts {
 		if isCallPart(b, p) {
