@@ -300,7 +300,9 @@
 // ([guard.ExitError]), tool_calls_refused (see "Server-side state"); the
 // message holds the violations, bounded. A limiter that cannot reach its
 // store answers 503, type limit_store_unavailable (Gemini's status
-// UNAVAILABLE), x-should-retry: false. A server that puts the transport
+// UNAVAILABLE), x-should-retry: false, with a fixed message naming the
+// limiter: what the store's error says (an address, a port, a key naming
+// the thread) reaches the events and the program, never the client. A server that puts the transport
 // behind a handler of its own answers its own errors in the same shapes
 // with [ErrorResponse].
 //

@@ -298,6 +298,10 @@ const (
 	tooLargeText     = "httpguard: the provider's streamed answer is larger than httpguard.MaxBody (8 MiB) and cannot be guarded"
 )
 
+// storeUnavailableText is what a client reads of a limit whose store
+// cannot be reached (%s: the limiter).
+const storeUnavailableText = "httpguard: %s: the limit store cannot be reached; retry later"
+
 // refusal maps a guard's refusal to the client's error response: its
 // status, error type and message.
 func refusal(err error) (status int, typ, msg string, ok bool) {
@@ -321,7 +325,10 @@ func refusal(err error) (status int, typ, msg string, ok bool) {
 	case errors.As(err, &state):
 		status, typ = http.StatusUnprocessableEntity, "tool_calls_refused"
 	case errors.As(err, &store):
-		status, typ = http.StatusServiceUnavailable, "limit_store_unavailable"
+		// What the store said (an address, a port, a key naming the
+		// thread) is for the program's events and logs, not for whoever
+		// sent the request.
+		return http.StatusServiceUnavailable, "limit_store_unavailable", fmt.Sprintf(storeUnavailableText, store.Middleware), true
 	default:
 		return 0, "", "", false
 	}
