@@ -28,14 +28,19 @@ func (t *transport) call(r *http.Request, body []byte, m message) (*http.Respons
 	callID := idText(m.id)
 	ts, names, err := t.lookup(r, k, p.name, p.meta)
 	if err != nil {
-		return t.refuseOrPass(r, body, m.id, p.name, fmt.Errorf("mcpguard: the tools of the server could not be listed: %w", err))
+		reason := fmt.Errorf("mcpguard: the tools of the server could not be listed: %w", err)
+		t.emitFailOpen(ctx, guard.Event{Kind: guard.EventUnguarded, Tool: p.name, CallID: callID, Err: reason})
+		if t.cfg.failClosed {
+			return respond(r, http.StatusOK, toolError(m.id, notExecuted(p.name, reason))), nil
+		}
+		return t.passCall(r, k, body, m.id, p)
 	}
 	if ts == nil {
 		t.emit(ctx, guard.Event{Kind: guard.EventUnknownTool, Tool: p.name, CallID: callID})
 		if t.cfg.failClosed {
 			return respond(r, http.StatusOK, toolError(m.id, errfmt.UnknownTool(p.name, names))), nil
 		}
-		return t.pass(r, body) // the server says it has no such tool
+		return t.passCall(r, k, body, m.id, p) // the server says it has no such tool
 	}
 	in, out, err := t.compile(ts)
 	if err != nil {
@@ -43,7 +48,7 @@ func (t *transport) call(r *http.Request, body []byte, m message) (*http.Respons
 		if t.cfg.failClosed {
 			return respond(r, http.StatusOK, toolError(m.id, notExecuted(p.name, err))), nil
 		}
-		return t.pass(r, body)
+		return t.passCall(r, k, body, m.id, p)
 	}
 	args := p.arguments.value
 	res := guard.CheckArgs(in, args, guard.ArgsOptions{Strip: t.cfg.strip, Repair: t.cfg.repair, NoDecode: true})
@@ -64,16 +69,28 @@ func (t *transport) call(r *http.Request, body []byte, m message) (*http.Respons
 		t.emit(ctx, guard.Event{Kind: guard.EventInvalid, Tool: p.name, CallID: callID, Err: e, Feedback: feedback})
 		return respond(r, http.StatusOK, toolError(m.id, feedback)), nil
 	}
-	fwd := body
+	fwd, sent := body, args
 	if res.Changed && args != nil {
 		start := m.params.off + p.arguments.off
-		fwd = slices.Concat(body[:start], res.Args, body[start+len(args):])
+		fwd, sent = slices.Concat(body[:start], res.Args, body[start+len(args):]), res.Args
+	}
+	if text := t.admit(r, k, p.name, callID, sent); text != "" {
+		return respond(r, http.StatusOK, toolError(m.id, text)), nil
 	}
 	resp, err := t.forward(r, fwd)
 	if err != nil || out == nil {
 		return t.watch(r, k, nil)(resp, err)
 	}
 	return t.checkResult(r, k, resp, m.id, p.name, out)
+}
+
+// passCall forwards a tools/call the transport does not check, as it
+// came, unless a limit refuses it.
+func (t *transport) passCall(r *http.Request, k listKey, body, id []byte, p callParams) (*http.Response, error) {
+	if text := t.admit(r, k, p.name, idText(id), p.arguments.value); text != "" {
+		return respond(r, http.StatusOK, toolError(id, text)), nil
+	}
+	return t.pass(r, body)
 }
 
 // refuseOrPass handles a tools/call the transport cannot check: answered

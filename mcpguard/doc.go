@@ -90,6 +90,18 @@
 //	a request body past MaxBody                                 HTTP 413 with a JSON-RPC error
 //	a key of the envelope given twice, a batch with tools/call  HTTP 400 with a JSON-RPC error
 //
+// # Limits
+//
+// [WithCallLimit] caps the tools/calls forwarded per MCP session or per
+// conversation thread ([PerThread]: the context's [guard.WithThread], else
+// the [ThreadHeader]), for every tool or one ([guard.WithToolName]), with
+// guard's [guard.ToolCallLimit] and its options: the counts are kept in
+// its [guard.ThreadStore], so a shared store (redisstore) counts across
+// replicas. A call is counted as it is forwarded; a call past a limit is
+// answered with an isError result naming the limit and never reaches the
+// server; a store that fails refuses the call unless
+// [guard.WithStoreFailOpen].
+//
 // # Events
 //
 // Events carry Middleware "mcpguard", the tool's name in Tool and the
@@ -99,8 +111,8 @@
 //
 // # Not yet
 //
-// This is the first part of the MCP tool stage. Tool call limits, metrics
-// and spans, annotations from trusted servers, tools/list's ttlMs, batches
+// This is the first part of the MCP tool stage. Metrics and spans,
+// annotations from trusted servers, tools/list's ttlMs, batches
 // holding a tools/call (passed or refused as above), the proxy and the
 // stdio wrapper are to come. A tools/call sent as a notification (no id)
 // is not a request and passes. The transport does not recompute the

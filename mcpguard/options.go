@@ -53,6 +53,7 @@ type config struct {
 	strip      strip.Mode
 	repair     repair.Repairer
 	events     func(context.Context, guard.Event)
+	limits     []limitSpec
 }
 
 // WithEventHandler sends the transport's events to fn (after the
