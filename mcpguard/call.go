@@ -1,6 +1,7 @@
 package mcpguard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,9 +14,10 @@ import (
 )
 
 // call guards one tools/call request: body is the whole message, m its
-// decoding.
+// decoding. The call is told to the observers of the request's context
+// ([guard.ObserveToolCall]: otelguard's execute_tool span) from here until
+// its response is read or closed.
 func (t *transport) call(r *http.Request, body []byte, m message) (*http.Response, error) {
-	ctx := r.Context()
 	p, err := decodeCallParams(m.params.value)
 	if err != nil {
 		var dup *duplicateKeyError
@@ -24,6 +26,16 @@ func (t *transport) call(r *http.Request, body []byte, m message) (*http.Respons
 		}
 		return t.pass(r, body) // params the server refuses itself
 	}
+	ctx, end := guard.ObserveToolCall(r.Context(), guard.Call{ID: idText(m.id), Name: p.name, Args: p.arguments.value})
+	o := &outcome{}
+	r = r.WithContext(context.WithValue(ctx, outcomeKey{}, o))
+	resp, err := t.guardCall(r, body, m, p)
+	return observed(resp, err, o, end)
+}
+
+// guardCall is call once the call's params are read.
+func (t *transport) guardCall(r *http.Request, body []byte, m message, p callParams) (*http.Response, error) {
+	ctx := r.Context()
 	k := keyOf(r)
 	callID := idText(m.id)
 	ts, names, err := t.lookup(r, k, p.name, p.meta)
@@ -31,14 +43,14 @@ func (t *transport) call(r *http.Request, body []byte, m message) (*http.Respons
 		reason := fmt.Errorf("mcpguard: the tools of the server could not be listed: %w", err)
 		t.emitFailOpen(ctx, guard.Event{Kind: guard.EventUnguarded, Tool: p.name, CallID: callID, Err: reason})
 		if t.cfg.failClosed {
-			return respond(r, http.StatusOK, toolError(m.id, notExecuted(p.name, reason))), nil
+			return t.answer(r, m.id, notExecuted(p.name, reason), reason), nil
 		}
 		return t.passCall(r, k, body, m.id, p)
 	}
 	if ts == nil {
 		t.emit(ctx, guard.Event{Kind: guard.EventUnknownTool, Tool: p.name, CallID: callID})
 		if t.cfg.failClosed {
-			return respond(r, http.StatusOK, toolError(m.id, errfmt.UnknownTool(p.name, names))), nil
+			return t.answer(r, m.id, errfmt.UnknownTool(p.name, names), errUnknownTool), nil
 		}
 		return t.passCall(r, k, body, m.id, p) // the server says it has no such tool
 	}
@@ -46,7 +58,7 @@ func (t *transport) call(r *http.Request, body []byte, m message) (*http.Respons
 	if err != nil {
 		t.emitFailOpen(ctx, guard.Event{Kind: guard.EventSchemaError, Tool: p.name, CallID: callID, Err: err})
 		if t.cfg.failClosed {
-			return respond(r, http.StatusOK, toolError(m.id, notExecuted(p.name, err))), nil
+			return t.answer(r, m.id, notExecuted(p.name, err), err), nil
 		}
 		return t.passCall(r, k, body, m.id, p)
 	}
@@ -67,15 +79,15 @@ func (t *transport) call(r *http.Request, body []byte, m message) (*http.Respons
 		e.Tool, e.CallID = p.name, callID
 		feedback := errfmt.Feedback(e)
 		t.emit(ctx, guard.Event{Kind: guard.EventInvalid, Tool: p.name, CallID: callID, Err: e, Feedback: feedback})
-		return respond(r, http.StatusOK, toolError(m.id, feedback)), nil
+		return t.answer(r, m.id, feedback, e), nil
 	}
 	fwd, sent := body, args
 	if res.Changed && args != nil {
 		start := m.params.off + p.arguments.off
 		fwd, sent = slices.Concat(body[:start], res.Args, body[start+len(args):]), res.Args
 	}
-	if text := t.admit(r, k, p.name, callID, sent); text != "" {
-		return respond(r, http.StatusOK, toolError(m.id, text)), nil
+	if text, cause := t.admit(r, k, p.name, callID, sent); cause != nil {
+		return t.answer(r, m.id, text, cause), nil
 	}
 	resp, err := t.forward(r, fwd)
 	if err != nil || out == nil {
@@ -87,8 +99,8 @@ func (t *transport) call(r *http.Request, body []byte, m message) (*http.Respons
 // passCall forwards a tools/call the transport does not check, as it
 // came, unless a limit refuses it.
 func (t *transport) passCall(r *http.Request, k listKey, body, id []byte, p callParams) (*http.Response, error) {
-	if text := t.admit(r, k, p.name, idText(id), p.arguments.value); text != "" {
-		return respond(r, http.StatusOK, toolError(id, text)), nil
+	if text, cause := t.admit(r, k, p.name, idText(id), p.arguments.value); cause != nil {
+		return t.answer(r, id, text, cause), nil
 	}
 	return t.pass(r, body)
 }
@@ -99,7 +111,7 @@ func (t *transport) passCall(r *http.Request, k listKey, body, id []byte, p call
 func (t *transport) refuseOrPass(r *http.Request, body, id []byte, tool string, reason error) (*http.Response, error) {
 	t.emitFailOpen(r.Context(), guard.Event{Kind: guard.EventUnguarded, Tool: tool, CallID: idText(id), Err: reason})
 	if t.cfg.failClosed {
-		return respond(r, http.StatusOK, toolError(id, notExecuted(tool, reason))), nil
+		return t.answer(r, id, notExecuted(tool, reason), reason), nil
 	}
 	return t.pass(r, body)
 }

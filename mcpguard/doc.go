@@ -107,12 +107,25 @@
 // Events carry Middleware "mcpguard", the tool's name in Tool and the
 // JSON-RPC id in CallID. They go to the context's observers
 // ([guard.WithObserver]) and to the handler of [WithEventHandler], or
-// without one to the context's handler ([guard.Report]).
+// without one to the context's handler ([guard.Report]). A limit's events
+// are guard's ToolCallLimit's (Middleware "ToolCallLimit").
+//
+// # Spans and metrics
+//
+// Each tools/call is told to the [guard.RunObserver]s of the request's
+// context, or of [WithObserver], as a tool execution: with otelguard's
+// observer, an "execute_tool {name}" span (gen_ai.tool.name,
+// gen_ai.tool.call.id), ended when its response has been read or closed,
+// with error.type when the transport answered it itself (the refusal's
+// cause: *validation.Error for invalid arguments or a withheld result,
+// *guard.LimitExceededError, …) or the server answered with an HTTP error.
+// The call's events are span events on it, and otelguard's
+// toolguard.events counter counts them by kind and middleware.
 //
 // # Not yet
 //
-// This is the first part of the MCP tool stage. Metrics and spans,
-// annotations from trusted servers, tools/list's ttlMs, batches
+// This is the first part of the MCP tool stage. Annotations from trusted
+// servers, tools/list's ttlMs, batches
 // holding a tools/call (passed or refused as above), the proxy and the
 // stdio wrapper are to come. A tools/call sent as a notification (no id)
 // is not a request and passes. The transport does not recompute the

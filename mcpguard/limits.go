@@ -154,11 +154,11 @@ func newLimiter(specs []limitSpec, events func(context.Context, guard.Event)) *l
 var errNoThread = errors.New("mcpguard: the call names no thread (guard.WithThread or the " + ThreadHeader + " header), so its thread limit cannot count it")
 
 // admit counts the call (tool name, id, arguments) in the limits, and
-// returns the text of the isError result that refuses it, or "" when it
-// may be forwarded.
-func (t *transport) admit(r *http.Request, k listKey, name, id string, args []byte) string {
+// returns the text of the isError result that refuses it and why, or a
+// nil cause when it may be forwarded.
+func (t *transport) admit(r *http.Request, k listKey, name, id string, args []byte) (string, error) {
 	if t.limits == nil {
-		return ""
+		return "", nil
 	}
 	ctx := r.Context()
 	thread, err := threadOf(r)
@@ -167,7 +167,7 @@ func (t *transport) admit(r *http.Request, k listKey, name, id string, args []by
 	}
 	if err != nil {
 		t.emit(ctx, guard.Event{Kind: guard.EventUnguarded, Tool: name, CallID: id, Err: err})
-		return notExecutedText(name, err)
+		return notExecutedText(name, err), err
 	}
 	if thread != "" {
 		thread = threadPrefix + thread
@@ -185,15 +185,15 @@ func (t *transport) admit(r *http.Request, k listKey, name, id string, args []by
 	var se *guard.StoreError
 	switch {
 	case err == nil:
-		return ""
+		return "", nil
 	case errors.As(err, &le):
-		return le.text(name)
+		return le.text(name), le.err
 	case errors.As(err, &se):
 		// The store's error stays in the event: its text (an address, say)
 		// is not the model's to read.
-		return notExecutedText(name, errors.New("the call limit could not be counted, so the call was refused"))
+		return notExecutedText(name, errors.New("the call limit could not be counted, so the call was refused")), se
 	}
-	return notExecutedText(name, err)
+	return notExecutedText(name, err), err
 }
 
 // threadOf returns the thread the request names: its context's, else its

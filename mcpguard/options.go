@@ -54,6 +54,7 @@ type config struct {
 	repair     repair.Repairer
 	events     func(context.Context, guard.Event)
 	limits     []limitSpec
+	observer   guard.Observer
 }
 
 // WithEventHandler sends the transport's events to fn (after the

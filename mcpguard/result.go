@@ -93,7 +93,7 @@ func (t *transport) unreadResult(r *http.Request, resp *http.Response, body io.R
 	t.emitFailOpen(r.Context(), guard.Event{Kind: guard.EventUnguarded, Tool: tool, CallID: idText(id), Err: reason})
 	if t.cfg.failClosed {
 		body.Close()
-		return respond(r, http.StatusOK, toolError(id, notChecked(tool, reason))), nil
+		return t.answer(r, id, notChecked(tool, reason), reason), nil
 	}
 	resp.Body = body
 	return resp, nil
@@ -129,6 +129,7 @@ func (t *transport) checkMessage(r *http.Request, data, id []byte, tool string, 
 	if t.cfg.output == PassOutput {
 		return nil, true, nil
 	}
+	outcomeOf(r.Context()).set(verr)
 	return toolError(id, outputFeedback(verr)), true, nil
 }
 

@@ -65,6 +65,9 @@ func New(base http.RoundTripper, opts ...Option) http.RoundTripper {
 // RoundTrip guards r when it is a JSON-RPC POST holding a tools/call, and
 // learns the tools of the tools/list results it carries.
 func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if t.cfg.observer != nil {
+		r = r.WithContext(guard.WithObserver(r.Context(), t.cfg.observer))
+	}
 	switch r.Method {
 	case http.MethodPost:
 		return t.post(r)
