@@ -45,14 +45,14 @@ func (t *transport) guardCall(r *http.Request, body []byte, m message, p callPar
 		if t.cfg.failClosed {
 			return t.answer(r, m.id, notExecuted(p.name, reason), reason), nil
 		}
-		return t.passCall(r, k, body, m.id, p)
+		return t.passCall(r, k, body, m.id, p, nil)
 	}
 	if ts == nil {
 		t.emit(ctx, guard.Event{Kind: guard.EventUnknownTool, Tool: p.name, CallID: callID})
 		if t.cfg.failClosed {
 			return t.answer(r, m.id, errfmt.UnknownTool(p.name, names), errUnknownTool), nil
 		}
-		return t.passCall(r, k, body, m.id, p) // the server says it has no such tool
+		return t.passCall(r, k, body, m.id, p, nil) // the server says it has no such tool
 	}
 	in, out, err := t.compile(ts)
 	if err != nil {
@@ -60,7 +60,7 @@ func (t *transport) guardCall(r *http.Request, body []byte, m message, p callPar
 		if t.cfg.failClosed {
 			return t.answer(r, m.id, notExecuted(p.name, err), err), nil
 		}
-		return t.passCall(r, k, body, m.id, p)
+		return t.passCall(r, k, body, m.id, p, ts)
 	}
 	args := p.arguments.value
 	res := guard.CheckArgs(in, args, guard.ArgsOptions{Strip: t.cfg.strip, Repair: t.cfg.repair, NoDecode: true})
@@ -86,7 +86,7 @@ func (t *transport) guardCall(r *http.Request, body []byte, m message, p callPar
 		start := m.params.off + p.arguments.off
 		fwd, sent = slices.Concat(body[:start], res.Args, body[start+len(args):]), res.Args
 	}
-	if text, cause := t.admit(r, k, p.name, callID, sent); cause != nil {
+	if text, cause := t.preflight(r, k, ts, p.name, callID, sent); cause != nil {
 		return t.answer(r, m.id, text, cause), nil
 	}
 	resp, err := t.forward(r, fwd)
@@ -96,13 +96,24 @@ func (t *transport) guardCall(r *http.Request, body []byte, m message, p callPar
 	return t.checkResult(r, k, resp, m.id, p.name, out)
 }
 
-// passCall forwards a tools/call the transport does not check, as it
-// came, unless a limit refuses it.
-func (t *transport) passCall(r *http.Request, k listKey, body, id []byte, p callParams) (*http.Response, error) {
-	if text, cause := t.admit(r, k, p.name, idText(id), p.arguments.value); cause != nil {
+// passCall forwards a tools/call the transport does not check (ts: what
+// it knows of the tool, nil for nothing), as it came, unless the policy
+// or a limit refuses it.
+func (t *transport) passCall(r *http.Request, k listKey, body, id []byte, p callParams, ts *toolSchema) (*http.Response, error) {
+	if text, cause := t.preflight(r, k, ts, p.name, idText(id), p.arguments.value); cause != nil {
 		return t.answer(r, id, text, cause), nil
 	}
 	return t.pass(r, body)
+}
+
+// preflight asks the policy, then the limits, about a call about to be
+// forwarded with args: the text and cause of the answer that refuses it,
+// or a nil cause. A call the policy refuses is not counted.
+func (t *transport) preflight(r *http.Request, k listKey, ts *toolSchema, name, id string, args []byte) (string, error) {
+	if text, cause := t.toolPolicy(r, ts, name, id); cause != nil {
+		return text, cause
+	}
+	return t.admit(r, k, name, id, args)
 }
 
 // refuseOrPass handles a tools/call the transport cannot check: answered

@@ -102,6 +102,21 @@
 // server; a store that fails refuses the call unless
 // [guard.WithStoreFailOpen].
 //
+// # Policies and annotations
+//
+// [WithToolPolicy] asks a function before each call is forwarded, with a
+// [ToolInfo]: the tool's name, server and schemas, and its annotations
+// (destructiveHint, readOnlyHint, idempotentHint, openWorldHint) only
+// when the operator trusts the server ([WithTrustedServers]). By default
+// no server is trusted and a policy sees no annotations: they are the
+// server's own claims about its tools (the specification says clients
+// must treat them as untrusted unless the server is trusted), and a
+// policy that believed a server calling its destructive tool read-only
+// would protect nothing. [RefuseDestructive] refuses every tool that may
+// be destructive by the specification's defaults: on an untrusted server,
+// every tool. A refused call is answered isError, reported in a
+// [guard.EventToolDenied], never forwarded, never counted by a limit.
+//
 // # Events
 //
 // Events carry Middleware "mcpguard", the tool's name in Tool and the
@@ -124,8 +139,7 @@
 //
 // # Not yet
 //
-// This is the first part of the MCP tool stage. Annotations from trusted
-// servers, tools/list's ttlMs, batches
+// This is the first part of the MCP tool stage. tools/list's ttlMs, batches
 // holding a tools/call (passed or refused as above), the proxy and the
 // stdio wrapper are to come. A tools/call sent as a notification (no id)
 // is not a request and passes. The transport does not recompute the
