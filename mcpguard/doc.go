@@ -70,8 +70,11 @@
 // The result of a call whose tool declares an outputSchema is read (JSON,
 // or the event of a stream that answers the call; the stream's other
 // events pass as they come) and its structuredContent checked against it.
-// An error result (isError) is not checked; a result without
-// structuredContent breaks the schema. A violation is reported
+// An error result (isError) is not checked, nor a result of the
+// 2026-07-28 protocol that is not complete (resultType "input_required",
+// a multi round-trip request asking the client for input before the tool
+// runs, or "task"); a complete result without structuredContent breaks
+// the schema. A violation is reported
 // ([EventInvalidResult]) and, by default, the result is replaced by an
 // isError result naming the violations ([RefuseOutput]); with
 // [WithOutputViolations]([PassOutput]) it is handed on as it came.

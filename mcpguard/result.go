@@ -134,14 +134,27 @@ func (t *transport) checkMessage(r *http.Request, data, id []byte, tool string, 
 }
 
 // checkOutput checks result, a tools/call result, against out: nil when
-// it is an error result or its structuredContent is valid.
+// it is an error result, not a complete result, or its structuredContent
+// is valid.
+//
+// The 2026-07-28 protocol gives every result a resultType: "complete" for
+// a tool's result, "input_required" for a multi round-trip request
+// (SEP-2322: the server asks the client for input, and the client calls
+// the tool again with it), "task" for the tasks extension's; a result
+// without one, from an earlier protocol, is complete. Only a complete
+// result holds the tool's output.
 func checkOutput(result []byte, out *validation.Schema) (*validation.Error, error) {
-	ms, err := membersOf(result, "isError", "structuredContent")
+	ms, err := membersOf(result, "isError", "structuredContent", "resultType")
 	if err != nil {
 		return nil, fmt.Errorf("reading the result: %w", err)
 	}
 	if string(ms[0].value) == "true" {
 		return nil, nil
+	}
+	if rt := ms[2].value; rt != nil {
+		if s, ok := unquote(rt); ok && s != "complete" {
+			return nil, nil // not the tool's output (yet)
+		}
 	}
 	if ms[1].value == nil {
 		return &validation.Error{Violations: []validation.Violation{{Keyword: "structuredContent",
