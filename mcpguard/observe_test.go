@@ -55,7 +55,7 @@ func TestObserverSpansAndCounters(t *testing.T) {
 		}
 		attrs := map[attribute.Key]string{}
 		for _, a := range s.Attributes() {
-			attrs[a.Key] = a.Value.Emit()
+			attrs[a.Key] = a.Value.String()
 		}
 		var evs []string
 		for _, e := range s.Events() {
@@ -90,7 +90,7 @@ func TestObserverSpansAndCounters(t *testing.T) {
 			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
 				kind, _ := dp.Attributes.Value("toolguard.event.kind")
 				mw, _ := dp.Attributes.Value("toolguard.middleware")
-				counts[kind.Emit()+"/"+mw.Emit()] += dp.Value
+				counts[kind.String()+"/"+mw.String()] += dp.Value
 			}
 		}
 	}
