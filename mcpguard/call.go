@@ -26,6 +26,9 @@ func (t *transport) call(r *http.Request, body []byte, m message) (*http.Respons
 		}
 		return t.pass(r, body) // params the server refuses itself
 	}
+	if guard.ObserverFrom(r.Context()) == nil {
+		return t.guardCall(r, body, m, p) // nobody to tell: no outcome to keep
+	}
 	ctx, end := guard.ObserveToolCall(r.Context(), guard.Call{ID: idText(m.id), Name: p.name, Args: p.arguments.value})
 	o := &outcome{}
 	r = r.WithContext(context.WithValue(ctx, outcomeKey{}, o))

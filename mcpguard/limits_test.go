@@ -275,3 +275,55 @@ func TestWithCallLimitPanics(t *testing.T) {
 		}()
 	}
 }
+
+// Bad input and limits: a malformed message passes to the server and is
+// not counted; a call of a tool whose schema does not compile counts when
+// it passes failing open, and is refused uncounted failing closed.
+func TestLimitsWithBadInput(t *testing.T) {
+	for _, failClosed := range []bool{false, true} {
+		name := "fail open"
+		if failClosed {
+			name = "fail closed"
+		}
+		t.Run(name, func(t *testing.T) {
+			mode := modes[3]
+			srv, rec := newServer(t, mode)
+			store := guard.NewMemoryThreadStore(10)
+			opts := []mcpguard.Option{mcpguard.WithEventHandler(func(context.Context, guard.Event) {}),
+				mcpguard.WithCallLimit(mcpguard.PerThread, guard.WithThreadLimit(5), guard.WithThreadStore(store))}
+			if failClosed {
+				opts = append(opts, mcpguard.WithFailClosed())
+			}
+			rt := withHeader(mcpguard.New(srv.Client().Transport, opts...), mcpguard.ThreadHeader, "t")
+			for _, body := range []string{
+				`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"forecast","argu`,
+				`{"jsonrpc":"2.0","id":{"a":1},"method":"tools/call","params":{"name":"forecast","arguments":{}}}`,
+			} {
+				req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				resp, err := rt.RoundTrip(req)
+				if err != nil {
+					t.Fatalf("RoundTrip(%q): %v", body, err)
+				}
+				resp.Body.Close()
+				if all := rec.all(); all[len(all)-1] != body {
+					t.Errorf("the server received %q, want %q", all[len(all)-1], body)
+				}
+			}
+			key := guard.ThreadKey{Thread: "mcpguard/thread:t"}
+			if n := store.Count(key); n != 0 {
+				t.Errorf("after malformed messages the store counts %d, want 0", n)
+			}
+			cs := connectVia(t, srv, mode, rt, nil)
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "bad_schema", Arguments: map[string]any{"u": 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[bool]int{false: 1, true: 0}[failClosed]
+			if n := store.Count(key); n != want || res.IsError != failClosed {
+				t.Errorf("bad_schema: isError %v, the store counts %d; want isError %v and %d", res.IsError, n, failClosed, want)
+			}
+		})
+	}
+}
