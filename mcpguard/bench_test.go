@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/mcpguard"
 )
 
@@ -78,7 +79,8 @@ func newBenchServer(b *testing.B, mode serverMode) (*httptest.Server, *mcp.Serve
 // BenchmarkTransport measures the transport alone on one tools/call and
 // its JSON result, against a base that answers at once (no network, no
 // SDK): passthrough is the base by itself, guarded the same through
-// mcpguard.New; the difference is what the transport adds.
+// mcpguard.New; the difference is what the transport adds. guarded+limit
+// adds a session limit (WithCallLimit) in a MemoryThreadStore.
 func BenchmarkTransport(b *testing.B) {
 	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		body, _ := io.ReadAll(r.Body)
@@ -90,13 +92,17 @@ func BenchmarkTransport(b *testing.B) {
 		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
 			Body: io.NopCloser(bytes.NewReader([]byte(out))), Request: r}, nil
 	})
-	for _, guarded := range []bool{false, true} {
-		name := "passthrough"
-		var rt http.RoundTripper = base
-		if guarded {
-			name, rt = "guarded", mcpguard.New(base)
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		rt   http.RoundTripper
+	}{
+		{"passthrough", base},
+		{"guarded", mcpguard.New(base)},
+		// A session limit never reached, counted in a MemoryThreadStore.
+		{"guarded+limit", mcpguard.New(base, mcpguard.WithCallLimit(mcpguard.PerSession, guard.WithThreadLimit(1<<30)))},
+	} {
+		rt := tc.rt
+		b.Run(tc.name, func(b *testing.B) {
 			list, _ := http.NewRequest(http.MethodPost, "http://mcp.test/mcp", bytes.NewReader([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)))
 			if resp, err := rt.RoundTrip(list); err == nil {
 				io.Copy(io.Discard, resp.Body)

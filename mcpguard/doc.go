@@ -70,8 +70,11 @@
 // The result of a call whose tool declares an outputSchema is read (JSON,
 // or the event of a stream that answers the call; the stream's other
 // events pass as they come) and its structuredContent checked against it.
-// An error result (isError) is not checked; a result without
-// structuredContent breaks the schema. A violation is reported
+// An error result (isError) is not checked, nor a result of the
+// 2026-07-28 protocol that is not complete (resultType "input_required",
+// a multi round-trip request asking the client for input before the tool
+// runs, or "task"); a complete result without structuredContent breaks
+// the schema. A violation is reported
 // ([EventInvalidResult]) and, by default, the result is replaced by an
 // isError result naming the violations ([RefuseOutput]); with
 // [WithOutputViolations]([PassOutput]) it is handed on as it came.
@@ -90,17 +93,56 @@
 //	a request body past MaxBody                                 HTTP 413 with a JSON-RPC error
 //	a key of the envelope given twice, a batch with tools/call  HTTP 400 with a JSON-RPC error
 //
+// # Limits
+//
+// [WithCallLimit] caps the tools/calls forwarded per MCP session or per
+// conversation thread ([PerThread]: the context's [guard.WithThread], else
+// the [ThreadHeader]), for every tool or one ([guard.WithToolName]), with
+// guard's [guard.ToolCallLimit] and its options: the counts are kept in
+// its [guard.ThreadStore], so a shared store (redisstore) counts across
+// replicas. A call is counted as it is forwarded; a call past a limit is
+// answered with an isError result naming the limit and never reaches the
+// server; a store that fails refuses the call unless
+// [guard.WithStoreFailOpen].
+//
+// # Policies and annotations
+//
+// [WithToolPolicy] asks a function before each call is forwarded, with a
+// [ToolInfo]: the tool's name, server and schemas, and its annotations
+// (destructiveHint, readOnlyHint, idempotentHint, openWorldHint) only
+// when the operator trusts the server ([WithTrustedServers]). By default
+// no server is trusted and a policy sees no annotations: they are the
+// server's own claims about its tools (the specification says clients
+// must treat them as untrusted unless the server is trusted), and a
+// policy that believed a server calling its destructive tool read-only
+// would protect nothing. [RefuseDestructive] refuses every tool that may
+// be destructive by the specification's defaults: on an untrusted server,
+// every tool. A refused call is answered isError, reported in a
+// [guard.EventToolDenied], never forwarded, never counted by a limit.
+//
 // # Events
 //
 // Events carry Middleware "mcpguard", the tool's name in Tool and the
 // JSON-RPC id in CallID. They go to the context's observers
 // ([guard.WithObserver]) and to the handler of [WithEventHandler], or
-// without one to the context's handler ([guard.Report]).
+// without one to the context's handler ([guard.Report]). A limit's events
+// are guard's ToolCallLimit's (Middleware "ToolCallLimit").
+//
+// # Spans and metrics
+//
+// Each tools/call is told to the [guard.RunObserver]s of the request's
+// context, or of [WithObserver], as a tool execution: with otelguard's
+// observer, an "execute_tool {name}" span (gen_ai.tool.name,
+// gen_ai.tool.call.id), ended when its response has been read or closed,
+// with error.type when the transport answered it itself (the refusal's
+// cause: *validation.Error for invalid arguments or a withheld result,
+// *guard.LimitExceededError, …) or the server answered with an HTTP error.
+// The call's events are span events on it, and otelguard's
+// toolguard.events counter counts them by kind and middleware.
 //
 // # Not yet
 //
-// This is the first part of the MCP tool stage. Tool call limits, metrics
-// and spans, annotations from trusted servers, tools/list's ttlMs, batches
+// This is the first part of the MCP tool stage. tools/list's ttlMs, batches
 // holding a tools/call (passed or refused as above), the proxy and the
 // stdio wrapper are to come. A tools/call sent as a notification (no id)
 // is not a request and passes. The transport does not recompute the

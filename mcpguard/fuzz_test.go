@@ -49,7 +49,10 @@ func FuzzRoundTrip(f *testing.F) {
 			return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {ct}},
 				Body: io.NopCloser(bytes.NewReader(answer)), Request: r}, nil
 		})
-		rt := mcpguard.New(base, mcpguard.WithEventHandler(func(context.Context, guard.Event) {}))
+		rt := mcpguard.New(base, mcpguard.WithEventHandler(func(context.Context, guard.Event) {}),
+			mcpguard.WithCallLimit(mcpguard.PerSession, guard.WithThreadLimit(1<<30)),
+			mcpguard.WithToolPolicy(func(context.Context, mcpguard.ToolInfo) error { return nil }),
+			mcpguard.WithObserver(guard.ObserverFunc(func(context.Context, guard.Event) {})))
 		req, _ := http.NewRequest(http.MethodPost, "http://mcp.test/mcp", bytes.NewReader(body))
 		resp, err := rt.RoundTrip(req)
 		if err != nil {

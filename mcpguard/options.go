@@ -53,6 +53,10 @@ type config struct {
 	strip      strip.Mode
 	repair     repair.Repairer
 	events     func(context.Context, guard.Event)
+	limits     []limitSpec
+	observer   guard.Observer
+	policy     func(context.Context, ToolInfo) error
+	trusted    []string // servers whose annotations a policy reads, as serverOf writes them
 }
 
 // WithEventHandler sends the transport's events to fn (after the

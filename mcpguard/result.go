@@ -93,7 +93,7 @@ func (t *transport) unreadResult(r *http.Request, resp *http.Response, body io.R
 	t.emitFailOpen(r.Context(), guard.Event{Kind: guard.EventUnguarded, Tool: tool, CallID: idText(id), Err: reason})
 	if t.cfg.failClosed {
 		body.Close()
-		return respond(r, http.StatusOK, toolError(id, notChecked(tool, reason))), nil
+		return t.answer(r, id, notChecked(tool, reason), reason), nil
 	}
 	resp.Body = body
 	return resp, nil
@@ -129,18 +129,32 @@ func (t *transport) checkMessage(r *http.Request, data, id []byte, tool string, 
 	if t.cfg.output == PassOutput {
 		return nil, true, nil
 	}
+	outcomeOf(r.Context()).set(verr)
 	return toolError(id, outputFeedback(verr)), true, nil
 }
 
 // checkOutput checks result, a tools/call result, against out: nil when
-// it is an error result or its structuredContent is valid.
+// it is an error result, not a complete result, or its structuredContent
+// is valid.
+//
+// The 2026-07-28 protocol gives every result a resultType: "complete" for
+// a tool's result, "input_required" for a multi round-trip request
+// (SEP-2322: the server asks the client for input, and the client calls
+// the tool again with it), "task" for the tasks extension's; a result
+// without one, from an earlier protocol, is complete. Only a complete
+// result holds the tool's output.
 func checkOutput(result []byte, out *validation.Schema) (*validation.Error, error) {
-	ms, err := membersOf(result, "isError", "structuredContent")
+	ms, err := membersOf(result, "isError", "structuredContent", "resultType")
 	if err != nil {
 		return nil, fmt.Errorf("reading the result: %w", err)
 	}
 	if string(ms[0].value) == "true" {
 		return nil, nil
+	}
+	if rt := ms[2].value; rt != nil {
+		if s, ok := unquote(rt); ok && s != "complete" {
+			return nil, nil // not the tool's output (yet)
+		}
 	}
 	if ms[1].value == nil {
 		return &validation.Error{Violations: []validation.Violation{{Keyword: "structuredContent",

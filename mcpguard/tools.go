@@ -42,6 +42,9 @@ func keyOf(r *http.Request) listKey {
 type toolSchema struct {
 	input  json.RawMessage // nil: the tool declared none
 	output json.RawMessage // nil: no outputSchema
+	// annotations as the server sent them (nil: none); read only for a
+	// trusted server (WithTrustedServers).
+	annotations json.RawMessage
 
 	once    sync.Once // compiles the schemas on the tool's first call
 	in, out *validation.Schema
@@ -65,6 +68,7 @@ type listPage struct {
 		Name         string          `json:"name"`
 		InputSchema  json.RawMessage `json:"inputSchema"`
 		OutputSchema json.RawMessage `json:"outputSchema"`
+		Annotations  json.RawMessage `json:"annotations"`
 	} `json:"tools"`
 	NextCursor *string `json:"nextCursor"`
 }
@@ -87,11 +91,11 @@ func (l *toolList) with(p *listPage, first bool) *toolList {
 			continue
 		}
 		if old, ok := n.tools[t.Name]; ok {
-			n.size -= len(t.Name) + len(old.input) + len(old.output)
+			n.size -= len(t.Name) + len(old.input) + len(old.output) + len(old.annotations)
 		}
-		ts := &toolSchema{input: nullAsNone(t.InputSchema), output: nullAsNone(t.OutputSchema)}
+		ts := &toolSchema{input: nullAsNone(t.InputSchema), output: nullAsNone(t.OutputSchema), annotations: nullAsNone(t.Annotations)}
 		n.tools[t.Name] = ts
-		n.size += len(t.Name) + len(ts.input) + len(ts.output)
+		n.size += len(t.Name) + len(ts.input) + len(ts.output) + len(ts.annotations)
 	}
 	return n
 }

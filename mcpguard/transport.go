@@ -24,6 +24,9 @@ type transport struct {
 	tools   *toolCache
 	schemas *validation.Cache
 	fetches atomic.Uint64 // numbers the ids of the tools/list requests it sends
+
+	limits         *limiter // nil without WithCallLimit
+	hasThreadLimit bool     // a PerThread limit is set
 }
 
 // New returns an http.RoundTripper for a Go MCP client over Streamable
@@ -46,17 +49,25 @@ func New(base http.RoundTripper, opts ...Option) http.RoundTripper {
 			o.apply(&cfg)
 		}
 	}
-	return &transport{
+	t := &transport{
 		base:    base,
 		cfg:     cfg,
 		tools:   newToolCache(),
 		schemas: validation.NewCache(validation.WithDefaultDraft(validation.Draft2020)),
+		limits:  newLimiter(cfg.limits, cfg.events),
 	}
+	for _, l := range cfg.limits {
+		t.hasThreadLimit = t.hasThreadLimit || l.scope == PerThread
+	}
+	return t
 }
 
 // RoundTrip guards r when it is a JSON-RPC POST holding a tools/call, and
 // learns the tools of the tools/list results it carries.
 func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if t.cfg.observer != nil {
+		r = r.WithContext(guard.WithObserver(r.Context(), t.cfg.observer))
+	}
 	switch r.Method {
 	case http.MethodPost:
 		return t.post(r)
