@@ -307,6 +307,7 @@ func refusal(err error) (status int, typ, msg string, ok bool) {
 		limit   *guard.LimitExceededError
 		state   *ServerStateError
 		store   *guard.StoreError
+		history *HistoryError
 	)
 	switch {
 	case errors.As(err, &invalid):
@@ -320,6 +321,8 @@ func refusal(err error) (status int, typ, msg string, ok bool) {
 		}
 	case errors.As(err, &state):
 		status, typ = http.StatusUnprocessableEntity, "tool_calls_refused"
+	case errors.As(err, &history):
+		status, typ = http.StatusUnprocessableEntity, "invalid_history"
 	case errors.As(err, &store):
 		status, typ = http.StatusServiceUnavailable, "limit_store_unavailable"
 	default:
