@@ -136,7 +136,8 @@ type historyFix struct {
 //
 // With [RepairHistory], each fault that can be repaired without guessing
 // is repaired, and reported as a [guard.EventHistoryRepaired] to the
-// context's handler and observers ([guard.WithEvents], [guard.Report]):
+// context's handler and observers ([guard.WithEvents], [guard.Report];
+// without a handler it is not logged, as a repaired argument is not):
 // Err is the *[HistoryError], Paths JSON Pointers into the request as the
 // client sent it, naming the message index ("/messages/3/tool_calls/0"
 // for the call given a result, "/messages/4" for a result made a note). A fault that cannot (two calls of one
@@ -480,6 +481,9 @@ func historyArgs(args json.RawMessage) (sent string, ok bool) {
 			return "(none)", false
 		}
 		return string(args), false
+	}
+	if s == "" {
+		return "(empty)", false
 	}
 	return s, isObject([]byte(s))
 }
