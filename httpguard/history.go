@@ -151,9 +151,10 @@ type historyFix struct {
 // unchecked: the server holds the rest of its history. p must be one of
 // the two policies; HistoryCheck panics otherwise.
 //
-// Place it outermost (before Observe's stage, its events reach no
-// observer): a re-ask is built on the repaired request, so it is checked
-// once per logical call.
+// Place it first, or right after [Observe] so that its events reach the
+// observer: outside ToolArgValidation, a re-ask is built on the repaired
+// request, and the history is checked once per logical call (inside, once
+// per attempt, each repair reported again).
 func HistoryCheck(p HistoryPolicy) Middleware {
 	if p != RepairHistory && p != RefuseHistory {
 		panic(fmt.Sprintf("httpguard: HistoryCheck(%d): not a HistoryPolicy", int(p)))
