@@ -292,8 +292,9 @@
 // a request past MaxBody is not read, and passes as it came (see
 // "Bounds"); the check is linear in the request's size. A request that
 // continues server-side state (Responses' previous_response_id or
-// conversation, an Anthropic thread) is not checked: the server holds the
-// rest of its history.
+// conversation, an Anthropic thread) or refers to stored items (Responses'
+// item_reference) is not checked: the server holds the rest of its
+// history.
 //
 // # Streaming
 //

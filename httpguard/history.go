@@ -147,8 +147,9 @@ type historyFix struct {
 // message, and nothing is sent upstream. The package documentation
 // ("Histories the provider would refuse") says what each protocol's
 // repair writes. A request that continues server-side state (Responses'
-// previous_response_id or conversation, an Anthropic thread) passes
-// unchecked: the server holds the rest of its history. p must be one of
+// previous_response_id or conversation, an Anthropic thread) or refers to
+// stored items (Responses' item_reference) passes unchecked: the server
+// holds the rest of its history. p must be one of
 // the two policies; HistoryCheck panics otherwise.
 //
 // Place it first, or right after [Observe] so that its events reach the

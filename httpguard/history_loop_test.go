@@ -187,15 +187,20 @@ func TestHistoryCleanUntouched(t *testing.T) {
 	}
 }
 
-// A request that continues server-side state is not checked: its calls
-// may be in the server's part of the history, so a result whose call is
-// not in the body is no orphan.
+// A request that continues server-side state, or refers to stored items,
+// is not checked: its calls may be in the server's part of the history,
+// so a result whose call is not in the body is no orphan.
 func TestHistoryServerStateUnchecked(t *testing.T) {
 	t.Parallel()
-	body := `{"model":"gpt-4o","previous_response_id":"resp_1","input":[{"type":"function_call_output","call_id":"call_1","output":"sunny"}],` + responsesTools + `}`
-	ex := runHistory(t, RefuseHistory, histResponses, body)
-	if ex.status != http.StatusOK || len(ex.sent) != 1 || string(ex.sent[0]) != body {
-		t.Fatalf("the client read %d %s, the provider received %q; want the request as sent", ex.status, ex.body, ex.sent)
+	for _, body := range []string{
+		`{"model":"gpt-4o","previous_response_id":"resp_1","input":[{"type":"function_call_output","call_id":"call_1","output":"sunny"}],` + responsesTools + `}`,
+		`{"model":"gpt-4o","conversation":"conv_1","input":[{"type":"function_call_output","call_id":"call_1","output":"sunny"}],` + responsesTools + `}`,
+		`{"model":"gpt-4o","input":[{"role":"user","content":"Weather?"},{"type":"item_reference","id":"fc_1"},{"type":"function_call_output","call_id":"call_1","output":"sunny"}],` + responsesTools + `}`,
+	} {
+		ex := runHistory(t, RefuseHistory, histResponses, body)
+		if ex.status != http.StatusOK || len(ex.sent) != 1 || string(ex.sent[0]) != body {
+			t.Errorf("the client read %d %s, the provider received %q; want the request as sent", ex.status, ex.body, ex.sent)
+		}
 	}
 }
 

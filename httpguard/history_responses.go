@@ -21,7 +21,9 @@ import (
 // otherwise (two outputs after one call, an output after two calls) it is
 // refused. Arguments whose text is not a JSON object become "{}", and the
 // text as sent goes into the call's output as a note (before it). A
-// request continuing server-side state is not checked (see HistoryCheck).
+// request continuing server-side state is not checked (see HistoryCheck),
+// nor one whose input refers to stored items (item_reference): the
+// server reads those.
 
 var _ historyProtocol = responsesWire{}
 
@@ -72,6 +74,11 @@ func (responsesWire) history(body []byte) ([]byte, []historyFix, error) {
 	for i, e := range t.elems {
 		if err := json.Unmarshal(raw(body, e), &items[i]); err != nil {
 			return nil, nil, err
+		}
+		if items[i].Type == "item_reference" {
+			// A stored item, read by the server: the call an output
+			// answers may be it.
+			return body, nil, nil
 		}
 		if items[i].isCall() || items[i].isOutput() {
 			taken[items[i].id()] = true
