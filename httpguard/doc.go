@@ -266,7 +266,10 @@
 //     message, before its other blocks (a string content becomes the
 //     blocks and a text block; no next user message, one is added);
 //     Gemini's functionResponse {"error": …} in the next user content,
-//     after its responses (or a content added).
+//     after its responses (or a content added). Results spread over
+//     consecutive user messages (Anthropic combines them) or contents
+//     (a Gemini client that gives each response its own) count as the
+//     turn's.
 //   - a result without its call: a user note that quotes it whole: Chat
 //     and Responses, a user message after the run of results it stood in;
 //     Anthropic, a text block at the end of its message (text must follow

@@ -7,8 +7,10 @@ import (
 
 // The history of a Gemini request: contents, where the functionCall parts
 // of a model content are answered by as many functionResponse parts in the
-// next content (a user one), matched by id where the call has one and
-// otherwise by name, in order. Gemini refuses a turn whose responses do
+// next content (a user one; or in the contents up to the next model
+// content, as clients that give each response a content of its own send
+// them), matched by id where the call has one and otherwise by name, in
+// order. Gemini refuses a turn whose responses do
 // not match its calls in number, and args that are not an object.
 //
 // Repairs: a call without a response gets a functionResponse whose
@@ -141,21 +143,21 @@ func (geminiWire) history(body []byte) ([]byte, []historyFix, error) {
 		}
 		j := i + 1
 		user := j < len(cs) && cs[j].Role != "model"
-		// The next content's responses: by id, and by name for those
-		// without one, in order.
-		byID := map[string]int{}
-		byName := map[string][]int{}
-		if user {
-			for k, p := range cs[j].parts {
+		// The responses of the contents up to the next model content: by
+		// id, and by name for those without one, in order.
+		byID := map[string]blockAt{}
+		byName := map[string][]blockAt{}
+		for zj := j; zj < len(cs) && cs[zj].Role != "model"; zj++ {
+			for k, p := range cs[zj].parts {
 				switch {
 				case !p.response:
 				case p.id() != "":
 					if _, dup := byID[p.id()]; dup {
-						return nil, nil, refuse(j, DuplicateID, p.id(), "two functionResponse parts answer the same call")
+						return nil, nil, refuse(zj, DuplicateID, p.id(), "two functionResponse parts answer the same call")
 					}
-					byID[p.id()] = k
+					byID[p.id()] = blockAt{zj, k}
 				default:
-					byName[p.Name] = append(byName[p.Name], k)
+					byName[p.Name] = append(byName[p.Name], blockAt{zj, k})
 				}
 			}
 		}
@@ -179,9 +181,6 @@ func (geminiWire) history(body []byte) ([]byte, []historyFix, error) {
 				return nil, nil, refuse(i, UnansweredCall, "", fmt.Sprintf("%d calls of %s without ids have %d responses: which went unanswered is a guess", n, name, got))
 			}
 		}
-		if answers[j] == nil {
-			answers[j] = map[int]bool{}
-		}
 		usedByName := map[string]int{}
 		var missing [][]byte
 		for k, p := range c.parts {
@@ -189,15 +188,19 @@ func (geminiWire) history(body []byte) ([]byte, []historyFix, error) {
 				continue
 			}
 			id := p.id()
-			rk, answered := -1, false
+			var r blockAt
+			answered := false
 			if id != "" {
-				rk, answered = byID[id]
+				r, answered = byID[id]
 			} else if n := usedByName[p.Name]; n < len(byName[p.Name]) {
-				rk, answered = byName[p.Name][n], true
+				r, answered = byName[p.Name][n], true
 				usedByName[p.Name]++
 			}
 			if answered {
-				answers[j][rk] = true
+				if answers[r.j] == nil {
+					answers[r.j] = map[int]bool{}
+				}
+				answers[r.j][r.k] = true
 			}
 			if id != "" && seen[id] {
 				newID := renamed(id, taken)
@@ -206,11 +209,11 @@ func (geminiWire) history(body []byte) ([]byte, []historyFix, error) {
 				}
 				paths := []string{pointer(member, i, "parts", k, p.key, "id")}
 				if answered {
-					rp := cs[j].parts[rk]
-					if err := t.set(j, marshalString(newID), "parts", rk, rp.key, "id"); err != nil {
+					rp := cs[r.j].parts[r.k]
+					if err := t.set(r.j, marshalString(newID), "parts", r.k, rp.key, "id"); err != nil {
 						return nil, nil, err
 					}
-					paths = append(paths, pointer(member, j, "parts", rk, rp.key, "id"))
+					paths = append(paths, pointer(member, r.j, "parts", r.k, rp.key, "id"))
 				}
 				fix(&HistoryError{Index: i, Fault: DuplicateID, CallID: id, Tool: p.Name,
 					Detail: "an earlier call has this id", Repair: fmt.Sprintf("renamed %q with its response", newID)}, paths...)
@@ -227,14 +230,14 @@ func (geminiWire) history(body []byte) ([]byte, []historyFix, error) {
 				}
 				paths := []string{pointer(member, i, "parts", k, p.key, "args")}
 				if answered {
-					rp := cs[j].parts[rk]
+					rp := cs[r.j].parts[r.k]
 					if !isObject(rp.Response) {
-						return nil, nil, refuse(j, NonObjectArguments, id, "a call's args are not an object, and its response is not an object a note can join")
+						return nil, nil, refuse(r.j, NonObjectArguments, id, "a call's args are not an object, and its response is not an object a note can join")
 					}
-					if err := t.set(j, marshalString(note), "parts", rk, rp.key, "response", "toolguard_note"); err != nil {
+					if err := t.set(r.j, marshalString(note), "parts", r.k, rp.key, "response", "toolguard_note"); err != nil {
 						return nil, nil, err
 					}
-					paths = append(paths, pointer(member, j, "parts", rk, rp.key, "response", "toolguard_note"))
+					paths = append(paths, pointer(member, r.j, "parts", r.k, rp.key, "response", "toolguard_note"))
 				}
 				fix(&HistoryError{Index: i, Fault: NonObjectArguments, CallID: id, Tool: p.Name,
 					Detail: "the args are not a JSON object", Repair: "args {}, the args as sent kept in a note in the response"}, paths...)

@@ -170,10 +170,16 @@ func TestHistoryCleanUntouched(t *testing.T) {
 		{histResponses, "{\"model\":\"gpt-4o\",\"input\":[ {\"role\":\"user\",\"content\":\"Weather?\"}, {\"type\":\"reasoning\",\"id\":\"rs_1\",\"summary\":[]}, {\"type\":\"function_call\",\"id\":\"fc_1\",\"call_id\":\"call_1\",\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\":\\\"Paris\\\"}\"}, {\"type\":\"function_call_output\",\"call_id\":\"call_1\",\"output\":\"sunny\"} ]," + responsesTools + "}"},
 		{histMessages, "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":1024,\"messages\":[{\"role\":\"user\",\"content\":\"Weather?\"},{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":\"hm\",\"signature\":\"sig\"},{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"get_weather\",\"input\":{\"city\":\"Paris\"}}]},{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"toolu_1\",\"content\":[{\"type\":\"text\",\"text\":\"sunny\"}]},{\"type\":\"text\",\"text\":\"Thanks\"}]}]," + messagesTools + "}"},
 		{histGemini, "{\"contents\":[{\"role\":\"user\",\"parts\":[{\"text\":\"Weather?\"}]},{\"role\":\"model\",\"parts\":[{\"functionCall\":{\"name\":\"get_weather\",\"args\":{\"city\":\"Paris\"}},\"thoughtSignature\":\"c2ln\"},{\"functionCall\":{\"name\":\"get_weather\"}}]},{\"role\":\"user\",\"parts\":[{\"functionResponse\":{\"name\":\"get_weather\",\"response\":{\"r\":1}}},{\"functionResponse\":{\"name\":\"get_weather\",\"response\":{\"r\":2}}}]}]," + geminiTools + "}"},
+		// Each result in a message of its own: Anthropic combines
+		// consecutive user messages, and clients that answer each call in
+		// a content of its own send Gemini this.
+		{histMessages, "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":1024,\"messages\":[{\"role\":\"user\",\"content\":\"Weather?\"},{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"get_weather\",\"input\":{\"city\":\"Paris\"}},{\"type\":\"tool_use\",\"id\":\"toolu_2\",\"name\":\"get_weather\",\"input\":{\"city\":\"Rome\"}}]},{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"toolu_1\",\"content\":\"sunny\"}]},{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"toolu_2\",\"content\":\"rainy\"}]}]," + messagesTools + "}"},
+		{histGemini, "{\"contents\":[{\"role\":\"user\",\"parts\":[{\"text\":\"Weather?\"}]},{\"role\":\"model\",\"parts\":[{\"functionCall\":{\"name\":\"get_weather\",\"args\":{\"city\":\"Paris\"}}},{\"functionCall\":{\"name\":\"get_time\",\"args\":{}}}]},{\"role\":\"function\",\"parts\":[{\"functionResponse\":{\"name\":\"get_weather\",\"response\":{\"r\":1}}}]},{\"role\":\"function\",\"parts\":[{\"functionResponse\":{\"name\":\"get_time\",\"response\":{\"r\":2}}}]}]," + geminiTools + "}"},
 	} {
 		t.Run(c.proto.name, func(t *testing.T) {
 			t.Parallel()
 			ex := runHistory(t, RepairHistory, c.proto, c.body)
+			t.Logf("the client sent, the provider received:\n%s", c.body)
 			if len(ex.sent) != 1 || string(ex.sent[0]) != c.body {
 				t.Fatalf("the provider received %q, want the client's bytes %q", ex.sent, c.body)
 			}

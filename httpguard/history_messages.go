@@ -8,7 +8,8 @@ import (
 // The history of an Anthropic Messages request: messages, where the
 // tool_use blocks of an assistant message are answered by tool_result
 // blocks in the very next message, a user message, with the tool_result
-// blocks before any other block. Anthropic refuses a tool_use without its
+// blocks before any other block (consecutive user messages are one turn:
+// Anthropic combines them, so the results may be in any of them). Anthropic refuses a tool_use without its
 // tool_result there, a tool_result whose tool_use is not in the message
 // before it, tool_use ids given twice, and a tool_use whose input is not
 // an object.
@@ -90,20 +91,21 @@ func (messagesWire) history(body []byte) ([]byte, []historyFix, error) {
 	refuse := func(i int, fault HistoryFault, id, detail string) error {
 		return &HistoryError{Member: member, Index: i, Fault: fault, CallID: id, Detail: detail}
 	}
-	// results returns the tool_result blocks of message j by tool_use_id.
-	results := func(j int) (map[string]int, error) {
-		out := map[string]int{}
-		if j >= len(ms) || ms[j].Role != "user" {
-			return out, nil
-		}
-		for k, b := range ms[j].blocks {
-			if b.Type != "tool_result" {
-				continue
+	// results returns the tool_result blocks by tool_use_id of the user
+	// messages that follow message i (Anthropic combines consecutive user
+	// messages into one turn).
+	results := func(i int) (map[string]blockAt, error) {
+		out := map[string]blockAt{}
+		for j := i + 1; j < len(ms) && ms[j].Role == "user"; j++ {
+			for k, b := range ms[j].blocks {
+				if b.Type != "tool_result" {
+					continue
+				}
+				if _, dup := out[b.ToolUseID]; dup {
+					return nil, refuse(j, DuplicateID, b.ToolUseID, "two tool_result blocks answer the same tool_use")
+				}
+				out[b.ToolUseID] = blockAt{j, k}
 			}
-			if _, dup := out[b.ToolUseID]; dup {
-				return nil, refuse(j, DuplicateID, b.ToolUseID, "two tool_result blocks answer the same tool_use")
-			}
-			out[b.ToolUseID] = k
 		}
 		return out, nil
 	}
@@ -139,7 +141,7 @@ func (messagesWire) history(body []byte) ([]byte, []historyFix, error) {
 			ids[b.ID] = true
 		}
 		j := i + 1
-		res, err := results(j)
+		res, err := results(i)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -149,9 +151,9 @@ func (messagesWire) history(body []byte) ([]byte, []historyFix, error) {
 				continue
 			}
 			id := b.ID
-			rk, answered := res[id]
+			r, answered := res[id]
 			if answered {
-				answers[j] = append(answers[j], rk)
+				answers[r.j] = append(answers[r.j], r.k)
 			}
 			if seen[id] {
 				newID := renamed(id, taken)
@@ -160,10 +162,10 @@ func (messagesWire) history(body []byte) ([]byte, []historyFix, error) {
 				}
 				paths := []string{pointer(member, i, "content", k, "id")}
 				if answered {
-					if err := t.set(j, marshalString(newID), "content", rk, "tool_use_id"); err != nil {
+					if err := t.set(r.j, marshalString(newID), "content", r.k, "tool_use_id"); err != nil {
 						return nil, nil, err
 					}
-					paths = append(paths, pointer(member, j, "content", rk, "tool_use_id"))
+					paths = append(paths, pointer(member, r.j, "content", r.k, "tool_use_id"))
 				}
 				fix(&HistoryError{Index: i, Fault: DuplicateID, CallID: id, Tool: b.Name,
 					Detail: "an earlier tool_use has this id", Repair: fmt.Sprintf("renamed %q with its tool_result", newID)}, paths...)
@@ -185,10 +187,10 @@ func (messagesWire) history(body []byte) ([]byte, []historyFix, error) {
 				}
 				paths := []string{pointer(member, i, "content", k, "input")}
 				if answered {
-					if err := messagesNote(t, ms[j].blocks[rk].Content, j, rk, note); err != nil {
+					if err := messagesNote(t, ms[r.j].blocks[r.k].Content, r.j, r.k, note); err != nil {
 						return nil, nil, err
 					}
-					paths = append(paths, pointer(member, j, "content", rk, "content"))
+					paths = append(paths, pointer(member, r.j, "content", r.k, "content"))
 				}
 				fix(&HistoryError{Index: i, Fault: NonObjectArguments, CallID: id, Tool: b.Name,
 					Detail: "the input is not a JSON object", Repair: "input {}, the input as sent kept in a note in the tool_result"}, paths...)
@@ -290,6 +292,9 @@ func (messagesWire) history(body []byte) ([]byte, []historyFix, error) {
 	}
 	return t.result(), fixes, nil
 }
+
+// blockAt is block k of message j.
+type blockAt struct{ j, k int }
 
 // messagesNote puts note before the content of tool_result block k of
 // message j.
