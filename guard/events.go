@@ -76,6 +76,17 @@ const (
 	// Err is a *[StoreError]. The model call fails with it, or passes
 	// uncounted in the thread with [WithStoreFailOpen].
 	EventStoreError EventKind = "store_error"
+	// EventHistoryRepaired: an adapter repaired the history of a request
+	// before sending it, because the provider would refuse it (a tool call
+	// without a result, a result without its call, a call id given twice,
+	// past arguments that are not a JSON object, a null input): package
+	// httpguard's HistoryCheck. Err says what was wrong (an
+	// *httpguard.HistoryError), Tool and CallID name the call, Paths lists
+	// the JSON Pointers of what the repair changed in the request
+	// ("/messages/3/tool_calls/0/function/arguments"), the message index
+	// among them. Arguments are never invented and nothing the client
+	// sent is dropped: see HistoryCheck.
+	EventHistoryRepaired EventKind = "history_repaired"
 )
 
 // Events of the tool stage: what happens between an accepted tool call and

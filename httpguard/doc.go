@@ -245,6 +245,60 @@
 // the client unchanged, as before. OpenAI Responses and Anthropic Messages
 // have no such refusal that httpguard knows.
 //
+// # Histories the provider would refuse
+//
+// A transcript with a tool call that has no result, a result whose call is
+// not in it, a call id given twice, past arguments that are not a JSON
+// object, or an Anthropic input that is null is refused by the provider
+// with a 400 on that turn and every later one (a program stopped
+// mid-batch, resumed after a crash, or whose history was edited).
+// [HistoryCheck], placed outermost, checks the client's request before it
+// is sent; a clean history goes byte for byte as it came. With
+// [RepairHistory] it repairs what is unambiguous, never inventing
+// arguments and never dropping what the client sent, each repair a
+// [guard.EventHistoryRepaired] (to the context's handler, [guard.WithEvents])
+// whose Paths name the message:
+//
+//   - a call without a result: an error result saying the call's outcome is
+//     unknown, where the protocol wants it: Chat's tool message after the
+//     turn's tool messages; Responses' function_call_output after the
+//     turn's calls; Anthropic's tool_result (is_error) in the next user
+//     message, before its other blocks (a string content becomes the
+//     blocks and a text block; no next user message, one is added);
+//     Gemini's functionResponse {"error": …} in the next user content,
+//     after its responses (or a content added). Results spread over
+//     consecutive user messages (Anthropic combines them) or contents
+//     (a Gemini client that gives each response its own) count as the
+//     turn's.
+//   - a result without its call: a user note that quotes it whole: Chat
+//     and Responses, a user message after the run of results it stood in;
+//     Anthropic, a text block at the end of its message (text must follow
+//     the tool_result blocks); Gemini, a text part at the end of its
+//     content. An Anthropic result holding an image is refused: a note
+//     cannot hold it.
+//   - a call id an earlier turn used: the later call and its one result
+//     renamed (id_2, …). Two calls of one turn with one id, two results
+//     for one id, a Responses output after two calls with its id, Gemini
+//     calls of one name without ids whose responses are fewer: refused,
+//     since which result answers which call would be a guess.
+//   - arguments that are not a JSON object: {} in the call ("{}" in Chat
+//     and Responses), and the arguments as sent kept in a note: before the
+//     result's text (Chat, Responses, Anthropic) or in the member
+//     "toolguard_note" of Gemini's response object. An Anthropic input
+//     that is null or missing becomes {} without a note.
+//
+// With [RefuseHistory], or for a fault it cannot repair, the client reads
+// a 422 of type invalid_history in the protocol's error shape naming the
+// message (messages[3]: unanswered_call (call "call_1")), with
+// x-should-retry: false, and nothing is sent upstream. A repair that would
+// make the request larger than [MaxBody] is refused (history_too_large);
+// a request past MaxBody is not read, and passes as it came (see
+// "Bounds"); the check is linear in the request's size. A request that
+// continues server-side state (Responses' previous_response_id or
+// conversation, an Anthropic thread) or refers to stored items (Responses'
+// item_reference) is not checked: the server holds the rest of its
+// history.
+//
 // # Streaming
 //
 // A streaming request's client reads one well-formed stream, whatever

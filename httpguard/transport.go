@@ -311,6 +311,7 @@ func refusal(err error) (status int, typ, msg string, ok bool) {
 		limit   *guard.LimitExceededError
 		state   *ServerStateError
 		store   *guard.StoreError
+		history *HistoryError
 	)
 	switch {
 	case errors.As(err, &invalid):
@@ -324,6 +325,8 @@ func refusal(err error) (status int, typ, msg string, ok bool) {
 		}
 	case errors.As(err, &state):
 		status, typ = http.StatusUnprocessableEntity, "tool_calls_refused"
+	case errors.As(err, &history):
+		status, typ = http.StatusUnprocessableEntity, "invalid_history"
 	case errors.As(err, &store):
 		// What the store said (an address, a port, a key naming the
 		// thread) is for the program's events and logs, not for whoever

@@ -1,0 +1,340 @@
+package httpguard
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// The history of an Anthropic Messages request: messages, where the
+// tool_use blocks of an assistant message are answered by tool_result
+// blocks in the very next message, a user message, with the tool_result
+// blocks before any other block (consecutive user messages are one turn:
+// Anthropic combines them, so the results may be in any of them). Anthropic refuses a tool_use without its
+// tool_result there, a tool_result whose tool_use is not in the message
+// before it, tool_use ids given twice, and a tool_use whose input is not
+// an object.
+//
+// Repairs: a tool_use without a result gets a tool_result with is_error
+// true and unknownOutcomeText, in the next message after its tool_result
+// blocks (a next user message whose content is a string becomes those
+// blocks followed by the text as a text block; with no next user message,
+// a user message holding them is added after the assistant's). A
+// tool_result whose tool_use is not in the message before it becomes a
+// text block holding orphanNote and its content, at the end of its
+// message (text must follow the tool_result blocks); content with other
+// blocks (an image) is refused. A tool_use id an earlier message used is
+// renamed (id_2, …), with its tool_result. A null or missing input
+// becomes {}; any other input that is not an object becomes {} and is kept
+// as JSON text in a note in its tool_result (before its content). Two
+// tool_use blocks of one message with the same id, or two tool_result
+// blocks of one message answering the same id, are refused.
+
+var _ historyProtocol = messagesWire{}
+
+// messagesHistMsg is what the history check reads of a message.
+type messagesHistMsg struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+	blocks  []messagesHistBlock
+	array   bool // content is an array of blocks
+}
+
+type messagesHistBlock struct {
+	Type      string          `json:"type"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+}
+
+func (messagesWire) history(body []byte) ([]byte, []historyFix, error) {
+	const member = "messages"
+	if _, err := readableBody(body, messagesSchemas); err != nil {
+		return nil, nil, err
+	}
+	r, err := root(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	arr, ok, err := requestField(body, r, member)
+	if err != nil || !ok || kind(body, arr) != '[' {
+		return body, nil, err
+	}
+	t, err := newTranscriptEdit(body, arr)
+	if err != nil {
+		return nil, nil, err
+	}
+	ms := make([]messagesHistMsg, len(t.elems))
+	taken := map[string]bool{}
+	for i, e := range t.elems {
+		m := &ms[i]
+		if err := json.Unmarshal(raw(body, e), m); err != nil {
+			return nil, nil, err
+		}
+		if len(m.Content) > 0 && m.Content[0] == '[' {
+			if err := json.Unmarshal(m.Content, &m.blocks); err != nil {
+				return nil, nil, err
+			}
+			m.array = true
+		}
+		for _, b := range m.blocks {
+			taken[b.ID] = true
+			taken[b.ToolUseID] = true
+		}
+	}
+	var fixes []historyFix
+	fix := func(f *HistoryError, paths ...string) {
+		f.Member, f.Repairable = member, true
+		fixes = append(fixes, historyFix{fault: f, paths: paths})
+	}
+	refuse := func(i int, fault HistoryFault, id, detail string) error {
+		return &HistoryError{Member: member, Index: i, Fault: fault, CallID: id, Detail: detail}
+	}
+	// results returns the tool_result blocks by tool_use_id of the user
+	// messages that follow message i (Anthropic combines consecutive user
+	// messages into one turn).
+	results := func(i int) (map[string]blockAt, error) {
+		out := map[string]blockAt{}
+		for j := i + 1; j < len(ms) && ms[j].Role == "user"; j++ {
+			for k, b := range ms[j].blocks {
+				if b.Type != "tool_result" {
+					continue
+				}
+				if _, dup := out[b.ToolUseID]; dup {
+					return nil, refuse(j, DuplicateID, b.ToolUseID, "two tool_result blocks answer the same tool_use")
+				}
+				out[b.ToolUseID] = blockAt{j, k}
+			}
+		}
+		return out, nil
+	}
+	changes := map[int]*arrayChange{} // the user messages' content changes
+	change := func(j int) *arrayChange {
+		c := changes[j]
+		if c == nil {
+			c = &arrayChange{drop: map[int]bool{}, at: len(ms[j].blocks)}
+			for k, b := range ms[j].blocks {
+				if b.Type != "tool_result" {
+					c.at = k // after the leading tool_result blocks
+					break
+				}
+			}
+			changes[j] = c
+		}
+		return c
+	}
+	seen := map[string]bool{}  // the tool_use ids of earlier messages
+	answers := map[int][]int{} // message j: its tool_result blocks that answer a call
+	for i, m := range ms {
+		if m.Role != "assistant" {
+			continue
+		}
+		ids := map[string]bool{}
+		for _, b := range m.blocks {
+			if b.Type != "tool_use" {
+				continue
+			}
+			if ids[b.ID] {
+				return nil, nil, refuse(i, DuplicateID, b.ID, "two tool_use blocks of one message have the same id")
+			}
+			ids[b.ID] = true
+		}
+		j := i + 1
+		res, err := results(i)
+		if err != nil {
+			return nil, nil, err
+		}
+		var missing [][]byte
+		for k, b := range m.blocks {
+			if b.Type != "tool_use" {
+				continue
+			}
+			id := b.ID
+			r, answered := res[id]
+			if answered {
+				answers[r.j] = append(answers[r.j], r.k)
+			}
+			if seen[id] {
+				newID := renamed(id, taken)
+				if err := t.set(i, marshalString(newID), "content", k, "id"); err != nil {
+					return nil, nil, err
+				}
+				paths := []string{pointer(member, i, "content", k, "id")}
+				if answered {
+					if err := t.set(r.j, marshalString(newID), "content", r.k, "tool_use_id"); err != nil {
+						return nil, nil, err
+					}
+					paths = append(paths, pointer(member, r.j, "content", r.k, "tool_use_id"))
+				}
+				fix(&HistoryError{Index: i, Fault: DuplicateID, CallID: id, Tool: b.Name,
+					Detail: "an earlier tool_use has this id", Repair: fmt.Sprintf("renamed %q with its tool_result", newID)}, paths...)
+				id = newID
+			}
+			seen[id] = true
+			note := ""
+			switch {
+			case len(b.Input) == 0 || string(b.Input) == "null":
+				if err := t.set(i, []byte("{}"), "content", k, "input"); err != nil {
+					return nil, nil, err
+				}
+				fix(&HistoryError{Index: i, Fault: NullInput, CallID: id, Tool: b.Name,
+					Detail: "the input is null or missing", Repair: "input {}"}, pointer(member, i, "content", k, "input"))
+			case !isObject(b.Input):
+				note = argsNote(string(compact(b.Input)))
+				if err := t.set(i, []byte("{}"), "content", k, "input"); err != nil {
+					return nil, nil, err
+				}
+				paths := []string{pointer(member, i, "content", k, "input")}
+				if answered {
+					if err := messagesNote(t, ms[r.j].blocks[r.k].Content, r.j, r.k, note); err != nil {
+						return nil, nil, err
+					}
+					paths = append(paths, pointer(member, r.j, "content", r.k, "content"))
+				}
+				fix(&HistoryError{Index: i, Fault: NonObjectArguments, CallID: id, Tool: b.Name,
+					Detail: "the input is not a JSON object", Repair: "input {}, the input as sent kept in a note in the tool_result"}, paths...)
+			}
+			if answered {
+				continue
+			}
+			text := unknownOutcomeText
+			if note != "" {
+				text += "\n\n" + note
+			}
+			block, err := marshal(struct {
+				Type      string `json:"type"`
+				ToolUseID string `json:"tool_use_id"`
+				Content   string `json:"content"`
+				IsError   bool   `json:"is_error"`
+			}{"tool_result", id, text, true})
+			if err != nil {
+				return nil, nil, err
+			}
+			missing = append(missing, block)
+			fix(&HistoryError{Index: i, Fault: UnansweredCall, CallID: id, Tool: b.Name,
+				Detail: "no tool_result answers it in the next message", Repair: "a tool_result saying the outcome is unknown (is_error), in the next message"},
+				pointer(member, i, "content", k))
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		switch {
+		case j < len(ms) && ms[j].Role == "user" && ms[j].array:
+			c := change(j)
+			c.inserts = append(c.inserts, missing...)
+		case j < len(ms) && ms[j].Role == "user" && json.Valid(ms[j].Content) && ms[j].Content[0] == '"':
+			var s string
+			if err := json.Unmarshal(ms[j].Content, &s); err != nil {
+				return nil, nil, err
+			}
+			textBlock, err := marshal(struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			}{"text", s})
+			if err != nil {
+				return nil, nil, err
+			}
+			blocks := append(append([][]byte{}, missing...), textBlock)
+			if err := t.set(j, append(append([]byte{'['}, joinJSON(blocks)...), ']'), "content"); err != nil {
+				return nil, nil, err
+			}
+		default:
+			m, err := marshal(struct {
+				Role    string            `json:"role"`
+				Content []json.RawMessage `json:"content"`
+			}{"user", rawMessages(missing)})
+			if err != nil {
+				return nil, nil, err
+			}
+			t.after[i] = append(t.after[i], m)
+		}
+	}
+	// Orphaned results: tool_result blocks no call of the message before
+	// answers.
+	for j, m := range ms {
+		if m.Role != "user" {
+			continue
+		}
+		answering := map[int]bool{}
+		for _, k := range answers[j] {
+			answering[k] = true
+		}
+		for k, b := range m.blocks {
+			if b.Type != "tool_result" || answering[k] {
+				continue
+			}
+			text, ok := textOf(b.Content, "text")
+			if !ok {
+				return nil, nil, refuse(j, OrphanResult, b.ToolUseID, "a tool_result whose tool_use is not in the message before it, with content a note cannot hold")
+			}
+			note, err := marshal(struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			}{"text", orphanNote(b.ToolUseID, text)})
+			if err != nil {
+				return nil, nil, err
+			}
+			c := change(j)
+			c.drop[k] = true
+			c.tail = append(c.tail, note)
+			fix(&HistoryError{Index: j, Fault: OrphanResult, CallID: b.ToolUseID,
+				Detail: "a tool_result whose tool_use is not in the message before it", Repair: "a text block quoting it, at the end of the message"},
+				pointer(member, j, "content", k))
+		}
+	}
+	for j := range ms {
+		if c := changes[j]; c != nil {
+			if err := t.rebuildArray(j, *c, "content"); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return t.result(), fixes, nil
+}
+
+// blockAt is block k of message j.
+type blockAt struct{ j, k int }
+
+// messagesNote puts note before the content of tool_result block k of
+// message j.
+func messagesNote(t *transcriptEdit, content json.RawMessage, j, k int, note string) error {
+	var s string
+	switch {
+	case len(content) == 0 || string(content) == "null":
+		return t.set(j, marshalString(note), "content", k, "content")
+	case json.Unmarshal(content, &s) == nil:
+		return t.set(j, marshalString(note+"\n\n"+s), "content", k, "content")
+	case content[0] == '[':
+		part, err := marshal(struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}{"text", note})
+		if err != nil {
+			return err
+		}
+		return t.insertElems(j, 0, [][]byte{part}, "content", k, "content")
+	}
+	return fmt.Errorf("%w: a tool_result's content is neither a string nor an array", errJSON)
+}
+
+// joinJSON joins JSON values with commas.
+func joinJSON(items [][]byte) []byte {
+	var out []byte
+	for i, b := range items {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, b...)
+	}
+	return out
+}
+
+// rawMessages returns items as json.RawMessages.
+func rawMessages(items [][]byte) []json.RawMessage {
+	out := make([]json.RawMessage, len(items))
+	for i, b := range items {
+		out[i] = b
+	}
+	return out
+}
