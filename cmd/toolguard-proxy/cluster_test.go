@@ -206,7 +206,8 @@ func TestBadRedisCluster(t *testing.T) {
 	// Set in the environment, the flags are named by their variables.
 	var stderr bytes.Buffer
 	env := envOf(map[string]string{"TOOLGUARD_REDIS": "redis://127.0.0.1:6379", "TOOLGUARD_REDIS_CLUSTER": "redis://127.0.0.1:7000"}, nil)
-	err := run(context.Background(), []string{"-upstream", "https://x", "-thread-limit", "3"}, env, &stderr, &stderr)
+	// parseConfig, not run: a proxy that took the flags would serve.
+	_, err := parseConfig([]string{"-upstream", "https://x", "-thread-limit", "3"}, env, &stderr, &stderr)
 	if want := "toolguard-proxy: TOOLGUARD_REDIS and TOOLGUARD_REDIS_CLUSTER: give one"; !errors.Is(err, errUsage) || !strings.HasPrefix(stderr.String(), want) {
 		t.Errorf("run with both variables = %v, wrote\n%s\nwant errUsage and %q", err, stderr.String(), want)
 	}
