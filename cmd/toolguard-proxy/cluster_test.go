@@ -47,44 +47,60 @@ func clusterClient(t *testing.T, c *redisserver.Cluster) *redis.ClusterClient {
 // Two proxy replicas on one Redis Cluster of three masters enforce one
 // thread limit exactly: of 400 calls of one thread spread over both, 100
 // pass and 300 are blocked, and the thread's count, on the master serving
-// its slot, is 100.
+// its slot, is 100. The model-call limit is shared alike: of 100 requests
+// of another thread, 50 reach the upstream.
 func TestTwoReplicasShareOneThreadLimitOnCluster(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t)
-	const calls, limit = 400, 100
-	steps := make([]fp.Step, calls)
-	for i := range steps {
-		steps[i] = fp.Reply(fp.Call("get_weather", `{"city": "Paris"}`))
-	}
-	up := fp.New(steps...)
-	defer up.Close()
-	args := []string{"-thread-limit", fmt.Sprint(limit), "-limit-exit", "end", "-redis-cluster", c.URL()}
-	replicas := []*proxy{startProxy(t, up.URL, args...), startProxy(t, up.URL, args...)}
-	passed, blocked := spread(t, replicas, calls, "chat-400")
-	t.Logf("two replicas, one Redis Cluster of %d masters (-redis-cluster %s), thread limit %d: %d requests, %d passed, %d blocked",
-		len(c.Nodes), c.URL(), limit, calls, passed, blocked)
-	if passed != limit || blocked != calls-limit {
-		t.Errorf("%d passed and %d blocked, want %d and %d", passed, blocked, limit, calls-limit)
-	}
-	if n := len(up.Requests()); n != calls {
-		t.Errorf("the upstream received %d requests, want %d", n, calls)
-	}
-	ctx := context.Background()
-	key := "toolguard:{chat-400}:tool:"
-	node, err := clusterClient(t, c).MasterForKey(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slot, _ := node.ClusterKeySlot(ctx, key).Result()
-	n, err := node.Get(ctx, key).Int()
-	t.Logf("%s (slot %d) on master %s: %d (%v)", key, slot, node.Options().Addr, n, err)
-	if err != nil || n != limit {
-		t.Errorf("the master of the thread's slot holds its count %d (%v), want %d", n, err, limit)
-	}
-	for i, r := range replicas {
-		if n := len(r.waitLog(t, "toolguard-proxy: request", calls/2)); n != calls/2 {
-			t.Errorf("replica %d served %d requests, want %d", i, n, calls/2)
-		}
+	cc := clusterClient(t, c)
+	for _, tc := range []struct {
+		name, flag, thread, key string
+		calls, limit            int
+	}{
+		{"-thread-limit", "-thread-limit", "chat-400", "toolguard:{chat-400}:tool:", 400, 100},
+		{"-model-call-limit", "-model-call-limit", "chat-100", "toolguard:{chat-100}:model:", 100, 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			steps := make([]fp.Step, tc.calls)
+			for i := range steps {
+				steps[i] = fp.Reply(fp.Call("get_weather", `{"city": "Paris"}`))
+			}
+			up := fp.New(steps...)
+			defer up.Close()
+			args := []string{tc.flag, fmt.Sprint(tc.limit), "-limit-exit", "end", "-redis-cluster", c.URL()}
+			replicas := []*proxy{startProxy(t, up.URL, args...), startProxy(t, up.URL, args...)}
+			passed, blocked := spread(t, replicas, tc.calls, tc.thread)
+			t.Logf("two replicas, one Redis Cluster of %d masters (-redis-cluster %s), %s %d: %d requests, %d passed, %d blocked",
+				len(c.Nodes), c.URL(), tc.flag, tc.limit, tc.calls, passed, blocked)
+			if passed != int64(tc.limit) || blocked != int64(tc.calls-tc.limit) {
+				t.Errorf("%d passed and %d blocked, want %d and %d", passed, blocked, tc.limit, tc.calls-tc.limit)
+			}
+			// The thread-limit counts the calls in answers: every request
+			// goes upstream. The model-call limit refuses before it.
+			wantUp := tc.calls
+			if tc.flag == "-model-call-limit" {
+				wantUp = tc.limit
+			}
+			if n := len(up.Requests()); n != wantUp {
+				t.Errorf("the upstream received %d requests, want %d", n, wantUp)
+			}
+			ctx := context.Background()
+			node, err := cc.MasterForKey(ctx, tc.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slot, _ := node.ClusterKeySlot(ctx, tc.key).Result()
+			n, err := node.Get(ctx, tc.key).Int()
+			t.Logf("%s (slot %d) on master %s: %d (%v)", tc.key, slot, node.Options().Addr, n, err)
+			if err != nil || n != tc.limit {
+				t.Errorf("the master of the thread's slot holds its count %d (%v), want %d", n, err, tc.limit)
+			}
+			for i, r := range replicas {
+				if n := len(r.waitLog(t, "toolguard-proxy: request", tc.calls/2)); n != tc.calls/2 {
+					t.Errorf("replica %d served %d requests, want %d", i, n, tc.calls/2)
+				}
+			}
+		})
 	}
 }
 
@@ -209,7 +225,7 @@ func TestBadRedisCluster(t *testing.T) {
 	// parseConfig, not run: a proxy that took the flags would serve.
 	_, err := parseConfig([]string{"-upstream", "https://x", "-thread-limit", "3"}, env, &stderr, &stderr)
 	if want := "toolguard-proxy: TOOLGUARD_REDIS and TOOLGUARD_REDIS_CLUSTER: give one"; !errors.Is(err, errUsage) || !strings.HasPrefix(stderr.String(), want) {
-		t.Errorf("run with both variables = %v, wrote\n%s\nwant errUsage and %q", err, stderr.String(), want)
+		t.Errorf("parseConfig with both variables = %v, wrote\n%s\nwant errUsage and %q", err, stderr.String(), want)
 	}
 
 	// A good URL is taken: every node, go-redis's options.
