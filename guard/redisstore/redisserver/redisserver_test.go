@@ -63,9 +63,10 @@ func TestStartStopRestart(t *testing.T) {
 	}
 }
 
-// A cluster of three masters serves every slot: keys of many slots are
-// written through a cluster client, each on the node CLUSTER SLOTS gives
-// its slot, and the URL parses as go-redis's cluster URL of every node.
+// A cluster of three masters serves every slot, a third each (CLUSTER
+// SHARDS): keys of many slots are written through a cluster client, each
+// on the master of its slot, and the URL parses as go-redis's cluster
+// URL of every node.
 func TestStartCluster(t *testing.T) {
 	c, err := redisserver.StartCluster(t.TempDir(), 3)
 	if errors.Is(err, redisserver.ErrNotFound) {
@@ -85,13 +86,19 @@ func TestStartCluster(t *testing.T) {
 	cc := redis.NewClusterClient(opts)
 	defer cc.Close()
 	ctx := context.Background()
-	slots, err := cc.ClusterSlots(ctx).Result()
+	shards, err := cc.ClusterShards(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	owners := map[string]int{} // node address -> slots it serves
-	for _, r := range slots {
-		owners[r.Nodes[0].Addr] += int(r.End - r.Start + 1)
+	owners := map[string]int{} // master address -> slots it serves
+	for _, sh := range shards {
+		if len(sh.Nodes) != 1 || sh.Nodes[0].Role != "master" {
+			t.Errorf("CLUSTER SHARDS: a shard of nodes %+v, want one master", sh.Nodes)
+			continue
+		}
+		for _, r := range sh.Slots {
+			owners[net.JoinHostPort(sh.Nodes[0].IP, fmt.Sprint(sh.Nodes[0].Port))] += int(r.End - r.Start + 1)
+		}
 	}
 	want := map[string]int{c.Addrs()[0]: 5461, c.Addrs()[1]: 5461, c.Addrs()[2]: 5462}
 	if !maps.Equal(owners, want) {
