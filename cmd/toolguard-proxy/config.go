@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dustin/go-humanize"
+	"github.com/redis/go-redis/v9"
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/httpguard"
 )
@@ -37,8 +38,9 @@ type config struct {
 	runLimit, threadLimit int // ToolCallLimit; 0: none
 	modelCallLimit        int // ModelCallLimit per thread; 0: none
 	limitExit             guard.ExitBehavior
-	redisURL              string
-	storeFailOpen         bool // the limits let calls pass uncounted when -redis cannot be reached
+	redisURL              string                // -redis: one Redis server (or Sentinel's master)
+	redisCluster          *redis.ClusterOptions // -redis-cluster, parsed; nil without
+	storeFailOpen         bool                  // the limits let calls pass uncounted when the store cannot be reached
 
 	maxBody           int64
 	maxInflight       int // requests served at once; 0: no cap
@@ -109,7 +111,7 @@ reverse proxy whose transport is httpguard. Point the client's base URL at it.
 
 Headers: X-Toolguard-Thread names the conversation thread the thread limit
 counts (removed before the request goes upstream; per tenant with -auth-keys).
-Endpoints: /healthz (liveness), /readyz (503 while -redis does not answer or
+Endpoints: /healthz (liveness), /readyz (503 while -redis or -redis-cluster does not answer or
 while draining), /metrics (Prometheus), on -admin-listen when given, else on
 -listen; everything else is proxied. OTLP traces when
 OTEL_EXPORTER_OTLP_ENDPOINT is set. Logs: JSON on stderr, never a header,
@@ -140,6 +142,7 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	var (
 		cfg                                                config
 		upstream, maxBody, limitExit, logLvl, unknownTools string
+		redisCluster                                       string
 		anthropicURL, geminiURL                            string
 		version                                            bool
 	)
@@ -157,7 +160,8 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	fs.IntVar(&cfg.modelCallLimit, "model-call-limit", 0, "cap the requests of one thread that reach the guard, as -thread-limit finds the\nthread (ModelCallLimit; 0: none); a request past it never reaches the upstream\nand is answered as -limit-exit says, continue as end (there is nothing to re-ask)")
 	fs.StringVar(&limitExit, "limit-exit", "continue", "what a call past a limit gets (`mode`): continue (the model is told and asked again),\nend (an answer without tool calls saying which limit), error (HTTP 422)")
 	fs.StringVar(&cfg.redisURL, "redis", "", "keep thread counts in Redis (`URL` redis://[:password@]host:port/db), so that\nreplicas share one thread limit; without it each process counts its own")
-	fs.BoolVar(&cfg.storeFailOpen, "store-fail-open", false, "when -redis cannot be reached, let limited requests through uncounted (a store_error\nevent, logged at warn) instead of answering 503 limit_store_unavailable")
+	fs.StringVar(&redisCluster, "redis-cluster", "", "keep thread counts in a Redis Cluster, as -redis does in one server (`URL`\nredis://[user:password@]host:port?addr=host2:port&addr=host3:port, go-redis's\ncluster URL, rediss:// for TLS); not with -redis")
+	fs.BoolVar(&cfg.storeFailOpen, "store-fail-open", false, "when -redis or -redis-cluster cannot be reached, let limited requests through\nuncounted (a store_error event, logged at warn) instead of answering 503\nlimit_store_unavailable")
 	fs.StringVar(&maxBody, "max-body", "8MiB", "largest request body accepted, a `size` (413 past it); at most httpguard.MaxBody\n(8MiB) is guarded")
 	fs.IntVar(&cfg.maxInflight, "max-inflight", 0, "requests served at once; past it a request is refused at once with 503 in the\nprovider's error shape and retry-after (0: no cap)")
 	fs.DurationVar(&cfg.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time to read a request's headers")
@@ -192,6 +196,9 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	}
 	if err == nil {
 		err = cfg.finish(upstream, maxBody, limitExit, logLvl, unknownTools)
+	}
+	if err == nil {
+		err = cfg.finishRedis(redisCluster)
 	}
 	if err == nil && anthropicURL != "" {
 		cfg.anthropic.url, err = cfg.upstreamURL("upstream-anthropic", anthropicURL)
@@ -303,12 +310,6 @@ func (cfg *config) finish(upstream, maxBody, limitExit, logLvl, unknownTools str
 	if cfg.maxInflight < 0 {
 		return fmt.Errorf("%s must not be negative (0: no cap)", cfg.src("max-inflight"))
 	}
-	if cfg.redisURL != "" && cfg.threadLimit == 0 && cfg.modelCallLimit == 0 {
-		return fmt.Errorf("%s keeps thread counts: it needs %s or %s", cfg.src("redis"), cfg.src("thread-limit"), cfg.src("model-call-limit"))
-	}
-	if cfg.storeFailOpen && cfg.redisURL == "" {
-		return fmt.Errorf("%s needs %s: without it the counts are in memory, which never fails", cfg.src("store-fail-open"), cfg.src("redis"))
-	}
 	n, err := humanize.ParseBytes(maxBody)
 	if err != nil || n < 1 || n > 1<<40 {
 		return fmt.Errorf("%s %q: want a size such as 8MiB, 512KiB or 1000000", cfg.src("max-body"), maxBody)
@@ -322,6 +323,53 @@ func (cfg *config) finish(upstream, maxBody, limitExit, logLvl, unknownTools str
 		return fmt.Errorf("%s %q: want debug, info, warn or error", cfg.src("log-level"), logLvl)
 	}
 	return nil
+}
+
+// finishRedis checks the limit store's flags and parses -redis-cluster's
+// URL (clusterURL): -redis or -redis-cluster, not both; either needs a
+// limit whose counts it keeps, and -store-fail-open needs either. A URL
+// go-redis cannot read is refused naming the flag, never its password.
+func (cfg *config) finishRedis(clusterURL string) error {
+	if cfg.redisURL != "" && clusterURL != "" {
+		return fmt.Errorf("%s and %s: give one, the limit store is either one server or a cluster", cfg.src("redis"), cfg.src("redis-cluster"))
+	}
+	store := "redis"
+	if clusterURL != "" {
+		store = "redis-cluster"
+		opts, err := redis.ParseClusterURL(clusterURL)
+		if err != nil {
+			return fmt.Errorf("%s: %w", cfg.src("redis-cluster"), redisURLError(err))
+		}
+		cfg.redisCluster = opts
+	}
+	if (cfg.redisURL != "" || clusterURL != "") && cfg.threadLimit == 0 && cfg.modelCallLimit == 0 {
+		return fmt.Errorf("%s keeps thread counts: it needs %s or %s", cfg.src(store), cfg.src("thread-limit"), cfg.src("model-call-limit"))
+	}
+	if cfg.storeFailOpen && cfg.redisURL == "" && clusterURL == "" {
+		return fmt.Errorf("%s needs %s or %s: without either the counts are in memory, which never fails",
+			cfg.src("store-fail-open"), cfg.src("redis"), cfg.src("redis-cluster"))
+	}
+	return nil
+}
+
+// redisURLError is go-redis's error for a URL it cannot read, without
+// the URL: net/url's errors quote the whole URL, password included,
+// where go-redis's own name only the part that is wrong.
+func redisURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("not a URL: %w", ue.Err)
+	}
+	return err
+}
+
+// storeFlag names the flag of the limit store: -redis-cluster's, else
+// -redis's (or its variable).
+func (cfg *config) storeFlag() string {
+	if cfg.redisCluster != nil {
+		return cfg.src("redis-cluster")
+	}
+	return cfg.src("redis")
 }
 
 // upstreamURL parses the value v of the upstream flag name: an http or

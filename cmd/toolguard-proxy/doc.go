@@ -13,6 +13,7 @@
 //	                [-unknown-tools pass|reject] [-run-limit N] [-thread-limit N] [-redis redis://…]
 //	                [-model-call-limit N] [-max-body 8MiB] [-max-inflight N] [-version]
 //	                [-auth-keys FILE -upstream-key-env NAME] [-admin-listen ADDR] [-store-fail-open]
+//	                [-redis-cluster redis://host:port?addr=host2:port&addr=…]
 //	                [-upstream-anthropic URL [-upstream-anthropic-key-env NAME]]
 //	                [-upstream-gemini URL [-upstream-gemini-key-env NAME]] [-tls-cert FILE -tls-key FILE]
 //
@@ -207,7 +208,8 @@
 // GET /healthz answers 200 "ok" while the process serves: liveness only,
 // it checks nothing outside the process. GET /readyz answers 200 "ok"
 // when the proxy should be sent requests, 503 while the Redis of -redis
-// does not answer a PING within 500ms (each probe pings; not with
+// (or a master of -redis-cluster) does not answer a PING within 500ms
+// (each probe pings; not with
 // -store-fail-open, under which the proxy serves without Redis) and while
 // the proxy drains after SIGTERM; its body says which, never an address (the
 // log has the error). GET /metrics is the Prometheus exposition.
@@ -317,7 +319,12 @@
 // -redis redis://host:6379/0 (go-redis URL options: password, db,
 // dial_timeout, …) they share the counts (package guard/redisstore): one
 // atomic step per reservation, so the limit holds exactly however the
-// requests are spread. -run-limit needs no store: a run is read from the
+// requests are spread. -redis-cluster URL (go-redis's cluster URL,
+// redis://host1:6379?addr=host2:6379&addr=host3:6379; not with -redis)
+// keeps them in a Redis Cluster: a thread's keys share one hash slot, so
+// each step runs on the master serving it; /readyz then PINGs every
+// master, and the check before the upstream (below) the master of the
+// request's thread. -run-limit needs no store: a run is read from the
 // request's transcript.
 //
 // When Redis cannot be reached, a limited request is answered 503 in its

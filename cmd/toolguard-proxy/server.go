@@ -12,6 +12,7 @@ import (
 	"net/http/httputil"
 	"os"
 	"os/signal"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -106,16 +107,20 @@ func (s *server) reloadKeys() {
 // httpguard's, behind the handlers that bound bodies, read the thread
 // header, count and log requests; and /healthz and /metrics.
 type server struct {
-	cfg      config
-	log      *slog.Logger
-	tel      *telemetry
-	redis    *redis.Client   // nil without -redis
-	base     *http.Transport // the upstream connections
-	observer *otelguard.Observer
-	inflight atomic.Int64 // requests being served (limitInflight)
-	handler  http.Handler // the traffic port's
-	admin    http.Handler // -admin-listen's: /metrics, /healthz, /readyz; nil without
-	draining atomic.Bool  // after ctx is done, until serve returns: /readyz is 503
+	cfg   config
+	log   *slog.Logger
+	tel   *telemetry
+	redis redis.UniversalClient // -redis's *redis.Client or -redis-cluster's *redis.ClusterClient; nil without
+	store *redisstore.Store     // the limits' counts in redis; nil without
+	// redisAddr names the store in the log (never a client's body): the
+	// server's address, or the cluster's seed addresses.
+	redisAddr string
+	base      *http.Transport // the upstream connections
+	observer  *otelguard.Observer
+	inflight  atomic.Int64 // requests being served (limitInflight)
+	handler   http.Handler // the traffic port's
+	admin     http.Handler // -admin-listen's: /metrics, /healthz, /readyz; nil without
+	draining  atomic.Bool  // after ctx is done, until serve returns: /readyz is 503
 
 	keys         atomic.Pointer[keyring] // -auth-keys, as last loaded; nil without
 	cert         *certificate            // -tls-cert and -tls-key; nil without (plain HTTP)
@@ -137,23 +142,30 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 		s.cert = newCertificate(cfg.tlsCert, cfg.tlsKey, cfg.tlsPair)
 	}
 	var store guard.ThreadStore
-	if cfg.redisURL != "" {
+	switch {
+	case cfg.redisURL != "":
 		opts, err := redis.ParseURL(cfg.redisURL)
 		if err != nil {
-			// go-redis's message names the part that is wrong, never the password.
-			return nil, errors.Join(fmt.Errorf("toolguard-proxy: %s: %w", cfg.src("redis"), err), tel.shutdown(ctx))
+			// go-redis's message names the part that is wrong; a URL net/url
+			// cannot parse is not repeated (redisURLError), password and all.
+			return nil, errors.Join(fmt.Errorf("toolguard-proxy: %s: %w", cfg.src("redis"), redisURLError(err)), tel.shutdown(ctx))
 		}
-		s.redis = redis.NewClient(opts)
-		store = quietStore{redisstore.New(s.redis)}
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		if err := s.redis.Ping(pctx).Err(); err != nil {
+		s.redis, s.redisAddr = redis.NewClient(opts), opts.Addr
+	case cfg.redisCluster != nil:
+		// Every thread's keys share a hash tag, so each script runs on the
+		// one master serving the thread's slot (package redisstore).
+		s.redis, s.redisAddr = redis.NewClusterClient(cfg.redisCluster), strings.Join(cfg.redisCluster.Addrs, ",")
+	}
+	if s.redis != nil {
+		s.store = redisstore.New(s.redis)
+		store = quietStore{s.store}
+		if err := s.pingRedis(ctx, 5*time.Second, ""); err != nil {
 			msg := "toolguard-proxy: redis is not reachable; limited requests are answered 503 until it is"
 			if cfg.storeFailOpen {
 				msg = "toolguard-proxy: redis is not reachable; limited requests pass uncounted until it is (-store-fail-open)"
 			}
-			log.Warn(msg, "redis", opts.Addr, "error", err.Error())
+			log.Warn(msg, "redis", s.redisAddr, "error", err.Error())
 		}
-		cancel()
 	}
 	s.base = http.DefaultTransport.(*http.Transport).Clone()
 	s.base.MaxIdleConnsPerHost = maxIdleConnsPerHost

@@ -55,11 +55,12 @@ const storeCheckTimeout = readyTimeout
 // request naming a thread (the only ones the store counts) makes the
 // upstream request and only then reserves its calls, so with the store
 // down the provider would be paid for an answer that is then refused. The
-// store is asked first (a PING within storeCheckTimeout); when it does
+// store is asked first (a PING within storeCheckTimeout; for
+// -redis-cluster, to the master serving the thread's slot); when it does
 // not answer, the request is answered 503 limit_store_unavailable in its
 // protocol's shape, reported as a store_error event, and nothing goes
 // upstream. It is next itself when nothing needs checking: no -redis or
-// no -thread-limit, -store-fail-open (calls then pass uncounted), or
+// -redis-cluster, no -thread-limit, -store-fail-open (calls then pass uncounted), or
 // -model-call-limit, whose own reservation in the store comes before the
 // upstream request.
 func (s *server) checkStore(next http.Handler) http.Handler {
@@ -72,12 +73,12 @@ func (s *server) checkStore(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		err := s.pingRedis(r.Context(), storeCheckTimeout)
+		err := s.pingRedis(r.Context(), storeCheckTimeout, thread)
 		if err == nil || r.Context().Err() != nil {
 			next.ServeHTTP(w, r)
 			return
 		}
-		err = fmt.Errorf("redis %s: PING: %w", s.redis.Options().Addr, err)
+		err = fmt.Errorf("redis %s: PING: %w", s.redisAddr, err)
 		ectx := guard.WithEvents(guard.WithObserver(r.Context(), s.observer), s.logEvent)
 		guard.Report(ectx, guard.Event{Kind: guard.EventStoreError, Middleware: proxyStage, Err: &guard.StoreError{
 			Middleware: proxyStage, Key: guard.ThreadKey{Thread: thread}, Err: &storeUnavailable{err},

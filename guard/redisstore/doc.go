@@ -66,6 +66,29 @@
 //
 // where id is 128 random bits (see "Stalls and retries").
 //
+// # Redis Cluster
+//
+// [New] and [NewCheckpointer] take a redis.UniversalClient, so a
+// *redis.ClusterClient serves as a *redis.Client does:
+//
+//	store := redisstore.New(redis.NewClusterClient(&redis.ClusterOptions{
+//		Addrs: []string{"redis-0:6379", "redis-1:6379", "redis-2:6379"},
+//	}))
+//
+// Every key of a thread (its counts, its checkpoint, its requests'
+// records) carries the thread's hash tag, so the keys of each script are
+// in one slot, and the script runs on the master serving it: Redis
+// Cluster refuses a script whose keys span slots (CROSSSLOT). Threads
+// spread over the masters. TestScriptKeysOneSlot computes the slot of
+// every key each script and command is passed, with the cluster's CRC16;
+// TestCluster runs the ThreadStore and Checkpointer conformance kits on a
+// real cluster of three masters (redisserver.StartCluster). A master that
+// cannot be reached fails the calls of the threads in its slots with a
+// *guard.StoreError, as an unreachable server does, until a replica takes
+// its place; the other masters go on serving their threads until the
+// cluster declares itself down (cluster-node-timeout, with Redis's default
+// cluster-require-full-coverage yes).
+//
 // # Atomicity
 //
 // Reserve is one Lua script, run with EVALSHA in one round trip: it reads

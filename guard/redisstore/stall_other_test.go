@@ -9,5 +9,5 @@ import (
 )
 
 // Without SIGSTOP there is no stall: the kits skip those checks.
-func storeStall(*redisserver.Server) storetest.Option           { return nil }
-func checkpointStall(*redisserver.Server) checkpointtest.Option { return nil }
+func storeStall(...*redisserver.Server) storetest.Option           { return nil }
+func checkpointStall(...*redisserver.Server) checkpointtest.Option { return nil }

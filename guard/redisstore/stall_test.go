@@ -40,23 +40,28 @@ func stall(tb testing.TB, srv *redisserver.Server, d time.Duration) <-chan struc
 }
 
 // storeStall and checkpointStall are the conformance kits' WithStall for
-// srv: SIGSTOP, then SIGCONT, across stallFor.
-func storeStall(srv *redisserver.Server) storetest.Option {
-	return storetest.WithStall(freezer(srv), stallFor)
+// srvs (one server, or every node of a cluster): SIGSTOP, then SIGCONT,
+// across stallFor.
+func storeStall(srvs ...*redisserver.Server) storetest.Option {
+	return storetest.WithStall(freezer(srvs), stallFor)
 }
 
-func checkpointStall(srv *redisserver.Server) checkpointtest.Option {
-	return checkpointtest.WithStall(freezer(srv), stallFor)
+func checkpointStall(srvs ...*redisserver.Server) checkpointtest.Option {
+	return checkpointtest.WithStall(freezer(srvs), stallFor)
 }
 
-func freezer(srv *redisserver.Server) func(t *testing.T) (thaw func()) {
+func freezer(srvs []*redisserver.Server) func(t *testing.T) (thaw func()) {
 	return func(t *testing.T) func() {
-		if err := srv.Freeze(); err != nil {
-			t.Fatal(err)
+		for _, srv := range srvs {
+			if err := srv.Freeze(); err != nil {
+				t.Fatal(err)
+			}
 		}
 		return func() {
-			if err := srv.Thaw(); err != nil {
-				t.Error(err)
+			for _, srv := range srvs {
+				if err := srv.Thaw(); err != nil {
+					t.Error(err)
+				}
 			}
 		}
 	}
