@@ -34,6 +34,9 @@ type config struct {
 	modelRetries int                     // ModelRetry's retries
 	failClosed   bool                    // ToolArgValidation fails closed
 	unknownTools guard.UnknownToolPolicy // ToolArgValidation's calls of tools the request does not offer
+	// history is what -history says of a history the provider would
+	// refuse: nil (off), or the HistoryCheck's policy.
+	history *httpguard.HistoryPolicy
 
 	runLimit, threadLimit int // ToolCallLimit; 0: none
 	modelCallLimit        int // ModelCallLimit per thread; 0: none
@@ -140,11 +143,11 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	fs := flag.NewFlagSet("toolguard-proxy", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var (
-		cfg                                                config
-		upstream, maxBody, limitExit, logLvl, unknownTools string
-		redisCluster                                       string
-		anthropicURL, geminiURL                            string
-		version                                            bool
+		cfg                                                         config
+		upstream, maxBody, limitExit, logLvl, unknownTools, history string
+		redisCluster                                                string
+		anthropicURL, geminiURL                                     string
+		version                                                     bool
 	)
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "`address` to serve on (host:port)")
 	fs.StringVar(&cfg.adminListen, "admin-listen", "", "serve /metrics, /healthz and /readyz on this `address` (host:port) and no longer\non -listen, whose clients then reach the upstream alone (default: on -listen)")
@@ -154,6 +157,7 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	fs.IntVar(&cfg.maxRetries, "max-retries", 2, "re-asks after invalid tool calls, per client request (ToolArgValidation)")
 	fs.IntVar(&cfg.modelRetries, "model-retries", 2, "retries of an upstream request that failed transiently: 408, 409, 429, 5xx,\na dropped connection (ModelRetry; 0: none). The client's SDK retries too")
 	fs.BoolVar(&cfg.failClosed, "fail-closed", false, "answer calls still invalid after the last re-ask with HTTP 422 in the\nprovider's error shape, instead of passing them on")
+	fs.StringVar(&history, "history", "off", "what a request whose history the provider would refuse gets (`policy`): off (sent as it\ncame), repair (what is unambiguous repaired, a history_repaired event) or refuse\n(422 invalid_history, nothing sent): a call without a result, an orphan result,\nduplicate call ids, past arguments that are not an object, a null Anthropic input")
 	fs.StringVar(&unknownTools, "unknown-tools", "pass", "what a call of a tool the request does not offer gets (`policy`): pass (passed on\nuntouched, an unknown_tool event) or reject (invalid: re-asked, refused with -fail-closed)")
 	fs.IntVar(&cfg.runLimit, "run-limit", 0, "cap the tool calls of one run (the model's turns since the last user message) (ToolCallLimit; 0: none)")
 	fs.IntVar(&cfg.threadLimit, "thread-limit", 0, "cap the tool calls of one thread: the X-Toolguard-Thread header's, else the\ntranscript's (ToolCallLimit; 0: none)")
@@ -195,7 +199,7 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if err == nil {
-		err = cfg.finish(upstream, maxBody, limitExit, logLvl, unknownTools)
+		err = cfg.finish(upstream, maxBody, limitExit, logLvl, unknownTools, history)
 	}
 	if err == nil {
 		err = cfg.finishRedis(redisCluster)
@@ -265,7 +269,7 @@ func parseWithEnv(fs *flag.FlagSet, args []string, env func(string) (string, boo
 }
 
 // finish checks the flags and sets the fields given as text.
-func (cfg *config) finish(upstream, maxBody, limitExit, logLvl, unknownTools string) error {
+func (cfg *config) finish(upstream, maxBody, limitExit, logLvl, unknownTools, history string) error {
 	if upstream == "" {
 		return fmt.Errorf("%s is required", cfg.src("upstream"))
 	}
@@ -295,6 +299,17 @@ func (cfg *config) finish(upstream, maxBody, limitExit, logLvl, unknownTools str
 		cfg.limitExit = guard.ExitError
 	default:
 		return fmt.Errorf("%s %q: want continue, end or error", cfg.src("limit-exit"), limitExit)
+	}
+	switch history {
+	case "off":
+	case "repair":
+		p := httpguard.RepairHistory
+		cfg.history = &p
+	case "refuse":
+		p := httpguard.RefuseHistory
+		cfg.history = &p
+	default:
+		return fmt.Errorf("%s %q: want off, repair or refuse", cfg.src("history"), history)
 	}
 	switch unknownTools {
 	case "pass":
@@ -384,7 +399,7 @@ func (cfg *config) upstreamURL(name, v string) (*url.URL, error) {
 }
 
 // middlewares returns the transport's stages, outermost first: the
-// observer, the model-call limit and the tool-call limit (each only when
+// observer, the history check (-history), the model-call limit and the tool-call limit (each only when
 // its limit is given), argument validation, and model retries innermost,
 // so that a retry repeats one upstream request and not a whole re-ask
 // loop, and the tool-call limit sees the calls validation accepted. The
@@ -393,6 +408,11 @@ func (cfg *config) upstreamURL(name, v string) (*url.URL, error) {
 // both limits' thread counts (nil: each limit's own memory).
 func (cfg config) middlewares(o guard.Observer, store guard.ThreadStore, events func(ctx context.Context, e guard.Event)) []httpguard.Middleware {
 	mws := []httpguard.Middleware{httpguard.Observe(o)}
+	if cfg.history != nil {
+		// Right after the observer, so that its events reach it; before
+		// the limits and the re-asks, which then see the repaired history.
+		mws = append(mws, httpguard.HistoryCheck(*cfg.history))
+	}
 	if cfg.modelCallLimit > 0 {
 		// ModelCallLimit has no ExitContinue: a refused request cannot be
 		// re-asked, so -limit-exit continue ends the loop as end does.

@@ -29,6 +29,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-upstream", "https://x", "-max-retries", "-1"}, "must not be negative"},
 		{[]string{"-upstream", "https://x", "-limit-exit", "stop"}, "-limit-exit"},
 		{[]string{"-upstream", "https://x", "-unknown-tools", "drop"}, `-unknown-tools "drop": want pass or reject`},
+		{[]string{"-upstream", "https://x", "-history", "fix"}, `-history "fix": want off, repair or refuse`},
 		{[]string{"-upstream", "https://x", "-max-inflight", "-1"}, "-max-inflight must not be negative"},
 		{[]string{"-upstream", "https://x", "-redis", "redis://127.0.0.1:6379"}, "-redis keeps thread counts: it needs -thread-limit or -model-call-limit"},
 		{[]string{"-upstream", "https://x", "-model-call-limit", "-1"}, "-model-call-limit must not be negative"},

@@ -10,7 +10,7 @@
 // run and per thread.
 //
 //	toolguard-proxy -listen 127.0.0.1:8080 -upstream https://api.openai.com [-max-retries 2] [-fail-closed]
-//	                [-unknown-tools pass|reject] [-run-limit N] [-thread-limit N] [-redis redis://…]
+//	                [-unknown-tools pass|reject] [-history off|repair|refuse] [-run-limit N] [-thread-limit N] [-redis redis://…]
 //	                [-model-call-limit N] [-max-body 8MiB] [-max-inflight N] [-version]
 //	                [-auth-keys FILE -upstream-key-env NAME] [-admin-listen ADDR] [-store-fail-open]
 //	                [-redis-cluster redis://host:port?addr=host2:port&addr=…]
@@ -89,7 +89,8 @@
 // # Stages
 //
 // The transport's stages are, outermost first: otelguard's observer; the
-// model-call limit ([httpguard.ModelCallLimit]), only when
+// history check ([httpguard.HistoryCheck]), only with -history repair or
+// refuse; the model-call limit ([httpguard.ModelCallLimit]), only when
 // -model-call-limit is given; the tool-call limit ([httpguard.ToolCallLimit]), only when -run-limit or
 // -thread-limit is given; argument validation ([httpguard.ToolArgValidation],
 // always, -max-retries re-asks, -fail-closed, -unknown-tools); model retries
@@ -106,6 +107,14 @@
 // end, and continue, since a refused request has nothing to re-ask) or
 // refused with 422 model_call_limit_exceeded (error). With -redis its
 // counts are shared too.
+//
+// -history repair sends a history the provider would refuse with a 400 —
+// a call without a result, an orphan result, duplicate call ids, past
+// arguments that are not an object, a null Anthropic input — repaired
+// where that is unambiguous (never inventing arguments; each repair a
+// history_repaired event, counted in toolguard_events_total), refused with
+// 422 invalid_history where it is not; -history refuse refuses every such
+// request, naming the message; off (the default) sends it as it came.
 //
 // A call of a tool the request does not offer passes on untouched by
 // default (an unknown_tool event); with -unknown-tools reject it is
