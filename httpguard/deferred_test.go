@@ -241,3 +241,89 @@ func TestMessagesDeferredToolReasked(t *testing.T) {
 		t.Errorf("events %v, want one invalid, one reask, no unknown_tool", n)
 	}
 }
+
+// A hosted tool search's answer (tool_search_call and tool_search_output
+// with "execution": "server", then the call of the loaded function) is
+// guarded: the bad call is re-asked with the search replayed before it,
+// and the client reads the corrected call. A client-run search
+// ("execution": "client") passes to the client, which runs it; a re-ask
+// of a call beside it leaves it out, as it leaves out a computer_call,
+// since the guard cannot write the tools it loads; alone, it passes under
+// fail closed as an answer without a call. A tool_search_call of
+// an execution the guard does not know cannot be guarded.
+func TestResponsesToolSearchAnswerGuarded(t *testing.T) {
+	t.Parallel()
+	body := `{"model":"gpt-5.4","input":[{"role":"user","content":"List open orders for customer CUST-12345."}],"tools":[` + crmNamespace + `,{"type":"tool_search"}]}`
+	hostedSearch := `{"id":"tsc_1","type":"tool_search_call","execution":"server","call_id":null,"status":"completed","arguments":{"paths":["crm"]}},` +
+		`{"id":"tso_1","type":"tool_search_output","execution":"server","call_id":null,"status":"completed","tools":[` + crmNamespace + `]}`
+	clientSearch := `{"id":"tsc_1","type":"tool_search_call","execution":"client","call_id":"call_s","status":"completed","arguments":{"goal":"orders"}}`
+	answer := func(before, args string) string {
+		return `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"gpt-5.4","output":[` + before +
+			`{"id":"fc_1","type":"function_call","status":"completed","call_id":"call_1","namespace":"crm","name":"list_open_orders","arguments":` +
+			string(marshalString(args)) + `}]}`
+	}
+	for _, c := range []struct {
+		name, before string
+		replayed     []string // the types of the items the re-ask adds
+	}{
+		{"hosted", hostedSearch + ",", []string{"tool_search_call", "tool_search_output", "function_call", "function_call_output"}},
+		{"client beside a call", clientSearch + ",", []string{"function_call", "function_call_output"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv := fp.New(fp.Raw(200, answer(c.before, `{"customer":"CUST-12345"}`)), fp.Raw(200, answer(c.before, `{"customer_id":"CUST-12345"}`)))
+			defer srv.Close()
+			var log kindLog
+			tr := New(nil, ToolArgValidation(log.handler()))
+			ex := do(t, tr, context.Background(), srv.URL+"/v1/responses", []byte(body))
+			reqs := srv.Requests()
+			if len(reqs) == 2 {
+				t.Logf("re-ask the provider received:\n%s", reqs[1].Body)
+			}
+			t.Logf("the client read (%d):\n%s", ex.resp.StatusCode, ex.body)
+			t.Logf("events: %v", log.count())
+			calls := callsOf(t, responsesWire{}, ex.body)
+			if len(calls) != 1 || !sameJSON(calls[0].Args, []byte(`{"customer_id":"CUST-12345"}`)) {
+				t.Errorf("the client reads %+v, want the corrected call", calls)
+			}
+			if len(reqs) != 2 {
+				t.Fatalf("the provider got %d requests, want 2 (the bad call re-asked)", len(reqs))
+			}
+			in := reaskInput(t, reqs[1].Body)
+			var types []string
+			for _, it := range in[1:] {
+				typ, _ := it["type"].(string)
+				types = append(types, typ)
+			}
+			if strings.Join(types, " ") != strings.Join(c.replayed, " ") {
+				t.Errorf("the re-ask adds %v, want %v", types, c.replayed)
+			}
+			if n := log.count(); n[guard.EventInvalid] != 1 || n[guard.EventReask] != 1 || n[guard.EventUnguarded] != 0 {
+				t.Errorf("events %v, want one invalid, one reask, nothing unguarded", n)
+			}
+		})
+	}
+	t.Run("client search alone", func(t *testing.T) {
+		t.Parallel()
+		resp := `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"gpt-5.4","output":[` + clientSearch + `]}`
+		srv := fp.New(fp.Raw(200, resp))
+		defer srv.Close()
+		var log kindLog
+		tr := New(nil, ToolArgValidation(log.handler(), guard.WithFailClosed()))
+		ex := do(t, tr, context.Background(), srv.URL+"/v1/responses", []byte(body))
+		t.Logf("the client read (%d):\n%s", ex.resp.StatusCode, ex.body)
+		t.Logf("events: %v", log.count())
+		if n := log.count(); ex.resp.StatusCode != http.StatusOK || !sameJSON(ex.body, []byte(resp)) || n[guard.EventUnguarded] != 0 || n[guard.EventGiveUp] != 0 {
+			t.Errorf("fail closed, the client got %d %s, events %v; want the search as it came, nothing unguarded", ex.resp.StatusCode, ex.body, n)
+		}
+	})
+	t.Run("execution unknown", func(t *testing.T) {
+		t.Parallel()
+		for _, exec := range []string{`"elsewhere"`, `null`, `7`} {
+			resp := `{"output":[{"id":"tsc_1","type":"tool_search_call","execution":` + exec + `,"call_id":"s"},` + functionCallItem(`{}`) + `]}`
+			if _, err := (responsesWire{}).calls([]byte(resp)); !isUnguardable(err) {
+				t.Errorf("calls(%s) = %v, want an unguardable error", resp, err)
+			}
+		}
+	})
+}

@@ -42,16 +42,20 @@ const (
 	itemAnswered
 	// itemLeftOut is a call of a tool the client runs whose output the
 	// guard cannot write: a computer_call's output is a screenshot, an
-	// mcp_approval_request's a person's decision. It passes as it came,
-	// unvalidated and not a guard call; a re-ask leaves it out, with the
-	// reasoning items that led only to it.
+	// mcp_approval_request's a person's decision, a client-run tool search's
+	// the tools it loads. It passes as it came, unvalidated and not a guard
+	// call; a re-ask leaves it out, with the reasoning items that led only to
+	// it.
 	itemLeftOut
 )
 
 // responsesItems are the output item types the wire code knows. A
 // response with an item of any other type (one newer than this list, or
-// one whose answer it cannot tell: program, tool_search_call,
-// additional_tools) cannot be guarded.
+// one whose answer it cannot tell: program, additional_tools) cannot be
+// guarded. A tool_search_call is itemPassed when OpenAI ran the search
+// (execution "server", its tool_search_output in the same output) and
+// itemLeftOut when the client runs it (execution "client"); any other
+// execution cannot be guarded (toolSearchKind).
 var responsesItems = map[string]itemKind{
 	"function_call": itemFunction,
 	"message":       itemPassed, "reasoning": itemPassed, "compaction": itemPassed,
@@ -59,8 +63,8 @@ var responsesItems = map[string]itemKind{
 	"image_generation_call": itemPassed, "mcp_call": itemPassed, "mcp_list_tools": itemPassed,
 	"custom_tool_call_output": itemPassed, "shell_call_output": itemPassed,
 	"apply_patch_call_output": itemPassed, "local_shell_call_output": itemPassed,
-	"computer_call_output": itemPassed,
-	"custom_tool_call":     itemAnswered, "shell_call": itemAnswered,
+	"computer_call_output": itemPassed, "tool_search_output": itemPassed, "tool_search_call": itemPassed,
+	"custom_tool_call": itemAnswered, "shell_call": itemAnswered,
 	"apply_patch_call": itemAnswered, "local_shell_call": itemAnswered,
 	"computer_call": itemLeftOut, "mcp_approval_request": itemLeftOut,
 }
@@ -258,12 +262,33 @@ func responsesOutput(b []byte) (items []span, calls []int, kinds []itemKind, err
 		if k == 0 {
 			return nil, nil, nil, unguardable("an output item of a type the guard does not know", fmt.Errorf("type %q", typ))
 		}
+		if typ == "tool_search_call" {
+			if k, err = toolSearchKind(b, it); err != nil {
+				return nil, nil, nil, err
+			}
+		}
 		kinds[i] = k
 		if k == itemFunction {
 			calls = append(calls, i)
 		}
 	}
 	return items, calls, kinds, nil
+}
+
+// toolSearchKind is the kind of the tool_search_call at it: a search OpenAI
+// ran passes and is replayed with its output, a search the client runs is
+// left out of a re-ask as a call whose output the guard cannot write.
+func toolSearchKind(b []byte, it span) (itemKind, error) {
+	exec, err := optStr(b, it, "execution")
+	switch {
+	case err != nil:
+		return 0, unguardable("a tool search call that cannot be read", err)
+	case exec == "server":
+		return itemPassed, nil
+	case exec == "client":
+		return itemLeftOut, nil
+	}
+	return 0, unguardable("a tool search call whose execution the guard does not know", fmt.Errorf("execution %.64q", exec))
 }
 
 // calls reads the function calls of resp, in order: the output's other
