@@ -3,6 +3,7 @@ package httpguard
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -326,4 +327,70 @@ func TestResponsesToolSearchAnswerGuarded(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A streamed hosted tool search is guarded as the sync one: the search's
+// items stream to the client as they came, the namespaced call is held and
+// validated, its bad arguments re-asked, and the client's stream ends with
+// the corrected call.
+func TestResponsesToolSearchStreamGuarded(t *testing.T) {
+	t.Parallel()
+	body := `{"model":"gpt-5.4","stream":true,"input":[{"role":"user","content":"List open orders for customer CUST-12345."}],"tools":[` + crmNamespace + `,{"type":"tool_search"}]}`
+	search := `{"id":"tsc_1","type":"tool_search_call","execution":"server","call_id":null,"status":"completed","arguments":{"paths":["crm"]}}`
+	loaded := `{"id":"tso_1","type":"tool_search_output","execution":"server","call_id":null,"status":"completed","tools":[` + crmNamespace + `]}`
+	// stream is the model's answer: the search and the call (the first
+	// attempt), or the call alone (the re-ask, whose input holds the search).
+	stream := func(args string, searched bool) fp.Step {
+		id := map[bool]string{true: "fc_1", false: "fc_2"}[searched]
+		fc := `{"id":"` + id + `","type":"function_call","call_id":"call_1","namespace":"crm","name":"list_open_orders","arguments":` + string(marshalString(args)) + `,"status":"completed"}`
+		up := (&responsesEvents{}).add("response.created", responsesCreated)
+		output := []string{fc}
+		if searched {
+			up.add("response.output_item.added", `"output_index":0,"item":{"id":"tsc_1","type":"tool_search_call","execution":"server","call_id":null,"status":"in_progress","arguments":{}}`).
+				add("response.output_item.done", `"output_index":0,"item":`+search).
+				add("response.output_item.added", `"output_index":1,"item":{"id":"tso_1","type":"tool_search_output","execution":"server","call_id":null,"status":"in_progress","tools":[]}`).
+				add("response.output_item.done", `"output_index":1,"item":`+loaded)
+			output = []string{search, loaded, fc}
+		}
+		i := fmt.Sprint(len(output) - 1)
+		up.add("response.output_item.added", `"output_index":`+i+`,"item":{"id":"`+id+`","type":"function_call","call_id":"call_1","namespace":"crm","name":"list_open_orders","arguments":"","status":"in_progress"}`).
+			add("response.function_call_arguments.delta", `"item_id":"`+id+`","output_index":`+i+`,"delta":`+string(marshalString(args))).
+			add("response.function_call_arguments.done", `"item_id":"`+id+`","output_index":`+i+`,"arguments":`+string(marshalString(args))).
+			add("response.output_item.done", `"output_index":`+i+`,"item":`+fc).
+			add("response.completed", responsesCompleted(output...))
+		return sse(up.evs...)
+	}
+	srv := fp.New(stream(`{"customer":"CUST-12345"}`, true), stream(`{"customer_id":"CUST-12345"}`, false))
+	defer srv.Close()
+	var log kindLog
+	ex := do(t, New(nil, ToolArgValidation(log.handler())), context.Background(), srv.URL+"/v1/responses", []byte(body))
+	t.Logf("events: %v", log.count())
+	if ex.resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", ex.resp.StatusCode, ex.body)
+	}
+	got := assemble(t, responsesWire{}, events(t, ex.body))
+	t.Logf("the client's stream assembled:\n%s", got)
+	calls := callsOf(t, responsesWire{}, got)
+	if len(calls) != 1 || calls[0].Name != "crm.list_open_orders" || !sameJSON(calls[0].Args, []byte(`{"customer_id":"CUST-12345"}`)) {
+		t.Errorf("the client reads %+v, want the corrected call", calls)
+	}
+	items, _, _, err := responsesOutput(got)
+	if err != nil || len(items) != 3 || !sameJSON(raw(got, items[0]), []byte(search)) || !sameJSON(raw(got, items[1]), []byte(loaded)) {
+		t.Errorf("the client's output is %d items (%v), want the search, its output and the call", len(items), err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("the provider got %d requests, want 2 (the bad call re-asked)", len(reqs))
+	}
+	var types []string
+	for _, it := range reaskInput(t, reqs[1].Body)[1:] {
+		typ, _ := it["type"].(string)
+		types = append(types, typ)
+	}
+	if want := "tool_search_call tool_search_output function_call function_call_output"; strings.Join(types, " ") != want {
+		t.Errorf("the re-ask adds %v, want %s", types, want)
+	}
+	if n := log.count(); n[guard.EventInvalid] != 1 || n[guard.EventReask] != 1 || n[guard.EventUnguarded] != 0 {
+		t.Errorf("events %v, want one invalid, one reask, nothing unguarded", n)
+	}
 }
