@@ -197,6 +197,24 @@
 // functionResponse. The client reads only the accepted response: the
 // re-ask's id, model and usage.
 //
+// Tools offered through tool search are guarded as the others. A
+// Responses function with "defer_loading": true is read from tools as any
+// function; a namespace's functions (tools[].tools[]), whose
+// function_call names the namespace in a field of its own, are known to
+// the guard as namespace.name (events, limits and the re-ask's feedback
+// use that name; OpenAI's function names hold no '.', so it is no plain
+// function's); the tools of
+// the input's tool_search_output items (what a tool search the client ran
+// loaded, plain or in a namespace) are read as the request's own. A
+// hosted search's answer (tool_search_call and tool_search_output with
+// execution "server") passes and a re-ask replays it; a search the client
+// runs (execution "client") passes to the client, and a re-ask leaves it
+// out as it leaves out a computer_call. An Anthropic tool with
+// "defer_loading": true stays in tools with its input_schema, so its call,
+// loaded by a tool_reference, is validated as any other. A call of a tool
+// that is neither offered, deferred nor loaded (a namespace's function
+// called without its namespace, say) follows the unknown-tool policy.
+//
 // A Responses answer's function calls are guarded beside its other items
 // (custom_tool_call, shell_call, apply_patch_call, local_shell_call,
 // computer_call, mcp_approval_request, and the tools OpenAI runs), which

@@ -1,6 +1,7 @@
 package httpguard
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -41,16 +42,20 @@ const (
 	itemAnswered
 	// itemLeftOut is a call of a tool the client runs whose output the
 	// guard cannot write: a computer_call's output is a screenshot, an
-	// mcp_approval_request's a person's decision. It passes as it came,
-	// unvalidated and not a guard call; a re-ask leaves it out, with the
-	// reasoning items that led only to it.
+	// mcp_approval_request's a person's decision, a client-run tool search's
+	// the tools it loads. It passes as it came, unvalidated and not a guard
+	// call; a re-ask leaves it out, with the reasoning items that led only to
+	// it.
 	itemLeftOut
 )
 
 // responsesItems are the output item types the wire code knows. A
 // response with an item of any other type (one newer than this list, or
-// one whose answer it cannot tell: program, tool_search_call,
-// additional_tools) cannot be guarded.
+// one whose answer it cannot tell: program, additional_tools) cannot be
+// guarded. A tool_search_call is itemPassed when OpenAI ran the search
+// (execution "server", its tool_search_output in the same output) and
+// itemLeftOut when the client runs it (execution "client"); any other
+// execution cannot be guarded (toolSearchKind).
 var responsesItems = map[string]itemKind{
 	"function_call": itemFunction,
 	"message":       itemPassed, "reasoning": itemPassed, "compaction": itemPassed,
@@ -58,25 +63,21 @@ var responsesItems = map[string]itemKind{
 	"image_generation_call": itemPassed, "mcp_call": itemPassed, "mcp_list_tools": itemPassed,
 	"custom_tool_call_output": itemPassed, "shell_call_output": itemPassed,
 	"apply_patch_call_output": itemPassed, "local_shell_call_output": itemPassed,
-	"computer_call_output": itemPassed,
-	"custom_tool_call":     itemAnswered, "shell_call": itemAnswered,
+	"computer_call_output": itemPassed, "tool_search_output": itemPassed, "tool_search_call": itemPassed,
+	"custom_tool_call": itemAnswered, "shell_call": itemAnswered,
 	"apply_patch_call": itemAnswered, "local_shell_call": itemAnswered,
 	"computer_call": itemLeftOut, "mcp_approval_request": itemLeftOut,
 }
 
 func (responsesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 	var req struct {
-		Model              string          `json:"model"`
-		Stream             bool            `json:"stream"`
-		Input              json.RawMessage `json:"input"`
-		PreviousResponseID *string         `json:"previous_response_id"`
-		Conversation       json.RawMessage `json:"conversation"`
-		Store              *bool           `json:"store"`
-		Tools              []struct {
-			Type       string          `json:"type"`
-			Name       string          `json:"name"`
-			Parameters json.RawMessage `json:"parameters"`
-		} `json:"tools"`
+		Model              string             `json:"model"`
+		Stream             bool               `json:"stream"`
+		Input              json.RawMessage    `json:"input"`
+		PreviousResponseID *string            `json:"previous_response_id"`
+		Conversation       json.RawMessage    `json:"conversation"`
+		Store              *bool              `json:"store"`
+		Tools              []responsesToolDef `json:"tools"`
 	}
 	readable, err := readableBody(body, responsesSchemas)
 	if err != nil {
@@ -105,23 +106,122 @@ func (responsesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 	if len(req.Input) == 0 && out.State.PreviousResponseID == "" && out.State.Conversation == "" {
 		return wireRequest{}, fmt.Errorf("%w: responses request without input", errUnsupported)
 	}
-	for _, t := range req.Tools {
-		if t.Type != "function" {
-			continue
+	out.Tools = appendResponsesTools(out.Tools, req.Tools, "")
+	loaded, err := toolSearchOutputs(req.Input)
+	if err != nil {
+		return wireRequest{}, err
+	}
+	for _, t := range appendResponsesTools(nil, loaded, "") {
+		if !offered(out.Tools, t) {
+			out.Tools = append(out.Tools, t)
 		}
-		tool := wireTool{Name: t.Name, Schema: nullToNil(t.Parameters)}
-		if isDeepSchema(tool.Schema) {
-			tool.Schema, tool.Err = nil, errSchemaTooDeep
-		}
-		out.Tools = append(out.Tools, tool)
 	}
 	return out, nil
 }
 
-// responsesSchemas finds a Responses request's tool schemas,
-// tools[].parameters (readableBody).
+// responsesToolDef is a tool definition of a Responses request, in its
+// tools or in a tool_search_output item of its input: a function (with
+// "defer_loading": true or not), or a namespace grouping functions under
+// its name. Other types are tools OpenAI runs, or custom tools, which
+// have no JSON Schema.
+type responsesToolDef struct {
+	Type       string             `json:"type"`
+	Name       string             `json:"name"`
+	Parameters json.RawMessage    `json:"parameters"`
+	Tools      []responsesToolDef `json:"tools"`
+}
+
+// namespaceSep joins a namespace's name and its function's name into the
+// tool name the guard knows the function by. OpenAI's function names are
+// letters, digits, '_' and '-', so the joined name cannot be a plain
+// function's.
+const namespaceSep = "."
+
+// namespacedName is the guard's name of the function name in namespace ns
+// (a function_call names its namespace in a field of its own): name
+// itself outside a namespace.
+func namespacedName(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + namespaceSep + name
+}
+
+// appendResponsesTools appends to out the function tools among defs, in
+// order, those of a namespace named as namespacedName names them. A
+// deferred function (defer_loading) is guarded as any other: its schema
+// is in the request, only the model loads it later.
+func appendResponsesTools(out []wireTool, defs []responsesToolDef, ns string) []wireTool {
+	for _, t := range defs {
+		switch {
+		case t.Type == "function":
+			tool := wireTool{Name: namespacedName(ns, t.Name), Schema: nullToNil(t.Parameters)}
+			if isDeepSchema(tool.Schema) {
+				tool.Schema, tool.Err = nil, errSchemaTooDeep
+			}
+			out = append(out, tool)
+		case t.Type == "namespace" && ns == "":
+			out = appendResponsesTools(out, t.Tools, t.Name)
+		}
+	}
+	return out
+}
+
+// offered reports whether tools holds t with the same schema: a tool that
+// a tool search loaded again, or that the request's tools also list, is
+// offered once, so that it is not taken for two tools of one name.
+func offered(tools []wireTool, t wireTool) bool {
+	for _, o := range tools {
+		if o.Name == t.Name && bytes.Equal(o.Schema, t.Schema) && (o.Err == nil) == (t.Err == nil) {
+			return true
+		}
+	}
+	return false
+}
+
+// toolSearchOutputs returns the tools of the tool_search_output items of a
+// Responses input: the tools a tool search the client ran loaded (or a
+// hosted search's output replayed), which the model calls like the
+// request's own.
+func toolSearchOutputs(input json.RawMessage) ([]responsesToolDef, error) {
+	if len(input) == 0 || input[0] != '[' || !bytes.Contains(input, []byte(`"tool_search_output"`)) {
+		return nil, nil
+	}
+	var items []struct {
+		Type  string             `json:"type"`
+		Tools []responsesToolDef `json:"tools"`
+	}
+	if err := json.Unmarshal(input, &items); err != nil {
+		return nil, fmt.Errorf("%w: input: %v", errJSON, err)
+	}
+	var out []responsesToolDef
+	for _, it := range items {
+		if it.Type == "tool_search_output" {
+			out = append(out, it.Tools...)
+		}
+	}
+	return out, nil
+}
+
+// responsesSchemas finds a Responses request's tool schemas
+// (readableBody): tools[].parameters, a namespace's
+// tools[].tools[].parameters, and the same in the input's
+// tool_search_output items.
 func responsesSchemas(b []byte, r span) ([]span, error) {
-	return schemasAt(b, r, []string{"tools"}, []string{"parameters"})
+	var out []span
+	for _, steps := range [][][]string{
+		{{"tools"}, {"parameters"}},
+		{{"tools"}, {"tools"}, {"parameters"}},
+		{{"input"}, {"tools"}, {"parameters"}},
+		{{"input"}, {"tools"}, {"tools"}, {"parameters"}},
+	} {
+		sps, err := schemasAt(b, r, steps...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sps...)
+	}
+	return out, nil
 }
 
 // requestRoot returns the span of a request body's object, read as
@@ -162,12 +262,33 @@ func responsesOutput(b []byte) (items []span, calls []int, kinds []itemKind, err
 		if k == 0 {
 			return nil, nil, nil, unguardable("an output item of a type the guard does not know", fmt.Errorf("type %q", typ))
 		}
+		if typ == "tool_search_call" {
+			if k, err = toolSearchKind(b, it); err != nil {
+				return nil, nil, nil, err
+			}
+		}
 		kinds[i] = k
 		if k == itemFunction {
 			calls = append(calls, i)
 		}
 	}
 	return items, calls, kinds, nil
+}
+
+// toolSearchKind is the kind of the tool_search_call at it: a search OpenAI
+// ran passes and is replayed with its output, a search the client runs is
+// left out of a re-ask as a call whose output the guard cannot write.
+func toolSearchKind(b []byte, it span) (itemKind, error) {
+	exec, err := optStr(b, it, "execution")
+	switch {
+	case err != nil:
+		return 0, unguardable("a tool search call that cannot be read", err)
+	case exec == "server":
+		return itemPassed, nil
+	case exec == "client":
+		return itemLeftOut, nil
+	}
+	return 0, unguardable("a tool search call whose execution the guard does not know", fmt.Errorf("execution %.64q", exec))
 }
 
 // calls reads the function calls of resp, in order: the output's other
@@ -192,7 +313,11 @@ func (responsesWire) calls(resp []byte) ([]wireCall, error) {
 		if err != nil {
 			return nil, unguardable("a function call that cannot be read", err)
 		}
-		out = append(out, wireCall{ID: id, Name: name, Args: []byte(args)})
+		ns, err := optStr(resp, it, "namespace")
+		if err != nil {
+			return nil, unguardable("a function call that cannot be read", err)
+		}
+		out = append(out, wireCall{ID: id, Name: namespacedName(ns, name), Args: []byte(args)})
 	}
 	return out, nil
 }
