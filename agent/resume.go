@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/toolguard/toolguard/errfmt"
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/toolstage"
 )
@@ -143,11 +144,13 @@ func (a *Agent) resume(ctx context.Context, in *toolstage.Interrupt, decisions [
 	}
 	if s != nil {
 		// Claim the interrupt before anything runs: a Resume that finds the
-		// thread so continues the turn with the waiting calls' outcomes
-		// unknown (they may have run).
+		// thread so continues the turn with the calls a person rejected or
+		// answered as decided, and the accepted and edited ones of unknown
+		// outcome (they may have run).
 		claimed := st
 		if st.Turn != nil && st.Turn.Interrupt != "" {
 			ot := *st.Turn
+			ot.Finished = append(slices.Clone(ot.Finished), decidedCalls(&ot, decisions)...)
 			ot.Interrupt, ot.Paused = "", nil
 			claimed.Turn = &ot
 		}
@@ -194,4 +197,40 @@ func (r *run) resumeBatch(ctx context.Context, t *turn) error {
 	}
 	t.take(out.Outcomes, sent, true, err)
 	return err
+}
+
+// decidedCalls returns the record of the calls of ot, a paused turn, that
+// decisions (which the tool stage accepted) reject or answer: what the
+// model reads of them whatever happens to the run after the claim. A
+// decision is matched to its pending call by digest, as the stage matches
+// it; the pending calls are ot.Waiting's, in order.
+func decidedCalls(ot *openTurn, decisions []toolstage.Decision) []doneCall {
+	if ot.Paused == nil || len(ot.Paused.Pending) != len(ot.Waiting) {
+		return nil
+	}
+	var out []doneCall
+	for _, d := range decisions {
+		if d.Action != toolstage.Reject && d.Action != toolstage.Respond {
+			continue
+		}
+		for j, p := range ot.Paused.Pending {
+			i := ot.Waiting[j]
+			if p.Digest != d.Digest || p.ID != d.CallID || i < 0 || i >= len(ot.Calls) || ot.Calls[i].FunctionCall == nil {
+				continue
+			}
+			dc := doneCall{Index: i, CallID: p.ID, Tool: p.Tool, Arguments: string(p.Args), ModelArguments: ot.Calls[i].FunctionCall.Arguments}
+			if d.Action == toolstage.Reject {
+				msg := d.Message
+				if msg == "" {
+					msg = errfmt.CallRejected
+				}
+				dc.Failed, dc.Rejected, dc.Err, dc.Answer = true, true, toolstage.ErrCallRejected.Error()+": "+msg, msg
+			} else {
+				dc.Result, dc.Answer = d.Message, d.Message
+			}
+			out = append(out, dc)
+			break
+		}
+	}
+	return out
 }

@@ -11,4 +11,7 @@ const (
 	// run stopped, or whose tool panicked: whether it took effect is
 	// unknown.
 	CallInterrupted = "The run stopped while this call was running, so whether it took effect is unknown. Check before calling it again."
+	// CallRejected is the result of a call a person rejected without a
+	// message of their own.
+	CallRejected = "A person reviewing this call rejected it; it did not run."
 )

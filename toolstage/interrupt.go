@@ -156,10 +156,6 @@ type rejectedError struct{ msg string }
 func (e *rejectedError) Error() string        { return e.msg }
 func (e *rejectedError) Is(target error) bool { return target == ErrCallRejected }
 
-// defaultRejection is what the model reads of a call rejected without a
-// message.
-const defaultRejection = "A person reviewing this call rejected it; it did not run."
-
 // binding is what a pending call's decision is bound to besides its
 // arguments. It is kept in the run's state (the checkpoint, or a threadless
 // interrupt's signed State), never in the PendingCall a client reads, and

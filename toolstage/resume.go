@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/toolguard/toolguard/errfmt"
 	"github.com/toolguard/toolguard/guard"
 )
 
@@ -292,7 +293,7 @@ func (s *Stage) runDecided(ctx context.Context, pb *pausedBatch, decisions []Dec
 		case Reject:
 			msg := d.Message
 			if msg == "" {
-				msg = defaultRejection
+				msg = errfmt.CallRejected
 			}
 			outs[i] = Outcome{Index: i, Call: calls[i], Err: &rejectedError{msg: ErrCallRejected.Error() + ": " + msg}, Content: msg}
 			known[i] = true
