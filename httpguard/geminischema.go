@@ -45,18 +45,27 @@ func geminiSchemaToJSONSchema(raw json.RawMessage) (json.RawMessage, error) {
 	return marshal(out)
 }
 
-// jsonSchemaFormats are the formats of JSON Schema's vocabulary; Gemini's
-// own (enum, int32, …) are not among them.
-var jsonSchemaFormats = map[string]bool{
-	"date-time": true, "date": true, "time": true, "duration": true, "email": true,
-	"idn-email": true, "hostname": true, "idn-hostname": true, "ipv4": true, "ipv6": true,
-	"uri": true, "uri-reference": true, "iri": true, "iri-reference": true, "uuid": true,
-	"uri-template": true, "json-pointer": true, "relative-json-pointer": true, "regex": true,
+// jsonSchemaFormat reports whether f is a format of JSON Schema's
+// vocabulary; Gemini's own (enum, int32, …) are not among them.
+func jsonSchemaFormat(f string) bool {
+	switch f {
+	case "date-time", "date", "time", "duration", "email",
+		"idn-email", "hostname", "idn-hostname", "ipv4", "ipv6",
+		"uri", "uri-reference", "iri", "iri-reference", "uuid",
+		"uri-template", "json-pointer", "relative-json-pointer", "regex":
+		return true
+	}
+	return false
 }
 
-var geminiCounts = map[string]bool{
-	"minItems": true, "maxItems": true, "minLength": true, "maxLength": true,
-	"minProperties": true, "maxProperties": true,
+// geminiCountKey reports whether k is a keyword whose value Gemini reads
+// as an int64 count (geminiCount).
+func geminiCountKey(k string) bool {
+	switch k {
+	case "minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties":
+		return true
+	}
+	return false
 }
 
 func convertGeminiSchema(v any, at string) (any, error) {
@@ -87,10 +96,10 @@ func convertGeminiSchema(v any, at string) (any, error) {
 			}
 			out["type"] = t
 		case k == "format":
-			if f, ok := val.(string); ok && jsonSchemaFormats[f] {
+			if f, ok := val.(string); ok && jsonSchemaFormat(f) {
 				out["format"] = f
 			}
-		case geminiCounts[k]:
+		case geminiCountKey(k):
 			n, err := geminiCount(val)
 			if err != nil {
 				return nil, fmt.Errorf("httpguard: gemini schema at %q: %s: %w", "/"+at, k, err)

@@ -71,20 +71,25 @@ func messagesSchemas(b []byte, r span) ([]span, error) {
 	return schemasAt(b, r, []string{"tools"}, []string{"input_schema"})
 }
 
-// messagesBlockTypes are the content block types of a Messages response,
+// messagesBlockType reports whether typ is a content block type of a
+// Messages response,
 // the beta API's included (anthropic-sdk-go's ContentBlockUnion and
 // BetaContentBlockUnion): tool_use is the client's call, which the guard
 // checks; the others are text, reasoning or tools Anthropic runs itself,
 // which the client reads but does not run. A block of any other type
 // might be a call the guard does not know to check: the answer cannot be
 // guarded.
-var messagesBlockTypes = map[string]bool{
-	"text": true, "thinking": true, "redacted_thinking": true, "tool_use": true,
-	"server_tool_use": true, "web_search_tool_result": true, "web_fetch_tool_result": true,
-	"code_execution_tool_result": true, "bash_code_execution_tool_result": true,
-	"text_editor_code_execution_tool_result": true, "tool_search_tool_result": true,
-	"container_upload": true, "advisor_tool_result": true, "mcp_tool_use": true,
-	"mcp_tool_result": true, "mcp_tool_listing": true, "compaction": true, "fallback": true,
+func messagesBlockType(typ string) bool {
+	switch typ {
+	case "text", "thinking", "redacted_thinking", "tool_use",
+		"server_tool_use", "web_search_tool_result", "web_fetch_tool_result",
+		"code_execution_tool_result", "bash_code_execution_tool_result",
+		"text_editor_code_execution_tool_result", "tool_search_tool_result",
+		"container_upload", "advisor_tool_result", "mcp_tool_use",
+		"mcp_tool_result", "mcp_tool_listing", "compaction", "fallback":
+		return true
+	}
+	return false
 }
 
 // unknownBlock is why an Anthropic answer with a content block of a type
@@ -94,7 +99,7 @@ const unknownBlock = "anthropic content block of an unknown type"
 // checkBlockType returns an unguardable error unless typ is a known
 // content block type.
 func checkBlockType(typ string) error {
-	if messagesBlockTypes[typ] {
+	if messagesBlockType(typ) {
 		return nil
 	}
 	return unguardable(unknownBlock, fmt.Errorf("type %.64q", typ))

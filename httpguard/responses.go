@@ -49,24 +49,30 @@ const (
 	itemLeftOut
 )
 
-// responsesItems are the output item types the wire code knows. A
-// response with an item of any other type (one newer than this list, or
+// responsesItemKind is the kind of each output item type the wire code
+// knows (0 for any other). A response with an item of any other type (one newer than this list, or
 // one whose answer it cannot tell: program, additional_tools) cannot be
 // guarded. A tool_search_call is itemPassed when OpenAI ran the search
 // (execution "server", its tool_search_output in the same output) and
 // itemLeftOut when the client runs it (execution "client"); any other
 // execution cannot be guarded (toolSearchKind).
-var responsesItems = map[string]itemKind{
-	"function_call": itemFunction,
-	"message":       itemPassed, "reasoning": itemPassed, "compaction": itemPassed,
-	"web_search_call": itemPassed, "file_search_call": itemPassed, "code_interpreter_call": itemPassed,
-	"image_generation_call": itemPassed, "mcp_call": itemPassed, "mcp_list_tools": itemPassed,
-	"custom_tool_call_output": itemPassed, "shell_call_output": itemPassed,
-	"apply_patch_call_output": itemPassed, "local_shell_call_output": itemPassed,
-	"computer_call_output": itemPassed, "tool_search_output": itemPassed, "tool_search_call": itemPassed,
-	"custom_tool_call": itemAnswered, "shell_call": itemAnswered,
-	"apply_patch_call": itemAnswered, "local_shell_call": itemAnswered,
-	"computer_call": itemLeftOut, "mcp_approval_request": itemLeftOut,
+func responsesItemKind(typ string) itemKind {
+	switch typ {
+	case "function_call":
+		return itemFunction
+	case "message", "reasoning", "compaction",
+		"web_search_call", "file_search_call", "code_interpreter_call",
+		"image_generation_call", "mcp_call", "mcp_list_tools",
+		"custom_tool_call_output", "shell_call_output",
+		"apply_patch_call_output", "local_shell_call_output",
+		"computer_call_output", "tool_search_output", "tool_search_call":
+		return itemPassed
+	case "custom_tool_call", "shell_call", "apply_patch_call", "local_shell_call":
+		return itemAnswered
+	case "computer_call", "mcp_approval_request":
+		return itemLeftOut
+	}
+	return 0 // unknown
 }
 
 func (responsesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
@@ -258,7 +264,7 @@ func responsesOutput(b []byte) (items []span, calls []int, kinds []itemKind, err
 		if err != nil {
 			return nil, nil, nil, unguardable("an output item whose type cannot be read", err)
 		}
-		k := responsesItems[typ]
+		k := responsesItemKind(typ)
 		if k == 0 {
 			return nil, nil, nil, unguardable("an output item of a type the guard does not know", fmt.Errorf("type %q", typ))
 		}

@@ -123,7 +123,7 @@ func (a *responsesAssembler) add(ev sseEvent) (bool, error) {
 		if i := *e.OutputIndex; i != len(a.items) {
 			return false, unguardable("an output item added out of order", fmt.Errorf("item %d added after %d items", i, len(a.items)))
 		}
-		if responsesItems[e.itemType] == 0 {
+		if responsesItemKind(e.itemType) == 0 {
 			return false, unguardable("an output item of a type the guard does not know", fmt.Errorf("type %q", e.itemType))
 		}
 		if err := a.take(len(e.Item)); err != nil {

@@ -1,7 +1,6 @@
 package httpguard
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 )
@@ -18,11 +17,11 @@ var errSchemaTooDeep = fmt.Errorf("httpguard: the schema is nested more than %d 
 // reads (readableBody), for a tool schema nested past maxSchemaDepth. A
 // JSON string is no schema, so a request that sends these very bytes as a
 // schema only gets the same refusal for that tool.
-var deepSchema = []byte(`"\u0000toolguard: schema nested too deep"`)
+const deepSchema = `"\u0000toolguard: schema nested too deep"`
 
 // isDeepSchema reports whether a schema read from readableBody's copy is
 // deepSchema.
-func isDeepSchema(s []byte) bool { return bytes.Equal(s, deepSchema) }
+func isDeepSchema(s []byte) bool { return string(s) == deepSchema }
 
 // schemaFinder returns the spans of a request body's tool schemas (the
 // body is the object at r).
@@ -48,7 +47,7 @@ func readableBody(body []byte, schemas schemaFinder) ([]byte, error) {
 	var edits []edit
 	for _, sp := range sps {
 		if nestingDepth(raw(body, sp)) > maxSchemaDepth {
-			edits = append(edits, edit{at: sp, text: deepSchema})
+			edits = append(edits, edit{at: sp, text: []byte(deepSchema)})
 		}
 	}
 	if len(edits) == 0 {
