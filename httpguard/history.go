@@ -274,6 +274,17 @@ type memberKey struct {
 	key string
 }
 
+// historyTranscript returns the transcript edit of body's member, the
+// request's history (r its root); nil when the member is not an array (a
+// string input holds no calls): the history is not checked.
+func historyTranscript(body []byte, r span, member string) (*transcriptEdit, error) {
+	arr, ok, err := requestField(body, r, member)
+	if err != nil || !ok || kind(body, arr) != '[' {
+		return nil, err
+	}
+	return newTranscriptEdit(body, arr)
+}
+
 func newTranscriptEdit(body []byte, arr span) (*transcriptEdit, error) {
 	es, err := arrayElems(body, arr)
 	if err != nil {

@@ -57,13 +57,12 @@ func (messagesWire) history(body []byte) ([]byte, []historyFix, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	arr, ok, err := requestField(body, r, member)
-	if err != nil || !ok || kind(body, arr) != '[' {
-		return body, nil, err
-	}
-	t, err := newTranscriptEdit(body, arr)
-	if err != nil {
-		return nil, nil, err
+	t, err := historyTranscript(body, r, member)
+	if t == nil || err != nil {
+		if err != nil {
+			return nil, nil, err
+		}
+		return body, nil, nil // no history to check
 	}
 	ms := make([]messagesHistMsg, len(t.elems))
 	taken := map[string]bool{}

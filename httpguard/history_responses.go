@@ -61,13 +61,12 @@ func (responsesWire) history(body []byte) ([]byte, []historyFix, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	arr, ok, err := requestField(body, r, member)
-	if err != nil || !ok || kind(body, arr) != '[' {
-		return body, nil, err // a string input holds no calls
-	}
-	t, err := newTranscriptEdit(body, arr)
-	if err != nil {
-		return nil, nil, err
+	t, err := historyTranscript(body, r, member)
+	if t == nil || err != nil {
+		if err != nil {
+			return nil, nil, err
+		}
+		return body, nil, nil // no history to check
 	}
 	items := make([]responsesHistItem, len(t.elems))
 	taken := map[string]bool{}
