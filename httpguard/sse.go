@@ -71,6 +71,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net/http"
 )
 
 // sseEvent is one server-sent event: its event field ("" when absent) and
@@ -197,6 +198,35 @@ func (r *sseReader) next() (sseEvent, error) {
 		}
 	}
 }
+
+// framing is how a protocol's streams are framed on the wire: server-sent
+// events, or Bedrock's AWS event stream (eventstream.go). Events travel
+// between the reader, the gates and the client's stream as sseEvents
+// either way.
+type framing interface {
+	// isStream reports whether an upstream answer is a stream of this
+	// framing.
+	isStream(hr *http.Response) bool
+	// reader reads an upstream stream's events, each bounded by max.
+	reader(r io.Reader, max int) eventReader
+	// format returns an event as the bytes the client reads.
+	format(ev sseEvent) []byte
+	// contentType is the Content-Type of a stream the guard starts itself.
+	contentType() string
+}
+
+// eventReader reads a stream's events; io.EOF after the last.
+type eventReader interface {
+	next() (sseEvent, error)
+}
+
+// sseFraming is the framing of server-sent events.
+type sseFraming struct{}
+
+func (sseFraming) isStream(hr *http.Response) bool         { return isEventStream(hr) }
+func (sseFraming) reader(r io.Reader, max int) eventReader { return newSSEReader(r, max) }
+func (sseFraming) format(ev sseEvent) []byte               { return formatEvent(ev) }
+func (sseFraming) contentType() string                     { return "text/event-stream" }
 
 // eventWriter is a writer that takes events whole: the writer of a gate
 // whose output feeds another gate (the transport nests one gate per stage)

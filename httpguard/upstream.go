@@ -141,7 +141,7 @@ func (t *Transport) sendUpstream(ctx context.Context, req *request) (*response, 
 		return nil, err
 	}
 	if req.sink != nil {
-		if !isEventStream(hr) {
+		if !framingOf(req.proto).isStream(hr) {
 			return passUnread(req, hr, "the answer to a streaming request is not an event stream",
 				fmt.Errorf("Content-Type %q", hr.Header.Get("Content-Type"))), nil
 		}
@@ -248,7 +248,7 @@ func (t *Transport) readStream(ctx context.Context, req *request, hr *http.Respo
 	defer hr.Body.Close()
 	req.client.upstream(hr)
 	req.sink.begin()
-	rd := newSSEReader(hr.Body, MaxBody)
+	rd := framingOf(req.proto).reader(hr.Body, MaxBody)
 	for {
 		ev, err := rd.next()
 		if errors.Is(err, io.EOF) {

@@ -167,6 +167,9 @@ func recognise(method, path string) wireProtocol {
 	return nil
 }
 
+// framingOf returns the framing of p's streams: server-sent events.
+func framingOf(wireProtocol) framing { return sseFraming{} }
+
 // ErrorResponse returns an error response to r as its provider would
 // answer it: status, Content-Type application/json, and a body in the
 // error shape of the protocol r's path names, where typ says what kind of
