@@ -144,6 +144,8 @@ func openingEvent(p wireProtocol) func(sseEvent) bool {
 			}
 			return false
 		}
+	case bedrockWire:
+		return func(ev sseEvent) bool { return ev.Event == "messageStart" || ev.Event == "contentBlockStart" }
 	case responsesWire:
 		return func(ev sseEvent) bool {
 			switch eventType(ev) {

@@ -78,6 +78,14 @@ func isAWSEventStream(hr *http.Response) bool {
 	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), eventStreamType)
 }
 
+// awsEventStream is the framing of AWS event streams.
+type awsEventStream struct{}
+
+func (awsEventStream) isStream(hr *http.Response) bool         { return isAWSEventStream(hr) }
+func (awsEventStream) reader(r io.Reader, max int) eventReader { return newEventStreamReader(r, max) }
+func (awsEventStream) format(ev sseEvent) []byte               { return formatEventStream(ev) }
+func (awsEventStream) contentType() string                     { return eventStreamType }
+
 // eventStreamReader reads AWS event stream messages, bounded: a message
 // longer than max is errTooLarge, found from its prelude before anything
 // past it is read.

@@ -164,11 +164,20 @@ func recognise(method, path string) wireProtocol {
 	if _, _, ok := geminiPath(path); ok {
 		return geminiWire{}
 	}
+	if _, _, ok := bedrockPath(path); ok {
+		return bedrockWire{}
+	}
 	return nil
 }
 
-// framingOf returns the framing of p's streams: server-sent events.
-func framingOf(wireProtocol) framing { return sseFraming{} }
+// framingOf returns the framing of p's streams: Bedrock's AWS event
+// stream, server-sent events for the others.
+func framingOf(p wireProtocol) framing {
+	if _, ok := p.(bedrockWire); ok {
+		return awsEventStream{}
+	}
+	return sseFraming{}
+}
 
 // ErrorResponse returns an error response to r as its provider would
 // answer it: status, Content-Type application/json, and a body in the
