@@ -185,7 +185,7 @@ type bedrockBlockAcc struct {
 // bedrockAssembler assembles a ConverseStream into a Converse response.
 type bedrockAssembler struct {
 	budget
-	message []byte // messageStart's payload
+	message []byte // {"role"} of messageStart
 	blocks  []*bedrockBlockAcc
 	stop    []byte // messageStop's payload
 	meta    []byte // metadata's payload
@@ -211,7 +211,18 @@ func (a *bedrockAssembler) addEvent(ev sseEvent) (bool, error) {
 	held := len(ev.Data)
 	switch e.typ {
 	case "messageStart":
-		a.message = ev.Data
+		// The role alone: Bedrock pads its events with a member "p" of
+		// random length, which a message replayed in a re-ask must not
+		// carry.
+		var m struct {
+			Role string `json:"role"`
+		}
+		if err := decodeResponse(ev.Data, &m); err != nil {
+			return false, err
+		}
+		if a.message, err = marshal(m); err != nil {
+			return false, err
+		}
 	case "contentBlockStart":
 		if *e.Index != len(a.blocks) {
 			return false, fmt.Errorf("%w: block %d starts after %d blocks", errJSON, *e.Index, len(a.blocks))
@@ -401,6 +412,9 @@ func (a *bedrockAssembler) assemble() ([]byte, error) {
 			return nil, err
 		}
 		for _, m := range ms {
+			if m.key == "p" {
+				continue // padding
+			}
 			or, err := root(out)
 			if err != nil {
 				return nil, err

@@ -389,3 +389,28 @@ func TestBedrockStreamException(t *testing.T) {
 		t.Errorf("parseBedrockEvent(exception) = %v, want a ThrottlingException of status 429", err)
 	}
 }
+
+// Bedrock pads its stream's events with a member "p" of random length:
+// the message a re-ask replays is the role and the content alone, as
+// Converse takes a message, not the padding.
+func TestBedrockStreamPaddingNotReplayed(t *testing.T) {
+	t.Parallel()
+	pad := func(evs []sseEvent) []sseEvent {
+		for i, ev := range evs {
+			evs[i].Data = append([]byte(`{"p":"abcdefghijklmnop",`), ev.Data[1:]...)
+		}
+		return evs
+	}
+	srv := newBedrockServer(t,
+		converseStream(pad(bedrockStream("tooluse_bad", `{"city":42}`))),
+		converseStream(pad(bedrockStream("tooluse_good", `{"city":"Paris"}`))))
+	ex := do(t, New(nil, ToolArgValidation()), context.Background(), bedrockURL(srv, "converse-stream"), []byte(bedrockRequest))
+	got := srv.got()
+	if len(got) != 2 || ex.resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d upstream requests, status %d", len(got), ex.resp.StatusCode)
+	}
+	want := `{"role":"assistant","content":[{"text":"Let me check."},{"toolUse":{"toolUseId":"tooluse_bad","name":"get_weather","input":{"city":42}}}]}`
+	if !bytes.Contains(got[1].body, []byte(want)) || bytes.Contains(got[1].body, []byte(`"p"`)) {
+		t.Errorf("the re-ask replays\n%s\nwant the message %s without padding", got[1].body, want)
+	}
+}
