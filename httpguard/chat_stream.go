@@ -61,7 +61,7 @@ func (e *upstreamStreamError) Error() string {
 }
 
 // chatChunkOf returns ev's chunk: the one a gate parsed, else parsed now.
-func chatChunkOf(ev sseEvent) (*chatChunk, error) {
+func chatChunkOf(ev streamEvent) (*chatChunk, error) {
 	if c, ok := ev.parsed.(*chatChunk); ok {
 		return c, nil
 	}
@@ -124,7 +124,7 @@ func (d *chatDelta) holdsCalls() bool {
 	return len(d.ToolCalls) > 0 || (len(d.FunctionCall) > 0 && string(d.FunctionCall) != "null")
 }
 
-func (a *chatAssembler) add(ev sseEvent) (bool, error) {
+func (a *chatAssembler) add(ev streamEvent) (bool, error) {
 	if bytes.Equal(ev.Data, []byte("[DONE]")) {
 		return true, nil
 	}
@@ -313,7 +313,7 @@ type chatGate struct {
 
 func newChatGate(w io.Writer) *chatGate { return &chatGate{w: w, asm: &chatAssembler{}} }
 
-func (g *chatGate) event(ev sseEvent) (bool, error) {
+func (g *chatGate) event(ev streamEvent) (bool, error) {
 	if g.ended {
 		return true, nil
 	}
@@ -351,7 +351,7 @@ func (g *chatGate) event(ev sseEvent) (bool, error) {
 				g.passedRefusal += len(*ch.Delta.Refusal)
 			}
 		}
-		return false, writeEvent(g.w, sseEvent{Data: ev.Data, parsed: c})
+		return false, writeEvent(g.w, streamEvent{Data: ev.Data, parsed: c})
 	}
 	return false, nil
 }
@@ -489,7 +489,7 @@ func (g *chatGate) accept(resp []byte) error {
 		if err != nil {
 			return err
 		}
-		if err := writeEvent(g.w, sseEvent{Data: c}); err != nil {
+		if err := writeEvent(g.w, streamEvent{Data: c}); err != nil {
 			return err
 		}
 	}
@@ -509,11 +509,11 @@ func (g *chatGate) accept(resp []byte) error {
 		if err != nil {
 			return err
 		}
-		if err := writeEvent(g.w, sseEvent{Data: c}); err != nil {
+		if err := writeEvent(g.w, streamEvent{Data: c}); err != nil {
 			return err
 		}
 	}
-	return writeEvent(g.w, sseEvent{Data: []byte("[DONE]")})
+	return writeEvent(g.w, streamEvent{Data: []byte("[DONE]")})
 }
 
 // terminalChunk is a held finish or usage chunk with the first attempt's id
@@ -559,13 +559,13 @@ func (g *chatGate) fail(typ, msg string) error {
 		return nil
 	}
 	g.ended = true
-	return writeEvent(g.w, sseEvent{Data: openAIErrorBody(typ, msg)})
+	return writeEvent(g.w, streamEvent{Data: openAIErrorBody(typ, msg)})
 }
 
-func (g *chatGate) abort(ev sseEvent) error {
+func (g *chatGate) abort(ev streamEvent) error {
 	if g.ended {
 		return nil
 	}
 	g.ended = true
-	return writeEvent(g.w, sseEvent{Data: ev.Data})
+	return writeEvent(g.w, streamEvent{Data: ev.Data})
 }

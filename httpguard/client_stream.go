@@ -21,8 +21,8 @@ import (
 // with the role alone) wait for it.
 type clientStream struct {
 	// opening reports whether an event only opens the stream.
-	opening   func(ev sseEvent) bool
-	held      []sseEvent
+	opening   func(ev streamEvent) bool
+	held      []streamEvent
 	pr        *io.PipeReader
 	pw        *io.PipeWriter
 	committed chan struct{} // closed at the first event
@@ -66,9 +66,9 @@ func (c *clientStream) upstream(resp *http.Response) {
 	c.proto, c.major, c.minor = resp.Proto, resp.ProtoMajor, resp.ProtoMinor
 }
 
-// writeSSE writes ev to the client, committing the response at the first
+// putEvent writes ev to the client, committing the response at the first
 // event that is not only an opening. It blocks until the client reads it.
-func (c *clientStream) writeSSE(ev sseEvent) error {
+func (c *clientStream) putEvent(ev streamEvent) error {
 	if !c.isCommitted() && c.opening(ev) {
 		c.held = append(c.held, ev)
 		return nil
@@ -77,7 +77,7 @@ func (c *clientStream) writeSSE(ev sseEvent) error {
 }
 
 // flush commits the response and writes the held events, then evs.
-func (c *clientStream) flush(evs ...sseEvent) error {
+func (c *clientStream) flush(evs ...streamEvent) error {
 	c.commit.Do(func() { close(c.committed) })
 	held := c.held
 	c.held = nil
@@ -130,12 +130,12 @@ func (c *clientStream) end(err error) { _ = c.pw.CloseWithError(err) }
 
 // openingEvent returns p's test for events that only open a stream: they
 // carry no text, call or end of the answer.
-func openingEvent(p wireProtocol) func(sseEvent) bool {
+func openingEvent(p wireProtocol) func(streamEvent) bool {
 	switch p.(type) {
 	case chatWire:
-		return func(ev sseEvent) bool { return chatOpening(ev.Data) }
+		return func(ev streamEvent) bool { return chatOpening(ev.Data) }
 	case messagesWire:
-		return func(ev sseEvent) bool {
+		return func(ev streamEvent) bool {
 			switch eventType(ev) {
 			case "message_start", "ping", "content_block_start":
 				return true
@@ -143,7 +143,7 @@ func openingEvent(p wireProtocol) func(sseEvent) bool {
 			return false
 		}
 	case responsesWire:
-		return func(ev sseEvent) bool {
+		return func(ev streamEvent) bool {
 			switch eventType(ev) {
 			case "response.created", "response.in_progress", "response.queued", "response.output_item.added", "response.content_part.added":
 				return true
@@ -151,13 +151,13 @@ func openingEvent(p wireProtocol) func(sseEvent) bool {
 			return false
 		}
 	}
-	return func(sseEvent) bool { return false }
+	return func(streamEvent) bool { return false }
 }
 
 // eventType is the type of an Anthropic or Responses event: its parsed
 // form's when a gate parsed it, else read from its data ("" when it has
 // none).
-func eventType(ev sseEvent) string {
+func eventType(ev streamEvent) string {
 	switch e := ev.parsed.(type) {
 	case *messagesEvent:
 		return e.Type

@@ -73,10 +73,10 @@ import (
 	"io"
 )
 
-// sseEvent is one server-sent event: its event field ("" when absent) and
+// streamEvent is one server-sent event: its event field ("" when absent) and
 // its data lines joined with "\n". Comments, id and retry fields are not
 // kept: none of the protocols uses them.
-type sseEvent struct {
+type streamEvent struct {
 	Event string
 	Data  []byte
 	// parsed is Data as a gate parsed it (its protocol's parsed event),
@@ -149,8 +149,8 @@ func (r *sseReader) line() ([]byte, error) {
 // next returns the next event with data; io.EOF after the last. An event
 // cut off by the end of the stream (no blank line after it) is returned
 // too, as the SDKs do.
-func (r *sseReader) next() (sseEvent, error) {
-	var ev sseEvent
+func (r *sseReader) next() (streamEvent, error) {
+	var ev streamEvent
 	var data []byte
 	has := false
 	for {
@@ -159,7 +159,7 @@ func (r *sseReader) next() (sseEvent, error) {
 				ev.Data = data
 				return ev, nil
 			}
-			return sseEvent{}, io.EOF
+			return streamEvent{}, io.EOF
 		}
 		ln, err := r.line()
 		if errors.Is(err, io.EOF) {
@@ -167,14 +167,14 @@ func (r *sseReader) next() (sseEvent, error) {
 			continue
 		}
 		if err != nil {
-			return sseEvent{}, err
+			return streamEvent{}, err
 		}
 		if len(ln) == 0 {
 			if has {
 				ev.Data = data
 				return ev, nil
 			}
-			ev = sseEvent{}
+			ev = streamEvent{}
 			continue
 		}
 		if ln[0] == ':' {
@@ -192,7 +192,7 @@ func (r *sseReader) next() (sseEvent, error) {
 			data = append(data, value...)
 			has = true
 			if len(data) > r.max {
-				return sseEvent{}, errTooLarge
+				return streamEvent{}, errTooLarge
 			}
 		}
 	}
@@ -203,14 +203,14 @@ func (r *sseReader) next() (sseEvent, error) {
 // or the client's stream, which would otherwise parse again the bytes
 // writeEvent formats.
 type eventWriter interface {
-	writeSSE(ev sseEvent) error
+	putEvent(ev streamEvent) error
 }
 
 // writeEvent writes ev as a server-sent event, or hands it whole to an
 // eventWriter.
-func writeEvent(w io.Writer, ev sseEvent) error {
+func writeEvent(w io.Writer, ev streamEvent) error {
 	if ew, ok := w.(eventWriter); ok {
-		return ew.writeSSE(ev)
+		return ew.putEvent(ev)
 	}
 	_, err := w.Write(formatEvent(ev))
 	if f, ok := w.(interface{ Flush() }); ok && err == nil {
@@ -220,7 +220,7 @@ func writeEvent(w io.Writer, ev sseEvent) error {
 }
 
 // formatEvent returns ev as the bytes of a server-sent event.
-func formatEvent(ev sseEvent) []byte {
+func formatEvent(ev streamEvent) []byte {
 	n := len(ev.Data) + len("data: \n\n")
 	if ev.Event != "" {
 		n += len("event: \n") + len(ev.Event)
@@ -253,7 +253,7 @@ type assembler interface {
 	// add takes the stream's next event; done reports that it ends the
 	// stream ([DONE], message_stop, response.completed…; Gemini has no
 	// such event, its stream just ends).
-	add(ev sseEvent) (done bool, err error)
+	add(ev streamEvent) (done bool, err error)
 	// response is the sync response JSON the events so far amount to.
 	response() ([]byte, error)
 }
@@ -264,7 +264,7 @@ type assembler interface {
 type streamGate interface {
 	// event takes the current attempt's next upstream event, writes what
 	// may reach the client now and holds the rest; done as for assembler.
-	event(ev sseEvent) (done bool, err error)
+	event(ev streamEvent) (done bool, err error)
 	// response is the current attempt's assembled sync response.
 	response() ([]byte, error)
 	// accept ends the current attempt and the client's stream: resp is
@@ -278,7 +278,7 @@ type streamGate interface {
 	fail(typ, msg string) error
 	// abort ends the client's stream with the upstream's own error event
 	// (the one an *upstreamStreamError from event carries), as it came.
-	abort(ev sseEvent) error
+	abort(ev streamEvent) error
 }
 
 // budget bounds what an assembler keeps.
