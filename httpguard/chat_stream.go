@@ -569,3 +569,94 @@ func (g *chatGate) abort(ev streamEvent) error {
 	g.ended = true
 	return writeEvent(g.w, streamEvent{Data: ev.Data})
 }
+
+// opening reports whether ev only opens the stream (chatOpening).
+func (chatWire) opening(ev streamEvent) bool { return chatOpening(ev.Data) }
+
+// chatOpening reports whether a chat chunk only opens the stream: no
+// usage, and in every choice no finish_reason and a delta whose members
+// other than role are "" or null (the role alone). Any other member of the
+// delta counts (content, tool_calls, a server's own such as
+// reasoning_content), and so does a chunk that is not what a chunk
+// decodes from. It reads the bytes in place.
+func chatOpening(b []byte) bool {
+	if !json.Valid(b) {
+		return false
+	}
+	r, err := root(b)
+	if err != nil {
+		return false
+	}
+	if kind(b, r) == 'n' {
+		return true
+	}
+	it, err := iterMembers(b, r)
+	if err != nil {
+		return false
+	}
+	for it.next() {
+		switch {
+		case it.is("usage"):
+			if kind(b, it.v) != 'n' {
+				return false
+			}
+		case it.is("choices"):
+			if !chatChoicesOpening(b, it.v) {
+				return false
+			}
+		}
+	}
+	return it.err == nil
+}
+
+func chatChoicesOpening(b []byte, sp span) bool {
+	if kind(b, sp) == 'n' {
+		return true
+	}
+	es, err := arrayElems(b, sp)
+	if err != nil {
+		return false
+	}
+	for _, e := range es {
+		if kind(b, e) == 'n' {
+			continue
+		}
+		it, err := iterMembers(b, e)
+		if err != nil {
+			return false
+		}
+		for it.next() {
+			switch {
+			case it.is("finish_reason"):
+				if k := kind(b, it.v); k != 'n' {
+					return false
+				}
+			case it.is("delta"):
+				if !chatDeltaOpening(b, it.v) {
+					return false
+				}
+			}
+		}
+		if it.err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func chatDeltaOpening(b []byte, sp span) bool {
+	if kind(b, sp) == 'n' {
+		return true
+	}
+	it, err := iterMembers(b, sp)
+	if err != nil {
+		return false
+	}
+	for it.next() {
+		role, err := keyIs(raw(b, it.k), "role")
+		if v := string(raw(b, it.v)); err != nil || (!role && v != `""` && v != "null") {
+			return false
+		}
+	}
+	return it.err == nil
+}

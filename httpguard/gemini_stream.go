@@ -389,3 +389,7 @@ func (g *geminiGate) abort(ev streamEvent) error {
 	g.ended = true
 	return g.write(ev.Data)
 }
+
+// opening is false: every chunk of a Gemini stream is a whole
+// GenerateContentResponse, none only opens it.
+func (geminiWire) opening(streamEvent) bool { return false }

@@ -600,3 +600,22 @@ func (g *messagesGate) abort(ev streamEvent) error {
 	}
 	return writeEvent(g.w, ev)
 }
+
+// opening reports whether ev only opens the stream: message_start, ping
+// and content_block_start carry nothing of the answer yet.
+func (messagesWire) opening(ev streamEvent) bool {
+	switch messagesEventType(ev) {
+	case "message_start", "ping", "content_block_start":
+		return true
+	}
+	return false
+}
+
+// messagesEventType is ev's type: its parsed form's when a gate parsed
+// it, else read from its data ("" when it has none).
+func messagesEventType(ev streamEvent) string {
+	if e, ok := ev.parsed.(*messagesEvent); ok {
+		return e.Type
+	}
+	return dataType(ev.Data)
+}

@@ -589,3 +589,23 @@ func (g *responsesGate) abort(ev streamEvent) error {
 	g.ended = true
 	return g.send(ev.Event, ev.Data)
 }
+
+// opening reports whether ev only opens the stream: the events that
+// create the response and open an item or a part carry nothing of the
+// answer yet.
+func (responsesWire) opening(ev streamEvent) bool {
+	switch responsesEventType(ev) {
+	case "response.created", "response.in_progress", "response.queued", "response.output_item.added", "response.content_part.added":
+		return true
+	}
+	return false
+}
+
+// responsesEventType is ev's type: its parsed form's when a gate parsed
+// it, else read from its data ("" when it has none).
+func responsesEventType(ev streamEvent) string {
+	if e, ok := ev.parsed.(*responsesEvent); ok {
+		return e.Type
+	}
+	return dataType(ev.Data)
+}
