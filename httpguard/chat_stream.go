@@ -660,3 +660,6 @@ func chatDeltaOpening(b []byte, sp span) bool {
 	}
 	return it.err == nil
 }
+
+// framing: server-sent events.
+func (chatWire) framing() framing { return sseFraming{} }

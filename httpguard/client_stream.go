@@ -21,7 +21,9 @@ import (
 // with the role alone) wait for it.
 type clientStream struct {
 	// opening reports whether an event only opens the stream.
-	opening   func(ev streamEvent) bool
+	opening func(ev streamEvent) bool
+	// framing writes the events as the client reads them.
+	framing   framing
 	held      []streamEvent
 	pr        *io.PipeReader
 	pw        *io.PipeWriter
@@ -42,7 +44,7 @@ type clientStream struct {
 
 func newClientStream(p wireProtocol, cancel context.CancelFunc) *clientStream {
 	pr, pw := io.Pipe()
-	return &clientStream{opening: p.opening, pr: pr, pw: pw, committed: make(chan struct{}), cancel: cancel,
+	return &clientStream{opening: p.opening, framing: p.framing(), pr: pr, pw: pw, committed: make(chan struct{}), cancel: cancel,
 		status: http.StatusOK, proto: "HTTP/1.1", major: 1, minor: 1}
 }
 
@@ -83,7 +85,7 @@ func (c *clientStream) flush(evs ...streamEvent) error {
 	c.held = nil
 	for _, ev := range append(held, evs...) {
 		c.events.Add(1)
-		if _, err := c.pw.Write(formatEvent(ev)); err != nil {
+		if _, err := c.pw.Write(c.framing.format(ev)); err != nil {
 			return err
 		}
 	}
@@ -95,7 +97,7 @@ func (c *clientStream) response(req *http.Request) *http.Response {
 	h := c.header
 	if h == nil {
 		h = http.Header{}
-		h.Set("Content-Type", "text/event-stream")
+		h.Set("Content-Type", c.framing.contentType())
 	}
 	h.Del("Content-Length")
 	return &http.Response{

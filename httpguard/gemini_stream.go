@@ -393,3 +393,6 @@ func (g *geminiGate) abort(ev streamEvent) error {
 // opening is false: every chunk of a Gemini stream is a whole
 // GenerateContentResponse, none only opens it.
 func (geminiWire) opening(streamEvent) bool { return false }
+
+// framing: server-sent events.
+func (geminiWire) framing() framing { return sseFraming{} }

@@ -619,3 +619,6 @@ func messagesEventType(ev streamEvent) string {
 	}
 	return dataType(ev.Data)
 }
+
+// framing: server-sent events.
+func (messagesWire) framing() framing { return sseFraming{} }

@@ -609,3 +609,6 @@ func responsesEventType(ev streamEvent) string {
 	}
 	return dataType(ev.Data)
 }
+
+// framing: server-sent events.
+func (responsesWire) framing() framing { return sseFraming{} }

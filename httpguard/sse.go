@@ -5,7 +5,23 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strings"
 )
+
+// sseFraming is server-sent events, the framing of every protocol here
+// (see stream.go): an event's event field is Event ("" when absent) and
+// its data lines joined with "\n" are Data.
+type sseFraming struct{}
+
+func (sseFraming) contentType() string { return "text/event-stream" }
+
+func (sseFraming) isStream(ct string) bool {
+	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "text/event-stream")
+}
+
+func (sseFraming) newReader(r io.Reader, max int) eventReader { return newSSEReader(r, max) }
+
+func (sseFraming) format(ev streamEvent) []byte { return formatEvent(ev) }
 
 // sseReader reads server-sent events from a stream, bounded: a line or an
 // event's data longer than max is errTooLarge.

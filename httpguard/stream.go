@@ -2,11 +2,13 @@ package httpguard
 
 // Streaming at the wire.
 //
-// Every protocol here streams as server-sent events: OpenAI Chat
+// A stream's bytes are cut into events by its protocol's framing
+// (framing.go): server-sent events for every protocol here, OpenAI Chat
 // Completions as data-only chunks ending with "data: [DONE]"; Responses and
 // Anthropic Messages as typed events ("event: <type>" then a JSON data
 // line whose "type" repeats it); Gemini's streamGenerateContent?alt=sse as
-// data-only chunks, each a whole GenerateContentResponse.
+// data-only chunks, each a whole GenerateContentResponse. Past the framing,
+// everything below sees streamEvents only.
 //
 // A guard cannot judge a tool call before it is complete, and a client
 // must never read a call that is then rejected or rewritten. So one
@@ -63,14 +65,16 @@ package httpguard
 // shape, for a guard that fails closed after the stream has begun (the
 // HTTP status is already 200 then).
 //
-// Bounds: a line, an event and an assembled response are each bounded by
-// MaxBody; past it the reader or assembler reports errTooLarge.
+// Bounds: a line, an event (a frame) and an assembled response are each
+// bounded by MaxBody; past it the reader or assembler reports errTooLarge.
 
 import "io"
 
-// streamEvent is one server-sent event: its event field ("" when absent) and
-// its data lines joined with "\n". Comments, id and retry fields are not
-// kept: none of the protocols uses them.
+// streamEvent is one event of a stream, as its framing reads it: its type
+// where the framing names one (an SSE event field, "" when absent) and its
+// payload (an SSE event's data lines joined with "\n", an NDJSON line).
+// What else a frame carries is not kept (SSE comments, id and retry
+// fields): none of the protocols uses it.
 type streamEvent struct {
 	Event string
 	Data  []byte
@@ -89,8 +93,9 @@ type eventWriter interface {
 	putEvent(ev streamEvent) error
 }
 
-// writeEvent writes ev as a server-sent event, or hands it whole to an
-// eventWriter.
+// writeEvent hands ev whole to an eventWriter, or writes it to a writer
+// that takes bytes as a server-sent event (a protocol in another framing
+// hands its gate a writer from framed).
 func writeEvent(w io.Writer, ev streamEvent) error {
 	if ew, ok := w.(eventWriter); ok {
 		return ew.putEvent(ev)

@@ -93,6 +93,9 @@ type wireProtocol interface {
 	transcript(req []byte) []guard.Message
 	// newAssembler returns an assembler for one upstream stream.
 	newAssembler() assembler
+	// framing is how the protocol's streams are cut into events and
+	// written back.
+	framing() framing
 	// opening reports whether an upstream stream event only opens the
 	// stream: it carries no text, call or end of the answer, so the
 	// client's response waits for the next one (see clientStream).
