@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 
 	"github.com/toolguard/toolguard/guard"
@@ -22,6 +23,25 @@ import (
 type bedrockWire struct{}
 
 func (bedrockWire) name() string { return "aws.bedrock.converse" }
+
+// recognise: POST …/model/{modelId}/converse or …/converse-stream.
+func (w bedrockWire) recognise(method, path string) bool {
+	return method == http.MethodPost && w.ownsPath(path)
+}
+
+func (bedrockWire) ownsPath(path string) bool {
+	_, _, ok := bedrockPath(path)
+	return ok
+}
+
+// framing: ConverseStream is an AWS event stream (eventstream.go).
+func (bedrockWire) framing() framing { return awsEventStream{} }
+
+// opening: messageStart, and a toolUse block's start, which reaches the
+// client only with its call, carry nothing of the answer.
+func (bedrockWire) opening(ev streamEvent) bool {
+	return ev.Event == "messageStart" || ev.Event == "contentBlockStart"
+}
 
 // bedrockPath returns the model id of a Converse path and whether it
 // streams; ok is false for any other path. The path is the URL's, decoded:
@@ -507,4 +527,8 @@ func (bedrockWire) transcript(req []byte) []guard.Message {
 
 func (bedrockWire) newAssembler() assembler { return &bedrockAssembler{} }
 
-func (bedrockWire) newGate(w io.Writer) streamGate { return newBedrockGate(w) }
+// newGate hands the gate a writer that frames its events as an AWS event
+// stream when w takes bytes (framed).
+func (bedrockWire) newGate(w io.Writer) streamGate {
+	return newBedrockGate(framed(w, awsEventStream{}))
+}

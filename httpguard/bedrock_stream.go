@@ -30,7 +30,7 @@ import (
 
 // bedrockEvent is what the wire code reads of a ConverseStream event.
 type bedrockEvent struct {
-	typ   string // the event type (sseEvent.Event)
+	typ   string // the event type (streamEvent.Event)
 	Index *int   `json:"contentBlockIndex"`
 	Start *struct {
 		ToolUse json.RawMessage `json:"toolUse"`
@@ -101,7 +101,7 @@ func (e *bedrockStreamError) StatusCode() int {
 
 // parseBedrockEvent returns ev parsed: the one a gate parsed, else parsed
 // now. An exception or error message is a *bedrockStreamError.
-func parseBedrockEvent(ev sseEvent) (*bedrockEvent, error) {
+func parseBedrockEvent(ev streamEvent) (*bedrockEvent, error) {
 	if e, ok := ev.parsed.(*bedrockEvent); ok {
 		return e, nil
 	}
@@ -194,12 +194,12 @@ type bedrockAssembler struct {
 
 // add takes one event. The bound counts what the assembler and its gate
 // hold: an event kept whole by its length, a delta by what it adds.
-func (a *bedrockAssembler) add(ev sseEvent) (bool, error) {
+func (a *bedrockAssembler) add(ev streamEvent) (bool, error) {
 	done, err := a.addEvent(ev)
 	return done, unreadable(bedrockUnread, err)
 }
 
-func (a *bedrockAssembler) addEvent(ev sseEvent) (bool, error) {
+func (a *bedrockAssembler) addEvent(ev streamEvent) (bool, error) {
 	e, err := parseBedrockEvent(ev)
 	if err != nil {
 		return false, err
@@ -440,7 +440,7 @@ type bedrockGate struct {
 	started  bool // messageStart reached the client
 	holding  bool
 	passed   int // blocks of the first attempt that reached the client
-	terminal []sseEvent
+	terminal []streamEvent
 	ended    bool
 }
 
@@ -448,7 +448,7 @@ func newBedrockGate(w io.Writer) *bedrockGate {
 	return &bedrockGate{w: w, asm: &bedrockAssembler{}}
 }
 
-func (g *bedrockGate) event(ev sseEvent) (bool, error) {
+func (g *bedrockGate) event(ev streamEvent) (bool, error) {
 	if g.ended {
 		return true, nil
 	}
@@ -492,7 +492,7 @@ func (g *bedrockGate) write(typ string, v any) error {
 	if err != nil {
 		return err
 	}
-	return writeEvent(g.w, sseEvent{Event: typ, Data: b})
+	return writeEvent(g.w, streamEvent{Event: typ, Data: b})
 }
 
 // emitBlock writes the block bl of resp whole as the client's block idx:
@@ -630,7 +630,7 @@ func (g *bedrockGate) writeTerminal(resp []byte) error {
 		if err != nil {
 			return err
 		}
-		evs := []sseEvent{{Event: "messageStop", Data: stop}}
+		evs := []streamEvent{{Event: "messageStop", Data: stop}}
 		if len(r.Usage) > 0 && len(g.terminal) == 0 {
 			meta, err := marshal(struct {
 				Usage   json.RawMessage `json:"usage"`
@@ -639,7 +639,7 @@ func (g *bedrockGate) writeTerminal(resp []byte) error {
 			if err != nil {
 				return err
 			}
-			evs = append(evs, sseEvent{Event: "metadata", Data: meta})
+			evs = append(evs, streamEvent{Event: "metadata", Data: meta})
 		}
 		g.terminal = append(evs, g.terminal...)
 	}
@@ -672,12 +672,12 @@ func (g *bedrockGate) fail(typ, msg string) error {
 	if err != nil {
 		return err
 	}
-	return writeEvent(g.w, sseEvent{Event: exceptionPrefix + typ, Data: b})
+	return writeEvent(g.w, streamEvent{Event: exceptionPrefix + typ, Data: b})
 }
 
 // abort ends the client's stream with the upstream's exception, which
 // ev.Data holds framed (bedrockStreamError).
-func (g *bedrockGate) abort(ev sseEvent) error {
+func (g *bedrockGate) abort(ev streamEvent) error {
 	if g.ended {
 		return nil
 	}

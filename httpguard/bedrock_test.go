@@ -34,8 +34,8 @@ func bedrockAnswer(id, input string) string {
 
 // bedrockStream is the ConverseStream of bedrockAnswer, the input in two
 // fragments, as the events' sseEvents.
-func bedrockStream(id string, fragments ...string) []sseEvent {
-	evs := []sseEvent{
+func bedrockStream(id string, fragments ...string) []streamEvent {
+	evs := []streamEvent{
 		{Event: "messageStart", Data: []byte(`{"role":"assistant"}`)},
 		{Event: "contentBlockDelta", Data: []byte(`{"contentBlockIndex":0,"delta":{"text":"Let me "}}`)},
 		{Event: "contentBlockDelta", Data: []byte(`{"contentBlockIndex":0,"delta":{"text":"check."}}`)},
@@ -44,12 +44,12 @@ func bedrockStream(id string, fragments ...string) []sseEvent {
 	}
 	for _, f := range fragments {
 		d, _ := json.Marshal(f)
-		evs = append(evs, sseEvent{Event: "contentBlockDelta", Data: []byte(`{"contentBlockIndex":1,"delta":{"toolUse":{"input":` + string(d) + `}}}`)})
+		evs = append(evs, streamEvent{Event: "contentBlockDelta", Data: []byte(`{"contentBlockIndex":1,"delta":{"toolUse":{"input":` + string(d) + `}}}`)})
 	}
 	return append(evs,
-		sseEvent{Event: "contentBlockStop", Data: []byte(`{"contentBlockIndex":1}`)},
-		sseEvent{Event: "messageStop", Data: []byte(`{"stopReason":"tool_use"}`)},
-		sseEvent{Event: "metadata", Data: []byte(`{"usage":{"inputTokens":20,"outputTokens":9,"totalTokens":29},"metrics":{"latencyMs":120}}`)})
+		streamEvent{Event: "contentBlockStop", Data: []byte(`{"contentBlockIndex":1}`)},
+		streamEvent{Event: "messageStop", Data: []byte(`{"stopReason":"tool_use"}`)},
+		streamEvent{Event: "metadata", Data: []byte(`{"usage":{"inputTokens":20,"outputTokens":9,"totalTokens":29},"metrics":{"latencyMs":120}}`)})
 }
 
 // bedrockServer is a loopback Bedrock: each request gets the next reply,
@@ -101,7 +101,7 @@ func converseJSON(body string) http.HandlerFunc {
 
 // converseStream answers with the events framed, then the raw bytes of
 // tail (a cut or corrupt message).
-func converseStream(evs []sseEvent, tail ...byte) http.HandlerFunc {
+func converseStream(evs []streamEvent, tail ...byte) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", eventStreamType)
 		for _, ev := range evs {
@@ -121,7 +121,7 @@ func bedrockURL(srv *bedrockServer, op string) string {
 }
 
 // readClientStream reads the client's event stream.
-func readClientStream(t *testing.T, b []byte) []sseEvent {
+func readClientStream(t *testing.T, b []byte) []streamEvent {
 	t.Helper()
 	evs, err := readEventStream(bytes.NewReader(b), MaxBody)
 	if err != nil {
@@ -375,7 +375,7 @@ func TestBedrockStreamCutAfterText(t *testing.T) {
 func TestBedrockStreamException(t *testing.T) {
 	t.Parallel()
 	good := bedrockStream("tooluse_good", `{"city":"Paris"}`)
-	exc := sseEvent{Event: "exception:throttlingException", Data: []byte(`{"message":"Too many requests, please wait before trying again."}`)}
+	exc := streamEvent{Event: "exception:throttlingException", Data: []byte(`{"message":"Too many requests, please wait before trying again."}`)}
 	srv := newBedrockServer(t, converseStream(append(good[:3:3], exc)))
 	ex := do(t, New(nil, ToolArgValidation()), context.Background(), bedrockURL(srv, "converse-stream"), []byte(bedrockRequest))
 	evs := readClientStream(t, ex.body)
@@ -395,7 +395,7 @@ func TestBedrockStreamException(t *testing.T) {
 // Converse takes a message, not the padding.
 func TestBedrockStreamPaddingNotReplayed(t *testing.T) {
 	t.Parallel()
-	pad := func(evs []sseEvent) []sseEvent {
+	pad := func(evs []streamEvent) []streamEvent {
 		for i, ev := range evs {
 			evs[i].Data = append([]byte(`{"p":"abcdefghijklmnop",`), ev.Data[1:]...)
 		}

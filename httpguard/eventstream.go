@@ -22,12 +22,12 @@ package httpguard
 // ":error-message", and ":content-type" (application/json) for a JSON
 // payload.
 //
-// The reader hands a message on as an sseEvent, so that the gates and
-// assemblers, written for server-sent events, serve it unchanged: Event is
+// The reader hands a message on as a streamEvent, as every framing does
+// (framing.go), so that the gates and assemblers see events only: Event is
 // the event type of an event, "exception:" and the exception type of an
 // exception, "error:" and the error code of an error (whose Data is then
 // the error message); Data is the payload. Other headers are not kept:
-// Bedrock sends none. formatEventStream writes such an sseEvent back as a
+// Bedrock sends none. formatEventStream writes such a streamEvent back as a
 // message.
 
 import (
@@ -36,7 +36,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"net/http"
 	"strings"
 )
 
@@ -52,7 +51,7 @@ const (
 	maxHeaderValue        = 1<<15 - 1 // a string header's value, as the AWS SDK bounds it
 )
 
-// The sseEvent.Event prefixes of an exception and of an error message.
+// The streamEvent.Event prefixes of an exception and of an error message.
 const (
 	exceptionPrefix = "exception:"
 	errorPrefix     = "error:"
@@ -72,19 +71,20 @@ func badEventStream(format string, args ...any) error {
 	return unguardable(eventStreamUnread, fmt.Errorf("%w: "+format, append([]any{errEventStream}, args...)...))
 }
 
-// isAWSEventStream reports whether hr is an AWS event stream.
-func isAWSEventStream(hr *http.Response) bool {
-	ct := hr.Header.Get("Content-Type")
+// awsEventStream is the framing of AWS event streams (framing.go).
+type awsEventStream struct{}
+
+func (awsEventStream) contentType() string { return eventStreamType }
+
+func (awsEventStream) isStream(ct string) bool {
 	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), eventStreamType)
 }
 
-// awsEventStream is the framing of AWS event streams.
-type awsEventStream struct{}
+func (awsEventStream) newReader(r io.Reader, max int) eventReader {
+	return newEventStreamReader(r, max)
+}
 
-func (awsEventStream) isStream(hr *http.Response) bool         { return isAWSEventStream(hr) }
-func (awsEventStream) reader(r io.Reader, max int) eventReader { return newEventStreamReader(r, max) }
-func (awsEventStream) format(ev sseEvent) []byte               { return formatEventStream(ev) }
-func (awsEventStream) contentType() string                     { return eventStreamType }
+func (awsEventStream) format(ev streamEvent) []byte { return formatEventStream(ev) }
 
 // eventStreamReader reads AWS event stream messages, bounded: a message
 // longer than max is errTooLarge, found from its prelude before anything
@@ -99,32 +99,32 @@ func newEventStreamReader(r io.Reader, max int) *eventStreamReader {
 	return &eventStreamReader{r: r, max: max}
 }
 
-// next returns the next message as an sseEvent (see the top of this
+// next returns the next message as an streamEvent (see the top of this
 // file); io.EOF after the last. A stream that ends inside a message is
 // io.ErrUnexpectedEOF, wrapped: the connection dropped, and what the
 // message held is lost. A malformed message is unguardable (errEventStream
 // inside).
-func (r *eventStreamReader) next() (sseEvent, error) {
+func (r *eventStreamReader) next() (streamEvent, error) {
 	var prelude [12]byte
 	if n, err := io.ReadFull(r.r, prelude[:]); err != nil {
 		if errors.Is(err, io.EOF) && n == 0 {
-			return sseEvent{}, io.EOF
+			return streamEvent{}, io.EOF
 		}
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return sseEvent{}, fmt.Errorf("httpguard: aws event stream cut off in a message prelude: %w", io.ErrUnexpectedEOF)
+			return streamEvent{}, fmt.Errorf("httpguard: aws event stream cut off in a message prelude: %w", io.ErrUnexpectedEOF)
 		}
-		return sseEvent{}, err
+		return streamEvent{}, err
 	}
 	total := binary.BigEndian.Uint32(prelude[0:4])
 	headers := binary.BigEndian.Uint32(prelude[4:8])
 	if crc := crc32.ChecksumIEEE(prelude[:8]); crc != binary.BigEndian.Uint32(prelude[8:12]) {
-		return sseEvent{}, badEventStream("prelude CRC %08x, computed %08x", binary.BigEndian.Uint32(prelude[8:12]), crc)
+		return streamEvent{}, badEventStream("prelude CRC %08x, computed %08x", binary.BigEndian.Uint32(prelude[8:12]), crc)
 	}
 	if int64(total) > int64(r.max) {
-		return sseEvent{}, fmt.Errorf("httpguard: aws event stream message of %d bytes: %w", total, errTooLarge)
+		return streamEvent{}, fmt.Errorf("httpguard: aws event stream message of %d bytes: %w", total, errTooLarge)
 	}
 	if total < eventStreamOverhead || headers > total-eventStreamOverhead || headers > maxEventStreamHeaders {
-		return sseEvent{}, badEventStream("message of %d bytes with %d bytes of headers", total, headers)
+		return streamEvent{}, badEventStream("message of %d bytes with %d bytes of headers", total, headers)
 	}
 	if cap(r.buf) < int(total) {
 		r.buf = make([]byte, total)
@@ -133,26 +133,26 @@ func (r *eventStreamReader) next() (sseEvent, error) {
 	copy(msg, prelude[:])
 	if _, err := io.ReadFull(r.r, msg[12:]); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return sseEvent{}, fmt.Errorf("httpguard: aws event stream cut off in a message: %w", io.ErrUnexpectedEOF)
+			return streamEvent{}, fmt.Errorf("httpguard: aws event stream cut off in a message: %w", io.ErrUnexpectedEOF)
 		}
-		return sseEvent{}, err
+		return streamEvent{}, err
 	}
 	end := total - 4
 	if crc := crc32.ChecksumIEEE(msg[:end]); crc != binary.BigEndian.Uint32(msg[end:]) {
-		return sseEvent{}, badEventStream("message CRC %08x, computed %08x", binary.BigEndian.Uint32(msg[end:]), crc)
+		return streamEvent{}, badEventStream("message CRC %08x, computed %08x", binary.BigEndian.Uint32(msg[end:]), crc)
 	}
 	return decodeEventStreamMessage(msg[12:12+headers], msg[12+headers:end])
 }
 
-// decodeEventStreamMessage returns the sseEvent of a message with the
+// decodeEventStreamMessage returns the streamEvent of a message with the
 // header block hs and payload (see the top of this file). The payload is
 // copied: the reader's buffer is reused.
-func decodeEventStreamMessage(hs, payload []byte) (sseEvent, error) {
+func decodeEventStreamMessage(hs, payload []byte) (streamEvent, error) {
 	var msgType, eventType, exceptionType, errorCode, errorMessage string
 	for len(hs) > 0 {
 		n := int(hs[0])
 		if len(hs) < 1+n+1 {
-			return sseEvent{}, badEventStream("header cut off")
+			return streamEvent{}, badEventStream("header cut off")
 		}
 		name := string(hs[1 : 1+n])
 		typ := hs[1+n]
@@ -172,14 +172,14 @@ func decodeEventStreamMessage(hs, payload []byte) (sseEvent, error) {
 			size = 16
 		case 6, 7:
 			if len(hs) < 2 {
-				return sseEvent{}, badEventStream("header %.64q cut off", name)
+				return streamEvent{}, badEventStream("header %.64q cut off", name)
 			}
 			size = 2 + int(binary.BigEndian.Uint16(hs))
 		default:
-			return sseEvent{}, badEventStream("header %.64q of unknown type %d", name, typ)
+			return streamEvent{}, badEventStream("header %.64q of unknown type %d", name, typ)
 		}
 		if len(hs) < size {
-			return sseEvent{}, badEventStream("header %.64q cut off", name)
+			return streamEvent{}, badEventStream("header %.64q cut off", name)
 		}
 		value := hs[:size]
 		hs = hs[size:]
@@ -204,20 +204,20 @@ func decodeEventStreamMessage(hs, payload []byte) (sseEvent, error) {
 	switch msgType {
 	case "event":
 		if eventType == "" {
-			return sseEvent{}, badEventStream("event without :event-type")
+			return streamEvent{}, badEventStream("event without :event-type")
 		}
-		return sseEvent{Event: eventType, Data: data}, nil
+		return streamEvent{Event: eventType, Data: data}, nil
 	case "exception":
-		return sseEvent{Event: exceptionPrefix + exceptionType, Data: data}, nil
+		return streamEvent{Event: exceptionPrefix + exceptionType, Data: data}, nil
 	case "error":
-		return sseEvent{Event: errorPrefix + errorCode, Data: []byte(errorMessage)}, nil
+		return streamEvent{Event: errorPrefix + errorCode, Data: []byte(errorMessage)}, nil
 	}
-	return sseEvent{}, badEventStream("message type %.64q", msgType)
+	return streamEvent{}, badEventStream("message type %.64q", msgType)
 }
 
-// formatEventStream returns ev (an sseEvent as eventStreamReader makes
+// formatEventStream returns ev (a streamEvent as eventStreamReader makes
 // them) as the bytes of an AWS event stream message.
-func formatEventStream(ev sseEvent) []byte {
+func formatEventStream(ev streamEvent) []byte {
 	var hs []byte
 	header := func(name, value string) {
 		if len(value) > maxHeaderValue {

@@ -30,9 +30,9 @@ func strHeader(name, value string) []byte {
 	return append(b, value...)
 }
 
-func readEventStream(r io.Reader, max int) ([]sseEvent, error) {
+func readEventStream(r io.Reader, max int) ([]streamEvent, error) {
 	rd := newEventStreamReader(r, max)
-	var out []sseEvent
+	var out []streamEvent
 	for {
 		ev, err := rd.next()
 		if errors.Is(err, io.EOF) {
@@ -48,7 +48,7 @@ func readEventStream(r io.Reader, max int) ([]sseEvent, error) {
 // Events, exceptions and errors survive formatEventStream and the reader
 // as they were, read whole or a byte at a time.
 func TestEventStreamRoundTrip(t *testing.T) {
-	evs := []sseEvent{
+	evs := []streamEvent{
 		{Event: "messageStart", Data: []byte(`{"role":"assistant"}`)},
 		{Event: "contentBlockDelta", Data: []byte(`{"contentBlockIndex":0,"delta":{"text":"Hi ☃"}}`)},
 		{Event: "exception:throttlingException", Data: []byte(`{"message":"slow down"}`)},

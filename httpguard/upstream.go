@@ -144,7 +144,7 @@ func (t *Transport) sendUpstream(ctx context.Context, req *request) (*response, 
 		return nil, err
 	}
 	if req.sink != nil {
-		if !framingOf(req.proto).isStream(hr) {
+		if !req.proto.framing().isStream(hr.Header.Get("Content-Type")) {
 			return passUnread(req, hr, "the answer to a streaming request is not an event stream",
 				fmt.Errorf("Content-Type %q", hr.Header.Get("Content-Type"))), nil
 		}
@@ -238,12 +238,6 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.text }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// isEventStream reports whether hr is a stream of server-sent events.
-func isEventStream(hr *http.Response) bool {
-	ct := hr.Header.Get("Content-Type")
-	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "text/event-stream")
-}
-
 // readStream feeds an upstream stream's events to req's sink as they come
 // and returns the stream assembled into the sync response it amounts to
 // (by the sink's gate, which assembles each attempt).
@@ -251,7 +245,7 @@ func (t *Transport) readStream(ctx context.Context, req *request, hr *http.Respo
 	defer hr.Body.Close()
 	req.client.upstream(hr)
 	req.sink.begin()
-	rd := framingOf(req.proto).reader(hr.Body, MaxBody)
+	rd := req.proto.framing().newReader(hr.Body, MaxBody)
 	for {
 		ev, err := rd.next()
 		if errors.Is(err, io.EOF) {
