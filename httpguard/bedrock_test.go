@@ -330,7 +330,7 @@ func TestBedrockStreamBadFrames(t *testing.T) {
 			}
 			ex := do(t, New(nil, mws...), context.Background(), bedrockURL(srv, "converse-stream"), []byte(bedrockRequest))
 			if ex.resp.StatusCode != tc.status {
-				t.Fatalf("status %d %s, want %d", ex.resp.StatusCode, ex.body, tc.status)
+				t.Fatalf("status %d %.160q, want %d", ex.resp.StatusCode, ex.body, tc.status)
 			}
 			if n := len(srv.got()); n != tc.requests {
 				t.Errorf("%d upstream requests, want %d", n, tc.requests)
