@@ -364,6 +364,21 @@ func (w bedrockWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, erro
 	if len(answers) != len(calls) {
 		return nil, fmt.Errorf("httpguard: %d answers for %d calls", len(answers), len(calls))
 	}
+	user, err := bedrockToolResults(calls, answers)
+	if err != nil {
+		return nil, err
+	}
+	e, err := appendElems(req, msgs, raw(resp, message), user)
+	if err != nil {
+		return nil, err
+	}
+	return apply(req, e), nil
+}
+
+// bedrockToolResults is the user message of a re-ask: one toolResult
+// block per call, in order, {toolUseId, content: [{text}]}, with status
+// "error" for a refused call.
+func bedrockToolResults(calls []wireCall, answers []wireAnswer) ([]byte, error) {
 	type textBlock struct {
 		Text string `json:"text"`
 	}
@@ -383,18 +398,10 @@ func (w bedrockWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, erro
 		}
 		results[i] = resultBlock{tr}
 	}
-	user, err := marshal(struct {
+	return marshal(struct {
 		Role    string        `json:"role"`
 		Content []resultBlock `json:"content"`
 	}{"user", results})
-	if err != nil {
-		return nil, err
-	}
-	e, err := appendElems(req, msgs, raw(resp, message), user)
-	if err != nil {
-		return nil, err
-	}
-	return apply(req, e), nil
 }
 
 // usage counts cached input (cacheReadInputTokens,

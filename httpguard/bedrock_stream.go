@@ -211,29 +211,13 @@ func (a *bedrockAssembler) addEvent(ev streamEvent) (bool, error) {
 	held := len(ev.Data)
 	switch e.typ {
 	case "messageStart":
-		// The role alone: Bedrock pads its events with a member "p" of
-		// random length, which a message replayed in a re-ask must not
-		// carry.
-		var m struct {
-			Role string `json:"role"`
-		}
-		if err := decodeResponse(ev.Data, &m); err != nil {
-			return false, err
-		}
-		if a.message, err = marshal(m); err != nil {
+		if a.message, err = bedrockRole(ev.Data); err != nil {
 			return false, err
 		}
 	case "contentBlockStart":
-		if *e.Index != len(a.blocks) {
-			return false, fmt.Errorf("%w: block %d starts after %d blocks", errJSON, *e.Index, len(a.blocks))
-		}
-		if e.Start == nil || len(e.Start.ToolUse) == 0 || string(e.Start.ToolUse) == "null" {
-			return false, unguardable(bedrockUnknownDelta, fmt.Errorf("a start without toolUse"))
-		}
-		if _, err := parseBody(e.Start.ToolUse); err != nil {
+		if err := a.startToolUse(e); err != nil {
 			return false, err
 		}
-		a.blocks = append(a.blocks, &bedrockBlockAcc{kind: "toolUse", start: e.Start.ToolUse})
 	case "contentBlockDelta":
 		bl, err := a.deltaBlock(e)
 		if err != nil {
@@ -258,6 +242,34 @@ func (a *bedrockAssembler) addEvent(ev streamEvent) (bool, error) {
 		return false, err
 	}
 	return false, nil
+}
+
+// bedrockRole returns messageStart's message, {"role"} alone: Bedrock
+// pads its events with a member "p" of random length, which a message
+// replayed in a re-ask must not carry.
+func bedrockRole(data []byte) ([]byte, error) {
+	var m struct {
+		Role string `json:"role"`
+	}
+	if err := decodeResponse(data, &m); err != nil {
+		return nil, err
+	}
+	return marshal(m)
+}
+
+// startToolUse takes a contentBlockStart: a toolUse block, the next one.
+func (a *bedrockAssembler) startToolUse(e *bedrockEvent) error {
+	if *e.Index != len(a.blocks) {
+		return fmt.Errorf("%w: block %d starts after %d blocks", errJSON, *e.Index, len(a.blocks))
+	}
+	if e.Start == nil || len(e.Start.ToolUse) == 0 || string(e.Start.ToolUse) == "null" {
+		return unguardable(bedrockUnknownDelta, fmt.Errorf("a start without toolUse"))
+	}
+	if _, err := parseBody(e.Start.ToolUse); err != nil {
+		return err
+	}
+	a.blocks = append(a.blocks, &bedrockBlockAcc{kind: "toolUse", start: e.Start.ToolUse})
+	return nil
 }
 
 // deltaBlock returns the block a delta adds to: an existing one, or a text
@@ -400,31 +412,41 @@ func (a *bedrockAssembler) assemble() ([]byte, error) {
 	}
 	out := append(append([]byte(`{"output":{"message":`), apply(a.message, e)...), "}}"...)
 	for _, src := range [][]byte{a.stop, a.meta} {
-		if len(src) == 0 {
+		if out, err = mergeMembers(out, src); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// mergeMembers sets the members of the object src (messageStop's,
+// metadata's; none when src is empty) in the object out, but the padding
+// "p".
+func mergeMembers(out, src []byte) ([]byte, error) {
+	if len(src) == 0 {
+		return out, nil
+	}
+	sr, err := root(src)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := objectMembers(src, sr)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range ms {
+		if m.key == "p" {
 			continue
 		}
-		sr, err := root(src)
+		or, err := root(out)
 		if err != nil {
 			return nil, err
 		}
-		ms, err := objectMembers(src, sr)
+		e, err := setMember(out, or, m.key, raw(src, m.v))
 		if err != nil {
 			return nil, err
 		}
-		for _, m := range ms {
-			if m.key == "p" {
-				continue // padding
-			}
-			or, err := root(out)
-			if err != nil {
-				return nil, err
-			}
-			e, err := setMember(out, or, m.key, raw(src, m.v))
-			if err != nil {
-				return nil, err
-			}
-			out = apply(out, e)
-		}
+		out = apply(out, e)
 	}
 	return out, nil
 }
@@ -498,39 +520,7 @@ func (g *bedrockGate) write(typ string, v any) error {
 // emitBlock writes the block bl of resp whole as the client's block idx:
 // a start for a toolUse, one delta per field, a stop.
 func (g *bedrockGate) emitBlock(idx int, resp []byte, bl bedrockBlock) error {
-	type delta struct {
-		ContentBlockIndex int `json:"contentBlockIndex"`
-		Delta             any `json:"delta"`
-	}
-	var deltas []any
-	switch bl.kind {
-	case "text":
-		s, err := str(resp, bl.v)
-		if err != nil {
-			return err
-		}
-		deltas = append(deltas, map[string]string{"text": s})
-	case "reasoningContent":
-		var rc struct {
-			ReasoningText *struct {
-				Text      string `json:"text"`
-				Signature string `json:"signature"`
-			} `json:"reasoningText"`
-			RedactedContent *string `json:"redactedContent"`
-		}
-		if err := json.Unmarshal(raw(resp, bl.v), &rc); err != nil {
-			return fmt.Errorf("%w: %v", errJSON, err)
-		}
-		if rc.RedactedContent != nil {
-			deltas = append(deltas, map[string]any{"reasoningContent": map[string]string{"redactedContent": *rc.RedactedContent}})
-		}
-		if t := rc.ReasoningText; t != nil {
-			deltas = append(deltas, map[string]any{"reasoningContent": map[string]string{"text": t.Text}})
-			if t.Signature != "" {
-				deltas = append(deltas, map[string]any{"reasoningContent": map[string]string{"signature": t.Signature}})
-			}
-		}
-	case "toolUse":
+	if bl.kind == "toolUse" {
 		start, err := dropMembers(resp, bl.v, func(m member) bool { return m.key == "input" })
 		if err != nil {
 			return err
@@ -541,29 +531,72 @@ func (g *bedrockGate) emitBlock(idx int, resp []byte, bl bedrockBlock) error {
 		}{idx, map[string]json.RawMessage{"toolUse": start}}); err != nil {
 			return err
 		}
-		input := "{}"
-		if in, ok, err := field(resp, bl.v, "input"); err != nil {
-			return err
-		} else if ok {
-			input = string(compact(raw(resp, in)))
-			if kind(resp, in) == '"' { // invalid JSON, kept as text
-				if input, err = str(resp, in); err != nil {
-					return err
-				}
-			}
-		}
-		deltas = append(deltas, map[string]any{"toolUse": map[string]string{"input": input}})
-	default:
-		return fmt.Errorf("httpguard: a %s block cannot be streamed", bl.kind)
+	}
+	deltas, err := bedrockDeltas(resp, bl)
+	if err != nil {
+		return err
 	}
 	for _, d := range deltas {
-		if err := g.write("contentBlockDelta", delta{idx, d}); err != nil {
+		if err := g.write("contentBlockDelta", struct {
+			ContentBlockIndex int `json:"contentBlockIndex"`
+			Delta             any `json:"delta"`
+		}{idx, d}); err != nil {
 			return err
 		}
 	}
 	return g.write("contentBlockStop", struct {
 		ContentBlockIndex int `json:"contentBlockIndex"`
 	}{idx})
+}
+
+// bedrockDeltas are the deltas that stream the block bl of resp whole: its
+// text, its reasoning text and signature or redacted content, or its
+// toolUse input in one fragment (the text of an input that is not JSON).
+func bedrockDeltas(resp []byte, bl bedrockBlock) ([]any, error) {
+	switch bl.kind {
+	case "text":
+		s, err := str(resp, bl.v)
+		if err != nil {
+			return nil, err
+		}
+		return []any{map[string]string{"text": s}}, nil
+	case "reasoningContent":
+		var rc struct {
+			ReasoningText *struct {
+				Text      string `json:"text"`
+				Signature string `json:"signature"`
+			} `json:"reasoningText"`
+			RedactedContent *string `json:"redactedContent"`
+		}
+		if err := json.Unmarshal(raw(resp, bl.v), &rc); err != nil {
+			return nil, fmt.Errorf("%w: %v", errJSON, err)
+		}
+		var out []any
+		if rc.RedactedContent != nil {
+			out = append(out, map[string]any{"reasoningContent": map[string]string{"redactedContent": *rc.RedactedContent}})
+		}
+		if t := rc.ReasoningText; t != nil {
+			out = append(out, map[string]any{"reasoningContent": map[string]string{"text": t.Text}})
+			if t.Signature != "" {
+				out = append(out, map[string]any{"reasoningContent": map[string]string{"signature": t.Signature}})
+			}
+		}
+		return out, nil
+	case "toolUse":
+		input := "{}"
+		if in, ok, err := field(resp, bl.v, "input"); err != nil {
+			return nil, err
+		} else if ok {
+			input = string(compact(raw(resp, in)))
+			if kind(resp, in) == '"' { // invalid JSON, kept as text
+				if input, err = str(resp, in); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return []any{map[string]any{"toolUse": map[string]string{"input": input}}}, nil
+	}
+	return nil, fmt.Errorf("httpguard: a %s block cannot be streamed", bl.kind)
 }
 
 func (g *bedrockGate) accept(resp []byte) error {

@@ -150,41 +150,13 @@ func (r *eventStreamReader) next() (streamEvent, error) {
 func decodeEventStreamMessage(hs, payload []byte) (streamEvent, error) {
 	var msgType, eventType, exceptionType, errorCode, errorMessage string
 	for len(hs) > 0 {
-		n := int(hs[0])
-		if len(hs) < 1+n+1 {
-			return streamEvent{}, badEventStream("header cut off")
+		name, typ, value, rest, err := nextHeader(hs)
+		if err != nil {
+			return streamEvent{}, err
 		}
-		name := string(hs[1 : 1+n])
-		typ := hs[1+n]
-		hs = hs[2+n:]
-		size := 0
-		switch typ {
-		case 0, 1:
-		case 2:
-			size = 1
-		case 3:
-			size = 2
-		case 4:
-			size = 4
-		case 5, 8:
-			size = 8
-		case 9:
-			size = 16
-		case 6, 7:
-			if len(hs) < 2 {
-				return streamEvent{}, badEventStream("header %.64q cut off", name)
-			}
-			size = 2 + int(binary.BigEndian.Uint16(hs))
-		default:
-			return streamEvent{}, badEventStream("header %.64q of unknown type %d", name, typ)
-		}
-		if len(hs) < size {
-			return streamEvent{}, badEventStream("header %.64q cut off", name)
-		}
-		value := hs[:size]
-		hs = hs[size:]
+		hs = rest
 		if typ != 7 {
-			continue
+			continue // a string header is all Bedrock sends
 		}
 		s := string(value[2:])
 		switch name {
@@ -213,6 +185,42 @@ func decodeEventStreamMessage(hs, payload []byte) (streamEvent, error) {
 		return streamEvent{Event: errorPrefix + errorCode, Data: []byte(errorMessage)}, nil
 	}
 	return streamEvent{}, badEventStream("message type %.64q", msgType)
+}
+
+// nextHeader reads the header at the start of hs: its name, value type
+// and value bytes (a bytes or string value with its length), and what
+// follows it.
+func nextHeader(hs []byte) (name string, typ byte, value, rest []byte, err error) {
+	n := int(hs[0])
+	if len(hs) < 1+n+1 {
+		return "", 0, nil, nil, badEventStream("header cut off")
+	}
+	name, typ, hs = string(hs[1:1+n]), hs[1+n], hs[2+n:]
+	size := 0
+	switch typ {
+	case 0, 1: // true, false
+	case 2: // int8
+		size = 1
+	case 3: // int16
+		size = 2
+	case 4: // int32
+		size = 4
+	case 5, 8: // int64, timestamp
+		size = 8
+	case 9: // uuid
+		size = 16
+	case 6, 7: // bytes, string
+		if len(hs) < 2 {
+			return "", 0, nil, nil, badEventStream("header %.64q cut off", name)
+		}
+		size = 2 + int(binary.BigEndian.Uint16(hs))
+	default:
+		return "", 0, nil, nil, badEventStream("header %.64q of unknown type %d", name, typ)
+	}
+	if len(hs) < size {
+		return "", 0, nil, nil, badEventStream("header %.64q cut off", name)
+	}
+	return name, typ, hs[:size], hs[size:], nil
 }
 
 // formatEventStream returns ev (a streamEvent as eventStreamReader makes
