@@ -20,6 +20,11 @@ import (
 // events that only open a stream (message_start, response.created, a chunk
 // with the role alone) wait for it.
 type clientStream struct {
+	// format is an event's bytes in the protocol's framing, and
+	// contentType the framing's Content-Type.
+	format      func(ev sseEvent) []byte
+	contentType string
+
 	// opening reports whether an event only opens the stream.
 	opening   func(ev sseEvent) bool
 	held      []sseEvent
@@ -42,8 +47,12 @@ type clientStream struct {
 
 func newClientStream(p wireProtocol, cancel context.CancelFunc) *clientStream {
 	pr, pw := io.Pipe()
-	return &clientStream{opening: openingEvent(p), pr: pr, pw: pw, committed: make(chan struct{}), cancel: cancel,
-		status: http.StatusOK, proto: "HTTP/1.1", major: 1, minor: 1}
+	c := &clientStream{opening: openingEvent(p), pr: pr, pw: pw, committed: make(chan struct{}), cancel: cancel,
+		status: http.StatusOK, proto: "HTTP/1.1", major: 1, minor: 1, format: formatEvent, contentType: "text/event-stream"}
+	if _, ok := p.(ollamaWire); ok {
+		c.format, c.contentType = formatNDJSON, ndjsonContentType
+	}
+	return c
 }
 
 // isCommitted reports whether an event was written.
@@ -83,7 +92,7 @@ func (c *clientStream) flush(evs ...sseEvent) error {
 	c.held = nil
 	for _, ev := range append(held, evs...) {
 		c.events.Add(1)
-		if _, err := c.pw.Write(formatEvent(ev)); err != nil {
+		if _, err := c.pw.Write(c.format(ev)); err != nil {
 			return err
 		}
 	}
@@ -95,7 +104,7 @@ func (c *clientStream) response(req *http.Request) *http.Response {
 	h := c.header
 	if h == nil {
 		h = http.Header{}
-		h.Set("Content-Type", "text/event-stream")
+		h.Set("Content-Type", c.contentType)
 	}
 	h.Del("Content-Length")
 	return &http.Response{

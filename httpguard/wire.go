@@ -160,6 +160,8 @@ func recognise(method, path string) wireProtocol {
 		return responsesWire{}
 	case strings.HasSuffix(path, "/v1/messages"):
 		return messagesWire{}
+	case strings.HasSuffix(path, "/api/chat"):
+		return ollamaWire{}
 	}
 	if _, _, ok := geminiPath(path); ok {
 		return geminiWire{}
@@ -173,6 +175,7 @@ func recognise(method, path string) wireProtocol {
 // error it is and msg what went wrong:
 //
 //   - Anthropic Messages (…/v1/messages): {"type":"error","error":{"type":typ,"message":msg}}
+//   - Ollama (…/api/chat): {"error":"typ: msg"}
 //   - Gemini (…/models/{model}:{method}): {"error":{"code":status,"message":msg,"status":…,"details":[…]}},
 //     status Google's name for the HTTP status (INVALID_ARGUMENT for
 //     400, 413 and 422, DEADLINE_EXCEEDED for 408 and 504, UNAVAILABLE
