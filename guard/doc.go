@@ -119,7 +119,7 @@
 //
 // A tool's schema is any form [validation.Compile] takes (a map, raw JSON,
 // a *validation.Schema from [validation.Typed], a JSON-marshalable value).
-// It comes from the request's tools ([Codec.Tools]), a context's
+// It comes from the request's tools ([RequestInfo].Tools), a context's
 // [WithToolSchemas], or [WithSchema], the last winning. Schemas are compiled
 // lazily, once per middleware value, and recognised by identity with a
 // content fingerprint behind it; schema compilation never loads anything
@@ -161,7 +161,7 @@
 // blocks a response, everything the limiters inside it counted for that
 // response is taken back, so blocked calls never count and limiters stack.
 // Runs come from [WithRun] (or the transcript: the model's messages after
-// the last user turn, [Codec.Transcript]); threads from [WithThread],
+// the last user turn, [TranscriptReader]); threads from [WithThread],
 // counted in a [ThreadStore] ([MemoryThreadStore] by default; package
 // guard/redisstore shares it between replicas, and package guard/storetest
 // holds a store to the contract, faults included). A store that fails
@@ -185,9 +185,26 @@
 //
 // # Writing an adapter
 //
-// An adapter is a [Codec] (plus, where its host streams, a [Stream]), an
-// innermost handler that calls the model and reports the request to the
-// observers ([ObserveModelCall]), and its tests: package guard/guardtest
-// runs the same scenarios against any codec, and every adapter's tests run
-// it. Everything in this package is safe for concurrent use.
+// Users of an adapter need none of this section. An adapter is a [Codec],
+// an innermost handler that calls the model and reports the request to the
+// observers ([ObserveModelCall]), and its tests. The Codec has five
+// methods:
+//
+//	Request(ctx, req) RequestInfo      // tools offered, model, stream
+//	Response(req, resp) ResponseInfo   // tool calls, text, unreadable, stand-in
+//	Accept(resp, verdicts) (resp, err) // write cleaned arguments back
+//	Reask(req, resp, answers) (req, err)
+//	End(req, text, cause) resp         // a stand-in answer
+//
+// Everything else is optional, found by type assertion, so that a method
+// added later is a new interface, not a break: [AnswerCodec] for
+// [OutputValidation] (which requires it), [TranscriptReader] for the limits
+// to read a conversation the context does not name, [MalformedReader] for
+// calls the provider refused itself; a host that streams returns a
+// [Stream] in its RequestInfo, whose [Gate] holds what a re-ask must not
+// show. Each stage calls Request once per logical call and Response,
+// Accept or Reask at most once per attempt. Package guard/guardtest runs
+// the same scenarios against any codec, once as written and once stripped
+// to the five methods, and every adapter's tests run it. Everything in this
+// package is safe for concurrent use.
 package guard

@@ -74,7 +74,7 @@ const (
 )
 
 // Message is what the limits read of one message of a request's
-// transcript ([Codec.Transcript]), when the context names no run or no
+// transcript ([TranscriptReader]), when the context names no run or no
 // thread: the run is the model turns after the last user turn.
 type Message struct {
 	Kind MessageKind
@@ -82,52 +82,94 @@ type Message struct {
 	Calls []string
 }
 
-// Codec is what the stages need from a host: how to find tool calls in its
-// responses, write cleaned arguments back, and build the next request of
-// a re-ask. An adapter (package middleware for langchaingo's llms.Model,
-// package httpguard for the wire protocols) writes one codec, and every
-// stage of this package works on its requests and responses.
+// Codec is what the stages need from a host: what a request offers and a
+// response holds, how to write cleaned arguments back, how to build the
+// next request of a re-ask, and a stand-in answer. An adapter (package
+// middleware for langchaingo's llms.Model, package httpguard for the wire
+// protocols, package mcpguard for MCP's tools/call) writes one codec of
+// these five methods, and every stage of this package works on its requests
+// and responses. What more a host can do, it says by implementing the
+// optional interfaces the stages discover by type assertion:
+// [AnswerCodec] (structured answers, required by [OutputValidation]),
+// [TranscriptReader] (the limits count a conversation the context does not
+// name), [MalformedReader] (calls the provider itself refused).
+//
+// Each stage calls Request once per logical call, Response once per
+// attempt, and Accept or Reask at most once per attempt: at most three
+// calls per model call.
 //
 // Methods must be safe for concurrent use. A Req or Resp a method is given
 // belongs to the call in progress: Accept may modify resp, but Reask must
 // not modify req (it is the caller's, reused for every attempt).
 type Codec[Req, Resp any] interface {
-	// Calls returns resp's tool calls, in order. req is the logical
-	// call's original request (a codec that synthesizes ids salts them
-	// with it). A codec that gives a call an id the host did not send
-	// writes it back into resp, so that every reader agrees on it.
-	Calls(req Req, resp Resp) []Call
+	// Request returns what the stages read of req, a logical call's
+	// request: the tools it offers, the model it names, its stream.
+	Request(ctx context.Context, req Req) RequestInfo[Req, Resp]
+	// Response returns what the stages read of resp, the answer to a
+	// request of the logical call whose original request is req (a
+	// codec that synthesizes call ids salts them with it): its tool
+	// calls, and whether it could be read or stands in for the model's
+	// answer.
+	Response(req Req, resp Resp) ResponseInfo
 	// Accept writes the cleaned arguments of vs, one verdict per call of
-	// Calls in order, into resp, so that every accessor of the host's
-	// response reads them, and returns the response to hand on.
+	// Response's Calls in order, into resp, so that every accessor of the
+	// host's response reads them, and returns the response to hand on.
 	Accept(resp Resp, vs []Verdict) (Resp, error)
 	// Reask returns the request of the next attempt: req, followed by
-	// resp replayed and one tool result per call of Calls, in order (as
-	// = answers). It builds on req, the logical call's original request,
-	// never on a previous re-ask, so re-asks do not accumulate.
+	// resp replayed and one tool result per call of Response's Calls, in
+	// order (as = answers). It builds on req, the logical call's original
+	// request, never on a previous re-ask, so re-asks do not accumulate.
 	Reask(req Req, resp Resp, as []Answer) (Req, error)
-
-	// Tools returns the tools req offers the model.
-	Tools(req Req) []Tool
-	// Text returns the text resp holds besides its tool calls ("" if
-	// none).
-	Text(resp Resp) string
 	// End returns a response without tool calls whose text is text,
 	// standing in for the model's answer (a limit's [ExitEnd],
 	// [ContinueOnFailure]); cause is the error it stands for, which
-	// StandIn reads back.
+	// Response's StandIn reads back.
 	End(req Req, text string, cause error) Resp
-	// StandIn returns the cause of a response End made, nil for any
+}
+
+// RequestInfo is what the stages read of a request ([Codec.Request]).
+type RequestInfo[Req, Resp any] struct {
+	// Tools are the tools the request offers the model.
+	Tools []Tool
+	// Model is the model the request asks for; "" when it names none.
+	Model string
+	// Stream is the stream the request carries to its caller; nil when
+	// it streams nothing.
+	Stream Stream[Req, Resp]
+}
+
+// ResponseInfo is what the stages read of a response ([Codec.Response]).
+type ResponseInfo struct {
+	// Calls are the response's tool calls, in order. A codec that gives
+	// a call an id the host did not send writes it back into the
+	// response, so that every reader agrees on it.
+	Calls []Call
+	// Text is the text the response holds besides its tool calls; a codec
+	// may leave it "" when Calls is not empty (only the text of a
+	// response without calls is read: an empty answer is reported).
+	Text string
+	// Unreadable, when not nil, says why the response could not be read:
+	// a host that can hand the stages an answer it did not read (package
+	// httpguard: an upstream answer in an encoding it cannot decode, of a
+	// shape it does not know, or past its bound) sets it, so that no
+	// stage takes such a response for one without tool calls. Calls is
+	// then nil.
+	Unreadable error
+	// StandIn is the cause of a response [Codec.End] made; nil for any
 	// other.
-	StandIn(resp Resp) error
+	StandIn error
+}
+
+// TranscriptReader is an optional interface of a [Codec], found by type
+// assertion: a host whose requests carry the conversation so far
+// implements it, so that [ToolCallLimit] and [ModelCallLimit] count the
+// run and thread of a call whose context names none ([WithRun],
+// [WithThread]). Without it, such a call counts as a run of its own.
+type TranscriptReader[Req any] interface {
 	// Transcript returns what the limits read of req's messages, oldest
-	// first; nil when req carries no transcript.
+	// first; nil when req carries no transcript. It must be safe for
+	// concurrent use.
 	Transcript(ctx context.Context, req Req) []Message
-	// Model returns the model req asks for; "" when it names none.
-	Model(req Req) string
-	// Stream returns the stream req carries to its caller, or nil when
-	// req streams nothing.
-	Stream(req Req) Stream[Req, Resp]
 }
 
 // AnswerCodec is a [Codec] whose responses can be a final text answer that

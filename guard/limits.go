@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 )
@@ -202,4 +203,13 @@ func WithThreadStore(s ThreadStore) LimitOption {
 		panic("guard: WithThreadStore(nil)")
 	}
 	return limitOption(func(c *limitConfig) { c.store = s })
+}
+
+// transcript returns what c reads of req's messages for the limits
+// ([TranscriptReader]); nil when c reads none.
+func transcript[Req, Resp any](ctx context.Context, c Codec[Req, Resp], req Req) []Message {
+	if tr, ok := any(c).(TranscriptReader[Req]); ok {
+		return tr.Transcript(ctx, req)
+	}
+	return nil
 }

@@ -35,8 +35,9 @@ const MaxMalformedGeneration = 2 << 10
 type MalformedReader[Req, Resp any] interface {
 	// Malformed reports whether a model call for req that returned resp
 	// and err (one of them zero) is the provider's refusal of a tool call
-	// it could not read, and what it says. It must be safe for concurrent
-	// use.
+	// it could not read, and what it says. It is asked only of an attempt
+	// that failed or whose response holds no tool calls. It must be safe
+	// for concurrent use.
 	Malformed(req Req, resp Resp, err error) (Malformed, bool)
 	// ReaskMalformed returns the request of the next attempt: req, the
 	// logical call's original request, followed by m.Generation as the

@@ -122,10 +122,10 @@ func (w *wiringChecks) checkName(ctx context.Context, l *toolCallLimit, offered 
 	reportLoud(ctx, l.cfg.events, Event{Kind: EventMisconfigured, Middleware: limitName, Tool: l.cfg.tool, Err: err})
 }
 
-// reportEmpty reports an [EventEmptyResponse] when resp, which has no tool
-// calls, has no text either although the request offers tools.
-func reportEmpty[Req, Resp any](ctx context.Context, m *toolArgValidation, c Codec[Req, Resp], req Req, resp Resp, attempt int) {
-	if strings.TrimSpace(c.Text(resp)) != "" || len(c.Tools(req)) == 0 {
+// reportEmpty reports an [EventEmptyResponse] when a response without tool
+// calls has no text either (text) although the request offers tools.
+func (m *toolArgValidation) reportEmpty(ctx context.Context, tools []Tool, text string, attempt int) {
+	if strings.TrimSpace(text) != "" || len(tools) == 0 {
 		return
 	}
 	err := fmt.Errorf("%w: no tool call and no text (langchaingo's native ollama client drops tool calls: "+

@@ -23,7 +23,7 @@ import (
 // the budget. Scopes work as for [ToolCallLimit]: the run
 // started with [WithRun] (or continued with [WithResumedRun], which says
 // how many model calls it made before), else the model's messages after
-// the last user turn are the calls already made ([Codec.Transcript]: so an
+// the last user turn are the calls already made ([TranscriptReader]: so an
 // unchanged langchaingo agents.Executor works); the thread named with
 // [WithThread], counted in the [ThreadStore] ([WithThreadStore],
 // shareable with ToolCallLimit: model call counts have keys of their own,
@@ -71,7 +71,7 @@ type modelReservation struct {
 func limitModelCall[Req, Resp any](ctx context.Context, l *modelCallLimit, c Codec[Req, Resp], next Handler[Req, Resp], req Req) (Resp, error) {
 	var zero Resp
 	l.wiring.checkThread(ctx, modelLimitName, &l.cfg)
-	sc := l.cfg.scopes(ctx, func() (int, int) { return countModelTurns(c.Transcript(ctx, req)) })
+	sc := l.cfg.scopes(ctx, func() (int, int) { return countModelTurns(transcript(ctx, c, req)) })
 	var held []modelReservation
 	release := func() {
 		rctx, cancel := releaseContext(ctx)

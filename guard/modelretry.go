@@ -105,7 +105,7 @@ func WithSleep(fn func(ctx context.Context, d time.Duration) error) RetryOption 
 // N attempts: <last error>", and a nil error. The agent loop then ends with
 // that text as the model's answer instead of failing, as with LangChain's
 // ModelRetryMiddleware(on_failure="continue"); the adapter's stand-in
-// response carries err ([Codec.StandIn]), so a loop that needs a
+// response carries err ([ResponseInfo].StandIn), so a loop that needs a
 // structured answer can end with it instead.
 func ContinueOnFailure(_ context.Context, err error) (string, error) {
 	var re *retry.Error
@@ -183,7 +183,7 @@ func retryCall[Req, Resp any](ctx context.Context, m *modelRetry, c Codec[Req, R
 	var zero Resp
 	var st Stream[Req, Resp]
 	if !m.cfg.retryStreamed {
-		st = c.Stream(req)
+		st = c.Request(ctx, req).Stream
 	}
 	var policy backoff.BackOff // made on the first failure
 	for attempt := 1; ; attempt++ {

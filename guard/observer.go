@@ -158,7 +158,7 @@ func Observe[Req, Resp any](c Codec[Req, Resp], o Observer) Middleware[Req, Resp
 			if co == nil {
 				return next(ctx, req)
 			}
-			ctx, done := co.OnCall(ctx, ModelCall{Model: c.Model(req)})
+			ctx, done := co.OnCall(ctx, ModelCall{Model: c.Request(ctx, req).Model})
 			resp, err := next(ctx, req)
 			if done != nil {
 				done(err)

@@ -75,7 +75,7 @@ const outputName = "OutputValidation"
 // untouched.
 //
 // A stand-in answer coming from inside (a limiter's [ExitEnd] text,
-// [ContinueOnFailure]'s: [Codec.StandIn]) becomes an error wrapping
+// [ContinueOnFailure]'s: [ResponseInfo].StandIn) becomes an error wrapping
 // [ErrNoOutput] and the stand-in's error. Place OutputValidation outside
 // the limiters and ModelRetry so that theirs reach it.
 //
@@ -127,43 +127,40 @@ func (m *outputValidation) emit(ctx context.Context, e Event) {
 	report(ctx, m.cfg.events, e)
 }
 
-// validateAnswer is one logical call through an OutputValidation.
+// validateAnswer is one logical call through an OutputValidation: the loop
+// of attempts ([reask]), each answer checked and, while invalid, re-asked.
 func validateAnswer[Req, Resp any](ctx context.Context, m *outputValidation, c AnswerCodec[Req, Resp], next Handler[Req, Resp], req Req) (Resp, error) {
-	var zero Resp
-	attemptReq, st := req, c.Stream(req)
-	for attempt := 1; ; attempt++ {
-		attemptCtx, streamReq, gate := attemptStream(ctx, st, attemptReq, HoldAll)
-		resp, err := next(attemptCtx, streamReq)
+	return reask(ctx, c.Request(ctx, req).Stream, HoldAll, next, req, func(attempt int, gate Gate[Resp], resp Resp, err error) turn[Req, Resp] {
 		if err != nil {
-			return zero, err
+			return turn[Req, Resp]{err: err}
 		}
-		if len(c.Calls(req, resp)) > 0 {
-			return deliver(ctx, gate, resp) // a tool-calling turn: what was held, as it came
+		got := c.Response(req, resp)
+		if len(got.Calls) > 0 {
+			resp, err := deliver(ctx, gate, resp) // a tool-calling turn: what was held, as it came
+			return turn[Req, Resp]{resp: resp, err: err}
 		}
-		if se := c.StandIn(resp); se != nil {
-			return zero, fmt.Errorf("%w: %w", ErrNoOutput, se)
+		if got.StandIn != nil {
+			return turn[Req, Resp]{err: fmt.Errorf("%w: %w", ErrNoOutput, got.StandIn)}
 		}
 		resp, verr, err := checkAnswer(ctx, m, c, resp, attempt)
-		if err != nil {
-			return zero, err
-		}
-		if verr == nil {
-			return deliver(ctx, gate, resp)
+		switch {
+		case err != nil:
+			return turn[Req, Resp]{err: err}
+		case verr == nil:
+			resp, err := deliver(ctx, gate, resp)
+			return turn[Req, Resp]{resp: resp, err: err}
 		}
 		feedback := m.cfg.feedback(verr)
 		m.emit(ctx, Event{Kind: EventInvalid, Attempt: attempt, Err: verr, Feedback: feedback})
 		if attempt > m.cfg.maxRetries {
 			m.emit(ctx, Event{Kind: EventGiveUp, Attempt: attempt, Err: verr})
-			return zero, &InvalidOutputError{Attempts: attempt, Err: verr, Response: resp}
+			return turn[Req, Resp]{err: &InvalidOutputError{Attempts: attempt, Err: verr, Response: resp}}
 		}
-		if err := ctx.Err(); err != nil {
-			return zero, err
-		}
-		m.emit(ctx, Event{Kind: EventReask, Attempt: attempt + 1})
-		if attemptReq, err = c.ReaskAnswer(req, resp, feedback); err != nil {
-			return zero, err
-		}
-	}
+		return turn[Req, Resp]{again: func() (Req, error) {
+			m.emit(ctx, Event{Kind: EventReask, Attempt: attempt + 1})
+			return c.ReaskAnswer(req, resp, feedback)
+		}}
+	})
 }
 
 // checkAnswer validates every text of resp a caller may read as the answer

@@ -20,7 +20,7 @@ type (
 // transcript instead: the tool calls in the model's messages after the
 // last user turn (a message the run added itself, as the note package
 // middleware adds on calls without a function or an agent's re-ask for its
-// structured answer, does not start a run; see [Codec.Transcript]). That is what an agent loop that resends
+// structured answer, does not start a run; see [TranscriptReader]). That is what an agent loop that resends
 // its whole transcript on each model call (langchaingo's agents.Executor)
 // needs; an agent loop that trims or summarises its transcript should call
 // WithRun.

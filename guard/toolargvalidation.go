@@ -96,7 +96,7 @@ func WithUnknownTools(p UnknownToolPolicy) ValidationOption {
 // instead of the last response when the model's tool calls are still invalid
 // after the last re-ask, and a *[SchemaError] when a tool's schema cannot be
 // compiled. It makes ToolArgValidation and [ToolCallLimit] return an
-// *[UnguardableError] for a response the codec cannot read ([ReadChecker]),
+// *[UnguardableError] for a response the codec cannot read ([ResponseInfo].Unreadable),
 // whose calls they could neither check nor count ([ModelCallLimit], which
 // reads no calls, ignores it). The default is to fail open: hand on the last
 // response (with empty values stripped) and let the tool report the
@@ -234,7 +234,7 @@ func (e *SchemaError) Unwrap() error { return e.Err }
 //
 // It checks each tool call of a response against its tool's schema:
 // [WithSchema], else the context's [WithToolSchemas], else the request
-// tool's schema ([Codec.Tools]: any form [validation.Compile] takes; nil
+// tool's schema ([RequestInfo].Tools: any form [validation.Compile] takes; nil
 // accepts any JSON object). Schemas are compiled once per middleware and
 // must not be modified after they are passed.
 //
@@ -259,7 +259,7 @@ func (e *SchemaError) Unwrap() error { return e.Err }
 // Calls of unknown tools pass untouched ([WithUnknownTools]); calls of a
 // tool whose schema does not compile pass too ([EventSchemaError]) unless
 // WithFailClosed, and so does a response the codec cannot read
-// ([ReadChecker], [EventUnguarded]). Model errors pass through. When the request streams, text
+// ([ResponseInfo].Unreadable, [EventUnguarded]). Model errors pass through. When the request streams, text
 // streams at once and only the returned calls are streamed, once accepted;
 // [EventReask] tells the context's observers to discard what the call
 // streamed so far. The middleware is safe for concurrent use.
@@ -311,119 +311,113 @@ func (m *toolArgValidation) emitFailOpen(ctx context.Context, e Event) {
 }
 
 // validateCalls is one logical call through a ToolArgValidation: the loop
-// of attempts, each checked and, while invalid, re-asked.
+// of attempts ([reask]), each checked and, while invalid, re-asked.
 func validateCalls[Req, Resp any](ctx context.Context, m *toolArgValidation, c Codec[Req, Resp], next Handler[Req, Resp], req Req) (Resp, error) {
-	var zero Resp
 	// Lets a ToolCallLimit inside report its misplacement.
 	ctx = insideValidation(ctx)
+	info := c.Request(ctx, req)
 	var tools toolSchemas // built on the first response with tool calls
-	attemptReq, st := req, c.Stream(req)
-	for attempt := 1; ; attempt++ {
-		streamCtx, streamReq, gate := attemptStream(ctx, st, attemptReq, HoldToolCalls)
-		resp, err := next(streamCtx, streamReq)
-		if mr, mal, ok := malformedOf(c, req, resp, err); ok {
-			// The provider refused a call it could not read: an attempt
-			// with an invalid call, whose only answer is the feedback.
-			verr := malformedError(mal)
-			feedback := m.cfg.feedback(verr)
-			m.emit(ctx, Event{Kind: EventProviderMalformed, Attempt: attempt, Err: verr, Feedback: feedback})
-			if attempt > m.cfg.maxRetries {
-				m.emitFailOpen(ctx, Event{Kind: EventGiveUp, Attempt: attempt, Err: verr})
-				switch {
-				case m.cfg.failClosed:
-					var last any
-					if err == nil {
-						last = resp
-					}
-					return zero, &InvalidToolCallsError{Attempts: attempt, Errors: []*validation.Error{verr}, Response: last}
-				case err != nil:
-					return zero, err
-				}
-				return deliver(ctx, gate, resp)
-			}
-			if err := ctx.Err(); err != nil {
-				return zero, err
-			}
-			m.emit(ctx, Event{Kind: EventReask, Attempt: attempt + 1})
-			if attemptReq, err = mr.ReaskMalformed(req, boundedMalformed(mal), feedback); err != nil {
-				return zero, err
-			}
-			continue
-		}
+	return reask(ctx, info.Stream, HoldToolCalls, next, req, func(attempt int, gate Gate[Resp], resp Resp, err error) turn[Req, Resp] {
 		if err != nil {
-			return zero, err
+			if mr, mal, ok := malformedOf(c, req, resp, err); ok {
+				return reaskMalformed(ctx, m, mr, req, gate, resp, err, mal, attempt)
+			}
+			return turn[Req, Resp]{err: err}
 		}
-		if why := unreadable(c, resp); why != nil {
-			return passUnreadable(ctx, validationName, m.cfg.failClosed, m.cfg.events, resp, attempt, why)
+		got := c.Response(req, resp)
+		if got.Unreadable != nil {
+			resp, err := passUnreadable(ctx, validationName, m.cfg.failClosed, m.cfg.events, resp, attempt, got.Unreadable)
+			return turn[Req, Resp]{resp: resp, err: err}
 		}
-		calls := c.Calls(req, resp)
+		calls := got.Calls
 		if len(calls) == 0 {
-			reportEmpty(ctx, m, c, req, resp, attempt)
-			return resp, nil
+			if mr, mal, ok := malformedOf(c, req, resp, nil); ok {
+				return reaskMalformed(ctx, m, mr, req, gate, resp, nil, mal, attempt)
+			}
+			m.reportEmpty(ctx, info.Tools, got.Text, attempt)
+			return turn[Req, Resp]{resp: resp}
 		}
 		if tools == nil {
-			offered := c.Tools(req)
-			m.checkPlaceholders(ctx, offered)
-			tools = m.toolSchemas(ctx, offered)
+			m.checkPlaceholders(ctx, info.Tools)
+			tools = m.toolSchemas(ctx, info.Tools)
 		}
 		verdicts, err := m.checkAll(ctx, calls, tools, attempt)
 		if err != nil {
-			return zero, err
+			return turn[Req, Resp]{err: err}
 		}
 		invalid := invalidErrors(verdicts)
 		if len(invalid) == 0 {
 			m.reportForged(ctx, calls, verdicts, attempt, true)
-			if resp, err = accept(c, resp, verdicts); err != nil {
-				return zero, err
-			}
-			return deliver(ctx, gate, resp)
+			return acceptAndDeliver(ctx, c, gate, resp, verdicts, nil)
 		}
 		if attempt > m.cfg.maxRetries {
 			m.emitFailOpen(ctx, Event{Kind: EventGiveUp, Attempt: attempt, Err: invalid[0]})
 			m.reportForged(ctx, calls, verdicts, attempt, !m.cfg.failClosed)
-			if resp, err = accept(c, resp, verdicts); err != nil {
-				return zero, err
-			}
 			if m.cfg.failClosed {
-				return zero, &InvalidToolCallsError{Attempts: attempt, Errors: invalid, Response: resp}
+				return acceptAndDeliver(ctx, c, nil, resp, verdicts, func(resp Resp) error {
+					return &InvalidToolCallsError{Attempts: attempt, Errors: invalid, Response: resp}
+				})
 			}
-			return deliver(ctx, gate, resp)
+			return acceptAndDeliver(ctx, c, gate, resp, verdicts, nil)
 		}
 		m.reportForged(ctx, calls, verdicts, attempt, false)
-		if err := ctx.Err(); err != nil {
-			return zero, err
-		}
-		answers := make([]Answer, len(verdicts))
-		for i, v := range verdicts {
-			args := current(calls[i], v.Args)
-			answers[i] = Answer{Content: v.answer, Refused: v.Err != nil, Args: replayArgs(ctx, calls[i], args)}
-			if answers[i].Content == "" {
-				answers[i].Content = withOversized(notExecutedText, oversized(args))
+		return turn[Req, Resp]{again: func() (Req, error) {
+			answers := make([]Answer, len(verdicts))
+			for i, v := range verdicts {
+				args := current(calls[i], v.Args)
+				answers[i] = Answer{Content: v.answer, Refused: v.Err != nil, Args: replayArgs(ctx, calls[i], args)}
+				if answers[i].Content == "" {
+					answers[i].Content = withOversized(notExecutedText, oversized(args))
+				}
 			}
-		}
-		m.emit(ctx, Event{Kind: EventReask, Attempt: attempt + 1})
-		if attemptReq, err = c.Reask(req, resp, answers); err != nil {
-			return zero, err
-		}
-	}
+			m.emit(ctx, Event{Kind: EventReask, Attempt: attempt + 1})
+			return c.Reask(req, resp, answers)
+		}}
+	})
 }
 
-// attemptStream returns the context, request and gate of one attempt of a
-// re-asking stage: st's attempt, or ctx, req and no gate when the request
-// streams nothing.
-func attemptStream[Req, Resp any](ctx context.Context, st Stream[Req, Resp], req Req, hold Hold) (context.Context, Req, Gate[Resp]) {
-	if st == nil {
-		return ctx, req, nil
+// reaskMalformed is what ToolArgValidation makes of an attempt the provider
+// refused as a call it could not read (mal; resp and err as the attempt
+// returned them): an attempt with an invalid call, whose only answer is the
+// feedback, re-asked while retries are left.
+func reaskMalformed[Req, Resp any](ctx context.Context, m *toolArgValidation, mr MalformedReader[Req, Resp], req Req, gate Gate[Resp], resp Resp, err error, mal Malformed, attempt int) turn[Req, Resp] {
+	verr := malformedError(mal)
+	feedback := m.cfg.feedback(verr)
+	m.emit(ctx, Event{Kind: EventProviderMalformed, Attempt: attempt, Err: verr, Feedback: feedback})
+	if attempt <= m.cfg.maxRetries {
+		return turn[Req, Resp]{again: func() (Req, error) {
+			m.emit(ctx, Event{Kind: EventReask, Attempt: attempt + 1})
+			return mr.ReaskMalformed(req, boundedMalformed(mal), feedback)
+		}}
 	}
-	return st.Attempt(ctx, req, hold)
+	m.emitFailOpen(ctx, Event{Kind: EventGiveUp, Attempt: attempt, Err: verr})
+	switch {
+	case m.cfg.failClosed:
+		var last any
+		if err == nil {
+			last = resp
+		}
+		return turn[Req, Resp]{err: &InvalidToolCallsError{Attempts: attempt, Errors: []*validation.Error{verr}, Response: last}}
+	case err != nil:
+		return turn[Req, Resp]{err: err}
+	}
+	resp, err = deliver(ctx, gate, resp)
+	return turn[Req, Resp]{resp: resp, err: err}
 }
 
-// deliver hands resp to gate, when there is one.
-func deliver[Resp any](ctx context.Context, gate Gate[Resp], resp Resp) (Resp, error) {
-	if gate == nil {
-		return resp, nil
+// acceptAndDeliver writes the verdicts' cleaned arguments into resp and
+// hands it on through gate; with refuse, the accepted response is refused
+// with the error refuse makes of it instead.
+func acceptAndDeliver[Req, Resp any](ctx context.Context, c Codec[Req, Resp], gate Gate[Resp], resp Resp, vs []verdict, refuse func(Resp) error) turn[Req, Resp] {
+	resp, err := accept(c, resp, vs)
+	switch {
+	case err != nil:
+		return turn[Req, Resp]{err: err}
+	case refuse != nil:
+		return turn[Req, Resp]{err: refuse(resp)}
 	}
-	return gate.Deliver(ctx, resp)
+	resp, err = deliver(ctx, gate, resp)
+	return turn[Req, Resp]{resp: resp, err: err}
 }
 
 // current returns a call's arguments as they stand: cleaned, when not nil,

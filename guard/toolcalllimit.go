@@ -15,13 +15,13 @@ import (
 // the calls of an agent run's answer tool ([WithAnswerTool]), which run no
 // tool; [WithToolName] can still limit it by name. The run is the one
 // started with [WithRun], else the tool calls of the model's messages after
-// the last user turn ([Codec.Transcript]: so an unchanged langchaingo
+// the last user turn ([TranscriptReader]: so an unchanged langchaingo
 // agents.Executor works). The thread is the one named with [WithThread],
 // counted in a [ThreadStore] ([WithThreadStore]), else the whole
 // transcript. Reserving calls is atomic: concurrent runs of one thread
 // never pass a limit together. A store that fails fails the model call with
 // a *[StoreError], unless [WithStoreFailOpen]. A response the codec cannot
-// read ([ReadChecker]) cannot be counted: it passes with an
+// read ([ResponseInfo].Unreadable) cannot be counted: it passes with an
 // [EventUnguarded], or with [WithFailClosed] fails with an
 // *[UnguardableError].
 //
@@ -50,69 +50,73 @@ type toolCallLimit struct {
 
 const limitName = "ToolCallLimit"
 
-// limitCalls is one logical call through a ToolCallLimit.
+// limitCalls is one logical call through a ToolCallLimit: the loop of
+// attempts ([reask]), each counted and, past a limit with ExitContinue,
+// re-asked once.
 func limitCalls[Req, Resp any](ctx context.Context, l *toolCallLimit, c Codec[Req, Resp], next Handler[Req, Resp], req Req) (Resp, error) {
-	var zero Resp
-	l.wiring.check(ctx, l, func() []Tool { return c.Tools(req) })
+	info := c.Request(ctx, req)
+	l.wiring.check(ctx, l, func() []Tool { return info.Tools })
 	call := callFrom(ctx)
 	if call == nil { // the outermost limiter of this model call
 		outer := ctx
-		call = &limitCall{read: func() []Message { return c.Transcript(outer, req) }}
+		call = &limitCall{read: func() []Message { return transcript(outer, c, req) }}
 		ctx = context.WithValue(ctx, limitCallKey{}, call)
 	}
 	answer := AnswerToolFrom(ctx)
 	sc := l.cfg.scopes(ctx, func() (int, int) { return l.countTranscript(call.transcript(), answer) })
-	attemptReq, st := req, c.Stream(req)
-	for attempt := 1; ; attempt++ {
-		mark := call.mark()
-		streamCtx, streamReq, gate := attemptStream(ctx, st, attemptReq, HoldToolCalls)
-		resp, err := next(streamCtx, streamReq)
+	var mark int // the count the attempt found, undone when it is not handed on
+	counted := func(ctx context.Context, req Req) (Resp, error) {
+		mark = call.mark()
+		return next(ctx, req)
+	}
+	return reask(ctx, info.Stream, HoldToolCalls, counted, req, func(attempt int, gate Gate[Resp], resp Resp, err error) turn[Req, Resp] {
 		if err != nil {
 			call.rollback(ctx, mark)
-			return zero, err
+			return turn[Req, Resp]{err: err}
 		}
-		if why := unreadable(c, resp); why != nil {
+		got := c.Response(req, resp)
+		if got.Unreadable != nil {
 			// Its calls cannot be counted: refused (what stages inside
 			// reserved for it undone), or passed uncounted.
-			if resp, err = passUnreadable(ctx, limitName, l.cfg.failClosed, l.cfg.events, resp, attempt, why); err != nil {
+			resp, err := passUnreadable(ctx, limitName, l.cfg.failClosed, l.cfg.events, resp, attempt, got.Unreadable)
+			if err != nil {
 				call.rollback(ctx, mark)
 			}
-			return resp, err
+			return turn[Req, Resp]{resp: resp, err: err}
 		}
-		calls := c.Calls(req, resp)
+		calls := got.Calls
 		n := l.countCovered(calls, answer)
 		if n == 0 {
-			return deliver(ctx, gate, resp)
+			resp, err := deliver(ctx, gate, resp)
+			return turn[Req, Resp]{resp: resp, err: err}
 		}
 		exceeded, err := l.cfg.admit(ctx, limitName, sc, n, func(ctx context.Context, ctr counter, key ThreadKey, n, limit int) (int, bool, error) {
 			return call.reserve(ctx, mark, ctr, key, n, limit)
 		})
 		if err != nil {
 			call.rollback(ctx, mark)
-			return zero, err
+			return turn[Req, Resp]{err: err}
 		}
 		if exceeded == nil {
-			if resp, err = deliver(ctx, gate, resp); err != nil {
+			resp, err := deliver(ctx, gate, resp)
+			if err != nil {
 				call.rollback(ctx, mark)
 			}
-			return resp, err
+			return turn[Req, Resp]{resp: resp, err: err}
 		}
 		call.rollback(ctx, mark)
 		report(ctx, l.cfg.events, Event{Kind: EventLimit, Middleware: limitName, Attempt: attempt, Tool: l.cfg.tool, Err: exceeded})
 		switch {
 		case l.cfg.exit == ExitError:
-			return zero, exceeded
+			return turn[Req, Resp]{err: exceeded}
 		case l.cfg.exit == ExitEnd || attempt > 1:
-			return c.End(req, exceeded.reached(), exceeded), nil
+			return turn[Req, Resp]{resp: c.End(req, exceeded.reached(), exceeded)}
 		}
-		if err := ctx.Err(); err != nil {
-			return zero, err
-		}
-		report(ctx, l.cfg.events, Event{Kind: EventReask, Middleware: limitName, Attempt: attempt + 1, Tool: l.cfg.tool})
-		if attemptReq, err = c.Reask(req, resp, l.answers(ctx, calls, exceeded, answer)); err != nil {
-			return zero, err
-		}
-	}
+		return turn[Req, Resp]{again: func() (Req, error) {
+			report(ctx, l.cfg.events, Event{Kind: EventReask, Middleware: limitName, Attempt: attempt + 1, Tool: l.cfg.tool})
+			return c.Reask(req, resp, l.answers(ctx, calls, exceeded, answer))
+		}}
+	})
 }
 
 // covers reports whether the limits count a call of the tool name. answer

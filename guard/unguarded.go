@@ -6,7 +6,7 @@ import (
 )
 
 // EventUnguarded: a stage could not read a response (the codec's
-// [ReadChecker] says why: an encoding it cannot decode, a shape it does not
+// [ResponseInfo].Unreadable says why: an encoding it cannot decode, a shape it does not
 // know, a body past its bound, a key given twice), so it could neither
 // validate nor count its tool calls. Err is the reason. With
 // [WithFailClosed] the stage refuses the response with an
@@ -17,20 +17,8 @@ import (
 // [ToolCallLimit] both, when both are stacked and both fail open).
 const EventUnguarded EventKind = "unguarded"
 
-// ReadChecker is an optional interface of a [Codec], found by type
-// assertion: a host that can hand the stages a response it could not read
-// implements it, so that no stage takes such a response for one without
-// tool calls. Package httpguard's codec does: an upstream answer in an
-// encoding it cannot decode, of a shape it does not know, or past its
-// bound.
-type ReadChecker[Resp any] interface {
-	// Unreadable returns why resp could not be read; nil when it could.
-	// It must be safe for concurrent use.
-	Unreadable(resp Resp) error
-}
-
 // UnguardableError is returned by [ToolArgValidation] and [ToolCallLimit]
-// with [WithFailClosed] for a response they cannot read ([ReadChecker]),
+// with [WithFailClosed] for a response they cannot read ([ResponseInfo].Unreadable),
 // instead of passing it on unchecked. errors.As reaches the codec's reason
 // through Unwrap.
 type UnguardableError struct {
@@ -45,15 +33,6 @@ func (e *UnguardableError) Error() string {
 
 // Unwrap returns the codec's reason.
 func (e *UnguardableError) Unwrap() error { return e.Err }
-
-// unreadable returns why c cannot read resp: nil when it can, or when c
-// does not implement [ReadChecker].
-func unreadable[Req, Resp any](c Codec[Req, Resp], resp Resp) error {
-	if rc, ok := any(c).(ReadChecker[Resp]); ok {
-		return rc.Unreadable(resp)
-	}
-	return nil
-}
 
 // passUnreadable is what the stage who does with a response it cannot
 // read (why): refuse it when it fails closed, else pass it on with a loud

@@ -20,25 +20,26 @@ type readResp struct {
 	unread error
 }
 
-var _ guard.ReadChecker[*readResp] = readCodec{}
+var _ guard.Codec[*readReq, *readResp] = readCodec{}
 
-func (readCodec) Calls(_ *readReq, r *readResp) []guard.Call { return r.calls }
+func (readCodec) Request(_ context.Context, req *readReq) guard.RequestInfo[*readReq, *readResp] {
+	return guard.RequestInfo[*readReq, *readResp]{Tools: req.tools}
+}
+func (readCodec) Response(_ *readReq, r *readResp) guard.ResponseInfo {
+	if r.unread != nil {
+		return guard.ResponseInfo{Unreadable: r.unread}
+	}
+	return guard.ResponseInfo{Calls: r.calls}
+}
 func (readCodec) Accept(r *readResp, _ []guard.Verdict) (*readResp, error) {
 	return r, nil
 }
 func (readCodec) Reask(req *readReq, _ *readResp, _ []guard.Answer) (*readReq, error) {
 	return req, nil
 }
-func (readCodec) Tools(req *readReq) []guard.Tool { return req.tools }
-func (readCodec) Text(*readResp) string           { return "" }
 func (readCodec) End(_ *readReq, _ string, cause error) *readResp {
 	return &readResp{unread: nil}
 }
-func (readCodec) StandIn(*readResp) error                              { return nil }
-func (readCodec) Transcript(context.Context, *readReq) []guard.Message { return nil }
-func (readCodec) Model(*readReq) string                                { return "" }
-func (readCodec) Stream(*readReq) guard.Stream[*readReq, *readResp]    { return nil }
-func (readCodec) Unreadable(r *readResp) error                         { return r.unread }
 
 type recorded struct {
 	mu     sync.Mutex

@@ -82,19 +82,51 @@ func (resp *response) toolCalls() ([]wireCall, error) {
 type codec struct{}
 
 var (
-	_ guard.Codec[*request, *response] = codec{}
-	_ guard.ReadChecker[*response]     = codec{}
+	_ guard.Codec[*request, *response]           = codec{}
+	_ guard.TranscriptReader[*request]           = codec{}
+	_ guard.MalformedReader[*request, *response] = codec{}
 )
 
-// Unreadable returns why the transport could not read resp (a response it
-// hands on unread: see [guard.ReadChecker]); nil when it read it.
-func (codec) Unreadable(resp *response) error { return resp.unread }
+// Request returns the function tools req offers, with their JSON Schemas,
+// the model it names (Gemini's from the path) and, for a streaming
+// request, its stream.
+func (codec) Request(_ context.Context, req *request) guard.RequestInfo[*request, *response] {
+	info := guard.RequestInfo[*request, *response]{Model: req.wire.Model, Tools: make([]guard.Tool, len(req.wire.Tools))}
+	for i, t := range req.wire.Tools {
+		info.Tools[i].Name = t.Name
+		switch {
+		case t.Err != nil:
+			info.Tools[i].Schema = unusableSchema{t.Err}
+		case t.Schema != nil:
+			info.Tools[i].Schema = t.Schema
+		}
+	}
+	if req.sink != nil {
+		info.Stream = &stageStream{parent: req.sink, client: req.client}
+	}
+	return info
+}
 
-// Calls returns resp's tool calls, in order. The transport reads a
-// response's calls before it hands it to the stages (a response whose calls
-// it cannot read is handed on unread, which Unreadable reports), so the
-// error cannot occur here.
-func (codec) Calls(_ *request, resp *response) []guard.Call {
+// Response returns resp's tool calls, in order; for a response without
+// calls, its answer text; for an answer End made, its cause. The transport
+// reads a response's calls before it hands it to the stages, and hands on
+// unread a response whose calls it cannot read: Unreadable says why.
+func (codec) Response(_ *request, resp *response) guard.ResponseInfo {
+	if resp.unread != nil {
+		return guard.ResponseInfo{Unreadable: resp.unread}
+	}
+	info := guard.ResponseInfo{Calls: wireToCalls(resp)}
+	if resp.standIn {
+		info.StandIn = resp.cause
+	}
+	if len(info.Calls) == 0 {
+		info.Text = answerText(resp)
+	}
+	return info
+}
+
+// wireToCalls returns resp's tool calls as the stages see them.
+func wireToCalls(resp *response) []guard.Call {
 	cs, err := resp.toolCalls()
 	if err != nil {
 		return nil
@@ -175,27 +207,12 @@ func (codec) Reask(req *request, resp *response, as []guard.Answer) (*request, e
 	return &out, nil
 }
 
-// Tools returns the function tools req offers, with their JSON Schemas.
-func (codec) Tools(req *request) []guard.Tool {
-	out := make([]guard.Tool, len(req.wire.Tools))
-	for i, t := range req.wire.Tools {
-		out[i].Name = t.Name
-		switch {
-		case t.Err != nil:
-			out[i].Schema = unusableSchema{t.Err}
-		case t.Schema != nil:
-			out[i].Schema = t.Schema
-		}
-	}
-	return out
-}
-
 // unreadText is the text of a response the transport cannot read: not
 // empty, so that ToolArgValidation does not take it for an empty answer.
 const unreadText = "(not read: passed through unguarded)"
 
-// Text returns resp's answer text.
-func (codec) Text(resp *response) string {
+// answerText returns resp's answer text.
+func answerText(resp *response) string {
 	if resp.body == nil {
 		return unreadText
 	}
@@ -215,27 +232,8 @@ func (codec) End(req *request, text string, cause error) *response {
 		header: h, standIn: true, cause: cause}
 }
 
-// StandIn returns the cause of an answer End made.
-func (codec) StandIn(resp *response) error {
-	if !resp.standIn {
-		return nil
-	}
-	return resp.cause
-}
-
 // Transcript reads the messages of req's body (see each protocol's
 // transcript).
 func (codec) Transcript(_ context.Context, req *request) []guard.Message {
 	return req.proto.transcript(req.body)
-}
-
-// Model returns the model req names (Gemini's from the path).
-func (codec) Model(req *request) string { return req.wire.Model }
-
-// Stream returns the stream of a streaming request, nil for a sync one.
-func (codec) Stream(req *request) guard.Stream[*request, *response] {
-	if req.sink == nil {
-		return nil
-	}
-	return &stageStream{parent: req.sink, client: req.client}
 }

@@ -275,11 +275,15 @@ type limitResp struct{ call guard.Call }
 // ExitError).
 type limitCodec struct{}
 
-func (limitCodec) Calls(_ *limitReq, resp *limitResp) []guard.Call {
+func (limitCodec) Request(context.Context, *limitReq) guard.RequestInfo[*limitReq, *limitResp] {
+	return guard.RequestInfo[*limitReq, *limitResp]{}
+}
+
+func (limitCodec) Response(_ *limitReq, resp *limitResp) guard.ResponseInfo {
 	if resp == nil {
-		return nil
+		return guard.ResponseInfo{}
 	}
-	return []guard.Call{resp.call}
+	return guard.ResponseInfo{Calls: []guard.Call{resp.call}}
 }
 
 func (limitCodec) Accept(resp *limitResp, _ []guard.Verdict) (*limitResp, error) { return resp, nil }
@@ -288,16 +292,4 @@ func (limitCodec) Reask(*limitReq, *limitResp, []guard.Answer) (*limitReq, error
 	return nil, errors.New("mcpguard: a tools/call is not re-asked")
 }
 
-func (limitCodec) Tools(req *limitReq) []guard.Tool { return nil }
-
-func (limitCodec) Text(*limitResp) string { return "" }
-
 func (limitCodec) End(*limitReq, string, error) *limitResp { return nil }
-
-func (limitCodec) StandIn(*limitResp) error { return nil }
-
-func (limitCodec) Transcript(context.Context, *limitReq) []guard.Message { return nil }
-
-func (limitCodec) Model(*limitReq) string { return "" }
-
-func (limitCodec) Stream(*limitReq) guard.Stream[*limitReq, *limitResp] { return nil }

@@ -14,12 +14,36 @@ type codec struct{}
 
 var _ guard.AnswerCodec[*Request, *llms.ContentResponse] = codec{}
 
-// Calls returns the tool calls of every choice of resp, in order (see
-// [ToolCalls]); a call without an id gets a deterministic one, salted with
-// the number of messages of req and written back into resp. A call without
-// a function has no Name.
-func (codec) Calls(req *Request, resp *llms.ContentResponse) []guard.Call {
-	return guardCalls(collectToolCalls(resp, len(req.Messages)))
+var _ guard.TranscriptReader[*Request] = codec{}
+
+// Request returns the function tools of req ([Request.Tools]), the model
+// its options name and the caller's streaming functions, if any.
+func (codec) Request(_ context.Context, req *Request) guard.RequestInfo[*Request, *llms.ContentResponse] {
+	info := guard.RequestInfo[*Request, *llms.ContentResponse]{Model: req.CallOptions().Model}
+	tools := req.Tools()
+	info.Tools = make([]guard.Tool, 0, len(tools))
+	for _, t := range tools {
+		if t.Function != nil {
+			info.Tools = append(info.Tools, guard.Tool{Name: t.Function.Name, Schema: t.Function.Parameters})
+		}
+	}
+	if s := streamOf(req); s != nil {
+		info.Stream = s
+	}
+	return info
+}
+
+// Response returns the tool calls of every choice of resp, in order (see
+// [ToolCalls]): a call without an id gets a deterministic one, salted with
+// the number of messages of req and written back into resp; a call without
+// a function has no Name. A response without calls comes with its
+// [ResponseText], and one [StandInError] reads with its cause.
+func (codec) Response(req *Request, resp *llms.ContentResponse) guard.ResponseInfo {
+	info := guard.ResponseInfo{Calls: guardCalls(collectToolCalls(resp, len(req.Messages))), StandIn: StandInError(resp)}
+	if len(info.Calls) == 0 {
+		info.Text = ResponseText(resp)
+	}
+	return info
 }
 
 func guardCalls(calls []toolCall) []guard.Call {
@@ -66,29 +90,11 @@ func (codec) Reask(req *Request, resp *llms.ContentResponse, as []guard.Answer) 
 	return req.with(withReplay(req.Messages, ToolCallMessages(ResponseText(resp), tcs, results))), nil
 }
 
-// Tools returns the function tools of req ([Request.Tools]).
-func (codec) Tools(req *Request) []guard.Tool {
-	tools := req.Tools()
-	out := make([]guard.Tool, 0, len(tools))
-	for _, t := range tools {
-		if t.Function != nil {
-			out = append(out, guard.Tool{Name: t.Function.Name, Schema: t.Function.Parameters})
-		}
-	}
-	return out
-}
-
-// Text returns [ResponseText].
-func (codec) Text(resp *llms.ContentResponse) string { return ResponseText(resp) }
-
 // End returns a one-choice text response recording cause for
 // [StandInError].
 func (codec) End(_ *Request, text string, cause error) *llms.ContentResponse {
 	return standIn(text, cause)
 }
-
-// StandIn returns [StandInError].
-func (codec) StandIn(resp *llms.ContentResponse) error { return StandInError(resp) }
 
 // Transcript reads req's messages: a human message is a user turn unless
 // the run added it itself (see addedByRun), an AI message a model turn
@@ -145,17 +151,6 @@ func addedByRun(m llms.MessageContent, answerTool string) bool {
 		return false
 	}
 	return isNoFunctionCalls(text) || (answerTool != "" && text == errfmt.AnswerInText(answerTool))
-}
-
-// Model returns the model req's options name.
-func (codec) Model(req *Request) string { return req.CallOptions().Model }
-
-// Stream returns the caller's streaming functions of req, or nil.
-func (codec) Stream(req *Request) guard.Stream[*Request, *llms.ContentResponse] {
-	if s := streamOf(req); s != nil {
-		return s
-	}
-	return nil
 }
 
 // Answers returns the text of every choice that has any: each is an

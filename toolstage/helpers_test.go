@@ -126,7 +126,13 @@ type callsRequest struct{}
 
 type callsResponse struct{ calls []guard.Call }
 
-func (callsCodec) Calls(_ callsRequest, resp *callsResponse) []guard.Call { return resp.calls }
+func (callsCodec) Request(context.Context, callsRequest) guard.RequestInfo[callsRequest, *callsResponse] {
+	return guard.RequestInfo[callsRequest, *callsResponse]{}
+}
+
+func (callsCodec) Response(_ callsRequest, resp *callsResponse) guard.ResponseInfo {
+	return guard.ResponseInfo{Calls: resp.calls}
+}
 
 func (callsCodec) Accept(resp *callsResponse, vs []guard.Verdict) (*callsResponse, error) {
 	for i, v := range vs {
@@ -141,10 +147,4 @@ func (callsCodec) Reask(req callsRequest, _ *callsResponse, _ []guard.Answer) (c
 	return req, nil
 }
 
-func (callsCodec) Tools(callsRequest) []guard.Tool                                { return nil }
-func (callsCodec) Text(*callsResponse) string                                     { return "" }
-func (callsCodec) End(callsRequest, string, error) *callsResponse                 { return &callsResponse{} }
-func (callsCodec) StandIn(*callsResponse) error                                   { return nil }
-func (callsCodec) Transcript(context.Context, callsRequest) []guard.Message       { return nil }
-func (callsCodec) Model(callsRequest) string                                      { return "" }
-func (callsCodec) Stream(callsRequest) guard.Stream[callsRequest, *callsResponse] { return nil }
+func (callsCodec) End(callsRequest, string, error) *callsResponse { return &callsResponse{} }

@@ -73,12 +73,49 @@ type Host[Req, Resp any] interface {
 	Refusals() bool
 }
 
-// Run runs every scenario against h, each in a subtest.
+// Run runs every scenario against h, each in a subtest, then again under
+// "RequiredOnly/" with h's codec stripped to [guard.Codec]'s five methods,
+// hiding every optional interface it implements: a codec that writes only
+// those must work with every stage.
 func Run[Req, Resp any](t *testing.T, h Host[Req, Resp]) {
 	t.Helper()
 	for _, s := range scenarios[Req, Resp]() {
 		t.Run(s.name, func(t *testing.T) { s.run(t, h) })
 	}
+	bare := requiredOnlyHost[Req, Resp]{h}
+	for _, s := range scenarios[Req, Resp]() {
+		t.Run("RequiredOnly/"+s.name, func(t *testing.T) { s.run(t, bare) })
+	}
+}
+
+// requiredOnlyHost is a Host whose codec has guard.Codec's methods only.
+type requiredOnlyHost[Req, Resp any] struct{ Host[Req, Resp] }
+
+func (h requiredOnlyHost[Req, Resp]) Codec() guard.Codec[Req, Resp] {
+	return requiredOnly[Req, Resp]{h.Host.Codec()}
+}
+
+// requiredOnly forwards guard.Codec's methods, and nothing else, to c.
+type requiredOnly[Req, Resp any] struct{ c guard.Codec[Req, Resp] }
+
+func (r requiredOnly[Req, Resp]) Request(ctx context.Context, req Req) guard.RequestInfo[Req, Resp] {
+	return r.c.Request(ctx, req)
+}
+
+func (r requiredOnly[Req, Resp]) Response(req Req, resp Resp) guard.ResponseInfo {
+	return r.c.Response(req, resp)
+}
+
+func (r requiredOnly[Req, Resp]) Accept(resp Resp, vs []guard.Verdict) (Resp, error) {
+	return r.c.Accept(resp, vs)
+}
+
+func (r requiredOnly[Req, Resp]) Reask(req Req, resp Resp, as []guard.Answer) (Req, error) {
+	return r.c.Reask(req, resp, as)
+}
+
+func (r requiredOnly[Req, Resp]) End(req Req, text string, cause error) Resp {
+	return r.c.End(req, text, cause)
 }
 
 type scenario[Req, Resp any] struct {

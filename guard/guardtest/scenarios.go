@@ -275,8 +275,9 @@ func limitExitEnd[Req, Resp any](t *testing.T, h Host[Req, Resp]) {
 		t.Errorf("the client reads %s and %q, want no call and a text about the limit", show(calls), text)
 	}
 	var le *guard.LimitExceededError
-	if !errors.As(h.Codec().StandIn(resp), &le) || le.Limit != 1 {
-		t.Errorf("StandIn = %v, want the *LimitExceededError", h.Codec().StandIn(resp))
+	standIn := h.Codec().Response(h.Request([]Tool{weather}), resp).StandIn
+	if !errors.As(standIn, &le) || le.Limit != 1 {
+		t.Errorf("StandIn = %v, want the *LimitExceededError", standIn)
 	}
 }
 
