@@ -269,6 +269,9 @@
 //     (the model's text is raw). ModelRetry, inside, retries Ollama's
 //     500 first, as any 5xx. vLLM hands a call its parser cannot read on
 //     as the answer's content, which no guard can tell from text.
+//   - Ollama's native /api/chat: the same message in its own shape,
+//     {"error": "error parsing tool call: raw='…', err=…"}, a 500 to a
+//     sync request or before a stream began, an error line once it has.
 //   - Gemini: candidates[0].finishReason MALFORMED_FUNCTION_CALL (even
 //     beside a functionCall part), sync and streamed, the model's text in
 //     finishMessage after "Malformed function call: ". A stream's chunk
@@ -276,8 +279,8 @@
 //     end waits for the stage's decision.
 //
 // The re-ask is the client's original body with two turns appended: the
-// model's text as its own turn (Chat's assistant message, Gemini's model
-// content with one text part), at most [guard.MaxMalformedGeneration]
+// model's text as its own turn (Chat's and Ollama's assistant message,
+// Gemini's model content with one text part), at most [guard.MaxMalformedGeneration]
 // bytes of it, and none when the provider quotes nothing; then a user turn
 // with the feedback (errfmt's, or [guard.WithFeedback]'s): the provider
 // could not read the call, which must be a tool call whose arguments are

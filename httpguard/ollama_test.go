@@ -31,6 +31,8 @@ type ollamaTurn struct {
 	// contentType overrides application/x-ndjson (streams) or
 	// application/json (sync).
 	contentType string
+	// status, when not 0, is the answer's status (with lines as its body).
+	status int
 }
 
 // ollamaServer is a loopback Ollama: the i-th request gets turns[i] (the
@@ -79,6 +81,9 @@ func (s *ollamaServer) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Content-Type", ct)
+	if turn.status != 0 {
+		w.WriteHeader(turn.status)
+	}
 	if turn.lines != nil {
 		for _, l := range turn.lines {
 			_, _ = io.WriteString(w, l)
@@ -497,5 +502,62 @@ func TestOllamaWithoutToolsPassesThrough(t *testing.T) {
 	guarded := do(t, New(nil, ToolArgValidation()), context.Background(), srv.URL+"/api/chat", []byte(`{"model":"llama3.2","messages":[{"role":"user","content":"Hi"}]}`))
 	if !bytes.Equal(direct.body, guarded.body) || guarded.resp.Header.Get("Content-Type") != "application/x-ndjson" {
 		t.Errorf("guarded\n%s\nwant\n%s", guarded.body, direct.body)
+	}
+}
+
+// Ollama's refusal of a call its parser could not read ("error parsing
+// tool call: raw='…', err=…"), a 500 or an error line of the stream, is
+// re-asked with the model's text as its turn and the reason as the
+// user's; the client reads the corrected call.
+func TestOllamaProviderMalformed(t *testing.T) {
+	t.Parallel()
+	const refusal = `{"error":"error parsing tool call: raw='{\"city\": Paris}', err=invalid character 'P' looking for beginning of value"}`
+	good := ollamaTurn{calls: []string{ollamaCall("call_2", "get_weather", `{"city":"Paris"}`)}}
+	for _, tc := range []struct {
+		name, stream string
+		first        ollamaTurn
+	}{
+		{"sync 500", "false", ollamaTurn{status: http.StatusInternalServerError, contentType: "application/json", lines: []string{refusal}}},
+		{"stream 500", "", ollamaTurn{status: http.StatusInternalServerError, contentType: "application/json", lines: []string{refusal}}},
+		{"stream error line", "", ollamaTurn{lines: []string{
+			`{"model":"llama3.2","message":{"role":"assistant","content":"","thinking":"Weather."},"done":false}` + "\n", refusal + "\n"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := newOllamaServer(t, tc.first, good)
+			var mu sync.Mutex
+			var kinds []guard.EventKind
+			tr := New(nil, ToolArgValidation(guard.WithEventHandler(func(_ context.Context, e guard.Event) {
+				mu.Lock()
+				kinds = append(kinds, e.Kind)
+				mu.Unlock()
+			})))
+			ex := do(t, tr, context.Background(), srv.URL+"/api/chat", ollamaRequest(tc.stream))
+			read := readOllama(t, ex)
+			if len(read.calls) != 1 || !sameJSON(argsOf(t, read.calls[0]), []byte(`{"city":"Paris"}`)) {
+				t.Fatalf("the client reads %v\n%s", read.calls, ex.body)
+			}
+			reqs := srv.requests()
+			if len(reqs) != 2 {
+				t.Fatalf("the server got %d requests, want 2", len(reqs))
+			}
+			var r struct {
+				Messages []map[string]any `json:"messages"`
+			}
+			if err := json.Unmarshal(reqs[1], &r); err != nil || len(r.Messages) != 3 {
+				t.Fatalf("re-ask: %v\n%s", err, reqs[1])
+			}
+			if m := r.Messages[1]; m["role"] != "assistant" || m["content"] != `{"city": Paris}` {
+				t.Errorf("the model's turn is %v, want its text as it came", m)
+			}
+			if m := r.Messages[2]; m["role"] != "user" || !strings.Contains(m["content"].(string), "invalid character") {
+				t.Errorf("the feedback turn is %v", m)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(kinds) == 0 || kinds[0] != guard.EventProviderMalformed {
+				t.Errorf("events %v, want provider_malformed first", kinds)
+			}
+		})
 	}
 }
