@@ -336,13 +336,18 @@ func (ollamaWire) finish(resp []byte) []string {
 	return []string{r.DoneReason}
 }
 
-// end is a final ChatResponse as the server sends it, with counts of 0.
+// end is a final ChatResponse as the server sends it, members in its
+// order, with counts of 0.
 func (ollamaWire) end(model, text string) []byte {
-	b, _ := marshal(map[string]any{
-		"model": model, "created_at": time.Now().UTC().Format(time.RFC3339Nano),
-		"message": map[string]any{"role": "assistant", "content": text},
-		"done":    true, "done_reason": "stop", "prompt_eval_count": 0, "eval_count": 0,
-	})
+	b, _ := marshal(struct {
+		Model           string            `json:"model"`
+		CreatedAt       string            `json:"created_at"`
+		Message         ollamaMessageJSON `json:"message"`
+		DoneReason      string            `json:"done_reason"`
+		Done            bool              `json:"done"`
+		PromptEvalCount int               `json:"prompt_eval_count"`
+		EvalCount       int               `json:"eval_count"`
+	}{model, time.Now().UTC().Format(time.RFC3339Nano), ollamaMessageJSON{Role: "assistant", Content: text}, "stop", true, 0, 0})
 	return b
 }
 

@@ -561,3 +561,22 @@ func TestOllamaProviderMalformed(t *testing.T) {
 		})
 	}
 }
+
+// A limit's stand-in answer ([guard.ExitEnd]) reaches a streaming client
+// as Ollama lines: the first attempt's text, then the stand-in text, the
+// held calls never, the done line last.
+func TestOllamaLimitEndStreamed(t *testing.T) {
+	t.Parallel()
+	srv := newOllamaServer(t, ollamaTurn{text: "On it.", calls: []string{
+		ollamaCall("call_1", "get_weather", `{"city":"Paris"}`), ollamaCall("call_2", "get_weather", `{"city":"Lyon"}`)}})
+	tr := New(nil, ToolCallLimit(guard.WithRunLimit(1), guard.WithExitBehavior(guard.ExitEnd)), ToolArgValidation())
+	ex := do(t, tr, context.Background(), srv.URL+"/api/chat", ollamaRequest(""), "Content-Type", "application/json")
+	t.Logf("the client read:\n%s", ex.body)
+	read := readOllama(t, ex)
+	if len(read.calls) != 0 || !strings.HasPrefix(read.content, "On it.") || !strings.Contains(read.content, "limit") {
+		t.Errorf("the client reads content %q, calls %v; want the text, then the limit's answer, no call", read.content, read.calls)
+	}
+	if read.last["done"] != true {
+		t.Errorf("the last line is %v, want done", read.last)
+	}
+}
