@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/toolguard/toolguard/guard"
@@ -17,6 +18,15 @@ import (
 type chatWire struct{}
 
 func (chatWire) name() string { return "openai.chat" }
+
+// recognise: POST …/chat/completions (OpenAI's, Azure's deployments, and
+// every OpenAI-compatible server's).
+func (chatWire) recognise(method, path string) bool { return postTo(method, path, chatPath) }
+
+func (chatWire) ownsPath(path string) bool { return strings.HasSuffix(path, chatPath) }
+
+// chatPath ends the path of a Chat Completions request.
+const chatPath = "/chat/completions"
 
 // parseRequest reads the request. A tool whose parameters encoding/json
 // cannot read (nested past its 10,000 levels) gets wireTool.Err, so that it

@@ -8,15 +8,15 @@ import (
 // chatOneByteDeltaStream is the events of a chat stream of about size bytes of
 // server-sent events whose one tool call comes one byte per chunk: its
 // arguments (member "arguments"), or its name (member "name").
-func chatOneByteDeltaStream(size int, member string) []sseEvent {
-	evs := []sseEvent{{Data: []byte(`{"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_b","type":"function","function":{"name":"","arguments":""}}]},"finish_reason":null}]}`)}}
+func chatOneByteDeltaStream(size int, member string) []streamEvent {
+	evs := []streamEvent{{Data: []byte(`{"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_b","type":"function","function":{"name":"","arguments":""}}]},"finish_reason":null}]}`)}}
 	n := len(evs[0].Data) + len("data: \n\n")
 	for i := 0; n < size; i++ {
 		d := []byte(fmt.Sprintf(`{"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{%q:"%c"}}]},"finish_reason":null}]}`, member, 'a'+i%26))
 		n += len(d) + len("data: \n\n")
-		evs = append(evs, sseEvent{Data: d})
+		evs = append(evs, streamEvent{Data: d})
 	}
-	return append(evs, sseEvent{Data: []byte(`[DONE]`)})
+	return append(evs, streamEvent{Data: []byte(`[DONE]`)})
 }
 
 // BenchmarkChatStreamOneByteDeltas assembles a chat stream of 4 MiB of

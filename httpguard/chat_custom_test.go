@@ -252,7 +252,7 @@ func TestChatUnreadableShapesRefused(t *testing.T) {
 				if strings.HasPrefix(d, "1:") {
 					index, d = "1", d[2:]
 				}
-				ev := sseEvent{Data: []byte(`{"id":"x","object":"chat.completion.chunk","choices":[{"index":` + index + `,"delta":` + d + `,"finish_reason":null}]}`)}
+				ev := streamEvent{Data: []byte(`{"id":"x","object":"chat.completion.chunk","choices":[{"index":` + index + `,"delta":` + d + `,"finish_reason":null}]}`)}
 				if _, serr = a.add(ev); serr != nil {
 					break
 				}

@@ -61,7 +61,7 @@ func (e *upstreamStreamError) Error() string {
 }
 
 // chatChunkOf returns ev's chunk: the one a gate parsed, else parsed now.
-func chatChunkOf(ev sseEvent) (*chatChunk, error) {
+func chatChunkOf(ev streamEvent) (*chatChunk, error) {
 	if c, ok := ev.parsed.(*chatChunk); ok {
 		return c, nil
 	}
@@ -124,7 +124,7 @@ func (d *chatDelta) holdsCalls() bool {
 	return len(d.ToolCalls) > 0 || (len(d.FunctionCall) > 0 && string(d.FunctionCall) != "null")
 }
 
-func (a *chatAssembler) add(ev sseEvent) (bool, error) {
+func (a *chatAssembler) add(ev streamEvent) (bool, error) {
 	if bytes.Equal(ev.Data, []byte("[DONE]")) {
 		return true, nil
 	}
@@ -313,7 +313,7 @@ type chatGate struct {
 
 func newChatGate(w io.Writer) *chatGate { return &chatGate{w: w, asm: &chatAssembler{}} }
 
-func (g *chatGate) event(ev sseEvent) (bool, error) {
+func (g *chatGate) event(ev streamEvent) (bool, error) {
 	if g.ended {
 		return true, nil
 	}
@@ -351,7 +351,7 @@ func (g *chatGate) event(ev sseEvent) (bool, error) {
 				g.passedRefusal += len(*ch.Delta.Refusal)
 			}
 		}
-		return false, writeEvent(g.w, sseEvent{Data: ev.Data, parsed: c})
+		return false, writeEvent(g.w, streamEvent{Data: ev.Data, parsed: c})
 	}
 	return false, nil
 }
@@ -489,7 +489,7 @@ func (g *chatGate) accept(resp []byte) error {
 		if err != nil {
 			return err
 		}
-		if err := writeEvent(g.w, sseEvent{Data: c}); err != nil {
+		if err := writeEvent(g.w, streamEvent{Data: c}); err != nil {
 			return err
 		}
 	}
@@ -509,11 +509,11 @@ func (g *chatGate) accept(resp []byte) error {
 		if err != nil {
 			return err
 		}
-		if err := writeEvent(g.w, sseEvent{Data: c}); err != nil {
+		if err := writeEvent(g.w, streamEvent{Data: c}); err != nil {
 			return err
 		}
 	}
-	return writeEvent(g.w, sseEvent{Data: []byte("[DONE]")})
+	return writeEvent(g.w, streamEvent{Data: []byte("[DONE]")})
 }
 
 // terminalChunk is a held finish or usage chunk with the first attempt's id
@@ -559,13 +559,107 @@ func (g *chatGate) fail(typ, msg string) error {
 		return nil
 	}
 	g.ended = true
-	return writeEvent(g.w, sseEvent{Data: openAIErrorBody(typ, msg)})
+	return writeEvent(g.w, streamEvent{Data: openAIErrorBody(typ, msg)})
 }
 
-func (g *chatGate) abort(ev sseEvent) error {
+func (g *chatGate) abort(ev streamEvent) error {
 	if g.ended {
 		return nil
 	}
 	g.ended = true
-	return writeEvent(g.w, sseEvent{Data: ev.Data})
+	return writeEvent(g.w, streamEvent{Data: ev.Data})
 }
+
+// opening reports whether ev only opens the stream (chatOpening).
+func (chatWire) opening(ev streamEvent) bool { return chatOpening(ev.Data) }
+
+// chatOpening reports whether a chat chunk only opens the stream: no
+// usage, and in every choice no finish_reason and a delta whose members
+// other than role are "" or null (the role alone). Any other member of the
+// delta counts (content, tool_calls, a server's own such as
+// reasoning_content), and so does a chunk that is not what a chunk
+// decodes from. It reads the bytes in place.
+func chatOpening(b []byte) bool {
+	if !json.Valid(b) {
+		return false
+	}
+	r, err := root(b)
+	if err != nil {
+		return false
+	}
+	if kind(b, r) == 'n' {
+		return true
+	}
+	it, err := iterMembers(b, r)
+	if err != nil {
+		return false
+	}
+	for it.next() {
+		switch {
+		case it.is("usage"):
+			if kind(b, it.v) != 'n' {
+				return false
+			}
+		case it.is("choices"):
+			if !chatChoicesOpening(b, it.v) {
+				return false
+			}
+		}
+	}
+	return it.err == nil
+}
+
+func chatChoicesOpening(b []byte, sp span) bool {
+	if kind(b, sp) == 'n' {
+		return true
+	}
+	es, err := arrayElems(b, sp)
+	if err != nil {
+		return false
+	}
+	for _, e := range es {
+		if kind(b, e) == 'n' {
+			continue
+		}
+		it, err := iterMembers(b, e)
+		if err != nil {
+			return false
+		}
+		for it.next() {
+			switch {
+			case it.is("finish_reason"):
+				if k := kind(b, it.v); k != 'n' {
+					return false
+				}
+			case it.is("delta"):
+				if !chatDeltaOpening(b, it.v) {
+					return false
+				}
+			}
+		}
+		if it.err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func chatDeltaOpening(b []byte, sp span) bool {
+	if kind(b, sp) == 'n' {
+		return true
+	}
+	it, err := iterMembers(b, sp)
+	if err != nil {
+		return false
+	}
+	for it.next() {
+		role, err := keyIs(raw(b, it.k), "role")
+		if v := string(raw(b, it.v)); err != nil || (!role && v != `""` && v != "null") {
+			return false
+		}
+	}
+	return it.err == nil
+}
+
+// framing: server-sent events.
+func (chatWire) framing() framing { return sseFraming{} }

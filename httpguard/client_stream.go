@@ -20,14 +20,11 @@ import (
 // events that only open a stream (message_start, response.created, a chunk
 // with the role alone) wait for it.
 type clientStream struct {
-	// format is an event's bytes in the protocol's framing, and
-	// contentType the framing's Content-Type.
-	format      func(ev sseEvent) []byte
-	contentType string
-
 	// opening reports whether an event only opens the stream.
-	opening   func(ev sseEvent) bool
-	held      []sseEvent
+	opening func(ev streamEvent) bool
+	// framing writes the events as the client reads them.
+	framing   framing
+	held      []streamEvent
 	pr        *io.PipeReader
 	pw        *io.PipeWriter
 	committed chan struct{} // closed at the first event
@@ -47,12 +44,8 @@ type clientStream struct {
 
 func newClientStream(p wireProtocol, cancel context.CancelFunc) *clientStream {
 	pr, pw := io.Pipe()
-	c := &clientStream{opening: openingEvent(p), pr: pr, pw: pw, committed: make(chan struct{}), cancel: cancel,
-		status: http.StatusOK, proto: "HTTP/1.1", major: 1, minor: 1, format: formatEvent, contentType: "text/event-stream"}
-	if _, ok := p.(ollamaWire); ok {
-		c.format, c.contentType = formatNDJSON, ndjsonContentType
-	}
-	return c
+	return &clientStream{opening: p.opening, framing: p.framing(), pr: pr, pw: pw, committed: make(chan struct{}), cancel: cancel,
+		status: http.StatusOK, proto: "HTTP/1.1", major: 1, minor: 1}
 }
 
 // isCommitted reports whether an event was written.
@@ -75,9 +68,9 @@ func (c *clientStream) upstream(resp *http.Response) {
 	c.proto, c.major, c.minor = resp.Proto, resp.ProtoMajor, resp.ProtoMinor
 }
 
-// writeSSE writes ev to the client, committing the response at the first
+// putEvent writes ev to the client, committing the response at the first
 // event that is not only an opening. It blocks until the client reads it.
-func (c *clientStream) writeSSE(ev sseEvent) error {
+func (c *clientStream) putEvent(ev streamEvent) error {
 	if !c.isCommitted() && c.opening(ev) {
 		c.held = append(c.held, ev)
 		return nil
@@ -86,13 +79,13 @@ func (c *clientStream) writeSSE(ev sseEvent) error {
 }
 
 // flush commits the response and writes the held events, then evs.
-func (c *clientStream) flush(evs ...sseEvent) error {
+func (c *clientStream) flush(evs ...streamEvent) error {
 	c.commit.Do(func() { close(c.committed) })
 	held := c.held
 	c.held = nil
 	for _, ev := range append(held, evs...) {
 		c.events.Add(1)
-		if _, err := c.pw.Write(c.format(ev)); err != nil {
+		if _, err := c.pw.Write(c.framing.format(ev)); err != nil {
 			return err
 		}
 	}
@@ -104,7 +97,7 @@ func (c *clientStream) response(req *http.Request) *http.Response {
 	h := c.header
 	if h == nil {
 		h = http.Header{}
-		h.Set("Content-Type", c.contentType)
+		h.Set("Content-Type", c.framing.contentType())
 	}
 	h.Del("Content-Length")
 	return &http.Response{
@@ -137,133 +130,12 @@ var errClientClosed = errors.New("httpguard: the client closed the response body
 // end closes the client's stream after the last event, or with err.
 func (c *clientStream) end(err error) { _ = c.pw.CloseWithError(err) }
 
-// openingEvent returns p's test for events that only open a stream: they
-// carry no text, call or end of the answer.
-func openingEvent(p wireProtocol) func(sseEvent) bool {
-	switch p.(type) {
-	case chatWire:
-		return func(ev sseEvent) bool { return chatOpening(ev.Data) }
-	case messagesWire:
-		return func(ev sseEvent) bool {
-			switch eventType(ev) {
-			case "message_start", "ping", "content_block_start":
-				return true
-			}
-			return false
-		}
-	case responsesWire:
-		return func(ev sseEvent) bool {
-			switch eventType(ev) {
-			case "response.created", "response.in_progress", "response.queued", "response.output_item.added", "response.content_part.added":
-				return true
-			}
-			return false
-		}
-	}
-	return func(sseEvent) bool { return false }
-}
-
-// eventType is the type of an Anthropic or Responses event: its parsed
-// form's when a gate parsed it, else read from its data ("" when it has
-// none).
-func eventType(ev sseEvent) string {
-	switch e := ev.parsed.(type) {
-	case *messagesEvent:
-		return e.Type
-	case *responsesEvent:
-		return e.Type
-	}
+// dataType is the "type" member of an event's data ("" when it has
+// none): the type of an Anthropic or Responses event.
+func dataType(data []byte) string {
 	var e struct {
 		Type string `json:"type"`
 	}
-	_ = json.Unmarshal(ev.Data, &e)
+	_ = json.Unmarshal(data, &e)
 	return e.Type
-}
-
-// chatOpening reports whether a chat chunk only opens the stream: no
-// usage, and in every choice no finish_reason and a delta whose members
-// other than role are "" or null (the role alone). Any other member of the
-// delta counts (content, tool_calls, a server's own such as
-// reasoning_content), and so does a chunk that is not what a chunk
-// decodes from. It reads the bytes in place.
-func chatOpening(b []byte) bool {
-	if !json.Valid(b) {
-		return false
-	}
-	r, err := root(b)
-	if err != nil {
-		return false
-	}
-	if kind(b, r) == 'n' {
-		return true
-	}
-	it, err := iterMembers(b, r)
-	if err != nil {
-		return false
-	}
-	for it.next() {
-		switch {
-		case it.is("usage"):
-			if kind(b, it.v) != 'n' {
-				return false
-			}
-		case it.is("choices"):
-			if !chatChoicesOpening(b, it.v) {
-				return false
-			}
-		}
-	}
-	return it.err == nil
-}
-
-func chatChoicesOpening(b []byte, sp span) bool {
-	if kind(b, sp) == 'n' {
-		return true
-	}
-	es, err := arrayElems(b, sp)
-	if err != nil {
-		return false
-	}
-	for _, e := range es {
-		if kind(b, e) == 'n' {
-			continue
-		}
-		it, err := iterMembers(b, e)
-		if err != nil {
-			return false
-		}
-		for it.next() {
-			switch {
-			case it.is("finish_reason"):
-				if k := kind(b, it.v); k != 'n' {
-					return false
-				}
-			case it.is("delta"):
-				if !chatDeltaOpening(b, it.v) {
-					return false
-				}
-			}
-		}
-		if it.err != nil {
-			return false
-		}
-	}
-	return true
-}
-
-func chatDeltaOpening(b []byte, sp span) bool {
-	if kind(b, sp) == 'n' {
-		return true
-	}
-	it, err := iterMembers(b, sp)
-	if err != nil {
-		return false
-	}
-	for it.next() {
-		role, err := keyIs(raw(b, it.k), "role")
-		if v := string(raw(b, it.v)); err != nil || (!role && v != `""` && v != "null") {
-			return false
-		}
-	}
-	return it.err == nil
 }

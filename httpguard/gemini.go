@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 
 	"github.com/toolguard/toolguard/guard"
@@ -18,6 +19,22 @@ import (
 type geminiWire struct{}
 
 func (geminiWire) name() string { return "gemini" }
+
+// recognise: POST …/models/{model}:generateContent or
+// :streamGenerateContent (not :countTokens and the like).
+func (geminiWire) recognise(method, path string) bool {
+	if method != http.MethodPost {
+		return false
+	}
+	_, _, ok := geminiPath(path)
+	return ok
+}
+
+// ownsPath: any …/models/{model}:{method}, guarded or not.
+func (geminiWire) ownsPath(path string) bool {
+	i := strings.LastIndex(path, "/models/")
+	return i >= 0 && strings.Contains(path[i:], ":")
+}
 
 // geminiPath splits a Gemini path into its model and method.
 func geminiPath(path string) (model, method string, ok bool) {

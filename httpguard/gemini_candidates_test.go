@@ -41,7 +41,7 @@ func TestGeminiSeveralCandidates(t *testing.T) {
 		a := w.newAssembler()
 		var err error
 		for _, c := range chunks {
-			if _, err = a.add(sseEvent{Data: []byte(c)}); err != nil {
+			if _, err = a.add(streamEvent{Data: []byte(c)}); err != nil {
 				break
 			}
 		}
@@ -54,7 +54,7 @@ func TestGeminiSeveralCandidates(t *testing.T) {
 	}
 	a := w.newAssembler()
 	for _, c := range []string{`{"candidates":[` + text + `]}`, `{"candidates":[` + alt + `]}`} {
-		if _, err := a.add(sseEvent{Data: []byte(c)}); err != nil {
+		if _, err := a.add(streamEvent{Data: []byte(c)}); err != nil {
 			t.Fatalf("two candidates without calls, streamed: %v", err)
 		}
 	}

@@ -135,13 +135,13 @@ type geminiAssembler struct {
 // before) and every part, copied out of its chunk. So a long answer in
 // many small chunks streams whole, and held calls past MaxBody are still
 // refused.
-func (a *geminiAssembler) add(ev sseEvent) (bool, error) {
+func (a *geminiAssembler) add(ev streamEvent) (bool, error) {
 	done, err := a.addChunk(ev)
 	return done, unreadable(geminiUnread, err)
 }
 
 // addChunk is add.
-func (a *geminiAssembler) addChunk(ev sseEvent) (bool, error) {
+func (a *geminiAssembler) addChunk(ev streamEvent) (bool, error) {
 	b := append([]byte(nil), ev.Data...)
 	c, err := parseGeminiChunk(b)
 	if err != nil {
@@ -261,9 +261,9 @@ type geminiGate struct {
 
 func newGeminiGate(w io.Writer) *geminiGate { return &geminiGate{w: w, asm: &geminiAssembler{}} }
 
-func (g *geminiGate) write(b []byte) error { return writeEvent(g.w, sseEvent{Data: compact(b)}) }
+func (g *geminiGate) write(b []byte) error { return writeEvent(g.w, streamEvent{Data: compact(b)}) }
 
-func (g *geminiGate) event(ev sseEvent) (bool, error) {
+func (g *geminiGate) event(ev streamEvent) (bool, error) {
 	if g.ended {
 		return true, nil
 	}
@@ -382,10 +382,17 @@ func (g *geminiGate) fail(typ, msg string) error {
 	return g.write(geminiWire{}.errorBody(422, typ, msg))
 }
 
-func (g *geminiGate) abort(ev sseEvent) error {
+func (g *geminiGate) abort(ev streamEvent) error {
 	if g.ended {
 		return nil
 	}
 	g.ended = true
 	return g.write(ev.Data)
 }
+
+// opening is false: every chunk of a Gemini stream is a whole
+// GenerateContentResponse, none only opens it.
+func (geminiWire) opening(streamEvent) bool { return false }
+
+// framing: server-sent events.
+func (geminiWire) framing() framing { return sseFraming{} }

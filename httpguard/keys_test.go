@@ -114,12 +114,12 @@ func chatParse(b []byte) error {
 }
 
 func messagesParse(b []byte) error {
-	_, err := parseMessagesEvent(sseEvent{Data: b})
+	_, err := parseMessagesEvent(streamEvent{Data: b})
 	return err
 }
 
 func responsesParse(b []byte) error {
-	_, err := parseResponsesEvent(sseEvent{Data: b})
+	_, err := parseResponsesEvent(streamEvent{Data: b})
 	return err
 }
 

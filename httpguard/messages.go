@@ -16,6 +16,16 @@ type messagesWire struct{}
 
 func (messagesWire) name() string { return "anthropic.messages" }
 
+// recognise: POST …/v1/messages (not …/count_tokens or …/batches).
+func (messagesWire) recognise(method, path string) bool {
+	return postTo(method, path, messagesPath)
+}
+
+func (messagesWire) ownsPath(path string) bool { return strings.HasSuffix(path, messagesPath) }
+
+// messagesPath ends the path of a Messages request.
+const messagesPath = "/v1/messages"
+
 func (messagesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 	var req struct {
 		Model    string          `json:"model"`

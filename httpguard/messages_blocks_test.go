@@ -7,11 +7,11 @@ import (
 
 // anthropicEvents is an Anthropic stream as anthropic-sdk-go reads it:
 // named events, each with its JSON.
-func anthropicEvents(datas ...string) []sseEvent {
-	out := make([]sseEvent, len(datas))
+func anthropicEvents(datas ...string) []streamEvent {
+	out := make([]streamEvent, len(datas))
 	for i, d := range datas {
 		typ := d[len(`{"type":"`):]
-		out[i] = sseEvent{Event: typ[:strings.IndexByte(typ, '"')], Data: []byte(d)}
+		out[i] = streamEvent{Event: typ[:strings.IndexByte(typ, '"')], Data: []byte(d)}
 	}
 	return out
 }
@@ -24,7 +24,7 @@ const (
 
 // feedAnthropic feeds evs to a Messages gate (and so its assembler) and
 // returns the first error and what the gate wrote for the client.
-func feedAnthropic(evs []sseEvent) (string, error) {
+func feedAnthropic(evs []streamEvent) (string, error) {
 	var out strings.Builder
 	g := messagesWire{}.newGate(&out)
 	for _, ev := range evs {
@@ -109,7 +109,7 @@ func TestAnthropicBlockTypes(t *testing.T) {
 		t.Errorf("known blocks assembled: %s (calls %v, %v)", resp, calls, err)
 	}
 
-	for name, evs := range map[string][]sseEvent{
+	for name, evs := range map[string][]streamEvent{
 		"unknown block": anthropicEvents(anthropicStart,
 			`{"type":"content_block_start","index":0,"content_block":{"type":"client_tool_call","id":"x","name":"get_weather","input":{"city":42}}}`,
 			`{"type":"content_block_stop","index":0}`, anthropicEnd, anthropicStop),

@@ -33,7 +33,7 @@ type messagesDelta struct {
 
 // parseMessagesEvent returns ev parsed: the one a gate parsed, else
 // parsed now.
-func parseMessagesEvent(ev sseEvent) (*messagesEvent, error) {
+func parseMessagesEvent(ev streamEvent) (*messagesEvent, error) {
 	if e, ok := ev.parsed.(*messagesEvent); ok {
 		return e, nil
 	}
@@ -120,13 +120,13 @@ type messagesAssembler struct {
 // the text it adds; a ping or a block's stop, which nothing keeps, counts
 // nothing. So a long answer in many small deltas streams whole, and held
 // tool-call input past MaxBody is still refused.
-func (a *messagesAssembler) add(ev sseEvent) (bool, error) {
+func (a *messagesAssembler) add(ev streamEvent) (bool, error) {
 	done, err := a.addEvent(ev)
 	return done, unreadable(anthropicUnread, err)
 }
 
 // addEvent is add.
-func (a *messagesAssembler) addEvent(ev sseEvent) (bool, error) {
+func (a *messagesAssembler) addEvent(ev streamEvent) (bool, error) {
 	e, err := parseMessagesEvent(ev)
 	if err != nil {
 		return false, err
@@ -339,7 +339,7 @@ type messagesGate struct {
 	started  bool // message_start reached the client
 	holding  bool
 	passed   int // blocks of the first attempt that reached the client
-	terminal []sseEvent
+	terminal []streamEvent
 	ended    bool
 }
 
@@ -347,7 +347,7 @@ func newMessagesGate(w io.Writer) *messagesGate {
 	return &messagesGate{w: w, asm: &messagesAssembler{}}
 }
 
-func (g *messagesGate) event(ev sseEvent) (bool, error) {
+func (g *messagesGate) event(ev streamEvent) (bool, error) {
 	if g.ended {
 		return true, nil
 	}
@@ -393,7 +393,7 @@ func (g *messagesGate) write(typ string, v any) error {
 	if err != nil {
 		return err
 	}
-	return writeEvent(g.w, sseEvent{Event: typ, Data: b})
+	return writeEvent(g.w, streamEvent{Event: typ, Data: b})
 }
 
 // emitBlock writes the block at sp of resp whole as the client's block
@@ -558,7 +558,7 @@ func (g *messagesGate) accept(resp []byte) error {
 		if err != nil {
 			return err
 		}
-		g.terminal = []sseEvent{{Event: "message_delta", Data: md}}
+		g.terminal = []streamEvent{{Event: "message_delta", Data: md}}
 	}
 	sawStop := false
 	for _, t := range g.terminal {
@@ -570,7 +570,7 @@ func (g *messagesGate) accept(resp []byte) error {
 		}
 	}
 	if !sawStop {
-		return writeEvent(g.w, sseEvent{Event: "message_stop", Data: []byte(`{"type":"message_stop"}`)})
+		return writeEvent(g.w, streamEvent{Event: "message_stop", Data: []byte(`{"type":"message_stop"}`)})
 	}
 	return nil
 }
@@ -587,10 +587,10 @@ func (g *messagesGate) fail(typ, msg string) error {
 		return nil
 	}
 	g.ended = true
-	return writeEvent(g.w, sseEvent{Event: "error", Data: messagesWire{}.errorBody(0, typ, msg)})
+	return writeEvent(g.w, streamEvent{Event: "error", Data: messagesWire{}.errorBody(0, typ, msg)})
 }
 
-func (g *messagesGate) abort(ev sseEvent) error {
+func (g *messagesGate) abort(ev streamEvent) error {
 	if g.ended {
 		return nil
 	}
@@ -600,3 +600,25 @@ func (g *messagesGate) abort(ev sseEvent) error {
 	}
 	return writeEvent(g.w, ev)
 }
+
+// opening reports whether ev only opens the stream: message_start, ping
+// and content_block_start carry nothing of the answer yet.
+func (messagesWire) opening(ev streamEvent) bool {
+	switch messagesEventType(ev) {
+	case "message_start", "ping", "content_block_start":
+		return true
+	}
+	return false
+}
+
+// messagesEventType is ev's type: its parsed form's when a gate parsed
+// it, else read from its data ("" when it has none).
+func messagesEventType(ev streamEvent) string {
+	if e, ok := ev.parsed.(*messagesEvent); ok {
+		return e.Type
+	}
+	return dataType(ev.Data)
+}
+
+// framing: server-sent events.
+func (messagesWire) framing() framing { return sseFraming{} }

@@ -18,10 +18,24 @@ import (
 // matched by position and name, as Gemini's are, and no id is ever
 // written into what the client reads. A request streams unless its body
 // says "stream": false, and a stream is newline-delimited JSON
-// (ndjson.go), each line a ChatResponse, the last one with "done": true.
+// (ndjsonFraming), each line a ChatResponse, the last one with "done": true.
 type ollamaWire struct{}
 
 func (ollamaWire) name() string { return "ollama.chat" }
+
+func (ollamaWire) recognise(method, path string) bool { return postTo(method, path, ollamaPath) }
+
+func (ollamaWire) ownsPath(path string) bool { return strings.HasSuffix(path, ollamaPath) }
+
+// ollamaPath ends the path of an Ollama chat request.
+const ollamaPath = "/api/chat"
+
+// framing: Ollama streams NDJSON.
+func (ollamaWire) framing() framing { return ndjsonFraming{} }
+
+// opening: no line only opens an Ollama stream (each carries text, a call
+// or the end).
+func (ollamaWire) opening(streamEvent) bool { return false }
 
 // parseRequest reads the request: the model, stream (true unless the body
 // says false) and the function tools. A tool whose parameters encoding/json
@@ -314,7 +328,9 @@ func (ollamaWire) errorBody(_ int, typ, msg string) []byte {
 
 func (ollamaWire) newAssembler() assembler { return &ollamaAssembler{} }
 
-func (ollamaWire) newGate(w io.Writer) streamGate { return newOllamaGate(w) }
+// newGate hands the gate w in NDJSON framing: writeEvent formats
+// server-sent events for a writer that takes bytes.
+func (ollamaWire) newGate(w io.Writer) streamGate { return newOllamaGate(framed(w, ndjsonFraming{})) }
 
 // text is the message's content (not its thinking).
 func (ollamaWire) text(resp []byte) (string, error) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// An Ollama stream is NDJSON (ndjson.go): each line a ChatResponse whose
+// An Ollama stream is NDJSON (ndjsonFraming): each line a ChatResponse whose
 // message holds a piece of the answer (content and thinking deltas, or
 // whole tool calls: Ollama parses a call before it sends it, so a call
 // never spans lines), the last line "done": true with done_reason and the
@@ -87,13 +87,13 @@ type ollamaAssembler struct {
 // (which replaces the one before), the text and the tool calls. So a long
 // answer in many small lines streams whole, and held calls past MaxBody are
 // still refused.
-func (a *ollamaAssembler) add(ev sseEvent) (bool, error) {
+func (a *ollamaAssembler) add(ev streamEvent) (bool, error) {
 	done, err := a.addLine(ev)
 	return done, unreadable(ollamaUnread, err)
 }
 
 // addLine is add.
-func (a *ollamaAssembler) addLine(ev sseEvent) (bool, error) {
+func (a *ollamaAssembler) addLine(ev streamEvent) (bool, error) {
 	b := append([]byte(nil), ev.Data...)
 	c, err := parseOllamaChunk(b)
 	if err != nil {
@@ -179,9 +179,9 @@ type ollamaGate struct {
 
 func newOllamaGate(w io.Writer) *ollamaGate { return &ollamaGate{w: w, asm: &ollamaAssembler{}} }
 
-func (g *ollamaGate) write(b []byte) error { return writeEvent(g.w, sseEvent{Data: b}) }
+func (g *ollamaGate) write(b []byte) error { return writeEvent(g.w, streamEvent{Data: b}) }
 
-func (g *ollamaGate) event(ev sseEvent) (bool, error) {
+func (g *ollamaGate) event(ev streamEvent) (bool, error) {
 	if g.ended {
 		return true, nil
 	}
@@ -293,7 +293,7 @@ func (g *ollamaGate) fail(typ, msg string) error {
 	return g.write(ollamaWire{}.errorBody(0, typ, msg))
 }
 
-func (g *ollamaGate) abort(ev sseEvent) error {
+func (g *ollamaGate) abort(ev streamEvent) error {
 	if g.ended {
 		return nil
 	}

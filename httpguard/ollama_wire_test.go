@@ -11,50 +11,6 @@ import (
 	"github.com/toolguard/toolguard/guard"
 )
 
-// The NDJSON reader returns each line that is not blank, without its end
-// (\n or \r\n), the last one too when the stream ends without a newline,
-// and refuses a line past its bound without keeping it.
-func TestNDJSONReader(t *testing.T) {
-	t.Parallel()
-	rd := newNDJSONReader(strings.NewReader("{\"a\":1}\n\n{\"b\":2}\r\n   \n{\"c\":3}"), 16)
-	var got []string
-	for {
-		ev, err := rd.next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, string(ev.Data))
-	}
-	if strings.Join(got, "|") != `{"a":1}|{"b":2}|{"c":3}` {
-		t.Errorf("lines %q", got)
-	}
-	for _, tc := range []struct {
-		in   string
-		want error
-	}{
-		{strings.Repeat("x", 16) + "\n", nil},
-		{strings.Repeat("x", 17) + "\n", errTooLarge},
-		{strings.Repeat("x", 17), errTooLarge},
-		{strings.Repeat("x", 5000) + "\n", errTooLarge}, // past bufio's buffer
-	} {
-		_, err := newNDJSONReader(strings.NewReader(tc.in), 16).next()
-		if !errors.Is(err, tc.want) {
-			t.Errorf("a line of %d bytes: %v, want %v", len(strings.TrimSpace(tc.in)), err, tc.want)
-		}
-	}
-}
-
-// A line the guard writes takes one line, whatever breaks its value had.
-func TestFormatNDJSON(t *testing.T) {
-	t.Parallel()
-	if got := string(formatNDJSON(sseEvent{Data: []byte("{\"a\":\n 1}")})); got != "{\"a\":1}\n" {
-		t.Errorf("formatNDJSON = %q", got)
-	}
-}
-
 // Ollama streams unless the body says "stream": false; its tools'
 // parameters are the schemas.
 func TestOllamaParseRequest(t *testing.T) {
@@ -159,7 +115,7 @@ func TestOllamaAssemble(t *testing.T) {
 		`{"model":"m","message":{"role":"assistant","content":"","tool_calls":[{"id":"c2","function":{"index":1,"name":"b","arguments":{}}}]},"done":false}`,
 		`{"model":"m","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","eval_count":7}`,
 	} {
-		done, err := a.add(sseEvent{Data: []byte(l)})
+		done, err := a.add(streamEvent{Data: []byte(l)})
 		if err != nil {
 			t.Fatal(err)
 		}

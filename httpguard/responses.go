@@ -18,6 +18,16 @@ type responsesWire struct{}
 
 func (responsesWire) name() string { return "openai.responses" }
 
+// recognise: POST …/responses (not …/responses/{id}/cancel and the like).
+func (responsesWire) recognise(method, path string) bool {
+	return postTo(method, path, responsesPath)
+}
+
+func (responsesWire) ownsPath(path string) bool { return strings.HasSuffix(path, responsesPath) }
+
+// responsesPath ends the path of a Responses request.
+const responsesPath = "/responses"
+
 // itemKind says how the guard treats an output item of a Responses
 // answer.
 type itemKind int

@@ -25,7 +25,7 @@ type responsesEvent struct {
 
 // parseResponsesEvent returns ev parsed: the one a gate parsed, else
 // parsed now.
-func parseResponsesEvent(ev sseEvent) (*responsesEvent, error) {
+func parseResponsesEvent(ev streamEvent) (*responsesEvent, error) {
 	if e, ok := ev.parsed.(*responsesEvent); ok {
 		return e, nil
 	}
@@ -98,7 +98,7 @@ func (a *responsesAssembler) current(e *responsesEvent) (*itemAcc, error) {
 	return a.items[i], nil
 }
 
-func (a *responsesAssembler) add(ev sseEvent) (bool, error) {
+func (a *responsesAssembler) add(ev streamEvent) (bool, error) {
 	e, err := parseResponsesEvent(ev)
 	if err != nil {
 		return false, err
@@ -204,7 +204,7 @@ type responsesGate struct {
 	holding  bool
 	passed   int      // items of the first attempt that reached the client
 	shown    [][]byte // those items, whole, once the first attempt ended
-	terminal []sseEvent
+	terminal []streamEvent
 	ended    bool
 }
 
@@ -214,13 +214,13 @@ func newResponsesGate(w io.Writer) *responsesGate {
 
 // send writes data with its sequence_number set to the gate's next.
 func (g *responsesGate) send(event string, data []byte) error {
-	return g.sendEvent(sseEvent{Event: event, Data: data})
+	return g.sendEvent(streamEvent{Event: event, Data: data})
 }
 
 // sendEvent writes ev with its sequence_number set to the gate's next: as
 // it is, with its parsed form, when it has that number and an event name
 // already (an event of the first attempt the gate passes on in order).
-func (g *responsesGate) sendEvent(ev sseEvent) error {
+func (g *responsesGate) sendEvent(ev streamEvent) error {
 	seq := strconv.Itoa(g.seq)
 	g.seq++
 	if e, ok := ev.parsed.(*responsesEvent); ok && ev.Event != "" && string(e.Seq) == seq {
@@ -230,7 +230,7 @@ func (g *responsesGate) sendEvent(ev sseEvent) error {
 	if err != nil {
 		return err
 	}
-	out := sseEvent{Event: ev.Event, Data: b}
+	out := streamEvent{Event: ev.Event, Data: b}
 	if e, ok := ev.parsed.(*responsesEvent); ok {
 		renumbered := *e
 		renumbered.Seq = json.RawMessage(seq)
@@ -249,7 +249,7 @@ func (g *responsesGate) sendEvent(ev sseEvent) error {
 	return writeEvent(g.w, out)
 }
 
-func (g *responsesGate) event(ev sseEvent) (bool, error) {
+func (g *responsesGate) event(ev streamEvent) (bool, error) {
 	if g.ended {
 		return true, nil
 	}
@@ -269,10 +269,10 @@ func (g *responsesGate) event(ev sseEvent) (bool, error) {
 				_ = decodeResponse(e.Response, &r)
 				g.id = r.ID
 			}
-			return done, g.sendEvent(sseEvent{Event: ev.Event, Data: ev.Data, parsed: e})
+			return done, g.sendEvent(streamEvent{Event: ev.Event, Data: ev.Data, parsed: e})
 		}
 	case responsesTerminal(e.Type):
-		g.terminal = append(g.terminal, sseEvent{Event: ev.Event, Data: append([]byte(nil), ev.Data...)})
+		g.terminal = append(g.terminal, streamEvent{Event: ev.Event, Data: append([]byte(nil), ev.Data...)})
 	case e.Type == "response.output_item.added":
 		// A function call is held until it is validated, and every item
 		// after it, in order; the other items pass as they come.
@@ -281,15 +281,15 @@ func (g *responsesGate) event(ev sseEvent) (bool, error) {
 		}
 		if first && !g.holding {
 			g.passed++
-			return done, g.sendEvent(sseEvent{Event: ev.Event, Data: ev.Data, parsed: e})
+			return done, g.sendEvent(streamEvent{Event: ev.Event, Data: ev.Data, parsed: e})
 		}
 	case e.OutputIndex != nil:
 		if first && *e.OutputIndex < g.passed {
-			return done, g.sendEvent(sseEvent{Event: ev.Event, Data: ev.Data, parsed: e})
+			return done, g.sendEvent(streamEvent{Event: ev.Event, Data: ev.Data, parsed: e})
 		}
 	default:
 		if first && !g.holding {
-			return done, g.sendEvent(sseEvent{Event: ev.Event, Data: ev.Data, parsed: e})
+			return done, g.sendEvent(streamEvent{Event: ev.Event, Data: ev.Data, parsed: e})
 		}
 	}
 	return done, nil
@@ -321,7 +321,7 @@ func (g *responsesGate) emit(typ string, fields ...any) error {
 	b = strconv.AppendInt(b, int64(g.seq), 10)
 	b = append(b, '}')
 	g.seq++
-	return writeEvent(g.w, sseEvent{Event: typ, Data: b})
+	return writeEvent(g.w, streamEvent{Event: typ, Data: b})
 }
 
 // emitItem writes the item at sp of resp whole as the client's item idx.
@@ -496,7 +496,7 @@ func (g *responsesGate) accept(resp []byte) error {
 	// of the accepted attempt is the one that holds the calls the client
 	// read (the first attempt's holds the rejected ones). No accumulator
 	// compares it with response.created's.
-	term := sseEvent{Event: "response.completed", Data: []byte(`{"type":"response.completed","response":{}}`)}
+	term := streamEvent{Event: "response.completed", Data: []byte(`{"type":"response.completed","response":{}}`)}
 	if n := len(g.terminal); n > 0 {
 		term = g.terminal[n-1]
 	} else {
@@ -582,10 +582,33 @@ func (g *responsesGate) fail(typ, msg string) error {
 	return g.emit("response.failed", "response", resp)
 }
 
-func (g *responsesGate) abort(ev sseEvent) error {
+func (g *responsesGate) abort(ev streamEvent) error {
 	if g.ended {
 		return nil
 	}
 	g.ended = true
 	return g.send(ev.Event, ev.Data)
 }
+
+// opening reports whether ev only opens the stream: the events that
+// create the response and open an item or a part carry nothing of the
+// answer yet.
+func (responsesWire) opening(ev streamEvent) bool {
+	switch responsesEventType(ev) {
+	case "response.created", "response.in_progress", "response.queued", "response.output_item.added", "response.content_part.added":
+		return true
+	}
+	return false
+}
+
+// responsesEventType is ev's type: its parsed form's when a gate parsed
+// it, else read from its data ("" when it has none).
+func responsesEventType(ev streamEvent) string {
+	if e, ok := ev.parsed.(*responsesEvent); ok {
+		return e.Type
+	}
+	return dataType(ev.Data)
+}
+
+// framing: server-sent events.
+func (responsesWire) framing() framing { return sseFraming{} }

@@ -23,7 +23,7 @@ func (r *responsesEvents) add(typ, members string) *responsesEvents {
 }
 
 // sseEvents parses events written by responsesEvents.
-func (r *responsesEvents) sseEvents(t *testing.T) []sseEvent {
+func (r *responsesEvents) sseEvents(t *testing.T) []streamEvent {
 	t.Helper()
 	return events(t, []byte(strings.Join(r.evs, "\n\n")+"\n\n"))
 }

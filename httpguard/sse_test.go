@@ -9,10 +9,10 @@ import (
 	"testing/iotest"
 )
 
-func readAll(t *testing.T, r io.Reader, max int) ([]sseEvent, error) {
+func readAll(t *testing.T, r io.Reader, max int) ([]streamEvent, error) {
 	t.Helper()
 	rd := newSSEReader(r, max)
-	var out []sseEvent
+	var out []streamEvent
 	for {
 		ev, err := rd.next()
 		if errors.Is(err, io.EOF) {
@@ -28,18 +28,18 @@ func readAll(t *testing.T, r io.Reader, max int) ([]sseEvent, error) {
 func TestSSEReader(t *testing.T) {
 	tests := []struct {
 		name, in string
-		want     []sseEvent
+		want     []streamEvent
 	}{
-		{"data only", "data: {\"a\":1}\n\ndata: [DONE]\n\n", []sseEvent{{Data: []byte(`{"a":1}`)}, {Data: []byte("[DONE]")}}},
-		{"typed", "event: message_start\ndata: {}\n\n", []sseEvent{{Event: "message_start", Data: []byte("{}")}}},
-		{"crlf", "data: a\r\n\r\ndata: b\r\n\r\n", []sseEvent{{Data: []byte("a")}, {Data: []byte("b")}}},
-		{"lone cr", "data: a\r\rdata: b\r\r", []sseEvent{{Data: []byte("a")}, {Data: []byte("b")}}},
-		{"multi-line data", "data: a\ndata: b\n\n", []sseEvent{{Data: []byte("a\nb")}}},
-		{"comment and ping line", ": keep-alive\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\n", []sseEvent{{Event: "ping", Data: []byte(`{"type":"ping"}`)}}},
-		{"no space after colon", "data:x\n\n", []sseEvent{{Data: []byte("x")}}},
-		{"unknown fields ignored", "id: 7\nretry: 10\ndata: x\n\n", []sseEvent{{Data: []byte("x")}}},
-		{"event without data dropped", "event: a\n\ndata: b\n\n", []sseEvent{{Data: []byte("b")}}},
-		{"cut off at the end", "data: a\n\ndata: b", []sseEvent{{Data: []byte("a")}, {Data: []byte("b")}}},
+		{"data only", "data: {\"a\":1}\n\ndata: [DONE]\n\n", []streamEvent{{Data: []byte(`{"a":1}`)}, {Data: []byte("[DONE]")}}},
+		{"typed", "event: message_start\ndata: {}\n\n", []streamEvent{{Event: "message_start", Data: []byte("{}")}}},
+		{"crlf", "data: a\r\n\r\ndata: b\r\n\r\n", []streamEvent{{Data: []byte("a")}, {Data: []byte("b")}}},
+		{"lone cr", "data: a\r\rdata: b\r\r", []streamEvent{{Data: []byte("a")}, {Data: []byte("b")}}},
+		{"multi-line data", "data: a\ndata: b\n\n", []streamEvent{{Data: []byte("a\nb")}}},
+		{"comment and ping line", ": keep-alive\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\n", []streamEvent{{Event: "ping", Data: []byte(`{"type":"ping"}`)}}},
+		{"no space after colon", "data:x\n\n", []streamEvent{{Data: []byte("x")}}},
+		{"unknown fields ignored", "id: 7\nretry: 10\ndata: x\n\n", []streamEvent{{Data: []byte("x")}}},
+		{"event without data dropped", "event: a\n\ndata: b\n\n", []streamEvent{{Data: []byte("b")}}},
+		{"cut off at the end", "data: a\n\ndata: b", []streamEvent{{Data: []byte("a")}, {Data: []byte("b")}}},
 		{"empty", "", nil},
 	}
 	for _, tc := range tests {
@@ -80,7 +80,7 @@ func TestSSEReaderBounded(t *testing.T) {
 }
 
 func TestWriteEventRoundTrip(t *testing.T) {
-	evs := []sseEvent{{Event: "message_start", Data: []byte(`{"a":1}`)}, {Data: []byte("x\ny")}, {Data: []byte("[DONE]")}}
+	evs := []streamEvent{{Event: "message_start", Data: []byte(`{"a":1}`)}, {Data: []byte("x\ny")}, {Data: []byte("[DONE]")}}
 	var buf bytes.Buffer
 	for _, ev := range evs {
 		if err := writeEvent(&buf, ev); err != nil {

@@ -164,11 +164,11 @@ func (s *gateSink) reset() {
 // client, events whole.
 type gateWriter struct{ s *gateSink }
 
-func (w gateWriter) writeSSE(ev sseEvent) error {
+func (w gateWriter) putEvent(ev streamEvent) error {
 	if w.s.parent != nil {
-		return w.s.parent.writeSSE(ev)
+		return w.s.parent.putEvent(ev)
 	}
-	return w.s.client.writeSSE(ev)
+	return w.s.client.putEvent(ev)
 }
 
 // Write is never called: writeEvent hands a gateWriter events whole.
@@ -176,16 +176,16 @@ func (gateWriter) Write([]byte) (int, error) {
 	return 0, errors.New("httpguard: gateWriter takes events, not bytes")
 }
 
-// writeSSE feeds the current attempt one event written by the gate of the
+// putEvent feeds the current attempt one event written by the gate of the
 // stage inside.
-func (s *gateSink) writeSSE(ev sseEvent) error {
+func (s *gateSink) putEvent(ev streamEvent) error {
 	_, err := s.event(ev)
 	return err
 }
 
 // event feeds the current attempt one event; done reports the end of the
 // attempt's stream.
-func (s *gateSink) event(ev sseEvent) (done bool, err error) {
+func (s *gateSink) event(ev streamEvent) (done bool, err error) {
 	s.fed = true
 	s.forget()
 	return s.gate.event(ev)

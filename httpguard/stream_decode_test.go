@@ -175,9 +175,9 @@ func TestChatChunkDuplicateKeys(t *testing.T) {
 	}
 }
 
-func readAllEvents(r *bytes.Reader) ([]sseEvent, error) {
+func readAllEvents(r *bytes.Reader) ([]streamEvent, error) {
 	rd := newSSEReader(r, MaxBody)
-	var out []sseEvent
+	var out []streamEvent
 	for {
 		ev, err := rd.next()
 		if err != nil {

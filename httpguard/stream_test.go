@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func events(t *testing.T, b []byte) []sseEvent {
+func events(t *testing.T, b []byte) []streamEvent {
 	t.Helper()
 	evs, err := readAll(t, bytes.NewReader(b), MaxBody)
 	if err != nil {
@@ -18,7 +18,7 @@ func events(t *testing.T, b []byte) []sseEvent {
 }
 
 // assemble runs a stream through the protocol's assembler.
-func assemble(t *testing.T, w wireProtocol, evs []sseEvent) []byte {
+func assemble(t *testing.T, w wireProtocol, evs []streamEvent) []byte {
 	t.Helper()
 	a := w.newAssembler()
 	for _, ev := range evs {
@@ -143,7 +143,7 @@ type gateRun struct {
 
 // runGate feeds attempts to the protocol's gate: every attempt but the
 // last is rejected, the last accepted with cleaned written back.
-func runGate(t *testing.T, p wireProtocol, cleaned [][]byte, attempts ...[]sseEvent) *gateRun {
+func runGate(t *testing.T, p wireProtocol, cleaned [][]byte, attempts ...[]streamEvent) *gateRun {
 	t.Helper()
 	r := &gateRun{}
 	g := p.newGate(&r.out)
@@ -332,13 +332,13 @@ func TestGateAcceptWithoutEvents(t *testing.T) {
 func TestGateErrors(t *testing.T) {
 	tests := []struct {
 		w    wireProtocol
-		ev   sseEvent
+		ev   streamEvent
 		want string
 	}{
-		{chatWire{}, sseEvent{Data: []byte(`{"error":{"message":"boom","type":"server_error"}}`)}, `"error"`},
-		{messagesWire{}, sseEvent{Event: "error", Data: []byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)}, "overloaded_error"},
-		{responsesWire{}, sseEvent{Event: "error", Data: []byte(`{"type":"error","code":"server_error","message":"boom","sequence_number":3}`)}, `"sequence_number":0`},
-		{geminiWire{}, sseEvent{Data: []byte(`{"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}`)}, "UNAVAILABLE"},
+		{chatWire{}, streamEvent{Data: []byte(`{"error":{"message":"boom","type":"server_error"}}`)}, `"error"`},
+		{messagesWire{}, streamEvent{Event: "error", Data: []byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)}, "overloaded_error"},
+		{responsesWire{}, streamEvent{Event: "error", Data: []byte(`{"type":"error","code":"server_error","message":"boom","sequence_number":3}`)}, `"sequence_number":0`},
+		{geminiWire{}, streamEvent{Data: []byte(`{"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}`)}, "UNAVAILABLE"},
 	}
 	for _, tc := range tests {
 		var out bytes.Buffer
@@ -362,7 +362,7 @@ func TestGateErrors(t *testing.T) {
 		}
 		// Nothing after the end.
 		n := out.Len()
-		g.event(sseEvent{Data: []byte(`{}`)})
+		g.event(streamEvent{Data: []byte(`{}`)})
 		g.fail("x", "y")
 		if out.Len() != n {
 			t.Errorf("%s: the gate wrote after the end", tc.w.name())
@@ -372,7 +372,7 @@ func TestGateErrors(t *testing.T) {
 
 // An assembler holds no more than the bound.
 func TestAssemblerBounded(t *testing.T) {
-	big := sseEvent{Data: []byte(`{"id":"x","choices":[{"index":0,"delta":{"content":"` + strings.Repeat("a", 1<<20) + `"}}]}`)}
+	big := streamEvent{Data: []byte(`{"id":"x","choices":[{"index":0,"delta":{"content":"` + strings.Repeat("a", 1<<20) + `"}}]}`)}
 	a := chatWire{}.newAssembler()
 	var err error
 	for i := 0; i < 9 && err == nil; i++ {

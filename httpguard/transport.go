@@ -346,7 +346,7 @@ func refusal(err error) (status int, typ, msg string, ok bool) {
 func (t *Transport) failStream(ctx context.Context, root *gateSink, err error) error {
 	var se *upstreamStreamError
 	if errors.As(err, &se) {
-		_ = root.gate.abort(sseEvent{Data: se.Data})
+		_ = root.gate.abort(streamEvent{Data: se.Data})
 		return nil
 	}
 	if ctx.Err() != nil {

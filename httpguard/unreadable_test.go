@@ -29,15 +29,15 @@ func TestAnthropicGeminiUnreadableAnswers(t *testing.T) {
 	}
 	for name, tc := range map[string]struct {
 		w   wireProtocol
-		evs []sseEvent
+		evs []streamEvent
 	}{
 		"anthropic block out of order": {messagesWire{}, anthropicEvents(anthropicStart,
 			`{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`)},
 		"anthropic delta without its block": {messagesWire{}, anthropicEvents(anthropicStart,
 			`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}`)},
 		"anthropic without message_start": {messagesWire{}, anthropicEvents(anthropicEnd, anthropicStop)},
-		"anthropic event not JSON":        {messagesWire{}, []sseEvent{{Event: "message_start", Data: []byte(`{"type":`)}}},
-		"gemini chunk not JSON":           {geminiWire{}, []sseEvent{{Data: []byte(`{"candidates":[`)}}},
+		"anthropic event not JSON":        {messagesWire{}, []streamEvent{{Event: "message_start", Data: []byte(`{"type":`)}}},
+		"gemini chunk not JSON":           {geminiWire{}, []streamEvent{{Data: []byte(`{"candidates":[`)}}},
 		"gemini empty stream":             {geminiWire{}, nil},
 	} {
 		a := tc.w.newAssembler()
@@ -55,10 +55,10 @@ func TestAnthropicGeminiUnreadableAnswers(t *testing.T) {
 		}
 	}
 	var se *upstreamStreamError
-	if _, err := (messagesWire{}).newAssembler().add(sseEvent{Event: "error", Data: []byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)}); !errors.As(err, &se) || isUnguardable(err) {
+	if _, err := (messagesWire{}).newAssembler().add(streamEvent{Event: "error", Data: []byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)}); !errors.As(err, &se) || isUnguardable(err) {
 		t.Errorf("anthropic error event: %v, want the upstream's error, not unguardable", err)
 	}
-	if _, err := (geminiWire{}).newAssembler().add(sseEvent{Data: []byte(`{"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}`)}); !errors.As(err, &se) || isUnguardable(err) {
+	if _, err := (geminiWire{}).newAssembler().add(streamEvent{Data: []byte(`{"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}`)}); !errors.As(err, &se) || isUnguardable(err) {
 		t.Errorf("gemini error chunk: %v, want the upstream's error, not unguardable", err)
 	}
 	a := messagesWire{}.newAssembler()

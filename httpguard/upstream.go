@@ -141,7 +141,7 @@ func (t *Transport) sendUpstream(ctx context.Context, req *request) (*response, 
 		return nil, err
 	}
 	if req.sink != nil {
-		if !isStream(req.proto, hr) {
+		if !req.proto.framing().isStream(hr.Header.Get("Content-Type")) {
 			return passUnread(req, hr, "the answer to a streaming request is not an event stream",
 				fmt.Errorf("Content-Type %q", hr.Header.Get("Content-Type"))), nil
 		}
@@ -235,21 +235,6 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.text }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// isEventStream reports whether hr is a stream of server-sent events.
-func isEventStream(hr *http.Response) bool {
-	ct := hr.Header.Get("Content-Type")
-	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "text/event-stream")
-}
-
-// isStream reports whether hr is a stream in p's framing: NDJSON for
-// Ollama, server-sent events for the others.
-func isStream(p wireProtocol, hr *http.Response) bool {
-	if _, ok := p.(ollamaWire); ok {
-		return isNDJSON(hr)
-	}
-	return isEventStream(hr)
-}
-
 // readStream feeds an upstream stream's events to req's sink as they come
 // and returns the stream assembled into the sync response it amounts to
 // (by the sink's gate, which assembles each attempt).
@@ -257,10 +242,7 @@ func (t *Transport) readStream(ctx context.Context, req *request, hr *http.Respo
 	defer hr.Body.Close()
 	req.client.upstream(hr)
 	req.sink.begin()
-	var rd interface{ next() (sseEvent, error) } = newSSEReader(hr.Body, MaxBody)
-	if _, ok := req.proto.(ollamaWire); ok {
-		rd = newNDJSONReader(hr.Body, MaxBody)
-	}
+	rd := req.proto.framing().newReader(hr.Body, MaxBody)
 	for {
 		ev, err := rd.next()
 		if errors.Is(err, io.EOF) {

@@ -52,9 +52,18 @@ func readBounded(r io.Reader, limit int64) ([]byte, error) {
 // and return whole JSON bodies; none of them changes its arguments. A
 // stream is first assembled into the equivalent sync response
 // (newAssembler), so the same methods serve both.
+//
+// Each protocol is one file set; wireProtocols (protocols.go) lists them.
 type wireProtocol interface {
 	// name is the protocol's name in events and spans.
 	name() string
+	// recognise reports whether a request of method to path is one the
+	// protocol guards (its body still has to parse: parseRequest).
+	recognise(method, path string) bool
+	// ownsPath reports whether path is one of the protocol's endpoints,
+	// with any method and whether guarded or not: an error to a request
+	// to it is answered in the protocol's error shape (errorProtocol).
+	ownsPath(path string) bool
 	// parseRequest reads what a guard needs from a request to path with
 	// body; errUnsupported or errJSON when the body is not this protocol's.
 	parseRequest(path string, body []byte) (wireRequest, error)
@@ -84,6 +93,13 @@ type wireProtocol interface {
 	transcript(req []byte) []guard.Message
 	// newAssembler returns an assembler for one upstream stream.
 	newAssembler() assembler
+	// framing is how the protocol's streams are cut into events and
+	// written back.
+	framing() framing
+	// opening reports whether an upstream stream event only opens the
+	// stream: it carries no text, call or end of the answer, so the
+	// client's response waits for the next one (see clientStream).
+	opening(ev streamEvent) bool
 	// newGate returns the gate of one logical call's client stream.
 	newGate(w io.Writer) streamGate
 }
@@ -146,29 +162,6 @@ type wireUsage struct {
 	Reported                  bool // the response reports usage at all
 }
 
-// recognise returns the protocol of a request by its method and path, or
-// nil. The body still has to parse (parseRequest) for the request to be
-// guarded.
-func recognise(method, path string) wireProtocol {
-	if method != http.MethodPost {
-		return nil
-	}
-	switch {
-	case strings.HasSuffix(path, "/chat/completions"):
-		return chatWire{}
-	case strings.HasSuffix(path, "/responses"):
-		return responsesWire{}
-	case strings.HasSuffix(path, "/v1/messages"):
-		return messagesWire{}
-	case strings.HasSuffix(path, "/api/chat"):
-		return ollamaWire{}
-	}
-	if _, _, ok := geminiPath(path); ok {
-		return geminiWire{}
-	}
-	return nil
-}
-
 // ErrorResponse returns an error response to r as its provider would
 // answer it: status, Content-Type application/json, and a body in the
 // error shape of the protocol r's path names, where typ says what kind of
@@ -199,19 +192,6 @@ func ErrorResponse(r *http.Request, status int, typ, msg string) *http.Response 
 		resp.Header.Del("X-Should-Retry")
 	}
 	return resp
-}
-
-// errorProtocol is the protocol whose error shape answers a request to
-// path: the one the path names (a Gemini path with any method), else
-// OpenAI's, the shape OpenAI-compatible clients read.
-func errorProtocol(path string) wireProtocol {
-	if p := recognise(http.MethodPost, path); p != nil {
-		return p
-	}
-	if i := strings.LastIndex(path, "/models/"); i >= 0 && strings.Contains(path[i:], ":") {
-		return geminiWire{}
-	}
-	return chatWire{}
 }
 
 // sdkRetries reports whether openai-go and anthropic-sdk-go retry a

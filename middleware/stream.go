@@ -23,16 +23,11 @@ type stream struct {
 // streamOf returns nil when req streams nothing to the caller.
 func streamOf(req *Request) *stream { return streamFrom(req.CallOptions()) }
 
-// Attempt implements [guard.Stream]: with [guard.HoldToolCalls] an attempt
-// whose tool-call chunks wait in a [streamGate], with [guard.HoldAll] one
-// whose text waits in an [answerHold].
+// Attempt implements [guard.Stream]: an attempt whose streaming functions
+// go through a [hold], holding back what hold says.
 func (s *stream) Attempt(ctx context.Context, req *Request, hold guard.Hold) (context.Context, *Request, guard.Gate[*llms.ContentResponse]) {
-	if hold == guard.HoldAll {
-		ctx, req, h := s.hold(ctx, req)
-		return ctx, req, h
-	}
-	ctx, req, g := s.attempt(ctx, req)
-	return ctx, req, g
+	ctx, req, h := s.attempt(ctx, req, hold)
+	return ctx, req, h
 }
 
 // Watch implements [guard.Stream]: the attempt's streaming functions count
@@ -51,25 +46,29 @@ func streamFrom(o llms.CallOptions) *stream {
 	return &stream{text: o.StreamingFunc, reasoning: o.StreamingReasoningFunc}
 }
 
-// attempt returns the context and request of one attempt, whose streaming
-// functions pass text through at once and hold tool-call chunks in g, and
-// g. The context tells [ModelRetry] inside that tool-call chunks are held
-// (so they never reached the caller). On a nil s it returns ctx, req and a
-// nil gate.
-func (s *stream) attempt(ctx context.Context, req *Request) (context.Context, *Request, *streamGate) {
+// attempt returns the context and request of one attempt whose streaming
+// functions go through the returned hold, which holds back what what says:
+// with [guard.HoldToolCalls] tool-call chunks (the context then tells
+// [ModelRetry] inside that they never reached the caller), with
+// [guard.HoldAll] every chunk but reasoning. On a nil s it returns ctx, req
+// and a nil hold.
+func (s *stream) attempt(ctx context.Context, req *Request, what guard.Hold) (context.Context, *Request, *hold) {
 	if s == nil {
 		return ctx, req, nil
 	}
-	g := &streamGate{s: s}
+	h := &hold{s: s, all: what == guard.HoldAll}
 	opts := make([]llms.CallOption, len(req.Options), len(req.Options)+2)
 	copy(opts, req.Options)
 	if s.text != nil {
-		opts = append(opts, llms.WithStreamingFunc(g.onText))
+		opts = append(opts, llms.WithStreamingFunc(h.onText))
 	}
 	if s.reasoning != nil {
-		opts = append(opts, llms.WithStreamingReasoningFunc(g.onReasoning))
+		opts = append(opts, llms.WithStreamingReasoningFunc(h.onReasoning))
 	}
-	return context.WithValue(ctx, toolChunksHeldKey{}, true), &Request{Messages: req.Messages, Options: opts}, g
+	if !h.all {
+		ctx = context.WithValue(ctx, toolChunksHeldKey{}, true)
+	}
+	return ctx, &Request{Messages: req.Messages, Options: opts}, h
 }
 
 // toolChunksHeldKey marks a context whose streamed tool-call chunks a
@@ -82,61 +81,137 @@ func toolChunksHeld(ctx context.Context) bool {
 	return held
 }
 
-// streamGate sits between a provider (or an inner middleware) and the
-// caller's streaming functions for one attempt. Text reaches the caller at
-// once; a chunk that is a tool-call delta is held back, and all the gate
-// keeps of it is that the attempt streamed tool calls. When the attempt is
-// accepted, [streamGate.deliver] streams the response's final tool calls in
-// place of the held deltas.
-type streamGate struct {
-	s *stream
-	// heldText and heldReasoning record that a tool-call chunk was held
-	// from the text or the reasoning function. Providers call them on
-	// another goroutine than the one that delivers (Anthropic's client).
-	heldText, heldReasoning atomic.Bool
+// hold sits between a provider (or an inner middleware) and the caller's
+// streaming functions for one attempt of a stage that may re-ask, and is
+// the attempt's [guard.Gate]. With all unset ([guard.HoldToolCalls]: the
+// attempt's tool calls are checked), text reaches the caller at once and a
+// tool-call delta is held back: all the hold keeps of it is that the
+// attempt streamed tool calls, and an accepted attempt streams the
+// response's final tool calls in their place. With all set
+// ([guard.HoldAll]: the attempt's answer is checked), every chunk but
+// reasoning waits until it is known whether the attempt is a final answer
+// (then only the accepted answer is streamed) or a tool-calling turn (then
+// the chunks are released as they came).
+type hold struct {
+	s   *stream
+	all bool
+	mu  sync.Mutex // providers may stream on another goroutine (Anthropic's client)
+	// heldText and heldReasoning record that a chunk was held from the
+	// text or the reasoning function.
+	heldText, heldReasoning bool
+	// chunks are the chunks held, in order, when all is set; reasoning
+	// marks those from the reasoning function (their reasoning part was
+	// passed on at once).
+	chunks []heldChunk
 }
 
-func (g *streamGate) onText(ctx context.Context, chunk []byte) error {
-	if isToolCallChunk(chunk) {
-		g.heldText.Store(true)
+type heldChunk struct {
+	reasoning bool
+	b         []byte
+}
+
+// keep records that chunk, from the reasoning function or the text one,
+// was held, and keeps it when every chunk is.
+func (h *hold) keep(reasoning bool, chunk []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if reasoning {
+		h.heldReasoning = true
+	} else {
+		h.heldText = true
+	}
+	if h.all {
+		h.chunks = append(h.chunks, heldChunk{reasoning: reasoning, b: append([]byte(nil), chunk...)})
+	}
+}
+
+func (h *hold) onText(ctx context.Context, chunk []byte) error {
+	if h.all || isToolCallChunk(chunk) {
+		h.keep(false, chunk)
 		return nil
 	}
-	return g.s.text(ctx, chunk)
+	return h.s.text(ctx, chunk)
 }
 
-func (g *streamGate) onReasoning(ctx context.Context, reasoningChunk, chunk []byte) error {
-	if isToolCallChunk(chunk) {
-		g.heldReasoning.Store(true)
+// onReasoning passes reasoning on at once, and the chunk beside it unless
+// it is held.
+func (h *hold) onReasoning(ctx context.Context, reasoningChunk, chunk []byte) error {
+	held := h.all || isToolCallChunk(chunk)
+	if held && len(chunk) > 0 {
+		h.keep(true, chunk)
+	}
+	if held {
 		if len(reasoningChunk) == 0 {
 			return nil
 		}
 		chunk = []byte{}
 	}
-	return g.s.reasoning(ctx, reasoningChunk, chunk)
+	return h.s.reasoning(ctx, reasoningChunk, chunk)
 }
 
-// Deliver streams the tool calls of the accepted response resp to the
-// functions that had tool-call chunks held back, one chunk per call, and
-// returns resp. A gate that held nothing streams nothing.
-func (g *streamGate) Deliver(ctx context.Context, resp *llms.ContentResponse) (*llms.ContentResponse, error) {
-	if !g.heldText.Load() && !g.heldReasoning.Load() {
+// Deliver streams what h held for resp, the accepted response, and returns
+// resp: with all unset, resp's tool calls, one chunk per call, to each
+// function that had tool-call chunks held; with all set, the held chunks
+// as they came when resp calls tools, else the accepted answer once to
+// each function that had chunks held. A hold that held nothing streams
+// nothing.
+func (h *hold) Deliver(ctx context.Context, resp *llms.ContentResponse) (*llms.ContentResponse, error) {
+	h.mu.Lock()
+	text, reasoning, chunks := h.heldText, h.heldReasoning, h.chunks
+	h.chunks = nil
+	h.mu.Unlock()
+	if !text && !reasoning {
 		return resp, nil
 	}
 	calls := collectToolCalls(resp, 0)
-	for i := range calls {
-		chunk := toolCallChunk(&calls[i])
-		if g.heldText.Load() {
-			if err := g.s.text(ctx, chunk); err != nil {
-				return nil, fmt.Errorf("middleware: streaming func returned an error: %w", err)
+	switch {
+	case h.all && len(calls) > 0:
+		for _, c := range chunks {
+			if err := h.send(ctx, c.reasoning, c.b); err != nil {
+				return nil, err
 			}
 		}
-		if g.heldReasoning.Load() {
-			if err := g.s.reasoning(ctx, []byte{}, chunk); err != nil {
-				return nil, fmt.Errorf("middleware: streaming reasoning func returned an error: %w", err)
+	case h.all:
+		if err := h.sendEach(ctx, text, reasoning, []byte(resp.Choices[0].Content)); err != nil {
+			return nil, err
+		}
+	default:
+		for i := range calls {
+			if err := h.sendEach(ctx, text, reasoning, toolCallChunk(&calls[i])); err != nil {
+				return nil, err
 			}
 		}
 	}
 	return resp, nil
+}
+
+// sendEach streams chunk to the text function when text is set and to the
+// reasoning function when reasoning is.
+func (h *hold) sendEach(ctx context.Context, text, reasoning bool, chunk []byte) error {
+	if text {
+		if err := h.send(ctx, false, chunk); err != nil {
+			return err
+		}
+	}
+	if reasoning {
+		return h.send(ctx, true, chunk)
+	}
+	return nil
+}
+
+// send streams chunk to the caller's reasoning function (as its
+// non-reasoning part) or its text function.
+func (h *hold) send(ctx context.Context, reasoning bool, chunk []byte) error {
+	if reasoning {
+		if err := h.s.reasoning(ctx, []byte{}, chunk); err != nil {
+			return fmt.Errorf("middleware: streaming reasoning func returned an error: %w", err)
+		}
+		return nil
+	}
+	if err := h.s.text(ctx, chunk); err != nil {
+		return fmt.Errorf("middleware: streaming func returned an error: %w", err)
+	}
+	return nil
 }
 
 // streamedToolCall has the shape, and the JSON field order, of the tool-call
@@ -221,121 +296,6 @@ func isFunctionDelta(fn map[string]json.RawMessage) bool {
 	}
 	var name, args string
 	return json.Unmarshal(fn["name"], &name) == nil && json.Unmarshal(fn["arguments"], &args) == nil
-}
-
-// hold returns the context and request of one attempt of OutputValidation,
-// whose streaming functions hold every text chunk in the returned hold,
-// and the hold. Reasoning passes through at once. On a nil s it returns
-// ctx, req and a nil hold.
-func (s *stream) hold(ctx context.Context, req *Request) (context.Context, *Request, *answerHold) {
-	if s == nil {
-		return ctx, req, nil
-	}
-	h := &answerHold{s: s}
-	opts := make([]llms.CallOption, len(req.Options), len(req.Options)+2)
-	copy(opts, req.Options)
-	if s.text != nil {
-		opts = append(opts, llms.WithStreamingFunc(h.onText))
-	}
-	if s.reasoning != nil {
-		opts = append(opts, llms.WithStreamingReasoningFunc(h.onReasoning))
-	}
-	return ctx, &Request{Messages: req.Messages, Options: opts}, h
-}
-
-// answerHold keeps the text chunks of one attempt until it is known
-// whether the attempt is a final answer (then only the accepted answer is
-// streamed) or a tool-calling turn (then the chunks are released).
-type answerHold struct {
-	s  *stream
-	mu sync.Mutex // providers may stream on another goroutine
-	// chunks held, in order; reasoning marks those from the reasoning
-	// function (their reasoning part was passed on at once).
-	chunks []heldChunk
-	text   bool // the text function had chunks
-	reason bool // the reasoning function had non-reasoning chunks
-}
-
-type heldChunk struct {
-	reasoning bool
-	b         []byte
-}
-
-func (h *answerHold) onText(_ context.Context, chunk []byte) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.chunks = append(h.chunks, heldChunk{b: append([]byte(nil), chunk...)})
-	h.text = true
-	return nil
-}
-
-func (h *answerHold) onReasoning(ctx context.Context, reasoningChunk, chunk []byte) error {
-	if len(chunk) > 0 {
-		h.mu.Lock()
-		h.chunks = append(h.chunks, heldChunk{reasoning: true, b: append([]byte(nil), chunk...)})
-		h.reason = true
-		h.mu.Unlock()
-	}
-	if len(reasoningChunk) == 0 {
-		return nil
-	}
-	return h.s.reasoning(ctx, reasoningChunk, []byte{})
-}
-
-// Deliver streams what h held for resp: the held chunks as they came when
-// resp calls tools, else the accepted answer once.
-func (h *answerHold) Deliver(ctx context.Context, resp *llms.ContentResponse) (*llms.ContentResponse, error) {
-	if len(collectToolCalls(resp, 0)) > 0 {
-		return h.release(ctx, resp)
-	}
-	return h.answer(ctx, resp)
-}
-
-// release streams the held chunks as they came, and returns resp.
-func (h *answerHold) release(ctx context.Context, resp *llms.ContentResponse) (*llms.ContentResponse, error) {
-	if h == nil {
-		return resp, nil
-	}
-	h.mu.Lock()
-	chunks := h.chunks
-	h.chunks = nil
-	h.mu.Unlock()
-	for _, c := range chunks {
-		var err error
-		if c.reasoning {
-			err = h.s.reasoning(ctx, []byte{}, c.b)
-		} else {
-			err = h.s.text(ctx, c.b)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("middleware: streaming func returned an error: %w", err)
-		}
-	}
-	return resp, nil
-}
-
-// answer streams the accepted answer of resp, once, to each function that
-// had chunks held, and returns resp.
-func (h *answerHold) answer(ctx context.Context, resp *llms.ContentResponse) (*llms.ContentResponse, error) {
-	if h == nil {
-		return resp, nil
-	}
-	h.mu.Lock()
-	text, reason := h.text, h.reason
-	h.chunks = nil
-	h.mu.Unlock()
-	answer := []byte(resp.Choices[0].Content)
-	if text {
-		if err := h.s.text(ctx, answer); err != nil {
-			return nil, fmt.Errorf("middleware: streaming func returned an error: %w", err)
-		}
-	}
-	if reason {
-		if err := h.s.reasoning(ctx, []byte{}, answer); err != nil {
-			return nil, fmt.Errorf("middleware: streaming reasoning func returned an error: %w", err)
-		}
-	}
-	return resp, nil
 }
 
 // streamWatch holds the caller's streaming functions, so that each attempt
