@@ -1,6 +1,7 @@
 package sdktest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -94,6 +95,27 @@ func (s *ollamaServer) serve(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, head+`"message":{"role":"assistant","content":""},`+final+"\n")
 }
 
+// bodyTee is a RoundTripper that keeps a copy of the response body the
+// client reads through it, and its Content-Type.
+type bodyTee struct {
+	next        http.RoundTripper
+	body        bytes.Buffer
+	contentType string
+}
+
+func (b *bodyTee) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := b.next.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	b.contentType = resp.Header.Get("Content-Type")
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.TeeReader(resp.Body, &b.body), resp.Body}
+	return resp, nil
+}
+
 func ollamaWeatherTool() api.Tool {
 	var t api.Tool
 	if err := json.Unmarshal([]byte(`{"type":"function","function":{"name":"get_weather","description":"Get the weather in a city","parameters":`+
@@ -121,7 +143,8 @@ func TestOllamaAPIClientBadThenGood(t *testing.T) {
 			tr := httpguard.New(nil, httpguard.ToolArgValidation(guard.WithEventHandler(func(_ context.Context, e guard.Event) {
 				events = append(events, string(e.Kind))
 			})))
-			client := api.NewClient(base, &http.Client{Transport: tr})
+			wire := &bodyTee{next: tr}
+			client := api.NewClient(base, &http.Client{Transport: wire})
 			var content strings.Builder
 			var calls []api.ToolCall
 			var last api.ChatResponse
@@ -143,6 +166,7 @@ func TestOllamaAPIClientBadThenGood(t *testing.T) {
 			for i, b := range got {
 				t.Logf("the server received request %d: %s", i+1, b)
 			}
+			t.Logf("the client's bytes (%s):\n%s", wire.contentType, wire.body.String())
 			t.Logf("the client read: content %q, tool calls %s, done %v (%s), prompt_eval_count %d, eval_count %d",
 				content.String(), mustJSON(calls), last.Done, last.DoneReason, last.PromptEvalCount, last.EvalCount)
 			if len(calls) != 1 || calls[0].ID != "call_good" || calls[0].Function.Name != "get_weather" {
