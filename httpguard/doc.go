@@ -344,7 +344,9 @@
 // continues server-side state (Responses' previous_response_id or
 // conversation, an Anthropic thread) or refers to stored items (Responses'
 // item_reference) is not checked: the server holds the rest of its
-// history.
+// history. Ollama's requests are not checked either: Ollama renders any
+// sequence of messages through the model's template and refuses no
+// unanswered call, orphaned result or repeated id.
 //
 // # Streaming
 //

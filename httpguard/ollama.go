@@ -268,7 +268,7 @@ func (w ollamaWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error
 	if len(answers) != len(calls) {
 		return nil, fmt.Errorf("httpguard: %d answers for %d calls", len(answers), len(calls))
 	}
-	turn := compact(raw(resp, msg))
+	turn := raw(resp, msg)
 	if role, err := optStr(resp, msg, "role"); err != nil {
 		return nil, err
 	} else if role == "" {

@@ -580,3 +580,18 @@ func TestOllamaLimitEndStreamed(t *testing.T) {
 		t.Errorf("the last line is %v, want done", read.last)
 	}
 }
+
+// HistoryCheck passes an Ollama request as it came, even under
+// RefuseHistory: Ollama refuses no unanswered call, orphaned result or
+// repeated id.
+func TestOllamaHistoryNotChecked(t *testing.T) {
+	t.Parallel()
+	srv := newOllamaServer(t, ollamaTurn{text: "Done."})
+	body := []byte(`{"model":"llama3.2","stream":false,"messages":[{"role":"user","content":"Weather?"},` +
+		`{"role":"assistant","content":"","tool_calls":[{"id":"call_1","function":{"name":"get_weather","arguments":{"city":"Paris"}}}]},` +
+		`{"role":"user","content":"And?"}],` + ollamaTools + `}`)
+	ex := do(t, New(nil, HistoryCheck(RefuseHistory), ToolArgValidation()), context.Background(), srv.URL+"/api/chat", body)
+	if reqs := srv.requests(); ex.resp.StatusCode != http.StatusOK || len(reqs) != 1 || !bytes.Equal(reqs[0], body) {
+		t.Errorf("%d %s; the server received %q, want the request as it came", ex.resp.StatusCode, ex.body, reqs)
+	}
+}
