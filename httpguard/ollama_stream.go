@@ -206,42 +206,70 @@ func (g *ollamaGate) accept(resp []byte) error {
 		return nil
 	}
 	g.ended = true
-	r, err := parseBody(resp)
+	lines, err := g.acceptedLines(resp)
 	if err != nil {
 		return err
 	}
-	c, err := parseOllamaChunk(resp)
-	if err != nil {
-		return err
-	}
-	model, err := optStr(resp, r, "model")
-	if err != nil {
-		return err
-	}
-	var created json.RawMessage
-	if v, ok, err := field(resp, r, "created_at"); err != nil {
-		return err
-	} else if ok {
-		created = raw(resp, v)
-	}
-	line := func(m ollamaMessageJSON) error {
-		b, err := marshal(struct {
-			Model     string            `json:"model"`
-			CreatedAt json.RawMessage   `json:"created_at,omitempty"`
-			Message   ollamaMessageJSON `json:"message"`
-			Done      bool              `json:"done"`
-		}{model, created, m, false})
-		if err != nil {
+	for _, l := range lines {
+		if err := g.write(l); err != nil {
 			return err
 		}
-		return g.write(b)
 	}
-	// The text: for the first attempt what the client has not read yet;
-	// for a later one without tool calls (the model answered in text after
-	// a re-ask, or a stand-in answer) its whole content, since that is the
-	// answer; for a later one with calls none (its preamble would repeat
-	// the first attempt's).
-	var content, thinking string
+	return nil
+}
+
+// acceptedLines returns the lines that end the client's stream with resp:
+// the text the client has not read, resp's tool calls, the done line.
+func (g *ollamaGate) acceptedLines(resp []byte) ([][]byte, error) {
+	c, err := parseOllamaChunk(resp)
+	if err != nil {
+		return nil, err
+	}
+	line, err := ollamaLine(resp)
+	if err != nil {
+		return nil, err
+	}
+	var out [][]byte
+	add := func(m ollamaMessageJSON) {
+		if err == nil {
+			var b []byte
+			if b, err = line(m); err == nil {
+				out = append(out, b)
+			}
+		}
+	}
+	if content, thinking := g.unread(c); content != "" || thinking != "" {
+		add(ollamaMessageJSON{Role: "assistant", Content: content, Thinking: thinking})
+	}
+	if len(c.calls) > 0 {
+		calls := make([]json.RawMessage, len(c.calls))
+		for i, sp := range c.calls {
+			calls[i] = compact(raw(resp, sp))
+		}
+		add(ollamaMessageJSON{Role: "assistant", ToolCalls: calls})
+	}
+	if err != nil {
+		return nil, err
+	}
+	// The done line: resp's top level (done_reason, counts) with an empty
+	// message, its parts written above.
+	end, err := setAt(resp, nil, "message", []byte(`{"role":"assistant","content":""}`))
+	if err == nil {
+		end, err = setAt(end, nil, "done", []byte("true"))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return append(out, compact(end)), nil
+}
+
+// unread returns the text of the accepted attempt c the client reads: for
+// the first attempt what the client has not read yet; for a later one
+// without tool calls (the model answered in text after a re-ask, or a
+// stand-in answer) its whole content, since that is the answer; for a
+// later one with calls none (its preamble would repeat the first
+// attempt's).
+func (g *ollamaGate) unread(c *ollamaChunk) (content, thinking string) {
 	switch {
 	case g.attempt == 0:
 		if len(c.content) > g.passedContent {
@@ -253,30 +281,34 @@ func (g *ollamaGate) accept(resp []byte) error {
 	case len(c.calls) == 0:
 		content = c.content
 	}
-	if content != "" || thinking != "" {
-		if err := line(ollamaMessageJSON{"assistant", content, thinking, nil}); err != nil {
-			return err
-		}
-	}
-	if len(c.calls) > 0 {
-		calls := make([]json.RawMessage, len(c.calls))
-		for i, sp := range c.calls {
-			calls[i] = compact(raw(resp, sp))
-		}
-		if err := line(ollamaMessageJSON{"assistant", "", "", calls}); err != nil {
-			return err
-		}
-	}
-	// The done line: resp's top level (done_reason, counts) with an empty
-	// message, its parts written above.
-	end, err := setAt(resp, nil, "message", []byte(`{"role":"assistant","content":""}`))
-	if err == nil {
-		end, err = setAt(end, nil, "done", []byte("true"))
-	}
+	return content, thinking
+}
+
+// ollamaLine returns a maker of stream lines (done false) with resp's
+// model and created_at.
+func ollamaLine(resp []byte) (func(ollamaMessageJSON) ([]byte, error), error) {
+	r, err := parseBody(resp)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return g.write(compact(end))
+	model, err := optStr(resp, r, "model")
+	if err != nil {
+		return nil, err
+	}
+	var created json.RawMessage
+	if v, ok, err := field(resp, r, "created_at"); err != nil {
+		return nil, err
+	} else if ok {
+		created = raw(resp, v)
+	}
+	return func(m ollamaMessageJSON) ([]byte, error) {
+		return marshal(struct {
+			Model     string            `json:"model"`
+			CreatedAt json.RawMessage   `json:"created_at,omitempty"`
+			Message   ollamaMessageJSON `json:"message"`
+			Done      bool              `json:"done"`
+		}{model, created, m, false})
+	}, nil
 }
 
 func (g *ollamaGate) reject() {

@@ -90,10 +90,16 @@ func (s *ollamaServer) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	const created = `"created_at":"2025-07-07T20:43:37.688511Z"`
-	model := `"model":` + string(marshalString(req.Model))
+	turn.write(w, req.Model, stream)
+}
+
+// write writes the turn as Ollama answers a request for model: one body,
+// or NDJSON lines (the thinking, the text in two lines, one line per call,
+// the done line with its counts).
+func (turn ollamaTurn) write(w http.ResponseWriter, model string, stream bool) {
+	head := `{"model":` + string(marshalString(model)) + `,"created_at":"2025-07-07T20:43:37.688511Z",`
 	calls := "[" + strings.Join(turn.calls, ",") + "]"
-	final := `"done":true,"done_reason":"stop","total_duration":890771750,"prompt_eval_count":94,"eval_count":11`
+	final := `"done":true,"done_reason":"stop","total_duration":890771750,"prompt_eval_count":94,"eval_count":11}`
 	if !stream {
 		msg := `{"role":"assistant","content":` + string(marshalString(turn.text))
 		if turn.thinking != "" {
@@ -102,11 +108,11 @@ func (s *ollamaServer) serve(w http.ResponseWriter, r *http.Request) {
 		if len(turn.calls) > 0 {
 			msg += `,"tool_calls":` + calls
 		}
-		_, _ = io.WriteString(w, `{`+model+`,`+created+`,"message":`+msg+`},`+final+`}`)
+		_, _ = io.WriteString(w, head+`"message":`+msg+`},`+final)
 		return
 	}
 	line := func(msg string) {
-		_, _ = io.WriteString(w, `{`+model+`,`+created+`,"message":`+msg+`,"done":false}`+"\n")
+		_, _ = io.WriteString(w, head+`"message":`+msg+`,"done":false}`+"\n")
 		w.(http.Flusher).Flush()
 	}
 	if turn.thinking != "" {
@@ -120,7 +126,7 @@ func (s *ollamaServer) serve(w http.ResponseWriter, r *http.Request) {
 	for _, c := range turn.calls {
 		line(`{"role":"assistant","content":"","tool_calls":[` + c + `]}`)
 	}
-	_, _ = io.WriteString(w, `{`+model+`,`+created+`,"message":{"role":"assistant","content":""},`+final+`}`+"\n")
+	_, _ = io.WriteString(w, head+`"message":{"role":"assistant","content":""},`+final+"\n")
 }
 
 // ollamaCall is a ToolCall as Ollama sends it.
