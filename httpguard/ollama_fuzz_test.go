@@ -6,15 +6,15 @@ import (
 	"testing"
 )
 
-// collect is an event writer that keeps what a gate writes.
-type collect struct{ evs []streamEvent }
+// ollamaCollect is an event writer that keeps what a gate writes.
+type ollamaCollect struct{ evs []streamEvent }
 
-func (c *collect) putEvent(ev streamEvent) error {
+func (c *ollamaCollect) putEvent(ev streamEvent) error {
 	c.evs = append(c.evs, streamEvent{Data: append([]byte(nil), ev.Data...)})
 	return nil
 }
 
-func (c *collect) Write(p []byte) (int, error) { return len(p), nil }
+func (c *ollamaCollect) Write(p []byte) (int, error) { return len(p), nil }
 
 // FuzzOllamaStream feeds an Ollama gate arbitrary lines: it never panics;
 // what it writes is JSON, one value a line; the assembled response of a
@@ -28,7 +28,7 @@ func FuzzOllamaStream(f *testing.F) {
 	f.Add(`{"message":{"tool_calls":[{"function":{"arguments":"{}"}}]},"done":true}`)
 	f.Add(`{"message":null,"done":null}` + "\n" + `{"done":true}`)
 	f.Fuzz(func(t *testing.T, stream string) {
-		out := &collect{}
+		out := &ollamaCollect{}
 		g := ollamaWire{}.newGate(out)
 		took := true
 		for _, line := range strings.Split(stream, "\n") {

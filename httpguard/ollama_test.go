@@ -195,7 +195,7 @@ func readOllama(t *testing.T, ex exchange) ollamaRead {
 }
 
 // argsOf is the arguments object of a call the client read, as JSON.
-func argsOf(t *testing.T, call map[string]any) []byte {
+func ollamaArgsOf(t *testing.T, call map[string]any) []byte {
 	t.Helper()
 	fn, _ := call["function"].(map[string]any)
 	b, err := json.Marshal(fn["arguments"])
@@ -234,7 +234,7 @@ func TestOllamaBadThenGood(t *testing.T) {
 				t.Errorf("the client read the rejected call:\n%s", ex.body)
 			}
 			read := readOllama(t, ex)
-			if len(read.calls) != 1 || !sameJSON(argsOf(t, read.calls[0]), []byte(`{"city":"Paris"}`)) || read.calls[0]["id"] != "call_good" {
+			if len(read.calls) != 1 || !sameJSON(ollamaArgsOf(t, read.calls[0]), []byte(`{"city":"Paris"}`)) || read.calls[0]["id"] != "call_good" {
 				t.Fatalf("the client reads the calls %v, want the corrected call_good", read.calls)
 			}
 			if ct := ex.resp.Header.Get("Content-Type"); tc.streamed != (ct == "application/x-ndjson") {
@@ -296,7 +296,7 @@ func checkOllamaReask(t *testing.T, orig, reask []byte, id string) {
 	}
 	call, _ := calls[0].(map[string]any)
 	fn, _ := call["function"].(map[string]any)
-	if call["id"] != id || fn["name"] != "get_weather" || !sameJSON(mustJSON(t, fn["arguments"]), []byte(`{"city":42}`)) {
+	if call["id"] != id || fn["name"] != "get_weather" || !sameJSON(ollamaJSON(t, fn["arguments"]), []byte(`{"city":42}`)) {
 		t.Errorf("the replayed call is %v, want %s with its arguments object as it came", call, id)
 	}
 	if tool["role"] != "tool" || tool["tool_name"] != "get_weather" || tool["tool_call_id"] != id {
@@ -307,7 +307,7 @@ func checkOllamaReask(t *testing.T, orig, reask []byte, id string) {
 	}
 }
 
-func mustJSON(t *testing.T, v any) []byte {
+func ollamaJSON(t *testing.T, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -328,7 +328,7 @@ func TestOllamaCallsWithoutIDs(t *testing.T) {
 	for _, stream := range []string{"false", "true"} {
 		ex := do(t, tr, context.Background(), srv.URL+"/api/chat", ollamaRequest(stream))
 		read := readOllama(t, ex)
-		if len(read.calls) != 1 || !sameJSON(argsOf(t, read.calls[0]), []byte(`{"city":"Paris"}`)) {
+		if len(read.calls) != 1 || !sameJSON(ollamaArgsOf(t, read.calls[0]), []byte(`{"city":"Paris"}`)) {
 			t.Fatalf("stream %s: the client reads %v", stream, read.calls)
 		}
 		if _, ok := read.calls[0]["id"]; ok {
@@ -361,7 +361,7 @@ func TestOllamaCleanedArgumentsWrittenBack(t *testing.T) {
 			`"tools":[{"type":"function","function":{"name":"get_forecast","parameters":{"type":"object",` +
 			`"properties":{"city":{"type":"string"},"days":{"type":"integer"}},"required":["city","days"]}}}]}`
 		read := readOllama(t, do(t, tr, context.Background(), srv.URL+"/api/chat", []byte(body)))
-		if len(read.calls) != 1 || string(argsOf(t, read.calls[0])) != `{"city":"Paris","days":3}` {
+		if len(read.calls) != 1 || string(ollamaArgsOf(t, read.calls[0])) != `{"city":"Paris","days":3}` {
 			t.Errorf("stream %s: the client reads %v, want the cleaned arguments object", stream, read.calls)
 		}
 	}
@@ -389,7 +389,7 @@ func TestOllamaInvalidPastRetries(t *testing.T) {
 				mu.Unlock()
 			})))
 			read := readOllama(t, do(t, tr, context.Background(), srv.URL+"/api/chat", ollamaRequest(stream)))
-			if len(read.calls) != 1 || !sameJSON(argsOf(t, read.calls[0]), []byte(`{"city":42}`)) {
+			if len(read.calls) != 1 || !sameJSON(ollamaArgsOf(t, read.calls[0]), []byte(`{"city":42}`)) {
 				t.Errorf("stream %s: the client reads %v, want the last call as it came", stream, read.calls)
 			}
 			if n := len(srv.requests()); n != 2 {
@@ -540,7 +540,7 @@ func TestOllamaProviderMalformed(t *testing.T) {
 			})))
 			ex := do(t, tr, context.Background(), srv.URL+"/api/chat", ollamaRequest(tc.stream))
 			read := readOllama(t, ex)
-			if len(read.calls) != 1 || !sameJSON(argsOf(t, read.calls[0]), []byte(`{"city":"Paris"}`)) {
+			if len(read.calls) != 1 || !sameJSON(ollamaArgsOf(t, read.calls[0]), []byte(`{"city":"Paris"}`)) {
 				t.Fatalf("the client reads %v\n%s", read.calls, ex.body)
 			}
 			reqs := srv.requests()

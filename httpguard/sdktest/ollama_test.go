@@ -95,15 +95,15 @@ func (s *ollamaServer) serve(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, head+`"message":{"role":"assistant","content":""},`+final+"\n")
 }
 
-// bodyTee is a RoundTripper that keeps a copy of the response body the
+// ollamaTee is a RoundTripper that keeps a copy of the response body the
 // client reads through it, and its Content-Type.
-type bodyTee struct {
+type ollamaTee struct {
 	next        http.RoundTripper
 	body        bytes.Buffer
 	contentType string
 }
 
-func (b *bodyTee) RoundTrip(r *http.Request) (*http.Response, error) {
+func (b *ollamaTee) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := b.next.RoundTrip(r)
 	if err != nil {
 		return nil, err
@@ -143,7 +143,7 @@ func TestOllamaAPIClientBadThenGood(t *testing.T) {
 			tr := httpguard.New(nil, httpguard.ToolArgValidation(guard.WithEventHandler(func(_ context.Context, e guard.Event) {
 				events = append(events, string(e.Kind))
 			})))
-			wire := &bodyTee{next: tr}
+			wire := &ollamaTee{next: tr}
 			client := api.NewClient(base, &http.Client{Transport: wire})
 			var content strings.Builder
 			var calls []api.ToolCall
