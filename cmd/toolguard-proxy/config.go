@@ -38,6 +38,16 @@ type config struct {
 	// refuse: nil (off), or the HistoryCheck's policy.
 	history *httpguard.HistoryPolicy
 
+	// -mcp: MCP requests (a JSON-RPC body, on any path) are guarded by
+	// mcpguard; -mcp-session-limit and -mcp-thread-limit cap their
+	// tools/calls per MCP session and per thread (0: none).
+	mcp                             bool
+	mcpSessionLimit, mcpThreadLimit int
+
+	// -stdio: the command (and its arguments) of the stdio MCP server
+	// the proxy wraps, instead of serving HTTP; nil without.
+	stdio []string
+
 	runLimit, threadLimit int // ToolCallLimit; 0: none
 	modelCallLimit        int // ModelCallLimit per thread; 0: none
 	limitExit             guard.ExitBehavior
@@ -145,7 +155,8 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	var (
 		cfg                                                         config
 		upstream, maxBody, limitExit, logLvl, unknownTools, history string
-		redisCluster                                                string
+		redisCluster, mcp                                           string
+		stdio                                                       bool
 		anthropicURL, geminiURL                                     string
 		version                                                     bool
 	)
@@ -163,6 +174,10 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	fs.IntVar(&cfg.threadLimit, "thread-limit", 0, "cap the tool calls of one thread: the X-Toolguard-Thread header's, else the\ntranscript's (ToolCallLimit; 0: none)")
 	fs.IntVar(&cfg.modelCallLimit, "model-call-limit", 0, "cap the requests of one thread that reach the guard, as -thread-limit finds the\nthread (ModelCallLimit; 0: none); a request past it never reaches the upstream\nand is answered as -limit-exit says, continue as end (there is nothing to re-ask)")
 	fs.StringVar(&limitExit, "limit-exit", "continue", "what a call past a limit gets (`mode`): continue (the model is told and asked again),\nend (an answer without tool calls saying which limit), error (HTTP 422)")
+	fs.StringVar(&mcp, "mcp", "on", "guard the MCP requests the proxy forwards (`mode`): on (a POST whose body is JSON-RPC,\non any path, and any request with an Mcp-Session-Id header: tools/call checked by\nmcpguard, tools/list learned, the rest passed byte for byte) or off (passed as any\nother request); MCP requests go to -upstream")
+	fs.IntVar(&cfg.mcpSessionLimit, "mcp-session-limit", 0, "cap the MCP tools/calls forwarded per MCP session (the upstream URL, Mcp-Session-Id\nand the credentials sent upstream), counted in -redis when given (0: none)")
+	fs.IntVar(&cfg.mcpThreadLimit, "mcp-thread-limit", 0, "cap the MCP tools/calls forwarded per X-Toolguard-Thread thread (per tenant with\n-auth-keys), counted in -redis when given; a call naming no thread is not counted,\nor refused with -fail-closed (0: none)")
+	fs.BoolVar(&stdio, "stdio", false, "wrap a stdio MCP server instead of serving HTTP: toolguard-proxy -stdio -- CMD ARGS…\nstarts CMD, guards the JSON-RPC between this process's stdin/stdout and CMD's, and\nexits with CMD's status (-upstream and the HTTP flags are not used)")
 	fs.StringVar(&cfg.redisURL, "redis", "", "keep thread counts in Redis (`URL` redis://[:password@]host:port/db), so that\nreplicas share one thread limit; without it each process counts its own")
 	fs.StringVar(&redisCluster, "redis-cluster", "", "keep thread counts in a Redis Cluster, as -redis does in one server (`URL`\nredis://[user:password@]host:port?addr=host2:port&addr=host3:port, go-redis's\ncluster URL, rediss:// for TLS); not with -redis")
 	fs.BoolVar(&cfg.storeFailOpen, "store-fail-open", false, "when -redis or -redis-cluster cannot be reached, let limited requests through\nuncounted (a store_error event, logged at warn) instead of answering 503\nlimit_store_unavailable")
@@ -195,8 +210,8 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 		fmt.Fprintln(stdout, buildVersion())
 		return cfg, errVersion
 	}
-	if err == nil && fs.NArg() > 0 {
-		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	if err == nil {
+		err = cfg.finishMCP(mcp, stdio, fs.Args())
 	}
 	if err == nil {
 		err = cfg.finish(upstream, maxBody, limitExit, logLvl, unknownTools, history)
@@ -268,16 +283,47 @@ func parseWithEnv(fs *flag.FlagSet, args []string, env func(string) (string, boo
 	return fs.Parse(args)
 }
 
+// finishMCP checks -mcp, its limits and -stdio with the arguments after
+// the flags: the command -stdio wraps, and nothing without -stdio.
+func (cfg *config) finishMCP(mcp string, stdio bool, args []string) error {
+	switch mcp {
+	case "on":
+		cfg.mcp = true
+	case "off":
+	default:
+		return fmt.Errorf("%s %q: want on or off", cfg.src("mcp"), mcp)
+	}
+	if cfg.mcpSessionLimit < 0 || cfg.mcpThreadLimit < 0 {
+		return fmt.Errorf("%s and %s must not be negative (0: no limit)", cfg.src("mcp-session-limit"), cfg.src("mcp-thread-limit"))
+	}
+	switch {
+	case !stdio && len(args) > 0:
+		return fmt.Errorf("unexpected argument %q", args[0])
+	case stdio && len(args) == 0:
+		return fmt.Errorf("%s needs the server's command after the flags: toolguard-proxy -stdio [flags] -- CMD ARGS…", cfg.src("stdio"))
+	case stdio && !cfg.mcp:
+		return fmt.Errorf("%s wraps an MCP server: it cannot be used with %s off", cfg.src("stdio"), cfg.src("mcp"))
+	case stdio && cfg.mcpThreadLimit > 0:
+		return fmt.Errorf("%s counts the threads of X-Toolguard-Thread, which stdio has not: use %s", cfg.src("mcp-thread-limit"), cfg.src("mcp-session-limit"))
+	}
+	if stdio {
+		cfg.stdio = args
+	}
+	return nil
+}
+
 // finish checks the flags and sets the fields given as text.
 func (cfg *config) finish(upstream, maxBody, limitExit, logLvl, unknownTools, history string) error {
-	if upstream == "" {
+	switch {
+	case upstream == "" && cfg.stdio == nil:
 		return fmt.Errorf("%s is required", cfg.src("upstream"))
+	case upstream != "":
+		u, err := cfg.upstreamURL("upstream", upstream)
+		if err != nil {
+			return err
+		}
+		cfg.upstream = u
 	}
-	u, err := cfg.upstreamURL("upstream", upstream)
-	if err != nil {
-		return err
-	}
-	cfg.upstream = u
 	if cfg.maxRetries < 0 || cfg.modelRetries < 0 {
 		return fmt.Errorf("%s and %s must not be negative", cfg.src("max-retries"), cfg.src("model-retries"))
 	}
@@ -357,8 +403,9 @@ func (cfg *config) finishRedis(clusterURL string) error {
 		}
 		cfg.redisCluster = opts
 	}
-	if (cfg.redisURL != "" || clusterURL != "") && cfg.threadLimit == 0 && cfg.modelCallLimit == 0 {
-		return fmt.Errorf("%s keeps thread counts: it needs %s or %s", cfg.src(store), cfg.src("thread-limit"), cfg.src("model-call-limit"))
+	if (cfg.redisURL != "" || clusterURL != "") && cfg.threadLimit == 0 && cfg.modelCallLimit == 0 && cfg.mcpSessionLimit == 0 && cfg.mcpThreadLimit == 0 {
+		return fmt.Errorf("%s keeps thread counts: it needs %s, %s, %s or %s", cfg.src(store), cfg.src("thread-limit"), cfg.src("model-call-limit"),
+			cfg.src("mcp-session-limit"), cfg.src("mcp-thread-limit"))
 	}
 	if cfg.storeFailOpen && cfg.redisURL == "" && clusterURL == "" {
 		return fmt.Errorf("%s needs %s or %s: without either the counts are in memory, which never fails",

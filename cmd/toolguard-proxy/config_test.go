@@ -31,7 +31,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-upstream", "https://x", "-unknown-tools", "drop"}, `-unknown-tools "drop": want pass or reject`},
 		{[]string{"-upstream", "https://x", "-history", "fix"}, `-history "fix": want off, repair or refuse`},
 		{[]string{"-upstream", "https://x", "-max-inflight", "-1"}, "-max-inflight must not be negative"},
-		{[]string{"-upstream", "https://x", "-redis", "redis://127.0.0.1:6379"}, "-redis keeps thread counts: it needs -thread-limit or -model-call-limit"},
+		{[]string{"-upstream", "https://x", "-redis", "redis://127.0.0.1:6379"}, "-redis keeps thread counts: it needs -thread-limit, -model-call-limit, -mcp-session-limit or -mcp-thread-limit"},
 		{[]string{"-upstream", "https://x", "-model-call-limit", "-1"}, "-model-call-limit must not be negative"},
 		{[]string{"-upstream", "https://x", "-thread-limit", "3", "-store-fail-open"}, "-store-fail-open needs -redis"},
 		{[]string{"-upstream", "https://x", "-log-level", "loud"}, "-log-level"},
@@ -39,6 +39,11 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-upstream", "https://x", "extra"}, `unexpected argument "extra"`},
 		{[]string{"-upstream", "https://x", "-admin-listen", "127.0.0.1:8080"}, `-admin-listen "127.0.0.1:8080" is -listen's address`},
 		{[]string{"-nope"}, "flag provided but not defined: -nope"},
+		{[]string{"-upstream", "https://x", "-mcp", "maybe"}, `-mcp "maybe": want on or off`},
+		{[]string{"-upstream", "https://x", "-mcp-session-limit", "-1"}, "-mcp-session-limit and -mcp-thread-limit must not be negative"},
+		{[]string{"-stdio"}, "-stdio needs the server's command after the flags"},
+		{[]string{"-stdio", "-mcp", "off", "--", "server"}, "-stdio wraps an MCP server: it cannot be used with -mcp off"},
+		{[]string{"-stdio", "-mcp-thread-limit", "2", "--", "server"}, "-mcp-thread-limit counts the threads of X-Toolguard-Thread, which stdio has not"},
 	} {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), tc.args, noEnv, &stdout, &stderr)

@@ -77,8 +77,14 @@ func hasQueryKey(u *url.URL) bool {
 
 // upstreamFor returns the base URL r goes to and, with -auth-keys, the
 // provider's key that upstream gets: the route of r's provider when its
-// flag is given, else -upstream and -upstream-key-env's key.
+// flag is given, else -upstream and -upstream-key-env's key. An MCP
+// request (isMCP) always goes to -upstream.
 func (s *server) upstreamFor(r *http.Request) (*url.URL, string) {
+	if isMCP(r.Context()) {
+		// An MCP server's requests are not a provider's, whatever
+		// headers they carry.
+		return s.cfg.upstream, s.cfg.upstreamKey
+	}
 	var rt route
 	switch providerOf(r) {
 	case anthropicProvider:

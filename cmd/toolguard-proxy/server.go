@@ -22,6 +22,7 @@ import (
 	"github.com/toolguard/toolguard/guard/otelguard"
 	"github.com/toolguard/toolguard/guard/redisstore"
 	"github.com/toolguard/toolguard/httpguard"
+	"github.com/toolguard/toolguard/mcpguard"
 )
 
 // maxIdleConnsPerHost keeps that many connections to the upstream open
@@ -172,7 +173,7 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 	s.observer = otelguard.New(otelguard.WithTracerProvider(tel.tracer), otelguard.WithMeterProvider(tel.meters))
 	proxy := &httputil.ReverseProxy{
 		Rewrite:      s.rewrite,
-		Transport:    httpguard.New(quietErrors{s.base}, cfg.middlewares(s.observer, store, s.logEvent)...),
+		Transport:    s.transport(store),
 		ErrorHandler: s.proxyError,
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
@@ -190,7 +191,7 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 		metrics = s.authenticate(metrics)
 	}
 	ops.Handle("GET /metrics", metrics)
-	traffic := s.instrument(s.authenticate(s.limitInflight(s.admit(s.checkStore(s.watchUnguarded(proxy))))))
+	traffic := s.instrument(s.authenticate(s.limitInflight(s.admit(s.sniffMCP(s.checkStore(s.watchUnguarded(proxy)))))))
 	if cfg.adminListen != "" {
 		s.admin, s.handler = ops, traffic
 	} else {
@@ -198,6 +199,18 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 		s.handler = ops
 	}
 	return s, nil
+}
+
+// transport is the proxy's transport to the upstreams: httpguard's, and
+// beside it, with -mcp on, mcpguard's for the MCP requests (mcpRouter),
+// both over the same connections; store keeps the limits' counts (nil:
+// memory).
+func (s *server) transport(store guard.ThreadStore) http.RoundTripper {
+	model := httpguard.New(quietErrors{s.base}, s.cfg.middlewares(s.observer, store, s.logEvent)...)
+	if !s.cfg.mcp {
+		return model
+	}
+	return mcpRouter{mcp: mcpguard.New(quietErrors{s.base}, s.cfg.mcpOptions(s.observer, store, s.logEvent)...), model: model}
 }
 
 // serve serves on ln (HTTPS with -tls-cert, else plain HTTP), and the
