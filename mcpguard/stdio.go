@@ -69,9 +69,11 @@ var errServerGone = errors.New("mcpguard: the server's output ended before it an
 // Messages of the client reach the server in the order sent, but for a
 // call that waits for its tool's tools/list; answers reach the client as
 // they come. When p.ClientIn ends, p.ServerIn is closed (the server's cue
-// to exit); Stdio returns when p.ServerOut ends, with nil, or with the
-// error that stopped a read. Cancelling ctx abandons the requests waiting
-// for an answer; the pipes stay the caller's to close.
+// to exit). Stdio returns when p.ServerOut ends (the server exited), with
+// nil or the error that stopped a read, once every request it was
+// handling is answered (a request still waiting gets a JSON-RPC error); a
+// read of p.ClientIn then in progress ends when the caller closes it.
+// Cancelling ctx abandons the requests waiting for an answer.
 func Stdio(ctx context.Context, p StdioPipes, opts ...Option) error {
 	s := &stdioSession{
 		pipes:   p,
@@ -88,23 +90,43 @@ func Stdio(ctx context.Context, p StdioPipes, opts ...Option) error {
 		s.key = keyOf(withStdioHeaders(req))
 	}
 
-	serverDone := make(chan error, 1)
-	go func() { serverDone <- s.readServer(ctx) }()
-
-	clientErr := s.readClient(ctx)
-	_ = p.ServerIn.Close()
-	var serverErr error
+	clientDone := make(chan error, 1)
+	go func() {
+		err := s.readClient(ctx)
+		_ = p.ServerIn.Close() // the server's cue to exit
+		clientDone <- err
+	}()
+	var err error
 	select {
-	case serverErr = <-serverDone:
+	case err = <-s.serverDone(ctx):
 	case <-ctx.Done():
-		serverErr = ctx.Err()
+		err = ctx.Err()
 	}
+	s.wmu.Lock()
+	s.stopped = true
+	s.wmu.Unlock()
 	s.wg.Wait()
-	if clientErr != nil && !errors.Is(clientErr, io.EOF) {
-		return errors.Join(fmt.Errorf("mcpguard: reading the client's messages: %w", clientErr), serverErr)
+	select {
+	case cerr := <-clientDone:
+		if cerr != nil && !errors.Is(cerr, io.EOF) && !errors.Is(cerr, errStopped) {
+			err = errors.Join(fmt.Errorf("mcpguard: reading the client's messages: %w", cerr), err)
+		}
+	default: // still reading: it ends with p.ClientIn
 	}
-	return serverErr
+	return err
 }
+
+// serverDone reads the server's messages on a goroutine of its own and
+// returns the channel of its end.
+func (s *stdioSession) serverDone(ctx context.Context) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- s.readServer(ctx) }()
+	return done
+}
+
+// errStopped ends the reading of the client's messages once the session
+// is over.
+var errStopped = errors.New("mcpguard: the session is over")
 
 // stdioSession is one guarded stdio session; it is the base
 // http.RoundTripper of its transport.
@@ -120,7 +142,10 @@ type stdioSession struct {
 	pmu     sync.Mutex
 	pending map[string]chan stdioReply // the client's (and the transport's) requests waiting, by id
 	gone    chan struct{}              // closed when the server's output ends
-	wg      sync.WaitGroup             // the requests being handled
+
+	wmu     sync.Mutex
+	stopped bool           // the session is over: no request is handled any more
+	wg      sync.WaitGroup // the requests being handled
 }
 
 // stdioReply is a message of the server answering a request: its bytes,
@@ -161,11 +186,19 @@ func (s *stdioSession) readClient(ctx context.Context) error {
 			}
 			select {
 			case slots <- struct{}{}:
+			case <-s.gone:
+				return errStopped
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			sent := make(chan struct{})
+			s.wmu.Lock()
+			if s.stopped {
+				s.wmu.Unlock()
+				return errStopped
+			}
 			s.wg.Add(1)
+			s.wmu.Unlock()
+			sent := make(chan struct{})
 			go func() {
 				defer s.wg.Done()
 				defer func() { <-slots }()
@@ -173,6 +206,8 @@ func (s *stdioSession) readClient(ctx context.Context) error {
 			}()
 			select {
 			case <-sent:
+			case <-s.gone:
+				return errStopped
 			case <-ctx.Done():
 				return ctx.Err()
 			}

@@ -287,7 +287,8 @@ func TestStdioPassesAndBounds(t *testing.T) {
 }
 
 // A request waiting for its answer when the server's output ends is
-// answered with a JSON-RPC error, and Stdio returns.
+// answered with a JSON-RPC error, and Stdio returns though the client's
+// input has not ended (a wrapper exits when its server does).
 func TestStdioServerGone(t *testing.T) {
 	rig := newStdioRig(t, func(in io.ReadCloser, out io.WriteCloser) {
 		bufio.NewReader(in).ReadString('\n') // the request, never answered
@@ -300,5 +301,11 @@ func TestStdioServerGone(t *testing.T) {
 	want := `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"mcpguard: the server's output ended before it answered"}}` + "\n"
 	if line != want {
 		t.Errorf("the client read %q, want %q", line, want)
+	}
+	select {
+	case err := <-rig.done:
+		rig.done <- err // for the cleanup
+	case <-time.After(30 * time.Second):
+		t.Fatal("Stdio did not return after the server's output ended")
 	}
 }
