@@ -43,6 +43,9 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 	if err != nil {
 		return err
 	}
+	if cfg.stdio != nil {
+		return runStdio(ctx, cfg, os.Stdin, stdout, stderr)
+	}
 	s, err := newServer(ctx, cfg, stderr)
 	if err != nil {
 		return err
