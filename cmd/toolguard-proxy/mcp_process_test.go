@@ -221,3 +221,60 @@ func TestStdioProcessExitStatus(t *testing.T) {
 		}
 	})
 }
+
+// What -stdio does not guard passes byte for byte both ways, through the
+// built binary wrapping cat (which echoes each line back as the server's
+// message): a malformed line, a batch, a notification, blank space kept
+// inside a line; a line past mcpguard.MaxBody is answered with a JSON-RPC
+// error and never reaches the server, and the session goes on.
+func TestStdioProcessRawLines(t *testing.T) {
+	t.Parallel()
+	cmd, _ := stdioCommand(t, "cat")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	out := bufio.NewReader(stdout)
+	read := func() string {
+		t.Helper()
+		line, err := out.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading the wrapper's stdout: %v\n%s", err, stderr.String())
+		}
+		return strings.TrimSuffix(line, "\n")
+	}
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":`,
+		`[{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"}]`,
+		`{"jsonrpc":"2.0" , "method":"notifications/initialized",  "params":{"x":[1.50, 1e6]}}`,
+		`not json at all`,
+	} {
+		stdin.Write([]byte(line + "\n"))
+		if got := read(); got != line {
+			t.Errorf("cat echoed %q through the wrapper, want %q", got, line)
+		}
+	}
+	huge := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x","arguments":{"s":"` + strings.Repeat("a", 9<<20) + `"}}}`
+	go stdin.Write([]byte(huge + "\n"))
+	want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"mcpguard: a message of the client is larger than 8388608 bytes, the bound of what is read: it was not sent to the server"}}`
+	if got := read(); got != want {
+		t.Errorf("the huge line was answered %.300q, want %q", got, want)
+	}
+	stdin.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"))
+	if got := read(); got != `{"jsonrpc":"2.0","method":"notifications/initialized"}` {
+		t.Errorf("after the huge line cat echoed %.300q, want the notification", got)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("the wrapper ended with %v, want exit status 0 (cat's)\n%s", err, stderr.String())
+	}
+}
