@@ -16,7 +16,8 @@
 //	                [-redis-cluster redis://host:port?addr=host2:port&addr=…]
 //	                [-upstream-anthropic URL [-upstream-anthropic-key-env NAME]]
 //	                [-upstream-gemini URL [-upstream-gemini-key-env NAME]] [-tls-cert FILE -tls-key FILE]
-//	                [-mcp on|off] [-mcp-session-limit N] [-mcp-thread-limit N]
+//	                [-mcp on|off] [-upstream-mcp URL [-upstream-mcp-key-env NAME]]
+//	                [-mcp-session-limit N] [-mcp-thread-limit N]
 //	toolguard-proxy -stdio [-fail-closed] [-mcp-session-limit N [-redis redis://…]] [-log-level L] -- CMD ARGS…
 //
 // One proxy serves every provider (see Upstreams), and guards the MCP
@@ -26,7 +27,7 @@
 // the VCS revision, unknown without one, -dirty for a changed tree) and
 // exits.
 //
-// Every flag but -version may also be set as an environment variable,
+// Every flag but -version and -stdio may also be set as an environment variable,
 // TOOLGUARD_ and the flag's name in upper case with "_" for "-"
 // (TOOLGUARD_UPSTREAM, TOOLGUARD_THREAD_LIMIT=10, TOOLGUARD_FAIL_CLOSED=true),
 // which suits a container. The command line wins; TOOLGUARD_ names that
@@ -156,11 +157,15 @@
 //   - everything else (initialize, notifications, resources, prompts,
 //     malformed JSON-RPC, batches without a tools/call) passes byte for byte.
 //
-// MCP requests go to -upstream, whatever headers they carry: one proxy per
-// MCP server, or the one proxy of a model upstream that also serves MCP.
-// They are authenticated, limited by -max-inflight, logged and counted as
-// any request, with the same -auth-keys (the server gets -upstream-key-env's
-// key in place of the client's), -max-body, timeouts and metrics; the
+// MCP requests go to -upstream-mcp URL when it is given, else to
+// -upstream, whatever their path and headers: one proxy can serve an
+// agent's model and its MCP server (-upstream https://api.openai.com
+// -upstream-mcp http://mcp-server:3000), or one MCP server alone
+// (-upstream http://mcp-server:3000). They are authenticated, limited by
+// -max-inflight, logged and counted as any request, with the same
+// -auth-keys (the MCP server gets -upstream-mcp-key-env's key, or
+// -upstream-key-env's without -upstream-mcp, in place of the client's),
+// -max-body, timeouts and metrics; the
 // calls are execute_tool spans and their events (Middleware "mcpguard")
 // are logged and counted in toolguard_events_total. -fail-closed refuses
 // what mcpguard cannot check (a schema that does not compile, a tools/list

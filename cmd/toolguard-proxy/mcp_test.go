@@ -307,3 +307,51 @@ func TestMCPSessionLimit(t *testing.T) {
 		t.Errorf("the server received %d tools/call, want 1", n)
 	}
 }
+
+// -upstream-mcp takes the MCP requests, on any path and whatever headers
+// they carry, and nothing else; with -auth-keys it gets the key of
+// -upstream-mcp-key-env, never -upstream's.
+func TestMCPUpstream(t *testing.T) {
+	t.Parallel()
+	srv, rec := newMCPServer(t, true)
+	var modelGot []string
+	var mu sync.Mutex
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		modelGot = append(modelGot, r.URL.Path+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"Hi."},"finish_reason":"stop"}]}`))
+	}))
+	defer model.Close()
+	const mcpKey, mcpEnv = "mcp-SERVER-key", "TEST_MCP_KEY"
+	env := envOf(map[string]string{providerEnv: providerKey, mcpEnv: mcpKey}, nil)
+	p := startProxyEnv(t, env, nil, model.URL, "-auth-keys", writeKeys(t, keyFile), "-upstream-key-env", providerEnv,
+		"-upstream-mcp", srv.URL, "-upstream-mcp-key-env", mcpEnv)
+
+	cs := connectMCP(t, p.URL+mcpPath, "Authorization", "Bearer "+keyA, "Anthropic-Version", "2023-06-01")
+	bad, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "forecast", Arguments: map[string]any{"city": "Paris", "days": 0}})
+	if err != nil || !bad.IsError || toolText(bad) != forecastFeedback {
+		t.Fatalf("CallTool(bad) = %v, %v; want the feedback", bad, err)
+	}
+	resp, body := post(t, p.URL+"/v1/chat/completions", chatBody, "Authorization", "Bearer "+keyA)
+	if resp.StatusCode != 200 {
+		t.Fatalf("chat: %d %s", resp.StatusCode, body)
+	}
+	rec.mu.Lock()
+	for _, h := range rec.headers {
+		if h.Get("Authorization") != "Bearer "+mcpKey {
+			t.Errorf("the MCP server got Authorization %q, want -upstream-mcp-key-env's key", h.Get("Authorization"))
+		}
+	}
+	n := len(rec.bodies)
+	rec.mu.Unlock()
+	if n == 0 {
+		t.Error("the MCP server received nothing")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"/v1/chat/completions Bearer " + providerKey}; !slices.Equal(modelGot, want) {
+		t.Errorf("-upstream received %q, want only the chat request, with its key", modelGot)
+	}
+}

@@ -253,6 +253,9 @@ func (s *server) serve(ctx context.Context, ln, admin net.Listener) error {
 	if u := s.cfg.gemini.url; u != nil {
 		attrs = append(attrs, "upstream_gemini", u.Redacted())
 	}
+	if u := s.cfg.mcpRoute.url; u != nil {
+		attrs = append(attrs, "upstream_mcp", u.Redacted())
+	}
 	if keys := s.keys.Load(); keys != nil {
 		attrs = append(attrs, "keys", len(keys.entries), "tenants", keys.count)
 	}
