@@ -120,6 +120,13 @@ func newStdioRig(t *testing.T, serve func(in io.ReadCloser, out io.WriteCloser),
 
 // goSDKServer is the test server of server_test.go, served over stdio.
 func goSDKServer(t *testing.T) func(in io.ReadCloser, out io.WriteCloser) {
+	serve, _ := goSDKServerOf(t)
+	return serve
+}
+
+// goSDKServerOf is goSDKServer that also returns the go-sdk server, for a
+// test that changes its tools.
+func goSDKServerOf(t *testing.T) (func(in io.ReadCloser, out io.WriteCloser), *mcp.Server) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "weather", Version: "v1"}, nil)
 	s.AddTool(&mcp.Tool{Name: "forecast", InputSchema: json.RawMessage(forecastSchema), OutputSchema: json.RawMessage(tempSchema)},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -138,13 +145,19 @@ func goSDKServer(t *testing.T) func(in io.ReadCloser, out io.WriteCloser) {
 			return
 		}
 		_ = ss.Wait()
-	}
+	}, s
 }
 
-// connectStdio connects a go-sdk client over the rig's client pipes.
+// connect connects a go-sdk client over the rig's client pipes.
 func (rig *stdioRig) connect(t *testing.T) *mcp.ClientSession {
 	t.Helper()
-	c := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "v1"}, nil)
+	return rig.connectWith(t, nil)
+}
+
+// connectWith is connect with the client's options co.
+func (rig *stdioRig) connectWith(t *testing.T, co *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "v1"}, co)
 	cs, err := c.Connect(t.Context(), &mcp.IOTransport{Reader: rig.clientR, Writer: rig.clientW}, nil)
 	if err != nil {
 		t.Fatalf("Connect: %v", err)
@@ -307,5 +320,73 @@ func TestStdioServerGone(t *testing.T) {
 		rig.done <- err // for the cleanup
 	case <-time.After(30 * time.Second):
 		t.Fatal("Stdio did not return after the server's output ended")
+	}
+}
+
+// Over stdio, notifications/tools/list_changed from the server forgets the
+// session's tools (and reaches the client): the next call is checked
+// against the schema the server lists now.
+func TestStdioListChanged(t *testing.T) {
+	serve, s := goSDKServerOf(t)
+	rig := newStdioRig(t, serve)
+	changed := make(chan struct{}, 1)
+	cs := rig.connectWith(t, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	defer cs.Close()
+	call := func(days int) *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "forecast", Arguments: map[string]any{"city": "Rome", "days": days}})
+		if err != nil {
+			t.Fatalf("CallTool(days %d): %v", days, err)
+		}
+		return res
+	}
+	if res := call(5); res.IsError {
+		t.Fatalf("CallTool(days 5) under the first schema = isError %q", text(res))
+	}
+	s.AddTool(&mcp.Tool{Name: "forecast", InputSchema: json.RawMessage(strings.Replace(forecastSchema, `"minimum":1`, `"minimum":1,"maximum":3`, 1)),
+		OutputSchema: json.RawMessage(tempSchema)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{StructuredContent: map[string]any{"temp": 1}}, nil
+		})
+	select {
+	case <-changed:
+	case <-t.Context().Done():
+		t.Fatal("no notifications/tools/list_changed reached the client")
+	}
+	if res := call(5); !res.IsError {
+		t.Errorf("CallTool(days 5) after list_changed = %q; want isError under the new maximum", text(res))
+	}
+	if got := rig.serverIn.received("tools/list"); len(got) != 2 {
+		t.Errorf("the server received %d tools/list, want 2 (before and after list_changed)", len(got))
+	}
+	if n := len(rig.serverIn.received("tools/call")); n != 1 {
+		t.Errorf("the server received %d tools/call, want 1", n)
+	}
+}
+
+// An answer of the server longer than MaxBody reaches the client whole,
+// handed on as it is read (the transport holds at most MaxBody of it),
+// and the session goes on.
+func TestStdioServerLongLine(t *testing.T) {
+	long := `{"jsonrpc":"2.0","id":1,"result":{"blob":"` + strings.Repeat("b", mcpguard.MaxBody+1<<20) + `"}}`
+	rig := newStdioRig(t, func(in io.ReadCloser, out io.WriteCloser) {
+		r := bufio.NewReader(in)
+		if _, err := r.ReadString('\n'); err != nil {
+			return
+		}
+		out.Write([]byte(long + "\n"))
+		echoLines(io.NopCloser(r), out)
+	})
+	client := bufio.NewReader(rig.clientR)
+	go rig.clientW.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"))
+	got, err := client.ReadString('\n')
+	if err != nil || got != long+"\n" {
+		t.Fatalf("the client read %d bytes (%v), want the server's %d-byte answer whole", len(got), err, len(long)+1)
+	}
+	rig.clientW.Write([]byte(`{"jsonrpc":"2.0","id":2,"method":"ping"}` + "\n"))
+	if got, err := client.ReadString('\n'); err != nil || got != `{"jsonrpc":"2.0","id":2,"result":{"method":"ping"}}`+"\n" {
+		t.Errorf("after the long answer the client read %q (%v), want the second ping's answer", got, err)
 	}
 }
