@@ -164,8 +164,10 @@
 // (-upstream http://mcp-server:3000). They are authenticated, limited by
 // -max-inflight, logged and counted as any request, with the same
 // -auth-keys (the MCP server gets -upstream-mcp-key-env's key, or
-// -upstream-key-env's without -upstream-mcp, in place of the client's),
-// -max-body, timeouts and metrics; the
+// -upstream-key-env's without -upstream-mcp, in place of the client's,
+// replaced after mcpguard, so that the sessions of a stateless server,
+// told apart by their credentials, stay each client key's), -max-body,
+// timeouts and metrics; the
 // calls are execute_tool spans and their events (Middleware "mcpguard")
 // are logged and counted in toolguard_events_total. -fail-closed refuses
 // what mcpguard cannot check (a schema that does not compile, a tools/list

@@ -101,6 +101,29 @@ func (t mcpRouter) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.model.RoundTrip(r)
 }
 
+// mcpKeys is the upstream transport of mcpguard: with -auth-keys it
+// replaces the client's key of each request by the MCP upstream's, as
+// rewrite does for a model request, but after mcpguard: mcpguard keeps a
+// session's tools and counts its calls (-mcp-session-limit) by the
+// credentials it sees, and a stateless MCP server (no Mcp-Session-Id)
+// has no other mark of a session, so with the provider's key in place
+// every client would share one. The client's key is only hashed there,
+// never kept or logged, and never reaches the upstream: every request
+// mcpguard sends (its own tools/list included) passes here.
+type mcpKeys struct {
+	s    *server
+	next http.RoundTripper
+}
+
+func (t mcpKeys) RoundTrip(r *http.Request) (*http.Response, error) {
+	if c := clientFrom(r.Context()); c != nil {
+		_, key := t.s.upstreamFor(r)
+		r = r.Clone(r.Context())
+		replaceClientKeys(r, c, key)
+	}
+	return t.next.RoundTrip(r)
+}
+
 // mcpOptions returns mcpguard's options from the flags: -fail-closed,
 // -mcp-session-limit and -mcp-thread-limit (the session's first, so that
 // a call refused by it is counted by neither), both counted in store

@@ -62,6 +62,12 @@ func (rec *mcpRecorder) all() []string {
 // server-sent events.
 func newMCPServer(t *testing.T, jsonResponse bool) (*httptest.Server, *mcpRecorder) {
 	t.Helper()
+	return newMCPServerWith(t, &mcp.StreamableHTTPOptions{JSONResponse: jsonResponse})
+}
+
+// newMCPServerWith is newMCPServer with the handler's options o.
+func newMCPServerWith(t *testing.T, o *mcp.StreamableHTTPOptions) (*httptest.Server, *mcpRecorder) {
+	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "weather", Version: "v1"}, nil)
 	s.AddTool(&mcp.Tool{Name: "forecast", InputSchema: json.RawMessage(forecastSchema), OutputSchema: json.RawMessage(tempSchema)},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -73,7 +79,7 @@ func newMCPServer(t *testing.T, jsonResponse bool) (*httptest.Server, *mcpRecord
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: `{"temp":"warm"}`}},
 				StructuredContent: map[string]any{"temp": "warm"}}, nil
 		})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{JSONResponse: jsonResponse})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, o)
 	rec := &mcpRecorder{}
 	mux := http.NewServeMux()
 	mux.Handle(mcpPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -353,5 +359,37 @@ func TestMCPUpstream(t *testing.T) {
 	defer mu.Unlock()
 	if want := []string{"/v1/chat/completions Bearer " + providerKey}; !slices.Equal(modelGot, want) {
 		t.Errorf("-upstream received %q, want only the chat request, with its key", modelGot)
+	}
+}
+
+// With -auth-keys, a stateless MCP server's sessions (no Mcp-Session-Id:
+// one per endpoint and credentials) are each client key's, though the
+// server gets one provider key for all: -mcp-session-limit counts each
+// tenant's calls apart.
+func TestMCPTenantsOfStatelessServer(t *testing.T) {
+	t.Parallel()
+	srv, rec := newMCPServerWith(t, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	p := startAuthProxy(t, srv.URL, "-mcp-session-limit", "1")
+	for _, key := range []string{keyA, keyB} {
+		cs := connectMCP(t, p.URL+mcpPath, "Authorization", "Bearer "+key)
+		for i, want := range []bool{false, true} {
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "forecast", Arguments: map[string]any{"city": "Paris", "days": 2}})
+			if err != nil {
+				t.Fatalf("key %s, CallTool %d: %v", key, i, err)
+			}
+			if res.IsError != want {
+				t.Errorf("key %s, CallTool %d: isError %v (%q), want %v", key, i, res.IsError, toolText(res), want)
+			}
+		}
+	}
+	if n := len(rec.received("tools/call")); n != 2 {
+		t.Errorf("the server received %d tools/call, want 2 (one per tenant)", n)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, h := range rec.headers {
+		if h.Get("Authorization") != "Bearer "+providerKey {
+			t.Errorf("the server got Authorization %q, want the provider's key", h.Get("Authorization"))
+		}
 	}
 }

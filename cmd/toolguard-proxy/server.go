@@ -213,7 +213,7 @@ func (s *server) transport(store guard.ThreadStore) http.RoundTripper {
 	if !s.cfg.mcp {
 		return model
 	}
-	return mcpRouter{mcp: mcpguard.New(quietErrors{s.base}, s.cfg.mcpOptions(s.observer, store, s.logEvent)...), model: model}
+	return mcpRouter{mcp: mcpguard.New(mcpKeys{s, quietErrors{s.base}}, s.cfg.mcpOptions(s.observer, store, s.logEvent)...), model: model}
 }
 
 // serve serves on ln (HTTPS with -tls-cert, else plain HTTP), and the
