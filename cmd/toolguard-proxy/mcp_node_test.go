@@ -139,7 +139,7 @@ func runMCPNode(t *testing.T, node, nodePath string, calls []nodeCall, env []str
 		t.Fatalf("node mcp_client.cjs %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
 	}
 	t.Logf("node mcp_client.cjs %s\n%s", args[0], stdout.String())
-	if t.Failed() || testing.Verbose() {
+	if stderr.Len() > 0 && (t.Failed() || testing.Verbose()) {
 		t.Logf("stderr (the wrapper's and the server's, for stdio):\n%s", stderr.String())
 	}
 	var out nodeRead
