@@ -41,7 +41,7 @@ type config struct {
 	// refuse: nil (off), or the HistoryCheck's policy.
 	history *httpguard.HistoryPolicy
 
-	// -mcp: MCP requests (a JSON-RPC body, on any path) are guarded by
+	// -mcp: MCP requests (a JSON-RPC body, on any path but a model's) are guarded by
 	// mcpguard; -mcp-session-limit and -mcp-thread-limit cap their
 	// tools/calls per MCP session and per thread (0: none).
 	mcp                             bool
@@ -139,7 +139,7 @@ Anthropic's (/v1/messages, anthropic-version) and Gemini's
 (/models/MODEL:METHOD, x-goog-api-key, ?key=) requests, -upstream-mcp the MCP
 requests; the rest go to -upstream.
 
-MCP: a request whose body is JSON-RPC (any path) is an MCP request: its
+MCP: a request whose body is JSON-RPC (any path but a model's) is an MCP request: its
 tools/call is checked by mcpguard (an invalid one answered with an isError
 result and never forwarded), the rest passed byte for byte (-mcp off: not
 guarded); they go to -upstream-mcp, else -upstream. A stdio MCP server is wrapped instead with
@@ -184,7 +184,7 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	fs.IntVar(&cfg.threadLimit, "thread-limit", 0, "cap the tool calls of one thread: the X-Toolguard-Thread header's, else the\ntranscript's (ToolCallLimit; 0: none)")
 	fs.IntVar(&cfg.modelCallLimit, "model-call-limit", 0, "cap the requests of one thread that reach the guard, as -thread-limit finds the\nthread (ModelCallLimit; 0: none); a request past it never reaches the upstream\nand is answered as -limit-exit says, continue as end (there is nothing to re-ask)")
 	fs.StringVar(&limitExit, "limit-exit", "continue", "what a call past a limit gets (`mode`): continue (the model is told and asked again),\nend (an answer without tool calls saying which limit), error (HTTP 422)")
-	fs.StringVar(&mcp, "mcp", "on", "guard the MCP requests the proxy forwards (`mode`): on (a POST whose body is JSON-RPC,\non any path, and any request with an Mcp-Session-Id header: tools/call checked by\nmcpguard, tools/list learned, the rest passed byte for byte) or off (passed as any\nother request); MCP requests go to -upstream-mcp, else -upstream")
+	fs.StringVar(&mcp, "mcp", "on", "guard the MCP requests the proxy forwards (`mode`): on (a POST whose body is JSON-RPC,\non any path but a model's, a GET or DELETE with an Mcp-Session-Id header: tools/call checked by\nmcpguard, tools/list learned, the rest passed byte for byte) or off (passed as any\nother request); MCP requests go to -upstream-mcp, else -upstream")
 	fs.IntVar(&cfg.mcpSessionLimit, "mcp-session-limit", 0, "cap the MCP tools/calls forwarded per MCP session (the upstream URL, Mcp-Session-Id\nand the credentials sent upstream), counted in -redis when given (0: none)")
 	fs.IntVar(&cfg.mcpThreadLimit, "mcp-thread-limit", 0, "cap the MCP tools/calls forwarded per X-Toolguard-Thread thread (per tenant with\n-auth-keys), counted in -redis when given; a call naming no thread is not counted,\nor refused with -fail-closed (0: none)")
 	fs.BoolVar(&stdio, "stdio", false, "wrap a stdio MCP server instead of serving HTTP: toolguard-proxy -stdio -- CMD ARGS…\nstarts CMD, guards the JSON-RPC between this process's stdin/stdout and CMD's, and\nexits with CMD's status (-upstream and the HTTP flags are not used)")
@@ -199,7 +199,7 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "on SIGTERM, how long in-flight requests (streams included) may take to\nfinish before they are cut; keep it below the orchestrator's grace period")
 	fs.StringVar(&cfg.authKeysPath, "auth-keys", "", "require a client key: a `file` of lines KEY TENANT (# comments), re-read on SIGHUP;\na request must carry one where its SDK puts the API key (Authorization: Bearer,\nx-api-key, x-goog-api-key or ?key=), else 401; the upstream gets -upstream-key-env's\nkey there instead, and thread limits count per tenant")
 	fs.StringVar(&cfg.upstreamKeyEnv, "upstream-key-env", "", "the environment variable (`name`) holding -upstream's API key, sent upstream\nin place of the client's key (required with -auth-keys)")
-	fs.StringVar(&mcpURL, "upstream-mcp", "", "the base `URL` of the MCP requests (a JSON-RPC body, on any path), e.g.\nhttp://mcp-server:3000; the request's path is appended to it (default: -upstream)")
+	fs.StringVar(&mcpURL, "upstream-mcp", "", "the base `URL` of the MCP requests (a JSON-RPC body, on any path but a model's), e.g.\nhttp://mcp-server:3000; the request's path is appended to it (default: -upstream)")
 	fs.StringVar(&cfg.mcpRoute.keyEnv, "upstream-mcp-key-env", "", "the environment variable (`name`) holding -upstream-mcp's key, sent as the\nclient's was (required with -auth-keys and -upstream-mcp)")
 	fs.StringVar(&cfg.anthropic.keyEnv, "upstream-anthropic-key-env", "", "the environment variable (`name`) holding -upstream-anthropic's API key\n(required with -auth-keys and -upstream-anthropic)")
 	fs.StringVar(&cfg.gemini.keyEnv, "upstream-gemini-key-env", "", "the environment variable (`name`) holding -upstream-gemini's API key\n(required with -auth-keys and -upstream-gemini)")

@@ -139,10 +139,14 @@
 // MCP client: put it in front of an MCP server's Streamable HTTP endpoint
 // (-upstream http://mcp-server:3000) and point the host at the proxy
 // (http://127.0.0.1:8080/mcp, the server's path kept). A request is MCP
-// by its body, on any path: a POST whose body is a JSON-RPC 2.0 message or
-// batch ("jsonrpc": "2.0"), and any request carrying an Mcp-Session-Id or
-// Mcp-Protocol-Version header (a session's GET stream and its DELETE).
-// Then:
+// by its body, on any path but those httpguard guards as a model's
+// (…/chat/completions, …/responses, …/v1/messages, …/models/MODEL:METHOD):
+// a POST whose body is a JSON-RPC 2.0 message or batch ("jsonrpc":
+// "2.0"); and a request of another method carrying an Mcp-Session-Id or
+// Mcp-Protocol-Version header (a session's GET stream and its DELETE). A
+// model request stays the model guard's however it is dressed (a
+// "jsonrpc" member, an MCP header), so none leaves httpguard's stages and
+// limits that way. Then:
 //
 //   - tools/call is stripped, coerced and validated against the tool's
 //     inputSchema; cleaned arguments are forwarded cleaned; arguments

@@ -6,15 +6,16 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 
 	"github.com/toolguard/toolguard/guard"
 	"github.com/toolguard/toolguard/mcpguard"
 )
 
-// MCP through the proxy: a request whose body is JSON-RPC (on any path),
-// or that carries an MCP session's headers, is an MCP request; it goes to
-// mcpguard's transport, beside httpguard's, which takes every other
-// request. Beside, not in front: a model request is never read as
+// MCP through the proxy: a request whose body is JSON-RPC (on any path
+// but a model's), or that carries an MCP session's headers, is an MCP
+// request; it goes to mcpguard's transport, beside httpguard's, which
+// takes every other request. Beside, not in front: a model request is never read as
 // JSON-RPC twice nor its stream watched for MCP notifications, and an MCP
 // request never meets httpguard's ModelRetry, which would send a
 // tools/call again after a 5xx (a tool is not a model call: running it
@@ -30,22 +31,27 @@ func isMCP(ctx context.Context) bool {
 }
 
 // sniffMCP marks MCP requests (mcpKey) for the transport (mcpRouter):
-// a POST whose body is a JSON-RPC 2.0 message or batch, or any request
-// with an Mcp-Session-Id or Mcp-Protocol-Version header (the GET of a
-// session's stream, the DELETE that ends it). It reads at most
+// a POST whose body is a JSON-RPC 2.0 message or batch (jsonRPC), on any
+// path but one httpguard guards as a model protocol's (modelPath), and a
+// request of another method (a session's GET stream, the DELETE that ends
+// it) with an Mcp-Session-Id or Mcp-Protocol-Version header. A model's
+// path stays the model guard's and a POST is judged by its body alone, so
+// that a model request cannot leave httpguard's stages, its limits among
+// them, by carrying a "jsonrpc" member or an MCP header. It reads at most
 // mcpguard.MaxBody of a body (the rest, past -max-body's bound too, is
-// read by whoever reads it next, as it came); a body longer than that is
-// MCP when what was read begins as a JSON-RPC message does, so that
-// mcpguard refuses or passes it (413, or passed with an event) rather
-// than httpguard passing it as an unknown request. Without -mcp on it is
-// next itself.
+// read by whoever reads it next, as it came). Without -mcp on it is next
+// itself.
 func (s *server) sniffMCP(next http.Handler) http.Handler {
 	if !s.cfg.mcp {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mcp := r.Header.Get("Mcp-Session-Id") != "" || r.Header.Get("Mcp-Protocol-Version") != ""
-		if !mcp && r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
+		var mcp bool
+		switch {
+		case r.Method != http.MethodPost:
+			mcp = r.Header.Get("Mcp-Session-Id") != "" || r.Header.Get("Mcp-Protocol-Version") != ""
+		case modelPath(r.URL.Path):
+		case r.Body != nil && r.Body != http.NoBody:
 			body := r.Body
 			b, err := io.ReadAll(io.LimitReader(body, mcpguard.MaxBody+1))
 			rest := io.Reader(body)
@@ -62,12 +68,11 @@ func (s *server) sniffMCP(next http.Handler) http.Handler {
 	})
 }
 
-// jsonRPC reports whether body is a JSON-RPC 2.0 message ("jsonrpc":
-// "2.0" among its top-level members) or a batch whose first element is
-// one. truncated says body is the start of a longer one: then a
-// "jsonrpc" member early in it is enough. No model request of the
-// protocols httpguard reads has a "jsonrpc" member; only a body that
-// holds the word is decoded.
+// jsonRPC reports whether body is a JSON-RPC 2.0 message (an object whose
+// "jsonrpc" member is "2.0"), or a batch holding one. truncated says body
+// is the start of a longer one: then it is a message when it begins with
+// its "jsonrpc" member, and mcpguard passes or refuses it as too large.
+// Only a body holding the word "jsonrpc" is decoded.
 func jsonRPC(body []byte, truncated bool) bool {
 	i := bytes.Index(body, []byte(`"jsonrpc"`))
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
@@ -82,7 +87,10 @@ func jsonRPC(body []byte, truncated bool) bool {
 	}
 	if trimmed[0] == '[' {
 		var batch []envelope
-		return json.Unmarshal(body, &batch) == nil && len(batch) > 0 && batch[0].JSONRPC != nil && *batch[0].JSONRPC == "2.0"
+		if json.Unmarshal(body, &batch) != nil {
+			return false
+		}
+		return slices.ContainsFunc(batch, func(m envelope) bool { return m.JSONRPC != nil && *m.JSONRPC == "2.0" })
 	}
 	var m envelope
 	return json.Unmarshal(body, &m) == nil && m.JSONRPC != nil && *m.JSONRPC == "2.0"

@@ -13,17 +13,17 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	fp "github.com/toolguard/toolguard/httpguard/fakeprovider"
 )
 
 // The MCP server of the tests: a go-sdk server whose tools are added raw
 // (Server.AddTool: it validates neither arguments nor results), served
-// over Streamable HTTP on mcpPath, a path that does not look like MCP (it
-// is one httpguard reads as OpenAI's), behind a recorder of every POST
-// body it receives.
+// over Streamable HTTP on mcpPath, a path that does not look like MCP,
+// behind a recorder of every POST body it receives.
 //
 //	forecast(city, days int ≥ 1)  {"temp": 21.5}
 //	bad_output()                  {"temp": "warm"}, against an outputSchema wanting a number
-const mcpPath = "/v1/chat/completions"
+const mcpPath = "/api/v2/agents/rpc"
 
 const (
 	forecastSchema = `{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer","minimum":1}},` +
@@ -391,5 +391,37 @@ func TestMCPTenantsOfStatelessServer(t *testing.T) {
 		if h.Get("Authorization") != "Bearer "+providerKey {
 			t.Errorf("the server got Authorization %q, want the provider's key", h.Get("Authorization"))
 		}
+	}
+}
+
+// A model request stays the model guard's however it is dressed: with a
+// "jsonrpc" member, or an MCP session's header, a bad call is still
+// re-asked (the upstream gets the request twice) and never passed as an
+// MCP request would be.
+func TestMCPForgedModelRequest(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, body string
+		header     []string
+	}{
+		{"jsonrpc member", strings.Replace(chatBody, `{"model"`, `{"jsonrpc":"2.0","method":"tools/list","model"`, 1), nil},
+		{"mcp header", chatBody, []string{"Mcp-Session-Id", "forged", "Mcp-Protocol-Version", "2025-11-25"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			up := fp.New(
+				fp.Reply(fp.Call("get_weather", `{"city": 42}`)),
+				fp.Reply(fp.Call("get_weather", `{"city": "Paris"}`)),
+			)
+			defer up.Close()
+			p := startProxy(t, up.URL)
+			resp, body := post(t, p.URL+"/v1/chat/completions", tc.body, tc.header...)
+			if resp.StatusCode != 200 || !strings.Contains(string(body), `Paris`) {
+				t.Errorf("POST: %d %s, want the corrected call", resp.StatusCode, body)
+			}
+			if n := len(up.Requests()); n != 2 {
+				t.Errorf("the upstream got %d requests, want 2 (the bad call re-asked)", n)
+			}
+		})
 	}
 }
