@@ -425,3 +425,35 @@ func TestMCPForgedModelRequest(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkSniffMCP measures what -mcp on adds to each request before the
+// transport: the body read once more (a model request's, or an MCP
+// message's) and looked at for a "jsonrpc" member.
+//
+//	go test -run '^$' -bench BenchmarkSniffMCP -benchmem ./cmd/toolguard-proxy
+func BenchmarkSniffMCP(b *testing.B) {
+	for _, tc := range []struct{ name, path, body string }{
+		{"model-path", "/v1/chat/completions", chatBody},
+		{"other-path", "/v1/other", chatBody},
+		{"jsonrpc", mcpPath, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"forecast","arguments":{"city":"Paris","days":3}}}`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			s := &server{cfg: config{mcp: true}}
+			var got bool
+			h := s.sniffMCP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got = isMCP(r.Context())
+				_, _ = io.Copy(io.Discard, r.Body)
+			}))
+			w := httptest.NewRecorder()
+			b.ReportAllocs()
+			b.SetBytes(int64(len(tc.body)))
+			for b.Loop() {
+				r := httptest.NewRequest(http.MethodPost, tc.path, strings.NewReader(tc.body))
+				h.ServeHTTP(w, r)
+			}
+			if got != (tc.name == "jsonrpc") {
+				b.Fatalf("isMCP = %v for %s", got, tc.name)
+			}
+		})
+	}
+}
