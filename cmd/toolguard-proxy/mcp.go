@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/toolguard/toolguard/guard"
+	"github.com/toolguard/toolguard/httpguard"
 	"github.com/toolguard/toolguard/mcpguard"
 )
 
@@ -32,9 +33,10 @@ func isMCP(ctx context.Context) bool {
 
 // sniffMCP marks MCP requests (mcpKey) for the transport (mcpRouter):
 // a POST whose body is a JSON-RPC 2.0 message or batch (jsonRPC), on any
-// path but one httpguard guards as a model protocol's (modelPath), and a
-// request of another method (a session's GET stream, the DELETE that ends
-// it) with an Mcp-Session-Id or Mcp-Protocol-Version header. A model's
+// path but one httpguard guards as a model protocol's
+// (httpguard.Recognises), and a request of another method (a session's
+// GET stream, the DELETE that ends it) with an Mcp-Session-Id or
+// Mcp-Protocol-Version header. A model's
 // path stays the model guard's and a POST is judged by its body alone, so
 // that a model request cannot leave httpguard's stages, its limits among
 // them, by carrying a "jsonrpc" member or an MCP header. It reads at most
@@ -50,7 +52,7 @@ func (s *server) sniffMCP(next http.Handler) http.Handler {
 		switch {
 		case r.Method != http.MethodPost:
 			mcp = r.Header.Get("Mcp-Session-Id") != "" || r.Header.Get("Mcp-Protocol-Version") != ""
-		case modelPath(r.URL.Path):
+		case httpguard.Recognises(r.Method, r.URL.Path):
 		case r.Body != nil && r.Body != http.NoBody:
 			body := r.Body
 			b, err := io.ReadAll(io.LimitReader(body, mcpguard.MaxBody+1))

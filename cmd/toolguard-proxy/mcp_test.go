@@ -457,3 +457,26 @@ func BenchmarkSniffMCP(b *testing.B) {
 		})
 	}
 }
+
+// A JSON-RPC body on a path of any protocol httpguard guards is a model
+// request, never MCP: one the Transport knows (Ollama's /api/chat among
+// them) cannot be taken out of httpguard's stages by a "jsonrpc" member.
+func TestMCPSniffLeavesModelPaths(t *testing.T) {
+	t.Parallel()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","model":"m","messages":[]}`
+	for _, path := range []string{
+		"/v1/chat/completions", "/v1/responses", "/v1/messages",
+		"/v1beta/models/gemini-2.5-flash:generateContent", "/api/chat",
+	} {
+		s := &server{cfg: config{mcp: true}}
+		var got bool
+		h := s.sniffMCP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got = isMCP(r.Context())
+			_, _ = io.Copy(io.Discard, r.Body)
+		}))
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)))
+		if got {
+			t.Errorf("POST %s with a JSON-RPC body was taken for MCP, want the model guard's", path)
+		}
+	}
+}

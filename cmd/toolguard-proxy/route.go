@@ -51,15 +51,6 @@ func providerOf(r *http.Request) provider {
 	return defaultProvider
 }
 
-// modelPath reports whether path is one httpguard guards as a model
-// protocol's (a POST to it is read as that protocol's request):
-// …/chat/completions, …/responses, …/v1/messages, …/models/MODEL:METHOD.
-// It follows httpguard's own recognition, and must change with it.
-func modelPath(path string) bool {
-	return strings.HasSuffix(path, "/chat/completions") || strings.HasSuffix(path, "/responses") ||
-		strings.HasSuffix(path, "/v1/messages") || geminiMethodPath(path)
-}
-
 // geminiMethodPath reports whether path names a method of a Gemini model,
 // …/models/MODEL:METHOD, as httpguard reads a path's error shape.
 func geminiMethodPath(path string) bool {
