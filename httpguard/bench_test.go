@@ -56,12 +56,13 @@ func readFixture(b *testing.B, dir, name string) []byte {
 // read against it.
 func BenchmarkTransport(b *testing.B) {
 	for _, p := range []struct{ dir, path, streamPath, streamFile, streamType string }{
-		{dir: "openai-chat", path: "/v1/chat/completions", streamPath: "/v1/chat/completions"},
-		{dir: "openai-responses", path: "/v1/responses", streamPath: "/v1/responses"},
-		{dir: "anthropic", path: "/v1/messages", streamPath: "/v1/messages"},
-		{dir: "gemini", path: "/v1beta/models/gemini-2.5-flash:generateContent", streamPath: "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"},
-		{dir: "bedrock", path: "/model/us.anthropic.claude-sonnet-4-v1%3A0/converse", streamPath: "/model/us.anthropic.claude-sonnet-4-v1%3A0/converse-stream",
-			streamFile: "gate-accept.eventstream", streamType: "application/vnd.amazon.eventstream"},
+		{"openai-chat", "/v1/chat/completions", "/v1/chat/completions", "", ""},
+		{"openai-responses", "/v1/responses", "/v1/responses", "", ""},
+		{"anthropic", "/v1/messages", "/v1/messages", "", ""},
+		{"gemini", "/v1beta/models/gemini-2.5-flash:generateContent", "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", "", ""},
+		{"ollama", "/api/chat", "/api/chat", "gate-accept.ndjson", "application/x-ndjson"},
+		{"bedrock", "/model/us.anthropic.claude-sonnet-4-v1%3A0/converse", "/model/us.anthropic.claude-sonnet-4-v1%3A0/converse-stream",
+			"gate-accept.eventstream", "application/vnd.amazon.eventstream"},
 	} {
 		if p.streamFile == "" {
 			p.streamFile, p.streamType = "gate-accept.sse", "text/event-stream"
@@ -119,7 +120,7 @@ func BenchmarkTransport(b *testing.B) {
 // exactly one upstream request and hands the answer on: checked here, so
 // that the benchmark measures what it says.
 func TestBenchmarkUpstreamIsValid(t *testing.T) {
-	for _, dir := range []string{"openai-chat", "openai-responses", "anthropic", "gemini", "bedrock"} {
+	for _, dir := range []string{"openai-chat", "openai-responses", "anthropic", "gemini", "ollama", "bedrock"} {
 		resp, _ := os.ReadFile(filepath.Join("../testdata/wire", dir, "accepted.json"))
 		n := 0
 		up := roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -128,7 +129,7 @@ func TestBenchmarkUpstreamIsValid(t *testing.T) {
 		})
 		req, _ := os.ReadFile(filepath.Join("../testdata/wire", dir, "request.json"))
 		path := map[string]string{"openai-chat": "/v1/chat/completions", "openai-responses": "/v1/responses", "anthropic": "/v1/messages",
-			"gemini": "/v1beta/models/gemini-2.5-flash:generateContent", "bedrock": "/model/us.anthropic.claude-sonnet-4-v1%3A0/converse"}[dir]
+			"gemini": "/v1beta/models/gemini-2.5-flash:generateContent", "ollama": "/api/chat", "bedrock": "/model/us.anthropic.claude-sonnet-4-v1%3A0/converse"}[dir]
 		r, _ := http.NewRequest(http.MethodPost, "http://provider.test"+path, bytes.NewReader(req))
 		got, err := (&http.Client{Transport: httpguard.New(up, httpguard.ToolArgValidation())}).Do(r)
 		if err != nil {
