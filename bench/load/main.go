@@ -84,7 +84,7 @@ type row struct {
 
 // run is the command: it parses args, starts the three servers, drives
 // the load, prints the tables on stdout and kills the servers.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	var o options
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -140,6 +140,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer func() {
 		for _, c := range children {
 			c.kill()
+			if err != nil {
+				// What the servers said last, to tell why.
+				err = fmt.Errorf("%w\n\n%s's last lines:\n%s", err, c.name, c.tail)
+			}
 		}
 	}()
 	start := func(name string, cmd *exec.Cmd, fromStderr bool, listen func(string) (string, bool)) (*child, error) {

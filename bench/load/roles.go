@@ -185,7 +185,7 @@ func (g *gate) release() {
 }
 
 // newPlain is the baseline: an httputil.ReverseProxy to up and nothing
-// else, with as many idle upstream connections as toolguard-proxy keeps
+// else (but full duplex, which a streaming proxy needs), with as many idle upstream connections as toolguard-proxy keeps
 // (512), and goroutinesPath for the tool.
 func newPlain(up *url.URL) http.Handler {
 	base := http.DefaultTransport.(*http.Transport).Clone()
@@ -199,6 +199,14 @@ func newPlain(up *url.URL) http.Handler {
 			fmt.Fprintln(w, runtime.NumGoroutine())
 			return
 		}
+		// Without full duplex the server drains and closes the request
+		// body once the answer's headers are written, while the
+		// transport may still read it (to check it holds no more than
+		// its Content-Length): the read fails, the transport closes the
+		// upstream connection and the stream is cut (golang/go#40747).
+		// toolguard-proxy does not meet this: httpguard reads the body
+		// whole before it sends the request.
+		_ = http.NewResponseController(w).EnableFullDuplex()
 		proxy.ServeHTTP(w, r)
 	})
 }
