@@ -6,15 +6,16 @@
 // (a valid tool call, sync or streamed), a plain httputil.ReverseProxy to
 // it, and toolguard-proxy to it with its defaults (ToolArgValidation,
 // -log-level info, metrics). Clients send a bounded number of requests
-// through each proxy, sync then streamed, and the tool prints, per proxy
-// and mode, the requests per second the clients saw and the proxy
+// through each proxy, sync then streamed, in rounds that alternate the
+// proxies, and the tool prints, per proxy and mode, the medians over the
+// rounds of the requests per second the clients saw and of the proxy
 // process's CPU per request, read from /proc/<pid>/stat (user + system
-// time over the measured requests, divided by their count); then what one
+// time over a round's requests, divided by their count); then what one
 // stream held in flight costs each proxy (the rise of its VmRSS and of
 // its goroutines with -streams streams held at the upstream); then the
 // machine's load average, since every process shares its cores.
 //
-//	cd bench && go run ./load [-c 64] [-n 20000] [-warmup 2000] [-streams 64]
+//	cd bench && go run ./load [-c 64] [-n 10000] [-rounds 3] [-warmup 2000] [-streams 64]
 //	                          [-proxy-bin PATH] [-proxy-args '-log-level warn']
 //
 // Without -proxy-bin it builds cmd/toolguard-proxy of the repository it
@@ -35,6 +36,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -61,10 +63,10 @@ func main() {
 
 // options are the flags.
 type options struct {
-	c, n, warmup, streams int
-	repo                  string
-	proxyBin              string
-	proxyArgs             string
+	c, n, rounds, warmup, streams int
+	repo                          string
+	proxyBin                      string
+	proxyArgs                     string
 }
 
 // proxy is one of the two proxies under load.
@@ -89,7 +91,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.IntVar(&o.c, "c", 64, "concurrent clients")
-	fs.IntVar(&o.n, "n", 20000, "measured requests per proxy and mode")
+	fs.IntVar(&o.n, "n", 10000, "measured requests per proxy, mode and round")
+	fs.IntVar(&o.rounds, "rounds", 3, "rounds per mode, each through both proxies in turn; the table has their medians")
 	fs.IntVar(&o.warmup, "warmup", 2000, "requests per proxy and mode sent before the measured ones")
 	fs.IntVar(&o.streams, "streams", 64, "streams held in flight at once to read what one costs (0: skip)")
 	fs.StringVar(&o.repo, "repo", "", "the toolguard repository (default: the one holding the working directory)")
@@ -101,8 +104,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if fs.NArg() > 0 {
 		return fmt.Errorf("load: unexpected arguments %q", fs.Args())
 	}
-	if o.c < 1 || o.n < 1 || o.warmup < 0 || o.streams < 0 {
-		return fmt.Errorf("load: -c %d -n %d -warmup %d -streams %d: want c and n at least 1, warmup and streams at least 0", o.c, o.n, o.warmup, o.streams)
+	if o.c < 1 || o.n < 1 || o.rounds < 1 || o.warmup < 0 || o.streams < 0 {
+		return fmt.Errorf("load: -c %d -n %d -rounds %d -warmup %d -streams %d: want c, n and rounds at least 1, warmup and streams at least 0",
+			o.c, o.n, o.rounds, o.warmup, o.streams)
 	}
 	repo, err := findRepo(o.repo)
 	if err != nil {
@@ -216,33 +220,43 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			body = streamBody
 		}
 		for _, p := range proxies {
-			url := "http://" + p.child.addr + "/v1/chat/completions"
 			if o.warmup > 0 {
+				url := "http://" + p.child.addr + "/v1/chat/completions"
 				if _, err := drive(ctx, client, url, body, stream, o.c, o.warmup); err != nil {
 					return fmt.Errorf("load: %s %s: warm-up: %w", p.name, mode, err)
 				}
 			}
-			cpu0, err := cpuTicks(p.child.pid())
-			if err != nil {
-				return err
+		}
+		// The rounds alternate the proxies, so that a burst of other
+		// work on the machine falls on both.
+		cpu := make([][]float64, len(proxies))
+		rps := make([][]float64, len(proxies))
+		for range o.rounds {
+			for i, p := range proxies {
+				url := "http://" + p.child.addr + "/v1/chat/completions"
+				cpu0, err := cpuTicks(p.child.pid())
+				if err != nil {
+					return err
+				}
+				elapsed, err := drive(ctx, client, url, body, stream, o.c, o.n)
+				if err != nil {
+					return fmt.Errorf("load: %s %s: %w", p.name, mode, err)
+				}
+				cpu1, err := cpuTicks(p.child.pid())
+				if err != nil {
+					return err
+				}
+				cpu[i] = append(cpu[i], float64(cpu1-cpu0)/ticks*1e6/float64(o.n))
+				rps[i] = append(rps[i], float64(o.n)/elapsed.Seconds())
 			}
-			elapsed, err := drive(ctx, client, url, body, stream, o.c, o.n)
-			if err != nil {
-				return fmt.Errorf("load: %s %s: %w", p.name, mode, err)
-			}
-			cpu1, err := cpuTicks(p.child.pid())
-			if err != nil {
-				return err
-			}
-			rows = append(rows, row{
-				proxy: p.name, mode: mode, c: o.c, n: o.n,
-				reqPerSec: float64(o.n) / elapsed.Seconds(),
-				cpuMicros: float64(cpu1-cpu0) / ticks * 1e6 / float64(o.n),
-			})
+		}
+		for i, p := range proxies {
+			rows = append(rows, row{proxy: p.name, mode: mode, c: o.c, n: o.n * o.rounds, reqPerSec: median(rps[i]), cpuMicros: median(cpu[i])})
 		}
 	}
 
-	fmt.Fprintf(stdout, "toolguard-proxy -upstream <fake>%s; %d CPUs; %s\n\n", strings.TrimRight(" "+o.proxyArgs, " "), runtime.NumCPU(), runtime.Version())
+	fmt.Fprintf(stdout, "toolguard-proxy -upstream <fake>%s; %d CPUs; %s; req/s and CPU: medians of %d rounds of %d requests\n\n",
+		strings.TrimRight(" "+o.proxyArgs, " "), runtime.NumCPU(), runtime.Version(), o.rounds, o.n)
 	printRows(stdout, rows)
 	if o.streams > 0 {
 		fmt.Fprintln(stdout)
@@ -252,10 +266,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	return nil
 }
 
+// median returns the middle of xs (the mean of the two middle ones for an
+// even count); xs is sorted in place.
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
 // printRows writes the CPU table; the ratio is the guarded row's CPU over
 // the plain row's of the same mode.
 func printRows(w io.Writer, rows []row) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "proxy\tmode\tc\trequests\treq/s\tCPU µs/request\tguarded ÷ plain\t")
 	plain := map[string]float64{}
 	for _, r := range rows {
@@ -270,11 +296,13 @@ func printRows(w io.Writer, rows []row) {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%.1f\t%s\t\n", r.proxy, r.mode, r.c, r.n, r.reqPerSec, r.cpuMicros, ratio)
 	}
 	tw.Flush()
+	trimmed(w, &b)
 }
 
 // printHeld writes the table of streams in flight.
 func printHeld(w io.Writer, proxies []proxy, helds []held) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "proxy\tstreams in flight\tVmRSS KiB/stream\tgoroutines/stream\tKiB guarded ÷ plain\t")
 	for i, p := range proxies {
 		ratio := ""
@@ -288,6 +316,15 @@ func printHeld(w io.Writer, proxies []proxy, helds []held) {
 		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f\t%s\t\n", p.name, helds[i].streams, helds[i].kibPerStream, helds[i].gorsPerStream, ratio)
 	}
 	tw.Flush()
+	trimmed(w, &b)
+}
+
+// trimmed writes what tabwriter wrote to b to w, without the spaces a
+// right-aligned table leaves at the end of a line.
+func trimmed(w io.Writer, b *strings.Builder) {
+	for line := range strings.Lines(b.String()) {
+		io.WriteString(w, strings.TrimRight(line, " \n")+"\n")
+	}
 }
 
 // loadAverage is uptime's line, or /proc/loadavg's where uptime is

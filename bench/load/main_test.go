@@ -34,7 +34,7 @@ func TestRunPrintsEveryRow(t *testing.T) {
 		t.Skip("builds toolguard-proxy and starts three processes; skipped under -short")
 	}
 	var out, errs strings.Builder
-	if err := run(context.Background(), []string{"-c", "2", "-n", "4", "-warmup", "2", "-streams", "2"}, &out, &errs); err != nil {
+	if err := run(context.Background(), []string{"-c", "2", "-n", "2", "-rounds", "2", "-warmup", "2", "-streams", "2"}, &out, &errs); err != nil {
 		t.Fatalf("run() = %v\nstderr:\n%s", err, errs.String())
 	}
 	t.Logf("output:\n%s", out.String())
@@ -74,7 +74,7 @@ func TestRunKillsChildrenOnError(t *testing.T) {
 
 // Flags the tool cannot use are refused before anything starts.
 func TestRunRefusesBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"-c", "0"}, {"-n", "0"}, {"-streams", "-1"}, {"extra"}} {
+	for _, args := range [][]string{{"-c", "0"}, {"-n", "0"}, {"-rounds", "0"}, {"-streams", "-1"}, {"extra"}} {
 		var out, errs strings.Builder
 		if err := run(context.Background(), args, &out, &errs); err == nil {
 			t.Errorf("run(%q) = nil, want an error", args)
