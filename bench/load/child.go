@@ -5,10 +5,11 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -31,11 +32,13 @@ type child struct {
 }
 
 // startChild starts cmd and waits until one line of its output (stdout,
-// or stderr with fromStderr) gives its address, as listen extracts it;
+// or stderr with fromStderr) gives its address, as listen (nil: none)
+// extracts it, or, with health (host:port) given, until GET /healthz there
+// answers 200;
 // the rest of that output is drained so that the child never blocks on a
 // full pipe. The child gets SIGKILL if the tool dies first (Pdeathsig),
 // and kill ends it otherwise.
-func startChild(ctx context.Context, name string, cmd *exec.Cmd, fromStderr bool, listen func(line string) (string, bool)) (*child, error) {
+func startChild(ctx context.Context, name string, cmd *exec.Cmd, fromStderr bool, listen func(line string) (string, bool), health string) (*child, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var (
 		pipe io.ReadCloser
@@ -55,6 +58,10 @@ func startChild(ctx context.Context, name string, cmd *exec.Cmd, fromStderr bool
 		return nil, fmt.Errorf("load: start %s: %w", name, err)
 	}
 	addr := make(chan string, 1)
+	healthy := make(chan string, 1)
+	if health != "" {
+		go pollHealth(ctx, health, c.exited, healthy)
+	}
 	go func() {
 		sc := bufio.NewScanner(pipe)
 		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
@@ -62,6 +69,9 @@ func startChild(ctx context.Context, name string, cmd *exec.Cmd, fromStderr bool
 		for sc.Scan() {
 			line := sc.Text()
 			c.tail.Write([]byte(line + "\n"))
+			if listen == nil {
+				continue
+			}
 			if a, ok := listen(line); ok && !found {
 				found = true
 				addr <- a
@@ -76,6 +86,9 @@ func startChild(ctx context.Context, name string, cmd *exec.Cmd, fromStderr bool
 	select {
 	case c.addr = <-addr:
 		return c, nil
+	case a := <-healthy:
+		c.addr = a
+		return c, nil
 	case <-c.exited:
 		return nil, fmt.Errorf("load: %s exited before it listened: %v\n%s", name, cmd.ProcessState, c.tail)
 	case <-timer.C:
@@ -85,6 +98,46 @@ func startChild(ctx context.Context, name string, cmd *exec.Cmd, fromStderr bool
 		c.kill()
 		return nil, ctx.Err()
 	}
+}
+
+// pollHealth asks addr's /healthz every pollEvery until it answers 200,
+// then sends addr on ok; it stops when exited is closed or ctx is done.
+// It serves a child whose log does not say where it listens
+// (toolguard-proxy at -log-level warn): its address is chosen by freePort.
+func pollHealth(ctx context.Context, addr string, exited <-chan struct{}, ok chan<- string) {
+	client := &http.Client{Timeout: time.Second}
+	defer client.CloseIdleConnections()
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for {
+		if resp, err := client.Get("http://" + addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				ok <- addr
+				return
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-exited:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// pollEvery is how often pollHealth asks.
+const pollEvery = 10 * time.Millisecond
+
+// freePort returns a loopback address no one listened on a moment ago.
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // kill ends the child and waits until it is reaped.
@@ -99,16 +152,6 @@ func (c *child) pid() int { return c.cmd.Process.Pid }
 // listeningLine reads the roles' "listening ADDR".
 func listeningLine(line string) (string, bool) {
 	return strings.CutPrefix(line, "listening ")
-}
-
-// proxyListening reads toolguard-proxy's JSON log line
-// "toolguard-proxy: listening".
-func proxyListening(line string) (string, bool) {
-	var m struct{ Msg, Addr string }
-	if json.Unmarshal([]byte(line), &m) != nil || m.Msg != "toolguard-proxy: listening" || m.Addr == "" {
-		return "", false
-	}
-	return m.Addr, true
 }
 
 // tail keeps the last tailLines lines written to it.

@@ -150,8 +150,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			}
 		}
 	}()
-	start := func(name string, cmd *exec.Cmd, fromStderr bool, listen func(string) (string, bool)) (*child, error) {
-		c, err := startChild(ctx, name, cmd, fromStderr, listen)
+	start := func(name string, cmd *exec.Cmd, fromStderr bool, listen func(string) (string, bool), health string) (*child, error) {
+		c, err := startChild(ctx, name, cmd, fromStderr, listen, health)
 		if err == nil {
 			children = append(children, c)
 		}
@@ -162,20 +162,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		cmd.Env = append(os.Environ(), append([]string{roleEnv + "=" + role}, env...)...)
 		return cmd
 	}
-	up, err := start("the fake upstream", roleCmd("upstream", wireEnv+"="+wire), false, listeningLine)
+	up, err := start("the fake upstream", roleCmd("upstream", wireEnv+"="+wire), false, listeningLine, "")
 	if err != nil {
 		return err
 	}
 	upURL := "http://" + up.addr
-	plainChild, err := start("the plain proxy", roleCmd("plain", upstreamEnv+"="+upURL), false, listeningLine)
+	plainChild, err := start("the plain proxy", roleCmd("plain", upstreamEnv+"="+upURL), false, listeningLine, "")
 	if err != nil {
 		return err
 	}
-	proxyArgs := append([]string{"-listen", "127.0.0.1:0", "-upstream", upURL}, strings.Fields(o.proxyArgs)...)
+	// The address is chosen here: at -log-level warn the proxy does not
+	// log where it listens, and its /healthz says when it is ready.
+	proxyAddr, err := freePort()
+	if err != nil {
+		return err
+	}
+	proxyArgs := append([]string{"-listen", proxyAddr, "-upstream", upURL}, strings.Fields(o.proxyArgs)...)
 	pcmd := exec.Command(bin, proxyArgs...)
 	// No traces exported: the proxy's defaults without an OTLP endpoint.
 	pcmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT=", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=")
-	guardedChild, err := start("toolguard-proxy", pcmd, true, proxyListening)
+	guardedChild, err := start("toolguard-proxy", pcmd, true, nil, proxyAddr)
 	if err != nil {
 		return err
 	}

@@ -28,16 +28,20 @@ func TestMain(m *testing.M) {
 // The tool, with a few requests, builds toolguard-proxy, starts the three
 // servers, prints a row for each proxy and mode with figures, the
 // streams in flight, and the load average, and returns nil; and it leaves
-// no child behind.
+// no child behind. The proxy runs at -log-level warn, where it does not
+// log where it listens: the tool finds it all the same.
 func TestRunPrintsEveryRow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds toolguard-proxy and starts three processes; skipped under -short")
 	}
 	var out, errs strings.Builder
-	if err := run(context.Background(), []string{"-c", "2", "-n", "2", "-rounds", "2", "-warmup", "2", "-streams", "2"}, &out, &errs); err != nil {
+	if err := run(context.Background(), []string{"-c", "2", "-n", "2", "-rounds", "2", "-warmup", "2", "-streams", "2", "-proxy-args", "-log-level warn"}, &out, &errs); err != nil {
 		t.Fatalf("run() = %v\nstderr:\n%s", err, errs.String())
 	}
 	t.Logf("output:\n%s", out.String())
+	if !strings.HasPrefix(out.String(), "toolguard-proxy -upstream <fake> -log-level warn;") {
+		t.Errorf("run() printed first %q, want the proxy's flags", strings.SplitN(out.String(), "\n", 2)[0])
+	}
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^\s*plain\s+sync\s+2\s+4\s+\d+\s+\d+\.\d\s*$`),
 		regexp.MustCompile(`(?m)^\s*guarded\s+sync\s+2\s+4\s+\d+\s+\d+\.\d\s+(\d+\.\d\d|n/a)\s*$`),
