@@ -163,15 +163,15 @@ type held struct {
 
 // holdStreams opens s streams through the proxy at url, each held by the
 // upstream after its first text chunk; once every client has read that
-// chunk it reads the proxy's VmRSS and goroutines (goroutines), then
+// chunk it reads the proxy's VmRSS and goroutines (stats), then
 // releases the upstream (release: its URL) and reads every stream to
 // its end.
-func holdStreams(ctx context.Context, client *http.Client, url string, body []byte, s, pid int, goroutines func(context.Context) (int, error), release string) (held, error) {
+func holdStreams(ctx context.Context, client *http.Client, url string, body []byte, s, pid int, stats func(context.Context) (runtimeStats, error), release string) (held, error) {
 	rss0, err := rssKiB(pid)
 	if err != nil {
 		return held{}, err
 	}
-	g0, err := goroutines(ctx)
+	st0, err := stats(ctx)
 	if err != nil {
 		return held{}, err
 	}
@@ -241,11 +241,11 @@ func holdStreams(ctx context.Context, client *http.Client, url string, body []by
 	var h held
 	if err := context.Cause(ctx); err == nil {
 		rss1, err1 := rssKiB(pid)
-		g1, err2 := goroutines(ctx)
+		st1, err2 := stats(ctx)
 		if err := errors.Join(err1, err2); err != nil {
 			cancel(err)
 		} else {
-			h = held{streams: s, kibPerStream: float64(rss1-rss0) / float64(s), gorsPerStream: float64(g1-g0) / float64(s)}
+			h = held{streams: s, kibPerStream: float64(rss1-rss0) / float64(s), gorsPerStream: float64(st1.goroutines-st0.goroutines) / float64(s)}
 		}
 	}
 	if err := post(client, release); err != nil {
@@ -271,31 +271,49 @@ func post(client *http.Client, url string) error {
 	return nil
 }
 
-// plainGoroutines reads the plain proxy's goroutinesPath.
-func plainGoroutines(client *http.Client, base string) func(context.Context) (int, error) {
-	return func(ctx context.Context) (int, error) {
-		b, err := get(ctx, client, base+goroutinesPath)
-		if err != nil {
-			return 0, err
-		}
-		return strconv.Atoi(strings.TrimSpace(string(b)))
-	}
+// runtimeStats is what a proxy's Go runtime says of itself.
+type runtimeStats struct {
+	goroutines int
+	allocated  float64 // bytes allocated since the process started
 }
 
-// proxyGoroutines reads go_goroutines from toolguard-proxy's /metrics.
-func proxyGoroutines(client *http.Client, base string) func(context.Context) (int, error) {
-	return func(ctx context.Context) (int, error) {
-		b, err := get(ctx, client, base+"/metrics")
+// statsAt reads url, in Prometheus's text format: the plain proxy's
+// statsPath or toolguard-proxy's /metrics.
+func statsAt(client *http.Client, url string) func(context.Context) (runtimeStats, error) {
+	return func(ctx context.Context) (runtimeStats, error) {
+		b, err := get(ctx, client, url)
 		if err != nil {
-			return 0, err
+			return runtimeStats{}, err
 		}
+		var (
+			st        runtimeStats
+			seen      int
+			parseErrs []error
+		)
 		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "go_goroutines "); ok {
-				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-				return int(f), err
+			name, v, ok := strings.Cut(line, " ")
+			if !ok || (name != "go_goroutines" && name != "go_memstats_alloc_bytes_total") {
+				continue
+			}
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				parseErrs = append(parseErrs, fmt.Errorf("load: %s: %s: %w", url, name, err))
+				continue
+			}
+			seen++
+			if name == "go_goroutines" {
+				st.goroutines = int(f)
+			} else {
+				st.allocated = f
 			}
 		}
-		return 0, errors.New("load: toolguard-proxy's /metrics has no go_goroutines")
+		if err := errors.Join(parseErrs...); err != nil {
+			return runtimeStats{}, err
+		}
+		if seen != 2 {
+			return runtimeStats{}, fmt.Errorf("load: %s has not both go_goroutines and go_memstats_alloc_bytes_total", url)
+		}
+		return st, nil
 	}
 }
 

@@ -10,7 +10,10 @@
 // proxies, and the tool prints, per proxy and mode, the medians over the
 // rounds of the requests per second the clients saw and of the proxy
 // process's CPU per request, read from /proc/<pid>/stat (user + system
-// time over a round's requests, divided by their count); then what one
+// time over a round's requests, divided by their count) and of the bytes
+// it allocated per request (go_memstats_alloc_bytes_total on
+// toolguard-proxy's /metrics, the same runtime figure on the plain
+// proxy's); then what one
 // stream held in flight costs each proxy (the rise of its VmRSS and of
 // its goroutines with -streams streams held at the upstream); then the
 // machine's load average, since every process shares its cores.
@@ -71,9 +74,9 @@ type options struct {
 
 // proxy is one of the two proxies under load.
 type proxy struct {
-	name       string // "plain" or "guarded"
-	child      *child
-	goroutines func(context.Context) (int, error)
+	name  string // "plain" or "guarded"
+	child *child
+	stats func(context.Context) (runtimeStats, error)
 }
 
 // row is one line of the table.
@@ -82,6 +85,7 @@ type row struct {
 	c, n        int
 	reqPerSec   float64
 	cpuMicros   float64 // per request
+	allocKiB    float64 // allocated per request
 }
 
 // run is the command: it parses args, starts the three servers, drives
@@ -192,8 +196,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}}
 	defer client.CloseIdleConnections()
 	proxies := []proxy{
-		{name: "plain", child: plainChild, goroutines: plainGoroutines(client, "http://"+plainChild.addr)},
-		{name: "guarded", child: guardedChild, goroutines: proxyGoroutines(client, "http://"+guardedChild.addr)},
+		{name: "plain", child: plainChild, stats: statsAt(client, "http://"+plainChild.addr+statsPath)},
+		{name: "guarded", child: guardedChild, stats: statsAt(client, "http://"+guardedChild.addr+"/metrics")},
 	}
 
 	// What a stream in flight costs, first, on processes that have served
@@ -212,7 +216,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 					return fmt.Errorf("load: %s: warm-up: %w", p.name, err)
 				}
 			}
-			if helds[i], err = holdStreams(ctx, client, url, streamBody, o.streams, p.child.pid(), p.goroutines, upURL+releasePath); err != nil {
+			if helds[i], err = holdStreams(ctx, client, url, streamBody, o.streams, p.child.pid(), p.stats, upURL+releasePath); err != nil {
 				return fmt.Errorf("load: %s: streams in flight: %w", p.name, err)
 			}
 		}
@@ -237,9 +241,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		// work on the machine falls on both.
 		cpu := make([][]float64, len(proxies))
 		rps := make([][]float64, len(proxies))
+		alloc := make([][]float64, len(proxies))
 		for range o.rounds {
 			for i, p := range proxies {
 				url := "http://" + p.child.addr + "/v1/chat/completions"
+				st0, err := p.stats(ctx)
+				if err != nil {
+					return err
+				}
 				cpu0, err := cpuTicks(p.child.pid())
 				if err != nil {
 					return err
@@ -252,16 +261,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 				if err != nil {
 					return err
 				}
+				st1, err := p.stats(ctx)
+				if err != nil {
+					return err
+				}
 				cpu[i] = append(cpu[i], float64(cpu1-cpu0)/ticks*1e6/float64(o.n))
+				alloc[i] = append(alloc[i], (st1.allocated-st0.allocated)/1024/float64(o.n))
 				rps[i] = append(rps[i], float64(o.n)/elapsed.Seconds())
 			}
 		}
 		for i, p := range proxies {
-			rows = append(rows, row{proxy: p.name, mode: mode, c: o.c, n: o.n * o.rounds, reqPerSec: median(rps[i]), cpuMicros: median(cpu[i])})
+			rows = append(rows, row{proxy: p.name, mode: mode, c: o.c, n: o.n * o.rounds, reqPerSec: median(rps[i]), cpuMicros: median(cpu[i]), allocKiB: median(alloc[i])})
 		}
 	}
 
-	fmt.Fprintf(stdout, "toolguard-proxy -upstream <fake>%s; %d CPUs; %s; req/s and CPU: medians of %d rounds of %d requests\n\n",
+	fmt.Fprintf(stdout, "toolguard-proxy -upstream <fake>%s; %d CPUs; %s; req/s, CPU and allocations: medians of %d rounds of %d requests\n\n",
 		strings.TrimRight(" "+o.proxyArgs, " "), runtime.NumCPU(), runtime.Version(), o.rounds, o.n)
 	printRows(stdout, rows)
 	if o.streams > 0 {
@@ -288,7 +302,7 @@ func median(xs []float64) float64 {
 func printRows(w io.Writer, rows []row) {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "proxy\tmode\tc\trequests\treq/s\tCPU µs/request\tguarded ÷ plain\t")
+	fmt.Fprintln(tw, "proxy\tmode\tc\trequests\treq/s\tCPU µs/request\tguarded ÷ plain\tKiB allocated/request\t")
 	plain := map[string]float64{}
 	for _, r := range rows {
 		ratio := ""
@@ -299,7 +313,7 @@ func printRows(w io.Writer, rows []row) {
 		} else {
 			ratio = "n/a" // the plain proxy used less than a clock tick
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%.1f\t%s\t\n", r.proxy, r.mode, r.c, r.n, r.reqPerSec, r.cpuMicros, ratio)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%.1f\t%s\t%.1f\t\n", r.proxy, r.mode, r.c, r.n, r.reqPerSec, r.cpuMicros, ratio, r.allocKiB)
 	}
 	tw.Flush()
 	trimmed(w, &b)

@@ -43,10 +43,10 @@ func TestRunPrintsEveryRow(t *testing.T) {
 		t.Errorf("run() printed first %q, want the proxy's flags", strings.SplitN(out.String(), "\n", 2)[0])
 	}
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`(?m)^\s*plain\s+sync\s+2\s+4\s+\d+\s+\d+\.\d\s*$`),
-		regexp.MustCompile(`(?m)^\s*guarded\s+sync\s+2\s+4\s+\d+\s+\d+\.\d\s+(\d+\.\d\d|n/a)\s*$`),
-		regexp.MustCompile(`(?m)^\s*plain\s+stream\s+2\s+4\s+\d+\s+\d+\.\d\s*$`),
-		regexp.MustCompile(`(?m)^\s*guarded\s+stream\s+2\s+4\s+\d+\s+\d+\.\d\s+(\d+\.\d\d|n/a)\s*$`),
+		regexp.MustCompile(`(?m)^\s*plain\s+sync\s+2\s+4\s+\d+\s+\d+\.\d\s+\d+\.\d$`),
+		regexp.MustCompile(`(?m)^\s*guarded\s+sync\s+2\s+4\s+\d+\s+\d+\.\d\s+(\d+\.\d\d|n/a)\s+\d+\.\d$`),
+		regexp.MustCompile(`(?m)^\s*plain\s+stream\s+2\s+4\s+\d+\s+\d+\.\d\s+\d+\.\d$`),
+		regexp.MustCompile(`(?m)^\s*guarded\s+stream\s+2\s+4\s+\d+\s+\d+\.\d\s+(\d+\.\d\d|n/a)\s+\d+\.\d$`),
 		regexp.MustCompile(`(?m)^\s*plain\s+2\s+-?\d+\.\d\s+-?\d+\.\d\d\s*$`),
 		regexp.MustCompile(`(?m)^\s*guarded\s+2\s+-?\d+\.\d\s+-?\d+\.\d\d\s+(-?\d+\.\d\d|n/a)\s*$`),
 		regexp.MustCompile(`load average`),

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"sync"
 	"time"
@@ -42,9 +43,10 @@ const (
 	releasePath = "/_load/release"
 )
 
-// goroutinesPath on the plain proxy answers runtime.NumGoroutine; the
-// tool reads toolguard-proxy's from its /metrics (go_goroutines).
-const goroutinesPath = "/_load/goroutines"
+// statsPath on the plain proxy answers its goroutines and the bytes it
+// has allocated, as toolguard-proxy's /metrics names them (go_goroutines,
+// go_memstats_alloc_bytes_total), so that one reader serves both.
+const statsPath = "/_load/stats"
 
 // maxRequestBody bounds what the fake upstream reads of a request.
 const maxRequestBody = 1 << 20
@@ -186,7 +188,7 @@ func (g *gate) release() {
 
 // newPlain is the baseline: an httputil.ReverseProxy to up and nothing
 // else (but full duplex, which a streaming proxy needs), with as many idle upstream connections as toolguard-proxy keeps
-// (512), and goroutinesPath for the tool.
+// (512), and statsPath for the tool.
 func newPlain(up *url.URL) http.Handler {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = 512
@@ -195,8 +197,10 @@ func newPlain(up *url.URL) http.Handler {
 		Transport: base,
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == goroutinesPath {
-			fmt.Fprintln(w, runtime.NumGoroutine())
+		if r.URL.Path == statsPath {
+			allocs := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+			metrics.Read(allocs)
+			fmt.Fprintf(w, "go_goroutines %d\ngo_memstats_alloc_bytes_total %d\n", runtime.NumGoroutine(), allocs[0].Value.Uint64())
 			return
 		}
 		// Without full duplex the server drains and closes the request
