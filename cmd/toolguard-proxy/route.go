@@ -51,6 +51,15 @@ func providerOf(r *http.Request) provider {
 	return defaultProvider
 }
 
+// modelPath reports whether path is one httpguard guards as a model
+// protocol's (a POST to it is read as that protocol's request):
+// …/chat/completions, …/responses, …/v1/messages, …/models/MODEL:METHOD.
+// It follows httpguard's own recognition, and must change with it.
+func modelPath(path string) bool {
+	return strings.HasSuffix(path, "/chat/completions") || strings.HasSuffix(path, "/responses") ||
+		strings.HasSuffix(path, "/v1/messages") || geminiMethodPath(path)
+}
+
 // geminiMethodPath reports whether path names a method of a Gemini model,
 // …/models/MODEL:METHOD, as httpguard reads a path's error shape.
 func geminiMethodPath(path string) bool {
@@ -77,14 +86,22 @@ func hasQueryKey(u *url.URL) bool {
 
 // upstreamFor returns the base URL r goes to and, with -auth-keys, the
 // provider's key that upstream gets: the route of r's provider when its
-// flag is given, else -upstream and -upstream-key-env's key.
+// flag is given, else -upstream and -upstream-key-env's key. An MCP
+// request (isMCP) goes to -upstream-mcp, else -upstream, whatever its
+// path and headers.
 func (s *server) upstreamFor(r *http.Request) (*url.URL, string) {
 	var rt route
-	switch providerOf(r) {
-	case anthropicProvider:
-		rt = s.cfg.anthropic
-	case geminiProvider:
-		rt = s.cfg.gemini
+	if isMCP(r.Context()) {
+		// An MCP server's requests are not a provider's, whatever
+		// headers they carry.
+		rt = s.cfg.mcpRoute
+	} else {
+		switch providerOf(r) {
+		case anthropicProvider:
+			rt = s.cfg.anthropic
+		case geminiProvider:
+			rt = s.cfg.gemini
+		}
 	}
 	if rt.url == nil {
 		return s.cfg.upstream, s.cfg.upstreamKey
