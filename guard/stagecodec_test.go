@@ -1,0 +1,387 @@
+package guard_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/toolguard/toolguard/guard"
+)
+
+// This file holds the host the stages' own tests run on: a test codec over
+// plain Go values, a scripted model, an agent loop and an event recorder.
+// It is what package middleware's codec is for langchaingo, without
+// langchaingo: a request is a transcript and the tools it offers, a
+// response the model's tool calls, text, or a stand-in answer.
+
+// role is who wrote a message of a test transcript.
+type role int
+
+const (
+	roleUser  role = iota // the user's turn: it starts a run
+	roleModel             // the model's turn: its text and tool calls
+	roleTool              // one tool result
+	roleNote              // a message a stage added as the user's (OutputValidation's feedback): no new run
+)
+
+// msg is one message of a test transcript.
+type msg struct {
+	Role  role
+	Text  string       // user, model and note text; a tool result's content
+	Calls []guard.Call // a model turn's tool calls
+	// A tool result's call id and tool, and whether the call was refused.
+	CallID, Tool string
+	Refused      bool
+}
+
+// tReq is a test request: a transcript and the tools it offers.
+type tReq struct {
+	Msgs  []msg
+	Tools []guard.Tool
+}
+
+// tResp is a test response: tool calls, text, or a stand-in answer
+// (Codec.End) with its cause.
+type tResp struct {
+	Calls   []guard.Call
+	Text    string
+	standIn error
+}
+
+// codec is the test host's guard.Codec, with the optional interfaces the
+// stages discover: TranscriptReader (the limits read runs and threads from
+// Msgs) and AnswerCodec (OutputValidation). A call without an id is given
+// one, salted with the request's length, and it is written back.
+type codec struct{}
+
+var (
+	_ guard.AnswerCodec[*tReq, *tResp] = codec{}
+	_ guard.TranscriptReader[*tReq]    = codec{}
+	_ guard.Codec[*tReq, *tResp]       = requiredOnly{}
+)
+
+func (codec) Request(_ context.Context, r *tReq) guard.RequestInfo[*tReq, *tResp] {
+	return guard.RequestInfo[*tReq, *tResp]{Tools: r.Tools, Model: "test-model"}
+}
+
+func (codec) Response(r *tReq, p *tResp) guard.ResponseInfo {
+	for i := range p.Calls {
+		if p.Calls[i].ID == "" {
+			p.Calls[i].ID = fmt.Sprintf("syn_%d_%d", len(r.Msgs), i)
+		}
+	}
+	info := guard.ResponseInfo{Calls: slices.Clone(p.Calls), StandIn: p.standIn}
+	if len(p.Calls) == 0 {
+		info.Text = p.Text
+	}
+	return info
+}
+
+func (codec) Accept(p *tResp, vs []guard.Verdict) (*tResp, error) {
+	if len(vs) != len(p.Calls) {
+		return nil, fmt.Errorf("test codec: %d verdicts for %d calls", len(vs), len(p.Calls))
+	}
+	for i, v := range vs {
+		if v.Args != nil {
+			p.Calls[i].Args = v.Args
+		}
+	}
+	return p, nil
+}
+
+// Reask appends p as one model turn, then one tool message per call.
+func (codec) Reask(r *tReq, p *tResp, as []guard.Answer) (*tReq, error) {
+	if len(as) != len(p.Calls) {
+		return nil, fmt.Errorf("test codec: %d answers for %d calls", len(as), len(p.Calls))
+	}
+	turn := msg{Role: roleModel, Text: p.Text, Calls: slices.Clone(p.Calls)}
+	for i, a := range as {
+		if a.Args != nil {
+			turn.Calls[i].Args = a.Args
+		}
+	}
+	next := &tReq{Msgs: append(slices.Clone(r.Msgs), turn), Tools: r.Tools}
+	for i, a := range as {
+		next.Msgs = append(next.Msgs, msg{Role: roleTool, Text: a.Content, CallID: p.Calls[i].ID, Tool: p.Calls[i].Name, Refused: a.Refused})
+	}
+	return next, nil
+}
+
+func (codec) End(_ *tReq, text string, cause error) *tResp { return &tResp{Text: text, standIn: cause} }
+
+func (codec) Transcript(_ context.Context, r *tReq) []guard.Message {
+	out := make([]guard.Message, len(r.Msgs))
+	for i, m := range r.Msgs {
+		switch m.Role {
+		case roleUser:
+			out[i].Kind = guard.UserTurn
+		case roleModel:
+			out[i].Kind = guard.ModelTurn
+			for _, c := range m.Calls {
+				out[i].Calls = append(out[i].Calls, c.Name)
+			}
+		}
+	}
+	return out
+}
+
+func (codec) Answers(p *tResp) []string {
+	if p.Text == "" {
+		return nil
+	}
+	return []string{p.Text}
+}
+
+func (codec) SetAnswers(p *tResp, answers []string) (*tResp, error) {
+	if len(answers) != 1 {
+		return nil, fmt.Errorf("test codec: %d answers for one text", len(answers))
+	}
+	p.Text = answers[0]
+	return p, nil
+}
+
+func (codec) ReaskAnswer(r *tReq, p *tResp, feedback string) (*tReq, error) {
+	msgs := append(slices.Clone(r.Msgs), msg{Role: roleModel, Text: p.Text}, msg{Role: roleNote, Text: feedback})
+	return &tReq{Msgs: msgs, Tools: r.Tools}, nil
+}
+
+// requiredOnly is codec with guard.Codec's five methods only.
+type requiredOnly struct{}
+
+func (requiredOnly) Request(ctx context.Context, r *tReq) guard.RequestInfo[*tReq, *tResp] {
+	return codec{}.Request(ctx, r)
+}
+func (requiredOnly) Response(r *tReq, p *tResp) guard.ResponseInfo { return codec{}.Response(r, p) }
+func (requiredOnly) Accept(p *tResp, vs []guard.Verdict) (*tResp, error) {
+	return codec{}.Accept(p, vs)
+}
+func (requiredOnly) Reask(r *tReq, p *tResp, as []guard.Answer) (*tReq, error) {
+	return codec{}.Reask(r, p, as)
+}
+func (requiredOnly) End(r *tReq, text string, cause error) *tResp { return codec{}.End(r, text, cause) }
+
+// step is one answer of a scripted model to the request it is given.
+type step func(ctx context.Context, s *script, r *tReq) (*tResp, error)
+
+// script is a scripted model, the innermost handler of a test stack: each
+// request gets the next step's answer; a call without an id gets the
+// script's next one (call_1, call_2, …). Safe for concurrent use.
+type script struct {
+	mu    sync.Mutex
+	steps []step
+	reqs  []*tReq
+	ids   int
+}
+
+var errExhausted = errors.New("script: called past its last step")
+
+func newScript(steps ...step) *script { return &script{steps: steps} }
+
+// add appends steps to the script.
+func (s *script) add(steps ...step) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.steps = append(s.steps, steps...)
+}
+
+func (s *script) handle(ctx context.Context, r *tReq) (*tResp, error) {
+	s.mu.Lock()
+	n := len(s.reqs)
+	s.reqs = append(s.reqs, &tReq{Msgs: slices.Clone(r.Msgs), Tools: r.Tools})
+	var st step
+	if n < len(s.steps) {
+		st = s.steps[n]
+	}
+	s.mu.Unlock()
+	if st == nil {
+		return nil, errExhausted
+	}
+	return st(ctx, s, r)
+}
+
+// requests returns a copy of each request the model received, in order.
+func (s *script) requests() []*tReq {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.reqs)
+}
+
+func (s *script) nextID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ids++
+	return "call_" + strconv.Itoa(s.ids)
+}
+
+// callsStep answers with calls; one without an id gets the script's next.
+func callsStep(calls ...guard.Call) step {
+	return func(_ context.Context, s *script, _ *tReq) (*tResp, error) {
+		out := slices.Clone(calls)
+		for i := range out {
+			if out[i].ID == "" {
+				out[i].ID = s.nextID()
+			}
+		}
+		return &tResp{Calls: out}, nil
+	}
+}
+
+// call is a tool call of name with args, without an id.
+func call(name, args string) guard.Call { return guard.Call{Name: name, Args: []byte(args)} }
+
+// limCalls answers with one call with arguments {} per tool name.
+func limCalls(names ...string) step {
+	calls := make([]guard.Call, len(names))
+	for i, n := range names {
+		calls[i] = call(n, `{}`)
+	}
+	return callsStep(calls...)
+}
+
+// textStep answers with text and no tool calls.
+func textStep(text string) step {
+	return func(context.Context, *script, *tReq) (*tResp, error) { return &tResp{Text: text}, nil }
+}
+
+// failStep fails with err.
+func failStep(err error) step {
+	return func(context.Context, *script, *tReq) (*tResp, error) { return nil, err }
+}
+
+// limTools are the tools the agent loop offers: two without a schema.
+var limTools = []guard.Tool{{Name: "search"}, {Name: "weather"}}
+
+// loop simulates an agent loop over a stack, the way langchaingo's Executor
+// and package agent drive a model: each turn appends a user message, then
+// calls the stack with the whole transcript, appends the model's turn and
+// one tool result per call, and calls it again, until the model answers in
+// text.
+type loop struct {
+	h    guard.Handler[*tReq, *tResp]
+	msgs []msg
+	ran  []string // the tool calls executed, by tool name
+}
+
+func newLoop(s *script, mws ...guard.Middleware[*tReq, *tResp]) *loop {
+	return &loop{h: guard.Chain(mws...)(s.handle)}
+}
+
+// turn runs one user turn and returns the model's final text.
+func (a *loop) turn(ctx context.Context, input string) (string, error) {
+	a.msgs = append(a.msgs, msg{Role: roleUser, Text: input})
+	for range 20 {
+		p, err := a.h(ctx, &tReq{Msgs: slices.Clone(a.msgs), Tools: limTools})
+		if err != nil {
+			return "", err
+		}
+		if len(p.Calls) == 0 {
+			a.msgs = append(a.msgs, msg{Role: roleModel, Text: p.Text})
+			return p.Text, nil
+		}
+		a.msgs = append(a.msgs, msg{Role: roleModel, Calls: slices.Clone(p.Calls)})
+		for _, c := range p.Calls {
+			a.ran = append(a.ran, c.Name)
+			a.msgs = append(a.msgs, msg{Role: roleTool, CallID: c.ID, Tool: c.Name, Text: "result " + strconv.Itoa(len(a.ran))})
+		}
+	}
+	return "", errors.New("loop: too many iterations")
+}
+
+// replayed is a call a re-ask shows the model again, with the tool result
+// it is answered with.
+type replayed struct{ Tool, ID, Answer string }
+
+// reasked checks that re-ask is orig followed by one model turn and one
+// tool result per call of that turn, in order and matched by id, and
+// returns the replayed calls.
+func reasked(t *testing.T, orig, reask []msg) []replayed {
+	t.Helper()
+	if len(reask) < len(orig) || !reflect.DeepEqual(reask[:len(orig)], orig) {
+		t.Fatalf("re-ask does not start with the original %d messages:\n%+v", len(orig), reask)
+	}
+	tail := reask[len(orig):]
+	if len(tail) == 0 || tail[0].Role != roleModel || len(tail) != 1+len(tail[0].Calls) {
+		t.Fatalf("re-ask appended %+v, want a model turn and one tool result per call", tail)
+	}
+	var got []replayed
+	for i, c := range tail[0].Calls {
+		tr := tail[1+i]
+		if tr.Role != roleTool || c.ID == "" || tr.CallID != c.ID || tr.Tool != c.Name {
+			t.Fatalf("re-ask call %d %q (%s) answered by %+v; want its tool result", i, c.ID, c.Name, tr)
+		}
+		got = append(got, replayed{Tool: c.Name, ID: c.ID, Answer: tr.Text})
+	}
+	return got
+}
+
+// recorder collects events.
+type recorder struct {
+	mu     sync.Mutex
+	events []guard.Event
+}
+
+func (r *recorder) handle(_ context.Context, e guard.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+func (r *recorder) all() []guard.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
+}
+
+// trace renders the events as "Middleware:kind#attempt".
+func (r *recorder) trace() []string {
+	var ts []string
+	for _, e := range r.all() {
+		ts = append(ts, fmt.Sprintf("%s:%s#%d", e.Middleware, e.Kind, e.Attempt))
+	}
+	return ts
+}
+
+func (r *recorder) kinds() []guard.EventKind {
+	var ks []guard.EventKind
+	for _, e := range r.all() {
+		ks = append(ks, e.Kind)
+	}
+	return ks
+}
+
+func (r *recorder) find(k guard.EventKind) (guard.Event, bool) {
+	for _, e := range r.all() {
+		if e.Kind == k {
+			return e, true
+		}
+	}
+	return guard.Event{}, false
+}
+
+// The stages over the test codec.
+
+func toolCallLimit(opts ...guard.LimitOption) guard.Middleware[*tReq, *tResp] {
+	return guard.ToolCallLimit[*tReq, *tResp](codec{}, opts...)
+}
+
+func modelCallLimit(opts ...guard.LimitOption) guard.Middleware[*tReq, *tResp] {
+	return guard.ModelCallLimit[*tReq, *tResp](codec{}, opts...)
+}
+
+func toolArgValidation(opts ...guard.ValidationOption) guard.Middleware[*tReq, *tResp] {
+	return guard.ToolArgValidation[*tReq, *tResp](codec{}, opts...)
+}
+
+func modelRetry(opts ...guard.RetryOption) guard.Middleware[*tReq, *tResp] {
+	return guard.ModelRetry[*tReq, *tResp](codec{}, opts...)
+}
+
+// wrap returns the handler of a stack over the scripted model s.
+func wrap(s *script, mws ...guard.Middleware[*tReq, *tResp]) guard.Handler[*tReq, *tResp] {
+	return guard.Chain(mws...)(s.handle)
+}
