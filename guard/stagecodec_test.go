@@ -385,3 +385,24 @@ func modelRetry(opts ...guard.RetryOption) guard.Middleware[*tReq, *tResp] {
 func wrap(s *script, mws ...guard.Middleware[*tReq, *tResp]) guard.Handler[*tReq, *tResp] {
 	return guard.Chain(mws...)(s.handle)
 }
+
+// weatherSchema is the schema of the get_weather tool of the stages' tests.
+const weatherSchema = `{
+	"type": "object",
+	"properties": {
+		"city":  {"type": "string"},
+		"units": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+		"days":  {"type": "integer", "minimum": 1},
+		"note":  {"type": ["string", "null"]},
+		"tags":  {"type": "array", "items": {"type": "string"}}
+	},
+	"required": ["city"],
+	"additionalProperties": false
+}`
+
+var weatherTool = guard.Tool{Name: "get_weather", Schema: weatherSchema}
+
+// question is a request of one user message offering tools.
+func question(tools ...guard.Tool) *tReq {
+	return &tReq{Msgs: []msg{{Role: roleUser, Text: "Weather in Paris?"}}, Tools: tools}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -14,57 +13,11 @@ import (
 	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 
-// limAgent simulates an agent loop over model, the way langchaingo's
-// Executor and our agent package drive it: each turn appends a human
-// message, then calls the model with the whole transcript, appends its AI
-// message and one tool message per tool call, and calls it again, until the
-// model answers in text.
-type limAgent struct {
-	model llms.Model
-	msgs  []llms.MessageContent
-	ran   []string // the tool calls executed, by tool name
-}
-
-func newLimAgent(model llms.Model, mws ...middleware.Middleware) *limAgent {
-	return &limAgent{model: middleware.Wrap(model, mws...)}
-}
-
+// limTools offers two tools without a schema.
 var limTools = llms.WithTools([]llms.Tool{
 	{Type: "function", Function: &llms.FunctionDefinition{Name: "search"}},
 	{Type: "function", Function: &llms.FunctionDefinition{Name: "weather"}},
 })
-
-// turn runs one user turn and returns the model's final text.
-func (a *limAgent) turn(ctx context.Context, input string) (string, error) {
-	a.msgs = append(a.msgs, llms.TextParts(llms.ChatMessageTypeHuman, input))
-	for range 20 {
-		resp, err := a.model.GenerateContent(ctx, a.msgs, limTools)
-		if err != nil {
-			return "", err
-		}
-		var calls []llms.ToolCall
-		for _, ch := range resp.Choices {
-			calls = append(calls, ch.ToolCalls...)
-		}
-		if len(calls) == 0 {
-			text := resp.Choices[0].Content
-			a.msgs = append(a.msgs, llms.TextParts(llms.ChatMessageTypeAI, text))
-			return text, nil
-		}
-		ai := llms.MessageContent{Role: llms.ChatMessageTypeAI}
-		for _, c := range calls {
-			ai.Parts = append(ai.Parts, c)
-		}
-		a.msgs = append(a.msgs, ai)
-		for _, c := range calls {
-			a.ran = append(a.ran, c.FunctionCall.Name)
-			a.msgs = append(a.msgs, llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
-				llms.ToolCallResponse{ToolCallID: c.ID, Name: c.FunctionCall.Name, Content: "result " + strconv.Itoa(len(a.ran))},
-			}})
-		}
-	}
-	return "", errors.New("limAgent: too many iterations")
-}
 
 // limCalls is a fakemodel step answering with one call per tool name.
 func limCalls(names ...string) fakemodel.Step {
