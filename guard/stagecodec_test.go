@@ -7,7 +7,9 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/toolguard/toolguard/guard"
@@ -39,10 +41,12 @@ type msg struct {
 	Refused      bool
 }
 
-// tReq is a test request: a transcript and the tools it offers.
+// tReq is a test request: a transcript, the tools it offers and, when the
+// caller streams, where the model's parts go.
 type tReq struct {
 	Msgs  []msg
 	Tools []guard.Tool
+	Out   sink // nil: the caller does not stream
 }
 
 // tResp is a test response: tool calls, text, or a stand-in answer
@@ -66,7 +70,11 @@ var (
 )
 
 func (codec) Request(_ context.Context, r *tReq) guard.RequestInfo[*tReq, *tResp] {
-	return guard.RequestInfo[*tReq, *tResp]{Tools: r.Tools, Model: "test-model"}
+	info := guard.RequestInfo[*tReq, *tResp]{Tools: r.Tools, Model: "test-model"}
+	if r.Out != nil {
+		info.Stream = stream{out: r.Out}
+	}
+	return info
 }
 
 func (codec) Response(r *tReq, p *tResp) guard.ResponseInfo {
@@ -105,7 +113,7 @@ func (codec) Reask(r *tReq, p *tResp, as []guard.Answer) (*tReq, error) {
 			turn.Calls[i].Args = a.Args
 		}
 	}
-	next := &tReq{Msgs: append(slices.Clone(r.Msgs), turn), Tools: r.Tools}
+	next := &tReq{Msgs: append(slices.Clone(r.Msgs), turn), Tools: r.Tools, Out: r.Out}
 	for i, a := range as {
 		next.Msgs = append(next.Msgs, msg{Role: roleTool, Text: a.Content, CallID: p.Calls[i].ID, Tool: p.Calls[i].Name, Refused: a.Refused})
 	}
@@ -147,7 +155,7 @@ func (codec) SetAnswers(p *tResp, answers []string) (*tResp, error) {
 
 func (codec) ReaskAnswer(r *tReq, p *tResp, feedback string) (*tReq, error) {
 	msgs := append(slices.Clone(r.Msgs), msg{Role: roleModel, Text: p.Text}, msg{Role: roleNote, Text: feedback})
-	return &tReq{Msgs: msgs, Tools: r.Tools}, nil
+	return &tReq{Msgs: msgs, Tools: r.Tools, Out: r.Out}, nil
 }
 
 // requiredOnly is codec with guard.Codec's five methods only.
@@ -218,13 +226,17 @@ func (s *script) nextID() string {
 	return "call_" + strconv.Itoa(s.ids)
 }
 
-// callsStep answers with calls; one without an id gets the script's next.
+// callsStep answers with calls, each streamed as one part when the caller
+// streams; one without an id gets the script's next.
 func callsStep(calls ...guard.Call) step {
-	return func(_ context.Context, s *script, _ *tReq) (*tResp, error) {
+	return func(ctx context.Context, s *script, r *tReq) (*tResp, error) {
 		out := slices.Clone(calls)
 		for i := range out {
 			if out[i].ID == "" {
 				out[i].ID = s.nextID()
+			}
+			if err := r.emit(ctx, callPart(out[i])); err != nil {
+				return nil, err
 			}
 		}
 		return &tResp{Calls: out}, nil
@@ -243,9 +255,27 @@ func limCalls(names ...string) step {
 	return callsStep(calls...)
 }
 
-// textStep answers with text and no tool calls.
+// textStep answers with text and no tool calls, streamed first as one part
+// when the caller streams.
 func textStep(text string) step {
-	return func(context.Context, *script, *tReq) (*tResp, error) { return &tResp{Text: text}, nil }
+	return func(ctx context.Context, _ *script, r *tReq) (*tResp, error) {
+		if err := r.emit(ctx, part{Kind: partText, Data: text}); err != nil {
+			return nil, err
+		}
+		return &tResp{Text: text}, nil
+	}
+}
+
+// streamThenFail streams parts, then fails with err.
+func streamThenFail(err error, parts ...part) step {
+	return func(ctx context.Context, _ *script, r *tReq) (*tResp, error) {
+		for _, p := range parts {
+			if err := r.emit(ctx, p); err != nil {
+				return nil, err
+			}
+		}
+		return nil, err
+	}
 }
 
 // failStep fails with err.
@@ -405,4 +435,150 @@ var weatherTool = guard.Tool{Name: "get_weather", Schema: weatherSchema}
 // question is a request of one user message offering tools.
 func question(tools ...guard.Tool) *tReq {
 	return &tReq{Msgs: []msg{{Role: roleUser, Text: "Weather in Paris?"}}, Tools: tools}
+}
+
+// Streaming. A caller that streams gives a sink in its request; the model
+// emits parts to it (text, reasoning, tool calls) before it answers. The
+// codec's Stream gives each attempt a gate of its own.
+
+// partKind is what a streamed part is.
+type partKind int
+
+const (
+	partText partKind = iota
+	partReasoning
+	partCall
+)
+
+// part is one streamed piece of an answer.
+type part struct {
+	Kind partKind
+	Data string
+}
+
+// callPart is the part that streams c.
+func callPart(c guard.Call) part { return part{Kind: partCall, Data: c.Name + string(c.Args)} }
+
+// sink receives the parts of a streamed answer.
+type sink func(ctx context.Context, p part) error
+
+// emit streams p to r's sink, if any.
+func (r *tReq) emit(ctx context.Context, p part) error {
+	if r.Out == nil {
+		return nil
+	}
+	return r.Out(ctx, p)
+}
+
+// with returns a copy of r whose parts go to out.
+func (r *tReq) with(out sink) *tReq {
+	c := *r
+	c.Out = out
+	return &c
+}
+
+// tape is a caller's sink that records what reached it.
+type tape struct {
+	mu    sync.Mutex
+	parts []part
+}
+
+func (t *tape) sink(_ context.Context, p part) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.parts = append(t.parts, p)
+	return nil
+}
+
+// String renders what reached the caller: text and reasoning as they came,
+// each tool call as [name args].
+func (t *tape) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var b strings.Builder
+	for _, p := range t.parts {
+		if p.Kind == partCall {
+			b.WriteString("[" + p.Data + "]")
+		} else {
+			b.WriteString(p.Data)
+		}
+	}
+	return b.String()
+}
+
+// stream is the test codec's guard.Stream.
+type stream struct{ out sink }
+
+// callsHeldKey marks a context whose tool-call parts a gate outside holds.
+type callsHeldKey struct{}
+
+func (s stream) Attempt(ctx context.Context, r *tReq, hold guard.Hold) (context.Context, *tReq, guard.Gate[*tResp]) {
+	g := &gate{out: s.out, all: hold == guard.HoldAll}
+	if !g.all {
+		ctx = context.WithValue(ctx, callsHeldKey{}, true)
+	}
+	return ctx, r.with(g.on), g
+}
+
+// Watch counts the parts that reach the caller: not tool-call parts a gate
+// outside holds, nor empty ones.
+func (s stream) Watch(ctx context.Context, r *tReq) (*tReq, func() bool) {
+	held := ctx.Value(callsHeldKey{}) != nil
+	var seen atomic.Bool
+	out := r.Out
+	return r.with(func(ctx context.Context, p part) error {
+		if p.Data != "" && !(held && p.Kind == partCall) {
+			seen.Store(true)
+		}
+		return out(ctx, p)
+	}), seen.Load
+}
+
+// gate is one attempt's guard.Gate: with all unset it passes text and
+// reasoning on and holds tool-call parts, streaming the accepted calls on
+// Deliver; with all set it holds everything but reasoning, and on Deliver
+// streams the accepted answer once, or what it held as it came when the
+// response calls tools.
+type gate struct {
+	out  sink
+	all  bool
+	mu   sync.Mutex
+	held []part
+}
+
+func (g *gate) on(ctx context.Context, p part) error {
+	if p.Kind == partReasoning || (!g.all && p.Kind == partText) {
+		return g.out(ctx, p)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.held = append(g.held, p)
+	return nil
+}
+
+func (g *gate) Deliver(ctx context.Context, p *tResp) (*tResp, error) {
+	g.mu.Lock()
+	held := g.held
+	g.held = nil
+	g.mu.Unlock()
+	if len(held) == 0 {
+		return p, nil
+	}
+	var out []part
+	switch {
+	case g.all && len(p.Calls) > 0:
+		out = held
+	case g.all:
+		out = []part{{Kind: partText, Data: p.Text}}
+	default:
+		for _, c := range p.Calls {
+			out = append(out, callPart(c))
+		}
+	}
+	for _, q := range out {
+		if err := g.out(ctx, q); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
 }
