@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/toolguard/toolguard/guard"
 )
 
@@ -477,34 +478,47 @@ func (r *tReq) with(out sink) *tReq {
 	return &c
 }
 
-// tape is a caller's sink that records what reached it.
+// tape is a caller's sink that records what reached it, in order: text
+// and reasoning as they came, each tool call as [name args], and, through
+// observe, the re-asks and retries announced to the caller as <kind>.
 type tape struct {
-	mu    sync.Mutex
-	parts []part
+	mu  sync.Mutex
+	seq []string
+}
+
+func (t *tape) add(s string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.seq = append(t.seq, s)
 }
 
 func (t *tape) sink(_ context.Context, p part) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.parts = append(t.parts, p)
+	if p.Kind == partCall {
+		t.add("[" + p.Data + "]")
+	} else {
+		t.add(p.Data)
+	}
 	return nil
 }
 
-// String renders what reached the caller: text and reasoning as they came,
-// each tool call as [name args].
-func (t *tape) String() string {
+// observe returns ctx with an observer that records EventReask and
+// EventRetry on the tape, where the caller would see them.
+func (t *tape) observe(ctx context.Context) context.Context {
+	return guard.WithObserver(ctx, guard.ObserverFunc(func(_ context.Context, e guard.Event) {
+		if e.Kind == guard.EventReask || e.Kind == guard.EventRetry {
+			t.add("<" + string(e.Kind) + ">")
+		}
+	}))
+}
+
+func (t *tape) all() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var b strings.Builder
-	for _, p := range t.parts {
-		if p.Kind == partCall {
-			b.WriteString("[" + p.Data + "]")
-		} else {
-			b.WriteString(p.Data)
-		}
-	}
-	return b.String()
+	return slices.Clone(t.seq)
 }
+
+// String is what reached the caller, joined.
+func (t *tape) String() string { return strings.Join(t.all(), "") }
 
 // stream is the test codec's guard.Stream.
 type stream struct{ out sink }
@@ -581,4 +595,13 @@ func (g *gate) Deliver(ctx context.Context, p *tResp) (*tResp, error) {
 		}
 	}
 	return p, nil
+}
+
+func outputValidation(schema any, opts ...guard.ValidationOption) guard.Middleware[*tReq, *tResp] {
+	return guard.OutputValidation[*tReq, *tResp](codec{}, schema, opts...)
+}
+
+// noWait is a backoff policy that retries at once.
+func noWait() guard.RetryOption {
+	return guard.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} })
 }
