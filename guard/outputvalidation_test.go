@@ -225,4 +225,3 @@ func TestOutputValidationMisconfigured(t *testing.T) {
 		}()
 	}
 }
-
