@@ -220,6 +220,13 @@ func (s *script) requests() []*tReq {
 	return slices.Clone(s.reqs)
 }
 
+// remaining returns the number of steps no request has consumed.
+func (s *script) remaining() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return max(len(s.steps)-len(s.reqs), 0)
+}
+
 func (s *script) nextID() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
