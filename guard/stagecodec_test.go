@@ -243,7 +243,10 @@ func callsStep(calls ...guard.Call) step {
 			if out[i].ID == "" {
 				out[i].ID = s.nextID()
 			}
-			if err := r.emit(ctx, callPart(out[i])); err != nil {
+			if r.Out == nil {
+				continue
+			}
+			if err := r.Out(ctx, callPart(out[i])); err != nil {
 				return nil, err
 			}
 		}
@@ -612,3 +615,14 @@ func outputValidation(schema any, opts ...guard.ValidationOption) guard.Middlewa
 func noWait() guard.RetryOption {
 	return guard.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} })
 }
+
+// run makes one call with req through mws over the scripted model s.
+func run(s *script, req *tReq, mws ...guard.Middleware[*tReq, *tResp]) (*tResp, error) {
+	return wrap(s, mws...)(context.Background(), req)
+}
+
+// args returns the arguments of resp's call i.
+func args(resp *tResp, i int) string { return string(resp.Calls[i].Args) }
+
+// notExecuted is what a valid sibling of an invalid call reads, pinned.
+const notExecuted = "Not executed because other tool calls in this batch had invalid arguments; re-issue all tool calls with corrected arguments."
