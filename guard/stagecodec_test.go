@@ -626,3 +626,29 @@ func args(resp *tResp, i int) string { return string(resp.Calls[i].Args) }
 
 // notExecuted is what a valid sibling of an invalid call reads, pinned.
 const notExecuted = "Not executed because other tool calls in this batch had invalid arguments; re-issue all tool calls with corrected arguments."
+
+// tool is a tool named name whose parameters schema is schema.
+func tool(name string, schema any) guard.Tool { return guard.Tool{Name: name, Schema: schema} }
+
+// searchTool takes a required query.
+var searchTool = tool("search", map[string]any{
+	"type":       "object",
+	"properties": map[string]any{"query": map[string]any{"type": "string"}},
+	"required":   []any{"query"},
+})
+
+// dump renders msgs as text, one message a line, arguments as JSON text.
+func dump(msgs []msg) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		fmt.Fprintf(&b, "%d %q", m.Role, m.Text)
+		for _, c := range m.Calls {
+			fmt.Fprintf(&b, " [%s %s %s]", c.ID, c.Name, c.Args)
+		}
+		if m.Role == roleTool {
+			fmt.Fprintf(&b, " (result of %s %s, refused %v)", m.CallID, m.Tool, m.Refused)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
