@@ -223,7 +223,11 @@ func TestModelRetryCancelDuringWait(t *testing.T) {
 		resp, err := llm(ctx, retryQuestion())
 		done <- result{resp, err}
 	}()
-	<-waiting
+	select {
+	case <-waiting:
+	case r := <-done: // a ModelRetry that did not retry would leave the test waiting forever
+		t.Fatalf("call() = %v, %v before any retry, want it waiting to retry the 503", r.resp, r.err)
+	}
 	cancel()
 	var r result
 	select {
