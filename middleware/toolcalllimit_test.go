@@ -122,11 +122,3 @@ func TestToolCallLimitCallsInEveryChoice(t *testing.T) {
 		t.Errorf("first replayed AI message = %v, want the call, then the response's text", first)
 	}
 }
-
-// failingStore is a ThreadStore whose Reserve fails with err.
-type failingStore struct{ err error }
-
-func (s *failingStore) Reserve(context.Context, guard.ThreadKey, int, int) (int, bool, error) {
-	return 0, false, s.err
-}
-func (s *failingStore) Release(context.Context, guard.ThreadKey, int) error { return nil }
