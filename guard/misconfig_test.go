@@ -1,4 +1,4 @@
-package middleware_test
+package guard_test
 
 import (
 	"context"
@@ -6,10 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/guard"
-	"github.com/toolguard/toolguard/middleware"
-	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 
 // TestThreadLimitWithoutThreadIsReported: a thread limit used on calls whose
@@ -18,12 +15,12 @@ import (
 // it once per value; a context with a thread id reports nothing.
 func TestThreadLimitWithoutThreadIsReported(t *testing.T) {
 	t.Parallel()
-	limiters := map[string]func(opt guard.Option) middleware.Middleware{
-		"ToolCallLimit": func(opt guard.Option) middleware.Middleware {
-			return middleware.ToolCallLimit(guard.WithThreadLimit(3), opt)
+	limiters := map[string]func(opt guard.Option) guard.Middleware[*tReq, *tResp]{
+		"ToolCallLimit": func(opt guard.Option) guard.Middleware[*tReq, *tResp] {
+			return toolCallLimit(guard.WithThreadLimit(3), opt)
 		},
-		"ModelCallLimit": func(opt guard.Option) middleware.Middleware {
-			return middleware.ModelCallLimit(guard.WithThreadLimit(3), opt)
+		"ModelCallLimit": func(opt guard.Option) guard.Middleware[*tReq, *tResp] {
+			return modelCallLimit(guard.WithThreadLimit(3), opt)
 		},
 	}
 	for name, limiter := range limiters {
@@ -31,13 +28,13 @@ func TestThreadLimitWithoutThreadIsReported(t *testing.T) {
 			t.Run(name+"/thread="+thread, func(t *testing.T) {
 				t.Parallel()
 				var rec recorder
-				llm := middleware.Wrap(fakemodel.New(limCalls("search"), limCalls("search")), limiter(guard.WithEventHandler(rec.handle)))
+				llm := wrap(newScript(limCalls("search"), limCalls("search")), limiter(guard.WithEventHandler(rec.handle)))
 				ctx := context.Background()
 				if thread != "" {
 					ctx = guard.WithThread(ctx, thread)
 				}
 				for range 2 {
-					if _, err := llm.GenerateContent(ctx, question, llms.WithTools([]llms.Tool{searchTool})); err != nil {
+					if _, err := llm(ctx, question(searchTool)); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -70,10 +67,10 @@ func TestDuplicateToolNamesReported(t *testing.T) {
 	var rec recorder
 	stringQuery := tool("search", map[string]any{"type": "object", "properties": map[string]any{"query": map[string]any{"type": "string"}}})
 	intQuery := tool("search", map[string]any{"type": "object", "properties": map[string]any{"query": map[string]any{"type": "integer"}}})
-	call := fakemodel.ToolCalls(fakemodel.Call("search", `{"query": 1}`))
-	llm := middleware.Wrap(fakemodel.New(call, call), middleware.ToolArgValidation(guard.WithEventHandler(rec.handle)))
+	bad := callsStep(call("search", `{"query": 1}`))
+	llm := wrap(newScript(bad, bad), toolArgValidation(guard.WithEventHandler(rec.handle)))
 	for range 2 {
-		if _, err := llm.GenerateContent(context.Background(), question, llms.WithTools([]llms.Tool{stringQuery, weatherTool, intQuery})); err != nil {
+		if _, err := llm(context.Background(), question(stringQuery, weatherTool, intQuery)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,8 +86,8 @@ func TestDuplicateToolNamesReported(t *testing.T) {
 	}
 	// One tool per name: nothing to report.
 	var clean recorder
-	llm = middleware.Wrap(fakemodel.New(call), middleware.ToolArgValidation(guard.WithEventHandler(clean.handle)))
-	if _, err := llm.GenerateContent(context.Background(), question, llms.WithTools([]llms.Tool{intQuery, weatherTool})); err != nil {
+	llm = wrap(newScript(bad), toolArgValidation(guard.WithEventHandler(clean.handle)))
+	if _, err := llm(context.Background(), question(intQuery, weatherTool)); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := clean.find(guard.EventMisconfigured); ok {
