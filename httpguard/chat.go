@@ -112,14 +112,6 @@ func chatRequestRoot(body []byte) (span, error) {
 	return root(body)
 }
 
-// nullToNil returns nil for an absent or null raw value.
-func nullToNil(m json.RawMessage) json.RawMessage {
-	if len(m) == 0 || string(m) == "null" {
-		return nil
-	}
-	return m
-}
-
 // chatUnguardable is the why of a chat response the guard cannot read.
 const chatUnguardable = "unreadable chat completion"
 
@@ -427,25 +419,6 @@ func (chatWire) usage(resp []byte) (wireUsage, error) {
 		u.InputTokens, u.OutputTokens = r.Usage.PromptTokens, r.Usage.CompletionTokens
 	}
 	return u, nil
-}
-
-// openAIErrorBody is OpenAI's error shape, for Chat Completions and
-// Responses alike: {"error": {"message", "type", "param", "code"}}.
-func openAIErrorBody(typ, msg string) []byte {
-	b, _ := marshal(struct {
-		Error struct {
-			Message string  `json:"message"`
-			Type    string  `json:"type"`
-			Param   *string `json:"param"`
-			Code    string  `json:"code"`
-		} `json:"error"`
-	}{Error: struct {
-		Message string  `json:"message"`
-		Type    string  `json:"type"`
-		Param   *string `json:"param"`
-		Code    string  `json:"code"`
-	}{msg, typ, nil, typ}})
-	return b
 }
 
 func (chatWire) errorBody(_ int, typ, msg string) []byte { return openAIErrorBody(typ, msg) }

@@ -52,14 +52,6 @@ type chatToolCallDelta struct {
 	} `json:"custom"`
 }
 
-// upstreamStreamError is an error event an upstream stream sent; Data is
-// its payload, for the client.
-type upstreamStreamError struct{ Data []byte }
-
-func (e *upstreamStreamError) Error() string {
-	return "httpguard: upstream stream error: " + string(e.Data)
-}
-
 // chatChunkOf returns ev's chunk: the one a gate parsed, else parsed now.
 func chatChunkOf(ev streamEvent) (*chatChunk, error) {
 	if c, ok := ev.parsed.(*chatChunk); ok {

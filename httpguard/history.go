@@ -558,3 +558,16 @@ func (t *transcriptEdit) rebuildArray(i int, c arrayChange, path ...any) error {
 	t.edits[i] = append(outside, edit{at: arr, text: append(text, ']')})
 	return nil
 }
+
+// blockAt is block k of message j (an Anthropic content block, a Gemini
+// part).
+type blockAt struct{ j, k int }
+
+// rawMessages returns items as json.RawMessages.
+func rawMessages(items [][]byte) []json.RawMessage {
+	out := make([]json.RawMessage, len(items))
+	for i, b := range items {
+		out[i] = b
+	}
+	return out
+}

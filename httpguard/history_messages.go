@@ -292,9 +292,6 @@ func (messagesWire) history(body []byte) ([]byte, []historyFix, error) {
 	return t.result(), fixes, nil
 }
 
-// blockAt is block k of message j.
-type blockAt struct{ j, k int }
-
 // messagesNote puts note before the content of tool_result block k of
 // message j.
 func messagesNote(t *transcriptEdit, content json.RawMessage, j, k int, note string) error {
@@ -325,15 +322,6 @@ func joinJSON(items [][]byte) []byte {
 			out = append(out, ',')
 		}
 		out = append(out, b...)
-	}
-	return out
-}
-
-// rawMessages returns items as json.RawMessages.
-func rawMessages(items [][]byte) []json.RawMessage {
-	out := make([]json.RawMessage, len(items))
-	for i, b := range items {
-		out[i] = b
 	}
 	return out
 }

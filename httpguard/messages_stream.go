@@ -217,26 +217,6 @@ func (a *messagesAssembler) held(e *messagesEvent, n int) int {
 	return 0
 }
 
-// setAt sets key of the object at path in b to value.
-func setAt(b []byte, path []any, key string, value []byte) ([]byte, error) {
-	r, err := root(b)
-	if err != nil {
-		return nil, err
-	}
-	o, ok, err := at(b, r, path...)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("%w: no object at %v", errJSON, path)
-	}
-	e, err := setMember(b, o, key, value)
-	if err != nil {
-		return nil, err
-	}
-	return apply(b, e), nil
-}
-
 // block is the assembled content block.
 func (bl *blockAcc) block() ([]byte, error) {
 	b := bl.start
@@ -268,17 +248,6 @@ func (bl *blockAcc) block() ([]byte, error) {
 		set("citations", append(append([]byte("["), joinRaw(bl.citations)...), ']'))
 	}
 	return b, err
-}
-
-func joinRaw(items [][]byte) []byte {
-	var out []byte
-	for i, it := range items {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, it...)
-	}
-	return out
 }
 
 func (a *messagesAssembler) response() ([]byte, error) {

@@ -320,3 +320,22 @@ func parseBody(b []byte) (span, error) {
 	}
 	return sp, nil
 }
+
+// openAIErrorBody is OpenAI's error shape, for Chat Completions and
+// Responses alike: {"error": {"message", "type", "param", "code"}}.
+func openAIErrorBody(typ, msg string) []byte {
+	b, _ := marshal(struct {
+		Error struct {
+			Message string  `json:"message"`
+			Type    string  `json:"type"`
+			Param   *string `json:"param"`
+			Code    string  `json:"code"`
+		} `json:"error"`
+	}{Error: struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    string  `json:"code"`
+	}{msg, typ, nil, typ}})
+	return b
+}
