@@ -200,35 +200,6 @@ func sdkRetries(status int) bool {
 		status == http.StatusTooManyRequests || status >= 500
 }
 
-// googleStatus is Google's status name for an HTTP status, as its APIs
-// pair them (google.rpc.Code).
-func googleStatus(status int) string {
-	switch status {
-	case http.StatusUnauthorized:
-		return "UNAUTHENTICATED"
-	case http.StatusForbidden:
-		return "PERMISSION_DENIED"
-	case http.StatusNotFound:
-		return "NOT_FOUND"
-	case http.StatusConflict:
-		return "ABORTED"
-	case http.StatusTooManyRequests:
-		return "RESOURCE_EXHAUSTED"
-	case 499:
-		return "CANCELLED"
-	case http.StatusNotImplemented:
-		return "UNIMPLEMENTED"
-	case http.StatusBadGateway, http.StatusServiceUnavailable:
-		return "UNAVAILABLE"
-	case http.StatusRequestTimeout, http.StatusGatewayTimeout:
-		return "DEADLINE_EXCEEDED"
-	}
-	if status >= 500 {
-		return "INTERNAL"
-	}
-	return "INVALID_ARGUMENT"
-}
-
 // errorResponse is ErrorResponse in p's error shape with x-should-retry:
 // false: the response a guard that refuses answers with (422 for refused
 // calls), so the SDK surfaces its API error and does not retry it.
