@@ -200,7 +200,8 @@
 // added later is a new interface, not a break: [AnswerCodec] for
 // [OutputValidation] (which requires it), [TranscriptReader] for the limits
 // to read a conversation the context does not name, [MalformedReader] for
-// calls the provider refused itself; a host that streams returns a
+// calls the provider refused itself, [Advisor] for the miswirings the
+// host's users commonly make; a host that streams returns a
 // [Stream] in its RequestInfo, whose [Gate] holds what a re-ask must not
 // show. Each stage calls Request once per logical call and Response,
 // Accept or Reask at most once per attempt. Package guard/guardtest runs

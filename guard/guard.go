@@ -92,7 +92,8 @@ type Message struct {
 // optional interfaces the stages discover by type assertion:
 // [AnswerCodec] (structured answers, required by [OutputValidation]),
 // [TranscriptReader] (the limits count a conversation the context does not
-// name), [MalformedReader] (calls the provider itself refused).
+// name), [MalformedReader] (calls the provider itself refused), [Advisor]
+// (how the host's users commonly miswire a stage).
 //
 // Each stage calls Request once per logical call, Response once per
 // attempt, and Accept or Reask at most once per attempt: at most three

@@ -1,9 +1,7 @@
 package guard
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -26,17 +24,14 @@ const (
 	// value, when a thread limit is used with no thread id in the context
 	// (Err wraps [ErrNoThread]). [ToolArgValidation] reports it, once per
 	// middleware value, when a request offers two tools of one name (Err
-	// wraps [ErrDuplicateTool]), and when a request offers a tool whose
-	// schema is langchaingo's one-string placeholder, so that nothing
-	// typed is validated (Err wraps [ErrStringPlaceholder]).
+	// wraps [ErrDuplicateTool]), and when the codec's [Advisor] says a
+	// tool is offered in a way that cannot be validated as the model sees
+	// it (package middleware: langchaingo's one-string placeholder).
 	EventMisconfigured EventKind = "misconfigured"
 	// EventEmptyResponse: [ToolArgValidation] got a response to a request
 	// that offers tools with neither a tool call nor any text. The
-	// response is returned as is; Err wraps [ErrEmptyResponse]. The usual
-	// cause is langchaingo's native ollama client, which sends no tools and
-	// drops the tool calls of Ollama's answer: use langchaingo's openai
-	// client with Ollama's OpenAI-compatible endpoint (base URL
-	// http://localhost:11434/v1) instead.
+	// response is returned as is; Err wraps [ErrEmptyResponse], and names
+	// the usual cause when the codec's [Advisor] knows one.
 	EventEmptyResponse EventKind = "empty_response"
 )
 
@@ -56,17 +51,25 @@ var ErrNoThread = errors.New("guard: a thread limit with no thread id in the con
 // name: the last one's schema is used for both.
 var ErrDuplicateTool = errors.New("guard: two tools with one name")
 
-// ErrStringPlaceholder is wrapped by the Err of an [EventMisconfigured]
-// that [ToolArgValidation] reports for a tool whose schema is langchaingo's
-// one-string placeholder, {"__arg1": string}: langchaingo's
-// agents.OpenAIFunctionsAgent offers every tool that way, so the model is
-// never shown, and ToolArgValidation never checks, the tool's own
-// arguments. Offer the tools' own schemas with package agent/lctool
-// (OfferSchemas, with SchemaFor for an existing tools.Tool).
-var ErrStringPlaceholder = errors.New("guard: a tool offered with langchaingo's one-string schema")
-
 // ErrEmptyResponse is wrapped by the Err of an [EventEmptyResponse].
 var ErrEmptyResponse = errors.New("guard: empty response to a request offering tools")
+
+// Advisor is an optional interface of a [Codec], found by type assertion: a
+// host that knows how its users commonly miswire a stage implements it, and
+// [ToolArgValidation] reports what it says. Package middleware's codec does,
+// for langchaingo's agents and clients.
+type Advisor interface {
+	// AdviseTools returns why a tool of tools, as a request offers them,
+	// will not be validated as the model sees it, naming the tool; nil
+	// when none. ToolArgValidation reports the first such error as an
+	// [EventMisconfigured], once per middleware value. It must be safe
+	// for concurrent use.
+	AdviseTools(tools []Tool) (tool string, err error)
+	// AdviseEmpty returns the usual cause of a response with neither tool
+	// calls nor text to a request offering tools, "" when it knows none;
+	// ToolArgValidation's [EventEmptyResponse] names it.
+	AdviseEmpty() string
+}
 
 // wiringChecks are the checks a [ToolCallLimit] value makes of how it is
 // wired, each reported once per value.
@@ -123,70 +126,30 @@ func (w *wiringChecks) checkName(ctx context.Context, l *toolCallLimit, offered 
 }
 
 // reportEmpty reports an [EventEmptyResponse] when a response without tool
-// calls has no text either (text) although the request offers tools.
-func (m *toolArgValidation) reportEmpty(ctx context.Context, tools []Tool, text string, attempt int) {
+// calls has no text either (text) although the request offers tools,
+// naming its usual cause when adv knows one.
+func (m *toolArgValidation) reportEmpty(ctx context.Context, adv Advisor, tools []Tool, text string, attempt int) {
 	if strings.TrimSpace(text) != "" || len(tools) == 0 {
 		return
 	}
-	err := fmt.Errorf("%w: no tool call and no text (langchaingo's native ollama client drops tool calls: "+
-		"use its openai client with Ollama's /v1 endpoint)", ErrEmptyResponse)
+	err := fmt.Errorf("%w: no tool call and no text", ErrEmptyResponse)
+	if adv != nil {
+		if why := adv.AdviseEmpty(); why != "" {
+			err = fmt.Errorf("%w: no tool call and no text (%s)", ErrEmptyResponse, why)
+		}
+	}
 	m.emit(ctx, Event{Kind: EventEmptyResponse, Attempt: attempt, Err: err})
 }
 
-// placeholderArg is the one argument langchaingo's OpenAIFunctionsAgent
-// declares for every tool.
-const placeholderArg = "__arg1"
-
-// isStringPlaceholder reports whether schema (as a request offers it) is
-// langchaingo's one-string placeholder: an object schema whose only
-// property is "__arg1".
-func isStringPlaceholder(schema any) bool {
-	var m map[string]any
-	switch s := schema.(type) {
-	case map[string]any:
-		m = s
-	case json.RawMessage:
-		return rawPlaceholder(s)
-	case []byte:
-		return rawPlaceholder(s)
-	case string:
-		return rawPlaceholder([]byte(s))
-	default:
-		return false
-	}
-	props, _ := m["properties"].(map[string]any)
-	_, ok := props[placeholderArg]
-	return ok && len(props) == 1
-}
-
-func rawPlaceholder(raw []byte) bool {
-	if !bytes.Contains(raw, []byte(placeholderArg)) {
-		return false
-	}
-	var s struct {
-		Properties map[string]json.RawMessage `json:"properties"`
-	}
-	if json.Unmarshal(raw, &s) != nil {
-		return false
-	}
-	_, ok := s.Properties[placeholderArg]
-	return ok && len(s.Properties) == 1
-}
-
-// checkPlaceholders reports, once per ToolArgValidation value, a tool of
-// the request whose schema is langchaingo's one-string placeholder.
-func (m *toolArgValidation) checkPlaceholders(ctx context.Context, tools []Tool) {
-	if m.placeholder.Load() {
+// checkTools reports, once per ToolArgValidation value, what adv says of
+// the tools a request offers.
+func (m *toolArgValidation) checkTools(ctx context.Context, adv Advisor, tools []Tool) {
+	if adv == nil || m.advised.Load() {
 		return
 	}
-	for _, t := range tools {
-		if !isStringPlaceholder(t.Schema) || !m.placeholder.CompareAndSwap(false, true) {
-			continue
-		}
-		err := fmt.Errorf("%w: tool %s is offered as {%q: string} (langchaingo's agents.OpenAIFunctionsAgent offers every tool so), "+
-			"so its typed arguments are neither shown to the model nor validated; offer each tool's own schema: "+
-			"lctool.OfferSchemas(lctool.SchemaFor(tool, schema), ...) before ToolArgValidation", ErrStringPlaceholder, safetext.Quote(t.Name, 80), placeholderArg)
-		reportLoud(ctx, m.cfg.events, Event{Kind: EventMisconfigured, Middleware: validationName, Tool: t.Name, Err: err})
+	tool, err := adv.AdviseTools(tools)
+	if err == nil || !m.advised.CompareAndSwap(false, true) {
 		return
 	}
+	reportLoud(ctx, m.cfg.events, Event{Kind: EventMisconfigured, Middleware: validationName, Tool: tool, Err: err})
 }

@@ -286,10 +286,10 @@ func ToolArgValidation[Req, Resp any](c Codec[Req, Resp], opts ...ValidationOpti
 }
 
 type toolArgValidation struct {
-	cfg         validationConfig
-	cache       *validation.Cache
-	duplicates  atomic.Bool // reported a request offering two tools of one name
-	placeholder atomic.Bool // reported a tool offered with langchaingo's one-string schema
+	cfg        validationConfig
+	cache      *validation.Cache
+	duplicates atomic.Bool // reported a request offering two tools of one name
+	advised    atomic.Bool // reported what the codec's Advisor says of the tools offered
 }
 
 const validationName = "ToolArgValidation"
@@ -316,6 +316,7 @@ func validateCalls[Req, Resp any](ctx context.Context, m *toolArgValidation, c C
 	// Lets a ToolCallLimit inside report its misplacement.
 	ctx = insideValidation(ctx)
 	info := c.Request(ctx, req)
+	adv, _ := any(c).(Advisor)
 	var tools toolSchemas // built on the first response with tool calls
 	return reask(ctx, info.Stream, HoldToolCalls, next, req, func(attempt int, gate Gate[Resp], resp Resp, err error) turn[Req, Resp] {
 		if err != nil {
@@ -334,11 +335,11 @@ func validateCalls[Req, Resp any](ctx context.Context, m *toolArgValidation, c C
 			if mr, mal, ok := malformedOf(c, req, resp, nil); ok {
 				return reaskMalformed(ctx, m, mr, req, gate, resp, nil, mal, attempt)
 			}
-			m.reportEmpty(ctx, info.Tools, got.Text, attempt)
+			m.reportEmpty(ctx, adv, info.Tools, got.Text, attempt)
 			return turn[Req, Resp]{resp: resp}
 		}
 		if tools == nil {
-			m.checkPlaceholders(ctx, info.Tools)
+			m.checkTools(ctx, adv, info.Tools)
 			tools = m.toolSchemas(ctx, info.Tools)
 		}
 		verdicts, err := m.checkAll(ctx, calls, tools, attempt)

@@ -56,6 +56,8 @@ type response struct {
 	unread error
 	// calls are body's tool calls, read once; nil until read.
 	calls []wireCall
+	// text is body's answer text, read once (answerText); nil until read.
+	text *string
 	// origin is the gate that assembled body from an upstream stream; nil
 	// for a sync answer and a stand-in.
 	origin *gateSink
@@ -159,7 +161,7 @@ func (codec) Accept(resp *response, vs []guard.Verdict) (*response, error) {
 		return nil, err
 	}
 	out := *resp
-	out.body, out.calls = body, nil
+	out.body, out.calls, out.text = body, nil, nil
 	if cs, err := resp.toolCalls(); err == nil && len(cs) == len(args) {
 		// The calls of the new body: the old ones with the arguments
 		// written, as every protocol's calls reads them back.
@@ -212,14 +214,19 @@ func (codec) Reask(req *request, resp *response, as []guard.Answer) (*request, e
 const unreadText = "(not read: passed through unguarded)"
 
 // answerText returns resp's answer text.
+// It is read once: every stage that reads a response without tool calls
+// asks for it.
 func answerText(resp *response) string {
-	if resp.body == nil {
-		return unreadText
+	if resp.text != nil {
+		return *resp.text
 	}
-	text, err := resp.proto.text(resp.body)
-	if err != nil {
-		return unreadText
+	text := unreadText
+	if resp.body != nil {
+		if t, err := resp.proto.text(resp.body); err == nil {
+			text = t
+		}
 	}
+	resp.text = &text
 	return text
 }
 

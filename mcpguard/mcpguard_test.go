@@ -1,7 +1,9 @@
 package mcpguard_test
 
 import (
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,8 +30,9 @@ func TestBadThenGoodCall(t *testing.T) {
 			if !bad.IsError || text(bad) != want {
 				t.Errorf("CallTool(bad) = isError %v, %q; want isError true, %q", bad.IsError, text(bad), want)
 			}
-			if got := rec.received("tools/call"); len(got) != 0 {
-				t.Fatalf("the server received %d tools/call after the bad call, want 0: %q", len(got), got)
+			afterBad := rec.received("tools/call")
+			if len(afterBad) != 0 {
+				t.Fatalf("the server received %d tools/call after the bad call, want 0: %q", len(afterBad), afterBad)
 			}
 
 			good, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "forecast",
@@ -49,8 +52,9 @@ func TestBadThenGoodCall(t *testing.T) {
 			} else if e := ev.all[0]; e.Middleware != mcpguard.Name || e.Tool != "forecast" || e.CallID != "2" || e.Feedback != want {
 				t.Errorf("event = %+v; want Middleware %q, Tool forecast, CallID 2 and the feedback the client read", e, mcpguard.Name)
 			}
-			t.Logf("server received: %s", calls)
-			t.Logf("client read for the bad call: isError=%v %q", bad.IsError, text(bad))
+			t.Logf("bad call %s: the server received %d tools/call; the client read %s", `{"city":"Paris","days":0}`, len(afterBad), resultJSON(t, bad))
+			t.Logf("good call: the server received %d tools/call: %s", len(calls), strings.Join(calls, " "))
+			t.Logf("good call: the client read %s", resultJSON(t, good))
 		})
 	}
 }
@@ -105,7 +109,7 @@ func TestOutputSchemaViolation(t *testing.T) {
 			if k := ev.kinds(); !slices.Equal(k, []string{string(mcpguard.EventInvalidResult)}) {
 				t.Errorf("events %q, want [invalid_result]", k)
 			}
-			t.Logf("client read: isError=%v %q", res.IsError, text(res))
+			t.Logf("output-schema violation: the client read %s", resultJSON(t, res))
 
 			var passed events
 			cs = connect(t, srv, mode, mcpguard.WithEventHandler(passed.handler), mcpguard.WithOutputViolations(mcpguard.PassOutput))
@@ -121,4 +125,15 @@ func TestOutputSchemaViolation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// resultJSON returns the tool result a client read, as JSON, with <, > and
+// & as they were read (go-sdk's MarshalJSON escapes them as \u003c, …).
+func resultJSON(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatalf("json.Marshal(%v): %v", res, err)
+	}
+	return strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(string(b))
 }

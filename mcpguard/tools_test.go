@@ -1,9 +1,12 @@
 package mcpguard_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"sync"
 	"testing"
 
@@ -18,7 +21,10 @@ func TestToolsListFetchedOncePerSession(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
 			srv, rec := newServer(t, mode)
-			rt := mcpguard.New(srv.Client().Transport) // shared by the sessions
+			// One transport, shared by the sessions, over a count of the
+			// tools/list it sends itself, by Mcp-Session-Id.
+			var fetches sessionCounts
+			rt := mcpguard.New(fetches.wrap(srv.Client().Transport))
 			sessions := []*mcp.ClientSession{connectVia(t, srv, mode, rt, nil), connectVia(t, srv, mode, rt, nil)}
 			for _, cs := range sessions {
 				var wg sync.WaitGroup
@@ -54,7 +60,17 @@ func TestToolsListFetchedOncePerSession(t *testing.T) {
 			if n := len(rec.received("tools/call")); n != 16 {
 				t.Errorf("the server received %d tools/call, want 16", n)
 			}
-			t.Logf("tools/list fetched by the transport: %d for 16 calls in 2 sessions; tools/call received: 16", len(got))
+			if mode.stateless {
+				t.Logf("tools/list fetched by the transport: %d for 2 stateless clients of one server with the same credentials, 8 tools/call each; tools/call received by the server: 16", len(got))
+			} else {
+				for i, cs := range sessions {
+					if n := fetches.get(cs.ID()); n != 1 {
+						t.Errorf("the transport fetched tools/list %d times for session %d (%s), want 1", n, i+1, cs.ID())
+					}
+				}
+				t.Logf("tools/list fetched by the transport: session 1: %d, session 2: %d, 8 tools/call each; tools/call received by the server: 16",
+					fetches.get(sessions[0].ID()), fetches.get(sessions[1].ID()))
+			}
 
 			// A client that lists its tools first: nothing fetched.
 			srv2, rec2 := newServer(t, mode)
@@ -71,6 +87,45 @@ func TestToolsListFetchedOncePerSession(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sessionCounts counts the tools/list requests the transport sends itself
+// (ids "mcpguard-…"), by their Mcp-Session-Id header.
+type sessionCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// wrap returns base counting into c.
+func (c *sessionCounts) wrap(base http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			return base.RoundTrip(r)
+		}
+		body, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		if bytes.Contains(body, []byte(`"method":"tools/list"`)) && bytes.Contains(body, []byte(`"id":"mcpguard-`)) {
+			c.mu.Lock()
+			if c.n == nil {
+				c.n = map[string]int{}
+			}
+			c.n[r.Header.Get("Mcp-Session-Id")]++
+			c.mu.Unlock()
+		}
+		r = r.Clone(r.Context())
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		return base.RoundTrip(r)
+	})
+}
+
+func (c *sessionCounts) get(session string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[session]
 }
 
 // notifications/tools/list_changed forgets a session's tools: the next

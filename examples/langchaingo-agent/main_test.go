@@ -20,7 +20,7 @@ func TestLangchaingoAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		`ToolArgValidation: misconfigured: guard: a tool offered with langchaingo's one-string schema: tool "refund" is offered as {"__arg1": string}`,
+		`ToolArgValidation: misconfigured: middleware: a tool offered with langchaingo's one-string schema: tool "refund" is offered as {"__arg1": string}`,
 		"lctool.OfferSchemas(lctool.SchemaFor(tool, schema), ...)",
 		`tool refund("{\"order_id\": \"A-1\", \"amount\": \"19.99 EUR\"}") = could not read the arguments`,
 		"assistant: I could not refund order A-1.",
