@@ -376,68 +376,105 @@ func (g *chatGate) accept(resp []byte) error {
 		return nil
 	}
 	g.ended = true
-	var r struct {
-		ID                string          `json:"id"`
-		Created           json.RawMessage `json:"created"`
-		Model             string          `json:"model"`
-		SystemFingerprint *string         `json:"system_fingerprint,omitempty"`
-		Choices           []struct {
-			Message struct {
-				Content   *string           `json:"content"`
-				Refusal   *string           `json:"refusal"`
-				ToolCalls []json.RawMessage `json:"tool_calls"`
-			} `json:"message"`
-			FinishReason *string `json:"finish_reason"`
-		} `json:"choices"`
-	}
+	var r chatAccepted
 	if err := decodeResponse(resp, &r); err != nil {
 		return err
 	}
 	if len(r.Choices) != 1 {
 		return fmt.Errorf("%w: accepted response", errJSON)
 	}
-	m := r.Choices[0].Message
-	var out [][]byte
-	type delta struct {
-		Role    string            `json:"role,omitempty"`
-		Content *string           `json:"content,omitempty"`
-		Refusal *string           `json:"refusal,omitempty"`
-		Calls   []json.RawMessage `json:"tool_calls,omitempty"`
-	}
-	var first delta // the role, when no chunk reached the client before
+	var first chatDeltaOut // the role, when no chunk reached the client before
 	if g.template == nil {
-		// No chunk of any attempt came (a stand-in answer): the stream
-		// starts here, with resp's id.
-		if len(r.Created) == 0 {
-			r.Created = json.RawMessage("0")
+		if err := g.start(r); err != nil {
+			return err
 		}
-		t, err := marshal(struct {
-			ID                string          `json:"id"`
-			Object            string          `json:"object"`
-			Created           json.RawMessage `json:"created"`
-			Model             string          `json:"model"`
-			SystemFingerprint *string         `json:"system_fingerprint,omitempty"`
-			Choices           []any           `json:"choices"`
-		}{r.ID, "chat.completion.chunk", r.Created, r.Model, r.SystemFingerprint, []any{}})
+		first.Role = "assistant"
+	}
+	out, err := g.acceptedChoices(r.Choices[0].Message, first)
+	if err != nil {
+		return err
+	}
+	for _, ev := range out {
+		c, err := g.chunk(ev)
 		if err != nil {
 			return err
 		}
-		g.template, g.id = t, r.ID
-		first.Role = "assistant"
+		if err := writeEvent(g.w, streamEvent{Data: c}); err != nil {
+			return err
+		}
 	}
-	choice := func(d delta, finish *string) ([]byte, error) {
-		return marshal([]any{struct {
-			Index        int     `json:"index"`
-			Delta        delta   `json:"delta"`
-			Logprobs     any     `json:"logprobs"`
-			FinishReason *string `json:"finish_reason"`
-		}{0, d, nil, finish}})
+	return g.end(r.Choices[0].FinishReason)
+}
+
+// chatAccepted is what accept reads of the accepted response.
+type chatAccepted struct {
+	ID                string          `json:"id"`
+	Created           json.RawMessage `json:"created"`
+	Model             string          `json:"model"`
+	SystemFingerprint *string         `json:"system_fingerprint,omitempty"`
+	Choices           []struct {
+		Message      chatAcceptedMessage `json:"message"`
+		FinishReason *string             `json:"finish_reason"`
+	} `json:"choices"`
+}
+
+type chatAcceptedMessage struct {
+	Content   *string           `json:"content"`
+	Refusal   *string           `json:"refusal"`
+	ToolCalls []json.RawMessage `json:"tool_calls"`
+}
+
+// chatDeltaOut is the delta of a chunk the gate writes.
+type chatDeltaOut struct {
+	Role    string            `json:"role,omitempty"`
+	Content *string           `json:"content,omitempty"`
+	Refusal *string           `json:"refusal,omitempty"`
+	Calls   []json.RawMessage `json:"tool_calls,omitempty"`
+}
+
+// chatChoiceOut is the choices of a chunk the gate writes: choice 0 with
+// delta d and finish.
+func chatChoiceOut(d chatDeltaOut, finish *string) ([]byte, error) {
+	return marshal([]any{struct {
+		Index        int          `json:"index"`
+		Delta        chatDeltaOut `json:"delta"`
+		Logprobs     any          `json:"logprobs"`
+		FinishReason *string      `json:"finish_reason"`
+	}{0, d, nil, finish}})
+}
+
+// start makes the template when no chunk of any attempt came (a stand-in
+// answer): the stream starts at accept, with r's id.
+func (g *chatGate) start(r chatAccepted) error {
+	if len(r.Created) == 0 {
+		r.Created = json.RawMessage("0")
 	}
-	// The text: for the first attempt what the client has not read yet;
-	// for a later one without tool calls (the model answered in text after
-	// a re-ask, or a stand-in answer) its whole text, since that text is
-	// the answer; for a later one with calls none (its preamble would
-	// repeat the first attempt's).
+	t, err := marshal(struct {
+		ID                string          `json:"id"`
+		Object            string          `json:"object"`
+		Created           json.RawMessage `json:"created"`
+		Model             string          `json:"model"`
+		SystemFingerprint *string         `json:"system_fingerprint,omitempty"`
+		Choices           []any           `json:"choices"`
+	}{r.ID, "chat.completion.chunk", r.Created, r.Model, r.SystemFingerprint, []any{}})
+	if err != nil {
+		return err
+	}
+	g.template, g.id = t, r.ID
+	return nil
+}
+
+// acceptedChoices returns the choices of the chunks that write m past
+// what the client has read: its text (after first's role, if any), then
+// each tool call whole, with its index in the client's stream.
+//
+// The text: for the first attempt what the client has not read yet; for a
+// later one without tool calls (the model answered in text after a
+// re-ask, or a stand-in answer) its whole text, since that text is the
+// answer; for a later one with calls none (its preamble would repeat the
+// first attempt's).
+func (g *chatGate) acceptedChoices(m chatAcceptedMessage, first chatDeltaOut) ([][]byte, error) {
+	var out [][]byte
 	passedContent, passedRefusal := g.passedContent, g.passedRefusal
 	text := g.attempt == 0 || len(m.ToolCalls) == 0
 	if g.attempt > 0 {
@@ -453,40 +490,36 @@ func (g *chatGate) accept(resp []byte) error {
 		d.Refusal = &s
 	}
 	if d.Role != "" || d.Content != nil || d.Refusal != nil {
-		ch, err := choice(d, nil)
+		ch, err := chatChoiceOut(d, nil)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		out = append(out, ch)
 	}
 	for i, tc := range m.ToolCalls {
-		// The call whole, with its index in the client's stream.
 		b := []byte(tc)
 		r, err := root(b)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		e, err := setMember(b, r, "index", []byte(fmt.Sprint(i)))
 		if err != nil {
-			return err
+			return nil, err
 		}
-		ch, err := choice(delta{Calls: []json.RawMessage{apply(b, e)}}, nil)
+		ch, err := chatChoiceOut(chatDeltaOut{Calls: []json.RawMessage{apply(b, e)}}, nil)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		out = append(out, ch)
 	}
-	for _, ev := range out {
-		c, err := g.chunk(ev)
-		if err != nil {
-			return err
-		}
-		if err := writeEvent(g.w, streamEvent{Data: c}); err != nil {
-			return err
-		}
-	}
+	return out, nil
+}
+
+// end writes the attempt's held terminal chunks (a finish chunk with
+// finish when none was held), then [DONE].
+func (g *chatGate) end(finish *string) error {
 	if len(g.terminal) == 0 {
-		ch, err := choice(delta{}, r.Choices[0].FinishReason)
+		ch, err := chatChoiceOut(chatDeltaOut{}, finish)
 		if err != nil {
 			return err
 		}
