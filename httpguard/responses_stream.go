@@ -324,7 +324,9 @@ func (g *responsesGate) emit(typ string, fields ...any) error {
 	return writeEvent(g.w, streamEvent{Event: typ, Data: b})
 }
 
-// emitItem writes the item at sp of resp whole as the client's item idx.
+// emitItem writes the item at sp of resp whole as the client's item idx:
+// output_item.added with the item emptied, its content or its arguments
+// in one delta each, then output_item.done with the item as it is.
 func (g *responsesGate) emitItem(idx int, resp []byte, sp span) error {
 	item := raw(resp, sp)
 	typ, err := optStr(resp, sp, "type")
@@ -335,23 +337,7 @@ func (g *responsesGate) emitItem(idx int, resp []byte, sp span) error {
 	if err != nil {
 		return err
 	}
-	added := item
-	switch typ {
-	case "message":
-		added, err = setAt(item, nil, "content", []byte("[]"))
-		if err == nil {
-			added, err = setAt(added, nil, "status", []byte(`"in_progress"`))
-		}
-	case "reasoning":
-		added, err = setAt(item, nil, "summary", []byte("[]"))
-	case "function_call":
-		added, err = setAt(item, nil, "arguments", []byte(`""`))
-		if err == nil {
-			added, err = setAt(added, nil, "status", []byte(`"in_progress"`))
-		}
-	case "custom_tool_call":
-		added, err = setAt(item, nil, "input", []byte(`""`))
-	}
+	added, err := responsesItemAdded(typ, item)
 	if err != nil {
 		return err
 	}
@@ -360,73 +346,104 @@ func (g *responsesGate) emitItem(idx int, resp []byte, sp span) error {
 	}
 	switch typ {
 	case "message":
-		parts, ok, err := field(resp, sp, "content")
-		if err != nil {
-			return err
-		}
-		var ps []span
-		if ok && kind(resp, parts) == '[' {
-			if ps, err = arrayElems(resp, parts); err != nil {
-				return err
-			}
-		}
-		for j, p := range ps {
-			ptyp, err := optStr(resp, p, "type")
-			if err != nil {
-				return err
-			}
-			part := raw(resp, p)
-			if ptyp != "output_text" {
-				if err := g.emit("response.content_part.added", "item_id", id, "output_index", idx, "content_index", j, "part", part); err != nil {
-					return err
-				}
-			} else {
-				text, err := optStr(resp, p, "text")
-				if err != nil {
-					return err
-				}
-				empty, err := setAt(part, nil, "text", []byte(`""`))
-				if err != nil {
-					return err
-				}
-				if err := g.emit("response.content_part.added", "item_id", id, "output_index", idx, "content_index", j, "part", empty); err != nil {
-					return err
-				}
-				if err := g.emit("response.output_text.delta", "item_id", id, "output_index", idx, "content_index", j, "delta", text, "logprobs", []byte("[]")); err != nil {
-					return err
-				}
-				if err := g.emit("response.output_text.done", "item_id", id, "output_index", idx, "content_index", j, "text", text, "logprobs", []byte("[]")); err != nil {
-					return err
-				}
-			}
-			if err := g.emit("response.content_part.done", "item_id", id, "output_index", idx, "content_index", j, "part", part); err != nil {
-				return err
-			}
-		}
+		err = g.emitParts(idx, id, resp, sp)
 	case "function_call":
-		args, err := optStr(resp, sp, "arguments")
-		if err != nil {
-			return err
-		}
-		if err := g.emit("response.function_call_arguments.delta", "item_id", id, "output_index", idx, "delta", args); err != nil {
-			return err
-		}
-		if err := g.emit("response.function_call_arguments.done", "item_id", id, "output_index", idx, "arguments", args); err != nil {
-			return err
-		}
+		err = g.emitWhole("response.function_call_arguments", idx, id, "arguments", resp, sp)
 	case "custom_tool_call":
-		input, err := optStr(resp, sp, "input")
+		err = g.emitWhole("response.custom_tool_call_input", idx, id, "input", resp, sp)
+	}
+	if err != nil {
+		return err
+	}
+	return g.emit("response.output_item.done", "output_index", idx, "item", item)
+}
+
+// responsesItemAdded is item, of type typ, as output_item.added carries
+// it: before its content, summary, arguments or input.
+func responsesItemAdded(typ string, item []byte) ([]byte, error) {
+	switch typ {
+	case "message":
+		added, err := setAt(item, nil, "content", []byte("[]"))
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if err := g.emit("response.custom_tool_call_input.delta", "item_id", id, "output_index", idx, "delta", input); err != nil {
-			return err
+		return setAt(added, nil, "status", []byte(`"in_progress"`))
+	case "reasoning":
+		return setAt(item, nil, "summary", []byte("[]"))
+	case "function_call":
+		added, err := setAt(item, nil, "arguments", []byte(`""`))
+		if err != nil {
+			return nil, err
 		}
-		if err := g.emit("response.custom_tool_call_input.done", "item_id", id, "output_index", idx, "input", input); err != nil {
+		return setAt(added, nil, "status", []byte(`"in_progress"`))
+	case "custom_tool_call":
+		return setAt(item, nil, "input", []byte(`""`))
+	}
+	return item, nil
+}
+
+// emitParts writes the content parts of the message item id at sp of
+// resp, the client's item idx: each part added, an output_text's text in
+// one delta, then the part done.
+func (g *responsesGate) emitParts(idx int, id string, resp []byte, sp span) error {
+	parts, ok, err := field(resp, sp, "content")
+	if err != nil {
+		return err
+	}
+	var ps []span
+	if ok && kind(resp, parts) == '[' {
+		if ps, err = arrayElems(resp, parts); err != nil {
 			return err
 		}
 	}
-	return g.emit("response.output_item.done", "output_index", idx, "item", item)
+	for j, p := range ps {
+		ptyp, err := optStr(resp, p, "type")
+		if err != nil {
+			return err
+		}
+		part := raw(resp, p)
+		if ptyp != "output_text" {
+			if err := g.emit("response.content_part.added", "item_id", id, "output_index", idx, "content_index", j, "part", part); err != nil {
+				return err
+			}
+		} else {
+			text, err := optStr(resp, p, "text")
+			if err != nil {
+				return err
+			}
+			empty, err := setAt(part, nil, "text", []byte(`""`))
+			if err != nil {
+				return err
+			}
+			if err := g.emit("response.content_part.added", "item_id", id, "output_index", idx, "content_index", j, "part", empty); err != nil {
+				return err
+			}
+			if err := g.emit("response.output_text.delta", "item_id", id, "output_index", idx, "content_index", j, "delta", text, "logprobs", []byte("[]")); err != nil {
+				return err
+			}
+			if err := g.emit("response.output_text.done", "item_id", id, "output_index", idx, "content_index", j, "text", text, "logprobs", []byte("[]")); err != nil {
+				return err
+			}
+		}
+		if err := g.emit("response.content_part.done", "item_id", id, "output_index", idx, "content_index", j, "part", part); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emitWhole writes member of the call item id at sp of resp, the client's
+// item idx, in one <prefix>.delta event, then <prefix>.done with the
+// member whole.
+func (g *responsesGate) emitWhole(prefix string, idx int, id, member string, resp []byte, sp span) error {
+	v, err := optStr(resp, sp, member)
+	if err != nil {
+		return err
+	}
+	if err := g.emit(prefix+".delta", "item_id", id, "output_index", idx, "delta", v); err != nil {
+		return err
+	}
+	return g.emit(prefix+".done", "item_id", id, "output_index", idx, member, v)
 }
 
 func (g *responsesGate) accept(resp []byte) error {
