@@ -368,63 +368,9 @@ func (g *messagesGate) write(typ string, v any) error {
 // emitBlock writes the block at sp of resp whole as the client's block
 // idx: start, one delta per accumulated field, stop.
 func (g *messagesGate) emitBlock(idx int, resp []byte, sp span) error {
-	typ, err := optStr(resp, sp, "type")
+	start, deltas, err := messagesBlockDeltas(resp, sp)
 	if err != nil {
 		return err
-	}
-	blk := raw(resp, sp)
-	start := blk
-	type delta struct {
-		Type        string  `json:"type"`
-		Text        *string `json:"text,omitempty"`
-		Thinking    *string `json:"thinking,omitempty"`
-		Signature   *string `json:"signature,omitempty"`
-		PartialJSON *string `json:"partial_json,omitempty"`
-	}
-	var deltas []delta
-	switch typ {
-	case "text":
-		s, err := optStr(resp, sp, "text")
-		if err != nil {
-			return err
-		}
-		if start, err = setAt(blk, nil, "text", []byte(`""`)); err != nil {
-			return err
-		}
-		deltas = append(deltas, delta{Type: "text_delta", Text: &s})
-	case "thinking":
-		th, err := optStr(resp, sp, "thinking")
-		if err != nil {
-			return err
-		}
-		sig, err := optStr(resp, sp, "signature")
-		if err != nil {
-			return err
-		}
-		if start, err = setAt(blk, nil, "thinking", []byte(`""`)); err == nil {
-			start, err = setAt(start, nil, "signature", []byte(`""`))
-		}
-		if err != nil {
-			return err
-		}
-		deltas = append(deltas, delta{Type: "thinking_delta", Thinking: &th}, delta{Type: "signature_delta", Signature: &sig})
-	case "tool_use":
-		in, ok, err := field(resp, sp, "input")
-		if err != nil {
-			return err
-		}
-		if ok {
-			s := string(compact(raw(resp, in)))
-			if kind(resp, in) == '"' { // invalid JSON, kept as text
-				if s, err = str(resp, in); err != nil {
-					return err
-				}
-			}
-			if start, err = setAt(blk, nil, "input", []byte(`{}`)); err != nil {
-				return err
-			}
-			deltas = append(deltas, delta{Type: "input_json_delta", PartialJSON: &s})
-		}
 	}
 	if err := g.write("content_block_start", struct {
 		Type         string          `json:"type"`
@@ -435,9 +381,9 @@ func (g *messagesGate) emitBlock(idx int, resp []byte, sp span) error {
 	}
 	for _, d := range deltas {
 		if err := g.write("content_block_delta", struct {
-			Type  string `json:"type"`
-			Index int    `json:"index"`
-			Delta delta  `json:"delta"`
+			Type  string           `json:"type"`
+			Index int              `json:"index"`
+			Delta messagesDeltaOut `json:"delta"`
 		}{"content_block_delta", idx, d}); err != nil {
 			return err
 		}
@@ -446,6 +392,65 @@ func (g *messagesGate) emitBlock(idx int, resp []byte, sp span) error {
 		Type  string `json:"type"`
 		Index int    `json:"index"`
 	}{"content_block_stop", idx})
+}
+
+// messagesDeltaOut is the delta of a content_block_delta the gate writes.
+type messagesDeltaOut struct {
+	Type        string  `json:"type"`
+	Text        *string `json:"text,omitempty"`
+	Thinking    *string `json:"thinking,omitempty"`
+	Signature   *string `json:"signature,omitempty"`
+	PartialJSON *string `json:"partial_json,omitempty"`
+}
+
+// messagesBlockDeltas splits the block at sp of resp into the block its
+// content_block_start carries (its accumulated fields empty) and the
+// deltas that fill them: a text block's text, a thinking block's thinking
+// and signature, a tool_use block's input (as text: invalid JSON is kept
+// as it came). Any other block starts whole, with no delta.
+func messagesBlockDeltas(resp []byte, sp span) ([]byte, []messagesDeltaOut, error) {
+	typ, err := optStr(resp, sp, "type")
+	if err != nil {
+		return nil, nil, err
+	}
+	blk := raw(resp, sp)
+	switch typ {
+	case "text":
+		s, err := optStr(resp, sp, "text")
+		if err != nil {
+			return nil, nil, err
+		}
+		start, err := setAt(blk, nil, "text", []byte(`""`))
+		return start, []messagesDeltaOut{{Type: "text_delta", Text: &s}}, err
+	case "thinking":
+		th, err := optStr(resp, sp, "thinking")
+		if err != nil {
+			return nil, nil, err
+		}
+		sig, err := optStr(resp, sp, "signature")
+		if err != nil {
+			return nil, nil, err
+		}
+		start, err := setAt(blk, nil, "thinking", []byte(`""`))
+		if err == nil {
+			start, err = setAt(start, nil, "signature", []byte(`""`))
+		}
+		return start, []messagesDeltaOut{{Type: "thinking_delta", Thinking: &th}, {Type: "signature_delta", Signature: &sig}}, err
+	case "tool_use":
+		in, ok, err := field(resp, sp, "input")
+		if err != nil || !ok {
+			return blk, nil, err
+		}
+		s := string(compact(raw(resp, in)))
+		if kind(resp, in) == '"' { // invalid JSON, kept as text
+			if s, err = str(resp, in); err != nil {
+				return nil, nil, err
+			}
+		}
+		start, err := setAt(blk, nil, "input", []byte(`{}`))
+		return start, []messagesDeltaOut{{Type: "input_json_delta", PartialJSON: &s}}, err
+	}
+	return blk, nil, nil
 }
 
 func (g *messagesGate) accept(resp []byte) error {
