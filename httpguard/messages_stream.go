@@ -463,30 +463,48 @@ func (g *messagesGate) accept(resp []byte) error {
 		return err
 	}
 	if !g.started {
-		// The first attempt's message_start never reached the client (it
-		// failed before): start the message with this response's.
-		r, err := root(resp)
-		if err != nil {
-			return err
-		}
-		start, err := dropMembers(resp, r, func(m member) bool { return m.key == "content" })
-		if err == nil {
-			start, err = setAt(start, nil, "content", []byte("[]"))
-		}
-		if err != nil {
-			return err
-		}
-		if err := g.write("message_start", struct {
-			Type    string          `json:"type"`
-			Message json.RawMessage `json:"message"`
-		}{"message_start", start}); err != nil {
+		if err := g.start(resp); err != nil {
 			return err
 		}
 	}
-	// The blocks: for the first attempt those the client has not read;
-	// for a later one its tool_use blocks or, when it has none (the model
-	// answered in text after a re-ask, or a stand-in answer), its text
-	// blocks, since that text is the answer.
+	emit, err := g.acceptedBlocks(resp, blocks, uses)
+	if err != nil {
+		return err
+	}
+	for k, i := range emit {
+		if err := g.emitBlock(g.passed+k, resp, blocks[i]); err != nil {
+			return err
+		}
+	}
+	return g.end(resp)
+}
+
+// start writes message_start from resp when the first attempt's never
+// reached the client (it failed before).
+func (g *messagesGate) start(resp []byte) error {
+	r, err := root(resp)
+	if err != nil {
+		return err
+	}
+	start, err := dropMembers(resp, r, func(m member) bool { return m.key == "content" })
+	if err == nil {
+		start, err = setAt(start, nil, "content", []byte("[]"))
+	}
+	if err != nil {
+		return err
+	}
+	return g.write("message_start", struct {
+		Type    string          `json:"type"`
+		Message json.RawMessage `json:"message"`
+	}{"message_start", start})
+}
+
+// acceptedBlocks returns the indexes of resp's blocks the client reads:
+// for the first attempt those the client has not read; for a later one
+// its tool_use blocks (uses) or, when it has none (the model answered in
+// text after a re-ask, or a stand-in answer), its text blocks, since that
+// text is the answer.
+func (g *messagesGate) acceptedBlocks(resp []byte, blocks []span, uses []int) ([]int, error) {
 	var emit []int
 	switch {
 	case g.attempt == 0:
@@ -498,37 +516,20 @@ func (g *messagesGate) accept(resp []byte) error {
 	default:
 		for i, b := range blocks {
 			if typ, err := optStr(resp, b, "type"); err != nil {
-				return err
+				return nil, err
 			} else if typ == "text" {
 				emit = append(emit, i)
 			}
 		}
 	}
-	for k, i := range emit {
-		if err := g.emitBlock(g.passed+k, resp, blocks[i]); err != nil {
-			return err
-		}
-	}
+	return emit, nil
+}
+
+// end writes the attempt's held terminal events (a message_delta from
+// resp when none was held), then message_stop unless one was held.
+func (g *messagesGate) end(resp []byte) error {
 	if len(g.terminal) == 0 {
-		var r struct {
-			StopReason   *string         `json:"stop_reason"`
-			StopSequence *string         `json:"stop_sequence"`
-			Usage        json.RawMessage `json:"usage"`
-		}
-		if err := decodeResponse(resp, &r); err != nil {
-			return err
-		}
-		md, err := marshal(struct {
-			Type  string `json:"type"`
-			Delta struct {
-				StopReason   *string `json:"stop_reason"`
-				StopSequence *string `json:"stop_sequence"`
-			} `json:"delta"`
-			Usage json.RawMessage `json:"usage,omitempty"`
-		}{Type: "message_delta", Delta: struct {
-			StopReason   *string `json:"stop_reason"`
-			StopSequence *string `json:"stop_sequence"`
-		}{r.StopReason, r.StopSequence}, Usage: r.Usage})
+		md, err := messagesDeltaOf(resp)
 		if err != nil {
 			return err
 		}
@@ -547,6 +548,28 @@ func (g *messagesGate) accept(resp []byte) error {
 		return writeEvent(g.w, streamEvent{Event: "message_stop", Data: []byte(`{"type":"message_stop"}`)})
 	}
 	return nil
+}
+
+// messagesDeltaOf is the message_delta event that ends resp: its stop
+// reason, stop sequence and usage.
+func messagesDeltaOf(resp []byte) ([]byte, error) {
+	var r struct {
+		StopReason   *string         `json:"stop_reason"`
+		StopSequence *string         `json:"stop_sequence"`
+		Usage        json.RawMessage `json:"usage"`
+	}
+	if err := decodeResponse(resp, &r); err != nil {
+		return nil, err
+	}
+	type stop struct {
+		StopReason   *string `json:"stop_reason"`
+		StopSequence *string `json:"stop_sequence"`
+	}
+	return marshal(struct {
+		Type  string          `json:"type"`
+		Delta stop            `json:"delta"`
+		Usage json.RawMessage `json:"usage,omitempty"`
+	}{Type: "message_delta", Delta: stop{r.StopReason, r.StopSequence}, Usage: r.Usage})
 }
 
 func (g *messagesGate) reject() {
