@@ -462,42 +462,9 @@ func (g *responsesGate) accept(resp []byte) error {
 			return err
 		}
 	}
-	// The items: for the first attempt those the client has not read; for
-	// a later one its calls (function calls, the other calls, the tools
-	// OpenAI ran) or, when it has no call (the model answered in text after
-	// a re-ask, or a stand-in answer), its message items, since that text
-	// is the answer. A later attempt's text and reasoning beside its calls
-	// are not streamed again.
-	var emit []int
-	switch {
-	case g.attempt == 0:
-		g.shown = nil
-		for i := 0; i < g.passed && i < len(items); i++ {
-			g.shown = append(g.shown, raw(resp, items[i]))
-		}
-		for i := g.passed; i < len(items); i++ {
-			emit = append(emit, i)
-		}
-	default:
-		var text []int
-		calls := false
-		for i, it := range items {
-			typ, err := optStr(resp, it, "type")
-			if err != nil {
-				return err
-			}
-			switch {
-			case typ == "message":
-				text = append(text, i)
-			case typ == "reasoning" || typ == "compaction":
-			default:
-				emit = append(emit, i)
-				calls = calls || kinds[i] != itemPassed
-			}
-		}
-		if !calls {
-			emit = text
-		}
+	emit, err := g.acceptedItems(resp, items, kinds)
+	if err != nil {
+		return err
 	}
 	output := append([][]byte(nil), g.shown...)
 	for k, i := range emit {
@@ -506,13 +473,59 @@ func (g *responsesGate) accept(resp []byte) error {
 		}
 		output = append(output, raw(resp, items[i]))
 	}
-	// The terminal event: the attempt's own, or response.completed, with
-	// the output the client read. Its response id is the accepted
-	// attempt's, not the first's: a stored response (store defaults to
-	// true) is continued with previous_response_id, and the server's record
-	// of the accepted attempt is the one that holds the calls the client
-	// read (the first attempt's holds the rejected ones). No accumulator
-	// compares it with response.created's.
+	return g.end(resp, output)
+}
+
+// acceptedItems returns the indexes of resp's items the client reads:
+// for the first attempt those the client has not read (and it notes in
+// shown those it has); for a later one its calls (function calls, the
+// other calls, the tools OpenAI ran) or, when it has no call (the model
+// answered in text after a re-ask, or a stand-in answer), its message
+// items, since that text is the answer. A later attempt's text and
+// reasoning beside its calls are not streamed again.
+func (g *responsesGate) acceptedItems(resp []byte, items []span, kinds []itemKind) ([]int, error) {
+	var emit []int
+	if g.attempt == 0 {
+		g.shown = nil
+		for i := 0; i < g.passed && i < len(items); i++ {
+			g.shown = append(g.shown, raw(resp, items[i]))
+		}
+		for i := g.passed; i < len(items); i++ {
+			emit = append(emit, i)
+		}
+		return emit, nil
+	}
+	var text []int
+	calls := false
+	for i, it := range items {
+		typ, err := optStr(resp, it, "type")
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case typ == "message":
+			text = append(text, i)
+		case typ == "reasoning" || typ == "compaction":
+		default:
+			emit = append(emit, i)
+			calls = calls || kinds[i] != itemPassed
+		}
+	}
+	if !calls {
+		return text, nil
+	}
+	return emit, nil
+}
+
+// end writes the terminal event: the attempt's own, or
+// response.completed with resp, with output, the items the client read.
+// Its response id is the accepted attempt's, not the first's: a stored
+// response (store defaults to true) is continued with
+// previous_response_id, and the server's record of the accepted attempt
+// is the one that holds the calls the client read (the first attempt's
+// holds the rejected ones). No accumulator compares it with
+// response.created's.
+func (g *responsesGate) end(resp []byte, output [][]byte) error {
 	term := streamEvent{Event: "response.completed", Data: []byte(`{"type":"response.completed","response":{}}`)}
 	if n := len(g.terminal); n > 0 {
 		term = g.terminal[n-1]
