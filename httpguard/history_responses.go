@@ -203,11 +203,7 @@ func (responsesWire) history(body []byte) ([]byte, []historyFix, error) {
 		if it.Type == "custom_tool_call" {
 			typ = "custom_tool_call_output"
 		}
-		m, err := marshal(struct {
-			Type   string `json:"type"`
-			CallID string `json:"call_id"`
-			Output string `json:"output"`
-		}{typ, id, text})
+		m, err := callOutput(typ, id, text)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -369,11 +369,7 @@ const notRun = "Not run: this call came in a turn that was not delivered, becaus
 func notRunOutput(typ, id string) ([]byte, error) {
 	switch typ {
 	case "custom_tool_call":
-		return marshal(struct {
-			Type   string `json:"type"`
-			CallID string `json:"call_id"`
-			Output string `json:"output"`
-		}{"custom_tool_call_output", id, notRun})
+		return callOutput("custom_tool_call_output", id, notRun)
 	case "apply_patch_call":
 		return marshal(struct {
 			Type   string `json:"type"`
@@ -449,11 +445,7 @@ func (w responsesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, er
 		add = append(add, b)
 		switch kinds[i] {
 		case itemFunction:
-			b, err := marshal(struct {
-				Type   string `json:"type"`
-				CallID string `json:"call_id"`
-				Output string `json:"output"`
-			}{"function_call_output", calls[call].ID, answers[call].Content})
+			b, err := callOutput("function_call_output", calls[call].ID, answers[call].Content)
 			if err != nil {
 				return nil, err
 			}
@@ -475,6 +467,16 @@ func (w responsesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, er
 		}
 	}
 	return responsesAppendInput(req, r, append(add, outputs...))
+}
+
+// callOutput is the output item of type typ (function_call_output,
+// custom_tool_call_output) that answers the call callID with output.
+func callOutput(typ, callID, output string) ([]byte, error) {
+	return marshal(struct {
+		Type   string `json:"type"`
+		CallID string `json:"call_id"`
+		Output string `json:"output"`
+	}{typ, callID, output})
 }
 
 // responsesOutputsAnswered returns the type of each output item, and the
