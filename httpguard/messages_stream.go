@@ -142,63 +142,73 @@ func (a *messagesAssembler) addEvent(ev streamEvent) (bool, error) {
 		}
 		a.message = e.Message
 	case "content_block_start":
-		if e.Index != len(a.blocks) {
-			return false, fmt.Errorf("%w: block %d starts after %d blocks", errJSON, e.Index, len(a.blocks))
-		}
-		if err := checkBlockType(e.blockType); err != nil {
-			return false, err
-		}
-		bl := &blockAcc{start: e.ContentBlock, typ: e.blockType}
-		if in, ok, err := field(e.ContentBlock, span{0, len(e.ContentBlock)}, "input"); err != nil {
-			return false, err
-		} else if ok {
-			empty := false
-			if kind(e.ContentBlock, in) == '{' {
-				first, err := firstMember(e.ContentBlock, in)
-				if err != nil {
-					return false, err
-				}
-				empty = first < 0
-			}
-			bl.startInput = !empty
-		}
-		a.blocks = append(a.blocks, bl)
+		return false, a.startBlock(e)
 	case "content_block_delta":
 		if e.Index < 0 || e.Index >= len(a.blocks) {
 			return false, fmt.Errorf("%w: delta for block %d of %d", errJSON, e.Index, len(a.blocks))
 		}
-		d := e.delta
-		bl := a.blocks[e.Index]
-		switch d.Type {
-		case "text_delta":
-			bl.text.WriteString(d.Text)
-		case "thinking_delta":
-			bl.thinking.WriteString(d.Thinking)
-		case "signature_delta":
-			bl.signature.WriteString(d.Signature)
-		case "input_json_delta":
-			if d.PartialJSON != "" && bl.startInput {
-				// The SDKs add the fragments to the start's input
-				// (anthropic-sdk-go replaces only an empty {}): the
-				// client would read a text the guard cannot.
-				return false, unguardable(inputTwice, nil)
-			}
-			bl.partial.WriteString(d.PartialJSON)
-			bl.hasPartial = true
-		case "citations_delta":
-			bl.citations = append(bl.citations, d.Citation)
-		default:
-			// A delta the guard does not read would change a block the
-			// client reads (compaction_delta among them, which this
-			// decoder does not read).
-			return false, unguardable(unknownDelta, fmt.Errorf("type %.64q", d.Type))
-		}
+		return false, a.blocks[e.Index].add(e.delta)
 	case "message_delta":
 		a.delta, a.usage = e.Delta, e.Usage
 	case "message_stop":
 		return true, nil
 	}
 	return false, nil
+}
+
+// startBlock opens the block a content_block_start event e starts.
+func (a *messagesAssembler) startBlock(e *messagesEvent) error {
+	if e.Index != len(a.blocks) {
+		return fmt.Errorf("%w: block %d starts after %d blocks", errJSON, e.Index, len(a.blocks))
+	}
+	if err := checkBlockType(e.blockType); err != nil {
+		return err
+	}
+	bl := &blockAcc{start: e.ContentBlock, typ: e.blockType}
+	if in, ok, err := field(e.ContentBlock, span{0, len(e.ContentBlock)}, "input"); err != nil {
+		return err
+	} else if ok {
+		empty := false
+		if kind(e.ContentBlock, in) == '{' {
+			first, err := firstMember(e.ContentBlock, in)
+			if err != nil {
+				return err
+			}
+			empty = first < 0
+		}
+		bl.startInput = !empty
+	}
+	a.blocks = append(a.blocks, bl)
+	return nil
+}
+
+// add accumulates a content_block_delta's delta d into the block.
+func (bl *blockAcc) add(d messagesDelta) error {
+	switch d.Type {
+	case "text_delta":
+		bl.text.WriteString(d.Text)
+	case "thinking_delta":
+		bl.thinking.WriteString(d.Thinking)
+	case "signature_delta":
+		bl.signature.WriteString(d.Signature)
+	case "input_json_delta":
+		if d.PartialJSON != "" && bl.startInput {
+			// The SDKs add the fragments to the start's input
+			// (anthropic-sdk-go replaces only an empty {}): the client
+			// would read a text the guard cannot.
+			return unguardable(inputTwice, nil)
+		}
+		bl.partial.WriteString(d.PartialJSON)
+		bl.hasPartial = true
+	case "citations_delta":
+		bl.citations = append(bl.citations, d.Citation)
+	default:
+		// A delta the guard does not read would change a block the client
+		// reads (compaction_delta among them, which this decoder does not
+		// read).
+		return unguardable(unknownDelta, fmt.Errorf("type %.64q", d.Type))
+	}
+	return nil
 }
 
 // held is what the parsed event e, of n bytes, adds to what the
