@@ -351,9 +351,9 @@ func (chatWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	msgs, ok, err := requestField(req, r, "messages")
-	if err != nil || !ok {
-		return nil, fmt.Errorf("%w: request without messages", errJSON)
+	msgs, err := requestList(req, r, "messages")
+	if err != nil {
+		return nil, err
 	}
 	msg, ok, err := chatMessage(resp)
 	if err != nil || !ok {
@@ -392,14 +392,10 @@ func (chatWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
 		}
 		items = append(items, m)
 	}
-	if next != len(answers) {
-		return nil, fmt.Errorf("httpguard: %d answers for %d calls", len(answers), next)
-	}
-	e, err := appendElems(req, msgs, items...)
-	if err != nil {
+	if err := checkAnswers(answers, next); err != nil {
 		return nil, err
 	}
-	return apply(req, e), nil
+	return appendToArray(req, msgs, items...)
 }
 
 func (chatWire) usage(resp []byte) (wireUsage, error) {

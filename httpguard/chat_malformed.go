@@ -2,7 +2,6 @@ package httpguard
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -74,9 +73,9 @@ func (chatWire) reaskMalformed(req []byte, m guard.Malformed, feedback string) (
 	if err != nil {
 		return nil, err
 	}
-	msgs, ok, err := requestField(req, r, "messages")
-	if err != nil || !ok {
-		return nil, fmt.Errorf("%w: request without messages", errJSON)
+	msgs, err := requestList(req, r, "messages")
+	if err != nil {
+		return nil, err
 	}
 	type message struct {
 		Role    string `json:"role"`
@@ -94,9 +93,5 @@ func (chatWire) reaskMalformed(req []byte, m guard.Malformed, feedback string) (
 	if err != nil {
 		return nil, err
 	}
-	e, err := appendElems(req, msgs, append(items, b)...)
-	if err != nil {
-		return nil, err
-	}
-	return apply(req, e), nil
+	return appendToArray(req, msgs, append(items, b)...)
 }

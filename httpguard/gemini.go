@@ -284,9 +284,9 @@ func (w geminiWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	contents, ok, err := requestField(req, r, "contents")
-	if err != nil || !ok {
-		return nil, fmt.Errorf("%w: request without contents", errJSON)
+	contents, err := requestList(req, r, "contents")
+	if err != nil {
+		return nil, err
 	}
 	content, _, ok, err := geminiParts(resp)
 	if err != nil || !ok {
@@ -296,8 +296,8 @@ func (w geminiWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	if len(answers) != len(calls) {
-		return nil, fmt.Errorf("httpguard: %d answers for %d calls", len(answers), len(calls))
+	if err := checkAnswers(answers, len(calls)); err != nil {
+		return nil, err
 	}
 	// The model's turn as the response has it, thought signatures on the
 	// parts they came on.
@@ -332,11 +332,7 @@ func (w geminiWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	e, err := appendElems(req, contents, turn, user)
-	if err != nil {
-		return nil, err
-	}
-	return apply(req, e), nil
+	return appendToArray(req, contents, turn, user)
 }
 
 // usage counts thoughtsTokenCount as output, as Gemini bills it.

@@ -2,7 +2,6 @@ package httpguard
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/toolguard/toolguard/guard"
@@ -58,9 +57,9 @@ func (geminiWire) reaskMalformed(req []byte, m guard.Malformed, feedback string)
 	if err != nil {
 		return nil, err
 	}
-	contents, ok, err := requestField(req, r, "contents")
-	if err != nil || !ok {
-		return nil, fmt.Errorf("%w: request without contents", errJSON)
+	contents, err := requestList(req, r, "contents")
+	if err != nil {
+		return nil, err
 	}
 	type part struct {
 		Text string `json:"text"`
@@ -81,9 +80,5 @@ func (geminiWire) reaskMalformed(req []byte, m guard.Malformed, feedback string)
 	if err != nil {
 		return nil, err
 	}
-	e, err := appendElems(req, contents, append(items, b)...)
-	if err != nil {
-		return nil, err
-	}
-	return apply(req, e), nil
+	return appendToArray(req, contents, append(items, b)...)
 }

@@ -569,3 +569,12 @@ func joinRaw(items [][]byte) []byte {
 	}
 	return out
 }
+
+// appendToArray returns b with items appended to the array at arr.
+func appendToArray(b []byte, arr span, items ...[]byte) ([]byte, error) {
+	e, err := appendElems(b, arr, items...)
+	if err != nil {
+		return nil, err
+	}
+	return apply(b, e), nil
+}

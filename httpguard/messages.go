@@ -214,9 +214,9 @@ func (w messagesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, err
 	if err != nil {
 		return nil, err
 	}
-	msgs, ok, err := requestField(req, r, "messages")
-	if err != nil || !ok {
-		return nil, fmt.Errorf("%w: request without messages", errJSON)
+	msgs, err := requestList(req, r, "messages")
+	if err != nil {
+		return nil, err
 	}
 	blocks, _, err := messagesToolUses(resp)
 	if err != nil {
@@ -226,8 +226,8 @@ func (w messagesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, err
 	if err != nil {
 		return nil, err
 	}
-	if len(answers) != len(calls) {
-		return nil, fmt.Errorf("httpguard: %d answers for %d calls", len(answers), len(calls))
+	if err := checkAnswers(answers, len(calls)); err != nil {
+		return nil, err
 	}
 	// The assistant turn: every block as the response has it (thinking
 	// blocks with their signatures, redacted thinking, server tool blocks,
@@ -262,11 +262,7 @@ func (w messagesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, err
 	if err != nil {
 		return nil, err
 	}
-	e, err := appendElems(req, msgs, assistant, user)
-	if err != nil {
-		return nil, err
-	}
-	return apply(req, e), nil
+	return appendToArray(req, msgs, assistant, user)
 }
 
 // usage counts cached input (cache_creation_input_tokens,

@@ -424,8 +424,8 @@ func (w responsesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	if len(answers) != len(calls) {
-		return nil, fmt.Errorf("httpguard: %d answers for %d calls", len(answers), len(calls))
+	if err := checkAnswers(answers, len(calls)); err != nil {
+		return nil, err
 	}
 	types, answered, err := responsesOutputsAnswered(resp, items, kinds)
 	if err != nil {
@@ -533,11 +533,7 @@ func responsesAppendInput(req []byte, r span, add [][]byte) ([]byte, error) {
 	}
 	switch {
 	case ok && kind(req, in) == '[':
-		e, err := appendElems(req, in, add...)
-		if err != nil {
-			return nil, err
-		}
-		return apply(req, e), nil
+		return appendToArray(req, in, add...)
 	case ok && kind(req, in) == '"':
 		// A string input is one user message; the list form replaces it.
 		// With its type named: the API does without it, but openai-go's

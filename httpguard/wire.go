@@ -310,3 +310,23 @@ func openAIErrorBody(typ, msg string) []byte {
 	}{msg, typ, nil, typ}})
 	return b
 }
+
+// requestList returns the list member of the request req (its root r)
+// that holds the conversation (messages, contents), which a re-ask
+// appends to.
+func requestList(req []byte, r span, member string) (span, error) {
+	v, ok, err := requestField(req, r, member)
+	if err != nil || !ok {
+		return span{}, fmt.Errorf("%w: request without %s", errJSON, member)
+	}
+	return v, nil
+}
+
+// checkAnswers returns an error unless there is one answer for each of n
+// calls.
+func checkAnswers(answers []wireAnswer, n int) error {
+	if len(answers) != n {
+		return fmt.Errorf("httpguard: %d answers for %d calls", len(answers), n)
+	}
+	return nil
+}
