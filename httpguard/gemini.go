@@ -57,17 +57,11 @@ func (geminiWire) parseRequest(path string, body []byte) (wireRequest, error) {
 	if !ok {
 		return wireRequest{}, fmt.Errorf("%w: not a generateContent path", errUnsupported)
 	}
-	type decl struct {
-		Name                   string          `json:"name"`
-		Parameters             json.RawMessage `json:"parameters"`
-		ParametersJSONSchema   json.RawMessage `json:"parametersJsonSchema"`
-		ParametersJSONSchemaSn json.RawMessage `json:"parameters_json_schema"`
-	}
 	var req struct {
 		Contents json.RawMessage `json:"contents"`
 		Tools    []struct {
-			FunctionDeclarations   []decl `json:"functionDeclarations"`
-			FunctionDeclarationsSn []decl `json:"function_declarations"`
+			FunctionDeclarations   []geminiDecl `json:"functionDeclarations"`
+			FunctionDeclarationsSn []geminiDecl `json:"function_declarations"`
 		} `json:"tools"`
 		GenerationConfig *struct {
 			CandidateCount   *int `json:"candidateCount"`
@@ -94,30 +88,43 @@ func (geminiWire) parseRequest(path string, body []byte) (wireRequest, error) {
 	out := wireRequest{Model: model, Stream: method == "streamGenerateContent"}
 	for _, t := range req.Tools {
 		for _, d := range append(t.FunctionDeclarations, t.FunctionDeclarationsSn...) {
-			// A schema that cannot be read (nested too deep) or converted
-			// costs that tool's calls only (wireTool.Err).
-			tool := wireTool{Name: d.Name}
-			switch {
-			case nullToNil(d.ParametersJSONSchema) != nil:
-				tool.Schema = d.ParametersJSONSchema
-			case nullToNil(d.ParametersJSONSchemaSn) != nil:
-				tool.Schema = d.ParametersJSONSchemaSn
-			case isDeepSchema(d.Parameters):
-				tool.Err = errSchemaTooDeep
-			case nullToNil(d.Parameters) != nil:
-				s, err := geminiSchemaToJSONSchema(d.Parameters)
-				if err != nil {
-					tool.Err = fmt.Errorf("httpguard: tool %q: %w", d.Name, err)
-				}
-				tool.Schema = s
-			}
-			if isDeepSchema(tool.Schema) {
-				tool.Schema, tool.Err = nil, errSchemaTooDeep
-			}
-			out.Tools = append(out.Tools, tool)
+			out.Tools = append(out.Tools, d.tool())
 		}
 	}
 	return out, nil
+}
+
+// geminiDecl is a function declaration of a Gemini request.
+type geminiDecl struct {
+	Name                   string          `json:"name"`
+	Parameters             json.RawMessage `json:"parameters"`
+	ParametersJSONSchema   json.RawMessage `json:"parametersJsonSchema"`
+	ParametersJSONSchemaSn json.RawMessage `json:"parameters_json_schema"`
+}
+
+// tool is the declared function with its schema: parametersJsonSchema as
+// it is, else parameters converted. A schema that cannot be read (nested
+// too deep) or converted costs that tool's calls only (wireTool.Err).
+func (d geminiDecl) tool() wireTool {
+	tool := wireTool{Name: d.Name}
+	switch {
+	case nullToNil(d.ParametersJSONSchema) != nil:
+		tool.Schema = d.ParametersJSONSchema
+	case nullToNil(d.ParametersJSONSchemaSn) != nil:
+		tool.Schema = d.ParametersJSONSchemaSn
+	case isDeepSchema(d.Parameters):
+		tool.Err = errSchemaTooDeep
+	case nullToNil(d.Parameters) != nil:
+		s, err := geminiSchemaToJSONSchema(d.Parameters)
+		if err != nil {
+			tool.Err = fmt.Errorf("httpguard: tool %q: %w", d.Name, err)
+		}
+		tool.Schema = s
+	}
+	if isDeepSchema(tool.Schema) {
+		tool.Schema, tool.Err = nil, errSchemaTooDeep
+	}
+	return tool
 }
 
 // geminiSchemas finds a generateContent request's tool schemas
