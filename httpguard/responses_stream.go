@@ -117,52 +117,72 @@ func (a *responsesAssembler) add(ev streamEvent) (bool, error) {
 		a.final = e.Response
 		return true, nil
 	case e.Type == "response.output_item.added":
-		if e.OutputIndex == nil {
-			return false, unguardable("an output item event without output_index", fmt.Errorf("%s", e.Type))
-		}
-		if i := *e.OutputIndex; i != len(a.items) {
-			return false, unguardable("an output item added out of order", fmt.Errorf("item %d added after %d items", i, len(a.items)))
-		}
-		if responsesItemKind(e.itemType) == 0 {
-			return false, unguardable("an output item of a type the guard does not know", fmt.Errorf("type %q", e.itemType))
-		}
-		if err := a.take(len(e.Item)); err != nil {
-			return false, err
-		}
-		a.items = append(a.items, &itemAcc{item: e.Item, typ: e.itemType})
+		return false, a.addItem(e)
 	case e.Type == "response.output_item.done":
-		it, err := a.current(e)
-		if err != nil {
-			return false, err
-		}
-		if e.itemType != it.typ {
-			return false, unguardable("an output item whose type changed", fmt.Errorf("%q added, %q done", it.typ, e.itemType))
-		}
-		if err := a.hold(len(it.item), len(e.Item)); err != nil {
-			return false, err
-		}
-		it.item, it.done = e.Item, true
+		return false, a.doneItem(e)
 	case e.OutputIndex != nil ||
 		e.Type == "response.function_call_arguments.delta" || e.Type == "response.custom_tool_call_input.delta":
-		it, err := a.current(e)
-		if err != nil {
-			return false, err
-		}
-		var acc *strings.Builder
-		switch e.Type {
-		case "response.function_call_arguments.delta":
-			acc = &it.args
-		case "response.custom_tool_call_input.delta":
-			acc = &it.input
-		default:
-			return false, nil
-		}
-		if err := a.take(len(e.Delta)); err != nil {
-			return false, err
-		}
-		acc.WriteString(e.Delta)
+		return false, a.addDelta(e)
 	}
 	return false, nil
+}
+
+// addItem opens the item an output_item.added event e adds.
+func (a *responsesAssembler) addItem(e *responsesEvent) error {
+	if e.OutputIndex == nil {
+		return unguardable("an output item event without output_index", fmt.Errorf("%s", e.Type))
+	}
+	if i := *e.OutputIndex; i != len(a.items) {
+		return unguardable("an output item added out of order", fmt.Errorf("item %d added after %d items", i, len(a.items)))
+	}
+	if responsesItemKind(e.itemType) == 0 {
+		return unguardable("an output item of a type the guard does not know", fmt.Errorf("type %q", e.itemType))
+	}
+	if err := a.take(len(e.Item)); err != nil {
+		return err
+	}
+	a.items = append(a.items, &itemAcc{item: e.Item, typ: e.itemType})
+	return nil
+}
+
+// doneItem takes the whole item an output_item.done event e ends.
+func (a *responsesAssembler) doneItem(e *responsesEvent) error {
+	it, err := a.current(e)
+	if err != nil {
+		return err
+	}
+	if e.itemType != it.typ {
+		return unguardable("an output item whose type changed", fmt.Errorf("%q added, %q done", it.typ, e.itemType))
+	}
+	if err := a.hold(len(it.item), len(e.Item)); err != nil {
+		return err
+	}
+	it.item, it.done = e.Item, true
+	return nil
+}
+
+// addDelta accumulates an event e of an open item: a call's arguments or
+// a custom tool call's input; any other event of an item (its text, which
+// the item's done event holds whole) is checked for its item only.
+func (a *responsesAssembler) addDelta(e *responsesEvent) error {
+	it, err := a.current(e)
+	if err != nil {
+		return err
+	}
+	var acc *strings.Builder
+	switch e.Type {
+	case "response.function_call_arguments.delta":
+		acc = &it.args
+	case "response.custom_tool_call_input.delta":
+		acc = &it.input
+	default:
+		return nil
+	}
+	if err := a.take(len(e.Delta)); err != nil {
+		return err
+	}
+	acc.WriteString(e.Delta)
+	return nil
 }
 
 func (a *responsesAssembler) response() ([]byte, error) {
