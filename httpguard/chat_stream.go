@@ -143,30 +143,8 @@ func (a *chatAssembler) add(ev streamEvent) (bool, error) {
 			a.otherCalls = a.otherCalls || d.holdsCalls()
 			continue
 		}
-		if len(d.FunctionCall) > 0 && string(d.FunctionCall) != "null" {
-			return false, unguardable("legacy function_call", errors.New("delta.function_call"))
-		}
-		if d.Role != "" {
-			a.role = d.Role
-		}
-		if d.Content != nil {
-			if err := a.take(len(*d.Content)); err != nil {
-				return false, err
-			}
-			a.content = append(a.content, *d.Content...)
-			a.hasContent = true
-		}
-		if d.Refusal != nil {
-			if err := a.take(len(*d.Refusal)); err != nil {
-				return false, err
-			}
-			a.refusal = append(a.refusal, *d.Refusal...)
-			a.hasRefusal = true
-		}
-		for j := range d.ToolCalls {
-			if err := a.addCall(&d.ToolCalls[j]); err != nil {
-				return false, err
-			}
+		if err := a.addDelta(d); err != nil {
+			return false, err
 		}
 		if ch.FinishReason != nil {
 			a.finish = ch.FinishReason
@@ -180,6 +158,36 @@ func (a *chatAssembler) add(ev streamEvent) (bool, error) {
 
 // addCall adds a tool call part. A part of a type other than function and
 // custom, or a call given parts of both, is unguardable.
+// addDelta accumulates the delta d of choice 0.
+func (a *chatAssembler) addDelta(d *chatDelta) error {
+	if len(d.FunctionCall) > 0 && string(d.FunctionCall) != "null" {
+		return unguardable("legacy function_call", errors.New("delta.function_call"))
+	}
+	if d.Role != "" {
+		a.role = d.Role
+	}
+	if d.Content != nil {
+		if err := a.take(len(*d.Content)); err != nil {
+			return err
+		}
+		a.content = append(a.content, *d.Content...)
+		a.hasContent = true
+	}
+	if d.Refusal != nil {
+		if err := a.take(len(*d.Refusal)); err != nil {
+			return err
+		}
+		a.refusal = append(a.refusal, *d.Refusal...)
+		a.hasRefusal = true
+	}
+	for j := range d.ToolCalls {
+		if err := a.addCall(&d.ToolCalls[j]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (a *chatAssembler) addCall(tc *chatToolCallDelta) error {
 	i := len(a.calls) - 1
 	switch {
@@ -221,45 +229,6 @@ func (a *chatAssembler) addCall(tc *chatToolCallDelta) error {
 }
 
 func (a *chatAssembler) response() ([]byte, error) {
-	type fn struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	}
-	type custom struct {
-		Name  string `json:"name"`
-		Input string `json:"input"`
-	}
-	type call struct {
-		ID       string  `json:"id"`
-		Type     string  `json:"type"`
-		Function *fn     `json:"function,omitempty"`
-		Custom   *custom `json:"custom,omitempty"`
-	}
-	type message struct {
-		Role      string  `json:"role"`
-		Content   *string `json:"content"`
-		Refusal   *string `json:"refusal"`
-		ToolCalls []call  `json:"tool_calls,omitempty"`
-	}
-	m := message{Role: a.role}
-	if m.Role == "" {
-		m.Role = "assistant"
-	}
-	if a.hasContent {
-		s := string(a.content)
-		m.Content = &s
-	}
-	if a.hasRefusal {
-		s := string(a.refusal)
-		m.Refusal = &s
-	}
-	for _, c := range a.calls {
-		if c.typ == "custom" || c.custom {
-			m.ToolCalls = append(m.ToolCalls, call{c.id, "custom", nil, &custom{string(c.name), string(c.args)}})
-			continue
-		}
-		m.ToolCalls = append(m.ToolCalls, call{c.id, "function", &fn{string(c.name), string(c.args)}, nil})
-	}
 	created := a.created
 	if len(created) == 0 {
 		created = json.RawMessage("0")
@@ -278,11 +247,67 @@ func (a *chatAssembler) response() ([]byte, error) {
 		SystemFingerprint *string         `json:"system_fingerprint,omitempty"`
 		ServiceTier       *string         `json:"service_tier,omitempty"`
 	}{a.id, "chat.completion", created, a.model, []any{struct {
-		Index        int     `json:"index"`
-		Message      message `json:"message"`
-		Logprobs     any     `json:"logprobs"`
-		FinishReason *string `json:"finish_reason"`
-	}{0, m, nil, a.finish}}, usage, a.fingerprint, a.serviceTier})
+		Index        int                  `json:"index"`
+		Message      chatAssembledMessage `json:"message"`
+		Logprobs     any                  `json:"logprobs"`
+		FinishReason *string              `json:"finish_reason"`
+	}{0, a.message(), nil, a.finish}}, usage, a.fingerprint, a.serviceTier})
+}
+
+// chatAssembledMessage is the message of an assembled response.
+type chatAssembledMessage struct {
+	Role      string              `json:"role"`
+	Content   *string             `json:"content"`
+	Refusal   *string             `json:"refusal"`
+	ToolCalls []chatAssembledCall `json:"tool_calls,omitempty"`
+}
+
+// chatAssembledCall is a tool call of an assembled response: a function
+// call or a custom tool call.
+type chatAssembledCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function *struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function,omitempty"`
+	Custom *struct {
+		Name  string `json:"name"`
+		Input string `json:"input"`
+	} `json:"custom,omitempty"`
+}
+
+// message is the message the stream's choice 0 amounts to.
+func (a *chatAssembler) message() chatAssembledMessage {
+	m := chatAssembledMessage{Role: a.role}
+	if m.Role == "" {
+		m.Role = "assistant"
+	}
+	if a.hasContent {
+		s := string(a.content)
+		m.Content = &s
+	}
+	if a.hasRefusal {
+		s := string(a.refusal)
+		m.Refusal = &s
+	}
+	for _, c := range a.calls {
+		call := chatAssembledCall{ID: c.id, Type: "function"}
+		if c.typ == "custom" || c.custom {
+			call.Type = "custom"
+			call.Custom = &struct {
+				Name  string `json:"name"`
+				Input string `json:"input"`
+			}{string(c.name), string(c.args)}
+		} else {
+			call.Function = &struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			}{string(c.name), string(c.args)}
+		}
+		m.ToolCalls = append(m.ToolCalls, call)
+	}
+	return m
 }
 
 // chatGate is the streamGate of Chat Completions. The client's chunks all
