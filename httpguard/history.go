@@ -216,6 +216,26 @@ const (
 	orphanNotePrefix   = "toolguard: a tool result whose call is not in the conversation"
 )
 
+// historyReport collects what a history check of one member (messages,
+// contents, input) finds: the faults it repairs, and the refusals of
+// those it cannot.
+type historyReport struct {
+	member string
+	fixes  []historyFix
+}
+
+// fix records f, repaired, with the JSON Pointers of what changed.
+func (r *historyReport) fix(f *HistoryError, paths ...string) {
+	f.Member, f.Repairable = r.member, true
+	r.fixes = append(r.fixes, historyFix{fault: f, paths: paths})
+}
+
+// refuse returns the error of a fault no repair makes good: element i,
+// call id.
+func (r *historyReport) refuse(i int, fault HistoryFault, id, detail string) error {
+	return &HistoryError{Member: r.member, Index: i, Fault: fault, CallID: id, Detail: detail}
+}
+
 // argsNote is the note that keeps a call's arguments as sent.
 func argsNote(sent string) string { return argsNotePrefix + sent }
 

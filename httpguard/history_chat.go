@@ -66,14 +66,7 @@ func (chatWire) history(body []byte) ([]byte, []historyFix, error) {
 			taken[*ms[i].ToolCallID] = true
 		}
 	}
-	var fixes []historyFix
-	fix := func(f *HistoryError, paths ...string) {
-		f.Member, f.Repairable = member, true
-		fixes = append(fixes, historyFix{fault: f, paths: paths})
-	}
-	refuse := func(i int, fault HistoryFault, id, detail string) error {
-		return &HistoryError{Member: member, Index: i, Fault: fault, CallID: id, Detail: detail}
-	}
+	rep := &historyReport{member: member}
 	seen := map[string]bool{} // the call ids of earlier messages
 	for i := 0; i < len(ms); {
 		first := i + 1 // the run of tool messages answering message i
@@ -99,7 +92,7 @@ func (chatWire) history(body []byte) ([]byte, []historyFix, error) {
 				id = *ms[k].ToolCallID
 			}
 			if _, dup := results[id]; dup {
-				return nil, nil, refuse(k, DuplicateID, id, "two tool messages answer the same call")
+				return nil, nil, rep.refuse(k, DuplicateID, id, "two tool messages answer the same call")
 			}
 			results[id] = k
 		}
@@ -110,7 +103,7 @@ func (chatWire) history(body []byte) ([]byte, []historyFix, error) {
 			ids := map[string]bool{}
 			for _, c := range calls {
 				if ids[c.ID] {
-					return nil, nil, refuse(i, DuplicateID, c.ID, "two calls of one message have the same id")
+					return nil, nil, rep.refuse(i, DuplicateID, c.ID, "two calls of one message have the same id")
 				}
 				ids[c.ID] = true
 			}
@@ -130,7 +123,7 @@ func (chatWire) history(body []byte) ([]byte, []historyFix, error) {
 						}
 						paths = append(paths, pointer(member, k, "tool_call_id"))
 					}
-					fix(&HistoryError{Index: i, Fault: DuplicateID, CallID: id, Tool: name,
+					rep.fix(&HistoryError{Index: i, Fault: DuplicateID, CallID: id, Tool: name,
 						Detail: "an earlier call has this id", Repair: fmt.Sprintf("renamed %q with its result", newID)}, paths...)
 					id = newID
 				}
@@ -149,7 +142,7 @@ func (chatWire) history(body []byte) ([]byte, []historyFix, error) {
 							}
 							paths = append(paths, pointer(member, k, "content"))
 						}
-						fix(&HistoryError{Index: i, Fault: NonObjectArguments, CallID: id, Tool: name,
+						rep.fix(&HistoryError{Index: i, Fault: NonObjectArguments, CallID: id, Tool: name,
 							Detail: "the arguments are not a JSON object", Repair: "arguments {}, the text as sent kept in a note in the result"}, paths...)
 					}
 				}
@@ -167,7 +160,7 @@ func (chatWire) history(body []byte) ([]byte, []historyFix, error) {
 						return nil, nil, err
 					}
 					inserts = append(inserts, m)
-					fix(&HistoryError{Index: i, Fault: UnansweredCall, CallID: id, Tool: name,
+					rep.fix(&HistoryError{Index: i, Fault: UnansweredCall, CallID: id, Tool: name,
 						Detail: "no tool message answers it", Repair: "a tool message saying the outcome is unknown, after the turn"},
 						pointer(member, i, "tool_calls", j))
 				}
@@ -183,7 +176,7 @@ func (chatWire) history(body []byte) ([]byte, []historyFix, error) {
 			}
 			text, ok := textOf(ms[k].Content, "text")
 			if !ok {
-				return nil, nil, refuse(k, OrphanResult, id, "a tool message that answers no call, with content a note cannot hold")
+				return nil, nil, rep.refuse(k, OrphanResult, id, "a tool message that answers no call, with content a note cannot hold")
 			}
 			m, err := marshal(struct {
 				Role    string `json:"role"`
@@ -194,7 +187,7 @@ func (chatWire) history(body []byte) ([]byte, []historyFix, error) {
 			}
 			t.drop[k] = true
 			inserts = append(inserts, m)
-			fix(&HistoryError{Index: k, Fault: OrphanResult, CallID: id,
+			rep.fix(&HistoryError{Index: k, Fault: OrphanResult, CallID: id,
 				Detail: "a tool message that answers no call of the assistant message before it", Repair: "a user message quoting it, after the turn"},
 				pointer(member, k))
 		}
@@ -203,7 +196,7 @@ func (chatWire) history(body []byte) ([]byte, []historyFix, error) {
 		}
 		i = end
 	}
-	return t.result(), fixes, nil
+	return t.result(), rep.fixes, nil
 }
 
 // chatNote puts note before the content of tool message k.

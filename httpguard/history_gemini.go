@@ -111,14 +111,7 @@ func (geminiWire) history(body []byte) ([]byte, []historyFix, error) {
 			taken[c.parts[k].id()] = true
 		}
 	}
-	var fixes []historyFix
-	fix := func(f *HistoryError, paths ...string) {
-		f.Member, f.Repairable = member, true
-		fixes = append(fixes, historyFix{fault: f, paths: paths})
-	}
-	refuse := func(i int, fault HistoryFault, id, detail string) error {
-		return &HistoryError{Member: member, Index: i, Fault: fault, CallID: id, Detail: detail}
-	}
+	rep := &historyReport{member: member}
 	changes := map[int]*arrayChange{}
 	change := func(j int) *arrayChange {
 		c := changes[j]
@@ -152,7 +145,7 @@ func (geminiWire) history(body []byte) ([]byte, []historyFix, error) {
 				case !p.response:
 				case p.id() != "":
 					if _, dup := byID[p.id()]; dup {
-						return nil, nil, refuse(zj, DuplicateID, p.id(), "two functionResponse parts answer the same call")
+						return nil, nil, rep.refuse(zj, DuplicateID, p.id(), "two functionResponse parts answer the same call")
 					}
 					byID[p.id()] = blockAt{zj, k}
 				default:
@@ -168,7 +161,7 @@ func (geminiWire) history(body []byte) ([]byte, []historyFix, error) {
 			}
 			if id := p.id(); id != "" {
 				if ids[id] {
-					return nil, nil, refuse(i, DuplicateID, id, "two functionCall parts of one content have the same id")
+					return nil, nil, rep.refuse(i, DuplicateID, id, "two functionCall parts of one content have the same id")
 				}
 				ids[id] = true
 			} else {
@@ -177,7 +170,7 @@ func (geminiWire) history(body []byte) ([]byte, []historyFix, error) {
 		}
 		for name, n := range callsByName {
 			if got := len(byName[name]); n > 1 && got > 0 && got < n {
-				return nil, nil, refuse(i, UnansweredCall, "", fmt.Sprintf("%d calls of %s without ids have %d responses: which went unanswered is a guess", n, name, got))
+				return nil, nil, rep.refuse(i, UnansweredCall, "", fmt.Sprintf("%d calls of %s without ids have %d responses: which went unanswered is a guess", n, name, got))
 			}
 		}
 		usedByName := map[string]int{}
@@ -214,7 +207,7 @@ func (geminiWire) history(body []byte) ([]byte, []historyFix, error) {
 					}
 					paths = append(paths, pointer(member, r.j, "parts", r.k, rp.key, "id"))
 				}
-				fix(&HistoryError{Index: i, Fault: DuplicateID, CallID: id, Tool: p.Name,
+				rep.fix(&HistoryError{Index: i, Fault: DuplicateID, CallID: id, Tool: p.Name,
 					Detail: "an earlier call has this id", Repair: fmt.Sprintf("renamed %q with its response", newID)}, paths...)
 				id = newID
 			}
@@ -231,14 +224,14 @@ func (geminiWire) history(body []byte) ([]byte, []historyFix, error) {
 				if answered {
 					rp := cs[r.j].parts[r.k]
 					if !isObject(rp.Response) {
-						return nil, nil, refuse(r.j, NonObjectArguments, id, "a call's args are not an object, and its response is not an object a note can join")
+						return nil, nil, rep.refuse(r.j, NonObjectArguments, id, "a call's args are not an object, and its response is not an object a note can join")
 					}
 					if err := t.set(r.j, marshalString(note), "parts", r.k, rp.key, "response", "toolguard_note"); err != nil {
 						return nil, nil, err
 					}
 					paths = append(paths, pointer(member, r.j, "parts", r.k, rp.key, "response", "toolguard_note"))
 				}
-				fix(&HistoryError{Index: i, Fault: NonObjectArguments, CallID: id, Tool: p.Name,
+				rep.fix(&HistoryError{Index: i, Fault: NonObjectArguments, CallID: id, Tool: p.Name,
 					Detail: "the args are not a JSON object", Repair: "args {}, the args as sent kept in a note in the response"}, paths...)
 			}
 			if answered {
@@ -260,7 +253,7 @@ func (geminiWire) history(body []byte) ([]byte, []historyFix, error) {
 				return nil, nil, err
 			}
 			missing = append(missing, part)
-			fix(&HistoryError{Index: i, Fault: UnansweredCall, CallID: id, Tool: p.Name,
+			rep.fix(&HistoryError{Index: i, Fault: UnansweredCall, CallID: id, Tool: p.Name,
 				Detail: "no functionResponse answers it in the next content", Repair: "a functionResponse saying the outcome is unknown, in the next content"},
 				pointer(member, i, "parts", k))
 		}
@@ -298,7 +291,7 @@ func (geminiWire) history(body []byte) ([]byte, []historyFix, error) {
 			ch := change(j)
 			ch.drop[k] = true
 			ch.tail = append(ch.tail, note)
-			fix(&HistoryError{Index: j, Fault: OrphanResult, CallID: p.id(), Tool: p.Name,
+			rep.fix(&HistoryError{Index: j, Fault: OrphanResult, CallID: p.id(), Tool: p.Name,
 				Detail: "a functionResponse that answers no call of the content before it", Repair: "a text part quoting it, at the end of the content"},
 				pointer(member, j, "parts", k))
 		}
@@ -310,5 +303,5 @@ func (geminiWire) history(body []byte) ([]byte, []historyFix, error) {
 			}
 		}
 	}
-	return t.result(), fixes, nil
+	return t.result(), rep.fixes, nil
 }

@@ -82,14 +82,7 @@ func (messagesWire) history(body []byte) ([]byte, []historyFix, error) {
 			taken[b.ToolUseID] = true
 		}
 	}
-	var fixes []historyFix
-	fix := func(f *HistoryError, paths ...string) {
-		f.Member, f.Repairable = member, true
-		fixes = append(fixes, historyFix{fault: f, paths: paths})
-	}
-	refuse := func(i int, fault HistoryFault, id, detail string) error {
-		return &HistoryError{Member: member, Index: i, Fault: fault, CallID: id, Detail: detail}
-	}
+	rep := &historyReport{member: member}
 	// results returns the tool_result blocks by tool_use_id of the user
 	// messages that follow message i (Anthropic combines consecutive user
 	// messages into one turn).
@@ -101,7 +94,7 @@ func (messagesWire) history(body []byte) ([]byte, []historyFix, error) {
 					continue
 				}
 				if _, dup := out[b.ToolUseID]; dup {
-					return nil, refuse(j, DuplicateID, b.ToolUseID, "two tool_result blocks answer the same tool_use")
+					return nil, rep.refuse(j, DuplicateID, b.ToolUseID, "two tool_result blocks answer the same tool_use")
 				}
 				out[b.ToolUseID] = blockAt{j, k}
 			}
@@ -135,7 +128,7 @@ func (messagesWire) history(body []byte) ([]byte, []historyFix, error) {
 				continue
 			}
 			if ids[b.ID] {
-				return nil, nil, refuse(i, DuplicateID, b.ID, "two tool_use blocks of one message have the same id")
+				return nil, nil, rep.refuse(i, DuplicateID, b.ID, "two tool_use blocks of one message have the same id")
 			}
 			ids[b.ID] = true
 		}
@@ -166,7 +159,7 @@ func (messagesWire) history(body []byte) ([]byte, []historyFix, error) {
 					}
 					paths = append(paths, pointer(member, r.j, "content", r.k, "tool_use_id"))
 				}
-				fix(&HistoryError{Index: i, Fault: DuplicateID, CallID: id, Tool: b.Name,
+				rep.fix(&HistoryError{Index: i, Fault: DuplicateID, CallID: id, Tool: b.Name,
 					Detail: "an earlier tool_use has this id", Repair: fmt.Sprintf("renamed %q with its tool_result", newID)}, paths...)
 				id = newID
 			}
@@ -177,7 +170,7 @@ func (messagesWire) history(body []byte) ([]byte, []historyFix, error) {
 				if err := t.set(i, []byte("{}"), "content", k, "input"); err != nil {
 					return nil, nil, err
 				}
-				fix(&HistoryError{Index: i, Fault: NullInput, CallID: id, Tool: b.Name,
+				rep.fix(&HistoryError{Index: i, Fault: NullInput, CallID: id, Tool: b.Name,
 					Detail: "the input is null or missing", Repair: "input {}"}, pointer(member, i, "content", k, "input"))
 			case !isObject(b.Input):
 				note = argsNote(string(compact(b.Input)))
@@ -191,7 +184,7 @@ func (messagesWire) history(body []byte) ([]byte, []historyFix, error) {
 					}
 					paths = append(paths, pointer(member, r.j, "content", r.k, "content"))
 				}
-				fix(&HistoryError{Index: i, Fault: NonObjectArguments, CallID: id, Tool: b.Name,
+				rep.fix(&HistoryError{Index: i, Fault: NonObjectArguments, CallID: id, Tool: b.Name,
 					Detail: "the input is not a JSON object", Repair: "input {}, the input as sent kept in a note in the tool_result"}, paths...)
 			}
 			if answered {
@@ -211,7 +204,7 @@ func (messagesWire) history(body []byte) ([]byte, []historyFix, error) {
 				return nil, nil, err
 			}
 			missing = append(missing, block)
-			fix(&HistoryError{Index: i, Fault: UnansweredCall, CallID: id, Tool: b.Name,
+			rep.fix(&HistoryError{Index: i, Fault: UnansweredCall, CallID: id, Tool: b.Name,
 				Detail: "no tool_result answers it in the next message", Repair: "a tool_result saying the outcome is unknown (is_error), in the next message"},
 				pointer(member, i, "content", k))
 		}
@@ -265,7 +258,7 @@ func (messagesWire) history(body []byte) ([]byte, []historyFix, error) {
 			}
 			text, ok := textOf(b.Content, "text")
 			if !ok {
-				return nil, nil, refuse(j, OrphanResult, b.ToolUseID, "a tool_result whose tool_use is not in the message before it, with content a note cannot hold")
+				return nil, nil, rep.refuse(j, OrphanResult, b.ToolUseID, "a tool_result whose tool_use is not in the message before it, with content a note cannot hold")
 			}
 			note, err := marshal(struct {
 				Type string `json:"type"`
@@ -277,7 +270,7 @@ func (messagesWire) history(body []byte) ([]byte, []historyFix, error) {
 			c := change(j)
 			c.drop[k] = true
 			c.tail = append(c.tail, note)
-			fix(&HistoryError{Index: j, Fault: OrphanResult, CallID: b.ToolUseID,
+			rep.fix(&HistoryError{Index: j, Fault: OrphanResult, CallID: b.ToolUseID,
 				Detail: "a tool_result whose tool_use is not in the message before it", Repair: "a text block quoting it, at the end of the message"},
 				pointer(member, j, "content", k))
 		}
@@ -289,7 +282,7 @@ func (messagesWire) history(body []byte) ([]byte, []historyFix, error) {
 			}
 		}
 	}
-	return t.result(), fixes, nil
+	return t.result(), rep.fixes, nil
 }
 
 // messagesNote puts note before the content of tool_result block k of

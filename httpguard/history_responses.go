@@ -83,14 +83,7 @@ func (responsesWire) history(body []byte) ([]byte, []historyFix, error) {
 			taken[items[i].id()] = true
 		}
 	}
-	var fixes []historyFix
-	fix := func(f *HistoryError, paths ...string) {
-		f.Member, f.Repairable = member, true
-		fixes = append(fixes, historyFix{fault: f, paths: paths})
-	}
-	refuse := func(i int, fault HistoryFault, id, detail string) error {
-		return &HistoryError{Member: member, Index: i, Fault: fault, CallID: id, Detail: detail}
-	}
+	rep := &historyReport{member: member}
 	// Duplicate call ids, in one pass: a call whose call_id an earlier
 	// call has is renamed, with the outputs that follow it before the
 	// id's next call.
@@ -127,10 +120,10 @@ func (responsesWire) history(body []byte) ([]byte, []historyFix, error) {
 				return nil, nil, err
 			}
 			ids[i], st.current = newID, newID
-			fix(&HistoryError{Index: i, Fault: DuplicateID, CallID: id, Tool: it.Name,
+			rep.fix(&HistoryError{Index: i, Fault: DuplicateID, CallID: id, Tool: it.Name,
 				Detail: "an earlier call has this call_id", Repair: fmt.Sprintf("renamed %q with its output", newID)},
 				pointer(member, i, "call_id"))
-			st.renamedFix = len(fixes) - 1
+			st.renamedFix = len(rep.fixes) - 1
 			continue
 		}
 		st.lastCall = false
@@ -140,15 +133,15 @@ func (responsesWire) history(body []byte) ([]byte, []historyFix, error) {
 		st.outputs++
 		switch {
 		case st.twoCalls:
-			return nil, nil, refuse(i, DuplicateID, id, "an output follows two calls with its call_id")
+			return nil, nil, rep.refuse(i, DuplicateID, id, "an output follows two calls with its call_id")
 		case st.outputs > 1:
-			return nil, nil, refuse(i, DuplicateID, id, "two outputs follow one call of a call_id several calls have")
+			return nil, nil, rep.refuse(i, DuplicateID, id, "two outputs follow one call of a call_id several calls have")
 		}
 		if err := t.set(i, marshalString(st.current), "call_id"); err != nil {
 			return nil, nil, err
 		}
 		ids[i] = st.current
-		f := &fixes[st.renamedFix]
+		f := &rep.fixes[st.renamedFix]
 		f.paths = append(f.paths, pointer(member, i, "call_id"))
 	}
 	// Calls and outputs paired.
@@ -163,7 +156,7 @@ func (responsesWire) history(body []byte) ([]byte, []historyFix, error) {
 				continue // an orphan, below
 			}
 			if _, dup := output[ids[i]]; dup {
-				return nil, nil, refuse(i, DuplicateID, ids[i], "two outputs answer the same call")
+				return nil, nil, rep.refuse(i, DuplicateID, ids[i], "two outputs answer the same call")
 			}
 			output[ids[i]] = i
 		}
@@ -188,7 +181,7 @@ func (responsesWire) history(body []byte) ([]byte, []historyFix, error) {
 					}
 					paths = append(paths, pointer(member, k, "output"))
 				}
-				fix(&HistoryError{Index: i, Fault: NonObjectArguments, CallID: id, Tool: it.Name,
+				rep.fix(&HistoryError{Index: i, Fault: NonObjectArguments, CallID: id, Tool: it.Name,
 					Detail: "the arguments are not a JSON object", Repair: "arguments {}, the text as sent kept in a note in the output"}, paths...)
 			}
 		}
@@ -212,7 +205,7 @@ func (responsesWire) history(body []byte) ([]byte, []historyFix, error) {
 			end++
 		}
 		t.after[end] = append(t.after[end], m)
-		fix(&HistoryError{Index: i, Fault: UnansweredCall, CallID: id, Tool: it.Name,
+		rep.fix(&HistoryError{Index: i, Fault: UnansweredCall, CallID: id, Tool: it.Name,
 			Detail: "no output answers it", Repair: "an output saying the outcome is unknown, after the turn"},
 			pointer(member, i))
 	}
@@ -225,7 +218,7 @@ func (responsesWire) history(body []byte) ([]byte, []historyFix, error) {
 		}
 		text, ok := textOf(it.Output, "input_text")
 		if !ok {
-			return nil, nil, refuse(i, OrphanResult, ids[i], "an output whose call is not before it, with content a note cannot hold")
+			return nil, nil, rep.refuse(i, OrphanResult, ids[i], "an output whose call is not before it, with content a note cannot hold")
 		}
 		m, err := marshal(struct {
 			Role    string `json:"role"`
@@ -240,11 +233,11 @@ func (responsesWire) history(body []byte) ([]byte, []historyFix, error) {
 		}
 		t.drop[i] = true
 		t.after[end] = append(t.after[end], m)
-		fix(&HistoryError{Index: i, Fault: OrphanResult, CallID: ids[i],
+		rep.fix(&HistoryError{Index: i, Fault: OrphanResult, CallID: ids[i],
 			Detail: "an output whose call is not before it", Repair: "a user message quoting it, after the outputs it stood among"},
 			pointer(member, i))
 	}
-	return t.result(), fixes, nil
+	return t.result(), rep.fixes, nil
 }
 
 // responsesNote puts note before the output of item k.
