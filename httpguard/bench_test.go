@@ -55,15 +55,19 @@ func readFixture(b *testing.B, dir, name string) []byte {
 // the floor any client pays to read it; the overhead (guarded - direct) is
 // read against it.
 func BenchmarkTransport(b *testing.B) {
-	for _, p := range []struct{ dir, path, streamPath string }{
-		{"openai-chat", "/v1/chat/completions", "/v1/chat/completions"},
-		{"openai-responses", "/v1/responses", "/v1/responses"},
-		{"anthropic", "/v1/messages", "/v1/messages"},
-		{"gemini", "/v1beta/models/gemini-2.5-flash:generateContent", "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"},
+	for _, p := range []struct{ dir, path, streamPath, streamFile, streamType string }{
+		{"openai-chat", "/v1/chat/completions", "/v1/chat/completions", "", ""},
+		{"openai-responses", "/v1/responses", "/v1/responses", "", ""},
+		{"anthropic", "/v1/messages", "/v1/messages", "", ""},
+		{"gemini", "/v1beta/models/gemini-2.5-flash:generateContent", "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", "", ""},
+		{"ollama", "/api/chat", "/api/chat", "gate-accept.ndjson", "application/x-ndjson"},
 	} {
+		if p.streamFile == "" {
+			p.streamFile, p.streamType = "gate-accept.sse", "text/event-stream"
+		}
 		syncReq, syncResp := readFixture(b, p.dir, "request.json"), readFixture(b, p.dir, "accepted.json")
-		streamReq, streamResp := readFixture(b, p.dir, "stream-request.json"), readFixture(b, p.dir, "gate-accept.sse")
-		up := map[string]fixed{"sync": {"application/json", syncResp}, "stream": {"text/event-stream", streamResp}}
+		streamReq, streamResp := readFixture(b, p.dir, "stream-request.json"), readFixture(b, p.dir, p.streamFile)
+		up := map[string]fixed{"sync": {"application/json", syncResp}, "stream": {p.streamType, streamResp}}
 		reqs := map[string][]byte{"sync": syncReq, "stream": streamReq}
 		paths := map[string]string{"sync": p.path, "stream": p.streamPath}
 		for _, mode := range []string{"sync", "stream"} {
@@ -114,7 +118,7 @@ func BenchmarkTransport(b *testing.B) {
 // exactly one upstream request and hands the answer on: checked here, so
 // that the benchmark measures what it says.
 func TestBenchmarkUpstreamIsValid(t *testing.T) {
-	for _, dir := range []string{"openai-chat", "openai-responses", "anthropic", "gemini"} {
+	for _, dir := range []string{"openai-chat", "openai-responses", "anthropic", "gemini", "ollama"} {
 		resp, _ := os.ReadFile(filepath.Join("../testdata/wire", dir, "accepted.json"))
 		n := 0
 		up := roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -123,7 +127,7 @@ func TestBenchmarkUpstreamIsValid(t *testing.T) {
 		})
 		req, _ := os.ReadFile(filepath.Join("../testdata/wire", dir, "request.json"))
 		path := map[string]string{"openai-chat": "/v1/chat/completions", "openai-responses": "/v1/responses", "anthropic": "/v1/messages",
-			"gemini": "/v1beta/models/gemini-2.5-flash:generateContent"}[dir]
+			"gemini": "/v1beta/models/gemini-2.5-flash:generateContent", "ollama": "/api/chat"}[dir]
 		r, _ := http.NewRequest(http.MethodPost, "http://provider.test"+path, bytes.NewReader(req))
 		got, err := (&http.Client{Transport: httpguard.New(up, httpguard.ToolArgValidation())}).Do(r)
 		if err != nil {

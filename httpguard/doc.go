@@ -2,7 +2,7 @@
 // http.RoundTripper for any Go client that takes an *http.Client
 // (openai-go, anthropic-sdk-go, google.golang.org/genai and so ADK-Go,
 // sashabaranov/go-openai, Eino's and Genkit's OpenAI models, langchaingo's
-// own clients). It runs package guard's stages — argument validation with
+// own clients, Ollama's github.com/ollama/ollama/api). It runs package guard's stages — argument validation with
 // re-asks, retries, tool and model call limits — on the requests it
 // recognises, sync and streaming, and passes everything else through
 // untouched. It imports no SDK: it speaks the wire protocols, which change
@@ -32,6 +32,7 @@
 //	gc, _ := genai.NewClient(ctx, &genai.ClientConfig{HTTPClient: guarded})                 // genai, ADK-Go
 //	cfg := goopenai.DefaultConfig(key); cfg.HTTPClient = guarded                            // go-openai
 //	llm, _ := lcopenai.New(lcopenai.WithHTTPClient(guarded))                                 // langchaingo
+//	oc := api.NewClient(base, guarded)                                                       // ollama/api
 //
 // Nothing else changes in the program: it reads the SDK's responses and
 // streams as before, through the SDK's own accessors (openai-go's
@@ -66,7 +67,9 @@
 // the corrected call read through the host's own accessors (an agent's
 // tool run once, with it), sync and streaming; and, but for Genkit's
 // Gemini plugin, a refusal surfaced as the host's own error, sent once.
-// The tests are in the nested modules httpguard/sdktest and
+// Ollama's native API was tested against loopback servers of its own in
+// httpguard/sdktest (fakeprovider does not speak it). The tests are in
+// the nested modules httpguard/sdktest and
 // httpguard/frameworktest, whose go.mod files fix the versions below (a
 // test in each checks this list against them). guarded is the
 // *http.Client of "Using it with an SDK".
@@ -85,6 +88,10 @@
 //	    openai.New(openai.WithHTTPClient(guarded)); anthropic.New(anthropic.WithHTTPClient(guarded))
 //	langchaingo: googleai, sync (streams unguarded) github.com/tmc/langchaingo v0.1.14
 //	    googleai.New(ctx, googleai.WithRest(), googleai.WithHTTPClient(guarded))
+//	ollama/api: Chat, sync and streamed (NDJSON)    github.com/ollama/ollama v0.17.4
+//	    api.NewClient(base, guarded)
+//	langchaingo: ollama (sends no tools)            github.com/tmc/langchaingo v0.1.14
+//	    ollama.New(ollama.WithServerURL(url), ollama.WithHTTPClient(guarded))
 //	Eino: a ReAct agent on eino-ext's OpenAI model  github.com/cloudwego/eino v0.7.36
 //	                                                github.com/cloudwego/eino-ext/components/model/openai v0.1.7
 //	    openai.NewChatModel(ctx, &openai.ChatModelConfig{HTTPClient: guarded, ...})
@@ -96,7 +103,11 @@
 //
 // langchaingo's googleai client speaks gRPC unless given WithRest, and
 // streams a JSON array (streamGenerateContent without alt=sse), which
-// passes through unguarded (see "Protocols"). Genkit's Gemini plugin makes
+// passes through unguarded (see "Protocols"). langchaingo's native ollama
+// client (llms/ollama) sends no tools and reads no tool calls, whatever
+// the call options say: its requests offer nothing to guard and pass as
+// they came; a langchaingo program calls tools on Ollama through its openai
+// client and Ollama's /v1 endpoint, guarded as Chat Completions. Genkit's Gemini plugin makes
 // its own *http.Client and takes none: it was tested behind an
 // httputil.ReverseProxy whose Transport is httpguard's, as
 // cmd/toolguard-proxy runs it. Their own retries, measured against a
@@ -112,9 +123,9 @@
 // A request is recognised by its method, path and body: OpenAI Chat
 // Completions (POST …/chat/completions, which OpenAI-compatible servers
 // speak too), OpenAI Responses (POST …/responses), Anthropic Messages
-// (POST …/v1/messages) and Gemini (POST …/models/{model}:generateContent
-// and :streamGenerateContent?alt=sse). Its body must parse as the
-// protocol's. Anything else goes to the base transport untouched: the
+// (POST …/v1/messages), Gemini (POST …/models/{model}:generateContent
+// and :streamGenerateContent?alt=sse) and Ollama's native chat (POST
+// …/api/chat). Its body must parse as the protocol's. Anything else goes to the base transport untouched: the
 // same *http.Request, or a clone carrying the same bytes when the body had
 // to be read. A POST of JSON offering tools on a path the transport does
 // not know is reported once per host and path, at Warn on slog.Default
@@ -123,6 +134,18 @@
 // (8 bytes each, however long the path); past that it logs each one every
 // time, so that a client sending ever new paths grows no memory.
 //
+// Ollama's native API differs from the others in three ways the guard
+// follows. A request streams unless its body says "stream": false (a body
+// without the member streams, as langchaingo's ollama client sends its
+// sync calls). A stream is newline-delimited JSON (application/x-ndjson),
+// one ChatResponse a line, the last with "done": true, done_reason and
+// the counts (prompt_eval_count and eval_count are the usage); an
+// {"error": "…"} line ends a stream that failed. A call's arguments are a
+// JSON object, not a string, and its id may be missing (servers before
+// 0.12 send none): such a call is matched by position and name, as
+// Gemini's are, no id is ever added to what the client reads, and the
+// re-ask answers it by tool_name alone.
+//
 // # What it cannot read, it does not pass
 //
 // An answer the guard cannot read is never taken for one without tool
@@ -130,7 +153,8 @@
 // [MaxBody], the answer
 // to a streaming request that is not labelled as an event stream (Gemini's
 // JSON-array stream without alt=sse, which langchaingo's googleai client
-// uses), a shape it does not know (a legacy function_call, several
+// uses; for Ollama, as NDJSON), an Ollama stream that ends before its done
+// line (a call may have been cut off with the rest), a shape it does not know (a legacy function_call, several
 // choices or candidates that call tools, an output item or block of a
 // type it does not know), a protocol key given twice or differing only in
 // case from the protocol's spelling (the SDKs decode with encoding/json,
@@ -186,7 +210,7 @@
 // Schemas come from the request's own tools: Chat Completions'
 // function.parameters, Responses' parameters, Anthropic's input_schema,
 // Gemini's parametersJsonSchema or its OpenAPI-subset parameters converted
-// to JSON Schema (upper-case types, nullable). A re-ask is a new request
+// to JSON Schema (upper-case types, nullable), Ollama's function.parameters. A re-ask is a new request
 // built from the client's original body — never from a previous re-ask —
 // sent to the same URL with the same headers: the rejected turn replayed
 // as the provider sent it (Anthropic thinking blocks and their signatures,
@@ -194,7 +218,9 @@
 // signatures, call ids) and one tool result per call in the protocol's
 // shape: Chat's tool message, Responses' function_call_output, Anthropic's
 // tool_result (is_error: true for a refused call), Gemini's
-// functionResponse. The client reads only the accepted response: the
+// functionResponse, Ollama's tool message ({"role": "tool", "content",
+// "tool_name", and "tool_call_id" when the call had an id; Ollama has no
+// error flag, so a refusal is its text). The client reads only the accepted response: the
 // re-ask's id, model and usage.
 //
 // Tools offered through tool search are guarded as the others. A
@@ -243,6 +269,9 @@
 //     (the model's text is raw). ModelRetry, inside, retries Ollama's
 //     500 first, as any 5xx. vLLM hands a call its parser cannot read on
 //     as the answer's content, which no guard can tell from text.
+//   - Ollama's native /api/chat: the same message in its own shape,
+//     {"error": "error parsing tool call: raw='…', err=…"}, a 500 to a
+//     sync request or before a stream began, an error line once it has.
 //   - Gemini: candidates[0].finishReason MALFORMED_FUNCTION_CALL (even
 //     beside a functionCall part), sync and streamed, the model's text in
 //     finishMessage after "Malformed function call: ". A stream's chunk
@@ -250,8 +279,8 @@
 //     end waits for the stage's decision.
 //
 // The re-ask is the client's original body with two turns appended: the
-// model's text as its own turn (Chat's assistant message, Gemini's model
-// content with one text part), at most [guard.MaxMalformedGeneration]
+// model's text as its own turn (Chat's and Ollama's assistant message,
+// Gemini's model content with one text part), at most [guard.MaxMalformedGeneration]
 // bytes of it, and none when the provider quotes nothing; then a user turn
 // with the feedback (errfmt's, or [guard.WithFeedback]'s): the provider
 // could not read the call, which must be a tool call whose arguments are
@@ -315,7 +344,9 @@
 // continues server-side state (Responses' previous_response_id or
 // conversation, an Anthropic thread) or refers to stored items (Responses'
 // item_reference) is not checked: the server holds the rest of its
-// history.
+// history. Ollama's requests are not checked either: Ollama renders any
+// sequence of messages through the model's template and refuses no
+// unanswered call, orphaned result or repeated id.
 //
 // # Streaming
 //
@@ -329,7 +360,11 @@
 // (Anthropic's block indexes, Responses' output_index and
 // sequence_number). Responses' terminal event (response.completed) carries
 // the accepted attempt's response id, the one a stored response is
-// continued from with previous_response_id.
+// continued from with previous_response_id. An Ollama stream has no id to
+// keep: its text and thinking lines pass as they came, its tool-call lines
+// and its done line are held, and an accepted attempt is written as at
+// most three lines (the text the client has not read, the calls, the done
+// line with the accepted attempt's counts).
 //
 // The text of a re-asked turn is the first attempt's: a re-ask's text is
 // not streamed again, so the client never reads a preamble twice, and its
@@ -364,8 +399,9 @@
 // anthropic-sdk-go's *Error, go-openai's *APIError, genai's APIError) and
 // does not retry it — never a transport error, which SDKs retry as a
 // dropped connection. Status 422 and the type (OpenAI's error.type and
-// code, Anthropic's error.type, Gemini's ErrorInfo reason) say what was
-// refused: invalid_tool_calls ([guard.WithFailClosed]), invalid_tool_schema,
+// code, Anthropic's error.type, Gemini's ErrorInfo reason; Ollama's
+// {"error": "…"} has one string, which the type leads: "invalid_tool_calls:
+// …", read by ollama/api as an api.StatusError) say what was refused: invalid_tool_calls ([guard.WithFailClosed]), invalid_tool_schema,
 // response_unguardable (status 502: see "What it cannot read, it does not
 // pass"),
 // tool_call_limit_exceeded and model_call_limit_exceeded
@@ -442,7 +478,8 @@
 // # Bounds
 //
 // The transport reads at most [MaxBody] (8 MiB) of one body to guard it: a
-// request, a sync response, a stream's event and its assembled response
+// request, a sync response, a stream's event (an Ollama stream's line) and
+// its assembled response
 // (a compressed answer's decoded bytes). A request past the bound passes
 // through unguarded and untouched (never buffered whole), reported at Warn
 // once per host and path; a sync response past it is an answer the guard

@@ -24,6 +24,7 @@ func wireProtocols() []wireProtocol {
 		responsesWire{}, // OpenAI Responses: POST …/responses
 		messagesWire{},  // Anthropic Messages: POST …/v1/messages
 		geminiWire{},    // Gemini: POST …/models/{m}:generateContent and :streamGenerateContent
+		ollamaWire{},    // Ollama native: POST …/api/chat
 	}
 }
 

@@ -168,6 +168,7 @@ type wireUsage struct {
 // error it is and msg what went wrong:
 //
 //   - Anthropic Messages (…/v1/messages): {"type":"error","error":{"type":typ,"message":msg}}
+//   - Ollama (…/api/chat): {"error":"typ: msg"}
 //   - Gemini (…/models/{model}:{method}): {"error":{"code":status,"message":msg,"status":…,"details":[…]}},
 //     status Google's name for the HTTP status (INVALID_ARGUMENT for
 //     400, 413 and 422, DEADLINE_EXCEEDED for 408 and 504, UNAVAILABLE

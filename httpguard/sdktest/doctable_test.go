@@ -50,7 +50,7 @@ func TestDocTestedWithVersions(t *testing.T) {
 	ran := required(t)
 	for _, m := range []string{
 		"github.com/openai/openai-go/v3", "github.com/anthropics/anthropic-sdk-go/v2", "google.golang.org/genai",
-		"github.com/sashabaranov/go-openai", "github.com/tmc/langchaingo",
+		"github.com/sashabaranov/go-openai", "github.com/tmc/langchaingo", "github.com/ollama/ollama",
 	} {
 		if ran[m] == "" {
 			t.Errorf("go.mod does not require %s", m)

@@ -1,0 +1,334 @@
+package httpguard
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// An Ollama stream is NDJSON (ndjsonFraming): each line a ChatResponse whose
+// message holds a piece of the answer (content and thinking deltas, or
+// whole tool calls: Ollama parses a call before it sends it, so a call
+// never spans lines), the last line "done": true with done_reason and the
+// counts, and an {"error": "…"} line when the server fails part-way. The
+// sync answer a stream amounts to is what Ollama itself answers a request
+// with "stream": false: the last line, with the contents and the thinking
+// of every line joined and the tool calls of every line in order.
+
+// ollamaChunk is one parsed stream line.
+type ollamaChunk struct {
+	role              string
+	content, thinking string
+	calls             []span
+	done              bool
+}
+
+// parseOllamaChunk parses a line; an {"error": …} line is an
+// *upstreamStreamError carrying it.
+func parseOllamaChunk(b []byte) (*ollamaChunk, error) {
+	r, err := parseBody(b)
+	if err != nil {
+		return nil, err
+	}
+	if e, ok, err := field(b, r, "error"); err != nil {
+		return nil, err
+	} else if ok && kind(b, e) != 'n' {
+		return nil, &upstreamStreamError{Data: append([]byte(nil), b...)}
+	}
+	c := &ollamaChunk{}
+	if d, ok, err := field(b, r, "done"); err != nil {
+		return nil, err
+	} else if ok {
+		switch kind(b, d) {
+		case 't':
+			c.done = true
+		case 'f', 'n':
+		default:
+			return nil, fmt.Errorf("%w: done is not a boolean", errJSON)
+		}
+	}
+	msg, ok, err := field(b, r, "message")
+	if err != nil || !ok || kind(b, msg) == 'n' {
+		return c, err
+	}
+	if kind(b, msg) != '{' {
+		return nil, fmt.Errorf("%w: message is not an object", errJSON)
+	}
+	if c.role, err = optStr(b, msg, "role"); err != nil {
+		return nil, err
+	}
+	if c.content, err = optStr(b, msg, "content"); err != nil {
+		return nil, err
+	}
+	if c.thinking, err = optStr(b, msg, "thinking"); err != nil {
+		return nil, err
+	}
+	if c.calls, err = ollamaToolCalls(b, msg); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// ollamaAssembler assembles an Ollama stream into the sync ChatResponse it
+// amounts to.
+type ollamaAssembler struct {
+	budget
+	last              []byte       // the last line: the response's top level
+	chunk             *ollamaChunk // the last line parsed: the gate reads it, never parsing the line again
+	role              string
+	content, thinking strings.Builder
+	calls             []json.RawMessage
+	done              bool
+}
+
+// add takes one line. The bound (budget) counts what the assembler holds
+// for the assembled response, not the stream's envelope: the last line
+// (which replaces the one before), the text and the tool calls. So a long
+// answer in many small lines streams whole, and held calls past MaxBody are
+// still refused.
+func (a *ollamaAssembler) add(ev streamEvent) (bool, error) {
+	done, err := a.addLine(ev)
+	return done, unreadable(ollamaUnread, err)
+}
+
+// addLine is add.
+func (a *ollamaAssembler) addLine(ev streamEvent) (bool, error) {
+	b := append([]byte(nil), ev.Data...)
+	c, err := parseOllamaChunk(b)
+	if err != nil {
+		return false, err
+	}
+	if err := a.take(len(b) - len(a.last) + len(c.content) + len(c.thinking)); err != nil {
+		return false, err
+	}
+	a.last, a.chunk = b, c
+	if c.role != "" {
+		a.role = c.role
+	}
+	a.content.WriteString(c.content)
+	a.thinking.WriteString(c.thinking)
+	for _, sp := range c.calls {
+		call := append([]byte(nil), raw(b, sp)...) // not the line's envelope
+		if err := a.take(len(call)); err != nil {
+			return false, err
+		}
+		a.calls = append(a.calls, call)
+	}
+	a.done = a.done || c.done
+	return c.done, nil
+}
+
+// errNoDone is why a stream that ended before its done line cannot be
+// guarded: a call may have been cut off with the rest.
+const errNoDone = "ollama stream ended before its done line"
+
+func (a *ollamaAssembler) response() ([]byte, error) {
+	b, err := a.assemble()
+	return b, unreadable(ollamaUnread, err)
+}
+
+// assemble is response: the last line with its message replaced by the
+// whole answer.
+func (a *ollamaAssembler) assemble() ([]byte, error) {
+	if a.last == nil {
+		return nil, fmt.Errorf("%w: empty ollama stream", errJSON)
+	}
+	if !a.done {
+		return nil, unguardable(errNoDone, nil)
+	}
+	role := a.role
+	if role == "" {
+		role = "assistant"
+	}
+	msg, err := marshal(ollamaMessageJSON{role, a.content.String(), a.thinking.String(), a.calls})
+	if err != nil {
+		return nil, err
+	}
+	return setAt(a.last, nil, "message", msg)
+}
+
+// ollamaMessageJSON is a message the guard writes: the role, the content
+// (always, as Ollama writes it), the thinking and the tool calls when there
+// are any.
+type ollamaMessageJSON struct {
+	Role      string            `json:"role"`
+	Content   string            `json:"content"`
+	Thinking  string            `json:"thinking,omitempty"`
+	ToolCalls []json.RawMessage `json:"tool_calls,omitempty"`
+}
+
+// ollamaGate is the streamGate of Ollama. Per attempt: lines of text and
+// thinking of the first attempt reach the client as they came; from the
+// first line with tool calls on, the attempt is held; the done line is
+// always held (its counts and done_reason end the client's stream once the
+// attempt is delivered). accept writes what the client has not read as at
+// most three lines: the rest of the text, the tool calls, the done line.
+// Ollama's lines carry no id the client must see again (a call's id is
+// the accepted attempt's), so nothing is rewritten.
+type ollamaGate struct {
+	w       io.Writer
+	attempt int
+	asm     *ollamaAssembler
+	holding bool
+	// passedContent and passedThinking are the bytes of content and
+	// thinking of the first attempt the client has read.
+	passedContent, passedThinking int
+	ended                         bool
+}
+
+func newOllamaGate(w io.Writer) *ollamaGate { return &ollamaGate{w: w, asm: &ollamaAssembler{}} }
+
+func (g *ollamaGate) write(b []byte) error { return writeEvent(g.w, streamEvent{Data: b}) }
+
+func (g *ollamaGate) event(ev streamEvent) (bool, error) {
+	if g.ended {
+		return true, nil
+	}
+	done, err := g.asm.add(ev)
+	if err != nil {
+		return false, err
+	}
+	c := g.asm.chunk // add parsed it
+	g.holding = g.holding || len(c.calls) > 0
+	if done || g.attempt > 0 || g.holding {
+		return done, nil
+	}
+	g.passedContent += len(c.content)
+	g.passedThinking += len(c.thinking)
+	return false, g.write(g.asm.last)
+}
+
+func (g *ollamaGate) response() ([]byte, error) { return g.asm.response() }
+
+func (g *ollamaGate) accept(resp []byte) error {
+	if g.ended {
+		return nil
+	}
+	g.ended = true
+	lines, err := g.acceptedLines(resp)
+	if err != nil {
+		return err
+	}
+	for _, l := range lines {
+		if err := g.write(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// acceptedLines returns the lines that end the client's stream with resp:
+// the text the client has not read, resp's tool calls, the done line.
+func (g *ollamaGate) acceptedLines(resp []byte) ([][]byte, error) {
+	c, err := parseOllamaChunk(resp)
+	if err != nil {
+		return nil, err
+	}
+	line, err := ollamaLine(resp)
+	if err != nil {
+		return nil, err
+	}
+	var out [][]byte
+	add := func(m ollamaMessageJSON) {
+		if err == nil {
+			var b []byte
+			if b, err = line(m); err == nil {
+				out = append(out, b)
+			}
+		}
+	}
+	if content, thinking := g.unread(c); content != "" || thinking != "" {
+		add(ollamaMessageJSON{Role: "assistant", Content: content, Thinking: thinking})
+	}
+	if len(c.calls) > 0 {
+		calls := make([]json.RawMessage, len(c.calls))
+		for i, sp := range c.calls {
+			calls[i] = compact(raw(resp, sp))
+		}
+		add(ollamaMessageJSON{Role: "assistant", ToolCalls: calls})
+	}
+	if err != nil {
+		return nil, err
+	}
+	// The done line: resp's top level (done_reason, counts) with an empty
+	// message, its parts written above.
+	end, err := setAt(resp, nil, "message", []byte(`{"role":"assistant","content":""}`))
+	if err == nil {
+		end, err = setAt(end, nil, "done", []byte("true"))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return append(out, compact(end)), nil
+}
+
+// unread returns the text of the accepted attempt c the client reads: for
+// the first attempt what the client has not read yet; for a later one
+// without tool calls (the model answered in text after a re-ask, or a
+// stand-in answer) its whole content, since that is the answer; for a
+// later one with calls none (its preamble would repeat the first
+// attempt's).
+func (g *ollamaGate) unread(c *ollamaChunk) (content, thinking string) {
+	switch {
+	case g.attempt == 0:
+		if len(c.content) > g.passedContent {
+			content = c.content[g.passedContent:]
+		}
+		if len(c.thinking) > g.passedThinking {
+			thinking = c.thinking[g.passedThinking:]
+		}
+	case len(c.calls) == 0:
+		content = c.content
+	}
+	return content, thinking
+}
+
+// ollamaLine returns a maker of stream lines (done false) with resp's
+// model and created_at.
+func ollamaLine(resp []byte) (func(ollamaMessageJSON) ([]byte, error), error) {
+	r, err := parseBody(resp)
+	if err != nil {
+		return nil, err
+	}
+	model, err := optStr(resp, r, "model")
+	if err != nil {
+		return nil, err
+	}
+	var created json.RawMessage
+	if v, ok, err := field(resp, r, "created_at"); err != nil {
+		return nil, err
+	} else if ok {
+		created = raw(resp, v)
+	}
+	return func(m ollamaMessageJSON) ([]byte, error) {
+		return marshal(struct {
+			Model     string            `json:"model"`
+			CreatedAt json.RawMessage   `json:"created_at,omitempty"`
+			Message   ollamaMessageJSON `json:"message"`
+			Done      bool              `json:"done"`
+		}{model, created, m, false})
+	}, nil
+}
+
+func (g *ollamaGate) reject() {
+	g.attempt++
+	g.asm = &ollamaAssembler{}
+	g.holding = false
+}
+
+func (g *ollamaGate) fail(typ, msg string) error {
+	if g.ended {
+		return nil
+	}
+	g.ended = true
+	return g.write(ollamaWire{}.errorBody(0, typ, msg))
+}
+
+func (g *ollamaGate) abort(ev streamEvent) error {
+	if g.ended {
+		return nil
+	}
+	g.ended = true
+	return g.write(ev.Data)
+}
