@@ -10,10 +10,6 @@ import (
 
 var _ malformedProtocol = chatWire{}
 
-// ollamaParseError starts the message of Ollama's refusal of a tool call
-// its parser cannot read: "error parsing tool call: raw='…', err=…".
-const ollamaParseError = "error parsing tool call: "
-
 // malformedError reads the refusals of OpenAI-compatible servers, in
 // OpenAI's error shape {"error": {"message", "type", "code", …}}:
 //
@@ -49,17 +45,6 @@ func (chatWire) malformedError(status int, body []byte) (guard.Malformed, bool) 
 		return ollamaMalformed(r.Error.Message), true
 	}
 	return guard.Malformed{}, false
-}
-
-// ollamaMalformed splits Ollama's message into the model's text (raw) and
-// the parser's reason; a message of another form is the reason whole.
-func ollamaMalformed(msg string) guard.Malformed {
-	rest, ok := strings.CutPrefix(msg, ollamaParseError+"raw='")
-	i := strings.LastIndex(rest, "', err=")
-	if !ok || i < 0 {
-		return guard.Malformed{Message: msg}
-	}
-	return guard.Malformed{Generation: rest[:i], Message: ollamaParseError + rest[i+len("', err="):]}
 }
 
 // malformedResponse: a Chat Completions answer never refuses a call in a
