@@ -343,15 +343,31 @@ func chatReplay(b []byte, msg span) ([]byte, error) {
 // not each have their tool message, and the call was not run.
 const customNotRun = "Not run: another tool call of this turn had invalid arguments. Call this tool again if it is still needed."
 
+// chatMessages returns the messages of a Chat request req, the
+// conversation a re-ask appends to.
+func chatMessages(req []byte) (span, error) {
+	r, err := chatRequestRoot(req)
+	if err != nil {
+		return span{}, err
+	}
+	return requestList(req, r, "messages")
+}
+
+// chatToolMessage is the tool message that answers the call id with
+// content.
+func chatToolMessage(id, content string) ([]byte, error) {
+	return marshal(struct {
+		Role       string `json:"role"`
+		ToolCallID string `json:"tool_call_id"`
+		Content    string `json:"content"`
+	}{"tool", id, content})
+}
+
 // reask replays resp's message whole, custom calls included (the turn as
 // the model wrote it), and answers each of its tool calls in order: a
 // function call with its answer, a custom call with customNotRun.
 func (chatWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
-	r, err := chatRequestRoot(req)
-	if err != nil {
-		return nil, err
-	}
-	msgs, err := requestList(req, r, "messages")
+	msgs, err := chatMessages(req)
 	if err != nil {
 		return nil, err
 	}
@@ -382,11 +398,7 @@ func (chatWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
 			content = answers[next].Content
 			next++
 		}
-		m, err := marshal(struct {
-			Role       string `json:"role"`
-			ToolCallID string `json:"tool_call_id"`
-			Content    string `json:"content"`
-		}{"tool", id, content})
+		m, err := chatToolMessage(id, content)
 		if err != nil {
 			return nil, err
 		}

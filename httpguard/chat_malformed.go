@@ -54,11 +54,7 @@ func (chatWire) malformedResponse([]byte) (guard.Malformed, bool) { return guard
 // reaskMalformed appends {"role": "assistant", "content": generation} and
 // {"role": "user", "content": feedback} to the request's messages.
 func (chatWire) reaskMalformed(req []byte, m guard.Malformed, feedback string) ([]byte, error) {
-	r, err := chatRequestRoot(req)
-	if err != nil {
-		return nil, err
-	}
-	msgs, err := requestList(req, r, "messages")
+	msgs, err := chatMessages(req)
 	if err != nil {
 		return nil, err
 	}

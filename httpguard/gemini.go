@@ -283,15 +283,21 @@ func (geminiWire) accept(resp []byte, args [][]byte) ([]byte, error) {
 	return apply(resp, edits...), nil
 }
 
-func (w geminiWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
+// geminiContents returns the contents of a Gemini request req, the
+// conversation a re-ask appends to.
+func geminiContents(req []byte) (span, error) {
 	if _, err := readableBody(req, geminiSchemas); err != nil {
-		return nil, err
+		return span{}, err
 	}
 	r, err := root(req)
 	if err != nil {
-		return nil, err
+		return span{}, err
 	}
-	contents, err := requestList(req, r, "contents")
+	return requestList(req, r, "contents")
+}
+
+func (w geminiWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
+	contents, err := geminiContents(req)
 	if err != nil {
 		return nil, err
 	}

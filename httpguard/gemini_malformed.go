@@ -50,14 +50,7 @@ func (geminiWire) malformedResponse(body []byte) (guard.Malformed, bool) {
 // and {"role": "user", "parts": [{"text": feedback}]} to the request's
 // contents.
 func (geminiWire) reaskMalformed(req []byte, m guard.Malformed, feedback string) ([]byte, error) {
-	if _, err := readableBody(req, geminiSchemas); err != nil {
-		return nil, err
-	}
-	r, err := root(req)
-	if err != nil {
-		return nil, err
-	}
-	contents, err := requestList(req, r, "contents")
+	contents, err := geminiContents(req)
 	if err != nil {
 		return nil, err
 	}

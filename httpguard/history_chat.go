@@ -176,11 +176,7 @@ func (h *chatHistoryCheck) calls(i int, results map[string]int, answered map[str
 			if note != "" {
 				content += "\n\n" + note
 			}
-			m, err := marshal(struct {
-				Role       string `json:"role"`
-				ToolCallID string `json:"tool_call_id"`
-				Content    string `json:"content"`
-			}{"tool", id, content})
+			m, err := chatToolMessage(id, content)
 			if err != nil {
 				return nil, err
 			}
