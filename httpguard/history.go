@@ -294,6 +294,20 @@ type memberKey struct {
 	key string
 }
 
+// historyOf returns the transcript edit of the list member of the
+// request body, read as readableBody reads it with schemas; nil when the
+// request has no such list (no history to check).
+func historyOf(body []byte, schemas schemaFinder, member string) (*transcriptEdit, error) {
+	if _, err := readableBody(body, schemas); err != nil {
+		return nil, err
+	}
+	r, err := root(body)
+	if err != nil {
+		return nil, err
+	}
+	return historyTranscript(body, r, member)
+}
+
 // historyTranscript returns the transcript edit of body's member, the
 // request's history (r its root); nil when the member is not an array (a
 // string input holds no calls): the history is not checked.

@@ -42,11 +42,7 @@ type chatHistMsg struct {
 
 func (chatWire) history(body []byte) ([]byte, []historyFix, error) {
 	const member = "messages"
-	r, err := chatRequestRoot(body)
-	if err != nil {
-		return nil, nil, err
-	}
-	t, err := historyTranscript(body, r, member)
+	t, err := historyOf(body, chatSchemas, member)
 	if t == nil || err != nil {
 		if err != nil {
 			return nil, nil, err

@@ -82,14 +82,7 @@ func (p geminiHistPart) id() string {
 
 func (geminiWire) history(body []byte) ([]byte, []historyFix, error) {
 	const member = "contents"
-	if _, err := readableBody(body, geminiSchemas); err != nil {
-		return nil, nil, err
-	}
-	r, err := root(body)
-	if err != nil {
-		return nil, nil, err
-	}
-	t, err := historyTranscript(body, r, member)
+	t, err := historyOf(body, geminiSchemas, member)
 	if t == nil || err != nil {
 		if err != nil {
 			return nil, nil, err

@@ -50,14 +50,7 @@ type messagesHistBlock struct {
 
 func (messagesWire) history(body []byte) ([]byte, []historyFix, error) {
 	const member = "messages"
-	if _, err := readableBody(body, messagesSchemas); err != nil {
-		return nil, nil, err
-	}
-	r, err := root(body)
-	if err != nil {
-		return nil, nil, err
-	}
-	t, err := historyTranscript(body, r, member)
+	t, err := historyOf(body, messagesSchemas, member)
 	if t == nil || err != nil {
 		if err != nil {
 			return nil, nil, err

@@ -54,14 +54,7 @@ func (it responsesHistItem) id() string {
 
 func (responsesWire) history(body []byte) ([]byte, []historyFix, error) {
 	const member = "input"
-	if _, err := readableBody(body, responsesSchemas); err != nil {
-		return nil, nil, err
-	}
-	r, err := root(body)
-	if err != nil {
-		return nil, nil, err
-	}
-	t, err := historyTranscript(body, r, member)
+	t, err := historyOf(body, responsesSchemas, member)
 	if t == nil || err != nil {
 		if err != nil {
 			return nil, nil, err
