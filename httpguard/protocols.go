@@ -63,3 +63,12 @@ func errorProtocol(path string) wireProtocol {
 func postTo(method, path, suffix string) bool {
 	return method == http.MethodPost && strings.HasSuffix(path, suffix)
 }
+
+// Recognises reports whether a request with method and path is one a
+// [Transport] reads as a model protocol's, its body then parsed as that
+// protocol's request: a POST to a path of one of the protocols the package
+// documentation lists (Protocols). A server that routes other traffic
+// beside a Transport (toolguard-proxy's MCP requests) asks it, so that a
+// model request is never taken for something else, whatever its body
+// carries.
+func Recognises(method, path string) bool { return recognise(method, path) != nil }

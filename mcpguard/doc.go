@@ -140,11 +140,18 @@
 // The call's events are span events on it, and otelguard's
 // toolguard.events counter counts them by kind and middleware.
 //
+// # Stdio
+//
+// [Stdio] guards a session over MCP's stdio transport (newline-delimited
+// JSON-RPC between a client and a server process) with the same options
+// and the same rules: each message of the client goes through the
+// transport New returns, as one POST whose answer is the server's message
+// with its id. toolguard-proxy -stdio -- CMD ARGS… is a wrapper around it.
+//
 // # Not yet
 //
-// This is the first part of the MCP tool stage. tools/list's ttlMs, batches
-// holding a tools/call (passed or refused as above), the proxy and the
-// stdio wrapper are to come. A tools/call sent as a notification (no id)
+// tools/list's ttlMs and batches holding a tools/call (passed or refused
+// as above) are to come. A tools/call sent as a notification (no id)
 // is not a request and passes. The transport does not recompute the
 // Mcp-Param-* headers of the 2026-07-28 protocol for an argument it
 // cleaned; a header bound to a coerced boolean ("True" made true) then

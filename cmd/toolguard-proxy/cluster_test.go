@@ -205,7 +205,7 @@ func TestBadRedisCluster(t *testing.T) {
 		{[]string{"-thread-limit", "3", "-redis-cluster", "redis://:hunter2@127.0.0.1:7000?bogus=1"}, "-redis-cluster: redis: unexpected option: bogus"},
 		{[]string{"-thread-limit", "3", "-redis-cluster", "redis://:hunter2@127.0.0.1:port"}, `-redis-cluster: not a URL: invalid port ":port" after host`},
 		{[]string{"-thread-limit", "3", "-redis-cluster", "redis://127.0.0.1:7000?addr=nope"}, "-redis-cluster: redis: unable to parse addr param: nope"},
-		{[]string{"-redis-cluster", "redis://127.0.0.1:7000"}, "-redis-cluster keeps thread counts: it needs -thread-limit or -model-call-limit"},
+		{[]string{"-redis-cluster", "redis://127.0.0.1:7000"}, "-redis-cluster keeps thread counts: it needs -thread-limit, -model-call-limit, -mcp-session-limit or -mcp-thread-limit"},
 		{[]string{"-thread-limit", "3", "-store-fail-open"}, "-store-fail-open needs -redis or -redis-cluster"},
 	} {
 		var stdout, stderr bytes.Buffer

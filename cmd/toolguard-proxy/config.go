@@ -29,6 +29,9 @@ type config struct {
 	// upstreams of their own for Anthropic's and Gemini's requests
 	// (providerOf); a route without a URL sends them to upstream.
 	anthropic, gemini route
+	// -upstream-mcp with its -key-env: the upstream of the MCP requests
+	// (a JSON-RPC body); without a URL they go to upstream.
+	mcpRoute route
 
 	maxRetries   int                     // ToolArgValidation's re-asks
 	modelRetries int                     // ModelRetry's retries
@@ -37,6 +40,16 @@ type config struct {
 	// history is what -history says of a history the provider would
 	// refuse: nil (off), or the HistoryCheck's policy.
 	history *httpguard.HistoryPolicy
+
+	// -mcp: MCP requests (a JSON-RPC body, on any path but a model's) are guarded by
+	// mcpguard; -mcp-session-limit and -mcp-thread-limit cap their
+	// tools/calls per MCP session and per thread (0: none).
+	mcp                             bool
+	mcpSessionLimit, mcpThreadLimit int
+
+	// -stdio: the command (and its arguments) of the stdio MCP server
+	// the proxy wraps, instead of serving HTTP; nil without.
+	stdio []string
 
 	runLimit, threadLimit int // ToolCallLimit; 0: none
 	modelCallLimit        int // ModelCallLimit per thread; 0: none
@@ -123,9 +136,16 @@ a query or content. SIGTERM: stop accepting, finish in-flight requests
 
 One proxy, every provider: -upstream-anthropic and -upstream-gemini take
 Anthropic's (/v1/messages, anthropic-version) and Gemini's
-(/models/MODEL:METHOD, x-goog-api-key, ?key=) requests; the rest go to -upstream.
+(/models/MODEL:METHOD, x-goog-api-key, ?key=) requests, -upstream-mcp the MCP
+requests; the rest go to -upstream.
 
-Every flag but -version may also be set as an environment variable:
+MCP: a request whose body is JSON-RPC (any path but a model's) is an MCP request: its
+tools/call is checked by mcpguard (an invalid one answered with an isError
+result and never forwarded), the rest passed byte for byte (-mcp off: not
+guarded); they go to -upstream-mcp, else -upstream. A stdio MCP server is wrapped instead with
+  toolguard-proxy -stdio [flags] -- CMD ARGS…
+
+Every flag but -version and -stdio may also be set as an environment variable:
 TOOLGUARD_ and its name in upper case with "_" for "-" (TOOLGUARD_THREAD_LIMIT=10,
 TOOLGUARD_FAIL_CLOSED=true); the command line wins, and TOOLGUARD_ names that
 match no flag are ignored.
@@ -145,8 +165,9 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	var (
 		cfg                                                         config
 		upstream, maxBody, limitExit, logLvl, unknownTools, history string
-		redisCluster                                                string
-		anthropicURL, geminiURL                                     string
+		redisCluster, mcp                                           string
+		stdio                                                       bool
+		anthropicURL, geminiURL, mcpURL                             string
 		version                                                     bool
 	)
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "`address` to serve on (host:port)")
@@ -163,6 +184,10 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	fs.IntVar(&cfg.threadLimit, "thread-limit", 0, "cap the tool calls of one thread: the X-Toolguard-Thread header's, else the\ntranscript's (ToolCallLimit; 0: none)")
 	fs.IntVar(&cfg.modelCallLimit, "model-call-limit", 0, "cap the requests of one thread that reach the guard, as -thread-limit finds the\nthread (ModelCallLimit; 0: none); a request past it never reaches the upstream\nand is answered as -limit-exit says, continue as end (there is nothing to re-ask)")
 	fs.StringVar(&limitExit, "limit-exit", "continue", "what a call past a limit gets (`mode`): continue (the model is told and asked again),\nend (an answer without tool calls saying which limit), error (HTTP 422)")
+	fs.StringVar(&mcp, "mcp", "on", "guard the MCP requests the proxy forwards (`mode`): on (a POST whose body is JSON-RPC,\non any path but a model's, a GET or DELETE with an Mcp-Session-Id header: tools/call checked by\nmcpguard, tools/list learned, the rest passed byte for byte) or off (passed as any\nother request); MCP requests go to -upstream-mcp, else -upstream")
+	fs.IntVar(&cfg.mcpSessionLimit, "mcp-session-limit", 0, "cap the MCP tools/calls forwarded per MCP session (the upstream URL, Mcp-Session-Id\nand the credentials sent upstream), counted in -redis when given (0: none)")
+	fs.IntVar(&cfg.mcpThreadLimit, "mcp-thread-limit", 0, "cap the MCP tools/calls forwarded per X-Toolguard-Thread thread (per tenant with\n-auth-keys), counted in -redis when given; a call naming no thread is not counted,\nor refused with -fail-closed (0: none)")
+	fs.BoolVar(&stdio, "stdio", false, "wrap a stdio MCP server instead of serving HTTP: toolguard-proxy -stdio -- CMD ARGS…\nstarts CMD, guards the JSON-RPC between this process's stdin/stdout and CMD's, and\nexits with CMD's status (-upstream and the HTTP flags are not used)")
 	fs.StringVar(&cfg.redisURL, "redis", "", "keep thread counts in Redis (`URL` redis://[:password@]host:port/db), so that\nreplicas share one thread limit; without it each process counts its own")
 	fs.StringVar(&redisCluster, "redis-cluster", "", "keep thread counts in a Redis Cluster, as -redis does in one server (`URL`\nredis://[user:password@]host:port?addr=host2:port&addr=host3:port, go-redis's\ncluster URL, rediss:// for TLS); not with -redis")
 	fs.BoolVar(&cfg.storeFailOpen, "store-fail-open", false, "when -redis or -redis-cluster cannot be reached, let limited requests through\nuncounted (a store_error event, logged at warn) instead of answering 503\nlimit_store_unavailable")
@@ -174,6 +199,8 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 2*time.Minute, "on SIGTERM, how long in-flight requests (streams included) may take to\nfinish before they are cut; keep it below the orchestrator's grace period")
 	fs.StringVar(&cfg.authKeysPath, "auth-keys", "", "require a client key: a `file` of lines KEY TENANT (# comments), re-read on SIGHUP;\na request must carry one where its SDK puts the API key (Authorization: Bearer,\nx-api-key, x-goog-api-key or ?key=), else 401; the upstream gets -upstream-key-env's\nkey there instead, and thread limits count per tenant")
 	fs.StringVar(&cfg.upstreamKeyEnv, "upstream-key-env", "", "the environment variable (`name`) holding -upstream's API key, sent upstream\nin place of the client's key (required with -auth-keys)")
+	fs.StringVar(&mcpURL, "upstream-mcp", "", "the base `URL` of the MCP requests (a JSON-RPC body, on any path but a model's), e.g.\nhttp://mcp-server:3000; the request's path is appended to it (default: -upstream)")
+	fs.StringVar(&cfg.mcpRoute.keyEnv, "upstream-mcp-key-env", "", "the environment variable (`name`) holding -upstream-mcp's key, sent as the\nclient's was (required with -auth-keys and -upstream-mcp)")
 	fs.StringVar(&cfg.anthropic.keyEnv, "upstream-anthropic-key-env", "", "the environment variable (`name`) holding -upstream-anthropic's API key\n(required with -auth-keys and -upstream-anthropic)")
 	fs.StringVar(&cfg.gemini.keyEnv, "upstream-gemini-key-env", "", "the environment variable (`name`) holding -upstream-gemini's API key\n(required with -auth-keys and -upstream-gemini)")
 	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "serve HTTPS on -listen with this certificate `file` (PEM, the chain after the\nserver's certificate) and -tls-key's key; both re-read on SIGHUP")
@@ -195,8 +222,8 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 		fmt.Fprintln(stdout, buildVersion())
 		return cfg, errVersion
 	}
-	if err == nil && fs.NArg() > 0 {
-		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	if err == nil {
+		err = cfg.finishMCP(mcp, stdio, fs.Args())
 	}
 	if err == nil {
 		err = cfg.finish(upstream, maxBody, limitExit, logLvl, unknownTools, history)
@@ -209,6 +236,13 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	}
 	if err == nil && geminiURL != "" {
 		cfg.gemini.url, err = cfg.upstreamURL("upstream-gemini", geminiURL)
+	}
+	if err == nil && mcpURL != "" {
+		if !cfg.mcp {
+			err = fmt.Errorf("%s needs %s on: with it off no request is MCP", cfg.src("upstream-mcp"), cfg.src("mcp"))
+		} else {
+			cfg.mcpRoute.url, err = cfg.upstreamURL("upstream-mcp", mcpURL)
+		}
 	}
 	if err == nil {
 		err = cfg.finishAuth(env)
@@ -234,7 +268,8 @@ func parseConfig(args []string, env func(string) (string, bool), stdout, stderr 
 // error naming the variable, even when the command line sets that flag
 // too; TOOLGUARD_ variables that name no flag are not looked at, and
 // -version is not read from the environment (TOOLGUARD_VERSION is a
-// common name for something else).
+// common name for something else), nor -stdio (the command it wraps
+// follows it on the command line).
 func parseWithEnv(fs *flag.FlagSet, args []string, env func(string) (string, bool), cfg *config) error {
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -243,7 +278,7 @@ func parseWithEnv(fs *flag.FlagSet, args []string, env func(string) (string, boo
 	fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
-		if err != nil || f.Name == "version" {
+		if err != nil || f.Name == "version" || f.Name == "stdio" {
 			return
 		}
 		name := envName(f.Name)
@@ -268,16 +303,47 @@ func parseWithEnv(fs *flag.FlagSet, args []string, env func(string) (string, boo
 	return fs.Parse(args)
 }
 
+// finishMCP checks -mcp, its limits and -stdio with the arguments after
+// the flags: the command -stdio wraps, and nothing without -stdio.
+func (cfg *config) finishMCP(mcp string, stdio bool, args []string) error {
+	switch mcp {
+	case "on":
+		cfg.mcp = true
+	case "off":
+	default:
+		return fmt.Errorf("%s %q: want on or off", cfg.src("mcp"), mcp)
+	}
+	if cfg.mcpSessionLimit < 0 || cfg.mcpThreadLimit < 0 {
+		return fmt.Errorf("%s and %s must not be negative (0: no limit)", cfg.src("mcp-session-limit"), cfg.src("mcp-thread-limit"))
+	}
+	switch {
+	case !stdio && len(args) > 0:
+		return fmt.Errorf("unexpected argument %q", args[0])
+	case stdio && len(args) == 0:
+		return fmt.Errorf("%s needs the server's command after the flags: toolguard-proxy -stdio [flags] -- CMD ARGS…", cfg.src("stdio"))
+	case stdio && !cfg.mcp:
+		return fmt.Errorf("%s wraps an MCP server: it cannot be used with %s off", cfg.src("stdio"), cfg.src("mcp"))
+	case stdio && cfg.mcpThreadLimit > 0:
+		return fmt.Errorf("%s counts the threads of X-Toolguard-Thread, which stdio has not: use %s", cfg.src("mcp-thread-limit"), cfg.src("mcp-session-limit"))
+	}
+	if stdio {
+		cfg.stdio = args
+	}
+	return nil
+}
+
 // finish checks the flags and sets the fields given as text.
 func (cfg *config) finish(upstream, maxBody, limitExit, logLvl, unknownTools, history string) error {
-	if upstream == "" {
+	switch {
+	case upstream == "" && cfg.stdio == nil:
 		return fmt.Errorf("%s is required", cfg.src("upstream"))
+	case upstream != "":
+		u, err := cfg.upstreamURL("upstream", upstream)
+		if err != nil {
+			return err
+		}
+		cfg.upstream = u
 	}
-	u, err := cfg.upstreamURL("upstream", upstream)
-	if err != nil {
-		return err
-	}
-	cfg.upstream = u
 	if cfg.maxRetries < 0 || cfg.modelRetries < 0 {
 		return fmt.Errorf("%s and %s must not be negative", cfg.src("max-retries"), cfg.src("model-retries"))
 	}
@@ -357,8 +423,9 @@ func (cfg *config) finishRedis(clusterURL string) error {
 		}
 		cfg.redisCluster = opts
 	}
-	if (cfg.redisURL != "" || clusterURL != "") && cfg.threadLimit == 0 && cfg.modelCallLimit == 0 {
-		return fmt.Errorf("%s keeps thread counts: it needs %s or %s", cfg.src(store), cfg.src("thread-limit"), cfg.src("model-call-limit"))
+	if (cfg.redisURL != "" || clusterURL != "") && cfg.threadLimit == 0 && cfg.modelCallLimit == 0 && cfg.mcpSessionLimit == 0 && cfg.mcpThreadLimit == 0 {
+		return fmt.Errorf("%s keeps thread counts: it needs %s, %s, %s or %s", cfg.src(store), cfg.src("thread-limit"), cfg.src("model-call-limit"),
+			cfg.src("mcp-session-limit"), cfg.src("mcp-thread-limit"))
 	}
 	if cfg.storeFailOpen && cfg.redisURL == "" && clusterURL == "" {
 		return fmt.Errorf("%s needs %s or %s: without either the counts are in memory, which never fails",
@@ -461,14 +528,15 @@ func (cfg config) middlewares(o guard.Observer, store guard.ThreadStore, events 
 // finishAuth checks -auth-keys and the -key-env flags of the upstreams,
 // reads the key file and each upstream's key from the variable env looks
 // up. With -auth-keys, -upstream-key-env is required, and so is the
-// -key-env of each route given (-upstream-anthropic, -upstream-gemini):
+// -key-env of each route given (-upstream-anthropic, -upstream-gemini,
+// -upstream-mcp):
 // each upstream gets its own provider's key, never another's. Without
 // -auth-keys none may be given. No key reaches an error.
 func (cfg *config) finishAuth(env func(string) (string, bool)) error {
 	routes := []struct {
 		flag string
 		r    *route
-	}{{"upstream-anthropic", &cfg.anthropic}, {"upstream-gemini", &cfg.gemini}}
+	}{{"upstream-anthropic", &cfg.anthropic}, {"upstream-gemini", &cfg.gemini}, {"upstream-mcp", &cfg.mcpRoute}}
 	for _, rt := range routes {
 		if rt.r.keyEnv != "" && rt.r.url == nil {
 			return fmt.Errorf("%s needs %s: it names the key of that upstream", cfg.src(rt.flag+"-key-env"), cfg.src(rt.flag))
@@ -477,6 +545,7 @@ func (cfg *config) finishAuth(env func(string) (string, bool)) error {
 	if cfg.authKeysPath == "" {
 		for _, f := range []struct{ name, value string }{
 			{"upstream-key-env", cfg.upstreamKeyEnv}, {"upstream-anthropic-key-env", cfg.anthropic.keyEnv}, {"upstream-gemini-key-env", cfg.gemini.keyEnv},
+			{"upstream-mcp-key-env", cfg.mcpRoute.keyEnv},
 		} {
 			if f.value != "" {
 				return fmt.Errorf("%s needs %s: without client keys the proxy would spend the provider's key for whoever reaches it",

@@ -31,7 +31,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-upstream", "https://x", "-unknown-tools", "drop"}, `-unknown-tools "drop": want pass or reject`},
 		{[]string{"-upstream", "https://x", "-history", "fix"}, `-history "fix": want off, repair or refuse`},
 		{[]string{"-upstream", "https://x", "-max-inflight", "-1"}, "-max-inflight must not be negative"},
-		{[]string{"-upstream", "https://x", "-redis", "redis://127.0.0.1:6379"}, "-redis keeps thread counts: it needs -thread-limit or -model-call-limit"},
+		{[]string{"-upstream", "https://x", "-redis", "redis://127.0.0.1:6379"}, "-redis keeps thread counts: it needs -thread-limit, -model-call-limit, -mcp-session-limit or -mcp-thread-limit"},
 		{[]string{"-upstream", "https://x", "-model-call-limit", "-1"}, "-model-call-limit must not be negative"},
 		{[]string{"-upstream", "https://x", "-thread-limit", "3", "-store-fail-open"}, "-store-fail-open needs -redis"},
 		{[]string{"-upstream", "https://x", "-log-level", "loud"}, "-log-level"},
@@ -39,6 +39,13 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-upstream", "https://x", "extra"}, `unexpected argument "extra"`},
 		{[]string{"-upstream", "https://x", "-admin-listen", "127.0.0.1:8080"}, `-admin-listen "127.0.0.1:8080" is -listen's address`},
 		{[]string{"-nope"}, "flag provided but not defined: -nope"},
+		{[]string{"-upstream", "https://x", "-mcp", "maybe"}, `-mcp "maybe": want on or off`},
+		{[]string{"-upstream", "https://x", "-mcp-session-limit", "-1"}, "-mcp-session-limit and -mcp-thread-limit must not be negative"},
+		{[]string{"-stdio"}, "-stdio needs the server's command after the flags"},
+		{[]string{"-upstream", "https://x", "-upstream-mcp", "https://m", "-mcp", "off"}, "-upstream-mcp needs -mcp on"},
+		{[]string{"-upstream", "https://x", "-upstream-mcp-key-env", "K"}, "-upstream-mcp-key-env needs -upstream-mcp"},
+		{[]string{"-stdio", "-mcp", "off", "--", "server"}, "-stdio wraps an MCP server: it cannot be used with -mcp off"},
+		{[]string{"-stdio", "-mcp-thread-limit", "2", "--", "server"}, "-mcp-thread-limit counts the threads of X-Toolguard-Thread, which stdio has not"},
 	} {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), tc.args, noEnv, &stdout, &stderr)
@@ -143,8 +150,8 @@ func TestCommandLineWinsOverEnv(t *testing.T) {
 }
 
 // TOOLGUARD_ names that match no flag (tests and CI set their own) are
-// ignored: never looked up, never an error; -version is not read from
-// the environment.
+// ignored: never looked up, never an error; -version and -stdio are not
+// read from the environment.
 func TestUnknownEnvIgnored(t *testing.T) {
 	t.Parallel()
 	var asked []string
@@ -153,6 +160,7 @@ func TestUnknownEnvIgnored(t *testing.T) {
 		"TOOLGUARD_NPM_DIR":       "/tmp/npm",
 		"TOOLGUARD_REQUIRE_NPM":   "yes",
 		"TOOLGUARD_VERSION":       "1.2.3",
+		"TOOLGUARD_STDIO":         "true",
 		"TOOLGUARD_":              "x",
 	}, &asked)
 	var stdout, stderr bytes.Buffer
@@ -160,14 +168,14 @@ func TestUnknownEnvIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatalf("parseConfig = %v\n%s", err, stderr.String())
 	}
-	if cfg.env != nil || cfg.threadLimit != 0 || stdout.Len() != 0 {
+	if cfg.env != nil || cfg.threadLimit != 0 || cfg.stdio != nil || stdout.Len() != 0 {
 		t.Errorf("env %v, thread limit %d, stdout %q: want nothing from the environment", cfg.env, cfg.threadLimit, stdout.String())
 	}
 	seen := map[string]bool{}
 	for _, name := range asked {
 		seen[name] = true
 	}
-	for _, name := range []string{"TOOLGUARD_REQUIRE_REDIS", "TOOLGUARD_NPM_DIR", "TOOLGUARD_REQUIRE_NPM", "TOOLGUARD_VERSION"} {
+	for _, name := range []string{"TOOLGUARD_REQUIRE_REDIS", "TOOLGUARD_NPM_DIR", "TOOLGUARD_REQUIRE_NPM", "TOOLGUARD_VERSION", "TOOLGUARD_STDIO"} {
 		if seen[name] {
 			t.Errorf("%s was looked up", name)
 		}

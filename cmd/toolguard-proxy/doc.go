@@ -16,13 +16,18 @@
 //	                [-redis-cluster redis://host:port?addr=host2:port&addr=…]
 //	                [-upstream-anthropic URL [-upstream-anthropic-key-env NAME]]
 //	                [-upstream-gemini URL [-upstream-gemini-key-env NAME]] [-tls-cert FILE -tls-key FILE]
+//	                [-mcp on|off] [-upstream-mcp URL [-upstream-mcp-key-env NAME]]
+//	                [-mcp-session-limit N] [-mcp-thread-limit N]
+//	toolguard-proxy -stdio [-fail-closed] [-mcp-session-limit N [-redis redis://…]] [-log-level L] -- CMD ARGS…
 //
-// One proxy serves every provider (see Upstreams). -version prints
+// One proxy serves every provider (see Upstreams), and guards the MCP
+// requests it forwards (see MCP servers); -stdio wraps a stdio MCP server
+// instead (see Stdio MCP servers). -version prints
 // "toolguard-proxy VERSION REVISION" (devel for a build of a working tree;
 // the VCS revision, unknown without one, -dirty for a changed tree) and
 // exits.
 //
-// Every flag but -version may also be set as an environment variable,
+// Every flag but -version and -stdio may also be set as an environment variable,
 // TOOLGUARD_ and the flag's name in upper case with "_" for "-"
 // (TOOLGUARD_UPSTREAM, TOOLGUARD_THREAD_LIMIT=10, TOOLGUARD_FAIL_CLOSED=true),
 // which suits a container. The command line wins; TOOLGUARD_ names that
@@ -126,6 +131,86 @@
 // refusals carry x-should-retry: false, which the SDKs honour; its own
 // retries come first, so a client that also retries multiplies them: lower
 // the client's or -model-retries.
+//
+// # MCP servers
+//
+// The proxy guards the MCP requests it forwards with
+// [github.com/toolguard/toolguard/mcpguard], as mcpguard.New does for a Go
+// MCP client: put it in front of an MCP server's Streamable HTTP endpoint
+// (-upstream http://mcp-server:3000) and point the host at the proxy
+// (http://127.0.0.1:8080/mcp, the server's path kept). A request is MCP
+// by its body, on any path but those httpguard guards as a model's
+// (…/chat/completions, …/responses, …/v1/messages, …/models/MODEL:METHOD):
+// a POST whose body is a JSON-RPC 2.0 message or batch ("jsonrpc":
+// "2.0"); and a request of another method carrying an Mcp-Session-Id or
+// Mcp-Protocol-Version header (a session's GET stream and its DELETE). A
+// model request stays the model guard's however it is dressed (a
+// "jsonrpc" member, an MCP header), so none leaves httpguard's stages and
+// limits that way. Then:
+//
+//   - tools/call is stripped, coerced and validated against the tool's
+//     inputSchema; cleaned arguments are forwarded cleaned; arguments
+//     still invalid never reach the server: the proxy answers the request
+//     itself with an isError tool result holding the feedback a re-ask
+//     holds, so the model corrects itself;
+//   - a result whose structuredContent breaks the tool's outputSchema is
+//     replaced by an isError result naming the violations;
+//   - tools/list results teach the proxy the tools, per server and session;
+//     a call of a tool it has not seen makes it fetch tools/list itself,
+//     once per session;
+//   - everything else (initialize, notifications, resources, prompts,
+//     malformed JSON-RPC, batches without a tools/call) passes byte for byte.
+//
+// MCP requests go to -upstream-mcp URL when it is given, else to
+// -upstream, whatever their path and headers: one proxy can serve an
+// agent's model and its MCP server (-upstream https://api.openai.com
+// -upstream-mcp http://mcp-server:3000), or one MCP server alone
+// (-upstream http://mcp-server:3000). They are authenticated, limited by
+// -max-inflight, logged and counted as any request, with the same
+// -auth-keys (the MCP server gets -upstream-mcp-key-env's key, or
+// -upstream-key-env's without -upstream-mcp, in place of the client's,
+// replaced after mcpguard, so that the sessions of a stateless server,
+// told apart by their credentials, stay each client key's), -max-body,
+// timeouts and metrics; the
+// calls are execute_tool spans and their events (Middleware "mcpguard")
+// are logged and counted in toolguard_events_total. -fail-closed refuses
+// what mcpguard cannot check (a schema that does not compile, a tools/list
+// that cannot be fetched, a tool the server does not list, a result that
+// cannot be read) instead of passing it with an unguarded event.
+// -mcp-session-limit N caps the tools/calls forwarded per MCP session, and
+// -mcp-thread-limit N those per X-Toolguard-Thread thread (per tenant with
+// -auth-keys; a call naming no thread is not counted, or refused with
+// -fail-closed); a call past a limit is answered isError and never reaches
+// the server; with -redis or -redis-cluster the counts are shared by every
+// replica. -mcp off passes MCP requests as any other request.
+//
+// mcpguard sits beside httpguard, not in front of it: a model request is
+// not read as JSON-RPC a second time nor its stream watched for MCP
+// notifications, and a tools/call never goes through ModelRetry, which
+// would send it again after a 5xx (running a tool twice may do twice what
+// it does).
+//
+// # Stdio MCP servers
+//
+// toolguard-proxy -stdio -- CMD ARGS… wraps a stdio MCP server: it starts
+// CMD, reads the host's newline-delimited JSON-RPC on its own stdin, and
+// guards it as the HTTP proxy does ([mcpguard.Stdio]: tools/call checked,
+// results checked, tools/list learned from CMD's answers or fetched from
+// CMD once), writing CMD's messages and its own answers to stdout and
+// nothing else: its logs are JSON on stderr, beside CMD's stderr, which
+// passes through. A message longer than 8 MiB (mcpguard.MaxBody) is
+// answered with a JSON-RPC error, never buffered. SIGINT, SIGTERM, SIGHUP
+// and SIGQUIT are forwarded to CMD's process group; when CMD exits the
+// proxy exits with its status (128+N for a signal N). -fail-closed,
+// -mcp-session-limit (a session is the process's, counted in -redis when
+// given), -log-level and OTLP traces apply; -upstream and the HTTP flags
+// are not used. An IDE starts the proxy in the server's place, e.g. in
+// Claude Desktop's or Cursor's mcpServers:
+//
+//	"everything": {
+//	  "command": "toolguard-proxy",
+//	  "args": ["-stdio", "--", "npx", "-y", "@modelcontextprotocol/server-everything"]
+//	}
 //
 // # Keys and tenants
 //

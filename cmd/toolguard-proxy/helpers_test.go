@@ -28,6 +28,9 @@ var build struct {
 }
 
 func TestMain(m *testing.M) {
+	if log := os.Getenv(stdioServerEnv); log != "" {
+		os.Exit(serveStdio(log)) // this process is the stdio server -stdio wraps
+	}
 	// go-redis logs each failed dial of a stopped server; the tests check
 	// the errors themselves.
 	redis.SetLogger(redisLogger{slog.New(slog.DiscardHandler)})

@@ -25,7 +25,10 @@ func main() {
 		slog.Warn("toolguard-proxy: opentelemetry", "error", err.Error())
 	}))
 	err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
+	var status *exitStatus
 	switch {
+	case errors.As(err, &status):
+		os.Exit(status.code)
 	case errors.Is(err, errUsage):
 		os.Exit(2)
 	case err != nil:

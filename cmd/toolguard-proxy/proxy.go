@@ -32,13 +32,16 @@ const maxThreadID = 256
 // an encoded answer the guard would have to decode first.
 //
 // With -auth-keys, the client's key is replaced by that upstream's
-// provider key (replaceClientKeys).
+// provider key (replaceClientKeys): here for a model request, by mcpKeys
+// for an MCP request.
 func (s *server) rewrite(pr *httputil.ProxyRequest) {
 	target, key := s.upstreamFor(pr.In)
 	pr.SetURL(target)
 	pr.Out.Header.Del(threadHeader)
 	pr.Out.Header.Del("Accept-Encoding")
-	if c := clientFrom(pr.In.Context()); c != nil {
+	if c := clientFrom(pr.In.Context()); c != nil && !isMCP(pr.In.Context()) {
+		// An MCP request's key is replaced last, by mcpKeys, so that
+		// mcpguard tells one client's session from another's.
 		replaceClientKeys(pr.Out, c, key)
 	}
 }

@@ -77,14 +77,22 @@ func hasQueryKey(u *url.URL) bool {
 
 // upstreamFor returns the base URL r goes to and, with -auth-keys, the
 // provider's key that upstream gets: the route of r's provider when its
-// flag is given, else -upstream and -upstream-key-env's key.
+// flag is given, else -upstream and -upstream-key-env's key. An MCP
+// request (isMCP) goes to -upstream-mcp, else -upstream, whatever its
+// path and headers.
 func (s *server) upstreamFor(r *http.Request) (*url.URL, string) {
 	var rt route
-	switch providerOf(r) {
-	case anthropicProvider:
-		rt = s.cfg.anthropic
-	case geminiProvider:
-		rt = s.cfg.gemini
+	if isMCP(r.Context()) {
+		// An MCP server's requests are not a provider's, whatever
+		// headers they carry.
+		rt = s.cfg.mcpRoute
+	} else {
+		switch providerOf(r) {
+		case anthropicProvider:
+			rt = s.cfg.anthropic
+		case geminiProvider:
+			rt = s.cfg.gemini
+		}
 	}
 	if rt.url == nil {
 		return s.cfg.upstream, s.cfg.upstreamKey

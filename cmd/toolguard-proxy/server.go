@@ -22,6 +22,7 @@ import (
 	"github.com/toolguard/toolguard/guard/otelguard"
 	"github.com/toolguard/toolguard/guard/redisstore"
 	"github.com/toolguard/toolguard/httpguard"
+	"github.com/toolguard/toolguard/mcpguard"
 )
 
 // maxIdleConnsPerHost keeps that many connections to the upstream open
@@ -41,6 +42,9 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 	}
 	if err != nil {
 		return err
+	}
+	if cfg.stdio != nil {
+		return runStdio(ctx, cfg, os.Stdin, stdout, stderr)
 	}
 	s, err := newServer(ctx, cfg, stderr)
 	if err != nil {
@@ -172,7 +176,7 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 	s.observer = otelguard.New(otelguard.WithTracerProvider(tel.tracer), otelguard.WithMeterProvider(tel.meters))
 	proxy := &httputil.ReverseProxy{
 		Rewrite:      s.rewrite,
-		Transport:    httpguard.New(quietErrors{s.base}, cfg.middlewares(s.observer, store, s.logEvent)...),
+		Transport:    s.transport(store),
 		ErrorHandler: s.proxyError,
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
@@ -190,7 +194,7 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 		metrics = s.authenticate(metrics)
 	}
 	ops.Handle("GET /metrics", metrics)
-	traffic := s.instrument(s.authenticate(s.limitInflight(s.admit(s.checkStore(s.watchUnguarded(proxy))))))
+	traffic := s.instrument(s.authenticate(s.limitInflight(s.admit(s.sniffMCP(s.checkStore(s.watchUnguarded(proxy)))))))
 	if cfg.adminListen != "" {
 		s.admin, s.handler = ops, traffic
 	} else {
@@ -198,6 +202,18 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 		s.handler = ops
 	}
 	return s, nil
+}
+
+// transport is the proxy's transport to the upstreams: httpguard's, and
+// beside it, with -mcp on, mcpguard's for the MCP requests (mcpRouter),
+// both over the same connections; store keeps the limits' counts (nil:
+// memory).
+func (s *server) transport(store guard.ThreadStore) http.RoundTripper {
+	model := httpguard.New(quietErrors{s.base}, s.cfg.middlewares(s.observer, store, s.logEvent)...)
+	if !s.cfg.mcp {
+		return model
+	}
+	return mcpRouter{mcp: mcpguard.New(mcpKeys{s, quietErrors{s.base}}, s.cfg.mcpOptions(s.observer, store, s.logEvent)...), model: model}
 }
 
 // serve serves on ln (HTTPS with -tls-cert, else plain HTTP), and the
@@ -236,6 +252,9 @@ func (s *server) serve(ctx context.Context, ln, admin net.Listener) error {
 	}
 	if u := s.cfg.gemini.url; u != nil {
 		attrs = append(attrs, "upstream_gemini", u.Redacted())
+	}
+	if u := s.cfg.mcpRoute.url; u != nil {
+		attrs = append(attrs, "upstream_mcp", u.Redacted())
 	}
 	if keys := s.keys.Load(); keys != nil {
 		attrs = append(attrs, "keys", len(keys.entries), "tenants", keys.count)
