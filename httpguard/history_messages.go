@@ -194,44 +194,16 @@ func (h *messagesHistoryCheck) call(i, k int, res map[string]blockAt) ([]byte, e
 		h.answers[r.j] = append(h.answers[r.j], r.k)
 	}
 	if h.seen[id] {
-		newID := renamed(id, h.taken)
-		if err := h.t.set(i, marshalString(newID), "content", k, "id"); err != nil {
+		newID, err := h.rename(i, k, r, answered)
+		if err != nil {
 			return nil, err
 		}
-		paths := []string{pointer(member, i, "content", k, "id")}
-		if answered {
-			if err := h.t.set(r.j, marshalString(newID), "content", r.k, "tool_use_id"); err != nil {
-				return nil, err
-			}
-			paths = append(paths, pointer(member, r.j, "content", r.k, "tool_use_id"))
-		}
-		h.rep.fix(&HistoryError{Index: i, Fault: DuplicateID, CallID: id, Tool: b.Name,
-			Detail: "an earlier tool_use has this id", Repair: fmt.Sprintf("renamed %q with its tool_result", newID)}, paths...)
 		id = newID
 	}
 	h.seen[id] = true
-	note := ""
-	switch {
-	case len(b.Input) == 0 || string(b.Input) == "null":
-		if err := h.t.set(i, []byte("{}"), "content", k, "input"); err != nil {
-			return nil, err
-		}
-		h.rep.fix(&HistoryError{Index: i, Fault: NullInput, CallID: id, Tool: b.Name,
-			Detail: "the input is null or missing", Repair: "input {}"}, pointer(member, i, "content", k, "input"))
-	case !isObject(b.Input):
-		note = argsNote(string(compact(b.Input)))
-		if err := h.t.set(i, []byte("{}"), "content", k, "input"); err != nil {
-			return nil, err
-		}
-		paths := []string{pointer(member, i, "content", k, "input")}
-		if answered {
-			if err := messagesNote(h.t, h.ms[r.j].blocks[r.k].Content, r.j, r.k, note); err != nil {
-				return nil, err
-			}
-			paths = append(paths, pointer(member, r.j, "content", r.k, "content"))
-		}
-		h.rep.fix(&HistoryError{Index: i, Fault: NonObjectArguments, CallID: id, Tool: b.Name,
-			Detail: "the input is not a JSON object", Repair: "input {}, the input as sent kept in a note in the tool_result"}, paths...)
+	note, err := h.input(i, k, id, r, answered)
+	if err != nil {
+		return nil, err
 	}
 	if answered {
 		return nil, nil
@@ -253,6 +225,60 @@ func (h *messagesHistoryCheck) call(i, k int, res map[string]blockAt) ([]byte, e
 		Detail: "no tool_result answers it in the next message", Repair: "a tool_result saying the outcome is unknown (is_error), in the next message"},
 		pointer(member, i, "content", k))
 	return block, nil
+}
+
+// rename gives tool_use block k of message i, whose id an earlier message
+// used, a new id, and its result (at r, when answered) with it.
+func (h *messagesHistoryCheck) rename(i, k int, r blockAt, answered bool) (string, error) {
+	member := h.rep.member
+	b := h.ms[i].blocks[k]
+	newID := renamed(b.ID, h.taken)
+	if err := h.t.set(i, marshalString(newID), "content", k, "id"); err != nil {
+		return "", err
+	}
+	paths := []string{pointer(member, i, "content", k, "id")}
+	if answered {
+		if err := h.t.set(r.j, marshalString(newID), "content", r.k, "tool_use_id"); err != nil {
+			return "", err
+		}
+		paths = append(paths, pointer(member, r.j, "content", r.k, "tool_use_id"))
+	}
+	h.rep.fix(&HistoryError{Index: i, Fault: DuplicateID, CallID: b.ID, Tool: b.Name,
+		Detail: "an earlier tool_use has this id", Repair: fmt.Sprintf("renamed %q with its tool_result", newID)}, paths...)
+	return newID, nil
+}
+
+// input makes the input of tool_use block k of message i (its id as the
+// check leaves it) {} when it is null, missing or not an object, and
+// returns the note that keeps an input that was not an object as sent,
+// put into its result (at r, when answered); "" otherwise.
+func (h *messagesHistoryCheck) input(i, k int, id string, r blockAt, answered bool) (string, error) {
+	member := h.rep.member
+	b := h.ms[i].blocks[k]
+	switch {
+	case len(b.Input) == 0 || string(b.Input) == "null":
+		if err := h.t.set(i, []byte("{}"), "content", k, "input"); err != nil {
+			return "", err
+		}
+		h.rep.fix(&HistoryError{Index: i, Fault: NullInput, CallID: id, Tool: b.Name,
+			Detail: "the input is null or missing", Repair: "input {}"}, pointer(member, i, "content", k, "input"))
+	case !isObject(b.Input):
+		note := argsNote(string(compact(b.Input)))
+		if err := h.t.set(i, []byte("{}"), "content", k, "input"); err != nil {
+			return "", err
+		}
+		paths := []string{pointer(member, i, "content", k, "input")}
+		if answered {
+			if err := messagesNote(h.t, h.ms[r.j].blocks[r.k].Content, r.j, r.k, note); err != nil {
+				return "", err
+			}
+			paths = append(paths, pointer(member, r.j, "content", r.k, "content"))
+		}
+		h.rep.fix(&HistoryError{Index: i, Fault: NonObjectArguments, CallID: id, Tool: b.Name,
+			Detail: "the input is not a JSON object", Repair: "input {}, the input as sent kept in a note in the tool_result"}, paths...)
+		return note, nil
+	}
+	return "", nil
 }
 
 // insertMissing puts the tool_results missing for assistant message i
