@@ -61,6 +61,8 @@ func BenchmarkTransport(b *testing.B) {
 		{"anthropic", "/v1/messages", "/v1/messages", "", ""},
 		{"gemini", "/v1beta/models/gemini-2.5-flash:generateContent", "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", "", ""},
 		{"ollama", "/api/chat", "/api/chat", "gate-accept.ndjson", "application/x-ndjson"},
+		{"bedrock", "/model/us.anthropic.claude-sonnet-4-v1%3A0/converse", "/model/us.anthropic.claude-sonnet-4-v1%3A0/converse-stream",
+			"gate-accept.eventstream", "application/vnd.amazon.eventstream"},
 	} {
 		if p.streamFile == "" {
 			p.streamFile, p.streamType = "gate-accept.sse", "text/event-stream"
@@ -118,7 +120,7 @@ func BenchmarkTransport(b *testing.B) {
 // exactly one upstream request and hands the answer on: checked here, so
 // that the benchmark measures what it says.
 func TestBenchmarkUpstreamIsValid(t *testing.T) {
-	for _, dir := range []string{"openai-chat", "openai-responses", "anthropic", "gemini", "ollama"} {
+	for _, dir := range []string{"openai-chat", "openai-responses", "anthropic", "gemini", "ollama", "bedrock"} {
 		resp, _ := os.ReadFile(filepath.Join("../testdata/wire", dir, "accepted.json"))
 		n := 0
 		up := roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -127,7 +129,7 @@ func TestBenchmarkUpstreamIsValid(t *testing.T) {
 		})
 		req, _ := os.ReadFile(filepath.Join("../testdata/wire", dir, "request.json"))
 		path := map[string]string{"openai-chat": "/v1/chat/completions", "openai-responses": "/v1/responses", "anthropic": "/v1/messages",
-			"gemini": "/v1beta/models/gemini-2.5-flash:generateContent", "ollama": "/api/chat"}[dir]
+			"gemini": "/v1beta/models/gemini-2.5-flash:generateContent", "ollama": "/api/chat", "bedrock": "/model/us.anthropic.claude-sonnet-4-v1%3A0/converse"}[dir]
 		r, _ := http.NewRequest(http.MethodPost, "http://provider.test"+path, bytes.NewReader(req))
 		got, err := (&http.Client{Transport: httpguard.New(up, httpguard.ToolArgValidation())}).Do(r)
 		if err != nil {

@@ -2,7 +2,8 @@
 // http.RoundTripper for any Go client that takes an *http.Client
 // (openai-go, anthropic-sdk-go, google.golang.org/genai and so ADK-Go,
 // sashabaranov/go-openai, Eino's and Genkit's OpenAI models, langchaingo's
-// own clients, Ollama's github.com/ollama/ollama/api). It runs package guard's stages — argument validation with
+// own clients, Ollama's github.com/ollama/ollama/api, aws-sdk-go-v2's
+// Bedrock Runtime). It runs package guard's stages — argument validation with
 // re-asks, retries, tool and model call limits — on the requests it
 // recognises, sync and streaming, and passes everything else through
 // untouched. It imports no SDK: it speaks the wire protocols, which change
@@ -80,6 +81,9 @@
 //	    anthropic.NewClient(option.WithHTTPClient(guarded), option.WithMaxRetries(0))
 //	genai: generateContent, streams with alt=sse    google.golang.org/genai v1.77.0
 //	    genai.NewClient(ctx, &genai.ClientConfig{HTTPClient: guarded})
+//	aws-sdk-go-v2: Bedrock Converse, ConverseStream github.com/aws/aws-sdk-go-v2/service/bedrockruntime v1.63.13
+//	    bedrockruntime.NewFromConfig(cfg, func(o *bedrockruntime.Options) { o.HTTPClient = guarded; o.RetryMaxAttempts = 1 })
+//	    (guarded's New given WithSigner: see "Amazon Bedrock and request signing")
 //	ADK-Go: through genai, not tested itself (its module is not served where the tests run)
 //	    gemini.NewModel(ctx, "gemini-2.5-flash", &genai.ClientConfig{HTTPClient: guarded})
 //	go-openai                                       github.com/sashabaranov/go-openai v1.43.0
@@ -124,8 +128,10 @@
 // Completions (POST …/chat/completions, which OpenAI-compatible servers
 // speak too), OpenAI Responses (POST …/responses), Anthropic Messages
 // (POST …/v1/messages), Gemini (POST …/models/{model}:generateContent
-// and :streamGenerateContent?alt=sse) and Ollama's native chat (POST
-// …/api/chat). Its body must parse as the protocol's. Anything else goes to the base transport untouched: the
+// and :streamGenerateContent?alt=sse), Ollama's native chat (POST
+// …/api/chat) and Amazon Bedrock Converse (POST …/model/{modelId}/converse
+// and …/converse-stream, whose stream is an AWS event stream). Its body
+// must parse as the protocol's. Anything else goes to the base transport untouched: the
 // same *http.Request, or a clone carrying the same bytes when the body had
 // to be read. A POST of JSON offering tools on a path the transport does
 // not know is reported once per host and path, at Warn on slog.Default
@@ -390,6 +396,48 @@
 // response.failed, Gemini's error chunk), and an upstream stream's own
 // error event reaches the client as it came. A client that closes the body
 // cancels the call and its upstream request.
+//
+// # Amazon Bedrock and request signing
+//
+// Bedrock's Converse API is guarded as the others are: its tools'
+// toolSpec.inputSchema.json are the schemas, the toolUse blocks of
+// output.message the calls (a toolUse of type server_tool_use is
+// Bedrock's own, not checked), and a re-ask appends the answer's message
+// as it came (reasoning blocks with their signatures, toolUse ids) and one
+// user message of toolResult blocks, one per call in order, status
+// "error" for a refused call. The model id is read from the path (the
+// AWS SDK escapes an ARN's ':' and '/'; the path goes upstream as it
+// came). ConverseStream's AWS event stream (application/vnd.amazon.eventstream)
+// is read message by message, each bounded by [MaxBody] from its prelude
+// before anything past it is read, both CRCs checked: a malformed message
+// is an answer the guard cannot read (502 response_unguardable), a message
+// past the bound 502 response_too_large, and a stream cut inside a message
+// a dropped connection, which [ModelRetry] makes again. Text and reasoning
+// deltas pass as they come; a toolUse block's input fragments are held
+// until the call is validated, then sent whole in one delta. The guard's
+// refusals are {"__type": type, "message": …} (the AWS SDK reads the type
+// as the API error's ErrorCode()); in a stream that has begun, an
+// exception message of that type. An exception Bedrock sends mid-stream
+// (throttlingException, …) reaches the client as it came, and
+// ModelRetry classifies it as the AWS SDK does.
+//
+// Bedrock's requests are signed with AWS Signature Version 4, whose
+// signature covers the body: a re-ask, which changes the body, must be
+// signed again, with the program's credentials, which the transport does
+// not have. [WithSigner] is the hook: given to [New], it is called for
+// every upstream request whose body differs from what the client signed
+// (the client's own request, forwarded unchanged or retried, keeps the
+// client's signature), after the transport removed the stale signature
+// headers. Fill it with aws-sdk-go-v2's v4.NewSigner().SignHTTP, signing
+// name "bedrock", and the program's aws.Config credentials and region (an
+// example is on WithSigner). Without a signer, a SigV4-signed request
+// whose answer needs a re-ask is never sent with its stale signature: the
+// call is refused with a 422 of type signer_missing (ErrSignerMissing),
+// failing open as closed, and misconfigured is logged at Warn once per
+// host and path. Requests signed otherwise (Bedrock API keys, a bearer
+// token) need no signer. The AWS SDK retries a 5xx, the guard's 502s
+// included, by its own retryer: give it RetryMaxAttempts 1 when ModelRetry
+// is installed (see "Retries").
 //
 // # Failing closed
 //

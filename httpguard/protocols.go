@@ -11,7 +11,7 @@ import (
 // recognition, its codec over raw bodies, its stream assembler and gate,
 // its error shape and the framing its streams use (chat*.go,
 // responses*.go, messages*.go, gemini*.go and their history_ and
-// _malformed files). wireProtocols lists them, one line each; it is the
+// _malformed files; bedrock*.go over eventstream.go's framing). wireProtocols lists them, one line each; it is the
 // only place outside a protocol's own files that names one, so a new
 // protocol is a new file set and one line here.
 
@@ -25,6 +25,7 @@ func wireProtocols() []wireProtocol {
 		messagesWire{},  // Anthropic Messages: POST …/v1/messages
 		geminiWire{},    // Gemini: POST …/models/{m}:generateContent and :streamGenerateContent
 		ollamaWire{},    // Ollama native: POST …/api/chat
+		bedrockWire{},   // Amazon Bedrock Converse: POST …/model/{id}/converse and /converse-stream
 	}
 }
 

@@ -3,7 +3,8 @@ package httpguard
 // Streaming at the wire.
 //
 // A stream's bytes are cut into events by its protocol's framing
-// (framing.go): server-sent events for every protocol here, OpenAI Chat
+// (framing.go): Bedrock Converse's is an AWS event stream (eventstream.go);
+// the others' are server-sent events, OpenAI Chat
 // Completions as data-only chunks ending with "data: [DONE]"; Responses and
 // Anthropic Messages as typed events ("event: <type>" then a JSON data
 // line whose "type" repeats it); Gemini's streamGenerateContent?alt=sse as

@@ -105,7 +105,7 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 // that could not be read (whose answer is handed on unread), or of a
 // stream that offers no tools (handed on as it comes).
 func (t *Transport) roundTripUnread(r *http.Request, req *request) (*http.Response, error) {
-	resp, err := t.handler(r.Context(), req)
+	resp, err := t.handler(signedContext(r.Context(), req), req)
 	if err != nil {
 		return t.failure(r, req.proto, err)
 	}
@@ -190,7 +190,7 @@ type roundTrip struct {
 // response at the first event written, or, when the call ends before any,
 // the response it ends with (the upstream's error, the guard's 422).
 func (t *Transport) roundTripStream(r *http.Request, req *request) (*http.Response, error) {
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := context.WithCancel(signedContext(r.Context(), req))
 	client := newClientStream(req.proto, cancel)
 	root := newGateSink(req.proto, nil, client)
 	req.sink, req.client = root, client
@@ -327,6 +327,8 @@ func refusal(err error) (status int, typ, msg string, ok bool) {
 		status, typ = http.StatusUnprocessableEntity, "tool_calls_refused"
 	case errors.As(err, &history):
 		status, typ = http.StatusUnprocessableEntity, "invalid_history"
+	case errors.Is(err, ErrSignerMissing):
+		status, typ = http.StatusUnprocessableEntity, signerMissing
 	case errors.As(err, &store):
 		// What the store said (an address, a port, a key naming the
 		// thread) is for the program's events and logs, not for whoever

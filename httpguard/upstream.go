@@ -114,6 +114,9 @@ func (t *Transport) sendUpstream(ctx context.Context, req *request) (*response, 
 	out.Body = io.NopCloser(bytes.NewReader(body))
 	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	out.ContentLength = int64(len(body))
+	if err := t.signAgain(ctx, req, out, body); err != nil {
+		return nil, err
+	}
 	hr, err := t.base.RoundTrip(out)
 	if err != nil {
 		return nil, redact(err, credentials(req.http))

@@ -41,7 +41,12 @@
 // pages are followed through nextCursor, at most 64 within MaxBody in all.
 // notifications/tools/list_changed, read on any stream the client opens,
 // and a DELETE that ends the session forget the session's tools: the next
-// call fetches them again. The cache holds at most 1024 sessions and 64
+// call fetches them again. A tools/list result with a positive ttlMs (the
+// 2026-07-28 protocol's cacheable results) is fresh that long: the first
+// call after it fetches the list again, so a schema the server changed is
+// read; a result without one, or with 0 ("immediately stale", which the
+// spec lets a client re-fetch or not), is kept until one of the above, a
+// tool it lacks fetching it again anyway. The cache holds at most 1024 sessions and 64
 // MiB of schemas, the oldest forgotten first. Schemas without "$schema"
 // are read as JSON Schema 2020-12, the MCP default dialect, and each is
 // compiled once.
@@ -150,9 +155,10 @@
 //
 // # Not yet
 //
-// tools/list's ttlMs and batches holding a tools/call (passed or refused
-// as above) are to come. A tools/call sent as a notification (no id)
-// is not a request and passes. The transport does not recompute the
+// A batch holding a tools/call is refused as above (JSON-RPC batches left
+// MCP in 2025-06-18; one the guard cannot check must not pass). A
+// tools/call sent as a notification (no id) is not a request and passes.
+// The transport does not recompute the
 // Mcp-Param-* headers of the 2026-07-28 protocol for an argument it
 // cleaned; a header bound to a coerced boolean ("True" made true) then
 // disagrees with the body, and the server refuses the call.

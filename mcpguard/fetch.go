@@ -103,7 +103,7 @@ func (t *transport) fetchList(r *http.Request, meta []byte) (*toolList, error) {
 		if err := json.Unmarshal(result, &lp); err != nil {
 			return nil, fmt.Errorf("reading the tools/list result: %w", err)
 		}
-		l = l.with(&lp, page == 0)
+		l = l.with(&lp, page == 0, t.tools.now())
 		if !lp.more() {
 			return l, nil
 		}

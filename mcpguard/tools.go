@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/toolguard/toolguard/validation"
 )
@@ -60,6 +61,9 @@ type toolList struct {
 	tools map[string]*toolSchema
 	size  int    // bytes of names and schemas held
 	seq   uint64 // when the cache took it, for eviction
+	// expires is when the list stops being fresh, by the ttlMs its pages
+	// carried (the earliest); zero when none gave a positive one.
+	expires time.Time
 }
 
 // listPage is a tools/list result, as far as the transport reads it.
@@ -71,20 +75,34 @@ type listPage struct {
 		Annotations  json.RawMessage `json:"annotations"`
 	} `json:"tools"`
 	NextCursor *string `json:"nextCursor"`
+	// TTLMs is how long, in milliseconds, the server says the result
+	// stays fresh (2026-07-28's cacheable results); nil when absent.
+	TTLMs *int64 `json:"ttlMs"`
 }
+
+// maxTTL bounds the freshness a ttlMs can give a list, so that no
+// duration overflows: past it, the list is kept as one without a ttlMs.
+const maxTTL = 365 * 24 * time.Hour
 
 // more reports whether the page says another follows.
 func (p *listPage) more() bool { return p.NextCursor != nil && *p.NextCursor != "" }
 
 // with returns a new list: l's tools (none when l is nil) and the page's,
-// the page's winning for a name in both.
-func (l *toolList) with(p *listPage, first bool) *toolList {
+// the page's winning for a name in both, fresh until the earliest expiry
+// of l's and the page's ttlMs counted from now.
+func (l *toolList) with(p *listPage, first bool, now time.Time) *toolList {
 	n := &toolList{tools: make(map[string]*toolSchema, len(p.Tools))}
 	if l != nil && !first {
 		for name, t := range l.tools {
 			n.tools[name] = t
 		}
 		n.size = l.size
+		n.expires = l.expires
+	}
+	if p.TTLMs != nil && *p.TTLMs > 0 && *p.TTLMs < int64(maxTTL/time.Millisecond) {
+		if e := now.Add(time.Duration(*p.TTLMs) * time.Millisecond); n.expires.IsZero() || e.Before(n.expires) {
+			n.expires = e
+		}
 	}
 	for _, t := range p.Tools {
 		if t.Name == "" {
@@ -119,6 +137,8 @@ type toolCache struct {
 
 	fmu     sync.Mutex
 	flights map[listKey]*flight
+
+	now func() time.Time // the clock of ttlMs; time.Now
 }
 
 // aged is a key as the cache took it: the list is still the one taken when
@@ -137,13 +157,19 @@ type flight struct {
 }
 
 func newToolCache() *toolCache {
-	return &toolCache{lists: make(map[listKey]*toolList), flights: make(map[listKey]*flight)}
+	return &toolCache{lists: make(map[listKey]*toolList), flights: make(map[listKey]*flight), now: time.Now}
 }
 
+// get returns k's list while it is fresh: nil when there is none, or when
+// the ttlMs its server gave has run out (the next call fetches it again).
 func (c *toolCache) get(k listKey) *toolList {
 	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.lists[k]
+	l := c.lists[k]
+	c.mu.RUnlock()
+	if l != nil && !l.expires.IsZero() && !c.now().Before(l.expires) {
+		return nil
+	}
+	return l
 }
 
 // learn records a tools/list page for k; first says whether it is the
@@ -151,7 +177,7 @@ func (c *toolCache) get(k listKey) *toolList {
 func (c *toolCache) learn(k listKey, p *listPage, first bool) *toolList {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.store(k, c.lists[k].with(p, first))
+	return c.store(k, c.lists[k].with(p, first, c.now()))
 }
 
 // store puts n in the cache as k's list and evicts the oldest lists past

@@ -459,14 +459,15 @@ func BenchmarkSniffMCP(b *testing.B) {
 }
 
 // A JSON-RPC body on a path of any protocol httpguard guards is a model
-// request, never MCP: one the Transport knows (Ollama's /api/chat among
-// them) cannot be taken out of httpguard's stages by a "jsonrpc" member.
+// request, never MCP: one the Transport knows (Ollama's /api/chat and
+// Bedrock's converse among them) cannot be taken out of httpguard's stages by a "jsonrpc" member.
 func TestMCPSniffLeavesModelPaths(t *testing.T) {
 	t.Parallel()
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","model":"m","messages":[]}`
 	for _, path := range []string{
 		"/v1/chat/completions", "/v1/responses", "/v1/messages",
 		"/v1beta/models/gemini-2.5-flash:generateContent", "/api/chat",
+		"/model/anthropic.claude-sonnet-4-v1:0/converse", "/model/anthropic.claude-sonnet-4-v1:0/converse-stream",
 	} {
 		s := &server{cfg: config{mcp: true}}
 		var got bool

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -120,6 +121,7 @@ type server struct {
 	// server's address, or the cluster's seed addresses.
 	redisAddr string
 	base      *http.Transport // the upstream connections
+	proxy     *httputil.ReverseProxy
 	observer  *otelguard.Observer
 	inflight  atomic.Int64 // requests being served (limitInflight)
 	handler   http.Handler // the traffic port's
@@ -179,7 +181,9 @@ func newServer(ctx context.Context, cfg config, stderr io.Writer) (*server, erro
 		Transport:    s.transport(store),
 		ErrorHandler: s.proxyError,
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		BufferPool:   &copyBuffers{},
 	}
+	s.proxy = proxy
 	// The operator's endpoints are on -admin-listen's port, and then only
 	// there: a client of the traffic port reaches the upstream alone.
 	// Without -admin-listen they stay on the traffic port.
@@ -315,4 +319,33 @@ func (s *server) close(ctx context.Context) error {
 	}
 	errs = append(errs, s.tel.shutdown(ctx))
 	return errors.Join(errs...)
+}
+
+// copyBufferSize is the size of the buffers the proxy copies answers
+// through: httputil.ReverseProxy's own (it allocates one per answer
+// without a BufferPool).
+const copyBufferSize = 32 << 10
+
+// copyBuffers is the proxy's httputil.BufferPool: the buffer each answer
+// is copied to the client through is reused by the next answer rather
+// than allocated (32 KiB a request, the largest allocation of a
+// proxied request). A buffer holds the bytes of the answer it last
+// copied until the next copy overwrites them; none leaves the process.
+// Safe for concurrent use.
+type copyBuffers struct{ pool sync.Pool }
+
+// Get returns a buffer of copyBufferSize bytes.
+func (c *copyBuffers) Get() []byte {
+	if b, ok := c.pool.Get().(*[]byte); ok {
+		return *b
+	}
+	return make([]byte, copyBufferSize)
+}
+
+// Put keeps b for a later Get; a buffer of another size is dropped.
+func (c *copyBuffers) Put(b []byte) {
+	if len(b) != copyBufferSize {
+		return
+	}
+	c.pool.Put(&b)
 }

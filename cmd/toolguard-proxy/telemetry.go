@@ -51,6 +51,7 @@ type telemetry struct {
 
 	duration metric.Float64Histogram
 	active   metric.Int64UpDownCounter
+	attrs    requestAttrs // the sets duration and active record with
 }
 
 // otlpConfigured reports whether the environment names an OTLP endpoint

@@ -51,6 +51,7 @@ func TestDocTestedWithVersions(t *testing.T) {
 	for _, m := range []string{
 		"github.com/openai/openai-go/v3", "github.com/anthropics/anthropic-sdk-go/v2", "google.golang.org/genai",
 		"github.com/sashabaranov/go-openai", "github.com/tmc/langchaingo", "github.com/ollama/ollama",
+		"github.com/aws/aws-sdk-go-v2/service/bedrockruntime",
 	} {
 		if ran[m] == "" {
 			t.Errorf("go.mod does not require %s", m)

@@ -1,4 +1,4 @@
-package middleware_test
+package guard_test
 
 import (
 	"context"
@@ -12,10 +12,7 @@ import (
 	"testing"
 
 	"github.com/cenkalti/backoff/v4"
-	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/guard"
-	"github.com/toolguard/toolguard/middleware"
-	"github.com/toolguard/toolguard/middleware/fakemodel"
 	"github.com/toolguard/toolguard/retry"
 )
 
@@ -24,20 +21,21 @@ var errTransient = errors.New("transient: 503 from the provider")
 // flaky is an inner middleware that fails some calls: the request's last
 // human message says which ("fail" on every attempt, "fail-reask" on the
 // re-ask only).
-var flaky = middleware.Func(func(next middleware.Handler) middleware.Handler {
-	return func(ctx context.Context, req *middleware.Request) (*llms.ContentResponse, error) {
-		ask, reask := lastHuman(req.Messages), req.Messages[len(req.Messages)-1].Role == llms.ChatMessageTypeTool
+func flaky(next guard.Handler[*tReq, *tResp]) guard.Handler[*tReq, *tResp] {
+	return func(ctx context.Context, req *tReq) (*tResp, error) {
+		ask, reask := lastHuman(req.Msgs), req.Msgs[len(req.Msgs)-1].Role == roleTool
 		if strings.HasSuffix(ask, " fail") || (strings.HasSuffix(ask, " fail-reask") && reask) {
 			return nil, errTransient
 		}
 		return next(ctx, req)
 	}
-})
+}
 
-func lastHuman(msgs []llms.MessageContent) string {
+// lastHuman returns the text of the last user message of msgs.
+func lastHuman(msgs []msg) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == llms.ChatMessageTypeHuman {
-			return msgs[i].Parts[0].(llms.TextContent).Text
+		if msgs[i].Role == roleUser {
+			return msgs[i].Text
 		}
 	}
 	return ""
@@ -47,16 +45,15 @@ func lastHuman(msgs []llms.MessageContent) string {
 // can share one model: the human message "n kind" asks for a call whose
 // city is "cn"; kinds "invalid-once" and "fail-reask" send an invalid call
 // first, "invalid" always.
-func scriptedAnswer(_ context.Context, msgs []llms.MessageContent, _ llms.CallOptions) (*llms.ContentResponse, error) {
+func scriptedAnswer(_ context.Context, _ *script, r *tReq) (*tResp, error) {
+	msgs := r.Msgs
 	n, kind, _ := strings.Cut(lastHuman(msgs), " ")
-	reask := msgs[len(msgs)-1].Role == llms.ChatMessageTypeTool
+	reask := msgs[len(msgs)-1].Role == roleTool
 	a := `{"city": "c` + n + `"}`
 	if kind == "invalid" || (!reask && (kind == "invalid-once" || kind == "fail-reask")) {
 		a = `{"city": ` + n + `, "units": null}`
 	}
-	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{ToolCalls: []llms.ToolCall{
-		{ID: "call_" + n, Type: "function", FunctionCall: &llms.FunctionCall{Name: "get_weather", Arguments: a}},
-	}}}}, nil
+	return &tResp{Calls: []guard.Call{{ID: "call_" + n, Name: "get_weather", Args: []byte(a)}}}, nil
 }
 
 // TestThousandGoroutinesShareOneModel: 1,000 goroutines share one wrapped
@@ -82,13 +79,12 @@ func TestThousandGoroutinesShareOneModel(t *testing.T) {
 	for i := range callers {
 		total += kinds[i%len(kinds)].modelCalls
 	}
-	steps := make([]fakemodel.Step, total)
+	steps := make([]step, total)
 	for i := range steps {
-		steps[i] = fakemodel.Func(scriptedAnswer)
+		steps[i] = scriptedAnswer
 	}
-	m := fakemodel.New(steps...)
-	llm := middleware.Wrap(m, middleware.ToolArgValidation(), flaky)
-	tools := llms.WithTools([]llms.Tool{weatherTool})
+	m := newScript(steps...)
+	llm := wrap(m, toolArgValidation(), flaky)
 
 	var wg sync.WaitGroup
 	errs := make(chan error, callers)
@@ -97,15 +93,15 @@ func TestThousandGoroutinesShareOneModel(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			k := kinds[i%len(kinds)]
-			msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, strconv.Itoa(i)+" "+k.name)}
-			resp, err := llm.GenerateContent(context.Background(), msgs, tools)
+			req := &tReq{Msgs: []msg{{Role: roleUser, Text: strconv.Itoa(i) + " " + k.name}}, Tools: []guard.Tool{weatherTool}}
+			resp, err := llm(context.Background(), req)
 			switch {
 			case k.wantArgs == "" && !errors.Is(err, errTransient):
 				errs <- fmt.Errorf("caller %d (%s): error %v, want the transient error", i, k.name, err)
 			case k.wantArgs != "" && err != nil:
 				errs <- fmt.Errorf("caller %d (%s): %v", i, k.name, err)
 			case k.wantArgs != "":
-				if got, want := args(resp, 0), fmt.Sprintf(k.wantArgs, i); got != want {
+				if got, want := string(resp.Calls[0].Args), fmt.Sprintf(k.wantArgs, i); got != want {
 					errs <- fmt.Errorf("caller %d (%s): arguments %s, want %s", i, k.name, got, want)
 				}
 			}
@@ -116,7 +112,7 @@ func TestThousandGoroutinesShareOneModel(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if n, left := len(m.Requests()), m.Remaining(); n != total || left != 0 {
+	if n, left := len(m.requests()), m.remaining(); n != total || left != 0 {
 		t.Errorf("model calls = %d (%d steps left), want exactly %d", n, left, total)
 	}
 }
@@ -152,11 +148,12 @@ func TestThousandGoroutinesFullStack(t *testing.T) {
 	}
 	attempts := make([]atomic.Int32, callers) // model calls per caller
 	unavailable := errors.New("API returned unexpected status code: 503: Service Unavailable")
-	answer := func(_ context.Context, msgs []llms.MessageContent, _ llms.CallOptions) (*llms.ContentResponse, error) {
+	answer := func(_ context.Context, _ *script, r *tReq) (*tResp, error) {
+		msgs := r.Msgs
 		ns, kind, _ := strings.Cut(lastHuman(msgs), " ")
 		n, _ := strconv.Atoi(ns)
 		attempt := attempts[n].Add(1)
-		reask := msgs[len(msgs)-1].Role == llms.ChatMessageTypeTool
+		reask := msgs[len(msgs)-1].Role == roleTool
 		valid := `{"city": "c` + ns + `"}`
 		a := valid
 		switch {
@@ -165,26 +162,24 @@ func TestThousandGoroutinesFullStack(t *testing.T) {
 		case kind == "invalid", kind == "invalid-once" && !reask, kind == "503-on-reask" && !reask:
 			a = `{"city": ` + ns + `, "units": null}`
 		}
-		calls := []llms.ToolCall{{ID: "call_" + ns, Type: "function", FunctionCall: &llms.FunctionCall{Name: "get_weather", Arguments: a}}}
+		calls := []guard.Call{{ID: "call_" + ns, Name: "get_weather", Args: []byte(a)}}
 		if kind == "too-many" {
 			for j := range 2 {
-				calls = append(calls, llms.ToolCall{ID: fmt.Sprintf("call_%s_%d", ns, j), Type: "function",
-					FunctionCall: &llms.FunctionCall{Name: "get_weather", Arguments: valid}})
+				calls = append(calls, guard.Call{ID: fmt.Sprintf("call_%s_%d", ns, j), Name: "get_weather", Args: []byte(valid)})
 			}
 		}
-		return &llms.ContentResponse{Choices: []*llms.ContentChoice{{ToolCalls: calls}}}, nil
+		return &tResp{Calls: calls}, nil
 	}
-	steps := make([]fakemodel.Step, total)
+	steps := make([]step, total)
 	for i := range steps {
-		steps[i] = fakemodel.Func(answer)
+		steps[i] = answer
 	}
-	m := fakemodel.New(steps...)
-	llm := middleware.Wrap(m,
-		middleware.ToolCallLimit(guard.WithRunLimit(2), guard.WithExitBehavior(guard.ExitEnd)),
-		middleware.ToolArgValidation(),
-		middleware.ModelRetry(guard.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} })),
+	m := newScript(steps...)
+	llm := wrap(m,
+		toolCallLimit(guard.WithRunLimit(2), guard.WithExitBehavior(guard.ExitEnd)),
+		toolArgValidation(),
+		modelRetry(guard.WithBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} })),
 	)
-	tools := llms.WithTools([]llms.Tool{weatherTool})
 
 	var wg sync.WaitGroup
 	errs := make(chan error, callers)
@@ -193,8 +188,8 @@ func TestThousandGoroutinesFullStack(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			k := kinds[i%len(kinds)]
-			msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, strconv.Itoa(i)+" "+k.name)}
-			resp, err := llm.GenerateContent(guard.WithRun(context.Background()), msgs, tools)
+			req := &tReq{Msgs: []msg{{Role: roleUser, Text: strconv.Itoa(i) + " " + k.name}}, Tools: []guard.Tool{weatherTool}}
+			resp, err := llm(guard.WithRun(context.Background()), req)
 			var rerr *retry.Error
 			switch {
 			case k.wantErr:
@@ -204,11 +199,11 @@ func TestThousandGoroutinesFullStack(t *testing.T) {
 			case err != nil:
 				errs <- fmt.Errorf("caller %d (%s): %v", i, k.name, err)
 			case k.wantLimit:
-				if ch := resp.Choices[0]; len(ch.ToolCalls) != 0 || !strings.Contains(ch.Content, "limit") {
-					errs <- fmt.Errorf("caller %d (%s): %+v, want the limit text and no tool calls", i, k.name, ch)
+				if len(resp.Calls) != 0 || !strings.Contains(resp.Text, "limit") {
+					errs <- fmt.Errorf("caller %d (%s): %+v, want the limit text and no tool calls", i, k.name, resp)
 				}
 			default:
-				if got, want := args(resp, 0), fmt.Sprintf(k.wantArgs, i); got != want {
+				if got, want := string(resp.Calls[0].Args), fmt.Sprintf(k.wantArgs, i); got != want {
 					errs <- fmt.Errorf("caller %d (%s): arguments %s, want %s", i, k.name, got, want)
 				}
 			}
@@ -222,7 +217,7 @@ func TestThousandGoroutinesFullStack(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if n, left := len(m.Requests()), m.Remaining(); n != total || left != 0 {
+	if n, left := len(m.requests()), m.remaining(); n != total || left != 0 {
 		t.Errorf("model calls = %d (%d steps left), want exactly %d", n, left, total)
 	}
 }
@@ -230,20 +225,13 @@ func TestThousandGoroutinesFullStack(t *testing.T) {
 // heapModel answers every call with a fresh response, alternating an
 // invalid call (re-asked) and a valid one, without recording anything, so
 // that the heap measures the middleware alone.
-type heapModel struct{}
-
-func (heapModel) GenerateContent(_ context.Context, msgs []llms.MessageContent, _ ...llms.CallOption) (*llms.ContentResponse, error) {
+func heapModel(_ context.Context, r *tReq) (*tResp, error) {
+	msgs := r.Msgs
 	a := `{"city": "Paris", "units": "celsius"}`
-	if msgs[len(msgs)-1].Role != llms.ChatMessageTypeTool && len(msgs)%2 == 0 {
+	if msgs[len(msgs)-1].Role != roleTool && len(msgs)%2 == 0 {
 		a = `{"city": 75001, "units": null, "tags": []}`
 	}
-	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{ToolCalls: []llms.ToolCall{
-		{ID: "call_1", Type: "function", FunctionCall: &llms.FunctionCall{Name: "get_weather", Arguments: a}},
-	}}}}, nil
-}
-
-func (m heapModel) Call(ctx context.Context, prompt string, options ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, m, prompt, options...)
+	return &tResp{Calls: []guard.Call{{ID: "call_1", Name: "get_weather", Args: []byte(a)}}}, nil
 }
 
 // TestMemoryFlatOverManyCalls: 100,000 calls through one wrapped model,
@@ -272,8 +260,8 @@ func TestMemoryFlatOverManyCalls(t *testing.T) {
 	if testing.Short() {
 		n, checkpoint, every = 16_000, 10_000, 2
 	}
-	llm := middleware.Wrap(heapModel{}, middleware.ToolArgValidation())
-	shared := llms.WithTools([]llms.Tool{weatherTool})
+	llm := toolArgValidation()(heapModel)
+	shared := []guard.Tool{weatherTool}
 	heap := func() uint64 {
 		runtime.GC()
 		var ms runtime.MemStats
@@ -285,19 +273,19 @@ func TestMemoryFlatOverManyCalls(t *testing.T) {
 		opt := shared
 		switch {
 		case i%every == 0: // a schema never seen before
-			opt = llms.WithTools([]llms.Tool{tool("get_weather", weatherSchemaMap("call "+strconv.Itoa(i)))})
+			opt = []guard.Tool{{Name: "get_weather", Schema: weatherSchemaMap("call " + strconv.Itoa(i))}}
 		case i%4 == 1: // a fresh map of a known schema
-			opt = llms.WithTools([]llms.Tool{tool("get_weather", weatherSchemaMap("the weather"))})
+			opt = []guard.Tool{{Name: "get_weather", Schema: weatherSchemaMap("the weather")}}
 		}
-		msgs := question // two messages: heapModel sends an invalid call first
+		msgs := heapQuestion // two messages: heapModel sends an invalid call first
 		if i%2 == 0 {
-			msgs = question[1:]
+			msgs = heapQuestion[1:]
 		}
-		resp, err := llm.GenerateContent(context.Background(), msgs, opt)
+		resp, err := llm(context.Background(), &tReq{Msgs: msgs, Tools: opt})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := args(resp, 0); got != `{"city": "Paris", "units": "celsius"}` {
+		if got := string(resp.Calls[0].Args); got != `{"city": "Paris", "units": "celsius"}` {
 			t.Fatalf("call %d: arguments %s", i, got)
 		}
 		if i == checkpoint {
@@ -318,6 +306,10 @@ func TestMemoryFlatOverManyCalls(t *testing.T) {
 			atCheckpoint, end, checkpoint, n, slack)
 	}
 }
+
+// heapQuestion is a request's two messages, as package middleware's tests
+// ask it (a system prompt, then the user's).
+var heapQuestion = []msg{{Role: roleNote, Text: "You are helpful."}, {Role: roleUser, Text: "Weather in Paris?"}}
 
 // weatherSchemaMap returns a new map holding get_weather's schema with the
 // given description.

@@ -1,4 +1,4 @@
-package middleware_test
+package guard_test
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/guard"
-	"github.com/toolguard/toolguard/middleware"
-	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 
 // A store that fails lets nothing out, for both limiters, unless they fail
@@ -15,9 +13,9 @@ import (
 func TestStoreFailurePolicy(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("redis down")
-	limiters := map[string]func(...guard.LimitOption) middleware.Middleware{
-		"ToolCallLimit":  middleware.ToolCallLimit,
-		"ModelCallLimit": middleware.ModelCallLimit,
+	limiters := map[string]func(...guard.LimitOption) guard.Middleware[*tReq, *tResp]{
+		"ToolCallLimit":  toolCallLimit,
+		"ModelCallLimit": modelCallLimit,
 	}
 	for name, limiter := range limiters {
 		for _, failOpen := range []bool{false, true} {
@@ -29,19 +27,19 @@ func TestStoreFailurePolicy(t *testing.T) {
 				if failOpen {
 					opts = append(opts, guard.WithStoreFailOpen())
 				}
-				m := fakemodel.New(limCalls("search"))
-				resp, err := middleware.Wrap(m, limiter(opts...)).GenerateContent(guard.WithThread(context.Background(), "t"), question, limTools)
+				m := newScript(limCalls("search"))
+				resp, err := wrap(m, limiter(opts...))(guard.WithThread(context.Background(), "t"), question(limTools...))
 				var se *guard.StoreError
 				if failOpen {
-					if err != nil || len(resp.Choices[0].ToolCalls) != 1 {
+					if err != nil || len(resp.Calls) != 1 {
 						t.Errorf("%s with WithStoreFailOpen = %v, %v; want the tool call through", name, resp, err)
 					}
 				} else {
 					if !errors.Is(err, boom) || !errors.As(err, &se) || se.Middleware != name || se.Key.Thread != "t" {
 						t.Errorf("%s error = %v, want a *StoreError of %s for thread t wrapping %v", name, err, name, boom)
 					}
-					if name == "ModelCallLimit" && len(m.Requests()) != 0 {
-						t.Errorf("the model saw %d requests, want none", len(m.Requests()))
+					if name == "ModelCallLimit" && len(m.requests()) != 0 {
+						t.Errorf("the model saw %d requests, want none", len(m.requests()))
 					}
 				}
 				e, ok := rec.find(guard.EventStoreError)

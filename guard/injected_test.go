@@ -1,4 +1,4 @@
-package middleware_test
+package guard_test
 
 import (
 	"context"
@@ -7,10 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/guard"
-	"github.com/toolguard/toolguard/middleware"
-	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 
 // TestInjectedArgsModelStage is ToolArgValidation told of an injected
@@ -21,7 +18,7 @@ import (
 // still fed back.
 func TestInjectedArgsModelStage(t *testing.T) {
 	t.Parallel()
-	tool := llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: "refund", Parameters: map[string]any{
+	refund := tool("refund", map[string]any{
 		"type": "object",
 		"properties": map[string]any{
 			"order":   map[string]any{"type": "integer"},
@@ -29,39 +26,37 @@ func TestInjectedArgsModelStage(t *testing.T) {
 		},
 		"required":             []any{"order", "user_id"},
 		"additionalProperties": false,
-	}}}
-	m := fakemodel.New(
-		fakemodel.ToolCalls(fakemodel.Call("refund", `{"order": "one", "user_id": "admin"}`)),
-		fakemodel.ToolCalls(fakemodel.Call("refund", `{"order": 1, "user_id": "admin"}`)),
+	})
+	m := newScript(
+		callsStep(call("refund", `{"order": "one", "user_id": "admin"}`)),
+		callsStep(call("refund", `{"order": 1, "user_id": "admin"}`)),
 	)
 	var mu sync.Mutex
 	var events []guard.Event
-	llm := middleware.Wrap(m, middleware.ToolArgValidation(guard.WithEventHandler(func(_ context.Context, e guard.Event) {
+	llm := wrap(m, toolArgValidation(guard.WithEventHandler(func(_ context.Context, e guard.Event) {
 		mu.Lock()
 		events = append(events, e)
 		mu.Unlock()
 	})))
 	ctx := guard.WithInjectedArgs(context.Background(), map[string][]string{"refund": {"user_id"}})
-	resp, err := llm.GenerateContent(ctx, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "refund 1")}, llms.WithTools([]llms.Tool{tool}))
+	resp, err := llm(ctx, &tReq{Msgs: []msg{{Role: roleUser, Text: "refund 1"}}, Tools: []guard.Tool{refund}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := resp.Choices[0].ToolCalls[0].FunctionCall.Arguments; got != `{"order":1}` {
+	if got := args(resp, 0); got != `{"order":1}` {
 		t.Errorf("arguments handed on = %s, want {\"order\":1}", got)
 	}
-	reqs := m.Requests()
+	reqs := m.requests()
 	if len(reqs) != 2 {
 		t.Fatalf("%d model calls, want 2", len(reqs))
 	}
 	var sent strings.Builder
-	for _, msg := range reqs[1].Messages {
-		for _, p := range msg.Parts {
-			switch p := p.(type) {
-			case llms.ToolCallResponse:
-				sent.WriteString(p.Content)
-			case llms.ToolCall:
-				sent.WriteString(p.FunctionCall.Arguments)
-			}
+	for _, m := range reqs[1].Msgs {
+		if m.Role == roleTool {
+			sent.WriteString(m.Text)
+		}
+		for _, c := range m.Calls {
+			sent.Write(c.Args)
 		}
 	}
 	if s := sent.String(); !strings.Contains(s, "/order: expected integer") || strings.Contains(s, "admin") || strings.Contains(s, "user_id") {
@@ -91,13 +86,13 @@ func TestInjectedArgsModelStage(t *testing.T) {
 // "REFUND" too.
 func TestInjectedArgsToolNameCase(t *testing.T) {
 	t.Parallel()
-	tool := llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: "refund", Parameters: map[string]any{
+	refund := tool("refund", map[string]any{
 		"type": "object", "properties": map[string]any{"order": map[string]any{"type": "integer"}},
-	}}}
-	m := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("REFUND", `{"order": 1, "user_id": "admin"}`)))
+	})
+	m := newScript(callsStep(call("REFUND", `{"order": 1, "user_id": "admin"}`)))
 	var mu sync.Mutex
 	var forged []guard.Event
-	llm := middleware.Wrap(m, middleware.ToolArgValidation(guard.WithEventHandler(func(_ context.Context, e guard.Event) {
+	llm := wrap(m, toolArgValidation(guard.WithEventHandler(func(_ context.Context, e guard.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		if e.Kind == guard.EventForgedArgument {
@@ -105,11 +100,11 @@ func TestInjectedArgsToolNameCase(t *testing.T) {
 		}
 	})))
 	ctx := guard.WithInjectedArgs(context.Background(), map[string][]string{"refund": {"user_id"}})
-	resp, err := llm.GenerateContent(ctx, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "refund 1")}, llms.WithTools([]llms.Tool{tool}))
+	resp, err := llm(ctx, &tReq{Msgs: []msg{{Role: roleUser, Text: "refund 1"}}, Tools: []guard.Tool{refund}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := resp.Choices[0].ToolCalls[0].FunctionCall.Arguments; strings.Contains(got, "admin") || len(forged) != 1 {
+	if got := args(resp, 0); strings.Contains(got, "admin") || len(forged) != 1 {
 		t.Errorf("arguments handed on = %s, forged_argument events %+v; want user_id dropped and reported", got, forged)
 	}
 }

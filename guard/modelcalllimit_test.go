@@ -1,4 +1,4 @@
-package middleware_test
+package guard_test
 
 import (
 	"context"
@@ -6,29 +6,26 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/guard"
-	"github.com/toolguard/toolguard/middleware"
-	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 
 // modelEnd is ModelCallLimit's ExitEnd answer for a limit of 2.
 const modelEnd = "Model call limit reached: run limit exceeded (2/2 calls)."
 
-// calls makes n model calls through llm with ctx and returns the texts of
+// modelCalls makes n model calls through llm with ctx and returns the texts of
 // the answers (the ExitEnd text, or "tools" for a tool-call response) and
 // the first error.
-func modelCalls(ctx context.Context, llm llms.Model, n int) ([]string, error) {
+func modelCalls(ctx context.Context, llm guard.Handler[*tReq, *tResp], n int) ([]string, error) {
 	var got []string
 	for range n {
-		resp, err := llm.GenerateContent(ctx, question, limTools)
+		resp, err := llm(ctx, question(limTools...))
 		if err != nil {
 			return got, err
 		}
-		if len(resp.Choices[0].ToolCalls) > 0 {
+		if len(resp.Calls) > 0 {
 			got = append(got, "tools")
 		} else {
-			got = append(got, resp.Choices[0].Content)
+			got = append(got, resp.Text)
 		}
 	}
 	return got, nil
@@ -57,13 +54,13 @@ func TestModelCallLimitBlocksBeforeTheModel(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			m := fakemodel.New(limCalls("search"), limCalls("search"), limCalls("search"), limCalls("search"))
-			llm := middleware.Wrap(m, middleware.ModelCallLimit(tc.opts...))
+			m := newScript(limCalls("search"), limCalls("search"), limCalls("search"), limCalls("search"))
+			llm := wrap(m, modelCallLimit(tc.opts...))
 			got, err := modelCalls(tc.ctx(), llm, len(tc.wantTexts))
 			if err != nil || strings.Join(got, "|") != strings.Join(tc.wantTexts, "|") {
 				t.Errorf("ModelCallLimit answers = %q, %v; want %q, nil", got, err, tc.wantTexts)
 			}
-			if n := len(m.Requests()); n != tc.wantCalls {
+			if n := len(m.requests()); n != tc.wantCalls {
 				t.Errorf("the model saw %d requests, want %d", n, tc.wantCalls)
 			}
 		})
@@ -73,8 +70,8 @@ func TestModelCallLimitBlocksBeforeTheModel(t *testing.T) {
 func TestModelCallLimitExitError(t *testing.T) {
 	t.Parallel()
 	var rec recorder
-	m := fakemodel.New(limCalls("search"), limCalls("search"))
-	llm := middleware.Wrap(m, middleware.ModelCallLimit(guard.WithRunLimit(1),
+	m := newScript(limCalls("search"), limCalls("search"))
+	llm := wrap(m, modelCallLimit(guard.WithRunLimit(1),
 		guard.WithExitBehavior(guard.ExitError), guard.WithEventHandler(rec.handle)))
 	ctx := guard.WithRun(context.Background())
 	_, err := modelCalls(ctx, llm, 2)
@@ -89,7 +86,7 @@ func TestModelCallLimitExitError(t *testing.T) {
 	if got, want := err.Error(), "guard: model call limit exceeded: run limit of 1 call (1 made, 1 more requested)"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
-	if n := len(m.Requests()); n != 1 {
+	if n := len(m.requests()); n != 1 {
 		t.Errorf("the model saw %d requests, want 1", n)
 	}
 	if e, ok := rec.find(guard.EventLimit); !ok || e.Middleware != "ModelCallLimit" || !errors.Is(e.Err, le) {
@@ -113,8 +110,8 @@ func TestModelCallLimitReadsTheTranscript(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			m := fakemodel.New(limCalls("search"), limCalls("search"), limCalls("search"), limCalls("search"), limCalls("search"))
-			a := newLimAgent(m, middleware.ModelCallLimit(tc.opt))
+			m := newScript(limCalls("search"), limCalls("search"), limCalls("search"), limCalls("search"), limCalls("search"))
+			a := newLoop(m, modelCallLimit(tc.opt))
 			var got []string
 			for _, input := range []string{"first", "second"} {
 				out, err := a.turn(context.Background(), input)
@@ -134,11 +131,11 @@ func TestModelCallLimitErrorsDoNotCount(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("503 service unavailable")
 	store := guard.NewMemoryThreadStore(10)
-	m := fakemodel.New(fakemodel.Fail(boom), limCalls("search"), fakemodel.Fail(boom), limCalls("search"))
-	llm := middleware.Wrap(m, middleware.ModelCallLimit(guard.WithRunLimit(2), guard.WithThreadLimit(2), guard.WithThreadStore(store)))
+	m := newScript(failStep(boom), limCalls("search"), failStep(boom), limCalls("search"))
+	llm := wrap(m, modelCallLimit(guard.WithRunLimit(2), guard.WithThreadLimit(2), guard.WithThreadStore(store)))
 	ctx := guard.WithRun(guard.WithThread(context.Background(), "t"))
 	for i, wantErr := range []bool{true, false, true, false} {
-		_, err := llm.GenerateContent(ctx, question, limTools)
+		_, err := llm(ctx, question(limTools...))
 		if (err != nil) != wantErr {
 			t.Fatalf("call %d: error %v, want error: %v", i+1, err, wantErr)
 		}
@@ -153,37 +150,36 @@ func TestModelCallLimitErrorsDoNotCount(t *testing.T) {
 // inside ToolArgValidation, every request counts.
 func TestModelCallLimitPlacement(t *testing.T) {
 	t.Parallel()
-	bad := fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": 75001}`))
-	good := fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`))
+	bad := callsStep(call("get_weather", `{"city": 75001}`))
+	good := callsStep(call("get_weather", `{"city": "Paris"}`))
 	for _, tc := range []struct {
 		name     string
-		stack    func(limit middleware.Middleware) []middleware.Middleware
+		stack    func(limit guard.Middleware[*tReq, *tResp]) []guard.Middleware[*tReq, *tResp]
 		wantText string // "" for the corrected tool call
 		wantReqs int
 	}{
-		{"outermost counts the step", func(l middleware.Middleware) []middleware.Middleware {
-			return []middleware.Middleware{l, middleware.ToolArgValidation()}
+		{"outermost counts the step", func(l guard.Middleware[*tReq, *tResp]) []guard.Middleware[*tReq, *tResp] {
+			return []guard.Middleware[*tReq, *tResp]{l, toolArgValidation()}
 		}, "", 2},
-		{"inside validation counts the re-ask", func(l middleware.Middleware) []middleware.Middleware {
-			return []middleware.Middleware{middleware.ToolArgValidation(), l}
+		{"inside validation counts the re-ask", func(l guard.Middleware[*tReq, *tResp]) []guard.Middleware[*tReq, *tResp] {
+			return []guard.Middleware[*tReq, *tResp]{toolArgValidation(), l}
 		}, "Model call limit reached: run limit exceeded (1/1 calls).", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			m := fakemodel.New(bad, good)
-			llm := middleware.Wrap(m, tc.stack(middleware.ModelCallLimit(guard.WithRunLimit(1)))...)
-			resp, err := llm.GenerateContent(guard.WithRun(context.Background()), question, llms.WithTools([]llms.Tool{weatherTool}))
+			m := newScript(bad, good)
+			llm := wrap(m, tc.stack(modelCallLimit(guard.WithRunLimit(1)))...)
+			resp, err := llm(guard.WithRun(context.Background()), question(weatherTool))
 			if err != nil {
 				t.Fatal(err)
 			}
-			ch := resp.Choices[0]
-			if tc.wantText == "" && (len(ch.ToolCalls) != 1 || ch.ToolCalls[0].FunctionCall.Arguments != `{"city": "Paris"}`) {
-				t.Errorf("answer = %+v, want the corrected call", ch)
+			if tc.wantText == "" && (len(resp.Calls) != 1 || string(resp.Calls[0].Args) != `{"city": "Paris"}`) {
+				t.Errorf("answer = %+v, want the corrected call", resp)
 			}
-			if tc.wantText != "" && ch.Content != tc.wantText {
-				t.Errorf("answer = %q, want %q", ch.Content, tc.wantText)
+			if tc.wantText != "" && resp.Text != tc.wantText {
+				t.Errorf("answer = %q, want %q", resp.Text, tc.wantText)
 			}
-			if n := len(m.Requests()); n != tc.wantReqs {
+			if n := len(m.requests()); n != tc.wantReqs {
 				t.Errorf("the model saw %d requests, want %d", n, tc.wantReqs)
 			}
 		})
@@ -194,10 +190,10 @@ func TestModelCallLimitPlacement(t *testing.T) {
 func TestModelCallLimitSharesAStoreWithToolCallLimit(t *testing.T) {
 	t.Parallel()
 	store := guard.NewMemoryThreadStore(10)
-	m := fakemodel.New(limCalls("search", "search"), limCalls("search"), fakemodel.Text("done"))
-	a := newLimAgent(m,
-		middleware.ModelCallLimit(guard.WithThreadLimit(3), guard.WithThreadStore(store)),
-		middleware.ToolCallLimit(guard.WithThreadLimit(3), guard.WithThreadStore(store)),
+	m := newScript(limCalls("search", "search"), limCalls("search"), textStep("done"))
+	a := newLoop(m,
+		modelCallLimit(guard.WithThreadLimit(3), guard.WithThreadStore(store)),
+		toolCallLimit(guard.WithThreadLimit(3), guard.WithThreadStore(store)),
 	)
 	out, err := a.turn(guard.WithThread(context.Background(), "chat"), "go")
 	if err != nil || out != "done" {
@@ -236,7 +232,7 @@ func TestModelCallLimitPanics(t *testing.T) {
 					t.Errorf("ModelCallLimit(%s) panicked with %q, want a guard: ModelCallLimit: message containing %q", tc.name, msg, tc.want)
 				}
 			}()
-			middleware.ModelCallLimit(tc.opts...)
+			modelCallLimit(tc.opts...)
 		})
 	}
 }
@@ -245,25 +241,25 @@ func TestModelCallLimitPanics(t *testing.T) {
 // (inside ToolArgValidation) requests, each against its own count.
 func TestModelCallLimitStackedRunCountsApart(t *testing.T) {
 	t.Parallel()
-	bad := fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": 75001}`))
-	good := fakemodel.ToolCalls(fakemodel.Call("get_weather", `{"city": "Paris"}`))
-	m := fakemodel.New(bad, good, good, bad, good)
-	llm := middleware.Wrap(m,
-		middleware.ModelCallLimit(guard.WithRunLimit(3)), // steps
-		middleware.ToolArgValidation(),
-		middleware.ModelCallLimit(guard.WithRunLimit(4)), // requests
+	bad := callsStep(call("get_weather", `{"city": 75001}`))
+	good := callsStep(call("get_weather", `{"city": "Paris"}`))
+	m := newScript(bad, good, good, bad, good)
+	llm := wrap(m,
+		modelCallLimit(guard.WithRunLimit(3)), // steps
+		toolArgValidation(),
+		modelCallLimit(guard.WithRunLimit(4)), // requests
 	)
 	ctx := guard.WithRun(context.Background())
 	var got []string
 	for range 3 {
-		resp, err := llm.GenerateContent(ctx, question, llms.WithTools([]llms.Tool{weatherTool}))
+		resp, err := llm(ctx, question(weatherTool))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ch := resp.Choices[0]; len(ch.ToolCalls) > 0 {
-			got = append(got, ch.ToolCalls[0].FunctionCall.Arguments)
+		if len(resp.Calls) > 0 {
+			got = append(got, string(resp.Calls[0].Args))
 		} else {
-			got = append(got, ch.Content)
+			got = append(got, resp.Text)
 		}
 	}
 	// Step 1 takes 2 requests, step 2 one; step 3's re-ask is the fifth
@@ -272,7 +268,7 @@ func TestModelCallLimitStackedRunCountsApart(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("three steps answered %q, want %q", got, want)
 	}
-	if n := len(m.Requests()); n != 4 {
+	if n := len(m.requests()); n != 4 {
 		t.Errorf("the model saw %d requests, want 4", n)
 	}
 }

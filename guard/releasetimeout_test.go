@@ -1,4 +1,4 @@
-package middleware_test
+package guard_test
 
 import (
 	"context"
@@ -7,10 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/guard"
-	"github.com/toolguard/toolguard/middleware"
-	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 
 // hungStore reserves in memory but hangs on Release, as a store whose
@@ -97,17 +94,17 @@ func TestModelCallLimitReleaseIsBounded(t *testing.T) {
 	t.Parallel()
 	store := newHungStore(t)
 	ctx, cancel := context.WithCancel(guard.WithThread(context.Background(), "hung"))
-	model := fakemodel.New(fakemodel.Func(func(ctx context.Context, _ []llms.MessageContent, _ llms.CallOptions) (*llms.ContentResponse, error) {
+	model := newScript(func(ctx context.Context, _ *script, _ *tReq) (*tResp, error) {
 		cancel() // the caller gives up while the model runs
 		return nil, ctx.Err()
-	}))
-	llm := middleware.Wrap(model, middleware.ModelCallLimit(guard.WithThreadLimit(5), guard.WithThreadStore(store)))
+	})
+	llm := wrap(model, modelCallLimit(guard.WithThreadLimit(5), guard.WithThreadStore(store)))
 	var err error
 	returnsWithin(t, func() {
-		_, err = llm.GenerateContent(ctx, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")})
+		_, err = llm(ctx, &tReq{Msgs: []msg{{Role: roleUser, Text: "hi"}}})
 	})
 	if !errors.Is(err, context.Canceled) {
-		t.Errorf("GenerateContent error = %v, want context.Canceled", err)
+		t.Errorf("call error = %v, want context.Canceled", err)
 	}
 	store.check(t)
 }
@@ -118,19 +115,19 @@ func TestModelCallLimitReleaseIsBounded(t *testing.T) {
 func TestToolCallLimitRollbackIsBounded(t *testing.T) {
 	t.Parallel()
 	store := newHungStore(t)
-	model := fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("search", `{}`), fakemodel.Call("search", `{}`)))
-	llm := middleware.Wrap(model,
-		middleware.ToolCallLimit(guard.WithRunLimit(1), guard.WithExitBehavior(guard.ExitError)),
-		middleware.ToolCallLimit(guard.WithThreadLimit(5), guard.WithThreadStore(store)),
+	model := newScript(limCalls("search", "search"))
+	llm := wrap(model,
+		toolCallLimit(guard.WithRunLimit(1), guard.WithExitBehavior(guard.ExitError)),
+		toolCallLimit(guard.WithThreadLimit(5), guard.WithThreadStore(store)),
 	)
 	var err error
 	returnsWithin(t, func() {
-		_, err = llm.GenerateContent(guard.WithThread(context.Background(), "hung"),
-			[]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "search twice")})
+		_, err = llm(guard.WithThread(context.Background(), "hung"),
+			&tReq{Msgs: []msg{{Role: roleUser, Text: "search twice"}}})
 	})
 	var le *guard.LimitExceededError
 	if !errors.As(err, &le) || le.Scope != guard.ScopeRun {
-		t.Errorf("GenerateContent error = %v, want the run limit exceeded", err)
+		t.Errorf("call error = %v, want the run limit exceeded", err)
 	}
 	store.check(t)
 }

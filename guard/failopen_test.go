@@ -1,4 +1,4 @@
-package middleware_test
+package guard_test
 
 import (
 	"bytes"
@@ -8,10 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tmc/langchaingo/llms"
 	"github.com/toolguard/toolguard/guard"
-	"github.com/toolguard/toolguard/middleware"
-	"github.com/toolguard/toolguard/middleware/fakemodel"
 )
 
 // captureDefaultLog points slog.Default at a buffer for the test. Tests
@@ -31,15 +28,15 @@ func captureDefaultLog(t *testing.T) *bytes.Buffer {
 // A handler, or WithFailClosed, takes over and nothing is logged.
 func TestFailOpenIsLoggedByDefault(t *testing.T) {
 	intSchema := map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}}
-	invalid := func() llms.Model {
-		c := fakemodel.ToolCalls(fakemodel.Call("count", `{"n":"x"}`))
-		return fakemodel.New(c, c, c)
+	invalid := func() *script {
+		c := callsStep(call("count", `{"n":"x"}`))
+		return newScript(c, c, c)
 	}
-	broken := func() llms.Model { return fakemodel.New(fakemodel.ToolCalls(fakemodel.Call("broken", `{"n":1}`))) }
+	broken := func() *script { return newScript(callsStep(call("broken", `{"n":1}`))) }
 	cases := []struct {
 		name    string
-		model   func() llms.Model
-		tool    llms.Tool
+		model   func() *script
+		tool    guard.Tool
 		opts    []guard.ValidationOption
 		wantLog string // "" = nothing logged
 		wantErr bool
@@ -60,7 +57,7 @@ func TestFailOpenIsLoggedByDefault(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			logged := captureDefaultLog(t)
-			_, err := run(t, tc.model(), []llms.Tool{tc.tool}, middleware.ToolArgValidation(tc.opts...))
+			_, err := run(tc.model(), question(tc.tool), toolArgValidation(tc.opts...))
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want error: %v", err, tc.wantErr)
 			}
@@ -89,10 +86,9 @@ func TestStoreFailOpenIsLoggedByDefault(t *testing.T) {
 			if failOpen {
 				opts = append(opts, guard.WithStoreFailOpen())
 			}
-			m := fakemodel.New(fakemodel.Text("hi"))
+			m := newScript(textStep("hi"))
 			ctx := guard.WithThread(context.Background(), "t1")
-			_, err := middleware.Wrap(m, middleware.ModelCallLimit(opts...)).GenerateContent(ctx,
-				[]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")})
+			_, err := wrap(m, modelCallLimit(opts...))(ctx, &tReq{Msgs: []msg{{Role: roleUser, Text: "hi"}}})
 			if (err != nil) == failOpen {
 				t.Fatalf("err = %v with fail open %v", err, failOpen)
 			}

@@ -1,4 +1,4 @@
-package middleware_test
+package guard_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/guard"
+	"github.com/toolguard/toolguard/guard/storetest"
 )
 
 func TestMemoryThreadStore(t *testing.T) {
@@ -76,4 +77,11 @@ func TestMemoryThreadStore(t *testing.T) {
 			t.Errorf("%d concurrent reservations passed a limit of 1, want 1", n)
 		}
 	})
+}
+
+// TestMemoryThreadStoreConformance runs the ThreadStore conformance kit on
+// the in-memory store (it never fails, so there is no unreachable case).
+func TestMemoryThreadStoreConformance(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(*testing.T) guard.ThreadStore { return guard.NewMemoryThreadStore(100) })
 }

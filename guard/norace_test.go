@@ -1,7 +1,7 @@
-//go:build race
+//go:build !race
 
-package middleware_test
+package guard_test
 
 // raceEnabled reports whether the race detector is on: it slows code down
 // and inflates allocations, so the heaviest tests shrink or skip.
-const raceEnabled = true
+const raceEnabled = false

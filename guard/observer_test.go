@@ -1,14 +1,45 @@
-package middleware_test
+package guard_test
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
 
 	"github.com/toolguard/toolguard/guard"
 )
+
+// traceObserver records what it is told, in order.
+type traceObserver struct {
+	name string
+	mu   *sync.Mutex
+	log  *[]string
+}
+
+type ctxMark struct{}
+
+func (o traceObserver) add(s string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	*o.log = append(*o.log, o.name+" "+s)
+}
+
+func (o traceObserver) OnEvent(_ context.Context, e guard.Event) {
+	o.add("event " + string(e.Kind))
+}
+
+func (o traceObserver) OnModelCall(ctx context.Context, call guard.ModelCall) (context.Context, func(guard.ModelResult)) {
+	o.add(fmt.Sprintf("request (model %q)", call.Model))
+	return context.WithValue(ctx, ctxMark{}, o.name), func(r guard.ModelResult) {
+		if r.Err != nil {
+			o.add("failed")
+			return
+		}
+		o.add("answered")
+	}
+}
 
 // runTracer is a traceObserver that is also a RunObserver.
 type runTracer struct{ traceObserver }
@@ -78,5 +109,14 @@ func TestObserveRunWithoutObserver(t *testing.T) {
 	endTool("", nil)
 	if got != ctx || got2 != ctx {
 		t.Errorf("ObserveRun/ObserveToolCall without observers changed the context")
+	}
+}
+
+// Without an observer nothing changes, and a nil observer adds none.
+func TestWithObserverNil(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	if got := guard.WithObserver(ctx, nil); got != ctx || guard.ObserverFrom(got) != nil {
+		t.Errorf("WithObserver(ctx, nil) = %v, want ctx unchanged", got)
 	}
 }
