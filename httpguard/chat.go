@@ -112,14 +112,6 @@ func chatRequestRoot(body []byte) (span, error) {
 	return root(body)
 }
 
-// nullToNil returns nil for an absent or null raw value.
-func nullToNil(m json.RawMessage) json.RawMessage {
-	if len(m) == 0 || string(m) == "null" {
-		return nil
-	}
-	return m
-}
-
 // chatUnguardable is the why of a chat response the guard cannot read.
 const chatUnguardable = "unreadable chat completion"
 
@@ -351,17 +343,33 @@ func chatReplay(b []byte, msg span) ([]byte, error) {
 // not each have their tool message, and the call was not run.
 const customNotRun = "Not run: another tool call of this turn had invalid arguments. Call this tool again if it is still needed."
 
+// chatMessages returns the messages of a Chat request req, the
+// conversation a re-ask appends to.
+func chatMessages(req []byte) (span, error) {
+	r, err := chatRequestRoot(req)
+	if err != nil {
+		return span{}, err
+	}
+	return requestList(req, r, "messages")
+}
+
+// chatToolMessage is the tool message that answers the call id with
+// content.
+func chatToolMessage(id, content string) ([]byte, error) {
+	return marshal(struct {
+		Role       string `json:"role"`
+		ToolCallID string `json:"tool_call_id"`
+		Content    string `json:"content"`
+	}{"tool", id, content})
+}
+
 // reask replays resp's message whole, custom calls included (the turn as
 // the model wrote it), and answers each of its tool calls in order: a
 // function call with its answer, a custom call with customNotRun.
 func (chatWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
-	r, err := chatRequestRoot(req)
+	msgs, err := chatMessages(req)
 	if err != nil {
 		return nil, err
-	}
-	msgs, ok, err := requestField(req, r, "messages")
-	if err != nil || !ok {
-		return nil, fmt.Errorf("%w: request without messages", errJSON)
 	}
 	msg, ok, err := chatMessage(resp)
 	if err != nil || !ok {
@@ -390,24 +398,16 @@ func (chatWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
 			content = answers[next].Content
 			next++
 		}
-		m, err := marshal(struct {
-			Role       string `json:"role"`
-			ToolCallID string `json:"tool_call_id"`
-			Content    string `json:"content"`
-		}{"tool", id, content})
+		m, err := chatToolMessage(id, content)
 		if err != nil {
 			return nil, err
 		}
 		items = append(items, m)
 	}
-	if next != len(answers) {
-		return nil, fmt.Errorf("httpguard: %d answers for %d calls", len(answers), next)
-	}
-	e, err := appendElems(req, msgs, items...)
-	if err != nil {
+	if err := checkAnswers(answers, next); err != nil {
 		return nil, err
 	}
-	return apply(req, e), nil
+	return appendToArray(req, msgs, items...)
 }
 
 func (chatWire) usage(resp []byte) (wireUsage, error) {
@@ -427,25 +427,6 @@ func (chatWire) usage(resp []byte) (wireUsage, error) {
 		u.InputTokens, u.OutputTokens = r.Usage.PromptTokens, r.Usage.CompletionTokens
 	}
 	return u, nil
-}
-
-// openAIErrorBody is OpenAI's error shape, for Chat Completions and
-// Responses alike: {"error": {"message", "type", "param", "code"}}.
-func openAIErrorBody(typ, msg string) []byte {
-	b, _ := marshal(struct {
-		Error struct {
-			Message string  `json:"message"`
-			Type    string  `json:"type"`
-			Param   *string `json:"param"`
-			Code    string  `json:"code"`
-		} `json:"error"`
-	}{Error: struct {
-		Message string  `json:"message"`
-		Type    string  `json:"type"`
-		Param   *string `json:"param"`
-		Code    string  `json:"code"`
-	}{msg, typ, nil, typ}})
-	return b
 }
 
 func (chatWire) errorBody(_ int, typ, msg string) []byte { return openAIErrorBody(typ, msg) }

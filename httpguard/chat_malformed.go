@@ -2,7 +2,6 @@ package httpguard
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -10,10 +9,6 @@ import (
 )
 
 var _ malformedProtocol = chatWire{}
-
-// ollamaParseError starts the message of Ollama's refusal of a tool call
-// its parser cannot read: "error parsing tool call: raw='…', err=…".
-const ollamaParseError = "error parsing tool call: "
 
 // malformedError reads the refusals of OpenAI-compatible servers, in
 // OpenAI's error shape {"error": {"message", "type", "code", …}}:
@@ -52,17 +47,6 @@ func (chatWire) malformedError(status int, body []byte) (guard.Malformed, bool) 
 	return guard.Malformed{}, false
 }
 
-// ollamaMalformed splits Ollama's message into the model's text (raw) and
-// the parser's reason; a message of another form is the reason whole.
-func ollamaMalformed(msg string) guard.Malformed {
-	rest, ok := strings.CutPrefix(msg, ollamaParseError+"raw='")
-	i := strings.LastIndex(rest, "', err=")
-	if !ok || i < 0 {
-		return guard.Malformed{Message: msg}
-	}
-	return guard.Malformed{Generation: rest[:i], Message: ollamaParseError + rest[i+len("', err="):]}
-}
-
 // malformedResponse: a Chat Completions answer never refuses a call in a
 // 2xx body (vLLM hands the text its parser could not read on as content).
 func (chatWire) malformedResponse([]byte) (guard.Malformed, bool) { return guard.Malformed{}, false }
@@ -70,13 +54,9 @@ func (chatWire) malformedResponse([]byte) (guard.Malformed, bool) { return guard
 // reaskMalformed appends {"role": "assistant", "content": generation} and
 // {"role": "user", "content": feedback} to the request's messages.
 func (chatWire) reaskMalformed(req []byte, m guard.Malformed, feedback string) ([]byte, error) {
-	r, err := chatRequestRoot(req)
+	msgs, err := chatMessages(req)
 	if err != nil {
 		return nil, err
-	}
-	msgs, ok, err := requestField(req, r, "messages")
-	if err != nil || !ok {
-		return nil, fmt.Errorf("%w: request without messages", errJSON)
 	}
 	type message struct {
 		Role    string `json:"role"`
@@ -94,9 +74,5 @@ func (chatWire) reaskMalformed(req []byte, m guard.Malformed, feedback string) (
 	if err != nil {
 		return nil, err
 	}
-	e, err := appendElems(req, msgs, append(items, b)...)
-	if err != nil {
-		return nil, err
-	}
-	return apply(req, e), nil
+	return appendToArray(req, msgs, append(items, b)...)
 }

@@ -52,14 +52,6 @@ type chatToolCallDelta struct {
 	} `json:"custom"`
 }
 
-// upstreamStreamError is an error event an upstream stream sent; Data is
-// its payload, for the client.
-type upstreamStreamError struct{ Data []byte }
-
-func (e *upstreamStreamError) Error() string {
-	return "httpguard: upstream stream error: " + string(e.Data)
-}
-
 // chatChunkOf returns ev's chunk: the one a gate parsed, else parsed now.
 func chatChunkOf(ev streamEvent) (*chatChunk, error) {
 	if c, ok := ev.parsed.(*chatChunk); ok {
@@ -151,30 +143,8 @@ func (a *chatAssembler) add(ev streamEvent) (bool, error) {
 			a.otherCalls = a.otherCalls || d.holdsCalls()
 			continue
 		}
-		if len(d.FunctionCall) > 0 && string(d.FunctionCall) != "null" {
-			return false, unguardable("legacy function_call", errors.New("delta.function_call"))
-		}
-		if d.Role != "" {
-			a.role = d.Role
-		}
-		if d.Content != nil {
-			if err := a.take(len(*d.Content)); err != nil {
-				return false, err
-			}
-			a.content = append(a.content, *d.Content...)
-			a.hasContent = true
-		}
-		if d.Refusal != nil {
-			if err := a.take(len(*d.Refusal)); err != nil {
-				return false, err
-			}
-			a.refusal = append(a.refusal, *d.Refusal...)
-			a.hasRefusal = true
-		}
-		for j := range d.ToolCalls {
-			if err := a.addCall(&d.ToolCalls[j]); err != nil {
-				return false, err
-			}
+		if err := a.addDelta(d); err != nil {
+			return false, err
 		}
 		if ch.FinishReason != nil {
 			a.finish = ch.FinishReason
@@ -188,6 +158,36 @@ func (a *chatAssembler) add(ev streamEvent) (bool, error) {
 
 // addCall adds a tool call part. A part of a type other than function and
 // custom, or a call given parts of both, is unguardable.
+// addDelta accumulates the delta d of choice 0.
+func (a *chatAssembler) addDelta(d *chatDelta) error {
+	if len(d.FunctionCall) > 0 && string(d.FunctionCall) != "null" {
+		return unguardable("legacy function_call", errors.New("delta.function_call"))
+	}
+	if d.Role != "" {
+		a.role = d.Role
+	}
+	if d.Content != nil {
+		if err := a.take(len(*d.Content)); err != nil {
+			return err
+		}
+		a.content = append(a.content, *d.Content...)
+		a.hasContent = true
+	}
+	if d.Refusal != nil {
+		if err := a.take(len(*d.Refusal)); err != nil {
+			return err
+		}
+		a.refusal = append(a.refusal, *d.Refusal...)
+		a.hasRefusal = true
+	}
+	for j := range d.ToolCalls {
+		if err := a.addCall(&d.ToolCalls[j]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (a *chatAssembler) addCall(tc *chatToolCallDelta) error {
 	i := len(a.calls) - 1
 	switch {
@@ -229,45 +229,6 @@ func (a *chatAssembler) addCall(tc *chatToolCallDelta) error {
 }
 
 func (a *chatAssembler) response() ([]byte, error) {
-	type fn struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	}
-	type custom struct {
-		Name  string `json:"name"`
-		Input string `json:"input"`
-	}
-	type call struct {
-		ID       string  `json:"id"`
-		Type     string  `json:"type"`
-		Function *fn     `json:"function,omitempty"`
-		Custom   *custom `json:"custom,omitempty"`
-	}
-	type message struct {
-		Role      string  `json:"role"`
-		Content   *string `json:"content"`
-		Refusal   *string `json:"refusal"`
-		ToolCalls []call  `json:"tool_calls,omitempty"`
-	}
-	m := message{Role: a.role}
-	if m.Role == "" {
-		m.Role = "assistant"
-	}
-	if a.hasContent {
-		s := string(a.content)
-		m.Content = &s
-	}
-	if a.hasRefusal {
-		s := string(a.refusal)
-		m.Refusal = &s
-	}
-	for _, c := range a.calls {
-		if c.typ == "custom" || c.custom {
-			m.ToolCalls = append(m.ToolCalls, call{c.id, "custom", nil, &custom{string(c.name), string(c.args)}})
-			continue
-		}
-		m.ToolCalls = append(m.ToolCalls, call{c.id, "function", &fn{string(c.name), string(c.args)}, nil})
-	}
 	created := a.created
 	if len(created) == 0 {
 		created = json.RawMessage("0")
@@ -286,11 +247,67 @@ func (a *chatAssembler) response() ([]byte, error) {
 		SystemFingerprint *string         `json:"system_fingerprint,omitempty"`
 		ServiceTier       *string         `json:"service_tier,omitempty"`
 	}{a.id, "chat.completion", created, a.model, []any{struct {
-		Index        int     `json:"index"`
-		Message      message `json:"message"`
-		Logprobs     any     `json:"logprobs"`
-		FinishReason *string `json:"finish_reason"`
-	}{0, m, nil, a.finish}}, usage, a.fingerprint, a.serviceTier})
+		Index        int                  `json:"index"`
+		Message      chatAssembledMessage `json:"message"`
+		Logprobs     any                  `json:"logprobs"`
+		FinishReason *string              `json:"finish_reason"`
+	}{0, a.message(), nil, a.finish}}, usage, a.fingerprint, a.serviceTier})
+}
+
+// chatAssembledMessage is the message of an assembled response.
+type chatAssembledMessage struct {
+	Role      string              `json:"role"`
+	Content   *string             `json:"content"`
+	Refusal   *string             `json:"refusal"`
+	ToolCalls []chatAssembledCall `json:"tool_calls,omitempty"`
+}
+
+// chatAssembledCall is a tool call of an assembled response: a function
+// call or a custom tool call.
+type chatAssembledCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function *struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function,omitempty"`
+	Custom *struct {
+		Name  string `json:"name"`
+		Input string `json:"input"`
+	} `json:"custom,omitempty"`
+}
+
+// message is the message the stream's choice 0 amounts to.
+func (a *chatAssembler) message() chatAssembledMessage {
+	m := chatAssembledMessage{Role: a.role}
+	if m.Role == "" {
+		m.Role = "assistant"
+	}
+	if a.hasContent {
+		s := string(a.content)
+		m.Content = &s
+	}
+	if a.hasRefusal {
+		s := string(a.refusal)
+		m.Refusal = &s
+	}
+	for _, c := range a.calls {
+		call := chatAssembledCall{ID: c.id, Type: "function"}
+		if c.typ == "custom" || c.custom {
+			call.Type = "custom"
+			call.Custom = &struct {
+				Name  string `json:"name"`
+				Input string `json:"input"`
+			}{string(c.name), string(c.args)}
+		} else {
+			call.Function = &struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			}{string(c.name), string(c.args)}
+		}
+		m.ToolCalls = append(m.ToolCalls, call)
+	}
+	return m
 }
 
 // chatGate is the streamGate of Chat Completions. The client's chunks all
@@ -384,68 +401,105 @@ func (g *chatGate) accept(resp []byte) error {
 		return nil
 	}
 	g.ended = true
-	var r struct {
-		ID                string          `json:"id"`
-		Created           json.RawMessage `json:"created"`
-		Model             string          `json:"model"`
-		SystemFingerprint *string         `json:"system_fingerprint,omitempty"`
-		Choices           []struct {
-			Message struct {
-				Content   *string           `json:"content"`
-				Refusal   *string           `json:"refusal"`
-				ToolCalls []json.RawMessage `json:"tool_calls"`
-			} `json:"message"`
-			FinishReason *string `json:"finish_reason"`
-		} `json:"choices"`
-	}
+	var r chatAccepted
 	if err := decodeResponse(resp, &r); err != nil {
 		return err
 	}
 	if len(r.Choices) != 1 {
 		return fmt.Errorf("%w: accepted response", errJSON)
 	}
-	m := r.Choices[0].Message
-	var out [][]byte
-	type delta struct {
-		Role    string            `json:"role,omitempty"`
-		Content *string           `json:"content,omitempty"`
-		Refusal *string           `json:"refusal,omitempty"`
-		Calls   []json.RawMessage `json:"tool_calls,omitempty"`
-	}
-	var first delta // the role, when no chunk reached the client before
+	var first chatDeltaOut // the role, when no chunk reached the client before
 	if g.template == nil {
-		// No chunk of any attempt came (a stand-in answer): the stream
-		// starts here, with resp's id.
-		if len(r.Created) == 0 {
-			r.Created = json.RawMessage("0")
+		if err := g.start(r); err != nil {
+			return err
 		}
-		t, err := marshal(struct {
-			ID                string          `json:"id"`
-			Object            string          `json:"object"`
-			Created           json.RawMessage `json:"created"`
-			Model             string          `json:"model"`
-			SystemFingerprint *string         `json:"system_fingerprint,omitempty"`
-			Choices           []any           `json:"choices"`
-		}{r.ID, "chat.completion.chunk", r.Created, r.Model, r.SystemFingerprint, []any{}})
+		first.Role = "assistant"
+	}
+	out, err := g.acceptedChoices(r.Choices[0].Message, first)
+	if err != nil {
+		return err
+	}
+	for _, ev := range out {
+		c, err := g.chunk(ev)
 		if err != nil {
 			return err
 		}
-		g.template, g.id = t, r.ID
-		first.Role = "assistant"
+		if err := writeEvent(g.w, streamEvent{Data: c}); err != nil {
+			return err
+		}
 	}
-	choice := func(d delta, finish *string) ([]byte, error) {
-		return marshal([]any{struct {
-			Index        int     `json:"index"`
-			Delta        delta   `json:"delta"`
-			Logprobs     any     `json:"logprobs"`
-			FinishReason *string `json:"finish_reason"`
-		}{0, d, nil, finish}})
+	return g.end(r.Choices[0].FinishReason)
+}
+
+// chatAccepted is what accept reads of the accepted response.
+type chatAccepted struct {
+	ID                string          `json:"id"`
+	Created           json.RawMessage `json:"created"`
+	Model             string          `json:"model"`
+	SystemFingerprint *string         `json:"system_fingerprint,omitempty"`
+	Choices           []struct {
+		Message      chatAcceptedMessage `json:"message"`
+		FinishReason *string             `json:"finish_reason"`
+	} `json:"choices"`
+}
+
+type chatAcceptedMessage struct {
+	Content   *string           `json:"content"`
+	Refusal   *string           `json:"refusal"`
+	ToolCalls []json.RawMessage `json:"tool_calls"`
+}
+
+// chatDeltaOut is the delta of a chunk the gate writes.
+type chatDeltaOut struct {
+	Role    string            `json:"role,omitempty"`
+	Content *string           `json:"content,omitempty"`
+	Refusal *string           `json:"refusal,omitempty"`
+	Calls   []json.RawMessage `json:"tool_calls,omitempty"`
+}
+
+// chatChoiceOut is the choices of a chunk the gate writes: choice 0 with
+// delta d and finish.
+func chatChoiceOut(d chatDeltaOut, finish *string) ([]byte, error) {
+	return marshal([]any{struct {
+		Index        int          `json:"index"`
+		Delta        chatDeltaOut `json:"delta"`
+		Logprobs     any          `json:"logprobs"`
+		FinishReason *string      `json:"finish_reason"`
+	}{0, d, nil, finish}})
+}
+
+// start makes the template when no chunk of any attempt came (a stand-in
+// answer): the stream starts at accept, with r's id.
+func (g *chatGate) start(r chatAccepted) error {
+	if len(r.Created) == 0 {
+		r.Created = json.RawMessage("0")
 	}
-	// The text: for the first attempt what the client has not read yet;
-	// for a later one without tool calls (the model answered in text after
-	// a re-ask, or a stand-in answer) its whole text, since that text is
-	// the answer; for a later one with calls none (its preamble would
-	// repeat the first attempt's).
+	t, err := marshal(struct {
+		ID                string          `json:"id"`
+		Object            string          `json:"object"`
+		Created           json.RawMessage `json:"created"`
+		Model             string          `json:"model"`
+		SystemFingerprint *string         `json:"system_fingerprint,omitempty"`
+		Choices           []any           `json:"choices"`
+	}{r.ID, "chat.completion.chunk", r.Created, r.Model, r.SystemFingerprint, []any{}})
+	if err != nil {
+		return err
+	}
+	g.template, g.id = t, r.ID
+	return nil
+}
+
+// acceptedChoices returns the choices of the chunks that write m past
+// what the client has read: its text (after first's role, if any), then
+// each tool call whole, with its index in the client's stream.
+//
+// The text: for the first attempt what the client has not read yet; for a
+// later one without tool calls (the model answered in text after a
+// re-ask, or a stand-in answer) its whole text, since that text is the
+// answer; for a later one with calls none (its preamble would repeat the
+// first attempt's).
+func (g *chatGate) acceptedChoices(m chatAcceptedMessage, first chatDeltaOut) ([][]byte, error) {
+	var out [][]byte
 	passedContent, passedRefusal := g.passedContent, g.passedRefusal
 	text := g.attempt == 0 || len(m.ToolCalls) == 0
 	if g.attempt > 0 {
@@ -461,40 +515,36 @@ func (g *chatGate) accept(resp []byte) error {
 		d.Refusal = &s
 	}
 	if d.Role != "" || d.Content != nil || d.Refusal != nil {
-		ch, err := choice(d, nil)
+		ch, err := chatChoiceOut(d, nil)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		out = append(out, ch)
 	}
 	for i, tc := range m.ToolCalls {
-		// The call whole, with its index in the client's stream.
 		b := []byte(tc)
 		r, err := root(b)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		e, err := setMember(b, r, "index", []byte(fmt.Sprint(i)))
 		if err != nil {
-			return err
+			return nil, err
 		}
-		ch, err := choice(delta{Calls: []json.RawMessage{apply(b, e)}}, nil)
+		ch, err := chatChoiceOut(chatDeltaOut{Calls: []json.RawMessage{apply(b, e)}}, nil)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		out = append(out, ch)
 	}
-	for _, ev := range out {
-		c, err := g.chunk(ev)
-		if err != nil {
-			return err
-		}
-		if err := writeEvent(g.w, streamEvent{Data: c}); err != nil {
-			return err
-		}
-	}
+	return out, nil
+}
+
+// end writes the attempt's held terminal chunks (a finish chunk with
+// finish when none was held), then [DONE].
+func (g *chatGate) end(finish *string) error {
 	if len(g.terminal) == 0 {
-		ch, err := choice(delta{}, r.Choices[0].FinishReason)
+		ch, err := chatChoiceOut(chatDeltaOut{}, finish)
 		if err != nil {
 			return err
 		}

@@ -57,17 +57,11 @@ func (geminiWire) parseRequest(path string, body []byte) (wireRequest, error) {
 	if !ok {
 		return wireRequest{}, fmt.Errorf("%w: not a generateContent path", errUnsupported)
 	}
-	type decl struct {
-		Name                   string          `json:"name"`
-		Parameters             json.RawMessage `json:"parameters"`
-		ParametersJSONSchema   json.RawMessage `json:"parametersJsonSchema"`
-		ParametersJSONSchemaSn json.RawMessage `json:"parameters_json_schema"`
-	}
 	var req struct {
 		Contents json.RawMessage `json:"contents"`
 		Tools    []struct {
-			FunctionDeclarations   []decl `json:"functionDeclarations"`
-			FunctionDeclarationsSn []decl `json:"function_declarations"`
+			FunctionDeclarations   []geminiDecl `json:"functionDeclarations"`
+			FunctionDeclarationsSn []geminiDecl `json:"function_declarations"`
 		} `json:"tools"`
 		GenerationConfig *struct {
 			CandidateCount   *int `json:"candidateCount"`
@@ -94,30 +88,43 @@ func (geminiWire) parseRequest(path string, body []byte) (wireRequest, error) {
 	out := wireRequest{Model: model, Stream: method == "streamGenerateContent"}
 	for _, t := range req.Tools {
 		for _, d := range append(t.FunctionDeclarations, t.FunctionDeclarationsSn...) {
-			// A schema that cannot be read (nested too deep) or converted
-			// costs that tool's calls only (wireTool.Err).
-			tool := wireTool{Name: d.Name}
-			switch {
-			case nullToNil(d.ParametersJSONSchema) != nil:
-				tool.Schema = d.ParametersJSONSchema
-			case nullToNil(d.ParametersJSONSchemaSn) != nil:
-				tool.Schema = d.ParametersJSONSchemaSn
-			case isDeepSchema(d.Parameters):
-				tool.Err = errSchemaTooDeep
-			case nullToNil(d.Parameters) != nil:
-				s, err := geminiSchemaToJSONSchema(d.Parameters)
-				if err != nil {
-					tool.Err = fmt.Errorf("httpguard: tool %q: %w", d.Name, err)
-				}
-				tool.Schema = s
-			}
-			if isDeepSchema(tool.Schema) {
-				tool.Schema, tool.Err = nil, errSchemaTooDeep
-			}
-			out.Tools = append(out.Tools, tool)
+			out.Tools = append(out.Tools, d.tool())
 		}
 	}
 	return out, nil
+}
+
+// geminiDecl is a function declaration of a Gemini request.
+type geminiDecl struct {
+	Name                   string          `json:"name"`
+	Parameters             json.RawMessage `json:"parameters"`
+	ParametersJSONSchema   json.RawMessage `json:"parametersJsonSchema"`
+	ParametersJSONSchemaSn json.RawMessage `json:"parameters_json_schema"`
+}
+
+// tool is the declared function with its schema: parametersJsonSchema as
+// it is, else parameters converted. A schema that cannot be read (nested
+// too deep) or converted costs that tool's calls only (wireTool.Err).
+func (d geminiDecl) tool() wireTool {
+	tool := wireTool{Name: d.Name}
+	switch {
+	case nullToNil(d.ParametersJSONSchema) != nil:
+		tool.Schema = d.ParametersJSONSchema
+	case nullToNil(d.ParametersJSONSchemaSn) != nil:
+		tool.Schema = d.ParametersJSONSchemaSn
+	case isDeepSchema(d.Parameters):
+		tool.Err = errSchemaTooDeep
+	case nullToNil(d.Parameters) != nil:
+		s, err := geminiSchemaToJSONSchema(d.Parameters)
+		if err != nil {
+			tool.Err = fmt.Errorf("httpguard: tool %q: %w", d.Name, err)
+		}
+		tool.Schema = s
+	}
+	if isDeepSchema(tool.Schema) {
+		tool.Schema, tool.Err = nil, errSchemaTooDeep
+	}
+	return tool
 }
 
 // geminiSchemas finds a generateContent request's tool schemas
@@ -276,17 +283,23 @@ func (geminiWire) accept(resp []byte, args [][]byte) ([]byte, error) {
 	return apply(resp, edits...), nil
 }
 
-func (w geminiWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
+// geminiContents returns the contents of a Gemini request req, the
+// conversation a re-ask appends to.
+func geminiContents(req []byte) (span, error) {
 	if _, err := readableBody(req, geminiSchemas); err != nil {
-		return nil, err
+		return span{}, err
 	}
 	r, err := root(req)
 	if err != nil {
-		return nil, err
+		return span{}, err
 	}
-	contents, ok, err := requestField(req, r, "contents")
-	if err != nil || !ok {
-		return nil, fmt.Errorf("%w: request without contents", errJSON)
+	return requestList(req, r, "contents")
+}
+
+func (w geminiWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
+	contents, err := geminiContents(req)
+	if err != nil {
+		return nil, err
 	}
 	content, _, ok, err := geminiParts(resp)
 	if err != nil || !ok {
@@ -296,8 +309,8 @@ func (w geminiWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	if len(answers) != len(calls) {
-		return nil, fmt.Errorf("httpguard: %d answers for %d calls", len(answers), len(calls))
+	if err := checkAnswers(answers, len(calls)); err != nil {
+		return nil, err
 	}
 	// The model's turn as the response has it, thought signatures on the
 	// parts they came on.
@@ -332,11 +345,7 @@ func (w geminiWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	e, err := appendElems(req, contents, turn, user)
-	if err != nil {
-		return nil, err
-	}
-	return apply(req, e), nil
+	return appendToArray(req, contents, turn, user)
 }
 
 // usage counts thoughtsTokenCount as output, as Gemini bills it.
@@ -478,4 +487,33 @@ func (geminiWire) transcript(req []byte) []guard.Message {
 		}
 	}
 	return out
+}
+
+// googleStatus is Google's status name for an HTTP status, as its APIs
+// pair them (google.rpc.Code).
+func googleStatus(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "UNAUTHENTICATED"
+	case http.StatusForbidden:
+		return "PERMISSION_DENIED"
+	case http.StatusNotFound:
+		return "NOT_FOUND"
+	case http.StatusConflict:
+		return "ABORTED"
+	case http.StatusTooManyRequests:
+		return "RESOURCE_EXHAUSTED"
+	case 499:
+		return "CANCELLED"
+	case http.StatusNotImplemented:
+		return "UNIMPLEMENTED"
+	case http.StatusBadGateway, http.StatusServiceUnavailable:
+		return "UNAVAILABLE"
+	case http.StatusRequestTimeout, http.StatusGatewayTimeout:
+		return "DEADLINE_EXCEEDED"
+	}
+	if status >= 500 {
+		return "INTERNAL"
+	}
+	return "INVALID_ARGUMENT"
 }

@@ -2,7 +2,6 @@ package httpguard
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/toolguard/toolguard/guard"
@@ -51,16 +50,9 @@ func (geminiWire) malformedResponse(body []byte) (guard.Malformed, bool) {
 // and {"role": "user", "parts": [{"text": feedback}]} to the request's
 // contents.
 func (geminiWire) reaskMalformed(req []byte, m guard.Malformed, feedback string) ([]byte, error) {
-	if _, err := readableBody(req, geminiSchemas); err != nil {
-		return nil, err
-	}
-	r, err := root(req)
+	contents, err := geminiContents(req)
 	if err != nil {
 		return nil, err
-	}
-	contents, ok, err := requestField(req, r, "contents")
-	if err != nil || !ok {
-		return nil, fmt.Errorf("%w: request without contents", errJSON)
 	}
 	type part struct {
 		Text string `json:"text"`
@@ -81,9 +73,5 @@ func (geminiWire) reaskMalformed(req []byte, m guard.Malformed, feedback string)
 	if err != nil {
 		return nil, err
 	}
-	e, err := appendElems(req, contents, append(items, b)...)
-	if err != nil {
-		return nil, err
-	}
-	return apply(req, e), nil
+	return appendToArray(req, contents, append(items, b)...)
 }

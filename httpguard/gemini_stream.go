@@ -41,11 +41,26 @@ func parseGeminiChunk(b []byte) (*geminiChunk, error) {
 	if err != nil || len(es) == 0 {
 		return c, err
 	}
+	if err := c.candidates(b, es); err != nil {
+		return nil, err
+	}
+	if !c.hasC {
+		return c, nil
+	}
+	if err := c.candidate(b); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// candidates finds, among the chunk's candidates es, the first one's (index
+// 0) and notes whether others hold calls.
+func (c *geminiChunk) candidates(b []byte, es []span) error {
 	for _, e := range es {
 		idx := 0
 		if kind(b, e) == '{' {
 			if i, ok, err := field(b, e, "index"); err != nil {
-				return nil, err
+				return err
 			} else if ok && kind(b, i) != 'n' && string(raw(b, i)) != "0" {
 				idx = -1 // another candidate's
 			}
@@ -57,39 +72,41 @@ func parseGeminiChunk(b []byte) (*geminiChunk, error) {
 		c.other = true
 		calls, err := candidateCalls(b, e)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c.otherCalls = c.otherCalls || calls
 	}
-	if !c.hasC {
-		return c, nil
-	}
+	return nil
+}
+
+// candidate reads the first candidate's finish reason, role and parts.
+func (c *geminiChunk) candidate(b []byte) error {
 	if f, ok, err := field(b, c.cand, "finishReason"); err != nil {
-		return nil, err
+		return err
 	} else if ok && kind(b, f) != 'n' {
 		c.finish = true
 		c.malformed = string(raw(b, f)) == `"`+geminiMalformed+`"`
 	}
 	content, ok, err := field(b, c.cand, "content")
 	if err != nil || !ok || kind(b, content) != '{' {
-		return c, err
+		return err
 	}
 	if c.role, err = optStr(b, content, "role"); err != nil {
-		return nil, err
+		return err
 	}
 	ps, ok, err := field(b, content, "parts")
 	if err != nil || !ok || kind(b, ps) == 'n' {
-		return c, err
+		return err
 	}
 	if c.parts, err = arrayElems(b, ps); err != nil {
-		return nil, err
+		return err
 	}
 	for _, p := range c.parts {
 		if err := checkFields(b, p, "functionCall", "text", "thought"); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // isAnswerPart reports whether the part at sp is answer text: a text part

@@ -74,89 +74,110 @@ func convertGeminiSchema(v any, at string) (any, error) {
 		return nil, fmt.Errorf("httpguard: gemini schema at %q is not an object", "/"+at)
 	}
 	out := make(map[string]any, len(s))
-	nullable := false
-	if n, ok := s["nullable"].(bool); ok {
-		nullable = n
-	}
 	for k, val := range s {
+		var err error
 		switch {
 		case k == "nullable" || k == "propertyOrdering":
 		case k == "type":
-			t, ok := geminiType(val)
-			if !ok {
-				return nil, fmt.Errorf("httpguard: gemini schema at %q: type is neither a name nor a Type number", "/"+at)
+			var t string
+			if t, err = convertGeminiType(val, at); err == nil && t != "" {
+				out["type"] = t
 			}
-			t = strings.ToLower(t)
-			switch t {
-			case "type_unspecified", "":
-				continue
-			case "string", "number", "integer", "boolean", "array", "object", "null":
-			default:
-				return nil, fmt.Errorf("httpguard: gemini schema at %q: unknown type %q", "/"+at, t)
-			}
-			out["type"] = t
 		case k == "format":
 			if f, ok := val.(string); ok && jsonSchemaFormat(f) {
 				out["format"] = f
 			}
 		case geminiCountKey(k):
-			n, err := geminiCount(val)
-			if err != nil {
-				return nil, fmt.Errorf("httpguard: gemini schema at %q: %s: %w", "/"+at, k, err)
+			n, cerr := geminiCount(val)
+			if cerr != nil {
+				return nil, fmt.Errorf("httpguard: gemini schema at %q: %s: %w", "/"+at, k, cerr)
 			}
 			out[k] = n
 		case k == "properties":
-			props, ok := val.(map[string]any)
-			if !ok {
-				return nil, fmt.Errorf("httpguard: gemini schema at %q: properties is not an object", "/"+at)
-			}
-			conv := make(map[string]any, len(props))
-			for name, p := range props {
-				c, err := convertGeminiSchema(p, at+"properties/"+name+"/")
-				if err != nil {
-					return nil, err
-				}
-				conv[name] = c
-			}
-			out[k] = conv
+			out[k], err = convertGeminiProperties(val, at)
 		case k == "items":
-			c, err := convertGeminiSchema(val, at+"items/")
-			if err != nil {
-				return nil, err
-			}
-			out[k] = c
+			out[k], err = convertGeminiSchema(val, at+"items/")
 		case k == "anyOf":
-			list, ok := val.([]any)
-			if !ok {
-				return nil, fmt.Errorf("httpguard: gemini schema at %q: anyOf is not an array", "/"+at)
-			}
-			conv := make([]any, len(list))
-			for i, p := range list {
-				c, err := convertGeminiSchema(p, at+"anyOf/"+strconv.Itoa(i)+"/")
-				if err != nil {
-					return nil, err
-				}
-				conv[i] = c
-			}
-			out[k] = conv
+			out[k], err = convertGeminiAnyOf(val, at)
 		case k == "example":
 			out["examples"] = []any{val}
 		default:
 			out[k] = val
 		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	if nullable {
-		if t, ok := out["type"].(string); ok {
-			out["type"] = []any{t, "null"}
-		}
-		if e, ok := out["enum"].([]any); ok {
-			out["enum"] = append(e, nil)
-		}
-		if a, ok := out["anyOf"].([]any); ok {
-			out["anyOf"] = append(a, map[string]any{"type": "null"})
-		}
+	if n, ok := s["nullable"].(bool); ok && n {
+		allowNull(out)
 	}
 	return out, nil
+}
+
+// convertGeminiType is a Gemini type (a name in any case, or a Type
+// number) as JSON Schema names it; "" for TYPE_UNSPECIFIED, which
+// constrains nothing.
+func convertGeminiType(val any, at string) (string, error) {
+	t, ok := geminiType(val)
+	if !ok {
+		return "", fmt.Errorf("httpguard: gemini schema at %q: type is neither a name nor a Type number", "/"+at)
+	}
+	t = strings.ToLower(t)
+	switch t {
+	case "type_unspecified", "":
+		return "", nil
+	case "string", "number", "integer", "boolean", "array", "object", "null":
+		return t, nil
+	}
+	return "", fmt.Errorf("httpguard: gemini schema at %q: unknown type %q", "/"+at, t)
+}
+
+// convertGeminiProperties converts each schema of a properties object.
+func convertGeminiProperties(val any, at string) (any, error) {
+	props, ok := val.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("httpguard: gemini schema at %q: properties is not an object", "/"+at)
+	}
+	conv := make(map[string]any, len(props))
+	for name, p := range props {
+		c, err := convertGeminiSchema(p, at+"properties/"+name+"/")
+		if err != nil {
+			return nil, err
+		}
+		conv[name] = c
+	}
+	return conv, nil
+}
+
+// convertGeminiAnyOf converts each schema of an anyOf list.
+func convertGeminiAnyOf(val any, at string) (any, error) {
+	list, ok := val.([]any)
+	if !ok {
+		return nil, fmt.Errorf("httpguard: gemini schema at %q: anyOf is not an array", "/"+at)
+	}
+	conv := make([]any, len(list))
+	for i, p := range list {
+		c, err := convertGeminiSchema(p, at+"anyOf/"+strconv.Itoa(i)+"/")
+		if err != nil {
+			return nil, err
+		}
+		conv[i] = c
+	}
+	return conv, nil
+}
+
+// allowNull makes the converted schema out take null too, as Gemini's
+// nullable says: null added to its type, its enum and its anyOf.
+func allowNull(out map[string]any) {
+	if t, ok := out["type"].(string); ok {
+		out["type"] = []any{t, "null"}
+	}
+	if e, ok := out["enum"].([]any); ok {
+		out["enum"] = append(e, nil)
+	}
+	if a, ok := out["anyOf"].([]any); ok {
+		out["anyOf"] = append(a, map[string]any{"type": "null"})
+	}
 }
 
 // geminiTypes are the names of the Type enum, by number

@@ -216,6 +216,26 @@ const (
 	orphanNotePrefix   = "toolguard: a tool result whose call is not in the conversation"
 )
 
+// historyReport collects what a history check of one member (messages,
+// contents, input) finds: the faults it repairs, and the refusals of
+// those it cannot.
+type historyReport struct {
+	member string
+	fixes  []historyFix
+}
+
+// fix records f, repaired, with the JSON Pointers of what changed.
+func (r *historyReport) fix(f *HistoryError, paths ...string) {
+	f.Member, f.Repairable = r.member, true
+	r.fixes = append(r.fixes, historyFix{fault: f, paths: paths})
+}
+
+// refuse returns the error of a fault no repair makes good: element i,
+// call id.
+func (r *historyReport) refuse(i int, fault HistoryFault, id, detail string) error {
+	return &HistoryError{Member: r.member, Index: i, Fault: fault, CallID: id, Detail: detail}
+}
+
 // argsNote is the note that keeps a call's arguments as sent.
 func argsNote(sent string) string { return argsNotePrefix + sent }
 
@@ -272,6 +292,20 @@ type transcriptEdit struct {
 type memberKey struct {
 	obj int
 	key string
+}
+
+// historyOf returns the transcript edit of the list member of the
+// request body, read as readableBody reads it with schemas; nil when the
+// request has no such list (no history to check).
+func historyOf(body []byte, schemas schemaFinder, member string) (*transcriptEdit, error) {
+	if _, err := readableBody(body, schemas); err != nil {
+		return nil, err
+	}
+	r, err := root(body)
+	if err != nil {
+		return nil, err
+	}
+	return historyTranscript(body, r, member)
 }
 
 // historyTranscript returns the transcript edit of body's member, the
@@ -557,4 +591,17 @@ func (t *transcriptEdit) rebuildArray(i int, c arrayChange, path ...any) error {
 	text := append([]byte{'['}, bytes.Join(items, []byte(","))...)
 	t.edits[i] = append(outside, edit{at: arr, text: append(text, ']')})
 	return nil
+}
+
+// blockAt is block k of message j (an Anthropic content block, a Gemini
+// part).
+type blockAt struct{ j, k int }
+
+// rawMessages returns items as json.RawMessages.
+func rawMessages(items [][]byte) []json.RawMessage {
+	out := make([]json.RawMessage, len(items))
+	for i, b := range items {
+		out[i] = b
+	}
+	return out
 }

@@ -42,168 +42,226 @@ type chatHistMsg struct {
 
 func (chatWire) history(body []byte) ([]byte, []historyFix, error) {
 	const member = "messages"
-	r, err := chatRequestRoot(body)
-	if err != nil {
-		return nil, nil, err
-	}
-	t, err := historyTranscript(body, r, member)
+	t, err := historyOf(body, chatSchemas, member)
 	if t == nil || err != nil {
 		if err != nil {
 			return nil, nil, err
 		}
 		return body, nil, nil // no history to check
 	}
-	ms := make([]chatHistMsg, len(t.elems))
-	taken := map[string]bool{}
+	h := &chatHistoryCheck{t: t, ms: make([]chatHistMsg, len(t.elems)), taken: map[string]bool{}, seen: map[string]bool{},
+		rep: &historyReport{member: member}}
 	for i, e := range t.elems {
-		if err := json.Unmarshal(raw(body, e), &ms[i]); err != nil {
+		if err := json.Unmarshal(raw(body, e), &h.ms[i]); err != nil {
 			return nil, nil, err
 		}
-		for _, c := range ms[i].ToolCalls {
-			taken[c.ID] = true
+		for _, c := range h.ms[i].ToolCalls {
+			h.taken[c.ID] = true
 		}
-		if ms[i].ToolCallID != nil {
-			taken[*ms[i].ToolCallID] = true
+		if h.ms[i].ToolCallID != nil {
+			h.taken[*h.ms[i].ToolCallID] = true
 		}
 	}
-	var fixes []historyFix
-	fix := func(f *HistoryError, paths ...string) {
-		f.Member, f.Repairable = member, true
-		fixes = append(fixes, historyFix{fault: f, paths: paths})
-	}
-	refuse := func(i int, fault HistoryFault, id, detail string) error {
-		return &HistoryError{Member: member, Index: i, Fault: fault, CallID: id, Detail: detail}
-	}
-	seen := map[string]bool{} // the call ids of earlier messages
-	for i := 0; i < len(ms); {
+	for i := 0; i < len(h.ms); {
 		first := i + 1 // the run of tool messages answering message i
-		if ms[i].Role == "tool" {
+		if h.ms[i].Role == "tool" {
 			first = i // a run after no assistant message: all orphans
-		} else if ms[i].Role != "assistant" {
+		} else if h.ms[i].Role != "assistant" {
 			i++
 			continue
 		}
 		end := first
-		for end < len(ms) && ms[end].Role == "tool" {
+		for end < len(h.ms) && h.ms[end].Role == "tool" {
 			end++
 		}
-		last := end - 1 // what the repairs are inserted after
-		if last < i {
-			last = i
-		}
-		// The run's results by call id.
-		results := map[string]int{}
-		for k := first; k < end; k++ {
-			id := ""
-			if ms[k].ToolCallID != nil {
-				id = *ms[k].ToolCallID
-			}
-			if _, dup := results[id]; dup {
-				return nil, nil, refuse(k, DuplicateID, id, "two tool messages answer the same call")
-			}
-			results[id] = k
-		}
-		answered := map[string]bool{}
-		var inserts [][]byte
-		if ms[i].Role == "assistant" {
-			calls := ms[i].ToolCalls
-			ids := map[string]bool{}
-			for _, c := range calls {
-				if ids[c.ID] {
-					return nil, nil, refuse(i, DuplicateID, c.ID, "two calls of one message have the same id")
-				}
-				ids[c.ID] = true
-			}
-			for j, c := range calls {
-				id, name := c.ID, c.Function.Name
-				k, hasResult := results[id]
-				answered[id] = true
-				if seen[id] {
-					newID := renamed(id, taken)
-					if err := t.set(i, marshalString(newID), "tool_calls", j, "id"); err != nil {
-						return nil, nil, err
-					}
-					paths := []string{pointer(member, i, "tool_calls", j, "id")}
-					if hasResult {
-						if err := t.set(k, marshalString(newID), "tool_call_id"); err != nil {
-							return nil, nil, err
-						}
-						paths = append(paths, pointer(member, k, "tool_call_id"))
-					}
-					fix(&HistoryError{Index: i, Fault: DuplicateID, CallID: id, Tool: name,
-						Detail: "an earlier call has this id", Repair: fmt.Sprintf("renamed %q with its result", newID)}, paths...)
-					id = newID
-				}
-				seen[id] = true
-				note := ""
-				if c.Type == "function" || c.Type == "" {
-					if sent, ok := historyArgs(c.Function.Arguments); !ok {
-						note = argsNote(sent)
-						if err := t.set(i, marshalString("{}"), "tool_calls", j, "function", "arguments"); err != nil {
-							return nil, nil, err
-						}
-						paths := []string{pointer(member, i, "tool_calls", j, "function", "arguments")}
-						if hasResult {
-							if err := chatNote(t, ms[k].Content, k, note); err != nil {
-								return nil, nil, err
-							}
-							paths = append(paths, pointer(member, k, "content"))
-						}
-						fix(&HistoryError{Index: i, Fault: NonObjectArguments, CallID: id, Tool: name,
-							Detail: "the arguments are not a JSON object", Repair: "arguments {}, the text as sent kept in a note in the result"}, paths...)
-					}
-				}
-				if !hasResult {
-					content := unknownOutcomeText
-					if note != "" {
-						content += "\n\n" + note
-					}
-					m, err := marshal(struct {
-						Role       string `json:"role"`
-						ToolCallID string `json:"tool_call_id"`
-						Content    string `json:"content"`
-					}{"tool", id, content})
-					if err != nil {
-						return nil, nil, err
-					}
-					inserts = append(inserts, m)
-					fix(&HistoryError{Index: i, Fault: UnansweredCall, CallID: id, Tool: name,
-						Detail: "no tool message answers it", Repair: "a tool message saying the outcome is unknown, after the turn"},
-						pointer(member, i, "tool_calls", j))
-				}
-			}
-		}
-		for k := first; k < end; k++ {
-			id := ""
-			if ms[k].ToolCallID != nil {
-				id = *ms[k].ToolCallID
-			}
-			if answered[id] {
-				continue
-			}
-			text, ok := textOf(ms[k].Content, "text")
-			if !ok {
-				return nil, nil, refuse(k, OrphanResult, id, "a tool message that answers no call, with content a note cannot hold")
-			}
-			m, err := marshal(struct {
-				Role    string `json:"role"`
-				Content string `json:"content"`
-			}{"user", orphanNote(id, text)})
-			if err != nil {
-				return nil, nil, err
-			}
-			t.drop[k] = true
-			inserts = append(inserts, m)
-			fix(&HistoryError{Index: k, Fault: OrphanResult, CallID: id,
-				Detail: "a tool message that answers no call of the assistant message before it", Repair: "a user message quoting it, after the turn"},
-				pointer(member, k))
-		}
-		if len(inserts) > 0 {
-			t.after[last] = append(t.after[last], inserts...)
+		if err := h.turn(i, first, end); err != nil {
+			return nil, nil, err
 		}
 		i = end
 	}
-	return t.result(), fixes, nil
+	return t.result(), h.rep.fixes, nil
+}
+
+// chatHistoryCheck is one history check of a Chat request's messages.
+type chatHistoryCheck struct {
+	t     *transcriptEdit
+	ms    []chatHistMsg
+	taken map[string]bool // every call id the messages use
+	seen  map[string]bool // the call ids of earlier messages
+	rep   *historyReport
+}
+
+// turn checks the turn of message i (an assistant message, or a tool
+// message that follows none) and the run of tool messages [first, end)
+// that answers it; its repairs are inserted after the run.
+func (h *chatHistoryCheck) turn(i, first, end int) error {
+	last := end - 1 // what the repairs are inserted after
+	if last < i {
+		last = i
+	}
+	// The run's results by call id.
+	results := map[string]int{}
+	for k := first; k < end; k++ {
+		id := h.resultID(k)
+		if _, dup := results[id]; dup {
+			return h.rep.refuse(k, DuplicateID, id, "two tool messages answer the same call")
+		}
+		results[id] = k
+	}
+	answered := map[string]bool{}
+	var inserts [][]byte
+	if h.ms[i].Role == "assistant" {
+		var err error
+		if inserts, err = h.calls(i, results, answered); err != nil {
+			return err
+		}
+	}
+	orphans, err := h.orphans(first, end, answered)
+	if err != nil {
+		return err
+	}
+	if inserts = append(inserts, orphans...); len(inserts) > 0 {
+		h.t.after[last] = append(h.t.after[last], inserts...)
+	}
+	return nil
+}
+
+// resultID is the call id tool message k answers, "" when it names none.
+func (h *chatHistoryCheck) resultID(k int) string {
+	if h.ms[k].ToolCallID != nil {
+		return *h.ms[k].ToolCallID
+	}
+	return ""
+}
+
+// calls checks the calls of assistant message i against results, the
+// run's tool messages by call id, marking in answered the ids it answers;
+// it returns the tool messages to insert for calls without a result.
+func (h *chatHistoryCheck) calls(i int, results map[string]int, answered map[string]bool) ([][]byte, error) {
+	member := h.rep.member
+	calls := h.ms[i].ToolCalls
+	ids := map[string]bool{}
+	for _, c := range calls {
+		if ids[c.ID] {
+			return nil, h.rep.refuse(i, DuplicateID, c.ID, "two calls of one message have the same id")
+		}
+		ids[c.ID] = true
+	}
+	var inserts [][]byte
+	for j, c := range calls {
+		id, name := c.ID, c.Function.Name
+		k, hasResult := results[id]
+		answered[id] = true
+		if h.seen[id] {
+			newID, err := h.rename(i, j, k, hasResult)
+			if err != nil {
+				return nil, err
+			}
+			id = newID
+		}
+		h.seen[id] = true
+		note := ""
+		if c.Type == "function" || c.Type == "" {
+			var err error
+			if note, err = h.objectArgs(i, j, k, id, hasResult); err != nil {
+				return nil, err
+			}
+		}
+		if !hasResult {
+			content := unknownOutcomeText
+			if note != "" {
+				content += "\n\n" + note
+			}
+			m, err := chatToolMessage(id, content)
+			if err != nil {
+				return nil, err
+			}
+			inserts = append(inserts, m)
+			h.rep.fix(&HistoryError{Index: i, Fault: UnansweredCall, CallID: id, Tool: name,
+				Detail: "no tool message answers it", Repair: "a tool message saying the outcome is unknown, after the turn"},
+				pointer(member, i, "tool_calls", j))
+		}
+	}
+	return inserts, nil
+}
+
+// rename gives call j of message i, whose id an earlier message used, a
+// new id, and its result (tool message k, when hasResult) with it.
+func (h *chatHistoryCheck) rename(i, j, k int, hasResult bool) (string, error) {
+	member := h.rep.member
+	c := h.ms[i].ToolCalls[j]
+	id := c.ID
+	newID := renamed(id, h.taken)
+	if err := h.t.set(i, marshalString(newID), "tool_calls", j, "id"); err != nil {
+		return "", err
+	}
+	paths := []string{pointer(member, i, "tool_calls", j, "id")}
+	if hasResult {
+		if err := h.t.set(k, marshalString(newID), "tool_call_id"); err != nil {
+			return "", err
+		}
+		paths = append(paths, pointer(member, k, "tool_call_id"))
+	}
+	h.rep.fix(&HistoryError{Index: i, Fault: DuplicateID, CallID: id, Tool: c.Function.Name,
+		Detail: "an earlier call has this id", Repair: fmt.Sprintf("renamed %q with its result", newID)}, paths...)
+	return newID, nil
+}
+
+// objectArgs makes the arguments of function call j of message i (its id
+// as the check leaves it) "{}" when their text is not a JSON object, and
+// returns the note that keeps the text as sent, put into its result (tool
+// message k, when hasResult); "" when the arguments are an object.
+func (h *chatHistoryCheck) objectArgs(i, j, k int, id string, hasResult bool) (string, error) {
+	member := h.rep.member
+	c := h.ms[i].ToolCalls[j]
+	sent, ok := historyArgs(c.Function.Arguments)
+	if ok {
+		return "", nil
+	}
+	note := argsNote(sent)
+	if err := h.t.set(i, marshalString("{}"), "tool_calls", j, "function", "arguments"); err != nil {
+		return "", err
+	}
+	paths := []string{pointer(member, i, "tool_calls", j, "function", "arguments")}
+	if hasResult {
+		if err := chatNote(h.t, h.ms[k].Content, k, note); err != nil {
+			return "", err
+		}
+		paths = append(paths, pointer(member, k, "content"))
+	}
+	h.rep.fix(&HistoryError{Index: i, Fault: NonObjectArguments, CallID: id, Tool: c.Function.Name,
+		Detail: "the arguments are not a JSON object", Repair: "arguments {}, the text as sent kept in a note in the result"}, paths...)
+	return note, nil
+}
+
+// orphans turns each tool message of the run [first, end) that answers
+// no call (none in answered) into a user message quoting it, returned to
+// be inserted after the run.
+func (h *chatHistoryCheck) orphans(first, end int, answered map[string]bool) ([][]byte, error) {
+	var inserts [][]byte
+	for k := first; k < end; k++ {
+		id := h.resultID(k)
+		if answered[id] {
+			continue
+		}
+		text, ok := textOf(h.ms[k].Content, "text")
+		if !ok {
+			return nil, h.rep.refuse(k, OrphanResult, id, "a tool message that answers no call, with content a note cannot hold")
+		}
+		m, err := marshal(struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		}{"user", orphanNote(id, text)})
+		if err != nil {
+			return nil, err
+		}
+		h.t.drop[k] = true
+		inserts = append(inserts, m)
+		h.rep.fix(&HistoryError{Index: k, Fault: OrphanResult, CallID: id,
+			Detail: "a tool message that answers no call of the assistant message before it", Repair: "a user message quoting it, after the turn"},
+			pointer(h.rep.member, k))
+	}
+	return inserts, nil
 }
 
 // chatNote puts note before the content of tool message k.

@@ -50,24 +50,17 @@ type messagesHistBlock struct {
 
 func (messagesWire) history(body []byte) ([]byte, []historyFix, error) {
 	const member = "messages"
-	if _, err := readableBody(body, messagesSchemas); err != nil {
-		return nil, nil, err
-	}
-	r, err := root(body)
-	if err != nil {
-		return nil, nil, err
-	}
-	t, err := historyTranscript(body, r, member)
+	t, err := historyOf(body, messagesSchemas, member)
 	if t == nil || err != nil {
 		if err != nil {
 			return nil, nil, err
 		}
 		return body, nil, nil // no history to check
 	}
-	ms := make([]messagesHistMsg, len(t.elems))
-	taken := map[string]bool{}
+	h := &messagesHistoryCheck{t: t, ms: make([]messagesHistMsg, len(t.elems)), taken: map[string]bool{},
+		seen: map[string]bool{}, answers: map[int][]int{}, changes: map[int]*arrayChange{}, rep: &historyReport{member: member}}
 	for i, e := range t.elems {
-		m := &ms[i]
+		m := &h.ms[i]
 		if err := json.Unmarshal(raw(body, e), m); err != nil {
 			return nil, nil, err
 		}
@@ -78,185 +71,263 @@ func (messagesWire) history(body []byte) ([]byte, []historyFix, error) {
 			m.array = true
 		}
 		for _, b := range m.blocks {
-			taken[b.ID] = true
-			taken[b.ToolUseID] = true
+			h.taken[b.ID] = true
+			h.taken[b.ToolUseID] = true
 		}
 	}
-	var fixes []historyFix
-	fix := func(f *HistoryError, paths ...string) {
-		f.Member, f.Repairable = member, true
-		fixes = append(fixes, historyFix{fault: f, paths: paths})
-	}
-	refuse := func(i int, fault HistoryFault, id, detail string) error {
-		return &HistoryError{Member: member, Index: i, Fault: fault, CallID: id, Detail: detail}
-	}
-	// results returns the tool_result blocks by tool_use_id of the user
-	// messages that follow message i (Anthropic combines consecutive user
-	// messages into one turn).
-	results := func(i int) (map[string]blockAt, error) {
-		out := map[string]blockAt{}
-		for j := i + 1; j < len(ms) && ms[j].Role == "user"; j++ {
-			for k, b := range ms[j].blocks {
-				if b.Type != "tool_result" {
-					continue
-				}
-				if _, dup := out[b.ToolUseID]; dup {
-					return nil, refuse(j, DuplicateID, b.ToolUseID, "two tool_result blocks answer the same tool_use")
-				}
-				out[b.ToolUseID] = blockAt{j, k}
-			}
-		}
-		return out, nil
-	}
-	changes := map[int]*arrayChange{} // the user messages' content changes
-	change := func(j int) *arrayChange {
-		c := changes[j]
-		if c == nil {
-			c = &arrayChange{drop: map[int]bool{}, at: len(ms[j].blocks)}
-			for k, b := range ms[j].blocks {
-				if b.Type != "tool_result" {
-					c.at = k // after the leading tool_result blocks
-					break
-				}
-			}
-			changes[j] = c
-		}
-		return c
-	}
-	seen := map[string]bool{}  // the tool_use ids of earlier messages
-	answers := map[int][]int{} // message j: its tool_result blocks that answer a call
-	for i, m := range ms {
+	for i, m := range h.ms {
 		if m.Role != "assistant" {
 			continue
 		}
-		ids := map[string]bool{}
-		for _, b := range m.blocks {
-			if b.Type != "tool_use" {
-				continue
-			}
-			if ids[b.ID] {
-				return nil, nil, refuse(i, DuplicateID, b.ID, "two tool_use blocks of one message have the same id")
-			}
-			ids[b.ID] = true
-		}
-		j := i + 1
-		res, err := results(i)
-		if err != nil {
+		if err := h.turn(i); err != nil {
 			return nil, nil, err
 		}
-		var missing [][]byte
-		for k, b := range m.blocks {
-			if b.Type != "tool_use" {
-				continue
-			}
-			id := b.ID
-			r, answered := res[id]
-			if answered {
-				answers[r.j] = append(answers[r.j], r.k)
-			}
-			if seen[id] {
-				newID := renamed(id, taken)
-				if err := t.set(i, marshalString(newID), "content", k, "id"); err != nil {
-					return nil, nil, err
-				}
-				paths := []string{pointer(member, i, "content", k, "id")}
-				if answered {
-					if err := t.set(r.j, marshalString(newID), "content", r.k, "tool_use_id"); err != nil {
-						return nil, nil, err
-					}
-					paths = append(paths, pointer(member, r.j, "content", r.k, "tool_use_id"))
-				}
-				fix(&HistoryError{Index: i, Fault: DuplicateID, CallID: id, Tool: b.Name,
-					Detail: "an earlier tool_use has this id", Repair: fmt.Sprintf("renamed %q with its tool_result", newID)}, paths...)
-				id = newID
-			}
-			seen[id] = true
-			note := ""
-			switch {
-			case len(b.Input) == 0 || string(b.Input) == "null":
-				if err := t.set(i, []byte("{}"), "content", k, "input"); err != nil {
-					return nil, nil, err
-				}
-				fix(&HistoryError{Index: i, Fault: NullInput, CallID: id, Tool: b.Name,
-					Detail: "the input is null or missing", Repair: "input {}"}, pointer(member, i, "content", k, "input"))
-			case !isObject(b.Input):
-				note = argsNote(string(compact(b.Input)))
-				if err := t.set(i, []byte("{}"), "content", k, "input"); err != nil {
-					return nil, nil, err
-				}
-				paths := []string{pointer(member, i, "content", k, "input")}
-				if answered {
-					if err := messagesNote(t, ms[r.j].blocks[r.k].Content, r.j, r.k, note); err != nil {
-						return nil, nil, err
-					}
-					paths = append(paths, pointer(member, r.j, "content", r.k, "content"))
-				}
-				fix(&HistoryError{Index: i, Fault: NonObjectArguments, CallID: id, Tool: b.Name,
-					Detail: "the input is not a JSON object", Repair: "input {}, the input as sent kept in a note in the tool_result"}, paths...)
-			}
-			if answered {
-				continue
-			}
-			text := unknownOutcomeText
-			if note != "" {
-				text += "\n\n" + note
-			}
-			block, err := marshal(struct {
-				Type      string `json:"type"`
-				ToolUseID string `json:"tool_use_id"`
-				Content   string `json:"content"`
-				IsError   bool   `json:"is_error"`
-			}{"tool_result", id, text, true})
-			if err != nil {
+	}
+	if err := h.orphans(); err != nil {
+		return nil, nil, err
+	}
+	for j := range h.ms {
+		if c := h.changes[j]; c != nil {
+			if err := t.rebuildArray(j, *c, "content"); err != nil {
 				return nil, nil, err
 			}
-			missing = append(missing, block)
-			fix(&HistoryError{Index: i, Fault: UnansweredCall, CallID: id, Tool: b.Name,
-				Detail: "no tool_result answers it in the next message", Repair: "a tool_result saying the outcome is unknown (is_error), in the next message"},
-				pointer(member, i, "content", k))
-		}
-		if len(missing) == 0 {
-			continue
-		}
-		switch {
-		case j < len(ms) && ms[j].Role == "user" && ms[j].array:
-			c := change(j)
-			c.inserts = append(c.inserts, missing...)
-		case j < len(ms) && ms[j].Role == "user" && json.Valid(ms[j].Content) && ms[j].Content[0] == '"':
-			var s string
-			if err := json.Unmarshal(ms[j].Content, &s); err != nil {
-				return nil, nil, err
-			}
-			textBlock, err := marshal(struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			}{"text", s})
-			if err != nil {
-				return nil, nil, err
-			}
-			blocks := append(append([][]byte{}, missing...), textBlock)
-			if err := t.set(j, append(append([]byte{'['}, joinJSON(blocks)...), ']'), "content"); err != nil {
-				return nil, nil, err
-			}
-		default:
-			m, err := marshal(struct {
-				Role    string            `json:"role"`
-				Content []json.RawMessage `json:"content"`
-			}{"user", rawMessages(missing)})
-			if err != nil {
-				return nil, nil, err
-			}
-			t.after[i] = append(t.after[i], m)
 		}
 	}
-	// Orphaned results: tool_result blocks no call of the message before
-	// answers.
-	for j, m := range ms {
+	return t.result(), h.rep.fixes, nil
+}
+
+// messagesHistoryCheck is one history check of a Messages request's
+// messages.
+type messagesHistoryCheck struct {
+	t       *transcriptEdit
+	ms      []messagesHistMsg
+	taken   map[string]bool      // every tool_use and tool_result id the messages use
+	seen    map[string]bool      // the tool_use ids of earlier messages
+	answers map[int][]int        // message j: its tool_result blocks that answer a call
+	changes map[int]*arrayChange // the user messages' content changes
+	rep     *historyReport
+}
+
+// results returns the tool_result blocks by tool_use_id of the user
+// messages that follow message i (Anthropic combines consecutive user
+// messages into one turn).
+func (h *messagesHistoryCheck) results(i int) (map[string]blockAt, error) {
+	out := map[string]blockAt{}
+	for j := i + 1; j < len(h.ms) && h.ms[j].Role == "user"; j++ {
+		for k, b := range h.ms[j].blocks {
+			if b.Type != "tool_result" {
+				continue
+			}
+			if _, dup := out[b.ToolUseID]; dup {
+				return nil, h.rep.refuse(j, DuplicateID, b.ToolUseID, "two tool_result blocks answer the same tool_use")
+			}
+			out[b.ToolUseID] = blockAt{j, k}
+		}
+	}
+	return out, nil
+}
+
+// change returns the content change of user message j, made on first use.
+func (h *messagesHistoryCheck) change(j int) *arrayChange {
+	c := h.changes[j]
+	if c == nil {
+		c = &arrayChange{drop: map[int]bool{}, at: len(h.ms[j].blocks)}
+		for k, b := range h.ms[j].blocks {
+			if b.Type != "tool_result" {
+				c.at = k // after the leading tool_result blocks
+				break
+			}
+		}
+		h.changes[j] = c
+	}
+	return c
+}
+
+// turn checks the tool_use blocks of assistant message i against the
+// tool_results of the user messages after it, and puts a tool_result for
+// each call none answers into the next message.
+func (h *messagesHistoryCheck) turn(i int) error {
+	m := h.ms[i]
+	ids := map[string]bool{}
+	for _, b := range m.blocks {
+		if b.Type != "tool_use" {
+			continue
+		}
+		if ids[b.ID] {
+			return h.rep.refuse(i, DuplicateID, b.ID, "two tool_use blocks of one message have the same id")
+		}
+		ids[b.ID] = true
+	}
+	res, err := h.results(i)
+	if err != nil {
+		return err
+	}
+	var missing [][]byte
+	for k, b := range m.blocks {
+		if b.Type != "tool_use" {
+			continue
+		}
+		block, err := h.call(i, k, res)
+		if err != nil {
+			return err
+		}
+		if block != nil {
+			missing = append(missing, block)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return h.insertMissing(i, missing)
+}
+
+// call checks tool_use block k of message i, answered (or not) in res: a
+// reused id is renamed with its result, an input that is null or not an
+// object becomes {}; it returns the tool_result to add when no result
+// answers the call, nil when one does.
+func (h *messagesHistoryCheck) call(i, k int, res map[string]blockAt) ([]byte, error) {
+	member := h.rep.member
+	b := h.ms[i].blocks[k]
+	id := b.ID
+	r, answered := res[id]
+	if answered {
+		h.answers[r.j] = append(h.answers[r.j], r.k)
+	}
+	if h.seen[id] {
+		newID, err := h.rename(i, k, r, answered)
+		if err != nil {
+			return nil, err
+		}
+		id = newID
+	}
+	h.seen[id] = true
+	note, err := h.input(i, k, id, r, answered)
+	if err != nil {
+		return nil, err
+	}
+	if answered {
+		return nil, nil
+	}
+	text := unknownOutcomeText
+	if note != "" {
+		text += "\n\n" + note
+	}
+	block, err := marshal(struct {
+		Type      string `json:"type"`
+		ToolUseID string `json:"tool_use_id"`
+		Content   string `json:"content"`
+		IsError   bool   `json:"is_error"`
+	}{"tool_result", id, text, true})
+	if err != nil {
+		return nil, err
+	}
+	h.rep.fix(&HistoryError{Index: i, Fault: UnansweredCall, CallID: id, Tool: b.Name,
+		Detail: "no tool_result answers it in the next message", Repair: "a tool_result saying the outcome is unknown (is_error), in the next message"},
+		pointer(member, i, "content", k))
+	return block, nil
+}
+
+// rename gives tool_use block k of message i, whose id an earlier message
+// used, a new id, and its result (at r, when answered) with it.
+func (h *messagesHistoryCheck) rename(i, k int, r blockAt, answered bool) (string, error) {
+	member := h.rep.member
+	b := h.ms[i].blocks[k]
+	newID := renamed(b.ID, h.taken)
+	if err := h.t.set(i, marshalString(newID), "content", k, "id"); err != nil {
+		return "", err
+	}
+	paths := []string{pointer(member, i, "content", k, "id")}
+	if answered {
+		if err := h.t.set(r.j, marshalString(newID), "content", r.k, "tool_use_id"); err != nil {
+			return "", err
+		}
+		paths = append(paths, pointer(member, r.j, "content", r.k, "tool_use_id"))
+	}
+	h.rep.fix(&HistoryError{Index: i, Fault: DuplicateID, CallID: b.ID, Tool: b.Name,
+		Detail: "an earlier tool_use has this id", Repair: fmt.Sprintf("renamed %q with its tool_result", newID)}, paths...)
+	return newID, nil
+}
+
+// input makes the input of tool_use block k of message i (its id as the
+// check leaves it) {} when it is null, missing or not an object, and
+// returns the note that keeps an input that was not an object as sent,
+// put into its result (at r, when answered); "" otherwise.
+func (h *messagesHistoryCheck) input(i, k int, id string, r blockAt, answered bool) (string, error) {
+	member := h.rep.member
+	b := h.ms[i].blocks[k]
+	switch {
+	case len(b.Input) == 0 || string(b.Input) == "null":
+		if err := h.t.set(i, []byte("{}"), "content", k, "input"); err != nil {
+			return "", err
+		}
+		h.rep.fix(&HistoryError{Index: i, Fault: NullInput, CallID: id, Tool: b.Name,
+			Detail: "the input is null or missing", Repair: "input {}"}, pointer(member, i, "content", k, "input"))
+	case !isObject(b.Input):
+		note := argsNote(string(compact(b.Input)))
+		if err := h.t.set(i, []byte("{}"), "content", k, "input"); err != nil {
+			return "", err
+		}
+		paths := []string{pointer(member, i, "content", k, "input")}
+		if answered {
+			if err := messagesNote(h.t, h.ms[r.j].blocks[r.k].Content, r.j, r.k, note); err != nil {
+				return "", err
+			}
+			paths = append(paths, pointer(member, r.j, "content", r.k, "content"))
+		}
+		h.rep.fix(&HistoryError{Index: i, Fault: NonObjectArguments, CallID: id, Tool: b.Name,
+			Detail: "the input is not a JSON object", Repair: "input {}, the input as sent kept in a note in the tool_result"}, paths...)
+		return note, nil
+	}
+	return "", nil
+}
+
+// insertMissing puts the tool_results missing for assistant message i
+// into the next message: among a user message's blocks, before a user
+// message's text, or as a user message of their own.
+func (h *messagesHistoryCheck) insertMissing(i int, missing [][]byte) error {
+	j := i + 1
+	switch {
+	case j < len(h.ms) && h.ms[j].Role == "user" && h.ms[j].array:
+		c := h.change(j)
+		c.inserts = append(c.inserts, missing...)
+	case j < len(h.ms) && h.ms[j].Role == "user" && json.Valid(h.ms[j].Content) && h.ms[j].Content[0] == '"':
+		var s string
+		if err := json.Unmarshal(h.ms[j].Content, &s); err != nil {
+			return err
+		}
+		textBlock, err := marshal(struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}{"text", s})
+		if err != nil {
+			return err
+		}
+		blocks := append(append([][]byte{}, missing...), textBlock)
+		if err := h.t.set(j, append(append([]byte{'['}, joinJSON(blocks)...), ']'), "content"); err != nil {
+			return err
+		}
+	default:
+		m, err := marshal(struct {
+			Role    string            `json:"role"`
+			Content []json.RawMessage `json:"content"`
+		}{"user", rawMessages(missing)})
+		if err != nil {
+			return err
+		}
+		h.t.after[i] = append(h.t.after[i], m)
+	}
+	return nil
+}
+
+// orphans turns each tool_result block no call of the message before
+// answers into a text block quoting it, at the end of its message.
+func (h *messagesHistoryCheck) orphans() error {
+	for j, m := range h.ms {
 		if m.Role != "user" {
 			continue
 		}
 		answering := map[int]bool{}
-		for _, k := range answers[j] {
+		for _, k := range h.answers[j] {
 			answering[k] = true
 		}
 		for k, b := range m.blocks {
@@ -265,35 +336,25 @@ func (messagesWire) history(body []byte) ([]byte, []historyFix, error) {
 			}
 			text, ok := textOf(b.Content, "text")
 			if !ok {
-				return nil, nil, refuse(j, OrphanResult, b.ToolUseID, "a tool_result whose tool_use is not in the message before it, with content a note cannot hold")
+				return h.rep.refuse(j, OrphanResult, b.ToolUseID, "a tool_result whose tool_use is not in the message before it, with content a note cannot hold")
 			}
 			note, err := marshal(struct {
 				Type string `json:"type"`
 				Text string `json:"text"`
 			}{"text", orphanNote(b.ToolUseID, text)})
 			if err != nil {
-				return nil, nil, err
+				return err
 			}
-			c := change(j)
+			c := h.change(j)
 			c.drop[k] = true
 			c.tail = append(c.tail, note)
-			fix(&HistoryError{Index: j, Fault: OrphanResult, CallID: b.ToolUseID,
+			h.rep.fix(&HistoryError{Index: j, Fault: OrphanResult, CallID: b.ToolUseID,
 				Detail: "a tool_result whose tool_use is not in the message before it", Repair: "a text block quoting it, at the end of the message"},
-				pointer(member, j, "content", k))
+				pointer(h.rep.member, j, "content", k))
 		}
 	}
-	for j := range ms {
-		if c := changes[j]; c != nil {
-			if err := t.rebuildArray(j, *c, "content"); err != nil {
-				return nil, nil, err
-			}
-		}
-	}
-	return t.result(), fixes, nil
+	return nil
 }
-
-// blockAt is block k of message j.
-type blockAt struct{ j, k int }
 
 // messagesNote puts note before the content of tool_result block k of
 // message j.
@@ -325,15 +386,6 @@ func joinJSON(items [][]byte) []byte {
 			out = append(out, ',')
 		}
 		out = append(out, b...)
-	}
-	return out
-}
-
-// rawMessages returns items as json.RawMessages.
-func rawMessages(items [][]byte) []json.RawMessage {
-	out := make([]json.RawMessage, len(items))
-	for i, b := range items {
-		out[i] = b
 	}
 	return out
 }

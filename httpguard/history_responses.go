@@ -54,46 +54,51 @@ func (it responsesHistItem) id() string {
 
 func (responsesWire) history(body []byte) ([]byte, []historyFix, error) {
 	const member = "input"
-	if _, err := readableBody(body, responsesSchemas); err != nil {
-		return nil, nil, err
-	}
-	r, err := root(body)
-	if err != nil {
-		return nil, nil, err
-	}
-	t, err := historyTranscript(body, r, member)
+	t, err := historyOf(body, responsesSchemas, member)
 	if t == nil || err != nil {
 		if err != nil {
 			return nil, nil, err
 		}
 		return body, nil, nil // no history to check
 	}
-	items := make([]responsesHistItem, len(t.elems))
-	taken := map[string]bool{}
+	h := &responsesHistoryCheck{t: t, items: make([]responsesHistItem, len(t.elems)), taken: map[string]bool{},
+		ids: make([]string, len(t.elems)), callAt: map[string]int{}, output: map[string]int{}, rep: &historyReport{member: member}}
 	for i, e := range t.elems {
-		if err := json.Unmarshal(raw(body, e), &items[i]); err != nil {
+		if err := json.Unmarshal(raw(body, e), &h.items[i]); err != nil {
 			return nil, nil, err
 		}
-		if items[i].Type == "item_reference" {
+		if h.items[i].Type == "item_reference" {
 			// A stored item, read by the server: the call an output
 			// answers may be it.
 			return body, nil, nil
 		}
-		if items[i].isCall() || items[i].isOutput() {
-			taken[items[i].id()] = true
+		if h.items[i].isCall() || h.items[i].isOutput() {
+			h.taken[h.items[i].id()] = true
 		}
 	}
-	var fixes []historyFix
-	fix := func(f *HistoryError, paths ...string) {
-		f.Member, f.Repairable = member, true
-		fixes = append(fixes, historyFix{fault: f, paths: paths})
+	for _, phase := range []func() error{h.renameDuplicates, h.pair, h.calls, h.orphans} {
+		if err := phase(); err != nil {
+			return nil, nil, err
+		}
 	}
-	refuse := func(i int, fault HistoryFault, id, detail string) error {
-		return &HistoryError{Member: member, Index: i, Fault: fault, CallID: id, Detail: detail}
-	}
-	// Duplicate call ids, in one pass: a call whose call_id an earlier
-	// call has is renamed, with the outputs that follow it before the
-	// id's next call.
+	return t.result(), h.rep.fixes, nil
+}
+
+// responsesHistoryCheck is one history check of a Responses request's
+// input, in phases.
+type responsesHistoryCheck struct {
+	t      *transcriptEdit
+	items  []responsesHistItem
+	taken  map[string]bool // every call_id the input uses
+	ids    []string        // each call's and output's call_id once repaired
+	callAt map[string]int  // the (last) call of each repaired call_id
+	output map[string]int  // the output that answers each call before it
+	rep    *historyReport
+}
+
+// renameDuplicates renames, in one pass, a call whose call_id an earlier
+// call has, with the outputs that follow it before the id's next call.
+func (h *responsesHistoryCheck) renameDuplicates() error {
 	type idState struct {
 		calls      int    // calls seen with the id
 		lastCall   bool   // the id's last item is a call
@@ -102,14 +107,13 @@ func (responsesWire) history(body []byte) ([]byte, []historyFix, error) {
 		twoCalls   bool   // the latest call follows a call with no output between
 		renamedFix int    // the fix of the latest call's renaming
 	}
-	ids := make([]string, len(items)) // each call's and output's id once repaired
 	state := map[string]*idState{}
-	for i, it := range items {
+	for i, it := range h.items {
 		if !it.isCall() && !it.isOutput() {
 			continue
 		}
 		id := it.id()
-		ids[i] = id
+		h.ids[i] = id
 		st := state[id]
 		if st == nil {
 			st = &idState{}
@@ -122,15 +126,15 @@ func (responsesWire) history(body []byte) ([]byte, []historyFix, error) {
 			if st.calls == 1 {
 				continue
 			}
-			newID := renamed(id, taken)
-			if err := t.set(i, marshalString(newID), "call_id"); err != nil {
-				return nil, nil, err
+			newID := renamed(id, h.taken)
+			if err := h.t.set(i, marshalString(newID), "call_id"); err != nil {
+				return err
 			}
-			ids[i], st.current = newID, newID
-			fix(&HistoryError{Index: i, Fault: DuplicateID, CallID: id, Tool: it.Name,
+			h.ids[i], st.current = newID, newID
+			h.rep.fix(&HistoryError{Index: i, Fault: DuplicateID, CallID: id, Tool: it.Name,
 				Detail: "an earlier call has this call_id", Repair: fmt.Sprintf("renamed %q with its output", newID)},
-				pointer(member, i, "call_id"))
-			st.renamedFix = len(fixes) - 1
+				pointer(h.rep.member, i, "call_id"))
+			st.renamedFix = len(h.rep.fixes) - 1
 			continue
 		}
 		st.lastCall = false
@@ -140,55 +144,63 @@ func (responsesWire) history(body []byte) ([]byte, []historyFix, error) {
 		st.outputs++
 		switch {
 		case st.twoCalls:
-			return nil, nil, refuse(i, DuplicateID, id, "an output follows two calls with its call_id")
+			return h.rep.refuse(i, DuplicateID, id, "an output follows two calls with its call_id")
 		case st.outputs > 1:
-			return nil, nil, refuse(i, DuplicateID, id, "two outputs follow one call of a call_id several calls have")
+			return h.rep.refuse(i, DuplicateID, id, "two outputs follow one call of a call_id several calls have")
 		}
-		if err := t.set(i, marshalString(st.current), "call_id"); err != nil {
-			return nil, nil, err
+		if err := h.t.set(i, marshalString(st.current), "call_id"); err != nil {
+			return err
 		}
-		ids[i] = st.current
-		f := &fixes[st.renamedFix]
-		f.paths = append(f.paths, pointer(member, i, "call_id"))
+		h.ids[i] = st.current
+		f := &h.rep.fixes[st.renamedFix]
+		f.paths = append(f.paths, pointer(h.rep.member, i, "call_id"))
 	}
-	// Calls and outputs paired.
-	callAt := map[string]int{}
-	output := map[string]int{}
-	for i, it := range items {
+	return nil
+}
+
+// pair pairs calls and outputs: the output that answers each call.
+func (h *responsesHistoryCheck) pair() error {
+	for i, it := range h.items {
 		switch {
 		case it.isCall():
-			callAt[ids[i]] = i
+			h.callAt[h.ids[i]] = i
 		case it.isOutput():
-			if _, ok := callAt[ids[i]]; !ok {
+			if _, ok := h.callAt[h.ids[i]]; !ok {
 				continue // an orphan, below
 			}
-			if _, dup := output[ids[i]]; dup {
-				return nil, nil, refuse(i, DuplicateID, ids[i], "two outputs answer the same call")
+			if _, dup := h.output[h.ids[i]]; dup {
+				return h.rep.refuse(i, DuplicateID, h.ids[i], "two outputs answer the same call")
 			}
-			output[ids[i]] = i
+			h.output[h.ids[i]] = i
 		}
 	}
-	for i, it := range items {
+	return nil
+}
+
+// calls repairs the calls: arguments that are not a JSON object, and a
+// call no output answers.
+func (h *responsesHistoryCheck) calls() error {
+	for i, it := range h.items {
 		if !it.isCall() {
 			continue
 		}
-		id := ids[i]
-		k, answered := output[id]
+		id := h.ids[i]
+		k, answered := h.output[id]
 		note := ""
 		if it.Type == "function_call" {
 			if sent, ok := historyArgs(it.Arguments); !ok {
 				note = argsNote(sent)
-				if err := t.set(i, marshalString("{}"), "arguments"); err != nil {
-					return nil, nil, err
+				if err := h.t.set(i, marshalString("{}"), "arguments"); err != nil {
+					return err
 				}
-				paths := []string{pointer(member, i, "arguments")}
+				paths := []string{pointer(h.rep.member, i, "arguments")}
 				if answered {
-					if err := responsesNote(t, items[k].Output, k, note); err != nil {
-						return nil, nil, err
+					if err := responsesNote(h.t, h.items[k].Output, k, note); err != nil {
+						return err
 					}
-					paths = append(paths, pointer(member, k, "output"))
+					paths = append(paths, pointer(h.rep.member, k, "output"))
 				}
-				fix(&HistoryError{Index: i, Fault: NonObjectArguments, CallID: id, Tool: it.Name,
+				h.rep.fix(&HistoryError{Index: i, Fault: NonObjectArguments, CallID: id, Tool: it.Name,
 					Detail: "the arguments are not a JSON object", Repair: "arguments {}, the text as sent kept in a note in the output"}, paths...)
 			}
 		}
@@ -203,52 +215,54 @@ func (responsesWire) history(body []byte) ([]byte, []historyFix, error) {
 		if it.Type == "custom_tool_call" {
 			typ = "custom_tool_call_output"
 		}
-		m, err := marshal(struct {
-			Type   string `json:"type"`
-			CallID string `json:"call_id"`
-			Output string `json:"output"`
-		}{typ, id, text})
+		m, err := callOutput(typ, id, text)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		end := i // the model's turn: the calls and reasoning after the call
-		for end+1 < len(items) && (items[end+1].isCall() || items[end+1].Type == "reasoning") {
+		for end+1 < len(h.items) && (h.items[end+1].isCall() || h.items[end+1].Type == "reasoning") {
 			end++
 		}
-		t.after[end] = append(t.after[end], m)
-		fix(&HistoryError{Index: i, Fault: UnansweredCall, CallID: id, Tool: it.Name,
+		h.t.after[end] = append(h.t.after[end], m)
+		h.rep.fix(&HistoryError{Index: i, Fault: UnansweredCall, CallID: id, Tool: it.Name,
 			Detail: "no output answers it", Repair: "an output saying the outcome is unknown, after the turn"},
-			pointer(member, i))
+			pointer(h.rep.member, i))
 	}
-	for i, it := range items {
+	return nil
+}
+
+// orphans turns each output whose call is not before it into a user
+// message quoting it, after the outputs it stood among.
+func (h *responsesHistoryCheck) orphans() error {
+	for i, it := range h.items {
 		if !it.isOutput() {
 			continue
 		}
-		if _, ok := callAt[ids[i]]; ok && callAt[ids[i]] < i {
+		if _, ok := h.callAt[h.ids[i]]; ok && h.callAt[h.ids[i]] < i {
 			continue
 		}
 		text, ok := textOf(it.Output, "input_text")
 		if !ok {
-			return nil, nil, refuse(i, OrphanResult, ids[i], "an output whose call is not before it, with content a note cannot hold")
+			return h.rep.refuse(i, OrphanResult, h.ids[i], "an output whose call is not before it, with content a note cannot hold")
 		}
 		m, err := marshal(struct {
 			Role    string `json:"role"`
 			Content string `json:"content"`
-		}{"user", orphanNote(ids[i], text)})
+		}{"user", orphanNote(h.ids[i], text)})
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		end := i
-		for end+1 < len(items) && items[end+1].isOutput() {
+		for end+1 < len(h.items) && h.items[end+1].isOutput() {
 			end++
 		}
-		t.drop[i] = true
-		t.after[end] = append(t.after[end], m)
-		fix(&HistoryError{Index: i, Fault: OrphanResult, CallID: ids[i],
+		h.t.drop[i] = true
+		h.t.after[end] = append(h.t.after[end], m)
+		h.rep.fix(&HistoryError{Index: i, Fault: OrphanResult, CallID: h.ids[i],
 			Detail: "an output whose call is not before it", Repair: "a user message quoting it, after the outputs it stood among"},
-			pointer(member, i))
+			pointer(h.rep.member, i))
 	}
-	return t.result(), fixes, nil
+	return nil
 }
 
 // responsesNote puts note before the output of item k.

@@ -512,3 +512,69 @@ func lowerASCII(c byte) byte {
 	}
 	return c
 }
+
+// nullToNil returns nil for an absent or null raw value.
+func nullToNil(m json.RawMessage) json.RawMessage {
+	if len(m) == 0 || string(m) == "null" {
+		return nil
+	}
+	return m
+}
+
+// dropNulls returns the object at sp without its null members: a response
+// marks absent fields with null where a request leaves them out.
+func dropNulls(b []byte, sp span) ([]byte, error) {
+	return dropMembers(b, sp, func(m member) bool { return kind(b, m.v) == 'n' })
+}
+
+// objectArgs is a call's arguments where the protocol carries a JSON
+// object: the value's bytes, or the text of a string value (a stream's
+// invalid JSON, assembled).
+func objectArgs(b []byte, v span) ([]byte, error) {
+	if kind(b, v) == '"' {
+		s, err := str(b, v)
+		return []byte(s), err
+	}
+	return raw(b, v), nil
+}
+
+// setAt sets key of the object at path in b to value.
+func setAt(b []byte, path []any, key string, value []byte) ([]byte, error) {
+	r, err := root(b)
+	if err != nil {
+		return nil, err
+	}
+	o, ok, err := at(b, r, path...)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: no object at %v", errJSON, path)
+	}
+	e, err := setMember(b, o, key, value)
+	if err != nil {
+		return nil, err
+	}
+	return apply(b, e), nil
+}
+
+// joinRaw joins JSON values with commas: the inside of an array of them.
+func joinRaw(items [][]byte) []byte {
+	var out []byte
+	for i, it := range items {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, it...)
+	}
+	return out
+}
+
+// appendToArray returns b with items appended to the array at arr.
+func appendToArray(b []byte, arr span, items ...[]byte) ([]byte, error) {
+	e, err := appendElems(b, arr, items...)
+	if err != nil {
+		return nil, err
+	}
+	return apply(b, e), nil
+}

@@ -3,6 +3,7 @@ package httpguard
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/toolguard/toolguard/guard"
 )
@@ -83,4 +84,19 @@ func (codec) ReaskMalformed(req *request, m guard.Malformed, feedback string) (*
 	out := *req
 	out.body = body
 	return &out, nil
+}
+
+// ollamaParseError starts the message of Ollama's refusal of a tool call
+// its parser cannot read: "error parsing tool call: raw='…', err=…".
+const ollamaParseError = "error parsing tool call: "
+
+// ollamaMalformed splits Ollama's message into the model's text (raw) and
+// the parser's reason; a message of another form is the reason whole.
+func ollamaMalformed(msg string) guard.Malformed {
+	rest, ok := strings.CutPrefix(msg, ollamaParseError+"raw='")
+	i := strings.LastIndex(rest, "', err=")
+	if !ok || i < 0 {
+		return guard.Malformed{Message: msg}
+	}
+	return guard.Malformed{Generation: rest[:i], Message: ollamaParseError + rest[i+len("', err="):]}
 }

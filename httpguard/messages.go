@@ -2,7 +2,6 @@ package httpguard
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -146,34 +145,6 @@ func messagesToolUses(b []byte) (blocks []span, uses []int, err error) {
 	return blocks, uses, nil
 }
 
-// objectArgs is a call's arguments where the protocol carries a JSON
-// object: the value's bytes, or the text of a string value (a stream's
-// invalid JSON, assembled).
-func objectArgs(b []byte, v span) ([]byte, error) {
-	if kind(b, v) == '"' {
-		s, err := str(b, v)
-		return []byte(s), err
-	}
-	return raw(b, v), nil
-}
-
-// unreadable returns err, an answer's reader's error, as unguardable (why)
-// when it says the answer is not the JSON its protocol sends; an error
-// that says more (unguardable already, the upstream's own error event, a
-// body past the bound) is returned as it is.
-func unreadable(why string, err error) error {
-	if err == nil || isUnguardable(err) || isUpstreamError(err) || errors.Is(err, errTooLarge) {
-		return err
-	}
-	return unguardable(why, err)
-}
-
-// isUpstreamError reports whether err is the upstream's own error event.
-func isUpstreamError(err error) bool {
-	var se *upstreamStreamError
-	return errors.As(err, &se)
-}
-
 // anthropicUnread is why an Anthropic answer that is not the JSON of the
 // protocol cannot be guarded.
 const anthropicUnread = "anthropic answer not in the protocol's shape"
@@ -235,12 +206,6 @@ func (messagesWire) accept(resp []byte, args [][]byte) ([]byte, error) {
 	return apply(resp, edits...), nil
 }
 
-// dropNulls returns the object at sp without its null members: a response
-// marks absent fields with null where a request leaves them out.
-func dropNulls(b []byte, sp span) ([]byte, error) {
-	return dropMembers(b, sp, func(m member) bool { return kind(b, m.v) == 'n' })
-}
-
 func (w messagesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
 	if _, err := readableBody(req, messagesSchemas); err != nil {
 		return nil, err
@@ -249,9 +214,9 @@ func (w messagesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, err
 	if err != nil {
 		return nil, err
 	}
-	msgs, ok, err := requestField(req, r, "messages")
-	if err != nil || !ok {
-		return nil, fmt.Errorf("%w: request without messages", errJSON)
+	msgs, err := requestList(req, r, "messages")
+	if err != nil {
+		return nil, err
 	}
 	blocks, _, err := messagesToolUses(resp)
 	if err != nil {
@@ -261,8 +226,8 @@ func (w messagesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, err
 	if err != nil {
 		return nil, err
 	}
-	if len(answers) != len(calls) {
-		return nil, fmt.Errorf("httpguard: %d answers for %d calls", len(answers), len(calls))
+	if err := checkAnswers(answers, len(calls)); err != nil {
+		return nil, err
 	}
 	// The assistant turn: every block as the response has it (thinking
 	// blocks with their signatures, redacted thinking, server tool blocks,
@@ -297,11 +262,7 @@ func (w messagesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, err
 	if err != nil {
 		return nil, err
 	}
-	e, err := appendElems(req, msgs, assistant, user)
-	if err != nil {
-		return nil, err
-	}
-	return apply(req, e), nil
+	return appendToArray(req, msgs, assistant, user)
 }
 
 // usage counts cached input (cache_creation_input_tokens,

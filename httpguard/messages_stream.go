@@ -142,63 +142,73 @@ func (a *messagesAssembler) addEvent(ev streamEvent) (bool, error) {
 		}
 		a.message = e.Message
 	case "content_block_start":
-		if e.Index != len(a.blocks) {
-			return false, fmt.Errorf("%w: block %d starts after %d blocks", errJSON, e.Index, len(a.blocks))
-		}
-		if err := checkBlockType(e.blockType); err != nil {
-			return false, err
-		}
-		bl := &blockAcc{start: e.ContentBlock, typ: e.blockType}
-		if in, ok, err := field(e.ContentBlock, span{0, len(e.ContentBlock)}, "input"); err != nil {
-			return false, err
-		} else if ok {
-			empty := false
-			if kind(e.ContentBlock, in) == '{' {
-				first, err := firstMember(e.ContentBlock, in)
-				if err != nil {
-					return false, err
-				}
-				empty = first < 0
-			}
-			bl.startInput = !empty
-		}
-		a.blocks = append(a.blocks, bl)
+		return false, a.startBlock(e)
 	case "content_block_delta":
 		if e.Index < 0 || e.Index >= len(a.blocks) {
 			return false, fmt.Errorf("%w: delta for block %d of %d", errJSON, e.Index, len(a.blocks))
 		}
-		d := e.delta
-		bl := a.blocks[e.Index]
-		switch d.Type {
-		case "text_delta":
-			bl.text.WriteString(d.Text)
-		case "thinking_delta":
-			bl.thinking.WriteString(d.Thinking)
-		case "signature_delta":
-			bl.signature.WriteString(d.Signature)
-		case "input_json_delta":
-			if d.PartialJSON != "" && bl.startInput {
-				// The SDKs add the fragments to the start's input
-				// (anthropic-sdk-go replaces only an empty {}): the
-				// client would read a text the guard cannot.
-				return false, unguardable(inputTwice, nil)
-			}
-			bl.partial.WriteString(d.PartialJSON)
-			bl.hasPartial = true
-		case "citations_delta":
-			bl.citations = append(bl.citations, d.Citation)
-		default:
-			// A delta the guard does not read would change a block the
-			// client reads (compaction_delta among them, which this
-			// decoder does not read).
-			return false, unguardable(unknownDelta, fmt.Errorf("type %.64q", d.Type))
-		}
+		return false, a.blocks[e.Index].add(e.delta)
 	case "message_delta":
 		a.delta, a.usage = e.Delta, e.Usage
 	case "message_stop":
 		return true, nil
 	}
 	return false, nil
+}
+
+// startBlock opens the block a content_block_start event e starts.
+func (a *messagesAssembler) startBlock(e *messagesEvent) error {
+	if e.Index != len(a.blocks) {
+		return fmt.Errorf("%w: block %d starts after %d blocks", errJSON, e.Index, len(a.blocks))
+	}
+	if err := checkBlockType(e.blockType); err != nil {
+		return err
+	}
+	bl := &blockAcc{start: e.ContentBlock, typ: e.blockType}
+	if in, ok, err := field(e.ContentBlock, span{0, len(e.ContentBlock)}, "input"); err != nil {
+		return err
+	} else if ok {
+		empty := false
+		if kind(e.ContentBlock, in) == '{' {
+			first, err := firstMember(e.ContentBlock, in)
+			if err != nil {
+				return err
+			}
+			empty = first < 0
+		}
+		bl.startInput = !empty
+	}
+	a.blocks = append(a.blocks, bl)
+	return nil
+}
+
+// add accumulates a content_block_delta's delta d into the block.
+func (bl *blockAcc) add(d messagesDelta) error {
+	switch d.Type {
+	case "text_delta":
+		bl.text.WriteString(d.Text)
+	case "thinking_delta":
+		bl.thinking.WriteString(d.Thinking)
+	case "signature_delta":
+		bl.signature.WriteString(d.Signature)
+	case "input_json_delta":
+		if d.PartialJSON != "" && bl.startInput {
+			// The SDKs add the fragments to the start's input
+			// (anthropic-sdk-go replaces only an empty {}): the client
+			// would read a text the guard cannot.
+			return unguardable(inputTwice, nil)
+		}
+		bl.partial.WriteString(d.PartialJSON)
+		bl.hasPartial = true
+	case "citations_delta":
+		bl.citations = append(bl.citations, d.Citation)
+	default:
+		// A delta the guard does not read would change a block the client
+		// reads (compaction_delta among them, which this decoder does not
+		// read).
+		return unguardable(unknownDelta, fmt.Errorf("type %.64q", d.Type))
+	}
+	return nil
 }
 
 // held is what the parsed event e, of n bytes, adds to what the
@@ -215,26 +225,6 @@ func (a *messagesAssembler) held(e *messagesEvent, n int) int {
 		return len(d.Text) + len(d.Thinking) + len(d.Signature) + len(d.PartialJSON)
 	}
 	return 0
-}
-
-// setAt sets key of the object at path in b to value.
-func setAt(b []byte, path []any, key string, value []byte) ([]byte, error) {
-	r, err := root(b)
-	if err != nil {
-		return nil, err
-	}
-	o, ok, err := at(b, r, path...)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("%w: no object at %v", errJSON, path)
-	}
-	e, err := setMember(b, o, key, value)
-	if err != nil {
-		return nil, err
-	}
-	return apply(b, e), nil
 }
 
 // block is the assembled content block.
@@ -268,17 +258,6 @@ func (bl *blockAcc) block() ([]byte, error) {
 		set("citations", append(append([]byte("["), joinRaw(bl.citations)...), ']'))
 	}
 	return b, err
-}
-
-func joinRaw(items [][]byte) []byte {
-	var out []byte
-	for i, it := range items {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, it...)
-	}
-	return out
 }
 
 func (a *messagesAssembler) response() ([]byte, error) {
@@ -399,63 +378,9 @@ func (g *messagesGate) write(typ string, v any) error {
 // emitBlock writes the block at sp of resp whole as the client's block
 // idx: start, one delta per accumulated field, stop.
 func (g *messagesGate) emitBlock(idx int, resp []byte, sp span) error {
-	typ, err := optStr(resp, sp, "type")
+	start, deltas, err := messagesBlockDeltas(resp, sp)
 	if err != nil {
 		return err
-	}
-	blk := raw(resp, sp)
-	start := blk
-	type delta struct {
-		Type        string  `json:"type"`
-		Text        *string `json:"text,omitempty"`
-		Thinking    *string `json:"thinking,omitempty"`
-		Signature   *string `json:"signature,omitempty"`
-		PartialJSON *string `json:"partial_json,omitempty"`
-	}
-	var deltas []delta
-	switch typ {
-	case "text":
-		s, err := optStr(resp, sp, "text")
-		if err != nil {
-			return err
-		}
-		if start, err = setAt(blk, nil, "text", []byte(`""`)); err != nil {
-			return err
-		}
-		deltas = append(deltas, delta{Type: "text_delta", Text: &s})
-	case "thinking":
-		th, err := optStr(resp, sp, "thinking")
-		if err != nil {
-			return err
-		}
-		sig, err := optStr(resp, sp, "signature")
-		if err != nil {
-			return err
-		}
-		if start, err = setAt(blk, nil, "thinking", []byte(`""`)); err == nil {
-			start, err = setAt(start, nil, "signature", []byte(`""`))
-		}
-		if err != nil {
-			return err
-		}
-		deltas = append(deltas, delta{Type: "thinking_delta", Thinking: &th}, delta{Type: "signature_delta", Signature: &sig})
-	case "tool_use":
-		in, ok, err := field(resp, sp, "input")
-		if err != nil {
-			return err
-		}
-		if ok {
-			s := string(compact(raw(resp, in)))
-			if kind(resp, in) == '"' { // invalid JSON, kept as text
-				if s, err = str(resp, in); err != nil {
-					return err
-				}
-			}
-			if start, err = setAt(blk, nil, "input", []byte(`{}`)); err != nil {
-				return err
-			}
-			deltas = append(deltas, delta{Type: "input_json_delta", PartialJSON: &s})
-		}
 	}
 	if err := g.write("content_block_start", struct {
 		Type         string          `json:"type"`
@@ -466,9 +391,9 @@ func (g *messagesGate) emitBlock(idx int, resp []byte, sp span) error {
 	}
 	for _, d := range deltas {
 		if err := g.write("content_block_delta", struct {
-			Type  string `json:"type"`
-			Index int    `json:"index"`
-			Delta delta  `json:"delta"`
+			Type  string           `json:"type"`
+			Index int              `json:"index"`
+			Delta messagesDeltaOut `json:"delta"`
 		}{"content_block_delta", idx, d}); err != nil {
 			return err
 		}
@@ -477,6 +402,65 @@ func (g *messagesGate) emitBlock(idx int, resp []byte, sp span) error {
 		Type  string `json:"type"`
 		Index int    `json:"index"`
 	}{"content_block_stop", idx})
+}
+
+// messagesDeltaOut is the delta of a content_block_delta the gate writes.
+type messagesDeltaOut struct {
+	Type        string  `json:"type"`
+	Text        *string `json:"text,omitempty"`
+	Thinking    *string `json:"thinking,omitempty"`
+	Signature   *string `json:"signature,omitempty"`
+	PartialJSON *string `json:"partial_json,omitempty"`
+}
+
+// messagesBlockDeltas splits the block at sp of resp into the block its
+// content_block_start carries (its accumulated fields empty) and the
+// deltas that fill them: a text block's text, a thinking block's thinking
+// and signature, a tool_use block's input (as text: invalid JSON is kept
+// as it came). Any other block starts whole, with no delta.
+func messagesBlockDeltas(resp []byte, sp span) ([]byte, []messagesDeltaOut, error) {
+	typ, err := optStr(resp, sp, "type")
+	if err != nil {
+		return nil, nil, err
+	}
+	blk := raw(resp, sp)
+	switch typ {
+	case "text":
+		s, err := optStr(resp, sp, "text")
+		if err != nil {
+			return nil, nil, err
+		}
+		start, err := setAt(blk, nil, "text", []byte(`""`))
+		return start, []messagesDeltaOut{{Type: "text_delta", Text: &s}}, err
+	case "thinking":
+		th, err := optStr(resp, sp, "thinking")
+		if err != nil {
+			return nil, nil, err
+		}
+		sig, err := optStr(resp, sp, "signature")
+		if err != nil {
+			return nil, nil, err
+		}
+		start, err := setAt(blk, nil, "thinking", []byte(`""`))
+		if err == nil {
+			start, err = setAt(start, nil, "signature", []byte(`""`))
+		}
+		return start, []messagesDeltaOut{{Type: "thinking_delta", Thinking: &th}, {Type: "signature_delta", Signature: &sig}}, err
+	case "tool_use":
+		in, ok, err := field(resp, sp, "input")
+		if err != nil || !ok {
+			return blk, nil, err
+		}
+		s := string(compact(raw(resp, in)))
+		if kind(resp, in) == '"' { // invalid JSON, kept as text
+			if s, err = str(resp, in); err != nil {
+				return nil, nil, err
+			}
+		}
+		start, err := setAt(blk, nil, "input", []byte(`{}`))
+		return start, []messagesDeltaOut{{Type: "input_json_delta", PartialJSON: &s}}, err
+	}
+	return blk, nil, nil
 }
 
 func (g *messagesGate) accept(resp []byte) error {
@@ -489,30 +473,48 @@ func (g *messagesGate) accept(resp []byte) error {
 		return err
 	}
 	if !g.started {
-		// The first attempt's message_start never reached the client (it
-		// failed before): start the message with this response's.
-		r, err := root(resp)
-		if err != nil {
-			return err
-		}
-		start, err := dropMembers(resp, r, func(m member) bool { return m.key == "content" })
-		if err == nil {
-			start, err = setAt(start, nil, "content", []byte("[]"))
-		}
-		if err != nil {
-			return err
-		}
-		if err := g.write("message_start", struct {
-			Type    string          `json:"type"`
-			Message json.RawMessage `json:"message"`
-		}{"message_start", start}); err != nil {
+		if err := g.start(resp); err != nil {
 			return err
 		}
 	}
-	// The blocks: for the first attempt those the client has not read;
-	// for a later one its tool_use blocks or, when it has none (the model
-	// answered in text after a re-ask, or a stand-in answer), its text
-	// blocks, since that text is the answer.
+	emit, err := g.acceptedBlocks(resp, blocks, uses)
+	if err != nil {
+		return err
+	}
+	for k, i := range emit {
+		if err := g.emitBlock(g.passed+k, resp, blocks[i]); err != nil {
+			return err
+		}
+	}
+	return g.end(resp)
+}
+
+// start writes message_start from resp when the first attempt's never
+// reached the client (it failed before).
+func (g *messagesGate) start(resp []byte) error {
+	r, err := root(resp)
+	if err != nil {
+		return err
+	}
+	start, err := dropMembers(resp, r, func(m member) bool { return m.key == "content" })
+	if err == nil {
+		start, err = setAt(start, nil, "content", []byte("[]"))
+	}
+	if err != nil {
+		return err
+	}
+	return g.write("message_start", struct {
+		Type    string          `json:"type"`
+		Message json.RawMessage `json:"message"`
+	}{"message_start", start})
+}
+
+// acceptedBlocks returns the indexes of resp's blocks the client reads:
+// for the first attempt those the client has not read; for a later one
+// its tool_use blocks (uses) or, when it has none (the model answered in
+// text after a re-ask, or a stand-in answer), its text blocks, since that
+// text is the answer.
+func (g *messagesGate) acceptedBlocks(resp []byte, blocks []span, uses []int) ([]int, error) {
 	var emit []int
 	switch {
 	case g.attempt == 0:
@@ -524,37 +526,20 @@ func (g *messagesGate) accept(resp []byte) error {
 	default:
 		for i, b := range blocks {
 			if typ, err := optStr(resp, b, "type"); err != nil {
-				return err
+				return nil, err
 			} else if typ == "text" {
 				emit = append(emit, i)
 			}
 		}
 	}
-	for k, i := range emit {
-		if err := g.emitBlock(g.passed+k, resp, blocks[i]); err != nil {
-			return err
-		}
-	}
+	return emit, nil
+}
+
+// end writes the attempt's held terminal events (a message_delta from
+// resp when none was held), then message_stop unless one was held.
+func (g *messagesGate) end(resp []byte) error {
 	if len(g.terminal) == 0 {
-		var r struct {
-			StopReason   *string         `json:"stop_reason"`
-			StopSequence *string         `json:"stop_sequence"`
-			Usage        json.RawMessage `json:"usage"`
-		}
-		if err := decodeResponse(resp, &r); err != nil {
-			return err
-		}
-		md, err := marshal(struct {
-			Type  string `json:"type"`
-			Delta struct {
-				StopReason   *string `json:"stop_reason"`
-				StopSequence *string `json:"stop_sequence"`
-			} `json:"delta"`
-			Usage json.RawMessage `json:"usage,omitempty"`
-		}{Type: "message_delta", Delta: struct {
-			StopReason   *string `json:"stop_reason"`
-			StopSequence *string `json:"stop_sequence"`
-		}{r.StopReason, r.StopSequence}, Usage: r.Usage})
+		md, err := messagesDeltaOf(resp)
 		if err != nil {
 			return err
 		}
@@ -573,6 +558,28 @@ func (g *messagesGate) accept(resp []byte) error {
 		return writeEvent(g.w, streamEvent{Event: "message_stop", Data: []byte(`{"type":"message_stop"}`)})
 	}
 	return nil
+}
+
+// messagesDeltaOf is the message_delta event that ends resp: its stop
+// reason, stop sequence and usage.
+func messagesDeltaOf(resp []byte) ([]byte, error) {
+	var r struct {
+		StopReason   *string         `json:"stop_reason"`
+		StopSequence *string         `json:"stop_sequence"`
+		Usage        json.RawMessage `json:"usage"`
+	}
+	if err := decodeResponse(resp, &r); err != nil {
+		return nil, err
+	}
+	type stop struct {
+		StopReason   *string `json:"stop_reason"`
+		StopSequence *string `json:"stop_sequence"`
+	}
+	return marshal(struct {
+		Type  string          `json:"type"`
+		Delta stop            `json:"delta"`
+		Usage json.RawMessage `json:"usage,omitempty"`
+	}{Type: "message_delta", Delta: stop{r.StopReason, r.StopSequence}, Usage: r.Usage})
 }
 
 func (g *messagesGate) reject() {

@@ -369,11 +369,7 @@ const notRun = "Not run: this call came in a turn that was not delivered, becaus
 func notRunOutput(typ, id string) ([]byte, error) {
 	switch typ {
 	case "custom_tool_call":
-		return marshal(struct {
-			Type   string `json:"type"`
-			CallID string `json:"call_id"`
-			Output string `json:"output"`
-		}{"custom_tool_call_output", id, notRun})
+		return callOutput("custom_tool_call_output", id, notRun)
 	case "apply_patch_call":
 		return marshal(struct {
 			Type   string `json:"type"`
@@ -428,40 +424,14 @@ func (w responsesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	if len(answers) != len(calls) {
-		return nil, fmt.Errorf("httpguard: %d answers for %d calls", len(answers), len(calls))
+	if err := checkAnswers(answers, len(calls)); err != nil {
+		return nil, err
 	}
-	types := make([]string, len(items))
-	answered := map[string]bool{} // call_ids the output answers
-	for i, it := range items {
-		if types[i], err = optStr(resp, it, "type"); err != nil {
-			return nil, err
-		}
-		if kinds[i] == itemPassed && strings.HasSuffix(types[i], "_output") {
-			id, err := optStr(resp, it, "call_id")
-			if err != nil {
-				return nil, err
-			}
-			if types[i] == "local_shell_call_output" {
-				if id, err = optStr(resp, it, "id"); err != nil {
-					return nil, err
-				}
-			}
-			answered[types[i]+" "+id] = true
-		}
+	types, answered, err := responsesOutputsAnswered(resp, items, kinds)
+	if err != nil {
+		return nil, err
 	}
-	// keep[i]: item i is replayed.
-	keep := make([]bool, len(items))
-	led := false // a kept item follows, before the next reasoning item
-	for i := len(items) - 1; i >= 0; i-- {
-		switch {
-		case kinds[i] == itemLeftOut:
-		case types[i] == "reasoning":
-			keep[i], led = led, false
-		default:
-			keep[i], led = true, true
-		}
-	}
+	keep := responsesReplayed(kinds, types)
 	var add, outputs [][]byte
 	call := 0
 	for i, it := range items {
@@ -475,11 +445,7 @@ func (w responsesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, er
 		add = append(add, b)
 		switch kinds[i] {
 		case itemFunction:
-			b, err := marshal(struct {
-				Type   string `json:"type"`
-				CallID string `json:"call_id"`
-				Output string `json:"output"`
-			}{"function_call_output", calls[call].ID, answers[call].Content})
+			b, err := callOutput("function_call_output", calls[call].ID, answers[call].Content)
 			if err != nil {
 				return nil, err
 			}
@@ -500,18 +466,74 @@ func (w responsesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, er
 			outputs = append(outputs, b)
 		}
 	}
-	add = append(add, outputs...)
+	return responsesAppendInput(req, r, append(add, outputs...))
+}
+
+// callOutput is the output item of type typ (function_call_output,
+// custom_tool_call_output) that answers the call callID with output.
+func callOutput(typ, callID, output string) ([]byte, error) {
+	return marshal(struct {
+		Type   string `json:"type"`
+		CallID string `json:"call_id"`
+		Output string `json:"output"`
+	}{typ, callID, output})
+}
+
+// responsesOutputsAnswered returns the type of each output item, and the
+// calls the output answers already (a hosted tool's output item), by
+// "<output type> <call id>".
+func responsesOutputsAnswered(resp []byte, items []span, kinds []itemKind) ([]string, map[string]bool, error) {
+	types := make([]string, len(items))
+	answered := map[string]bool{}
+	for i, it := range items {
+		var err error
+		if types[i], err = optStr(resp, it, "type"); err != nil {
+			return nil, nil, err
+		}
+		if kinds[i] == itemPassed && strings.HasSuffix(types[i], "_output") {
+			id, err := optStr(resp, it, "call_id")
+			if err != nil {
+				return nil, nil, err
+			}
+			if types[i] == "local_shell_call_output" {
+				if id, err = optStr(resp, it, "id"); err != nil {
+					return nil, nil, err
+				}
+			}
+			answered[types[i]+" "+id] = true
+		}
+	}
+	return types, answered, nil
+}
+
+// responsesReplayed returns which output items a re-ask replays: all but
+// the itemLeftOut ones and a reasoning item that leads to no kept item
+// before the next reasoning item or the end.
+func responsesReplayed(kinds []itemKind, types []string) []bool {
+	keep := make([]bool, len(kinds))
+	led := false // a kept item follows, before the next reasoning item
+	for i := len(kinds) - 1; i >= 0; i-- {
+		switch {
+		case kinds[i] == itemLeftOut:
+		case types[i] == "reasoning":
+			keep[i], led = led, false
+		default:
+			keep[i], led = true, true
+		}
+	}
+	return keep
+}
+
+// responsesAppendInput returns the request req (its root r) with add
+// appended to its input, whatever form the input has.
+func responsesAppendInput(req []byte, r span, add [][]byte) ([]byte, error) {
 	in, ok, err := requestField(req, r, "input")
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case ok && kind(req, in) == '[':
-		e, err := appendElems(req, in, add...)
-		if err != nil {
-			return nil, err
-		}
-		return apply(req, e), nil
+		return appendToArray(req, in, add...)
 	case ok && kind(req, in) == '"':
 		// A string input is one user message; the list form replaces it.
 		// With its type named: the API does without it, but openai-go's

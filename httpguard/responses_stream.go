@@ -117,52 +117,72 @@ func (a *responsesAssembler) add(ev streamEvent) (bool, error) {
 		a.final = e.Response
 		return true, nil
 	case e.Type == "response.output_item.added":
-		if e.OutputIndex == nil {
-			return false, unguardable("an output item event without output_index", fmt.Errorf("%s", e.Type))
-		}
-		if i := *e.OutputIndex; i != len(a.items) {
-			return false, unguardable("an output item added out of order", fmt.Errorf("item %d added after %d items", i, len(a.items)))
-		}
-		if responsesItemKind(e.itemType) == 0 {
-			return false, unguardable("an output item of a type the guard does not know", fmt.Errorf("type %q", e.itemType))
-		}
-		if err := a.take(len(e.Item)); err != nil {
-			return false, err
-		}
-		a.items = append(a.items, &itemAcc{item: e.Item, typ: e.itemType})
+		return false, a.addItem(e)
 	case e.Type == "response.output_item.done":
-		it, err := a.current(e)
-		if err != nil {
-			return false, err
-		}
-		if e.itemType != it.typ {
-			return false, unguardable("an output item whose type changed", fmt.Errorf("%q added, %q done", it.typ, e.itemType))
-		}
-		if err := a.hold(len(it.item), len(e.Item)); err != nil {
-			return false, err
-		}
-		it.item, it.done = e.Item, true
+		return false, a.doneItem(e)
 	case e.OutputIndex != nil ||
 		e.Type == "response.function_call_arguments.delta" || e.Type == "response.custom_tool_call_input.delta":
-		it, err := a.current(e)
-		if err != nil {
-			return false, err
-		}
-		var acc *strings.Builder
-		switch e.Type {
-		case "response.function_call_arguments.delta":
-			acc = &it.args
-		case "response.custom_tool_call_input.delta":
-			acc = &it.input
-		default:
-			return false, nil
-		}
-		if err := a.take(len(e.Delta)); err != nil {
-			return false, err
-		}
-		acc.WriteString(e.Delta)
+		return false, a.addDelta(e)
 	}
 	return false, nil
+}
+
+// addItem opens the item an output_item.added event e adds.
+func (a *responsesAssembler) addItem(e *responsesEvent) error {
+	if e.OutputIndex == nil {
+		return unguardable("an output item event without output_index", fmt.Errorf("%s", e.Type))
+	}
+	if i := *e.OutputIndex; i != len(a.items) {
+		return unguardable("an output item added out of order", fmt.Errorf("item %d added after %d items", i, len(a.items)))
+	}
+	if responsesItemKind(e.itemType) == 0 {
+		return unguardable("an output item of a type the guard does not know", fmt.Errorf("type %q", e.itemType))
+	}
+	if err := a.take(len(e.Item)); err != nil {
+		return err
+	}
+	a.items = append(a.items, &itemAcc{item: e.Item, typ: e.itemType})
+	return nil
+}
+
+// doneItem takes the whole item an output_item.done event e ends.
+func (a *responsesAssembler) doneItem(e *responsesEvent) error {
+	it, err := a.current(e)
+	if err != nil {
+		return err
+	}
+	if e.itemType != it.typ {
+		return unguardable("an output item whose type changed", fmt.Errorf("%q added, %q done", it.typ, e.itemType))
+	}
+	if err := a.hold(len(it.item), len(e.Item)); err != nil {
+		return err
+	}
+	it.item, it.done = e.Item, true
+	return nil
+}
+
+// addDelta accumulates an event e of an open item: a call's arguments or
+// a custom tool call's input; any other event of an item (its text, which
+// the item's done event holds whole) is checked for its item only.
+func (a *responsesAssembler) addDelta(e *responsesEvent) error {
+	it, err := a.current(e)
+	if err != nil {
+		return err
+	}
+	var acc *strings.Builder
+	switch e.Type {
+	case "response.function_call_arguments.delta":
+		acc = &it.args
+	case "response.custom_tool_call_input.delta":
+		acc = &it.input
+	default:
+		return nil
+	}
+	if err := a.take(len(e.Delta)); err != nil {
+		return err
+	}
+	acc.WriteString(e.Delta)
+	return nil
 }
 
 func (a *responsesAssembler) response() ([]byte, error) {
@@ -324,7 +344,9 @@ func (g *responsesGate) emit(typ string, fields ...any) error {
 	return writeEvent(g.w, streamEvent{Event: typ, Data: b})
 }
 
-// emitItem writes the item at sp of resp whole as the client's item idx.
+// emitItem writes the item at sp of resp whole as the client's item idx:
+// output_item.added with the item emptied, its content or its arguments
+// in one delta each, then output_item.done with the item as it is.
 func (g *responsesGate) emitItem(idx int, resp []byte, sp span) error {
 	item := raw(resp, sp)
 	typ, err := optStr(resp, sp, "type")
@@ -335,23 +357,7 @@ func (g *responsesGate) emitItem(idx int, resp []byte, sp span) error {
 	if err != nil {
 		return err
 	}
-	added := item
-	switch typ {
-	case "message":
-		added, err = setAt(item, nil, "content", []byte("[]"))
-		if err == nil {
-			added, err = setAt(added, nil, "status", []byte(`"in_progress"`))
-		}
-	case "reasoning":
-		added, err = setAt(item, nil, "summary", []byte("[]"))
-	case "function_call":
-		added, err = setAt(item, nil, "arguments", []byte(`""`))
-		if err == nil {
-			added, err = setAt(added, nil, "status", []byte(`"in_progress"`))
-		}
-	case "custom_tool_call":
-		added, err = setAt(item, nil, "input", []byte(`""`))
-	}
+	added, err := responsesItemAdded(typ, item)
 	if err != nil {
 		return err
 	}
@@ -360,73 +366,104 @@ func (g *responsesGate) emitItem(idx int, resp []byte, sp span) error {
 	}
 	switch typ {
 	case "message":
-		parts, ok, err := field(resp, sp, "content")
-		if err != nil {
-			return err
-		}
-		var ps []span
-		if ok && kind(resp, parts) == '[' {
-			if ps, err = arrayElems(resp, parts); err != nil {
-				return err
-			}
-		}
-		for j, p := range ps {
-			ptyp, err := optStr(resp, p, "type")
-			if err != nil {
-				return err
-			}
-			part := raw(resp, p)
-			if ptyp != "output_text" {
-				if err := g.emit("response.content_part.added", "item_id", id, "output_index", idx, "content_index", j, "part", part); err != nil {
-					return err
-				}
-			} else {
-				text, err := optStr(resp, p, "text")
-				if err != nil {
-					return err
-				}
-				empty, err := setAt(part, nil, "text", []byte(`""`))
-				if err != nil {
-					return err
-				}
-				if err := g.emit("response.content_part.added", "item_id", id, "output_index", idx, "content_index", j, "part", empty); err != nil {
-					return err
-				}
-				if err := g.emit("response.output_text.delta", "item_id", id, "output_index", idx, "content_index", j, "delta", text, "logprobs", []byte("[]")); err != nil {
-					return err
-				}
-				if err := g.emit("response.output_text.done", "item_id", id, "output_index", idx, "content_index", j, "text", text, "logprobs", []byte("[]")); err != nil {
-					return err
-				}
-			}
-			if err := g.emit("response.content_part.done", "item_id", id, "output_index", idx, "content_index", j, "part", part); err != nil {
-				return err
-			}
-		}
+		err = g.emitParts(idx, id, resp, sp)
 	case "function_call":
-		args, err := optStr(resp, sp, "arguments")
-		if err != nil {
-			return err
-		}
-		if err := g.emit("response.function_call_arguments.delta", "item_id", id, "output_index", idx, "delta", args); err != nil {
-			return err
-		}
-		if err := g.emit("response.function_call_arguments.done", "item_id", id, "output_index", idx, "arguments", args); err != nil {
-			return err
-		}
+		err = g.emitWhole("response.function_call_arguments", idx, id, "arguments", resp, sp)
 	case "custom_tool_call":
-		input, err := optStr(resp, sp, "input")
+		err = g.emitWhole("response.custom_tool_call_input", idx, id, "input", resp, sp)
+	}
+	if err != nil {
+		return err
+	}
+	return g.emit("response.output_item.done", "output_index", idx, "item", item)
+}
+
+// responsesItemAdded is item, of type typ, as output_item.added carries
+// it: before its content, summary, arguments or input.
+func responsesItemAdded(typ string, item []byte) ([]byte, error) {
+	switch typ {
+	case "message":
+		added, err := setAt(item, nil, "content", []byte("[]"))
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if err := g.emit("response.custom_tool_call_input.delta", "item_id", id, "output_index", idx, "delta", input); err != nil {
-			return err
+		return setAt(added, nil, "status", []byte(`"in_progress"`))
+	case "reasoning":
+		return setAt(item, nil, "summary", []byte("[]"))
+	case "function_call":
+		added, err := setAt(item, nil, "arguments", []byte(`""`))
+		if err != nil {
+			return nil, err
 		}
-		if err := g.emit("response.custom_tool_call_input.done", "item_id", id, "output_index", idx, "input", input); err != nil {
+		return setAt(added, nil, "status", []byte(`"in_progress"`))
+	case "custom_tool_call":
+		return setAt(item, nil, "input", []byte(`""`))
+	}
+	return item, nil
+}
+
+// emitParts writes the content parts of the message item id at sp of
+// resp, the client's item idx: each part added, an output_text's text in
+// one delta, then the part done.
+func (g *responsesGate) emitParts(idx int, id string, resp []byte, sp span) error {
+	parts, ok, err := field(resp, sp, "content")
+	if err != nil {
+		return err
+	}
+	var ps []span
+	if ok && kind(resp, parts) == '[' {
+		if ps, err = arrayElems(resp, parts); err != nil {
 			return err
 		}
 	}
-	return g.emit("response.output_item.done", "output_index", idx, "item", item)
+	for j, p := range ps {
+		ptyp, err := optStr(resp, p, "type")
+		if err != nil {
+			return err
+		}
+		part := raw(resp, p)
+		if ptyp != "output_text" {
+			if err := g.emit("response.content_part.added", "item_id", id, "output_index", idx, "content_index", j, "part", part); err != nil {
+				return err
+			}
+		} else {
+			text, err := optStr(resp, p, "text")
+			if err != nil {
+				return err
+			}
+			empty, err := setAt(part, nil, "text", []byte(`""`))
+			if err != nil {
+				return err
+			}
+			if err := g.emit("response.content_part.added", "item_id", id, "output_index", idx, "content_index", j, "part", empty); err != nil {
+				return err
+			}
+			if err := g.emit("response.output_text.delta", "item_id", id, "output_index", idx, "content_index", j, "delta", text, "logprobs", []byte("[]")); err != nil {
+				return err
+			}
+			if err := g.emit("response.output_text.done", "item_id", id, "output_index", idx, "content_index", j, "text", text, "logprobs", []byte("[]")); err != nil {
+				return err
+			}
+		}
+		if err := g.emit("response.content_part.done", "item_id", id, "output_index", idx, "content_index", j, "part", part); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emitWhole writes member of the call item id at sp of resp, the client's
+// item idx, in one <prefix>.delta event, then <prefix>.done with the
+// member whole.
+func (g *responsesGate) emitWhole(prefix string, idx int, id, member string, resp []byte, sp span) error {
+	v, err := optStr(resp, sp, member)
+	if err != nil {
+		return err
+	}
+	if err := g.emit(prefix+".delta", "item_id", id, "output_index", idx, "delta", v); err != nil {
+		return err
+	}
+	return g.emit(prefix+".done", "item_id", id, "output_index", idx, member, v)
 }
 
 func (g *responsesGate) accept(resp []byte) error {
@@ -445,42 +482,9 @@ func (g *responsesGate) accept(resp []byte) error {
 			return err
 		}
 	}
-	// The items: for the first attempt those the client has not read; for
-	// a later one its calls (function calls, the other calls, the tools
-	// OpenAI ran) or, when it has no call (the model answered in text after
-	// a re-ask, or a stand-in answer), its message items, since that text
-	// is the answer. A later attempt's text and reasoning beside its calls
-	// are not streamed again.
-	var emit []int
-	switch {
-	case g.attempt == 0:
-		g.shown = nil
-		for i := 0; i < g.passed && i < len(items); i++ {
-			g.shown = append(g.shown, raw(resp, items[i]))
-		}
-		for i := g.passed; i < len(items); i++ {
-			emit = append(emit, i)
-		}
-	default:
-		var text []int
-		calls := false
-		for i, it := range items {
-			typ, err := optStr(resp, it, "type")
-			if err != nil {
-				return err
-			}
-			switch {
-			case typ == "message":
-				text = append(text, i)
-			case typ == "reasoning" || typ == "compaction":
-			default:
-				emit = append(emit, i)
-				calls = calls || kinds[i] != itemPassed
-			}
-		}
-		if !calls {
-			emit = text
-		}
+	emit, err := g.acceptedItems(resp, items, kinds)
+	if err != nil {
+		return err
 	}
 	output := append([][]byte(nil), g.shown...)
 	for k, i := range emit {
@@ -489,13 +493,59 @@ func (g *responsesGate) accept(resp []byte) error {
 		}
 		output = append(output, raw(resp, items[i]))
 	}
-	// The terminal event: the attempt's own, or response.completed, with
-	// the output the client read. Its response id is the accepted
-	// attempt's, not the first's: a stored response (store defaults to
-	// true) is continued with previous_response_id, and the server's record
-	// of the accepted attempt is the one that holds the calls the client
-	// read (the first attempt's holds the rejected ones). No accumulator
-	// compares it with response.created's.
+	return g.end(resp, output)
+}
+
+// acceptedItems returns the indexes of resp's items the client reads:
+// for the first attempt those the client has not read (and it notes in
+// shown those it has); for a later one its calls (function calls, the
+// other calls, the tools OpenAI ran) or, when it has no call (the model
+// answered in text after a re-ask, or a stand-in answer), its message
+// items, since that text is the answer. A later attempt's text and
+// reasoning beside its calls are not streamed again.
+func (g *responsesGate) acceptedItems(resp []byte, items []span, kinds []itemKind) ([]int, error) {
+	var emit []int
+	if g.attempt == 0 {
+		g.shown = nil
+		for i := 0; i < g.passed && i < len(items); i++ {
+			g.shown = append(g.shown, raw(resp, items[i]))
+		}
+		for i := g.passed; i < len(items); i++ {
+			emit = append(emit, i)
+		}
+		return emit, nil
+	}
+	var text []int
+	calls := false
+	for i, it := range items {
+		typ, err := optStr(resp, it, "type")
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case typ == "message":
+			text = append(text, i)
+		case typ == "reasoning" || typ == "compaction":
+		default:
+			emit = append(emit, i)
+			calls = calls || kinds[i] != itemPassed
+		}
+	}
+	if !calls {
+		return text, nil
+	}
+	return emit, nil
+}
+
+// end writes the terminal event: the attempt's own, or
+// response.completed with resp, with output, the items the client read.
+// Its response id is the accepted attempt's, not the first's: a stored
+// response (store defaults to true) is continued with
+// previous_response_id, and the server's record of the accepted attempt
+// is the one that holds the calls the client read (the first attempt's
+// holds the rejected ones). No accumulator compares it with
+// response.created's.
+func (g *responsesGate) end(resp []byte, output [][]byte) error {
 	term := streamEvent{Event: "response.completed", Data: []byte(`{"type":"response.completed","response":{}}`)}
 	if n := len(g.terminal); n > 0 {
 		term = g.terminal[n-1]

@@ -152,3 +152,11 @@ func (b *budget) take(n int) error {
 	}
 	return nil
 }
+
+// upstreamStreamError is an error event an upstream stream sent; Data is
+// its payload, for the client.
+type upstreamStreamError struct{ Data []byte }
+
+func (e *upstreamStreamError) Error() string {
+	return "httpguard: upstream stream error: " + string(e.Data)
+}

@@ -74,3 +74,20 @@ func closeUnread(err error) {
 		ue.pass.Body.Close()
 	}
 }
+
+// unreadable returns err, an answer's reader's error, as unguardable (why)
+// when it says the answer is not the JSON its protocol sends; an error
+// that says more (unguardable already, the upstream's own error event, a
+// body past the bound) is returned as it is.
+func unreadable(why string, err error) error {
+	if err == nil || isUnguardable(err) || isUpstreamError(err) || errors.Is(err, errTooLarge) {
+		return err
+	}
+	return unguardable(why, err)
+}
+
+// isUpstreamError reports whether err is the upstream's own error event.
+func isUpstreamError(err error) bool {
+	var se *upstreamStreamError
+	return errors.As(err, &se)
+}

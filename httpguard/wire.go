@@ -201,35 +201,6 @@ func sdkRetries(status int) bool {
 		status == http.StatusTooManyRequests || status >= 500
 }
 
-// googleStatus is Google's status name for an HTTP status, as its APIs
-// pair them (google.rpc.Code).
-func googleStatus(status int) string {
-	switch status {
-	case http.StatusUnauthorized:
-		return "UNAUTHENTICATED"
-	case http.StatusForbidden:
-		return "PERMISSION_DENIED"
-	case http.StatusNotFound:
-		return "NOT_FOUND"
-	case http.StatusConflict:
-		return "ABORTED"
-	case http.StatusTooManyRequests:
-		return "RESOURCE_EXHAUSTED"
-	case 499:
-		return "CANCELLED"
-	case http.StatusNotImplemented:
-		return "UNIMPLEMENTED"
-	case http.StatusBadGateway, http.StatusServiceUnavailable:
-		return "UNAVAILABLE"
-	case http.StatusRequestTimeout, http.StatusGatewayTimeout:
-		return "DEADLINE_EXCEEDED"
-	}
-	if status >= 500 {
-		return "INTERNAL"
-	}
-	return "INVALID_ARGUMENT"
-}
-
 // errorResponse is ErrorResponse in p's error shape with x-should-retry:
 // false: the response a guard that refuses answers with (422 for refused
 // calls), so the SDK surfaces its API error and does not retry it.
@@ -320,4 +291,43 @@ func parseBody(b []byte) (span, error) {
 		return span{}, fmt.Errorf("%w: want an object", errJSON)
 	}
 	return sp, nil
+}
+
+// openAIErrorBody is OpenAI's error shape, for Chat Completions and
+// Responses alike: {"error": {"message", "type", "param", "code"}}.
+func openAIErrorBody(typ, msg string) []byte {
+	b, _ := marshal(struct {
+		Error struct {
+			Message string  `json:"message"`
+			Type    string  `json:"type"`
+			Param   *string `json:"param"`
+			Code    string  `json:"code"`
+		} `json:"error"`
+	}{Error: struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    string  `json:"code"`
+	}{msg, typ, nil, typ}})
+	return b
+}
+
+// requestList returns the list member of the request req (its root r)
+// that holds the conversation (messages, contents), which a re-ask
+// appends to.
+func requestList(req []byte, r span, member string) (span, error) {
+	v, ok, err := requestField(req, r, member)
+	if err != nil || !ok {
+		return span{}, fmt.Errorf("%w: request without %s", errJSON, member)
+	}
+	return v, nil
+}
+
+// checkAnswers returns an error unless there is one answer for each of n
+// calls.
+func checkAnswers(answers []wireAnswer, n int) error {
+	if len(answers) != n {
+		return fmt.Errorf("httpguard: %d answers for %d calls", len(answers), n)
+	}
+	return nil
 }
