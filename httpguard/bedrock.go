@@ -315,21 +315,7 @@ func (bedrockWire) accept(resp []byte, args [][]byte) ([]byte, error) {
 	if err != nil {
 		return nil, unreadable(bedrockUnread, err)
 	}
-	if err := checkArgs(args, len(uses)); err != nil {
-		return nil, err
-	}
-	var edits []edit
-	for i, a := range args {
-		if a == nil {
-			continue
-		}
-		e, err := setMember(resp, blocks[uses[i]].v, "input", a)
-		if err != nil {
-			return nil, err
-		}
-		edits = append(edits, e)
-	}
-	return apply(resp, edits...), nil
+	return setArgs(resp, args, len(uses), "input", func(i int) span { return blocks[uses[i]].v }, nil)
 }
 
 // reask appends to the request's messages the answer's output.message as

@@ -45,7 +45,7 @@ func (chatWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 			} `json:"function"`
 		} `json:"tools"`
 	}
-	readable, err := readableBody(body, chatSchemas)
+	readable, err := readableBody(body, functionSchemas)
 	if err != nil {
 		return wireRequest{}, err
 	}
@@ -75,38 +75,10 @@ func (chatWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 	return out, nil
 }
 
-// chatSchemas finds a Chat request's tool schemas, tools[].function.parameters
-// (readableBody).
-func chatSchemas(b []byte, r span) ([]span, error) {
-	tools, err := schemasAt(b, r, []string{"tools"})
-	if err != nil {
-		return nil, err
-	}
-	ts, err := elems(b, tools)
-	if err != nil {
-		return nil, err
-	}
-	var out []span
-	for _, t := range ts {
-		fns, err := matchingMembers(b, t, "function")
-		if err != nil {
-			return nil, err
-		}
-		for _, fn := range fns {
-			ps, err := matchingMembers(b, fn, "parameters")
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, ps...)
-		}
-	}
-	return out, nil
-}
-
 // chatRequestRoot returns the span of a request body's object, read as
 // parseRequest reads it (a tool schema nested too deep included).
 func chatRequestRoot(body []byte) (span, error) {
-	if _, err := readableBody(body, chatSchemas); err != nil {
+	if _, err := readableBody(body, functionSchemas); err != nil {
 		return span{}, err
 	}
 	return root(body)

@@ -266,21 +266,7 @@ func (geminiWire) accept(resp []byte, args [][]byte) ([]byte, error) {
 	if err != nil {
 		return nil, unreadable(geminiUnread, err)
 	}
-	if err := checkArgs(args, len(fcs)); err != nil {
-		return nil, err
-	}
-	var edits []edit
-	for i, a := range args {
-		if a == nil {
-			continue
-		}
-		e, err := setMember(resp, fcs[i], "args", a)
-		if err != nil {
-			return nil, err
-		}
-		edits = append(edits, e)
-	}
-	return apply(resp, edits...), nil
+	return setArgs(resp, args, len(fcs), "args", func(i int) span { return fcs[i] }, nil)
 }
 
 // geminiContents returns the contents of a Gemini request req, the

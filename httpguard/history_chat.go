@@ -42,7 +42,7 @@ type chatHistMsg struct {
 
 func (chatWire) history(body []byte) ([]byte, []historyFix, error) {
 	const member = "messages"
-	t, err := historyOf(body, chatSchemas, member)
+	t, err := historyOf(body, functionSchemas, member)
 	if t == nil || err != nil {
 		if err != nil {
 			return nil, nil, err

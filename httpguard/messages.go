@@ -189,21 +189,7 @@ func (messagesWire) accept(resp []byte, args [][]byte) ([]byte, error) {
 	if err != nil {
 		return nil, unreadable(anthropicUnread, err)
 	}
-	if err := checkArgs(args, len(uses)); err != nil {
-		return nil, err
-	}
-	var edits []edit
-	for i, a := range args {
-		if a == nil {
-			continue
-		}
-		e, err := setMember(resp, blocks[uses[i]], "input", a)
-		if err != nil {
-			return nil, err
-		}
-		edits = append(edits, e)
-	}
-	return apply(resp, edits...), nil
+	return setArgs(resp, args, len(uses), "input", func(i int) span { return blocks[uses[i]] }, nil)
 }
 
 func (w messagesWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {

@@ -54,7 +54,7 @@ func (ollamaWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 			} `json:"function"`
 		} `json:"tools"`
 	}
-	readable, err := readableBody(body, ollamaSchemas)
+	readable, err := readableBody(body, functionSchemas)
 	if err != nil {
 		return wireRequest{}, err
 	}
@@ -80,34 +80,6 @@ func (ollamaWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 			tool.Schema, tool.Err = nil, errSchemaTooDeep
 		}
 		out.Tools = append(out.Tools, tool)
-	}
-	return out, nil
-}
-
-// ollamaSchemas finds an Ollama request's tool schemas,
-// tools[].function.parameters (readableBody).
-func ollamaSchemas(b []byte, r span) ([]span, error) {
-	tools, err := schemasAt(b, r, []string{"tools"})
-	if err != nil {
-		return nil, err
-	}
-	ts, err := elems(b, tools)
-	if err != nil {
-		return nil, err
-	}
-	var out []span
-	for _, t := range ts {
-		fns, err := matchingMembers(b, t, "function")
-		if err != nil {
-			return nil, err
-		}
-		for _, fn := range fns {
-			ps, err := matchingMembers(b, fn, "parameters")
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, ps...)
-		}
 	}
 	return out, nil
 }
@@ -215,21 +187,7 @@ func (ollamaWire) accept(resp []byte, args [][]byte) ([]byte, error) {
 	if err != nil {
 		return nil, unreadable(ollamaUnread, err)
 	}
-	if err := checkArgs(args, len(fns)); err != nil {
-		return nil, err
-	}
-	var edits []edit
-	for i, a := range args {
-		if a == nil {
-			continue
-		}
-		e, err := setMember(resp, fns[i], "arguments", compact(a))
-		if err != nil {
-			return nil, err
-		}
-		edits = append(edits, e)
-	}
-	return apply(resp, edits...), nil
+	return setArgs(resp, args, len(fns), "arguments", func(i int) span { return fns[i] }, compact)
 }
 
 // ollamaToolMessage is the tool message that answers one call: its result
@@ -246,7 +204,7 @@ type ollamaToolMessage struct {
 // with their ids) and one tool message per call, in order. Ollama has no
 // error flag on a tool message: a refusal is its text.
 func (w ollamaWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
-	if _, err := readableBody(req, ollamaSchemas); err != nil {
+	if _, err := readableBody(req, functionSchemas); err != nil {
 		return nil, err
 	}
 	r, err := root(req)
@@ -384,7 +342,7 @@ func (ollamaWire) transcript(req []byte) []guard.Message {
 		} `json:"messages"`
 	}
 	if json.Unmarshal(req, &r) != nil {
-		readable, err := readableBody(req, ollamaSchemas)
+		readable, err := readableBody(req, functionSchemas)
 		if err != nil || json.Unmarshal(readable, &r) != nil {
 			return nil
 		}

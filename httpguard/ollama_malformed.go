@@ -36,7 +36,7 @@ func (ollamaWire) malformedResponse([]byte) (guard.Malformed, bool) { return gua
 // reaskMalformed appends {"role": "assistant", "content": generation} and
 // {"role": "user", "content": feedback} to the request's messages.
 func (ollamaWire) reaskMalformed(req []byte, m guard.Malformed, feedback string) ([]byte, error) {
-	if _, err := readableBody(req, ollamaSchemas); err != nil {
+	if _, err := readableBody(req, functionSchemas); err != nil {
 		return nil, err
 	}
 	r, err := root(req)

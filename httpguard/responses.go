@@ -343,21 +343,7 @@ func (responsesWire) accept(resp []byte, args [][]byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkArgs(args, len(calls)); err != nil {
-		return nil, err
-	}
-	var edits []edit
-	for i, a := range args {
-		if a == nil {
-			continue
-		}
-		e, err := setMember(resp, items[calls[i]], "arguments", marshalString(string(a)))
-		if err != nil {
-			return nil, err
-		}
-		edits = append(edits, e)
-	}
-	return apply(resp, edits...), nil
+	return setArgs(resp, args, len(calls), "arguments", func(i int) span { return items[calls[i]] }, func(a []byte) []byte { return marshalString(string(a)) })
 }
 
 // notRun is the output a re-ask gives a call of a tool the client runs

@@ -331,3 +331,57 @@ func checkAnswers(answers []wireAnswer, n int) error {
 	}
 	return nil
 }
+
+// functionSchemas finds the tool schemas of a request whose tools are
+// tools[].function.parameters (readableBody): OpenAI Chat Completions' and
+// Ollama's.
+func functionSchemas(b []byte, r span) ([]span, error) {
+	tools, err := schemasAt(b, r, []string{"tools"})
+	if err != nil {
+		return nil, err
+	}
+	ts, err := elems(b, tools)
+	if err != nil {
+		return nil, err
+	}
+	var out []span
+	for _, t := range ts {
+		fns, err := matchingMembers(b, t, "function")
+		if err != nil {
+			return nil, err
+		}
+		for _, fn := range fns {
+			ps, err := matchingMembers(b, fn, "parameters")
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ps...)
+		}
+	}
+	return out, nil
+}
+
+// setArgs writes cleaned arguments into resp, which holds n calls: args[i]
+// (nil leaves call i's as they are), encoded by enc (nil: as they are), as
+// the member key of the object at(i). It is what every protocol's accept
+// does once it has found the calls.
+func setArgs(resp []byte, args [][]byte, n int, key string, at func(i int) span, enc func([]byte) []byte) ([]byte, error) {
+	if err := checkArgs(args, n); err != nil {
+		return nil, err
+	}
+	var edits []edit
+	for i, a := range args {
+		if a == nil {
+			continue
+		}
+		if enc != nil {
+			a = enc(a)
+		}
+		e, err := setMember(resp, at(i), key, a)
+		if err != nil {
+			return nil, err
+		}
+		edits = append(edits, e)
+	}
+	return apply(resp, edits...), nil
+}
