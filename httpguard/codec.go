@@ -33,6 +33,11 @@ type request struct {
 	// read although it offers tools: it is sent as it came, and its answer
 	// is handed on unread (see passUnread).
 	unread error
+	// tools are wire's tools as the stages see them, made once
+	// (stageTools): every stage of a logical call asks for them, and a
+	// re-ask or a stream's attempt, a copy of the request, offers the same.
+	tools     []guard.Tool
+	toolsMade bool
 }
 
 // response is one answer as the stages see it: an upstream response read
@@ -93,20 +98,31 @@ var (
 // the model it names (Gemini's from the path) and, for a streaming
 // request, its stream.
 func (codec) Request(_ context.Context, req *request) guard.RequestInfo[*request, *response] {
-	info := guard.RequestInfo[*request, *response]{Model: req.wire.Model, Tools: make([]guard.Tool, len(req.wire.Tools))}
-	for i, t := range req.wire.Tools {
-		info.Tools[i].Name = t.Name
-		switch {
-		case t.Err != nil:
-			info.Tools[i].Schema = unusableSchema{t.Err}
-		case t.Schema != nil:
-			info.Tools[i].Schema = t.Schema
-		}
-	}
+	info := guard.RequestInfo[*request, *response]{Model: req.wire.Model, Tools: stageTools(req)}
 	if req.sink != nil {
 		info.Stream = &stageStream{parent: req.sink, client: req.client}
 	}
 	return info
+}
+
+// stageTools returns the function tools req offers, with their JSON
+// Schemas, made once for the request and the copies made of it.
+func stageTools(req *request) []guard.Tool {
+	if req.toolsMade {
+		return req.tools
+	}
+	tools := make([]guard.Tool, len(req.wire.Tools))
+	for i, t := range req.wire.Tools {
+		tools[i].Name = t.Name
+		switch {
+		case t.Err != nil:
+			tools[i].Schema = unusableSchema{t.Err}
+		case t.Schema != nil:
+			tools[i].Schema = t.Schema
+		}
+	}
+	req.tools, req.toolsMade = tools, true
+	return tools
 }
 
 // Response returns resp's tool calls, in order; for a response without
