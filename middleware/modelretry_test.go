@@ -42,12 +42,6 @@ func (r *sleepRecorder) sleep(ctx context.Context, d time.Duration) error {
 	return ctx.Err()
 }
 
-func (r *sleepRecorder) recorded() []time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]time.Duration(nil), r.waits...)
-}
-
 func text(t *testing.T, resp *llms.ContentResponse) string {
 	t.Helper()
 	if resp == nil || len(resp.Choices) == 0 {

@@ -3,7 +3,6 @@ package middleware_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -73,25 +72,6 @@ func (r *recorder) all() []guard.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.events)
-}
-
-// trace renders the events as "Middleware:kind#attempt".
-func (r *recorder) trace() []string {
-	var ts []string
-	for _, e := range r.all() {
-		ts = append(ts, fmt.Sprintf("%s:%s#%d", e.Middleware, e.Kind, e.Attempt))
-	}
-	return ts
-}
-
-func (r *recorder) kinds() []guard.EventKind {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var ks []guard.EventKind
-	for _, e := range r.events {
-		ks = append(ks, e.Kind)
-	}
-	return ks
 }
 
 func (r *recorder) find(k guard.EventKind) (guard.Event, bool) {
