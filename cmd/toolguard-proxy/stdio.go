@@ -26,9 +26,11 @@ type exitStatus struct{ code int }
 
 func (e *exitStatus) Error() string { return fmt.Sprintf("toolguard-proxy: exit status %d", e.code) }
 
-// forwardedSignals are the signals -stdio passes on to the server it
+// forwardedSignals returns the signals -stdio passes on to the server it
 // wraps, which then decides when the wrapper exits (by exiting itself).
-var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+func forwardedSignals() []os.Signal {
+	return []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+}
 
 // runStdio is -stdio: it starts cfg.stdio's command, joins this process's
 // stdin and stdout to the command's through mcpguard.Stdio, passes the
@@ -86,7 +88,7 @@ func runStdio(ctx context.Context, cfg config, stdin io.Reader, stdout, stderr i
 	log.Info("toolguard-proxy: wrapping a stdio MCP server", "command", cfg.stdio[0], "args", len(cfg.stdio)-1, "pid", cmd.Process.Pid)
 
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, forwardedSignals...)
+	signal.Notify(sigs, forwardedSignals()...)
 	defer signal.Stop(sigs)
 	stopForwarding := make(chan struct{})
 	defer close(stopForwarding)
