@@ -17,7 +17,7 @@ import (
 // answer, read back as a client reads the JSON.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	for _, p := range []wireHost{&chatHost{}, &messagesHost{}, &responsesHost{}, &geminiHost{}} {
+	for _, p := range []wireHost{&chatHost{}, &messagesHost{}, &responsesHost{}, &geminiHost{}, &ollamaHost{}, &bedrockHost{}} {
 		t.Run(p.protocol().name(), func(t *testing.T) {
 			t.Parallel()
 			guardtest.Run[*request, *response](t, hostOf{p})
