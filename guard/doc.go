@@ -18,11 +18,15 @@
 // once and gets every stage:
 //
 //   - package middleware: langchaingo's llms.Model (middleware.Wrap);
-//   - package httpguard: the OpenAI, Anthropic and Gemini wire protocols,
-//     as an http.RoundTripper for any Go client, and cmd/toolguard-proxy
-//     for any language;
-//   - package agent: the tool stage of langchaingo's agent loop, built on
-//     middleware.
+//   - package httpguard: the OpenAI Chat Completions and Responses,
+//     Anthropic Messages, Gemini, Ollama and Bedrock Converse wire
+//     protocols, as an http.RoundTripper for any Go client, and
+//     cmd/toolguard-proxy for any language;
+//   - package mcpguard: MCP's tools/call, whose calls are the tool stage's
+//     at the MCP wire (its limits are this package's ToolCallLimit).
+//
+// Package toolstage is the tool stage for every host; package agent is
+// langchaingo's agent loop over it and middleware.
 //
 // # Order
 //
