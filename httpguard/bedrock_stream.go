@@ -509,6 +509,8 @@ func (g *bedrockGate) event(ev streamEvent) (bool, error) {
 
 func (g *bedrockGate) response() ([]byte, error) { return g.asm.response() }
 
+func (g *bedrockGate) current() assembler { return g.asm }
+
 func (g *bedrockGate) write(typ string, v any) error {
 	b, err := marshal(v)
 	if err != nil {

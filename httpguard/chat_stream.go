@@ -375,6 +375,8 @@ func (g *chatGate) event(ev streamEvent) (bool, error) {
 
 func (g *chatGate) response() ([]byte, error) { return g.asm.response() }
 
+func (g *chatGate) current() assembler { return g.asm }
+
 // chunk is the template with choices replaced (and usage null when the
 // template has usage).
 func (g *chatGate) chunk(choices []byte) ([]byte, error) {

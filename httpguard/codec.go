@@ -66,14 +66,35 @@ type response struct {
 	// origin is the gate that assembled body from an upstream stream; nil
 	// for a sync answer and a stand-in.
 	origin *gateSink
+	// asm is the assembler of a streamed answer whose body is not built
+	// yet (content builds it); nil once built, and for any other answer.
+	asm assembler
+}
+
+// content returns resp's JSON body; nil for pass. A streamed answer's
+// body is assembled the first time it is read: one whose calls the
+// stages accept unchanged is handed on without it (gateSink.release).
+func (resp *response) content() ([]byte, error) {
+	if resp.body == nil && resp.asm != nil {
+		b, err := resp.asm.response()
+		if err != nil {
+			return nil, err
+		}
+		resp.body, resp.asm = b, nil
+	}
+	return resp.body, nil
 }
 
 // toolCalls returns resp's tool calls, read once.
 func (resp *response) toolCalls() ([]wireCall, error) {
-	if resp.calls != nil || resp.body == nil {
+	if resp.calls != nil {
 		return resp.calls, nil
 	}
-	cs, err := resp.proto.calls(resp.body)
+	body, err := resp.content()
+	if err != nil || body == nil {
+		return nil, err
+	}
+	cs, err := resp.proto.calls(body)
 	if err != nil {
 		return nil, err
 	}
@@ -172,12 +193,16 @@ func (codec) Accept(resp *response, vs []guard.Verdict) (*response, error) {
 	if !changed {
 		return resp, nil
 	}
-	body, err := resp.proto.accept(resp.body, args)
+	content, err := resp.content()
+	if err != nil {
+		return nil, err
+	}
+	body, err := resp.proto.accept(content, args)
 	if err != nil {
 		return nil, err
 	}
 	out := *resp
-	out.body, out.calls, out.text = body, nil, nil
+	out.body, out.calls, out.text, out.asm = body, nil, nil, nil
 	if cs, err := resp.toolCalls(); err == nil && len(cs) == len(args) {
 		// The calls of the new body: the old ones with the arguments
 		// written, as every protocol's calls reads them back.
@@ -199,7 +224,10 @@ func (codec) Reask(req *request, resp *response, as []guard.Answer) (*request, e
 	if state := req.wire.State.continues(); state != "" {
 		return nil, newServerStateError(state, as)
 	}
-	replayed := resp.body
+	replayed, err := resp.content()
+	if err != nil {
+		return nil, err
+	}
 	args := make([][]byte, len(as))
 	changed := false
 	for i, a := range as {
@@ -207,8 +235,7 @@ func (codec) Reask(req *request, resp *response, as []guard.Answer) (*request, e
 		changed = changed || a.Args != nil
 	}
 	if changed {
-		var err error
-		if replayed, err = resp.proto.accept(resp.body, args); err != nil {
+		if replayed, err = resp.proto.accept(replayed, args); err != nil {
 			return nil, err
 		}
 	}
@@ -237,8 +264,8 @@ func answerText(resp *response) string {
 		return *resp.text
 	}
 	text := unreadText
-	if resp.body != nil {
-		if t, err := resp.proto.text(resp.body); err == nil {
+	if body, err := resp.content(); err == nil && body != nil {
+		if t, err := resp.proto.text(body); err == nil {
 			text = t
 		}
 	}

@@ -336,6 +336,8 @@ func (g *geminiGate) event(ev streamEvent) (bool, error) {
 
 func (g *geminiGate) response() ([]byte, error) { return g.asm.response() }
 
+func (g *geminiGate) current() assembler { return g.asm }
+
 func (g *geminiGate) accept(resp []byte) error {
 	if g.ended {
 		return nil

@@ -59,10 +59,14 @@ func (codec) Malformed(req *request, resp *response, err error) (guard.Malformed
 		}
 		return guard.Malformed{}, false
 	}
-	if resp == nil || resp.body == nil || resp.standIn {
+	if resp == nil || resp.standIn {
 		return guard.Malformed{}, false
 	}
-	return mp.malformedResponse(resp.body)
+	body, err := resp.content()
+	if err != nil || body == nil {
+		return guard.Malformed{}, false
+	}
+	return mp.malformedResponse(body)
 }
 
 // ReaskMalformed returns req's body followed by the failed generation as

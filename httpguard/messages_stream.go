@@ -367,6 +367,8 @@ func (g *messagesGate) event(ev streamEvent) (bool, error) {
 
 func (g *messagesGate) response() ([]byte, error) { return g.asm.response() }
 
+func (g *messagesGate) current() assembler { return g.asm }
+
 func (g *messagesGate) write(typ string, v any) error {
 	b, err := marshal(v)
 	if err != nil {

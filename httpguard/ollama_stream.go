@@ -201,6 +201,8 @@ func (g *ollamaGate) event(ev streamEvent) (bool, error) {
 
 func (g *ollamaGate) response() ([]byte, error) { return g.asm.response() }
 
+func (g *ollamaGate) current() assembler { return g.asm }
+
 func (g *ollamaGate) accept(resp []byte) error {
 	if g.ended {
 		return nil

@@ -317,6 +317,8 @@ func (g *responsesGate) event(ev streamEvent) (bool, error) {
 
 func (g *responsesGate) response() ([]byte, error) { return g.asm.response() }
 
+func (g *responsesGate) current() assembler { return g.asm }
+
 // emit writes a synthesized event: type typ, then fields (key, value
 // pairs; a []byte value is raw JSON, any other is marshalled), then the
 // gate's next sequence_number, written in that order.

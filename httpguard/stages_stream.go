@@ -122,18 +122,30 @@ func (s *gateSink) assembledResponse() ([]byte, error) {
 	return s.asm, nil
 }
 
-// assembledCalls returns the calls of assembledResponse, read once.
+// assembledCalls returns the calls of the current attempt, read once:
+// from the assembler's own parse of the events when it lists them
+// (callLister), else from assembledResponse. An error is the attempt's
+// assembly failing (errTooLarge, a stream that is not readable), or an
+// *unguardableError: a response of a shape the guard does not read.
 func (s *gateSink) assembledCalls() ([]wireCall, error) {
 	if s.asmCalls != nil {
 		return s.asmCalls, nil
 	}
-	asm, err := s.assembledResponse()
-	if err != nil {
-		return nil, err
-	}
-	calls, err := s.proto.calls(asm)
-	if err != nil {
-		return nil, err
+	var calls []wireCall
+	if cl, ok := s.gate.current().(callLister); ok {
+		cs, err := cl.calls()
+		if err != nil {
+			return nil, err
+		}
+		calls = cs
+	} else {
+		asm, err := s.assembledResponse()
+		if err != nil {
+			return nil, err
+		}
+		if calls, err = s.proto.calls(asm); err != nil {
+			return nil, unguardable("the streamed response is not of a shape the guard reads", err)
+		}
 	}
 	if calls == nil {
 		calls = []wireCall{}
@@ -266,17 +278,27 @@ func (s *gateSink) deliver(resp *response) (*response, error) {
 	if s.delivered {
 		return resp, nil
 	}
-	body := resp.body
+	if !resp.standIn && s.fed {
+		ok, err := s.release(resp)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			s.delivered = true
+			return resp, nil
+		}
+	}
+	body, err := resp.content()
+	if err != nil {
+		return nil, err
+	}
 	if resp.standIn || !s.fed {
 		if s.fed {
 			s.gate.reject()
 			s.first = false
 		}
-	} else {
-		var err error
-		if body, err = s.assembled(resp); err != nil {
-			return nil, err
-		}
+	} else if body, err = s.assembled(resp); err != nil {
+		return nil, err
 	}
 	if err := s.gate.accept(body); err != nil {
 		return nil, err
@@ -285,11 +307,38 @@ func (s *gateSink) deliver(resp *response) (*response, error) {
 	return resp, nil
 }
 
+// release ends the gate's first attempt with what it held, as the
+// upstream sent it, when the gate can (releaser) and resp's calls are the
+// attempt's, unchanged: nothing is assembled or written anew.
+func (s *gateSink) release(resp *response) (bool, error) {
+	g, ok := s.gate.(releaser)
+	if !ok || !s.first {
+		return false, nil
+	}
+	have, err := s.assembledCalls()
+	if err != nil {
+		return false, nil
+	}
+	want, err := resp.toolCalls()
+	if err != nil || len(want) != len(have) {
+		return false, nil
+	}
+	for i := range want {
+		if want[i].Name != have[i].Name || string(want[i].Args) != string(have[i].Args) {
+			return false, nil
+		}
+	}
+	return g.release()
+}
+
 // assembled returns the attempt as the gate assembled it, with the calls'
 // arguments of resp, whose calls are the same, in the same order; resp
 // itself when they are not (the gate then accepts resp).
 func (s *gateSink) assembled(r *response) ([]byte, error) {
-	resp := r.body
+	resp, err := r.content()
+	if err != nil {
+		return nil, err
+	}
 	asm, err := s.assembledResponse()
 	if err != nil {
 		return nil, err

@@ -119,6 +119,24 @@ type assembler interface {
 	response() ([]byte, error)
 }
 
+// callLister is an assembler that lists the calls of the events so far
+// from its own parse of them, without building the response and reading
+// it back: calls returns what the protocol's calls would read of
+// response(), and fails where response() or that read would.
+type callLister interface {
+	calls() ([]wireCall, error)
+}
+
+// releaser is a gate that can end its first attempt by handing on what it
+// held as the upstream sent it: the attempt's calls were accepted
+// unchanged, so the client reads the upstream's own events. release
+// reports false, having written nothing, when it cannot (a later attempt,
+// whose ids and counters must be rewritten): the gate then accepts the
+// assembled response.
+type releaser interface {
+	release() (bool, error)
+}
+
 // streamGate writes one logical call's client stream over its attempts
 // (see the top of this file). Not safe for concurrent use: one goroutine
 // drives it.
@@ -128,6 +146,9 @@ type streamGate interface {
 	event(ev streamEvent) (done bool, err error)
 	// response is the current attempt's assembled sync response.
 	response() ([]byte, error)
+	// current is the current attempt's assembler; reject gives the gate
+	// a new one, so a response read from it stays the attempt's.
+	current() assembler
 	// accept ends the current attempt and the client's stream: resp is
 	// response() with cleaned arguments written back.
 	accept(resp []byte) error

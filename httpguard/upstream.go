@@ -94,16 +94,24 @@ func (t *Transport) send(ctx context.Context, req *request) (*response, error) {
 	ctx, done := guard.ObserveModelCall(ctx, guard.ModelCall{Model: req.wire.Model})
 	resp, err := t.sendUpstream(ctx, req)
 	res := guard.ModelResult{Err: err, InputTokens: -1, OutputTokens: -1}
-	if err == nil && resp.body != nil {
-		if u, uerr := req.proto.usage(resp.body); uerr == nil && u.Reported {
+	if body, berr := contentOf(resp, err); body != nil && berr == nil {
+		if u, uerr := req.proto.usage(body); uerr == nil && u.Reported {
 			res.InputTokens, res.OutputTokens = int(u.InputTokens), int(u.OutputTokens)
 		}
-		res.FinishReasons = req.proto.finish(resp.body)
-		body := resp.body
+		res.FinishReasons = req.proto.finish(body)
 		res.Output = func() string { return outputMessages(ctx, req.proto, body) }
 	}
 	done(res)
 	return resp, err
+}
+
+// contentOf is the body of resp, the answer of a request that ended with
+// err; nil when it failed.
+func contentOf(resp *response, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	return resp.content()
 }
 
 // sendUpstream makes the upstream request: a clone of the client's with
@@ -262,15 +270,14 @@ func (t *Transport) readStream(ctx context.Context, req *request, hr *http.Respo
 			break
 		}
 	}
-	b, err := req.sink.assembledResponse()
+	asm := req.sink.gate.current()
+	calls, err := req.sink.assembledCalls()
 	if err != nil {
 		return nil, reportUnguardable(ctx, err)
 	}
-	calls, err := req.sink.assembledCalls()
-	if err != nil {
-		return nil, reportUnguardable(ctx, unguardable("the streamed response is not of a shape the guard reads", err))
-	}
-	return &response{proto: req.proto, body: b, status: hr.StatusCode, header: hr.Header, origin: req.sink, calls: calls}, nil
+	// The body is built when a stage reads it (response.content), or now
+	// if reading the calls built it.
+	return &response{proto: req.proto, body: req.sink.asm, asm: asm, status: hr.StatusCode, header: hr.Header, origin: req.sink, calls: calls}, nil
 }
 
 // readCloser reads from r and closes c.
