@@ -79,15 +79,15 @@ func (m metrics) request(ctx context.Context, model string, elapsed time.Duratio
 	duration, input, output := sets.duration, sets.input, sets.output
 	if err != nil {
 		attrs := append(sets.attrs, semconv.ErrorTypeKey.String(errorType(err)))
-		duration = metric.WithAttributes(attrs...)
-		input = metric.WithAttributes(append(attrs, semconv.GenAITokenTypeInput)...)
-		output = metric.WithAttributes(append(attrs, semconv.GenAITokenTypeOutput)...)
+		duration = recordWith(attrs...)
+		input = recordWith(append(attrs, semconv.GenAITokenTypeInput)...)
+		output = recordWith(append(attrs, semconv.GenAITokenTypeOutput)...)
 	}
-	m.duration.Record(ctx, elapsed.Seconds(), duration)
+	m.duration.Record(ctx, elapsed.Seconds(), duration...)
 	if u.input >= 0 {
-		m.tokens.Record(ctx, u.input, input)
+		m.tokens.Record(ctx, u.input, input...)
 	}
 	if u.output >= 0 {
-		m.tokens.Record(ctx, u.output, output)
+		m.tokens.Record(ctx, u.output, output...)
 	}
 }

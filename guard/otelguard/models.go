@@ -48,10 +48,12 @@ type modelLabels struct {
 // modelSets are the attributes of one label's requests: the
 // attributes themselves (an error's request adds error.type to them) and
 // the sets a successful request records its duration and its input and
-// output tokens with.
+// output tokens with, each as the options slice Record takes, so that
+// passing it allocates no variadic slice either. The instruments only
+// read them.
 type modelSets struct {
 	attrs                   []attribute.KeyValue // gen_ai.operation.name, provider, model
-	duration, input, output metric.MeasurementOption
+	duration, input, output []metric.RecordOption
 }
 
 // newModelLabels returns the empty set of an Observer whose provider is
@@ -76,10 +78,15 @@ func (m *modelLabels) newSets(label string) *modelSets {
 	attrs = slices.Clip(attrs)
 	return &modelSets{
 		attrs:    attrs,
-		duration: metric.WithAttributeSet(attribute.NewSet(attrs...)),
-		input:    metric.WithAttributeSet(attribute.NewSet(append(attrs, semconv.GenAITokenTypeInput)...)),
-		output:   metric.WithAttributeSet(attribute.NewSet(append(attrs, semconv.GenAITokenTypeOutput)...)),
+		duration: recordWith(attrs...),
+		input:    recordWith(append(attrs, semconv.GenAITokenTypeInput)...),
+		output:   recordWith(append(attrs, semconv.GenAITokenTypeOutput)...),
 	}
+}
+
+// recordWith returns the options of one Record with the set of attrs.
+func recordWith(attrs ...attribute.KeyValue) []metric.RecordOption {
+	return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}
 }
 
 // sets returns the sets of model's label on the metrics: model cut to

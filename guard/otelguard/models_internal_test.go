@@ -71,7 +71,7 @@ func TestModelSetsAttributes(t *testing.T) {
 	}
 }
 
-// setOf is the attribute set a measurement option records with.
-func setOf(o metric.MeasurementOption) attribute.Set {
-	return metric.NewRecordConfig([]metric.RecordOption{o}).Attributes()
+// setOf is the attribute set of a Record's options.
+func setOf(opts []metric.RecordOption) attribute.Set {
+	return metric.NewRecordConfig(opts).Attributes()
 }
