@@ -19,10 +19,15 @@
 // machine's load average, since every process shares its cores.
 //
 //	cd bench && go run ./load [-c 64] [-n 10000] [-rounds 3] [-warmup 2000] [-streams 64]
-//	                          [-proxy-bin PATH] [-proxy-args '-log-level warn']
+//	                          [-proxy-bin PATH] [-proxy-args '-log-level warn'] [-cpuprofile FILE]
 //
 // Without -proxy-bin it builds cmd/toolguard-proxy of the repository it
-// runs in into a temporary directory. Every child is killed when the tool
+// runs in into a temporary directory. With -cpuprofile FILE (cpu.pprof)
+// it writes the CPU profile of toolguard-proxy's process over each mode's
+// measured rounds to FILE with the mode before its extension
+// (cpu-sync.pprof, cpu-stream.pprof), for go tool pprof; the proxy is
+// then built with the toolguard_loadprofile tag, which serves the profile
+// on a loopback port of its own (a -proxy-bin must be built so too). Every child is killed when the tool
 // exits, on an error or an interrupt too (and by the kernel if the tool
 // itself is killed). Linux only.
 package main
@@ -70,6 +75,7 @@ type options struct {
 	repo                          string
 	proxyBin                      string
 	proxyArgs                     string
+	cpuprofile                    string
 }
 
 // proxy is one of the two proxies under load.
@@ -102,6 +108,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	fs.StringVar(&o.repo, "repo", "", "the toolguard repository (default: the one holding the working directory)")
 	fs.StringVar(&o.proxyBin, "proxy-bin", "", "a built toolguard-proxy (default: go build of the repository's cmd/toolguard-proxy)")
 	fs.StringVar(&o.proxyArgs, "proxy-args", "", "more flags for toolguard-proxy, space-separated")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write toolguard-proxy's CPU profile over each mode's measured rounds to this `file`, the mode before its extension")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -133,7 +140,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 		defer os.RemoveAll(dir)
 		bin = filepath.Join(dir, "toolguard-proxy")
-		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/toolguard-proxy")
+		args := []string{"build", "-o", bin}
+		if o.cpuprofile != "" {
+			args = append(args, "-tags", profileTag)
+		}
+		build := exec.CommandContext(ctx, "go", append(args, "./cmd/toolguard-proxy")...)
 		build.Dir = repo
 		if out, err := build.CombinedOutput(); err != nil {
 			return fmt.Errorf("load: go build ./cmd/toolguard-proxy: %w\n%s", err, out)
@@ -185,6 +196,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	pcmd := exec.Command(bin, proxyArgs...)
 	// No traces exported: the proxy's defaults without an OTLP endpoint.
 	pcmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT=", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=")
+	var prof *profiler
+	if o.cpuprofile != "" {
+		paddr, err := freePort()
+		if err != nil {
+			return err
+		}
+		pcmd.Env = append(pcmd.Env, profileEnv+"="+paddr)
+		prof = &profiler{client: http.DefaultClient, url: "http://" + paddr}
+	}
 	guardedChild, err := start("toolguard-proxy", pcmd, true, nil, proxyAddr)
 	if err != nil {
 		return err
@@ -242,6 +262,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		cpu := make([][]float64, len(proxies))
 		rps := make([][]float64, len(proxies))
 		alloc := make([][]float64, len(proxies))
+		if prof != nil {
+			if err := prof.start(ctx); err != nil {
+				return err
+			}
+		}
 		for range o.rounds {
 			for i, p := range proxies {
 				url := "http://" + p.child.addr + "/v1/chat/completions"
@@ -268,6 +293,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 				cpu[i] = append(cpu[i], float64(cpu1-cpu0)/ticks*1e6/float64(o.n))
 				alloc[i] = append(alloc[i], (st1.allocated-st0.allocated)/1024/float64(o.n))
 				rps[i] = append(rps[i], float64(o.n)/elapsed.Seconds())
+			}
+		}
+		if prof != nil {
+			if err := prof.stop(ctx, profileFile(o.cpuprofile, mode)); err != nil {
+				return err
 			}
 		}
 		for i, p := range proxies {

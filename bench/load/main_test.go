@@ -3,9 +3,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -57,6 +59,49 @@ func TestRunPrintsEveryRow(t *testing.T) {
 	}
 	if kids := children(t); len(kids) > 0 {
 		t.Errorf("after run() returned, processes %v are still children of the test", kids)
+	}
+}
+
+// With -cpuprofile the tool builds toolguard-proxy with the profile tag
+// and writes its CPU profile of each mode's measured rounds, one file per
+// mode named after -cpuprofile, in pprof's gzipped format.
+func TestRunWritesProfiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds toolguard-proxy and starts three processes; skipped under -short")
+	}
+	dir := t.TempDir()
+	var out, errs strings.Builder
+	if err := run(context.Background(), []string{"-c", "2", "-n", "20", "-rounds", "1", "-warmup", "0", "-streams", "0",
+		"-cpuprofile", filepath.Join(dir, "cpu.pprof")}, &out, &errs); err != nil {
+		t.Fatalf("run() = %v\nstderr:\n%s", err, errs.String())
+	}
+	for _, name := range []string{"cpu-sync.pprof", "cpu-stream.pprof"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Errorf("-cpuprofile: %v", err)
+			continue
+		}
+		if !bytes.HasPrefix(b, []byte{0x1f, 0x8b}) {
+			t.Errorf("%s holds %d bytes starting %q, want a gzipped profile", name, len(b), b[:min(len(b), 8)])
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "cpu.pprof")); err == nil {
+		t.Errorf("-cpuprofile cpu.pprof wrote cpu.pprof itself, want one file per mode")
+	}
+	if kids := children(t); len(kids) > 0 {
+		t.Errorf("after run() returned, processes %v are still children of the test", kids)
+	}
+}
+
+// profileFile puts the mode before the extension.
+func TestProfileFile(t *testing.T) {
+	for _, tc := range []struct{ file, mode, want string }{
+		{"cpu.pprof", "sync", "cpu-sync.pprof"},
+		{"/tmp/a.b/cpu", "stream", "/tmp/a.b/cpu-stream"},
+	} {
+		if got := profileFile(tc.file, tc.mode); got != tc.want {
+			t.Errorf("profileFile(%q, %q) = %q, want %q", tc.file, tc.mode, got, tc.want)
+		}
 	}
 }
 

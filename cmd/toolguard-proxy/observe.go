@@ -31,7 +31,7 @@ func (s *server) instrument(next http.Handler) http.Handler {
 		ctx := r.Context()
 		method := requestMethod(r.Method)
 		active := s.tel.attrs.active(method)
-		s.tel.active.Add(ctx, 1, active)
+		s.tel.active.Add(ctx, 1, active...)
 		rec := &recorder{ResponseWriter: w}
 		aborted := true // until next returns: ReverseProxy aborts a cut stream with a panic
 		defer func() {
@@ -40,14 +40,14 @@ func (s *server) instrument(next http.Handler) http.Handler {
 			if status == 0 {
 				status = http.StatusOK
 			}
-			s.tel.active.Add(ctx, -1, active)
-			var done metric.RecordOption
+			s.tel.active.Add(ctx, -1, active...)
+			var done []metric.RecordOption
 			if info.tenant != "" {
-				done = metric.WithAttributes(method, semconv.HTTPResponseStatusCode(status), tenantAttr.String(s.tenantLabels.label(info.tenant)))
+				done = []metric.RecordOption{metric.WithAttributes(method, semconv.HTTPResponseStatusCode(status), tenantAttr.String(s.tenantLabels.label(info.tenant)))}
 			} else {
 				done = s.tel.attrs.done(method, status)
 			}
-			s.tel.duration.Record(ctx, elapsed.Seconds(), done)
+			s.tel.duration.Record(ctx, elapsed.Seconds(), done...)
 			attrs := []slog.Attr{
 				slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", status),
 				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000), slog.Int64("bytes", rec.bytes),
@@ -257,15 +257,17 @@ func errorAttrs(err error) []slog.Attr {
 
 // requestAttrs holds the attribute sets of the proxy's own instruments,
 // each built once and reused by every request that has it, rather than
-// sorted and hashed anew for each (attribute.NewSet). Reads take no lock
-// (sync.Map). Safe for concurrent use; the zero value is empty.
+// sorted and hashed anew for each (attribute.NewSet), and each kept as
+// the options slice Add or Record takes, so that passing it allocates no
+// variadic slice either (the instruments only read it). Reads take no
+// lock (sync.Map). Safe for concurrent use; the zero value is empty.
 type requestAttrs struct {
 	// byMethod: http.request.method's set, for active (requestMethod's
 	// closed set of values); byStatus: the sets of the method and
 	// http.response.status_code, for duration, at most maxStatusSets of
 	// them, since statuses come from the upstream (past the cap a set is
 	// built per request, as before).
-	byMethod, byStatus sync.Map // string or statusKey -> metric.MeasurementOption
+	byMethod, byStatus sync.Map // string -> []metric.AddOption, statusKey -> []metric.RecordOption
 	statuses           atomic.Int64
 }
 
@@ -278,30 +280,30 @@ type statusKey struct {
 	status int
 }
 
-// active returns the option of method's set (requestMethod's value).
-func (a *requestAttrs) active(method attribute.KeyValue) metric.MeasurementOption {
+// active returns the options of method's set (requestMethod's value).
+func (a *requestAttrs) active(method attribute.KeyValue) []metric.AddOption {
 	k := method.Value.AsString()
 	if o, ok := a.byMethod.Load(k); ok {
-		return o.(metric.MeasurementOption)
+		return o.([]metric.AddOption)
 	}
-	o, _ := a.byMethod.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(method)))
-	return o.(metric.MeasurementOption)
+	o, _ := a.byMethod.LoadOrStore(k, []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(method))})
+	return o.([]metric.AddOption)
 }
 
-// done returns the option of the set of method and status.
-func (a *requestAttrs) done(method attribute.KeyValue, status int) metric.MeasurementOption {
+// done returns the options of the set of method and status.
+func (a *requestAttrs) done(method attribute.KeyValue, status int) []metric.RecordOption {
 	k := statusKey{method.Value.AsString(), status}
 	if o, ok := a.byStatus.Load(k); ok {
-		return o.(metric.MeasurementOption)
+		return o.([]metric.RecordOption)
 	}
-	o := metric.WithAttributeSet(attribute.NewSet(method, semconv.HTTPResponseStatusCode(status)))
+	o := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(method, semconv.HTTPResponseStatusCode(status)))}
 	if a.statuses.Add(1) > maxStatusSets {
 		a.statuses.Add(-1)
 		return o
 	}
 	if prev, loaded := a.byStatus.LoadOrStore(k, o); loaded {
 		a.statuses.Add(-1) // another request stored it first
-		return prev.(metric.MeasurementOption)
+		return prev.([]metric.RecordOption)
 	}
 	return o
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/toolguard/toolguard/guard"
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
@@ -30,13 +29,14 @@ type metrics struct {
 	events   metric.Int64Counter
 	duration metric.Float64Histogram
 	tokens   metric.Int64Histogram
-	models   *modelLabels // the closed set of gen_ai.request.model values
+	models   *modelLabels // the closed set of gen_ai.request.model values, with their sets
 }
 
-// newMetrics creates the instruments on m. An instrument m refuses is
-// reported to otel.Handle and replaced by a no-op.
-func newMetrics(m metric.Meter) metrics {
-	ms := metrics{models: &modelLabels{}}
+// newMetrics creates the instruments on m, for an Observer whose provider
+// is provider. An instrument m refuses is reported to otel.Handle and
+// replaced by a no-op.
+func newMetrics(m metric.Meter, provider string) metrics {
+	ms := metrics{models: newModelLabels(provider)}
 	var err error
 	if ms.events, err = m.Int64Counter(EventsMetric, metric.WithUnit("{event}"),
 		metric.WithDescription("toolguard events: re-asks, retries, invalid calls, blocked calls, …")); err != nil {
@@ -67,27 +67,27 @@ func (m metrics) event(ctx context.Context, e guard.Event) {
 }
 
 // request records one request's duration and token usage, by model from
-// a closed set (modelLabels).
-func (m metrics) request(ctx context.Context, provider, model string, elapsed time.Duration, u usage, err error) {
+// a closed set (modelLabels). A successful request records with the sets
+// its label holds; a failed one adds error.type, whose values (a
+// provider's error code among them) are not a closed set, so its sets
+// are built for it.
+func (m metrics) request(ctx context.Context, model string, elapsed time.Duration, u usage, err error) {
 	if !m.duration.Enabled(ctx) && !m.tokens.Enabled(ctx) {
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, 5)
-	attrs = append(attrs, semconv.GenAIOperationNameChat)
-	if provider != "" {
-		attrs = append(attrs, semconv.GenAIProviderNameKey.String(provider))
-	}
-	if model != "" {
-		attrs = append(attrs, semconv.GenAIRequestModel(m.models.label(model)))
-	}
+	sets := m.models.sets(model)
+	duration, input, output := sets.duration, sets.input, sets.output
 	if err != nil {
-		attrs = append(attrs, semconv.ErrorTypeKey.String(errorType(err)))
+		attrs := append(sets.attrs, semconv.ErrorTypeKey.String(errorType(err)))
+		duration = recordWith(attrs...)
+		input = recordWith(append(attrs, semconv.GenAITokenTypeInput)...)
+		output = recordWith(append(attrs, semconv.GenAITokenTypeOutput)...)
 	}
-	m.duration.Record(ctx, elapsed.Seconds(), metric.WithAttributes(attrs...))
+	m.duration.Record(ctx, elapsed.Seconds(), duration...)
 	if u.input >= 0 {
-		m.tokens.Record(ctx, u.input, metric.WithAttributes(append(attrs, semconv.GenAITokenTypeInput)...))
+		m.tokens.Record(ctx, u.input, input...)
 	}
 	if u.output >= 0 {
-		m.tokens.Record(ctx, u.output, metric.WithAttributes(append(attrs, semconv.GenAITokenTypeOutput)...))
+		m.tokens.Record(ctx, u.output, output...)
 	}
 }

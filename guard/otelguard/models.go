@@ -1,9 +1,14 @@
 package otelguard
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 )
 
 // The bounds of gen_ai.request.model on the metrics. The model is what a
@@ -26,18 +31,72 @@ const (
 	OtherModel = "_OTHER"
 )
 
-// modelLabels is the closed set of models an Observer's metrics name.
+// modelLabels is the closed set of models an Observer's metrics name,
+// with the attribute sets a successful request of each records with,
+// built once per label rather than sorted, deduplicated and hashed anew
+// for every request (metric.WithAttributes). It holds at most MaxModels
+// entries and two more (OtherModel's and a request without a model's),
+// whatever the models requests name.
 type modelLabels struct {
-	seen  sync.Map // cut model → its own copy, as a string
-	mu    sync.Mutex
-	count int // entries in seen; under mu
+	provider    string     // gen_ai.provider.name, or ""
+	none, other *modelSets // a request without a model's; OtherModel's
+	seen        sync.Map   // cut model → *modelSets, its label its own copy
+	mu          sync.Mutex
+	count       int // entries in seen; under mu
 }
 
-// label returns the gen_ai.request.model of model on the metrics: model
-// cut to MaxModelLabel bytes, while fewer than MaxModels models have been
-// named, else OtherModel. The string returned never shares memory with
+// modelSets are the attributes of one label's requests: the
+// attributes themselves (an error's request adds error.type to them) and
+// the sets a successful request records its duration and its input and
+// output tokens with, each as the options slice Record takes, so that
+// passing it allocates no variadic slice either. The instruments only
+// read them.
+type modelSets struct {
+	attrs                   []attribute.KeyValue // gen_ai.operation.name, provider, model
+	duration, input, output []metric.RecordOption
+}
+
+// newModelLabels returns the empty set of an Observer whose provider is
+// provider ("": none named).
+func newModelLabels(provider string) *modelLabels {
+	m := &modelLabels{provider: provider}
+	m.none = m.newSets("")
+	m.other = m.newSets(OtherModel)
+	return m
+}
+
+// newSets builds the sets of label ("": no model).
+func (m *modelLabels) newSets(label string) *modelSets {
+	attrs := make([]attribute.KeyValue, 0, 3)
+	attrs = append(attrs, semconv.GenAIOperationNameChat)
+	if m.provider != "" {
+		attrs = append(attrs, semconv.GenAIProviderNameKey.String(m.provider))
+	}
+	if label != "" {
+		attrs = append(attrs, semconv.GenAIRequestModel(label))
+	}
+	attrs = slices.Clip(attrs)
+	return &modelSets{
+		attrs:    attrs,
+		duration: recordWith(attrs...),
+		input:    recordWith(append(attrs, semconv.GenAITokenTypeInput)...),
+		output:   recordWith(append(attrs, semconv.GenAITokenTypeOutput)...),
+	}
+}
+
+// recordWith returns the options of one Record with the set of attrs.
+func recordWith(attrs ...attribute.KeyValue) []metric.RecordOption {
+	return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}
+}
+
+// sets returns the sets of model's label on the metrics: model cut to
+// MaxModelLabel bytes, while fewer than MaxModels models have been named,
+// else OtherModel; none's for "". The label never shares memory with
 // model, so that a long name is not held by the metrics.
-func (m *modelLabels) label(model string) string {
+func (m *modelLabels) sets(model string) *modelSets {
+	if model == "" {
+		return m.none
+	}
 	if len(model) > MaxModelLabel {
 		i := MaxModelLabel
 		for i > 0 && !utf8.RuneStart(model[i]) {
@@ -46,18 +105,19 @@ func (m *modelLabels) label(model string) string {
 		model = model[:i]
 	}
 	if v, ok := m.seen.Load(model); ok {
-		return v.(string)
+		return v.(*modelSets)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if v, ok := m.seen.Load(model); ok {
-		return v.(string)
+		return v.(*modelSets)
 	}
 	if m.count >= MaxModels {
-		return OtherModel
+		return m.other
 	}
 	own := strings.Clone(model)
-	m.seen.Store(own, own)
+	sets := m.newSets(own)
+	m.seen.Store(own, sets)
 	m.count++
-	return own
+	return sets
 }

@@ -61,7 +61,7 @@ func New(opts ...Option) *Observer {
 		client:   trace.WithSpanKind(trace.SpanKindClient),
 		internal: trace.WithSpanKind(trace.SpanKindInternal),
 	}
-	o.metrics = newMetrics(cfg.mp.Meter(ScopeName))
+	o.metrics = newMetrics(cfg.mp.Meter(ScopeName), cfg.provider)
 	return o
 }
 
@@ -183,7 +183,7 @@ func (o *Observer) endChat(ctx context.Context, span trace.Span, model string, s
 		}
 	}
 	span.End()
-	o.metrics.request(ctx, o.provider, model, elapsed, u, r.Err)
+	o.metrics.request(ctx, model, elapsed, u, r.Err)
 }
 
 // usage holds the tokens a response reports; a field is -1 when not reported.
