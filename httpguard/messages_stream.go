@@ -551,7 +551,10 @@ type messagesGate struct {
 	holding  bool
 	passed   int // blocks of the first attempt that reached the client
 	terminal []streamEvent
-	ended    bool
+	// held is what the first attempt held, every event that did not reach
+	// the client, in order, for release.
+	held  []streamEvent
+	ended bool
 }
 
 func newMessagesGate(w io.Writer) *messagesGate {
@@ -568,33 +571,92 @@ func (g *messagesGate) event(ev streamEvent) (bool, error) {
 	}
 	e := g.asm.last // add parsed it
 	ev.parsed = e   // for the gates outside
-	first := g.attempt == 0
+	if g.attempt > 0 {
+		g.hold(ev, e)
+		return done, nil
+	}
+	if g.passes(e) {
+		return done, writeEvent(g.w, ev)
+	}
+	switch e.Type {
+	case "ping", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop":
+		// Held for release, whole: the event counts by its length, what
+		// the assembler counted of it included. An event of a type the
+		// wire code does not read is dropped, as accept drops it.
+		if err := g.asm.take(len(ev.Data) - g.asm.held(e, len(ev.Data))); err != nil {
+			return done, err
+		}
+		g.held = append(g.held, ev)
+	}
+	g.hold(ev, e)
+	return done, nil
+}
+
+// passes notes what the first attempt's event e tells the gate (the
+// client read message_start; a tool_use block holds the rest of the
+// attempt; a block reached the client) and reports whether e reaches the
+// client now: message_start, and the events before the first tool_use
+// block (text and thinking blocks, pings).
+func (g *messagesGate) passes(e *messagesEvent) bool {
 	switch e.Type {
 	case "message_start":
-		if first {
-			g.started = true
-			return done, writeEvent(g.w, ev)
-		}
+		g.started = true
+		return true
 	case "ping":
-		if first && !g.holding {
-			return done, writeEvent(g.w, ev)
-		}
+		return !g.holding
 	case "content_block_start":
-		if bl := g.asm.blocks[e.Index]; bl.typ == "tool_use" {
+		if g.asm.blocks[e.Index].typ == "tool_use" {
 			g.holding = true
 		}
-		if first && !g.holding {
+		if !g.holding {
 			g.passed++
-			return done, writeEvent(g.w, ev)
 		}
+		return !g.holding
 	case "content_block_delta", "content_block_stop":
-		if first && e.Index < g.passed {
-			return done, writeEvent(g.w, ev)
+		return e.Index < g.passed
+	}
+	return false
+}
+
+// hold takes an event ev (parsed e) that does not reach the client now:
+// a tool_use block's start holds the rest of the attempt, and
+// message_delta and message_stop end it when it is accepted.
+func (g *messagesGate) hold(ev streamEvent, e *messagesEvent) {
+	switch e.Type {
+	case "content_block_start":
+		if g.asm.blocks[e.Index].typ == "tool_use" {
+			g.holding = true
 		}
 	case "message_delta", "message_stop":
 		g.terminal = append(g.terminal, ev)
 	}
-	return done, nil
+}
+
+// release ends the first attempt, whose calls the stages accepted
+// unchanged, with what it held as the upstream sent it (releaser), then
+// message_stop if none came. It reports false, having written nothing,
+// for a later attempt, or when accept would write what the upstream did
+// not send: message_start (the attempt failed before it) or, when neither
+// message_delta nor message_stop came, a message_delta built from the
+// response.
+func (g *messagesGate) release() (bool, error) {
+	if g.ended || g.attempt > 0 || !g.started || len(g.terminal) == 0 {
+		return false, nil
+	}
+	g.ended = true
+	sawStop := false
+	for _, ev := range g.held {
+		if e, ok := ev.parsed.(*messagesEvent); ok {
+			sawStop = sawStop || e.Type == "message_stop"
+		}
+		if err := writeEvent(g.w, ev); err != nil {
+			return true, err
+		}
+	}
+	if !sawStop {
+		return true, writeEvent(g.w, streamEvent{Event: "message_stop", Data: []byte(`{"type":"message_stop"}`)})
+	}
+	return true, nil
 }
 
 func (g *messagesGate) response() ([]byte, error) { return g.asm.response() }
@@ -820,7 +882,7 @@ func (g *messagesGate) reject() {
 	g.attempt++
 	g.asm = &messagesAssembler{}
 	g.holding = false
-	g.terminal = nil
+	g.terminal, g.held = nil, nil
 }
 
 func (g *messagesGate) fail(typ, msg string) error {
