@@ -38,8 +38,12 @@ func parseMessagesEvent(ev streamEvent) (*messagesEvent, error) {
 	if e, ok := ev.parsed.(*messagesEvent); ok {
 		return e, nil
 	}
-	var e messagesEvent
-	if err := decodeMessagesEvent(ev.Data, &e); err != nil {
+	return parseMessagesEventInto(ev, new(messagesEvent))
+}
+
+// parseMessagesEventInto parses ev into e, which it returns.
+func parseMessagesEventInto(ev streamEvent, e *messagesEvent) (*messagesEvent, error) {
+	if err := decodeMessagesEvent(ev.Data, e); err != nil {
 		return nil, fmt.Errorf("%w: anthropic event: %w", errJSON, err)
 	}
 	if e.Type == "error" || ev.Event == "error" {
@@ -56,7 +60,22 @@ func parseMessagesEvent(ev streamEvent) (*messagesEvent, error) {
 			return nil, fmt.Errorf("%w: %w", errJSON, err)
 		}
 	}
-	return &e, nil
+	return e, nil
+}
+
+// parse returns ev parsed: the form a gate inside parsed, else parsed
+// now into the next of the events the assembler allocates together (each
+// one written once, then only read: it is ev's parsed form for the gates
+// outside and for release).
+func (a *messagesAssembler) parse(ev streamEvent) (*messagesEvent, error) {
+	if e, ok := ev.parsed.(*messagesEvent); ok {
+		return e, nil
+	}
+	if len(a.slab) == cap(a.slab) {
+		a.slab = make([]messagesEvent, 0, 16)
+	}
+	a.slab = a.slab[:len(a.slab)+1]
+	return parseMessagesEventInto(ev, &a.slab[len(a.slab)-1])
 }
 
 // Why an Anthropic stream cannot be guarded (unguardableError's why).
@@ -114,6 +133,8 @@ type messagesAssembler struct {
 	delta   []byte         // the last message_delta's delta
 	usage   []byte         // the last message_delta's usage
 	last    *messagesEvent // the event add took last
+	// slab holds the events the assembler parsed, allocated together.
+	slab []messagesEvent
 }
 
 // add takes one event. The bound (budget) counts what the assembler and
@@ -130,7 +151,7 @@ func (a *messagesAssembler) add(ev streamEvent) (bool, error) {
 
 // addEvent is add.
 func (a *messagesAssembler) addEvent(ev streamEvent) (bool, error) {
-	e, err := parseMessagesEvent(ev)
+	e, err := a.parse(ev)
 	if err != nil {
 		return false, err
 	}
