@@ -18,7 +18,7 @@ func decodeMessagesEvent(data []byte, e *messagesEvent) error {
 		case it.is("type"):
 			err = s.mark(&it, 0)
 			if err == nil {
-				err = decodeString(data, v, &e.Type)
+				err = decodeMessagesType(data, v, &e.Type)
 			}
 		case it.is("index"):
 			err = s.mark(&it, 1)
@@ -61,7 +61,7 @@ func decodeMessagesDelta(data []byte, d *messagesDelta) error {
 		case it.is("type"):
 			err = s.mark(&it, 0)
 			if err == nil {
-				err = decodeString(data, v, &d.Type)
+				err = decodeMessagesType(data, v, &d.Type)
 			}
 		case it.is("text"):
 			err = s.mark(&it, 1)
@@ -92,4 +92,49 @@ func decodeMessagesDelta(data []byte, d *messagesDelta) error {
 		}
 	}
 	return it.err
+}
+
+// decodeMessagesType is decodeString for an event's or a delta's type: a
+// type of the protocol, spelled without escapes, is the constant, so
+// reading it allocates nothing.
+func decodeMessagesType(data []byte, sp span, dst *string) error {
+	if kind(data, sp) == '"' && sp.end-sp.start >= 2 {
+		if t, ok := messagesType(data[sp.start+1 : sp.end-1]); ok {
+			*dst = t
+			return nil
+		}
+	}
+	return decodeString(data, sp, dst)
+}
+
+// messagesType returns the type of an Anthropic event or delta whose
+// bytes are b, ok false for another.
+func messagesType(b []byte) (string, bool) {
+	switch string(b) {
+	case "message_start":
+		return "message_start", true
+	case "ping":
+		return "ping", true
+	case "content_block_start":
+		return "content_block_start", true
+	case "content_block_delta":
+		return "content_block_delta", true
+	case "content_block_stop":
+		return "content_block_stop", true
+	case "message_delta":
+		return "message_delta", true
+	case "message_stop":
+		return "message_stop", true
+	case "text_delta":
+		return "text_delta", true
+	case "thinking_delta":
+		return "thinking_delta", true
+	case "signature_delta":
+		return "signature_delta", true
+	case "input_json_delta":
+		return "input_json_delta", true
+	case "citations_delta":
+		return "citations_delta", true
+	}
+	return "", false
 }

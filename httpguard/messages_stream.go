@@ -1,6 +1,7 @@
 package httpguard
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -37,8 +38,12 @@ func parseMessagesEvent(ev streamEvent) (*messagesEvent, error) {
 	if e, ok := ev.parsed.(*messagesEvent); ok {
 		return e, nil
 	}
-	var e messagesEvent
-	if err := decodeMessagesEvent(ev.Data, &e); err != nil {
+	return parseMessagesEventInto(ev, new(messagesEvent))
+}
+
+// parseMessagesEventInto parses ev into e, which it returns.
+func parseMessagesEventInto(ev streamEvent, e *messagesEvent) (*messagesEvent, error) {
+	if err := decodeMessagesEvent(ev.Data, e); err != nil {
 		return nil, fmt.Errorf("%w: anthropic event: %w", errJSON, err)
 	}
 	if e.Type == "error" || ev.Event == "error" {
@@ -55,7 +60,22 @@ func parseMessagesEvent(ev streamEvent) (*messagesEvent, error) {
 			return nil, fmt.Errorf("%w: %w", errJSON, err)
 		}
 	}
-	return &e, nil
+	return e, nil
+}
+
+// parse returns ev parsed: the form a gate inside parsed, else parsed
+// now into the next of the events the assembler allocates together (each
+// one written once, then only read: it is ev's parsed form for the gates
+// outside and for release).
+func (a *messagesAssembler) parse(ev streamEvent) (*messagesEvent, error) {
+	if e, ok := ev.parsed.(*messagesEvent); ok {
+		return e, nil
+	}
+	if len(a.slab) == cap(a.slab) {
+		a.slab = make([]messagesEvent, 0, 16)
+	}
+	a.slab = a.slab[:len(a.slab)+1]
+	return parseMessagesEventInto(ev, &a.slab[len(a.slab)-1])
 }
 
 // Why an Anthropic stream cannot be guarded (unguardableError's why).
@@ -97,10 +117,12 @@ type blockAcc struct {
 	typ   string
 	// startInput: the start has an input other than {} (read in place,
 	// allocating nothing).
-	startInput                         bool
-	text, thinking, signature, partial strings.Builder
-	hasPartial                         bool
-	citations                          [][]byte
+	startInput                bool
+	text, thinking, signature strings.Builder
+	// partial is the input_json_delta fragments, joined.
+	partial    []byte
+	hasPartial bool
+	citations  [][]byte
 }
 
 // messagesAssembler assembles an Anthropic stream into a message.
@@ -111,6 +133,8 @@ type messagesAssembler struct {
 	delta   []byte         // the last message_delta's delta
 	usage   []byte         // the last message_delta's usage
 	last    *messagesEvent // the event add took last
+	// slab holds the events the assembler parsed, allocated together.
+	slab []messagesEvent
 }
 
 // add takes one event. The bound (budget) counts what the assembler and
@@ -127,7 +151,7 @@ func (a *messagesAssembler) add(ev streamEvent) (bool, error) {
 
 // addEvent is add.
 func (a *messagesAssembler) addEvent(ev streamEvent) (bool, error) {
-	e, err := parseMessagesEvent(ev)
+	e, err := a.parse(ev)
 	if err != nil {
 		return false, err
 	}
@@ -198,7 +222,7 @@ func (bl *blockAcc) add(d messagesDelta) error {
 			// would read a text the guard cannot.
 			return unguardable(inputTwice, nil)
 		}
-		bl.partial.WriteString(d.PartialJSON)
+		bl.partial = append(bl.partial, d.PartialJSON...)
 		bl.hasPartial = true
 	case "citations_delta":
 		bl.citations = append(bl.citations, d.Citation)
@@ -227,6 +251,24 @@ func (a *messagesAssembler) held(e *messagesEvent, n int) int {
 	return 0
 }
 
+// input is the input the fragments give the block, ok false when they
+// give none (no fragment, or only space: the start's input stands). Valid
+// JSON is compacted; invalid JSON is kept as text, a JSON string.
+func (bl *blockAcc) input() (in []byte, ok bool) {
+	p := bl.partial
+	switch {
+	case !bl.hasPartial || len(bytes.TrimSpace(p)) == 0:
+		return nil, false
+	case !json.Valid(p):
+		return marshalString(string(p)), true
+	case bytes.IndexAny(p, " \t\r\n") < 0:
+		// Compact already: the fragments as they came, never grown
+		// again by a later fragment's append.
+		return p[:len(p):len(p)], true
+	}
+	return compact(p), true
+}
+
 // block is the assembled content block.
 func (bl *blockAcc) block() ([]byte, error) {
 	b := bl.start
@@ -243,16 +285,8 @@ func (bl *blockAcc) block() ([]byte, error) {
 		set("thinking", marshalString(bl.thinking.String()))
 		set("signature", marshalString(bl.signature.String()))
 	}
-	if bl.hasPartial {
-		p := bl.partial.String()
-		switch {
-		case strings.TrimSpace(p) == "":
-			// Nothing streamed: the start's input stands.
-		case json.Valid([]byte(p)):
-			set("input", compact([]byte(p)))
-		default:
-			set("input", marshalString(p)) // invalid JSON, kept as text
-		}
+	if in, ok := bl.input(); ok {
+		set("input", in)
 	}
 	if len(bl.citations) > 0 {
 		set("citations", append(append([]byte("["), joinRaw(bl.citations)...), ']'))
@@ -278,7 +312,13 @@ func (a *messagesAssembler) assemble() ([]byte, error) {
 		}
 		content[i] = b
 	}
-	b, err := setAt(a.message, nil, "content", append(append([]byte("["), joinRaw(content)...), ']'))
+	return a.envelope(append(append([]byte("["), joinRaw(content)...), ']'))
+}
+
+// envelope is message_start's message with content as its content and
+// message_delta's delta and usage written over it.
+func (a *messagesAssembler) envelope(content []byte) ([]byte, error) {
+	b, err := setAt(a.message, nil, "content", content)
 	if err != nil {
 		return nil, err
 	}
@@ -308,6 +348,219 @@ func (a *messagesAssembler) assemble() ([]byte, error) {
 	return b, nil
 }
 
+// streamShape is why a streamed answer whose calls the wire code cannot
+// read is unguardable, as gateSink.assembledCalls says it.
+const streamShape = "the streamed response is not of a shape the guard reads"
+
+// calls lists the calls of the events so far (callLister): what
+// messagesWire.calls reads of response(), read from the blocks as add
+// parsed them, without building the response. Where that reading cannot
+// be sure to agree with the built one (see listCalls), the response is
+// built and read back, so that calls fails where that would.
+func (a *messagesAssembler) calls() ([]wireCall, error) {
+	if cs, ok := a.listCalls(); ok {
+		return cs, nil
+	}
+	resp, err := a.response()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := messagesWire{}.calls(resp)
+	if err != nil {
+		return nil, unguardable(streamShape, err)
+	}
+	return cs, nil
+}
+
+// listCalls returns the tool_use blocks' calls as messagesCalls reads
+// them of response(); ok is false unless response() would be built and
+// read without an error and with the blocks as its content: each block's
+// start takes the members block() sets (field and objectMembers accept
+// it), nothing nests deeper than encoding/json reads, message_delta's
+// delta does not set content, and the envelope (message, delta, usage)
+// builds.
+func (a *messagesAssembler) listCalls() (out []wireCall, ok bool) {
+	if a.message == nil || !deltaKeepsContent(a.delta) {
+		return nil, false
+	}
+	if _, err := a.envelope([]byte("[]")); err != nil {
+		return nil, false
+	}
+	out = []wireCall{}
+	for _, bl := range a.blocks {
+		in, inSet := bl.input()
+		if !bl.builds(in, inSet) {
+			return nil, false
+		}
+		if bl.typ != "tool_use" {
+			continue
+		}
+		c, ok := bl.call(in, inSet)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, c)
+	}
+	return out, true
+}
+
+// deltaKeepsContent reports whether message_delta's delta (nil when none
+// came) is an object without a member content, in any case: one with it
+// would replace the blocks in the assembled response.
+func deltaKeepsContent(delta []byte) bool {
+	if len(delta) == 0 {
+		return true
+	}
+	r, err := root(delta)
+	if err != nil {
+		return false
+	}
+	it, err := iterMembers(delta, r)
+	if err != nil {
+		return false
+	}
+	for it.next() {
+		if it.is("content") {
+			return false
+		}
+	}
+	return it.err == nil
+}
+
+// jsonMaxDepth is how many arrays and objects encoding/json reads one
+// inside another (its scanner's maxNestingDepth).
+const jsonMaxDepth = 10000
+
+// nestsWithin reports whether the JSON value b opens at most max arrays
+// and objects one inside another. Each level takes two bytes, so only a
+// long value is scanned.
+func nestsWithin(b []byte, max int) bool {
+	if len(b) < 2*(max+1) {
+		return true
+	}
+	depth, inString := 0, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '[', '{':
+			if depth++; depth > max {
+				return false
+			}
+		case ']', '}':
+			depth--
+		}
+	}
+	return true
+}
+
+// builds reports whether block() builds the block, whose input (when
+// inSet) is in, and the assembled response then reads as JSON: the start
+// takes each member block() sets (as setMember finds or appends it), and
+// the start (at depth 3 of the response, 2 of its event), each citation
+// (5 and 3) and the input (4) nest within what encoding/json reads.
+func (bl *blockAcc) builds(in []byte, inSet bool) bool {
+	if !nestsWithin(bl.start, jsonMaxDepth-2) {
+		return false
+	}
+	switch bl.typ {
+	case "text":
+		if !takesMember(bl.start, "text") {
+			return false
+		}
+	case "thinking":
+		if !takesMember(bl.start, "thinking") || !takesMember(bl.start, "signature") {
+			return false
+		}
+	}
+	if inSet && (!takesMember(bl.start, "input") || !nestsWithin(in, jsonMaxDepth-3)) {
+		return false
+	}
+	if len(bl.citations) > 0 {
+		if !takesMember(bl.start, "citations") {
+			return false
+		}
+		for _, c := range bl.citations {
+			if !nestsWithin(c, jsonMaxDepth-4) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// takesMember reports whether setMember sets key of the object b: the
+// key found as field finds it, or the object's members read to append it.
+// The members block() sets are protocol keys none of which matches
+// another, so each is found or appended in the start as it came.
+func takesMember(b []byte, key string) bool {
+	sp := span{0, len(b)}
+	_, ok, err := field(b, sp, key)
+	if err != nil {
+		return false
+	}
+	if !ok {
+		_, err = objectMembers(b, sp)
+	}
+	return err == nil
+}
+
+// call is the tool_use block's call as messagesCalls reads it of the
+// assembled block, whose input (when inSet) is in; ok is false where that
+// read fails.
+func (bl *blockAcc) call(in []byte, inSet bool) (c wireCall, ok bool) {
+	sp := span{0, len(bl.start)}
+	if c.ID, ok = startStr(bl.start, sp, "id"); !ok {
+		return c, false
+	}
+	if c.Name, ok = startStr(bl.start, sp, "name"); !ok {
+		return c, false
+	}
+	if inSet {
+		r, err := root(in)
+		if err != nil {
+			return c, false
+		}
+		c.Args, err = objectArgs(in, r)
+		return c, err == nil
+	}
+	v, found, err := field(bl.start, sp, "input")
+	if err != nil {
+		return c, false
+	}
+	if found {
+		c.Args, err = objectArgs(bl.start, v)
+	}
+	return c, err == nil
+}
+
+// startStr is optStr of a block's start (a valid JSON object, as its
+// event was), decoding the string as optStr does without reflection; ok
+// false where optStr fails.
+func startStr(b []byte, sp span, key string) (string, bool) {
+	v, found, err := field(b, sp, key)
+	switch {
+	case err != nil:
+		return "", false
+	case !found || kind(b, v) == 'n':
+		return "", true
+	case kind(b, v) != '"':
+		return "", false
+	}
+	s, err := unquote(raw(b, v))
+	return s, err == nil
+}
+
 // messagesGate is the streamGate of Anthropic Messages. Message.Accumulate
 // takes content blocks in index order without gaps, so the client's block
 // indexes run on across attempts.
@@ -319,7 +572,10 @@ type messagesGate struct {
 	holding  bool
 	passed   int // blocks of the first attempt that reached the client
 	terminal []streamEvent
-	ended    bool
+	// held is what the first attempt held, every event that did not reach
+	// the client, in order, for release.
+	held  []streamEvent
+	ended bool
 }
 
 func newMessagesGate(w io.Writer) *messagesGate {
@@ -336,33 +592,92 @@ func (g *messagesGate) event(ev streamEvent) (bool, error) {
 	}
 	e := g.asm.last // add parsed it
 	ev.parsed = e   // for the gates outside
-	first := g.attempt == 0
+	if g.attempt > 0 {
+		g.hold(ev, e)
+		return done, nil
+	}
+	if g.passes(e) {
+		return done, writeEvent(g.w, ev)
+	}
+	switch e.Type {
+	case "ping", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop":
+		// Held for release, whole: the event counts by its length, what
+		// the assembler counted of it included. An event of a type the
+		// wire code does not read is dropped, as accept drops it.
+		if err := g.asm.take(len(ev.Data) - g.asm.held(e, len(ev.Data))); err != nil {
+			return done, err
+		}
+		g.held = append(g.held, ev)
+	}
+	g.hold(ev, e)
+	return done, nil
+}
+
+// passes notes what the first attempt's event e tells the gate (the
+// client read message_start; a tool_use block holds the rest of the
+// attempt; a block reached the client) and reports whether e reaches the
+// client now: message_start, and the events before the first tool_use
+// block (text and thinking blocks, pings).
+func (g *messagesGate) passes(e *messagesEvent) bool {
 	switch e.Type {
 	case "message_start":
-		if first {
-			g.started = true
-			return done, writeEvent(g.w, ev)
-		}
+		g.started = true
+		return true
 	case "ping":
-		if first && !g.holding {
-			return done, writeEvent(g.w, ev)
-		}
+		return !g.holding
 	case "content_block_start":
-		if bl := g.asm.blocks[e.Index]; bl.typ == "tool_use" {
+		if g.asm.blocks[e.Index].typ == "tool_use" {
 			g.holding = true
 		}
-		if first && !g.holding {
+		if !g.holding {
 			g.passed++
-			return done, writeEvent(g.w, ev)
 		}
+		return !g.holding
 	case "content_block_delta", "content_block_stop":
-		if first && e.Index < g.passed {
-			return done, writeEvent(g.w, ev)
+		return e.Index < g.passed
+	}
+	return false
+}
+
+// hold takes an event ev (parsed e) that does not reach the client now:
+// a tool_use block's start holds the rest of the attempt, and
+// message_delta and message_stop end it when it is accepted.
+func (g *messagesGate) hold(ev streamEvent, e *messagesEvent) {
+	switch e.Type {
+	case "content_block_start":
+		if g.asm.blocks[e.Index].typ == "tool_use" {
+			g.holding = true
 		}
 	case "message_delta", "message_stop":
 		g.terminal = append(g.terminal, ev)
 	}
-	return done, nil
+}
+
+// release ends the first attempt, whose calls the stages accepted
+// unchanged, with what it held as the upstream sent it (releaser), then
+// message_stop if none came. It reports false, having written nothing,
+// for a later attempt, or when accept would write what the upstream did
+// not send: message_start (the attempt failed before it) or, when neither
+// message_delta nor message_stop came, a message_delta built from the
+// response.
+func (g *messagesGate) release() (bool, error) {
+	if g.ended || g.attempt > 0 || !g.started || len(g.terminal) == 0 {
+		return false, nil
+	}
+	g.ended = true
+	sawStop := false
+	for _, ev := range g.held {
+		if e, ok := ev.parsed.(*messagesEvent); ok {
+			sawStop = sawStop || e.Type == "message_stop"
+		}
+		if err := writeEvent(g.w, ev); err != nil {
+			return true, err
+		}
+	}
+	if !sawStop {
+		return true, writeEvent(g.w, streamEvent{Event: "message_stop", Data: []byte(`{"type":"message_stop"}`)})
+	}
+	return true, nil
 }
 
 func (g *messagesGate) response() ([]byte, error) { return g.asm.response() }
@@ -588,7 +903,7 @@ func (g *messagesGate) reject() {
 	g.attempt++
 	g.asm = &messagesAssembler{}
 	g.holding = false
-	g.terminal = nil
+	g.terminal, g.held = nil, nil
 }
 
 func (g *messagesGate) fail(typ, msg string) error {
