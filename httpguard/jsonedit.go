@@ -320,16 +320,47 @@ func at(b []byte, sp span, path ...any) (v span, ok bool, err error) {
 	return v, true, nil
 }
 
-// str decodes the string at sp.
+// str decodes the string at sp as encoding/json does. A string without
+// an escape, a control character or invalid UTF-8 (nearly all of them) is
+// its bytes, so it is copied without encoding/json's reflection; any other
+// is decoded by encoding/json.
 func str(b []byte, sp span) (string, error) {
 	if kind(b, sp) != '"' {
 		return "", fmt.Errorf("%w: want a string", errJSON)
+	}
+	if s, ok := plainString(b[sp.start:sp.end]); ok {
+		return s, nil
 	}
 	var s string
 	if err := json.Unmarshal(b[sp.start:sp.end], &s); err != nil {
 		return "", errJSON
 	}
 	return s, nil
+}
+
+// plainString returns the text of the quoted JSON string q when it is
+// the bytes between its quotes: q is at least two bytes, starts and ends
+// with a quote, and between them holds no quote, backslash or control
+// character and is valid UTF-8 (encoding/json replaces invalid UTF-8 by
+// U+FFFD, and refuses a control character). ok is false otherwise.
+func plainString(q []byte) (string, bool) {
+	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
+		return "", false
+	}
+	in := q[1 : len(q)-1]
+	ascii := true
+	for _, c := range in {
+		if c < ' ' || c == '"' || c == '\\' {
+			return "", false
+		}
+		if c >= utf8.RuneSelf {
+			ascii = false
+		}
+	}
+	if !ascii && !utf8.Valid(in) {
+		return "", false
+	}
+	return string(in), true
 }
 
 // optStr is the string at key of the object at sp, "" when absent or null.

@@ -239,3 +239,29 @@ func TestSetMemberKeys(t *testing.T) {
 		t.Errorf("setRequestMember(%s) = %s, %v", b, apply(b, e), err)
 	}
 }
+
+// str reads a string as encoding/json does, whether it takes the plain
+// path (no escape, no control character, valid UTF-8) or encoding/json's:
+// the same text, and an error exactly where encoding/json refuses it.
+func FuzzStr(f *testing.F) {
+	for _, s := range []string{`""`, `"plain"`, `"é ü 日本"`, `"a\"b"`, `"\u0061\n"`, "\"a\xf3b\"", "\"\xed\xa0\x80\"",
+		"\"tab\there\"", "\"\x7f\"", `"a"b"`, `"\"`, `"`, `x`, `"\ud83d"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b := []byte(s)
+		if len(b) == 0 || b[0] != '"' {
+			return
+		}
+		end, err := stringEnd(b, 0)
+		if err != nil {
+			return
+		}
+		got, gerr := str(b, span{0, end})
+		var want string
+		werr := json.Unmarshal(b[:end], &want)
+		if (gerr != nil) != (werr != nil) || got != want {
+			t.Fatalf("str(%q) = %q, %v; encoding/json %q, %v", b[:end], got, gerr, want, werr)
+		}
+	})
+}
