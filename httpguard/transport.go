@@ -73,7 +73,7 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		return t.base.RoundTrip(r)
 	}
-	body, err := readBounded(r.Body, MaxBody)
+	body, err := readSized(r.Body, r.ContentLength, MaxBody)
 	if errors.Is(err, errTooLarge) {
 		t.report(r, "unguarded", "the request body is larger than MaxBody", nil)
 		return t.base.RoundTrip(withBody(r, readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}, r.ContentLength))
