@@ -134,6 +134,22 @@ type wireProtocol interface {
 	newGate(w io.Writer) streamGate
 }
 
+// jsonKind is the first byte of a JSON value (see kind), for a member of a
+// request that parseRequest checks the shape of but does not read (the
+// conversation's list): decoding it into a json.RawMessage would copy it
+// whole. Unmarshal calls UnmarshalJSON with the value's bytes, null
+// included, and for a key given twice the last value's, as it fills a
+// json.RawMessage; 0 when absent.
+type jsonKind byte
+
+// UnmarshalJSON keeps b's first byte.
+func (k *jsonKind) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 {
+		*k = jsonKind(b[0])
+	}
+	return nil
+}
+
 // wireRequest is what a guard needs from a recognised request.
 type wireRequest struct {
 	Model  string
