@@ -72,7 +72,8 @@ func TestEdits(t *testing.T) {
 // accepts as an object; field reads each member, or refuses those whose
 // key another's folds to.
 func FuzzObjectMembers(f *testing.F) {
-	for _, s := range []string{`{}`, `{"a":[1,{"b":"}"}]}`, `{"a":1,"a":2}`, `{"\u0061":"\\"}`, `[1]`, `{"a":}`, `{"a"`, `"x`, "{\"a\xf3\":0,\"a\xba\":0}"} {
+	for _, s := range []string{`{}`, `{"a":[1,{"b":"}"}]}`, `{"a":1,"a":2}`, `{"\u0061":"\\"}`, `[1]`, `{"a":}`, `{"a"`, `"x`, "{\"a\xf3\":0,\"a\xba\":0}",
+		`{"a":01}`, `{"a":1.}`, `{"a":-}`, "{\"a\":\"\x01\"}", `{"a":"\x"}`, `{"a":[1,]}`, `{"a":tru}`, `{"a":1} x`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -324,9 +324,10 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// parseBody checks that b is one JSON object and returns its span.
+// parseBody checks that b is one JSON object (validJSON: what json.Valid
+// accepts) and returns its span.
 func parseBody(b []byte) (span, error) {
-	if !json.Valid(b) {
+	if !validJSON(b) {
 		return span{}, errJSON
 	}
 	sp, err := root(b)
