@@ -246,7 +246,8 @@ func TestSetMemberKeys(t *testing.T) {
 // the same text, and an error exactly where encoding/json refuses it.
 func FuzzStr(f *testing.F) {
 	for _, s := range []string{`""`, `"plain"`, `"é ü 日本"`, `"a\"b"`, `"\u0061\n"`, "\"a\xf3b\"", "\"\xed\xa0\x80\"",
-		"\"tab\there\"", "\"\x7f\"", `"a"b"`, `"\"`, `"`, `x`, `"\ud83d"`} {
+		"\"tab\there\"", "\"\x7f\"", `"a"b"`, `"\"`, `"`, `x`, `"\ud83d"`,
+		`"\ud83d\ude00"`, `"\ud83d\u0041"`, `"\ud83dx"`, `"\ude00\ud83d"`, `"\u00zz"`, `"\u12"`, `"\'"`, `"\/\b\f\r\t"`, "\"\\n\xff\xfe\""} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
