@@ -2,6 +2,8 @@ package httpguard
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -37,5 +39,34 @@ func TestValidJSONDepth(t *testing.T) {
 	}
 	if validJSON([]byte(strings.Repeat("[", maxNesting+1) + strings.Repeat("]", maxNesting+1))) {
 		t.Errorf("validJSON accepts %d levels", maxNesting+1)
+	}
+}
+
+// BenchmarkValidJSON checks a recorded request and answer of every
+// protocol, by validJSON and by json.Valid.
+func BenchmarkValidJSON(b *testing.B) {
+	var docs [][]byte
+	for _, dir := range []string{"openai-chat", "openai-responses", "anthropic", "gemini", "ollama", "bedrock"} {
+		for _, name := range []string{"request.json", "accepted.json"} {
+			d, err := os.ReadFile(filepath.Join("../testdata/wire", dir, name))
+			if err != nil {
+				b.Fatal(err)
+			}
+			docs = append(docs, d)
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		valid func([]byte) bool
+	}{{"validJSON", validJSON}, {"json.Valid", json.Valid}} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				for _, d := range docs {
+					if !tc.valid(d) {
+						b.Fatal("not valid")
+					}
+				}
+			}
+		})
 	}
 }
