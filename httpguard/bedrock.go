@@ -69,7 +69,7 @@ func (bedrockWire) parseRequest(path string, body []byte) (wireRequest, error) {
 		return wireRequest{}, fmt.Errorf("%w: not a Converse path", errUnsupported)
 	}
 	var req struct {
-		Messages   json.RawMessage `json:"messages"`
+		Messages   jsonKind `json:"messages"`
 		ToolConfig *struct {
 			Tools []struct {
 				ToolSpec *struct {
@@ -88,7 +88,7 @@ func (bedrockWire) parseRequest(path string, body []byte) (wireRequest, error) {
 	if err := json.Unmarshal(readable, &req); err != nil {
 		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
 	}
-	if len(req.Messages) == 0 || req.Messages[0] != '[' {
+	if req.Messages != '[' {
 		return wireRequest{}, fmt.Errorf("%w: converse request without messages", errUnsupported)
 	}
 	out := wireRequest{Model: model, Stream: stream}

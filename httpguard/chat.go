@@ -33,10 +33,10 @@ const chatPath = "/chat/completions"
 // costs its own calls only: the other tools are guarded.
 func (chatWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 	var req struct {
-		Model    string          `json:"model"`
-		Stream   bool            `json:"stream"`
-		Messages json.RawMessage `json:"messages"`
-		Store    bool            `json:"store"`
+		Model    string   `json:"model"`
+		Stream   bool     `json:"stream"`
+		Messages jsonKind `json:"messages"`
+		Store    bool     `json:"store"`
 		Tools    []struct {
 			Type     string `json:"type"`
 			Function *struct {
@@ -55,7 +55,7 @@ func (chatWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 	if err := json.Unmarshal(readable, &req); err != nil {
 		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
 	}
-	if len(req.Messages) == 0 || req.Messages[0] != '[' {
+	if req.Messages != '[' {
 		return wireRequest{}, fmt.Errorf("%w: chat request without messages", errUnsupported)
 	}
 	// n > 1 is read: an answer of several choices without tool calls is

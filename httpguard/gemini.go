@@ -58,7 +58,7 @@ func (geminiWire) parseRequest(path string, body []byte) (wireRequest, error) {
 		return wireRequest{}, fmt.Errorf("%w: not a generateContent path", errUnsupported)
 	}
 	var req struct {
-		Contents json.RawMessage `json:"contents"`
+		Contents jsonKind `json:"contents"`
 		Tools    []struct {
 			FunctionDeclarations   []geminiDecl `json:"functionDeclarations"`
 			FunctionDeclarationsSn []geminiDecl `json:"function_declarations"`
@@ -75,7 +75,7 @@ func (geminiWire) parseRequest(path string, body []byte) (wireRequest, error) {
 	if err := json.Unmarshal(readable, &req); err != nil {
 		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
 	}
-	if len(req.Contents) == 0 || req.Contents[0] != '[' {
+	if req.Contents != '[' {
 		return wireRequest{}, fmt.Errorf("%w: generateContent request without contents", errUnsupported)
 	}
 	if gc := req.GenerationConfig; gc != nil {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -320,16 +322,144 @@ func at(b []byte, sp span, path ...any) (v span, ok bool, err error) {
 	return v, true, nil
 }
 
-// str decodes the string at sp.
+// str decodes the string at sp as encoding/json does, without its
+// reflection: a string without an escape, a control character or invalid
+// UTF-8 (nearly all of them) is its bytes; any other is unquoted by
+// unquoteJSON, encoding/json's rules ported (FuzzStr holds the two to
+// encoding/json).
 func str(b []byte, sp span) (string, error) {
 	if kind(b, sp) != '"' {
 		return "", fmt.Errorf("%w: want a string", errJSON)
 	}
-	var s string
-	if err := json.Unmarshal(b[sp.start:sp.end], &s); err != nil {
-		return "", errJSON
+	q := b[sp.start:sp.end]
+	if s, ok := plainString(q); ok {
+		return s, nil
 	}
-	return s, nil
+	if s, ok := unquoteJSON(q); ok {
+		return s, nil
+	}
+	return "", errJSON
+}
+
+// unquoteJSON decodes the quoted JSON string q as json.Unmarshal decodes it
+// into a string: ok is false where Unmarshal fails (an escape JSON does
+// not have, a control character, a quote before the end); a \u escape of
+// a lone surrogate, and invalid UTF-8, are read as U+FFFD.
+func unquoteJSON(q []byte) (string, bool) {
+	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
+		return "", false
+	}
+	s := q[1 : len(q)-1]
+	var out strings.Builder
+	out.Grow(len(s))
+	for r := 0; r < len(s); {
+		switch c := s[r]; {
+		case c == '\\':
+			r++
+			if r >= len(s) {
+				return "", false
+			}
+			switch e := s[r]; e {
+			case '"', '\\', '/':
+				out.WriteByte(e)
+				r++
+			case 'b':
+				out.WriteByte('\b')
+				r++
+			case 'f':
+				out.WriteByte('\f')
+				r++
+			case 'n':
+				out.WriteByte('\n')
+				r++
+			case 'r':
+				out.WriteByte('\r')
+				r++
+			case 't':
+				out.WriteByte('\t')
+				r++
+			case 'u':
+				rr := hex4(s[r+1:])
+				if rr < 0 {
+					return "", false
+				}
+				r += 5
+				if utf16.IsSurrogate(rr) {
+					var rr1 rune = -1
+					if len(s)-r >= 6 && s[r] == '\\' && s[r+1] == 'u' {
+						rr1 = hex4(s[r+2:])
+					}
+					if dec := utf16.DecodeRune(rr, rr1); dec != utf8.RuneError {
+						out.WriteRune(dec) // a valid pair
+						r += 6
+						break
+					}
+					rr = utf8.RuneError
+				}
+				out.WriteRune(rr)
+			default:
+				return "", false
+			}
+		case c == '"' || c < ' ':
+			return "", false
+		case c < utf8.RuneSelf:
+			out.WriteByte(c)
+			r++
+		default:
+			rr, size := utf8.DecodeRune(s[r:])
+			out.WriteRune(rr) // RuneError for invalid UTF-8
+			r += size
+		}
+	}
+	return out.String(), true
+}
+
+// hex4 is the value of the four hex digits that start s, -1 when s does
+// not start with four.
+func hex4(s []byte) rune {
+	if len(s) < 4 {
+		return -1
+	}
+	var r rune
+	for _, c := range s[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r*16 + rune(c)
+	}
+	return r
+}
+
+// plainString returns the text of the quoted JSON string q when it is
+// the bytes between its quotes: q is at least two bytes, starts and ends
+// with a quote, and between them holds no quote, backslash or control
+// character and is valid UTF-8 (encoding/json replaces invalid UTF-8 by
+// U+FFFD, and refuses a control character). ok is false otherwise.
+func plainString(q []byte) (string, bool) {
+	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
+		return "", false
+	}
+	in := q[1 : len(q)-1]
+	ascii := true
+	for _, c := range in {
+		if c < ' ' || c == '"' || c == '\\' {
+			return "", false
+		}
+		if c >= utf8.RuneSelf {
+			ascii = false
+		}
+	}
+	if !ascii && !utf8.Valid(in) {
+		return "", false
+	}
+	return string(in), true
 }
 
 // optStr is the string at key of the object at sp, "" when absent or null.

@@ -72,7 +72,8 @@ func TestEdits(t *testing.T) {
 // accepts as an object; field reads each member, or refuses those whose
 // key another's folds to.
 func FuzzObjectMembers(f *testing.F) {
-	for _, s := range []string{`{}`, `{"a":[1,{"b":"}"}]}`, `{"a":1,"a":2}`, `{"\u0061":"\\"}`, `[1]`, `{"a":}`, `{"a"`, `"x`, "{\"a\xf3\":0,\"a\xba\":0}"} {
+	for _, s := range []string{`{}`, `{"a":[1,{"b":"}"}]}`, `{"a":1,"a":2}`, `{"\u0061":"\\"}`, `[1]`, `{"a":}`, `{"a"`, `"x`, "{\"a\xf3\":0,\"a\xba\":0}",
+		`{"a":01}`, `{"a":1.}`, `{"a":-}`, "{\"a\":\"\x01\"}", `{"a":"\x"}`, `{"a":[1,]}`, `{"a":tru}`, `{"a":1} x`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -238,4 +239,31 @@ func TestSetMemberKeys(t *testing.T) {
 	if e, err := setRequestMember(b, r, "input", []byte(`[]`)); err != nil || string(apply(b, e)) != `{"Input":"x","input":[]}` {
 		t.Errorf("setRequestMember(%s) = %s, %v", b, apply(b, e), err)
 	}
+}
+
+// str reads a string as encoding/json does, whether it takes the plain
+// path (no escape, no control character, valid UTF-8) or encoding/json's:
+// the same text, and an error exactly where encoding/json refuses it.
+func FuzzStr(f *testing.F) {
+	for _, s := range []string{`""`, `"plain"`, `"é ü 日本"`, `"a\"b"`, `"\u0061\n"`, "\"a\xf3b\"", "\"\xed\xa0\x80\"",
+		"\"tab\there\"", "\"\x7f\"", `"a"b"`, `"\"`, `"`, `x`, `"\ud83d"`,
+		`"\ud83d\ude00"`, `"\ud83d\u0041"`, `"\ud83dx"`, `"\ude00\ud83d"`, `"\u00zz"`, `"\u12"`, `"\'"`, `"\/\b\f\r\t"`, "\"\\n\xff\xfe\""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b := []byte(s)
+		if len(b) == 0 || b[0] != '"' {
+			return
+		}
+		end, err := stringEnd(b, 0)
+		if err != nil {
+			return
+		}
+		got, gerr := str(b, span{0, end})
+		var want string
+		werr := json.Unmarshal(b[:end], &want)
+		if (gerr != nil) != (werr != nil) || got != want {
+			t.Fatalf("str(%q) = %q, %v; encoding/json %q, %v", b[:end], got, gerr, want, werr)
+		}
+	})
 }

@@ -27,9 +27,9 @@ const messagesPath = "/v1/messages"
 
 func (messagesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 	var req struct {
-		Model    string          `json:"model"`
-		Stream   bool            `json:"stream"`
-		Messages json.RawMessage `json:"messages"`
+		Model    string   `json:"model"`
+		Stream   bool     `json:"stream"`
+		Messages jsonKind `json:"messages"`
 		Thread   *struct {
 			Type              string `json:"type"`
 			PreviousMessageID string `json:"previous_message_id"`
@@ -47,7 +47,7 @@ func (messagesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 	if err := json.Unmarshal(readable, &req); err != nil {
 		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
 	}
-	if len(req.Messages) == 0 || req.Messages[0] != '[' {
+	if req.Messages != '[' {
 		return wireRequest{}, fmt.Errorf("%w: messages request without messages", errUnsupported)
 	}
 	out := wireRequest{Model: req.Model, Stream: req.Stream}

@@ -43,9 +43,9 @@ func (ollamaWire) opening(streamEvent) bool { return false }
 // costs its own calls only.
 func (ollamaWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 	var req struct {
-		Model    string          `json:"model"`
-		Stream   *bool           `json:"stream"`
-		Messages json.RawMessage `json:"messages"`
+		Model    string   `json:"model"`
+		Stream   *bool    `json:"stream"`
+		Messages jsonKind `json:"messages"`
 		Tools    []struct {
 			Type     string `json:"type"`
 			Function *struct {
@@ -64,7 +64,7 @@ func (ollamaWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 	if err := json.Unmarshal(readable, &req); err != nil {
 		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
 	}
-	if len(req.Messages) == 0 || req.Messages[0] != '[' {
+	if req.Messages != '[' {
 		return wireRequest{}, fmt.Errorf("%w: ollama chat request without messages", errUnsupported)
 	}
 	out := wireRequest{Model: req.Model, Stream: req.Stream == nil || *req.Stream}

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -72,7 +73,7 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		return t.base.RoundTrip(r)
 	}
-	body, err := readBounded(r.Body, MaxBody)
+	body, err := readSized(r.Body, r.ContentLength, MaxBody)
 	if errors.Is(err, errTooLarge) {
 		t.report(r, "unguarded", "the request body is larger than MaxBody", nil)
 		return t.base.RoundTrip(withBody(r, readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}, r.ContentLength))
@@ -150,8 +151,7 @@ func (t *Transport) streamAnswer(r *http.Request, p wireProtocol, resp *response
 
 // syncResponse is resp as the client receives it.
 func syncResponse(r *http.Request, resp *response) *http.Response {
-	h := resp.header.Clone()
-	h.Set("Content-Length", fmt.Sprint(len(resp.body)))
+	h := cloneWith(resp.header, "Content-Length", strconv.Itoa(len(resp.body)))
 	return &http.Response{
 		Status:        statusLine(resp.status),
 		StatusCode:    resp.status,
@@ -163,6 +163,39 @@ func syncResponse(r *http.Request, resp *response) *http.Response {
 		ContentLength: int64(len(resp.body)),
 		Request:       r,
 	}
+}
+
+// cloneWith returns a copy of h (nil: an empty one) whose key, in its
+// canonical form, has the one value v: h.Clone() then Set(key, v), in two
+// allocations whatever h holds (the map, and one array for every value),
+// where Set would add one for v. The response's header is the upstream's,
+// which the caller may still hold (a caching transport), so it is copied,
+// never changed.
+func cloneWith(h http.Header, key, v string) http.Header {
+	key = http.CanonicalHeaderKey(key)
+	nv := 1
+	for k, vv := range h {
+		if k != key {
+			nv += len(vv)
+		}
+	}
+	sv := make([]string, nv)
+	out := make(http.Header, len(h)+1)
+	for k, vv := range h {
+		if k == key {
+			continue
+		}
+		if vv == nil {
+			out[k] = nil // kept, as Clone keeps it
+			continue
+		}
+		n := copy(sv, vv)
+		out[k] = sv[:n:n]
+		sv = sv[n:]
+	}
+	sv[0] = v
+	out[key] = sv[:1:1]
+	return out
 }
 
 // withBody returns a clone of r with body, of length n (-1: unknown).

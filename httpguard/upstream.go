@@ -158,7 +158,7 @@ func (t *Transport) sendUpstream(ctx context.Context, req *request) (*response, 
 		}
 		return t.readStream(ctx, req, hr)
 	}
-	b, err := readBounded(hr.Body, MaxBody)
+	b, err := readSized(hr.Body, hr.ContentLength, MaxBody)
 	if errors.Is(err, errTooLarge) {
 		hr.Body = readCloser{io.MultiReader(bytes.NewReader(b), hr.Body), hr.Body}
 		return passUnread(req, hr, "the response body is larger than MaxBody", nil), nil

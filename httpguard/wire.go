@@ -38,14 +38,44 @@ var errUnsupported = errors.New("httpguard: not guardable")
 // errTooLarge with the bytes read so far (limit+1 of them) so the caller
 // can pass them on followed by the rest of r.
 func readBounded(r io.Reader, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return b, err
+	return readSized(r, -1, limit)
+}
+
+// presize is the most readSized sets aside for a body before its bytes
+// arrive: a body past it grows as it comes, so a length a peer declares
+// and does not send reserves no more than this.
+const presize = 64 << 10
+
+// readSized is readBounded for a body that declares its length, size (-1:
+// unknown; an http.Request's or http.Response's ContentLength): a body of
+// up to presize bytes that holds what it declares is read into one slice
+// of its size, where io.ReadAll would start at 512 bytes and grow it four
+// to eight times. The slice is the caller's: the guard keeps a body past
+// the call (a re-ask's request, GetBody, the client's response), so it is
+// not taken from a pool.
+func readSized(r io.Reader, size, limit int64) ([]byte, error) {
+	c := int64(512)
+	if size >= 0 {
+		c = min(size, limit, presize) + 1 // +1: room to see the end
 	}
-	if int64(len(b)) > limit {
-		return b, errTooLarge
+	b := make([]byte, 0, c)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		room := b[len(b):min(int64(cap(b)), limit+1)]
+		n, err := r.Read(room)
+		b = b[:len(b)+n]
+		if int64(len(b)) > limit {
+			return b, errTooLarge
+		}
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
 	}
-	return b, nil
 }
 
 // wireProtocol is one wire protocol's codec over raw bodies. Methods take
@@ -102,6 +132,22 @@ type wireProtocol interface {
 	opening(ev streamEvent) bool
 	// newGate returns the gate of one logical call's client stream.
 	newGate(w io.Writer) streamGate
+}
+
+// jsonKind is the first byte of a JSON value (see kind), for a member of a
+// request that parseRequest checks the shape of but does not read (the
+// conversation's list): decoding it into a json.RawMessage would copy it
+// whole. Unmarshal calls UnmarshalJSON with the value's bytes, null
+// included, and for a key given twice the last value's, as it fills a
+// json.RawMessage; 0 when absent.
+type jsonKind byte
+
+// UnmarshalJSON keeps b's first byte.
+func (k *jsonKind) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 {
+		*k = jsonKind(b[0])
+	}
+	return nil
 }
 
 // wireRequest is what a guard needs from a recognised request.
@@ -278,9 +324,10 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// parseBody checks that b is one JSON object and returns its span.
+// parseBody checks that b is one JSON object (validJSON: what json.Valid
+// accepts) and returns its span.
 func parseBody(b []byte) (span, error) {
-	if !json.Valid(b) {
+	if !validJSON(b) {
 		return span{}, errJSON
 	}
 	sp, err := root(b)

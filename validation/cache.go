@@ -79,7 +79,14 @@ func (c *Cache) Get(schema any) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, _ := c.byHash.LoadOrStore(sha256.Sum256(raw), &cacheEntry{raw: raw})
+	// Load first: the entry is nearly always there (a request brings its
+	// tools' schemas as fresh bytes each time, with the same hash), and
+	// LoadOrStore would make an entry only to drop it.
+	sum := sha256.Sum256(raw)
+	e, ok := c.byHash.Load(sum)
+	if !ok {
+		e, _ = c.byHash.LoadOrStore(sum, &cacheEntry{raw: raw})
+	}
 	entry := e.(*cacheEntry)
 	if hasID && entry.ids.Add(1) <= maxIdentities {
 		c.byID.LoadOrStore(id, entry)
