@@ -1,7 +1,6 @@
 package httpguard
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 )
@@ -108,35 +107,23 @@ func decodeInt(b []byte, sp span, dst *int) error {
 	return nil
 }
 
-// unquote decodes a JSON string: its bytes between the quotes when it has
-// no escape, else as encoding/json decodes it.
+// unquote decodes a JSON string as encoding/json does, without its
+// reflection (plainString, else unquoteJSON: FuzzStr holds both to
+// encoding/json).
 func unquote(q []byte) (string, error) {
-	if len(q) >= 2 && q[0] == '"' && q[len(q)-1] == '"' && !needsDecoding(q[1:len(q)-1]) {
-		return string(q[1 : len(q)-1]), nil
+	if s, ok := plainString(q); ok {
+		return s, nil
 	}
-	var s string
-	if err := json.Unmarshal(q, &s); err != nil {
-		return "", errJSON
+	if s, ok := unquoteJSON(q); ok {
+		return s, nil
 	}
-	return s, nil
-}
-
-// needsDecoding reports whether the inside of a JSON string has an escape,
-// a control byte or a byte that is not ASCII (which encoding/json checks
-// as UTF-8, replacing what is not).
-func needsDecoding(s []byte) bool {
-	for _, c := range s {
-		if c == '\\' || c < 0x20 || c >= 0x80 || c == '"' {
-			return true
-		}
-	}
-	return false
+	return "", errJSON
 }
 
 // decodeObject checks that data is one JSON value and returns an iterator
 // over its members; ok is false for null (nothing to decode).
 func decodeObject(data []byte) (it memberIter, ok bool, err error) {
-	if !json.Valid(data) {
+	if !validJSON(data) {
 		return memberIter{}, false, errJSON
 	}
 	r, err := root(data)
