@@ -28,28 +28,51 @@ import (
 // events one by one; the program assembles them, so the gate keeps the
 // block indexes running on across attempts, as for Anthropic.
 
-// bedrockEvent is what the wire code reads of a ConverseStream event.
+// bedrockEvent is what the wire code reads of a ConverseStream event,
+// decoded by hand (decodeBedrockEvent).
 type bedrockEvent struct {
-	typ   string // the event type (streamEvent.Event)
-	Index *int   `json:"contentBlockIndex"`
-	Start *struct {
-		ToolUse json.RawMessage `json:"toolUse"`
-	} `json:"start"`
-	Delta *struct {
-		Text    *string `json:"text"`
-		ToolUse *struct {
-			Input string `json:"input"`
-		} `json:"toolUse"`
-		Reasoning *struct {
-			Text      *string `json:"text"`
-			Signature *string `json:"signature"`
-			Redacted  *string `json:"redactedContent"`
-		} `json:"reasoningContent"`
-	} `json:"delta"`
+	typ   string        // the event type (streamEvent.Event)
+	Index *int          `json:"contentBlockIndex"`
+	Start *bedrockStart `json:"start"`
+	Delta *bedrockDelta `json:"delta"`
 	// others: the members of a start or delta the decoder does not read
 	// (an image, a citation, a tool result), which would change a block
 	// the client reads.
 	others string
+	// own holds what the pointers above point to, so that an event is one
+	// allocation.
+	own struct {
+		index                                    int
+		start                                    bedrockStart
+		delta                                    bedrockDelta
+		toolUse                                  bedrockToolUseDelta
+		reasoning                                bedrockReasoningDelta
+		text, reasoningText, signature, redacted string
+	}
+}
+
+// bedrockStart is a contentBlockStart's start.
+type bedrockStart struct {
+	ToolUse json.RawMessage `json:"toolUse"`
+}
+
+// bedrockDelta is a contentBlockDelta's delta.
+type bedrockDelta struct {
+	Text      *string                `json:"text"`
+	ToolUse   *bedrockToolUseDelta   `json:"toolUse"`
+	Reasoning *bedrockReasoningDelta `json:"reasoningContent"`
+}
+
+// bedrockToolUseDelta is a fragment of a toolUse block's input.
+type bedrockToolUseDelta struct {
+	Input string `json:"input"`
+}
+
+// bedrockReasoningDelta is a part of a reasoning block.
+type bedrockReasoningDelta struct {
+	Text      *string `json:"text"`
+	Signature *string `json:"signature"`
+	Redacted  *string `json:"redactedContent"`
 }
 
 // Why a Bedrock stream cannot be guarded (unguardableError's why).
@@ -113,64 +136,25 @@ func parseBedrockEvent(ev streamEvent) (*bedrockEvent, error) {
 	}
 	e := &bedrockEvent{typ: ev.Event}
 	switch ev.Event {
-	case "messageStart", "messageStop", "metadata", "contentBlockStop":
+	case "messageStart", "messageStop", "metadata":
 		if _, err := parseBody(ev.Data); err != nil {
 			return nil, err
 		}
-		if ev.Event == "contentBlockStop" {
-			if err := decodeResponse(ev.Data, e); err != nil {
-				return nil, err
-			}
-		}
-	case "contentBlockStart", "contentBlockDelta":
-		if err := decodeResponse(ev.Data, e); err != nil {
-			return nil, err
-		}
-		if err := e.readOthers(ev.Data); err != nil {
+		return e, nil
+	case "contentBlockStart", "contentBlockDelta", "contentBlockStop":
+		if err := decodeBedrockEvent(ev.Data, e); err != nil {
 			return nil, err
 		}
 	default:
 		return nil, unguardable(bedrockUnknownEvent, fmt.Errorf("type %.64q", ev.Event))
 	}
-	if ev.Event != "messageStart" && ev.Event != "messageStop" && ev.Event != "metadata" && e.Index == nil {
+	if ev.Event == "contentBlockStop" {
+		e.others = "" // a stop's members change no block
+	}
+	if e.Index == nil {
 		return nil, fmt.Errorf("%w: %s without contentBlockIndex", errJSON, ev.Event)
 	}
 	return e, nil
-}
-
-// readOthers records in e.others the kind of a start or delta member the
-// decoder does not read.
-func (e *bedrockEvent) readOthers(data []byte) error {
-	r, err := root(data)
-	if err != nil {
-		return err
-	}
-	for _, key := range []string{"start", "delta"} {
-		v, ok, err := field(data, r, key)
-		if err != nil || !ok || kind(data, v) == 'n' {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		if kind(data, v) != '{' {
-			return fmt.Errorf("%w: %s not an object", errJSON, key)
-		}
-		ms, err := objectMembers(data, v)
-		if err != nil {
-			return err
-		}
-		for _, m := range ms {
-			switch m.key {
-			case "toolUse", "text", "reasoningContent":
-			default:
-				if kind(data, m.v) != 'n' {
-					e.others = m.key
-				}
-			}
-		}
-	}
-	return nil
 }
 
 // bedrockBlockAcc is one content block being assembled.
