@@ -134,3 +134,95 @@ func bedrockOthersByMembers(data []byte) (string, error) {
 	}
 	return others, nil
 }
+
+// bedrockCallStreams are streams whose calls the assembler lists: every
+// recorded ConverseStream, and shapes at the edges of what calls reads.
+func bedrockCallStreams(t testing.TB) map[string][]streamEvent {
+	out := bedrockFixtureEvents(t)
+	ev := func(typ, data string) streamEvent { return streamEvent{Event: typ, Data: []byte(data)} }
+	base := bedrockStream("tooluse_1", `{"city": `, `"Paris"}`)
+	with := func(extra ...streamEvent) []streamEvent {
+		evs := append([]streamEvent(nil), base[:len(base)-3]...)
+		return append(evs, extra...)
+	}
+	start := func(i int, tu string) streamEvent {
+		return ev("contentBlockStart", fmt.Sprintf(`{"contentBlockIndex":%d,"start":{"toolUse":%s}}`, i, tu))
+	}
+	delta := func(i int, in string) streamEvent {
+		d, _ := json.Marshal(in)
+		return ev("contentBlockDelta", fmt.Sprintf(`{"contentBlockIndex":%d,"delta":{"toolUse":{"input":%s}}}`, i, d))
+	}
+	stop := ev("messageStop", `{"stopReason":"tool_use"}`)
+	out["two fragments"] = base
+	out["no messageStart"] = base[1:]
+	out["no input"] = with(stop)
+	out["blank input"] = with(delta(1, " \u00a0"), stop)
+	out["input not JSON"] = with(delta(1, `{"city": "Par`), stop)
+	out["input a JSON string"] = with(delta(1, `"Paris"`), stop)
+	out["input not UTF-8"] = with(delta(1, "{\xff"), stop)
+	out["server tool"] = append(with(delta(1, `{}`)), start(2, `{"toolUseId":"s","name":"web","type":"server_tool_use"}`), delta(2, `{}`), stop)
+	out["type not a string"] = append(with(delta(1, `{}`)), start(2, `{"toolUseId":"s","name":"web","type":1}`), stop)
+	out["id not a string"] = append(with(delta(1, `{}`)), start(2, `{"toolUseId":2,"name":"web"}`), stop)
+	out["input in the start"] = append(with(delta(1, `{}`)), start(2, `{"toolUseId":"x","name":"f","input":{"a":1}}`), stop)
+	out["Input in the start"] = append(with(delta(1, `{}`)), start(2, `{"toolUseId":"x","name":"f","Input":{"a":1}}`), stop)
+	out["name twice"] = append(with(delta(1, `{}`)), start(2, `{"toolUseId":"x","name":"f","name":"g"}`), stop)
+	out["output in messageStop"] = with(delta(1, `{}`), ev("messageStop", `{"stopReason":"tool_use","output":{"message":{"content":[]}}}`))
+	out["Output in metadata"] = with(delta(1, `{}`), stop, ev("metadata", `{"Output":1}`))
+	out["keys that clash"] = with(delta(1, `{}`), stop, ev("metadata", `{"StopReason":"x","usage":{}}`))
+	out["an unknown member"] = with(delta(1, `{}`), stop, ev("metadata", `{"usage":{},"future":1}`))
+	return out
+}
+
+// calls lists what bedrockWire.calls reads of the assembled response, and
+// fails where it or the assembly would, with the same error.
+func TestBedrockCallsListed(t *testing.T) {
+	for name, evs := range bedrockCallStreams(t) {
+		t.Run(name, func(t *testing.T) { checkBedrockCalls(t, evs) })
+	}
+}
+
+// checkBedrockCalls feeds evs to an assembler, up to the first that it
+// refuses, and compares its calls with those of its response.
+func checkBedrockCalls(t *testing.T, evs []streamEvent) {
+	t.Helper()
+	a := &bedrockAssembler{}
+	for _, ev := range evs {
+		if _, err := a.add(ev); err != nil {
+			break
+		}
+	}
+	got, gerr := a.calls()
+	var want []wireCall
+	resp, werr := a.response()
+	if werr == nil {
+		if want, werr = (bedrockWire{}).calls(resp); werr != nil {
+			werr = unguardable(whyStreamShape, werr)
+		}
+	}
+	if fmt.Sprint(gerr) != fmt.Sprint(werr) || isUnguardable(gerr) != isUnguardable(werr) {
+		t.Fatalf("calls() error %v; calls(response()) %v", gerr, werr)
+	}
+	if gerr == nil && !reflect.DeepEqual(got, want) {
+		t.Fatalf("calls() = %q\nresponse's = %q", got, want)
+	}
+}
+
+// The assembler's calls are those of its response, whatever the events:
+// each line of the input an event, its type, a tab, its payload.
+func FuzzBedrockStreamCalls(f *testing.F) {
+	for _, evs := range bedrockCallStreams(f) {
+		var b []byte
+		for _, ev := range evs {
+			b = append(append(append(append(b, ev.Event...), '\t'), ev.Data...), '\n')
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var evs []streamEvent
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			typ, payload, _ := bytes.Cut(line, []byte("\t"))
+			evs = append(evs, streamEvent{Event: string(typ), Data: payload})
+		}
+		checkBedrockCalls(t, evs)
+	})
+}

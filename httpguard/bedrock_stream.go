@@ -173,7 +173,11 @@ type bedrockAssembler struct {
 	blocks  []*bedrockBlockAcc
 	stop    []byte // messageStop's payload
 	meta    []byte // metadata's payload
-	last    *bedrockEvent
+	// oddStop and oddMeta: messageStop's or metadata's payload has a
+	// member response() would not set beside output as the others
+	// (bedrockTopKey): calls reads the response then.
+	oddStop, oddMeta bool
+	last             *bedrockEvent
 }
 
 // add takes one event. The bound counts what the assembler and its gate
@@ -217,9 +221,9 @@ func (a *bedrockAssembler) addEvent(ev streamEvent) (bool, error) {
 		}
 		held = 0
 	case "messageStop":
-		a.stop = ev.Data
+		a.stop, a.oddStop = ev.Data, !bedrockTopKeys(ev.Data)
 	case "metadata":
-		a.meta = ev.Data
+		a.meta, a.oddMeta = ev.Data, !bedrockTopKeys(ev.Data)
 		return false, a.take(held)
 	}
 	if err := a.take(held); err != nil {
@@ -361,6 +365,107 @@ func (bl *bedrockBlockAcc) block() ([]byte, error) {
 		return nil, err
 	}
 	return append(append([]byte(`{"toolUse":`), apply(tu, e)...), '}'), nil
+}
+
+// bedrockTopKeys reports whether every member of the object data is one
+// of ConverseStream's messageStop and metadata members (or the padding
+// "p"), spelled exactly: set at the top of the response beside output,
+// none changes what the response's calls read, nor two of them clash.
+func bedrockTopKeys(data []byte) bool {
+	r, err := root(data)
+	if err != nil {
+		return false
+	}
+	it, err := iterMembers(data, r)
+	if err != nil {
+		return false
+	}
+	for it.next() {
+		switch string(raw(data, it.k)) {
+		case `"p"`, `"stopReason"`, `"additionalModelResponseFields"`, `"usage"`, `"metrics"`, `"trace"`, `"performanceConfig"`:
+		default:
+			return false
+		}
+	}
+	return it.err == nil
+}
+
+// whyStreamShape is why a streamed response whose calls cannot be read
+// cannot be guarded, as gateSink.assembledCalls names it.
+const whyStreamShape = "the streamed response is not of a shape the guard reads"
+
+// calls lists the calls of the events so far (callLister): each toolUse
+// block as response() writes it, read as bedrockWire.calls reads it,
+// without the rest of the response. When messageStop or metadata carry a
+// member that could change what the calls read (bedrockTopKeys), it reads
+// them from response() itself.
+func (a *bedrockAssembler) calls() ([]wireCall, error) {
+	if a.message == nil || a.oddStop || a.oddMeta {
+		resp, err := a.response()
+		if err != nil {
+			return nil, err
+		}
+		cs, err := bedrockWire{}.calls(resp)
+		if err != nil {
+			return nil, unguardable(whyStreamShape, err)
+		}
+		return cs, nil
+	}
+	// Built first, as response() builds every block before the calls are
+	// read; then typed as bedrockContent types them, before any is read.
+	var uses [][]byte
+	for _, bl := range a.blocks {
+		if bl.kind != "toolUse" {
+			continue
+		}
+		b, err := bl.block()
+		if err != nil {
+			return nil, unreadable(bedrockUnread, err)
+		}
+		uses = append(uses, b)
+	}
+	type use struct {
+		b []byte
+		v span
+	}
+	var client []use
+	for _, b := range uses {
+		v, ok, err := bedrockToolUse(b)
+		if err != nil {
+			return nil, unguardable(whyStreamShape, unreadable(bedrockUnread, err))
+		}
+		if ok {
+			client = append(client, use{b, v})
+		}
+	}
+	out := make([]wireCall, 0, len(client))
+	for _, u := range client {
+		c, err := bedrockCall(u.b, u.v)
+		if err != nil {
+			return nil, unguardable(whyStreamShape, unreadable(bedrockUnread, err))
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// bedrockToolUse reads the block b, {"toolUse":{…}}, as bedrockContent
+// reads a block: the span of its ToolUseBlock, and whether it is the
+// client's call (not typed server_tool_use).
+func bedrockToolUse(b []byte) (v span, client bool, err error) {
+	r, err := root(b)
+	if err != nil {
+		return span{}, false, err
+	}
+	bl, err := bedrockBlockOf(b, r)
+	if err != nil {
+		return span{}, false, err
+	}
+	typ, err := optStr(b, bl.v, "type")
+	if err != nil {
+		return span{}, false, err
+	}
+	return bl.v, typ != "server_tool_use", nil
 }
 
 func (a *bedrockAssembler) response() ([]byte, error) {
