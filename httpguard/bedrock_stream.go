@@ -552,7 +552,10 @@ type bedrockGate struct {
 	holding  bool
 	passed   int // blocks of the first attempt that reached the client
 	terminal []streamEvent
-	ended    bool
+	// held: the first attempt's events that did not reach the client, in
+	// order, for release.
+	held  []streamEvent
+	ended bool
 }
 
 func newBedrockGate(w io.Writer) *bedrockGate {
@@ -593,7 +596,71 @@ func (g *bedrockGate) event(ev streamEvent) (bool, error) {
 	case "messageStop", "metadata":
 		g.terminal = append(g.terminal, ev)
 	}
+	if first {
+		return done, g.hold(ev)
+	}
 	return done, nil
+}
+
+// hold keeps an event of the first attempt that did not reach the client,
+// for release. It counts against the assembler's bound: a delta or stop
+// by its length (the assembler keeps only what a delta adds); a start,
+// messageStop and metadata the assembler counts whole already.
+func (g *bedrockGate) hold(ev streamEvent) error {
+	switch ev.Event {
+	case "contentBlockDelta", "contentBlockStop":
+		if err := g.asm.take(len(ev.Data)); err != nil {
+			return err
+		}
+	}
+	g.held = append(g.held, ev)
+	return nil
+}
+
+// release ends the first attempt with the events it held, as the upstream
+// sent them (releaser): the stages accepted its calls unchanged. It
+// reports false, having written nothing, for a later attempt, and where
+// accept would add what the upstream did not send: a messageStop, or the
+// stop of a block the client has not read.
+func (g *bedrockGate) release() (bool, error) {
+	if g.ended || g.attempt != 0 || !g.started || !g.heldWhole() {
+		return false, nil
+	}
+	g.ended = true
+	held := g.held
+	g.held = nil
+	for _, ev := range held {
+		if err := writeEvent(g.w, ev); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// heldWhole reports whether the events held end every block the client
+// has not read (g.passed on) and the message.
+func (g *bedrockGate) heldWhole() bool {
+	open := len(g.asm.blocks) - g.passed
+	if open < 0 {
+		return false
+	}
+	stopped := make([]bool, open)
+	sawStop := false
+	for _, ev := range g.held {
+		e, _ := ev.parsed.(*bedrockEvent)
+		switch {
+		case e == nil:
+			return false
+		case e.typ == "messageStop":
+			sawStop = true
+		case e.typ == "contentBlockStop" && *e.Index >= g.passed:
+			if !stopped[*e.Index-g.passed] {
+				stopped[*e.Index-g.passed] = true
+				open--
+			}
+		}
+	}
+	return sawStop && open == 0
 }
 
 func (g *bedrockGate) response() ([]byte, error) { return g.asm.response() }
@@ -780,6 +847,7 @@ func (g *bedrockGate) reject() {
 	g.asm = &bedrockAssembler{}
 	g.holding = false
 	g.terminal = nil
+	g.held = nil
 }
 
 // fail ends the client's stream with an exception of type typ, whose
