@@ -1,6 +1,7 @@
 package httpguard
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -159,11 +160,12 @@ func parseBedrockEvent(ev streamEvent) (*bedrockEvent, error) {
 
 // bedrockBlockAcc is one content block being assembled.
 type bedrockBlockAcc struct {
-	kind                   string // text, toolUse or reasoningContent
-	start                  json.RawMessage
-	text, input, signature strings.Builder
-	redacted               []byte
-	hasInput               bool
+	kind            string // text, toolUse or reasoningContent
+	start           json.RawMessage
+	text, signature strings.Builder
+	input           []byte
+	redacted        []byte
+	hasInput        bool
 }
 
 // bedrockAssembler assembles a ConverseStream into a Converse response.
@@ -236,13 +238,29 @@ func (a *bedrockAssembler) addEvent(ev streamEvent) (bool, error) {
 // pads its events with a member "p" of random length, which a message
 // replayed in a re-ask must not carry.
 func bedrockRole(data []byte) ([]byte, error) {
-	var m struct {
-		Role string `json:"role"`
-	}
-	if err := decodeResponse(data, &m); err != nil {
+	it, ok, err := decodeObject(data)
+	if err != nil {
 		return nil, err
 	}
-	return marshal(m)
+	var role string
+	var s seen
+	for ok && it.next() {
+		if it.is("role") {
+			if err := s.mark(&it, 0); err != nil {
+				return nil, err
+			}
+			if err := decodeString(data, it.v, &role); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if it.err != nil {
+		return nil, it.err
+	}
+	if needsDecoding([]byte(role)) {
+		return append(append([]byte(`{"role":`), marshalString(role)...), '}'), nil
+	}
+	return []byte(`{"role":"` + role + `"}`), nil
 }
 
 // startToolUse takes a contentBlockStart: a toolUse block, the next one.
@@ -306,7 +324,7 @@ func (bl *bedrockBlockAcc) add(e *bedrockEvent) (n int, err error) {
 		if bl.kind != "toolUse" {
 			return 0, mismatch("toolUse")
 		}
-		bl.input.WriteString(d.ToolUse.Input)
+		bl.input = append(bl.input, d.ToolUse.Input...)
 		bl.hasInput = true
 		n += len(d.ToolUse.Input)
 	}
@@ -349,11 +367,11 @@ func (bl *bedrockBlockAcc) block() ([]byte, error) {
 	}
 	tu := []byte(bl.start)
 	in := []byte("{}")
-	if p := bl.input.String(); strings.TrimSpace(p) != "" {
-		if json.Valid([]byte(p)) {
-			in = compact([]byte(p))
+	if p := bl.input; len(bytes.TrimSpace(p)) != 0 {
+		if json.Valid(p) {
+			in = compact(p)
 		} else {
-			in = marshalString(p) // invalid JSON, kept as text
+			in = marshalString(string(p)) // invalid JSON, kept as text
 		}
 	}
 	r, err := root(tu)
@@ -411,42 +429,151 @@ func (a *bedrockAssembler) calls() ([]wireCall, error) {
 		}
 		return cs, nil
 	}
-	// Built first, as response() builds every block before the calls are
-	// read; then typed as bedrockContent types them, before any is read.
-	var uses [][]byte
+	// A block is built first, as response() builds every block before
+	// the calls are read, when the start's toolUse has a member block()
+	// would replace or clash with ("input"), or keys it might refuse
+	// (plainMembers); the others are read from the
+	// start and the input as block() would write them. Then all are typed,
+	// as bedrockContent types them, before any is read.
+	type use struct {
+		b     []byte // the ToolUseBlock's bytes
+		v     span
+		input *bedrockBlockAcc // nil: b holds the input
+	}
+	var uses []use
 	for _, bl := range a.blocks {
 		if bl.kind != "toolUse" {
+			continue
+		}
+		r, err := root(bl.start)
+		if err != nil {
+			return nil, unreadable(bedrockUnread, err)
+		}
+		if _, has, err := field(bl.start, r, "input"); err == nil && !has && plainMembers(bl.start, r) {
+			uses = append(uses, use{bl.start, r, bl})
 			continue
 		}
 		b, err := bl.block()
 		if err != nil {
 			return nil, unreadable(bedrockUnread, err)
 		}
-		uses = append(uses, b)
-	}
-	type use struct {
-		b []byte
-		v span
-	}
-	var client []use
-	for _, b := range uses {
-		v, ok, err := bedrockToolUse(b)
+		if r, err = root(b); err == nil {
+			var blk bedrockBlock
+			if blk, err = bedrockBlockOf(b, r); err == nil {
+				r = blk.v
+			}
+		}
 		if err != nil {
 			return nil, unguardable(whyStreamShape, unreadable(bedrockUnread, err))
 		}
-		if ok {
-			client = append(client, use{b, v})
+		uses = append(uses, use{b, r, nil})
+	}
+	client := uses[:0]
+	for _, u := range uses {
+		typ, err := bedrockOptStr(u.b, u.v, "type")
+		if err != nil {
+			return nil, unguardable(whyStreamShape, unreadable(bedrockUnread, err))
+		}
+		if typ != "server_tool_use" {
+			client = append(client, u)
 		}
 	}
 	out := make([]wireCall, 0, len(client))
 	for _, u := range client {
-		c, err := bedrockCall(u.b, u.v)
+		var c wireCall
+		var err error
+		if u.input == nil {
+			c, err = bedrockCall(u.b, u.v)
+		} else {
+			c, err = u.input.call(u.b, u.v)
+		}
 		if err != nil {
 			return nil, unguardable(whyStreamShape, unreadable(bedrockUnread, err))
 		}
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// call is the call of the toolUse block bl, whose start's toolUse is the
+// object at v of tu, without an input member: what bedrockCall reads of
+// block(), which sets the input after the start's members.
+func (bl *bedrockBlockAcc) call(tu []byte, v span) (wireCall, error) {
+	id, err := bedrockOptStr(tu, v, "toolUseId")
+	if err != nil {
+		return wireCall{}, err
+	}
+	name, err := bedrockOptStr(tu, v, "name")
+	if err != nil {
+		return wireCall{}, err
+	}
+	args, err := bl.args()
+	return wireCall{ID: id, Name: name, Args: args}, err
+}
+
+// args is the block's input as bedrockCall reads block()'s: {} when
+// blank, the input compacted when it is JSON (a JSON string's text), else
+// its text (invalid UTF-8 replaced, as a JSON string holds it).
+func (bl *bedrockBlockAcc) args() ([]byte, error) {
+	p := bl.input
+	switch {
+	case len(bytes.TrimSpace(p)) == 0:
+		return []byte("{}"), nil
+	case json.Valid(p):
+		c := p[:len(p):len(p)]
+		if bytes.ContainsAny(p, " \t\r\n") {
+			c = compact(p)
+		}
+		if c[0] != '"' {
+			return c, nil
+		}
+		s, err := str(c, span{0, len(c)})
+		return []byte(s), err
+	case utf8.Valid(p):
+		return p[:len(p):len(p)], nil
+	}
+	q := marshalString(string(p))
+	s, err := str(q, span{0, len(q)})
+	return []byte(s), err
+}
+
+// plainMembers reports whether the keys of the object at sp are ASCII
+// without an escape, none given twice: objectMembers reads them as they
+// are spelled, and without error.
+func plainMembers(b []byte, sp span) bool {
+	it, err := iterMembers(b, sp)
+	if err != nil {
+		return false
+	}
+	var keys [8][]byte
+	n := 0
+	for it.next() {
+		k := raw(b, it.k)
+		if n == len(keys) || needsDecoding(k[1:len(k)-1]) {
+			return false
+		}
+		for _, o := range keys[:n] {
+			if bytes.Equal(o, k) {
+				return false
+			}
+		}
+		keys[n] = k
+		n++
+	}
+	return it.err == nil
+}
+
+// bedrockOptStr is optStr, its string decoded by hand when it has no
+// escape.
+func bedrockOptStr(b []byte, sp span, key string) (string, error) {
+	v, ok, err := field(b, sp, key)
+	if err != nil || !ok || kind(b, v) == 'n' {
+		return "", err
+	}
+	if kind(b, v) != '"' {
+		return "", fmt.Errorf("%w: want a string", errJSON)
+	}
+	return unquote(raw(b, v))
 }
 
 // bedrockToolUse reads the block b, {"toolUse":{…}}, as bedrockContent
@@ -612,6 +739,9 @@ func (g *bedrockGate) hold(ev streamEvent) error {
 		if err := g.asm.take(len(ev.Data)); err != nil {
 			return err
 		}
+	}
+	if g.held == nil {
+		g.held = make([]streamEvent, 0, 16)
 	}
 	g.held = append(g.held, ev)
 	return nil

@@ -90,9 +90,10 @@ func (awsEventStream) format(ev streamEvent) []byte { return formatEventStream(e
 // longer than max is errTooLarge, found from its prelude before anything
 // past it is read.
 type eventStreamReader struct {
-	r   io.Reader
-	max int
-	buf []byte
+	r       io.Reader
+	max     int
+	buf     []byte
+	prelude [12]byte // kept here: on next's stack it escapes to io.ReadFull
 }
 
 func newEventStreamReader(r io.Reader, max int) *eventStreamReader {
@@ -105,8 +106,8 @@ func newEventStreamReader(r io.Reader, max int) *eventStreamReader {
 // message held is lost. A malformed message is unguardable (errEventStream
 // inside).
 func (r *eventStreamReader) next() (streamEvent, error) {
-	var prelude [12]byte
-	if n, err := io.ReadFull(r.r, prelude[:]); err != nil {
+	prelude := r.prelude[:]
+	if n, err := io.ReadFull(r.r, prelude); err != nil {
 		if errors.Is(err, io.EOF) && n == 0 {
 			return streamEvent{}, io.EOF
 		}
@@ -130,7 +131,7 @@ func (r *eventStreamReader) next() (streamEvent, error) {
 		r.buf = make([]byte, total)
 	}
 	msg := r.buf[:total]
-	copy(msg, prelude[:])
+	copy(msg, prelude)
 	if _, err := io.ReadFull(r.r, msg[12:]); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return streamEvent{}, fmt.Errorf("httpguard: aws event stream cut off in a message: %w", io.ErrUnexpectedEOF)
