@@ -281,33 +281,41 @@ func bedrockCalls(resp []byte) ([]wireCall, error) {
 	}
 	out := make([]wireCall, 0, len(uses))
 	for _, u := range uses {
-		v := blocks[u].v
-		id, err := optStr(resp, v, "toolUseId")
+		c, err := bedrockCall(resp, blocks[u].v)
 		if err != nil {
 			return nil, err
 		}
-		name, err := optStr(resp, v, "name")
-		if err != nil {
-			return nil, err
-		}
-		var args []byte
-		if in, ok, err := field(resp, v, "input"); err != nil {
-			return nil, err
-		} else if ok {
-			if kind(resp, in) == '"' {
-				// A stream's input that is not JSON, assembled as its text.
-				s, err := str(resp, in)
-				if err != nil {
-					return nil, err
-				}
-				args = []byte(s)
-			} else {
-				args = raw(resp, in)
-			}
-		}
-		out = append(out, wireCall{ID: id, Name: name, Args: args})
+		out = append(out, c)
 	}
 	return out, nil
+}
+
+// bedrockCall reads the call of the ToolUseBlock at v.
+func bedrockCall(resp []byte, v span) (wireCall, error) {
+	id, err := optStr(resp, v, "toolUseId")
+	if err != nil {
+		return wireCall{}, err
+	}
+	name, err := optStr(resp, v, "name")
+	if err != nil {
+		return wireCall{}, err
+	}
+	var args []byte
+	if in, ok, err := field(resp, v, "input"); err != nil {
+		return wireCall{}, err
+	} else if ok {
+		if kind(resp, in) == '"' {
+			// A stream's input that is not JSON, assembled as its text.
+			s, err := str(resp, in)
+			if err != nil {
+				return wireCall{}, err
+			}
+			args = []byte(s)
+		} else {
+			args = raw(resp, in)
+		}
+	}
+	return wireCall{ID: id, Name: name, Args: args}, nil
 }
 
 func (bedrockWire) accept(resp []byte, args [][]byte) ([]byte, error) {

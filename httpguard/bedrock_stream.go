@@ -1,6 +1,7 @@
 package httpguard
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -28,28 +29,51 @@ import (
 // events one by one; the program assembles them, so the gate keeps the
 // block indexes running on across attempts, as for Anthropic.
 
-// bedrockEvent is what the wire code reads of a ConverseStream event.
+// bedrockEvent is what the wire code reads of a ConverseStream event,
+// decoded by hand (decodeBedrockEvent).
 type bedrockEvent struct {
-	typ   string // the event type (streamEvent.Event)
-	Index *int   `json:"contentBlockIndex"`
-	Start *struct {
-		ToolUse json.RawMessage `json:"toolUse"`
-	} `json:"start"`
-	Delta *struct {
-		Text    *string `json:"text"`
-		ToolUse *struct {
-			Input string `json:"input"`
-		} `json:"toolUse"`
-		Reasoning *struct {
-			Text      *string `json:"text"`
-			Signature *string `json:"signature"`
-			Redacted  *string `json:"redactedContent"`
-		} `json:"reasoningContent"`
-	} `json:"delta"`
+	typ   string        // the event type (streamEvent.Event)
+	Index *int          `json:"contentBlockIndex"`
+	Start *bedrockStart `json:"start"`
+	Delta *bedrockDelta `json:"delta"`
 	// others: the members of a start or delta the decoder does not read
 	// (an image, a citation, a tool result), which would change a block
 	// the client reads.
 	others string
+	// own holds what the pointers above point to, so that an event is one
+	// allocation.
+	own struct {
+		index                                    int
+		start                                    bedrockStart
+		delta                                    bedrockDelta
+		toolUse                                  bedrockToolUseDelta
+		reasoning                                bedrockReasoningDelta
+		text, reasoningText, signature, redacted string
+	}
+}
+
+// bedrockStart is a contentBlockStart's start.
+type bedrockStart struct {
+	ToolUse json.RawMessage `json:"toolUse"`
+}
+
+// bedrockDelta is a contentBlockDelta's delta.
+type bedrockDelta struct {
+	Text      *string                `json:"text"`
+	ToolUse   *bedrockToolUseDelta   `json:"toolUse"`
+	Reasoning *bedrockReasoningDelta `json:"reasoningContent"`
+}
+
+// bedrockToolUseDelta is a fragment of a toolUse block's input.
+type bedrockToolUseDelta struct {
+	Input string `json:"input"`
+}
+
+// bedrockReasoningDelta is a part of a reasoning block.
+type bedrockReasoningDelta struct {
+	Text      *string `json:"text"`
+	Signature *string `json:"signature"`
+	Redacted  *string `json:"redactedContent"`
 }
 
 // Why a Bedrock stream cannot be guarded (unguardableError's why).
@@ -113,73 +137,35 @@ func parseBedrockEvent(ev streamEvent) (*bedrockEvent, error) {
 	}
 	e := &bedrockEvent{typ: ev.Event}
 	switch ev.Event {
-	case "messageStart", "messageStop", "metadata", "contentBlockStop":
+	case "messageStart", "messageStop", "metadata":
 		if _, err := parseBody(ev.Data); err != nil {
 			return nil, err
 		}
-		if ev.Event == "contentBlockStop" {
-			if err := decodeResponse(ev.Data, e); err != nil {
-				return nil, err
-			}
-		}
-	case "contentBlockStart", "contentBlockDelta":
-		if err := decodeResponse(ev.Data, e); err != nil {
-			return nil, err
-		}
-		if err := e.readOthers(ev.Data); err != nil {
+		return e, nil
+	case "contentBlockStart", "contentBlockDelta", "contentBlockStop":
+		if err := decodeBedrockEvent(ev.Data, e); err != nil {
 			return nil, err
 		}
 	default:
 		return nil, unguardable(bedrockUnknownEvent, fmt.Errorf("type %.64q", ev.Event))
 	}
-	if ev.Event != "messageStart" && ev.Event != "messageStop" && ev.Event != "metadata" && e.Index == nil {
+	if ev.Event == "contentBlockStop" {
+		e.others = "" // a stop's members change no block
+	}
+	if e.Index == nil {
 		return nil, fmt.Errorf("%w: %s without contentBlockIndex", errJSON, ev.Event)
 	}
 	return e, nil
 }
 
-// readOthers records in e.others the kind of a start or delta member the
-// decoder does not read.
-func (e *bedrockEvent) readOthers(data []byte) error {
-	r, err := root(data)
-	if err != nil {
-		return err
-	}
-	for _, key := range []string{"start", "delta"} {
-		v, ok, err := field(data, r, key)
-		if err != nil || !ok || kind(data, v) == 'n' {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		if kind(data, v) != '{' {
-			return fmt.Errorf("%w: %s not an object", errJSON, key)
-		}
-		ms, err := objectMembers(data, v)
-		if err != nil {
-			return err
-		}
-		for _, m := range ms {
-			switch m.key {
-			case "toolUse", "text", "reasoningContent":
-			default:
-				if kind(data, m.v) != 'n' {
-					e.others = m.key
-				}
-			}
-		}
-	}
-	return nil
-}
-
 // bedrockBlockAcc is one content block being assembled.
 type bedrockBlockAcc struct {
-	kind                   string // text, toolUse or reasoningContent
-	start                  json.RawMessage
-	text, input, signature strings.Builder
-	redacted               []byte
-	hasInput               bool
+	kind            string // text, toolUse or reasoningContent
+	start           json.RawMessage
+	text, signature strings.Builder
+	input           []byte
+	redacted        []byte
+	hasInput        bool
 }
 
 // bedrockAssembler assembles a ConverseStream into a Converse response.
@@ -189,7 +175,11 @@ type bedrockAssembler struct {
 	blocks  []*bedrockBlockAcc
 	stop    []byte // messageStop's payload
 	meta    []byte // metadata's payload
-	last    *bedrockEvent
+	// oddStop and oddMeta: messageStop's or metadata's payload has a
+	// member response() would not set beside output as the others
+	// (bedrockTopKey): calls reads the response then.
+	oddStop, oddMeta bool
+	last             *bedrockEvent
 }
 
 // add takes one event. The bound counts what the assembler and its gate
@@ -233,9 +223,9 @@ func (a *bedrockAssembler) addEvent(ev streamEvent) (bool, error) {
 		}
 		held = 0
 	case "messageStop":
-		a.stop = ev.Data
+		a.stop, a.oddStop = ev.Data, !bedrockTopKeys(ev.Data)
 	case "metadata":
-		a.meta = ev.Data
+		a.meta, a.oddMeta = ev.Data, !bedrockTopKeys(ev.Data)
 		return false, a.take(held)
 	}
 	if err := a.take(held); err != nil {
@@ -248,13 +238,29 @@ func (a *bedrockAssembler) addEvent(ev streamEvent) (bool, error) {
 // pads its events with a member "p" of random length, which a message
 // replayed in a re-ask must not carry.
 func bedrockRole(data []byte) ([]byte, error) {
-	var m struct {
-		Role string `json:"role"`
-	}
-	if err := decodeResponse(data, &m); err != nil {
+	it, ok, err := decodeObject(data)
+	if err != nil {
 		return nil, err
 	}
-	return marshal(m)
+	var role string
+	var s seen
+	for ok && it.next() {
+		if it.is("role") {
+			if err := s.mark(&it, 0); err != nil {
+				return nil, err
+			}
+			if err := decodeString(data, it.v, &role); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if it.err != nil {
+		return nil, it.err
+	}
+	if needsDecoding([]byte(role)) {
+		return append(append([]byte(`{"role":`), marshalString(role)...), '}'), nil
+	}
+	return []byte(`{"role":"` + role + `"}`), nil
 }
 
 // startToolUse takes a contentBlockStart: a toolUse block, the next one.
@@ -318,7 +324,7 @@ func (bl *bedrockBlockAcc) add(e *bedrockEvent) (n int, err error) {
 		if bl.kind != "toolUse" {
 			return 0, mismatch("toolUse")
 		}
-		bl.input.WriteString(d.ToolUse.Input)
+		bl.input = append(bl.input, d.ToolUse.Input...)
 		bl.hasInput = true
 		n += len(d.ToolUse.Input)
 	}
@@ -361,11 +367,11 @@ func (bl *bedrockBlockAcc) block() ([]byte, error) {
 	}
 	tu := []byte(bl.start)
 	in := []byte("{}")
-	if p := bl.input.String(); strings.TrimSpace(p) != "" {
-		if json.Valid([]byte(p)) {
-			in = compact([]byte(p))
+	if p := bl.input; len(bytes.TrimSpace(p)) != 0 {
+		if json.Valid(p) {
+			in = compact(p)
 		} else {
-			in = marshalString(p) // invalid JSON, kept as text
+			in = marshalString(string(p)) // invalid JSON, kept as text
 		}
 	}
 	r, err := root(tu)
@@ -377,6 +383,216 @@ func (bl *bedrockBlockAcc) block() ([]byte, error) {
 		return nil, err
 	}
 	return append(append([]byte(`{"toolUse":`), apply(tu, e)...), '}'), nil
+}
+
+// bedrockTopKeys reports whether every member of the object data is one
+// of ConverseStream's messageStop and metadata members (or the padding
+// "p"), spelled exactly: set at the top of the response beside output,
+// none changes what the response's calls read, nor two of them clash.
+func bedrockTopKeys(data []byte) bool {
+	r, err := root(data)
+	if err != nil {
+		return false
+	}
+	it, err := iterMembers(data, r)
+	if err != nil {
+		return false
+	}
+	for it.next() {
+		switch string(raw(data, it.k)) {
+		case `"p"`, `"stopReason"`, `"additionalModelResponseFields"`, `"usage"`, `"metrics"`, `"trace"`, `"performanceConfig"`:
+		default:
+			return false
+		}
+	}
+	return it.err == nil
+}
+
+// whyStreamShape is why a streamed response whose calls cannot be read
+// cannot be guarded, as gateSink.assembledCalls names it.
+const whyStreamShape = "the streamed response is not of a shape the guard reads"
+
+// calls lists the calls of the events so far (callLister): each toolUse
+// block as response() writes it, read as bedrockWire.calls reads it,
+// without the rest of the response. When messageStop or metadata carry a
+// member that could change what the calls read (bedrockTopKeys), it reads
+// them from response() itself.
+func (a *bedrockAssembler) calls() ([]wireCall, error) {
+	if a.message == nil || a.oddStop || a.oddMeta {
+		resp, err := a.response()
+		if err != nil {
+			return nil, err
+		}
+		cs, err := bedrockWire{}.calls(resp)
+		if err != nil {
+			return nil, unguardable(whyStreamShape, err)
+		}
+		return cs, nil
+	}
+	// A block is built first, as response() builds every block before
+	// the calls are read, when the start's toolUse has a member block()
+	// would replace or clash with ("input"), or keys it might refuse
+	// (plainMembers); the others are read from the
+	// start and the input as block() would write them. Then all are typed,
+	// as bedrockContent types them, before any is read.
+	type use struct {
+		b     []byte // the ToolUseBlock's bytes
+		v     span
+		input *bedrockBlockAcc // nil: b holds the input
+	}
+	var uses []use
+	for _, bl := range a.blocks {
+		if bl.kind != "toolUse" {
+			continue
+		}
+		r, err := root(bl.start)
+		if err != nil {
+			return nil, unreadable(bedrockUnread, err)
+		}
+		if _, has, err := field(bl.start, r, "input"); err == nil && !has && plainMembers(bl.start, r) {
+			uses = append(uses, use{bl.start, r, bl})
+			continue
+		}
+		b, err := bl.block()
+		if err != nil {
+			return nil, unreadable(bedrockUnread, err)
+		}
+		if r, err = root(b); err == nil {
+			var blk bedrockBlock
+			if blk, err = bedrockBlockOf(b, r); err == nil {
+				r = blk.v
+			}
+		}
+		if err != nil {
+			return nil, unguardable(whyStreamShape, unreadable(bedrockUnread, err))
+		}
+		uses = append(uses, use{b, r, nil})
+	}
+	client := uses[:0]
+	for _, u := range uses {
+		typ, err := bedrockOptStr(u.b, u.v, "type")
+		if err != nil {
+			return nil, unguardable(whyStreamShape, unreadable(bedrockUnread, err))
+		}
+		if typ != "server_tool_use" {
+			client = append(client, u)
+		}
+	}
+	out := make([]wireCall, 0, len(client))
+	for _, u := range client {
+		var c wireCall
+		var err error
+		if u.input == nil {
+			c, err = bedrockCall(u.b, u.v)
+		} else {
+			c, err = u.input.call(u.b, u.v)
+		}
+		if err != nil {
+			return nil, unguardable(whyStreamShape, unreadable(bedrockUnread, err))
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// call is the call of the toolUse block bl, whose start's toolUse is the
+// object at v of tu, without an input member: what bedrockCall reads of
+// block(), which sets the input after the start's members.
+func (bl *bedrockBlockAcc) call(tu []byte, v span) (wireCall, error) {
+	id, err := bedrockOptStr(tu, v, "toolUseId")
+	if err != nil {
+		return wireCall{}, err
+	}
+	name, err := bedrockOptStr(tu, v, "name")
+	if err != nil {
+		return wireCall{}, err
+	}
+	args, err := bl.args()
+	return wireCall{ID: id, Name: name, Args: args}, err
+}
+
+// args is the block's input as bedrockCall reads block()'s: {} when
+// blank, the input compacted when it is JSON (a JSON string's text), else
+// its text (invalid UTF-8 replaced, as a JSON string holds it).
+func (bl *bedrockBlockAcc) args() ([]byte, error) {
+	p := bl.input
+	switch {
+	case len(bytes.TrimSpace(p)) == 0:
+		return []byte("{}"), nil
+	case json.Valid(p):
+		c := p[:len(p):len(p)]
+		if bytes.ContainsAny(p, " \t\r\n") {
+			c = compact(p)
+		}
+		if c[0] != '"' {
+			return c, nil
+		}
+		s, err := str(c, span{0, len(c)})
+		return []byte(s), err
+	case utf8.Valid(p):
+		return p[:len(p):len(p)], nil
+	}
+	q := marshalString(string(p))
+	s, err := str(q, span{0, len(q)})
+	return []byte(s), err
+}
+
+// plainMembers reports whether the keys of the object at sp are ASCII
+// without an escape, none given twice: objectMembers reads them as they
+// are spelled, and without error.
+func plainMembers(b []byte, sp span) bool {
+	it, err := iterMembers(b, sp)
+	if err != nil {
+		return false
+	}
+	var keys [8][]byte
+	n := 0
+	for it.next() {
+		k := raw(b, it.k)
+		if n == len(keys) || needsDecoding(k[1:len(k)-1]) {
+			return false
+		}
+		for _, o := range keys[:n] {
+			if bytes.Equal(o, k) {
+				return false
+			}
+		}
+		keys[n] = k
+		n++
+	}
+	return it.err == nil
+}
+
+// bedrockOptStr is optStr, its string decoded by hand when it has no
+// escape.
+func bedrockOptStr(b []byte, sp span, key string) (string, error) {
+	v, ok, err := field(b, sp, key)
+	if err != nil || !ok || kind(b, v) == 'n' {
+		return "", err
+	}
+	if kind(b, v) != '"' {
+		return "", fmt.Errorf("%w: want a string", errJSON)
+	}
+	return unquote(raw(b, v))
+}
+
+// bedrockToolUse reads the block b, {"toolUse":{…}}, as bedrockContent
+// reads a block: the span of its ToolUseBlock, and whether it is the
+// client's call (not typed server_tool_use).
+func bedrockToolUse(b []byte) (v span, client bool, err error) {
+	r, err := root(b)
+	if err != nil {
+		return span{}, false, err
+	}
+	bl, err := bedrockBlockOf(b, r)
+	if err != nil {
+		return span{}, false, err
+	}
+	typ, err := optStr(b, bl.v, "type")
+	if err != nil {
+		return span{}, false, err
+	}
+	return bl.v, typ != "server_tool_use", nil
 }
 
 func (a *bedrockAssembler) response() ([]byte, error) {
@@ -463,7 +679,10 @@ type bedrockGate struct {
 	holding  bool
 	passed   int // blocks of the first attempt that reached the client
 	terminal []streamEvent
-	ended    bool
+	// held: the first attempt's events that did not reach the client, in
+	// order, for release.
+	held  []streamEvent
+	ended bool
 }
 
 func newBedrockGate(w io.Writer) *bedrockGate {
@@ -504,7 +723,74 @@ func (g *bedrockGate) event(ev streamEvent) (bool, error) {
 	case "messageStop", "metadata":
 		g.terminal = append(g.terminal, ev)
 	}
+	if first {
+		return done, g.hold(ev)
+	}
 	return done, nil
+}
+
+// hold keeps an event of the first attempt that did not reach the client,
+// for release. It counts against the assembler's bound: a delta or stop
+// by its length (the assembler keeps only what a delta adds); a start,
+// messageStop and metadata the assembler counts whole already.
+func (g *bedrockGate) hold(ev streamEvent) error {
+	switch ev.Event {
+	case "contentBlockDelta", "contentBlockStop":
+		if err := g.asm.take(len(ev.Data)); err != nil {
+			return err
+		}
+	}
+	if g.held == nil {
+		g.held = make([]streamEvent, 0, 16)
+	}
+	g.held = append(g.held, ev)
+	return nil
+}
+
+// release ends the first attempt with the events it held, as the upstream
+// sent them (releaser): the stages accepted its calls unchanged. It
+// reports false, having written nothing, for a later attempt, and where
+// accept would add what the upstream did not send: a messageStop, or the
+// stop of a block the client has not read.
+func (g *bedrockGate) release() (bool, error) {
+	if g.ended || g.attempt != 0 || !g.started || !g.heldWhole() {
+		return false, nil
+	}
+	g.ended = true
+	held := g.held
+	g.held = nil
+	for _, ev := range held {
+		if err := writeEvent(g.w, ev); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// heldWhole reports whether the events held end every block the client
+// has not read (g.passed on) and the message.
+func (g *bedrockGate) heldWhole() bool {
+	open := len(g.asm.blocks) - g.passed
+	if open < 0 {
+		return false
+	}
+	stopped := make([]bool, open)
+	sawStop := false
+	for _, ev := range g.held {
+		e, _ := ev.parsed.(*bedrockEvent)
+		switch {
+		case e == nil:
+			return false
+		case e.typ == "messageStop":
+			sawStop = true
+		case e.typ == "contentBlockStop" && *e.Index >= g.passed:
+			if !stopped[*e.Index-g.passed] {
+				stopped[*e.Index-g.passed] = true
+				open--
+			}
+		}
+	}
+	return sawStop && open == 0
 }
 
 func (g *bedrockGate) response() ([]byte, error) { return g.asm.response() }
@@ -691,6 +977,7 @@ func (g *bedrockGate) reject() {
 	g.asm = &bedrockAssembler{}
 	g.holding = false
 	g.terminal = nil
+	g.held = nil
 }
 
 // fail ends the client's stream with an exception of type typ, whose

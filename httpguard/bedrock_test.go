@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -412,5 +414,58 @@ func TestBedrockStreamPaddingNotReplayed(t *testing.T) {
 	want := `{"role":"assistant","content":[{"text":"Let me check."},{"toolUse":{"toolUseId":"tooluse_bad","name":"get_weather","input":{"city":42}}}]}`
 	if !bytes.Contains(got[1].body, []byte(want)) || bytes.Contains(got[1].body, []byte(`"p"`)) {
 		t.Errorf("the re-ask replays\n%s\nwant the message %s without padding", got[1].body, want)
+	}
+}
+
+// A stream whose calls are valid and unchanged reaches the client as the
+// upstream sent it, event for event (its padding, its input fragments,
+// its text), through ToolArgValidation alone and through the stack; a
+// call the guard cleans is written whole, cleaned, as before.
+func TestBedrockStreamReleased(t *testing.T) {
+	t.Parallel()
+	upstream, err := os.ReadFile(filepath.Join(wireDir, "bedrock", "gate-accept.eventstream"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := os.ReadFile(filepath.Join(wireDir, "bedrock", "stream-request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := readClientStream(t, upstream)
+	for name, tr := range map[string]*Transport{
+		"guarded": New(nil, ToolArgValidation()),
+		"stack":   New(nil, ToolCallLimit(guard.WithRunLimit(1000)), ToolArgValidation(), ModelRetry()),
+	} {
+		srv := newBedrockServer(t, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", eventStreamType)
+			w.Write(upstream)
+		})
+		got := readClientStream(t, do(t, tr, context.Background(), bedrockURL(srv, "converse-stream"), req).body)
+		if len(got) != len(want) {
+			t.Errorf("%s: the client read %d events, the upstream sent %d", name, len(got), len(want))
+		}
+		for i := 0; i < len(got) && i < len(want); i++ {
+			if got[i].Event != want[i].Event || !bytes.Equal(got[i].Data, want[i].Data) {
+				t.Errorf("%s: event %d is %s %s, the upstream sent %s %s", name, i, got[i].Event, got[i].Data, want[i].Event, want[i].Data)
+			}
+		}
+	}
+
+	forecast := strings.Replace(bedrockRequest, `"properties":{"city":{"type":"string"}},"required":["city"]`,
+		`"properties":{"city":{"type":"string"},"days":{"type":"integer"}},"required":["city","days"]`, 1)
+	srv := newBedrockServer(t, converseStream(bedrockStream("tooluse_1", `{"city": "Paris", `, `"days": "3"}`)))
+	evs := readClientStream(t, do(t, New(nil, ToolArgValidation()), context.Background(), bedrockURL(srv, "converse-stream"), []byte(forecast)).body)
+	var inputs []string
+	for _, ev := range evs {
+		e, err := parseBedrockEvent(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Delta != nil && e.Delta.ToolUse != nil {
+			inputs = append(inputs, e.Delta.ToolUse.Input)
+		}
+	}
+	if len(srv.got()) != 1 || len(inputs) != 1 || inputs[0] != `{"city":"Paris","days":3}` {
+		t.Errorf("the client read the cleaned call's input as %q, want it whole and cleaned", inputs)
 	}
 }

@@ -90,9 +90,10 @@ func (awsEventStream) format(ev streamEvent) []byte { return formatEventStream(e
 // longer than max is errTooLarge, found from its prelude before anything
 // past it is read.
 type eventStreamReader struct {
-	r   io.Reader
-	max int
-	buf []byte
+	r       io.Reader
+	max     int
+	buf     []byte
+	prelude [12]byte // kept here: on next's stack it escapes to io.ReadFull
 }
 
 func newEventStreamReader(r io.Reader, max int) *eventStreamReader {
@@ -105,8 +106,8 @@ func newEventStreamReader(r io.Reader, max int) *eventStreamReader {
 // message held is lost. A malformed message is unguardable (errEventStream
 // inside).
 func (r *eventStreamReader) next() (streamEvent, error) {
-	var prelude [12]byte
-	if n, err := io.ReadFull(r.r, prelude[:]); err != nil {
+	prelude := r.prelude[:]
+	if n, err := io.ReadFull(r.r, prelude); err != nil {
 		if errors.Is(err, io.EOF) && n == 0 {
 			return streamEvent{}, io.EOF
 		}
@@ -130,7 +131,7 @@ func (r *eventStreamReader) next() (streamEvent, error) {
 		r.buf = make([]byte, total)
 	}
 	msg := r.buf[:total]
-	copy(msg, prelude[:])
+	copy(msg, prelude)
 	if _, err := io.ReadFull(r.r, msg[12:]); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return streamEvent{}, fmt.Errorf("httpguard: aws event stream cut off in a message: %w", io.ErrUnexpectedEOF)
@@ -148,7 +149,7 @@ func (r *eventStreamReader) next() (streamEvent, error) {
 // header block hs and payload (see the top of this file). The payload is
 // copied: the reader's buffer is reused.
 func decodeEventStreamMessage(hs, payload []byte) (streamEvent, error) {
-	var msgType, eventType, exceptionType, errorCode, errorMessage string
+	var msgType, eventType, exceptionType, errorCode, errorMessage []byte
 	for len(hs) > 0 {
 		name, typ, value, rest, err := nextHeader(hs)
 		if err != nil {
@@ -158,44 +159,63 @@ func decodeEventStreamMessage(hs, payload []byte) (streamEvent, error) {
 		if typ != 7 {
 			continue // a string header is all Bedrock sends
 		}
-		s := string(value[2:])
-		switch name {
+		v := value[2:]
+		switch string(name) {
 		case ":message-type":
-			msgType = s
+			msgType = v
 		case ":event-type":
-			eventType = s
+			eventType = v
 		case ":exception-type":
-			exceptionType = s
+			exceptionType = v
 		case ":error-code":
-			errorCode = s
+			errorCode = v
 		case ":error-message":
-			errorMessage = s
+			errorMessage = v
 		}
 	}
-	data := append([]byte(nil), payload...)
-	switch msgType {
+	switch string(msgType) {
 	case "event":
-		if eventType == "" {
+		if len(eventType) == 0 {
 			return streamEvent{}, badEventStream("event without :event-type")
 		}
-		return streamEvent{Event: eventType, Data: data}, nil
+		return streamEvent{Event: eventTypeName(eventType), Data: append([]byte(nil), payload...)}, nil
 	case "exception":
-		return streamEvent{Event: exceptionPrefix + exceptionType, Data: data}, nil
+		return streamEvent{Event: exceptionPrefix + string(exceptionType), Data: append([]byte(nil), payload...)}, nil
 	case "error":
-		return streamEvent{Event: errorPrefix + errorCode, Data: []byte(errorMessage)}, nil
+		return streamEvent{Event: errorPrefix + string(errorCode), Data: []byte(string(errorMessage))}, nil
 	}
 	return streamEvent{}, badEventStream("message type %.64q", msgType)
+}
+
+// eventTypeName is the event type t as a string: one of ConverseStream's
+// without allocating.
+func eventTypeName(t []byte) string {
+	switch string(t) {
+	case "messageStart":
+		return "messageStart"
+	case "contentBlockStart":
+		return "contentBlockStart"
+	case "contentBlockDelta":
+		return "contentBlockDelta"
+	case "contentBlockStop":
+		return "contentBlockStop"
+	case "messageStop":
+		return "messageStop"
+	case "metadata":
+		return "metadata"
+	}
+	return string(t)
 }
 
 // nextHeader reads the header at the start of hs: its name, value type
 // and value bytes (a bytes or string value with its length), and what
 // follows it.
-func nextHeader(hs []byte) (name string, typ byte, value, rest []byte, err error) {
+func nextHeader(hs []byte) (name []byte, typ byte, value, rest []byte, err error) {
 	n := int(hs[0])
 	if len(hs) < 1+n+1 {
-		return "", 0, nil, nil, badEventStream("header cut off")
+		return nil, 0, nil, nil, badEventStream("header cut off")
 	}
-	name, typ, hs = string(hs[1:1+n]), hs[1+n], hs[2+n:]
+	name, typ, hs = hs[1:1+n], hs[1+n], hs[2+n:]
 	size := 0
 	switch typ {
 	case 0, 1: // true, false
@@ -211,54 +231,54 @@ func nextHeader(hs []byte) (name string, typ byte, value, rest []byte, err error
 		size = 16
 	case 6, 7: // bytes, string
 		if len(hs) < 2 {
-			return "", 0, nil, nil, badEventStream("header %.64q cut off", name)
+			return nil, 0, nil, nil, badEventStream("header %.64q cut off", name)
 		}
 		size = 2 + int(binary.BigEndian.Uint16(hs))
 	default:
-		return "", 0, nil, nil, badEventStream("header %.64q of unknown type %d", name, typ)
+		return nil, 0, nil, nil, badEventStream("header %.64q of unknown type %d", name, typ)
 	}
 	if len(hs) < size {
-		return "", 0, nil, nil, badEventStream("header %.64q cut off", name)
+		return nil, 0, nil, nil, badEventStream("header %.64q cut off", name)
 	}
 	return name, typ, hs[:size], hs[size:], nil
 }
 
 // formatEventStream returns ev (a streamEvent as eventStreamReader makes
-// them) as the bytes of an AWS event stream message.
+// them) as the bytes of an AWS event stream message, in one allocation.
 func formatEventStream(ev streamEvent) []byte {
-	var hs []byte
-	header := func(name, value string) {
-		if len(value) > maxHeaderValue {
-			value = value[:maxHeaderValue] // an error message: its start says why
-		}
-		hs = append(hs, byte(len(name)))
-		hs = append(hs, name...)
-		hs = append(hs, 7)
-		hs = binary.BigEndian.AppendUint16(hs, uint16(len(value)))
-		hs = append(hs, value...)
-	}
+	type header struct{ name, value string }
+	var hs [3]header
 	payload := ev.Data
 	switch {
 	case strings.HasPrefix(ev.Event, exceptionPrefix):
-		header(":exception-type", strings.TrimPrefix(ev.Event, exceptionPrefix))
-		header(":content-type", "application/json")
-		header(":message-type", "exception")
+		hs = [3]header{{":exception-type", strings.TrimPrefix(ev.Event, exceptionPrefix)},
+			{":content-type", "application/json"}, {":message-type", "exception"}}
 	case strings.HasPrefix(ev.Event, errorPrefix):
-		header(":error-code", strings.TrimPrefix(ev.Event, errorPrefix))
-		header(":error-message", string(ev.Data))
-		header(":message-type", "error")
+		hs = [3]header{{":error-code", strings.TrimPrefix(ev.Event, errorPrefix)},
+			{":error-message", string(ev.Data)}, {":message-type", "error"}}
 		payload = nil
 	default:
-		header(":event-type", ev.Event)
-		header(":content-type", "application/json")
-		header(":message-type", "event")
+		hs = [3]header{{":event-type", ev.Event}, {":content-type", "application/json"}, {":message-type", "event"}}
 	}
-	total := eventStreamOverhead + len(hs) + len(payload)
+	size := 0
+	for i := range hs {
+		if len(hs[i].value) > maxHeaderValue {
+			hs[i].value = hs[i].value[:maxHeaderValue] // an error message: its start says why
+		}
+		size += 1 + len(hs[i].name) + 1 + 2 + len(hs[i].value)
+	}
+	total := eventStreamOverhead + size + len(payload)
 	b := make([]byte, 0, total)
 	b = binary.BigEndian.AppendUint32(b, uint32(total))
-	b = binary.BigEndian.AppendUint32(b, uint32(len(hs)))
+	b = binary.BigEndian.AppendUint32(b, uint32(size))
 	b = binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
-	b = append(b, hs...)
+	for _, h := range hs {
+		b = append(b, byte(len(h.name)))
+		b = append(b, h.name...)
+		b = append(b, 7)
+		b = binary.BigEndian.AppendUint16(b, uint16(len(h.value)))
+		b = append(b, h.value...)
+	}
 	b = append(b, payload...)
 	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
 }
