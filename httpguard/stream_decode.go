@@ -150,3 +150,16 @@ func typeOf(b []byte, sp span) (string, error) {
 	}
 	return unquote(raw(b, v))
 }
+
+// needsDecoding reports whether the inside of a JSON string has an escape,
+// a control byte or a byte that is not ASCII (which encoding/json checks
+// as UTF-8, replacing what is not): whether its text may differ from its
+// bytes.
+func needsDecoding(s []byte) bool {
+	for _, c := range s {
+		if c == '\\' || c < 0x20 || c >= 0x80 || c == '"' {
+			return true
+		}
+	}
+	return false
+}
