@@ -34,12 +34,17 @@ func (ndjsonFraming) newReader(r io.Reader, max int) eventReader {
 // format writes ev.Data on one line: a line end inside it (JSON that was
 // indented) becomes a space, which JSON reads as the same value, since a
 // JSON string holds no raw line end.
-func (ndjsonFraming) format(ev streamEvent) []byte {
-	b := make([]byte, len(ev.Data), len(ev.Data)+1)
-	copy(b, ev.Data)
-	for i, c := range b {
+func (f ndjsonFraming) format(ev streamEvent) []byte {
+	return f.appendFormat(make([]byte, 0, len(ev.Data)+1), ev)
+}
+
+// appendFormat appends ev to b as format writes it.
+func (ndjsonFraming) appendFormat(b []byte, ev streamEvent) []byte {
+	n := len(b)
+	b = append(b, ev.Data...)
+	for i, c := range b[n:] {
 		if c == '\n' || c == '\r' {
-			b[i] = ' '
+			b[n+i] = ' '
 		}
 	}
 	return append(b, '\n')

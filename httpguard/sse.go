@@ -23,6 +23,8 @@ func (sseFraming) newReader(r io.Reader, max int) eventReader { return newSSERea
 
 func (sseFraming) format(ev streamEvent) []byte { return formatEvent(ev) }
 
+func (sseFraming) appendFormat(b []byte, ev streamEvent) []byte { return appendEvent(b, ev) }
+
 // sseReader reads server-sent events from a stream, bounded: a line or an
 // event's data longer than max is errTooLarge.
 type sseReader struct {
@@ -141,9 +143,14 @@ func formatEvent(ev streamEvent) []byte {
 	if ev.Event != "" {
 		n += len("event: \n") + len(ev.Event)
 	}
-	lines := bytes.Count(ev.Data, []byte("\n"))
-	n += lines * len("data: ")
-	b := make([]byte, 0, n)
+	n += bytes.Count(ev.Data, []byte("\n")) * len("data: ")
+	return appendEvent(make([]byte, 0, n), ev)
+}
+
+// appendEvent appends ev to b as the bytes of a server-sent event: the
+// client's stream formats into its buffer with it, a slice per event
+// spared.
+func appendEvent(b []byte, ev streamEvent) []byte {
 	if ev.Event != "" {
 		b = append(b, "event: "...)
 		b = append(b, ev.Event...)
