@@ -28,7 +28,7 @@ func (ndjsonFraming) isStream(ct string) bool {
 }
 
 func (ndjsonFraming) newReader(r io.Reader, max int) eventReader {
-	return &ndjsonReader{br: bufio.NewReader(r), max: max}
+	return &ndjsonReader{br: bufio.NewReaderSize(r, streamReadSize), max: max}
 }
 
 // format writes ev.Data on one line: a line end inside it (JSON that was
@@ -76,6 +76,9 @@ func (r *ndjsonReader) next() (streamEvent, error) {
 // line reads one line with its end; the slice is valid until the next
 // call.
 func (r *ndjsonReader) line() ([]byte, error) {
+	if cap(r.buf) > keepLineCap {
+		r.buf = nil
+	}
 	r.buf = r.buf[:0]
 	for {
 		b, err := r.br.ReadSlice('\n')
