@@ -52,9 +52,15 @@ type clientStream struct {
 
 	mu   sync.Mutex
 	cond sync.Cond // signalled when buf, werr or closed changes
-	// buf[off:] are the bytes written and not yet read.
-	buf []byte
-	off int
+	// chunks hold the bytes written and not yet read, from
+	// chunks[0][off:]; pending counts them. The writer appends to the
+	// last chunk while it has room and starts a new one when not, so
+	// that bytes buffered are never copied to grow the buffer; a chunk
+	// the client has read is let go, but for the last, which is kept for
+	// the next events if it is no larger than clientStreamChunk.
+	chunks  [][]byte
+	off     int
+	pending int
 	// werr is how the writer ended (io.EOF for a clean end), nil until
 	// then; the client reads it after what buf holds.
 	werr error
@@ -72,6 +78,11 @@ type clientStream struct {
 // that a client that reads slowly, or not at all, cannot make the
 // transport hold its stream.
 const clientStreamBound = 32 << 10
+
+// clientStreamChunk is the least a chunk of the client's buffer holds: a
+// few events, so that a stream's events take a few allocations, and small,
+// since a stream held in flight keeps its last chunk.
+const clientStreamChunk = 1 << 10
 
 func newClientStream(p wireProtocol, cancel context.CancelFunc) *clientStream {
 	c := &clientStream{opening: p.opening, framing: p.framing(), committed: make(chan struct{}), cancel: cancel,
@@ -133,7 +144,7 @@ func (c *clientStream) write(ev streamEvent) error {
 	c.events.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for !c.closed && c.werr == nil && len(c.buf)-c.off >= clientStreamBound {
+	for !c.closed && c.werr == nil && c.pending >= clientStreamBound {
 		if c.waiting != nil {
 			c.waiting()
 		}
@@ -145,13 +156,28 @@ func (c *clientStream) write(ev streamEvent) error {
 	case c.werr != nil:
 		return io.ErrClosedPipe
 	}
-	if c.off > 0 && c.off >= len(c.buf)-c.off {
-		// What is left unread is no longer than what was read: moved to
-		// the front, the buffer's room is reused.
-		c.buf = c.buf[:copy(c.buf, c.buf[c.off:])]
-		c.off = 0
+	a, ok := c.framing.(appendFramer)
+	if !ok {
+		// A framing that does not format in place: its frame is a chunk.
+		b := c.framing.format(ev)
+		c.chunks = append(c.chunks, b)
+		c.pending += len(b)
+		c.cond.Signal()
+		return nil
 	}
-	c.buf = appendFormat(c.framing, c.buf, ev)
+	if len(c.chunks) == 1 && c.off == len(c.chunks[0]) {
+		// All read: the kept chunk starts over.
+		c.chunks[0], c.off = c.chunks[0][:0], 0
+	}
+	need := len(ev.Data) + len(ev.Event) + 32 // most events' bytes
+	n := len(c.chunks)
+	if n == 0 || cap(c.chunks[n-1])-len(c.chunks[n-1]) < need {
+		c.chunks = append(c.chunks, make([]byte, 0, max(need, clientStreamChunk)))
+		n++
+	}
+	last := len(c.chunks[n-1])
+	c.chunks[n-1] = a.appendFormat(c.chunks[n-1], ev)
+	c.pending += len(c.chunks[n-1]) - last
 	c.cond.Signal()
 	return nil
 }
@@ -165,11 +191,19 @@ func (c *clientStream) read(p []byte) (int, error) {
 		switch {
 		case c.closed:
 			return 0, io.ErrClosedPipe
-		case c.off < len(c.buf):
-			n := copy(p, c.buf[c.off:])
-			c.off += n
-			if c.off == len(c.buf) {
-				c.buf, c.off = c.buf[:0], 0
+		case c.pending > 0:
+			n := 0
+			for n < len(p) && c.pending > 0 {
+				k := copy(p[n:], c.chunks[0][c.off:])
+				n, c.off, c.pending = n+k, c.off+k, c.pending-k
+				if c.off == len(c.chunks[0]) && len(c.chunks) > 1 {
+					// Read whole, with more after it: let go.
+					c.chunks[0] = nil
+					c.chunks, c.off = c.chunks[1:], 0
+				}
+			}
+			if c.pending == 0 && cap(c.chunks[0]) > clientStreamChunk {
+				c.chunks, c.off = nil, 0
 			}
 			c.cond.Signal()
 			return n, nil
@@ -215,7 +249,7 @@ func (b clientBody) Close() error {
 	c := b.c
 	c.mu.Lock()
 	c.closed = true
-	c.buf, c.off = nil, 0
+	c.chunks, c.off, c.pending = nil, 0, 0
 	c.cond.Broadcast()
 	c.mu.Unlock()
 	return nil

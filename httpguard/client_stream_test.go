@@ -64,7 +64,7 @@ func TestClientStreamBounded(t *testing.T) {
 	waited := make(chan int, 1)
 	c.waiting = func() {
 		select {
-		case waited <- len(c.buf) - c.off:
+		case waited <- c.pending:
 		default:
 		}
 	}
