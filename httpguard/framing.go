@@ -29,6 +29,22 @@ type framing interface {
 	format(ev streamEvent) []byte
 }
 
+// appendFramer is a framing that formats in place: appendFormat appends to
+// b what format returns. The client's stream formats each event into its
+// buffer with it; a framing without it (the AWS event stream's, whose
+// prelude carries the frame's length and CRC) is copied from format.
+type appendFramer interface {
+	appendFormat(b []byte, ev streamEvent) []byte
+}
+
+// appendFormat appends ev to b as f formats it.
+func appendFormat(f framing, b []byte, ev streamEvent) []byte {
+	if a, ok := f.(appendFramer); ok {
+		return a.appendFormat(b, ev)
+	}
+	return append(b, f.format(ev)...)
+}
+
 // eventReader reads one stream's events in its framing.
 type eventReader interface {
 	// next returns the next event; io.EOF after the last. An event cut

@@ -306,3 +306,23 @@ func TestClientStreamWritesItsFraming(t *testing.T) {
 		}
 	}
 }
+
+// appendFormat appends to what b holds exactly what format returns, for
+// the framings that format in place and for one that does not.
+func TestAppendFormatIsFormat(t *testing.T) {
+	evs := []streamEvent{
+		{Data: []byte(`{"a":1}`)},
+		{Event: "message_start", Data: []byte(`{"type":"message_start"}`)},
+		{Data: []byte("{\n  \"a\": \"x\"\r\n}")},
+		{Event: "ping", Data: []byte("")},
+		{Data: []byte("line\n\nafter")},
+	}
+	for _, f := range []framing{sseFraming{}, ndjsonFraming{}, lengthFraming{}} {
+		for _, ev := range evs {
+			got := appendFormat(f, []byte("prefix"), ev)
+			if want := append([]byte("prefix"), f.format(ev)...); !bytes.Equal(got, want) {
+				t.Errorf("%T %q: appendFormat gives %q, want %q", f, ev.Data, got, want)
+			}
+		}
+	}
+}

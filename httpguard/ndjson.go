@@ -28,18 +28,23 @@ func (ndjsonFraming) isStream(ct string) bool {
 }
 
 func (ndjsonFraming) newReader(r io.Reader, max int) eventReader {
-	return &ndjsonReader{br: bufio.NewReader(r), max: max}
+	return &ndjsonReader{br: bufio.NewReaderSize(r, streamReadSize), max: max}
 }
 
 // format writes ev.Data on one line: a line end inside it (JSON that was
 // indented) becomes a space, which JSON reads as the same value, since a
 // JSON string holds no raw line end.
-func (ndjsonFraming) format(ev streamEvent) []byte {
-	b := make([]byte, len(ev.Data), len(ev.Data)+1)
-	copy(b, ev.Data)
-	for i, c := range b {
+func (f ndjsonFraming) format(ev streamEvent) []byte {
+	return f.appendFormat(make([]byte, 0, len(ev.Data)+1), ev)
+}
+
+// appendFormat appends ev to b as format writes it.
+func (ndjsonFraming) appendFormat(b []byte, ev streamEvent) []byte {
+	n := len(b)
+	b = append(b, ev.Data...)
+	for i, c := range b[n:] {
 		if c == '\n' || c == '\r' {
-			b[i] = ' '
+			b[n+i] = ' '
 		}
 	}
 	return append(b, '\n')
@@ -71,6 +76,9 @@ func (r *ndjsonReader) next() (streamEvent, error) {
 // line reads one line with its end; the slice is valid until the next
 // call.
 func (r *ndjsonReader) line() ([]byte, error) {
+	if cap(r.buf) > keepLineCap {
+		r.buf = nil
+	}
 	r.buf = r.buf[:0]
 	for {
 		b, err := r.br.ReadSlice('\n')

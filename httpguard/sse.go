@@ -23,6 +23,8 @@ func (sseFraming) newReader(r io.Reader, max int) eventReader { return newSSERea
 
 func (sseFraming) format(ev streamEvent) []byte { return formatEvent(ev) }
 
+func (sseFraming) appendFormat(b []byte, ev streamEvent) []byte { return appendEvent(b, ev) }
+
 // sseReader reads server-sent events from a stream, bounded: a line or an
 // event's data longer than max is errTooLarge.
 type sseReader struct {
@@ -34,8 +36,21 @@ type sseReader struct {
 }
 
 func newSSEReader(r io.Reader, max int) *sseReader {
-	return &sseReader{br: bufio.NewReader(r), max: max}
+	return &sseReader{br: bufio.NewReaderSize(r, streamReadSize), max: max}
 }
+
+// streamReadSize is the buffer a stream's reader reads its upstream
+// through. The upstream's body is buffered already (net/http reads a
+// connection through 4 KiB of its own), so this one only spares a Read
+// per line: a few events' worth will do, and a stream held in flight
+// holds it for as long as it lasts. A line longer than it is read on
+// into the line's own buffer.
+const streamReadSize = 1 << 10
+
+// keepLineCap is the largest line buffer a reader keeps between lines: one
+// grown past it by a long line (up to MaxBody) is let go, so that a stream
+// does not hold its longest line for the rest of its life.
+const keepLineCap = 32 << 10
 
 // line reads one line without its end (\n, \r\n or \r). The slice is
 // valid until the next call. It takes what the buffer holds at once, up to
@@ -43,6 +58,9 @@ func newSSEReader(r io.Reader, max int) *sseReader {
 // line end: a line ended by a lone \r is returned without waiting for
 // the byte after it.
 func (r *sseReader) line() ([]byte, error) {
+	if cap(r.buf) > keepLineCap {
+		r.buf = nil
+	}
 	r.buf = r.buf[:0]
 	for {
 		if r.br.Buffered() == 0 {
@@ -141,9 +159,14 @@ func formatEvent(ev streamEvent) []byte {
 	if ev.Event != "" {
 		n += len("event: \n") + len(ev.Event)
 	}
-	lines := bytes.Count(ev.Data, []byte("\n"))
-	n += lines * len("data: ")
-	b := make([]byte, 0, n)
+	n += bytes.Count(ev.Data, []byte("\n")) * len("data: ")
+	return appendEvent(make([]byte, 0, n), ev)
+}
+
+// appendEvent appends ev to b as the bytes of a server-sent event: the
+// client's stream formats into its buffer with it, a slice per event
+// spared.
+func appendEvent(b []byte, ev streamEvent) []byte {
 	if ev.Event != "" {
 		b = append(b, "event: "...)
 		b = append(b, ev.Event...)

@@ -102,3 +102,33 @@ func TestReadBounded(t *testing.T) {
 		t.Errorf("readBounded past the bound = %q, %v; want the bound+1 bytes read and errTooLarge", b, err)
 	}
 }
+
+// A reader lets go of a line buffer that a long line grew: a stream held
+// in flight after it holds no more than keepLineCap of it.
+func TestStreamReadersLetLongLinesGo(t *testing.T) {
+	long := strings.Repeat("x", 4*keepLineCap)
+	for name, rd := range map[string]interface {
+		eventReader
+		lineCap() int
+	}{
+		"sse":    sseLineCap{newSSEReader(strings.NewReader("data: "+long+"\n\ndata: {}\n\n"), MaxBody)},
+		"ndjson": ndjsonLineCap{ndjsonFraming{}.newReader(strings.NewReader(long+"\n{}\n"), MaxBody).(*ndjsonReader)},
+	} {
+		for i := range 2 {
+			if _, err := rd.next(); err != nil {
+				t.Fatalf("%s: event %d: %v", name, i, err)
+			}
+		}
+		if c := rd.lineCap(); c > keepLineCap {
+			t.Errorf("%s: after a short line the reader holds a line buffer of %d bytes, past %d", name, c, keepLineCap)
+		}
+	}
+}
+
+type sseLineCap struct{ *sseReader }
+
+func (r sseLineCap) lineCap() int { return cap(r.buf) }
+
+type ndjsonLineCap struct{ *ndjsonReader }
+
+func (r ndjsonLineCap) lineCap() int { return cap(r.buf) }

@@ -1,0 +1,165 @@
+package httpguard
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// textEvents are n Gemini chunks of text, each about size bytes, and the
+// bytes the client reads of them.
+func textEvents(n, size int) ([]streamEvent, []byte) {
+	var evs []streamEvent
+	var want []byte
+	for i := range n {
+		ev := streamEvent{Data: fmt.Appendf(nil, `{"candidates":[{"content":{"role":"model","parts":[{"text":"%d %s"}]}}]}`, i, strings.Repeat("x", size))}
+		evs = append(evs, ev)
+		want = append(want, formatEvent(ev)...)
+	}
+	return evs, want
+}
+
+// The writer of a client's stream does not wait for the client to read
+// each event: events past the first are buffered, and one Read returns
+// all that is buffered (up to len(p)).
+func TestClientStreamWriterDoesNotWaitPerEvent(t *testing.T) {
+	c := newClientStream(geminiWire{}, func() {})
+	evs, want := textEvents(8, 100)
+	done := make(chan error, 1)
+	go func() {
+		for _, ev := range evs {
+			if err := c.putEvent(ev); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		clientBody{c}.Close()
+		t.Fatal("the writer waited for the client to read the events")
+	}
+	p := make([]byte, 64<<10)
+	n, err := clientBody{c}.Read(p)
+	if err != nil || !bytes.Equal(p[:n], want) {
+		t.Fatalf("one Read returns %d bytes, %v; want the %d bytes of the %d events", n, err, len(want), len(evs))
+	}
+}
+
+// A client that does not read holds the writer at the bound: the buffer
+// never holds more than clientStreamBound and one event, and the events
+// all reach the client, in order, once it reads.
+func TestClientStreamBounded(t *testing.T) {
+	c := newClientStream(geminiWire{}, func() {})
+	evs, want := textEvents(1000, 1000) // about 1 MiB
+	waited := make(chan int, 1)
+	c.waiting = func() {
+		select {
+		case waited <- c.pending:
+		default:
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		for _, ev := range evs {
+			if err := c.putEvent(ev); err != nil {
+				done <- err
+				return
+			}
+		}
+		c.end(nil)
+		done <- nil
+	}()
+	select {
+	case n := <-waited:
+		if max := clientStreamBound + len(formatEvent(evs[len(evs)-1])); n > max {
+			t.Errorf("the writer waits with %d bytes buffered, past %d", n, max)
+		}
+	case err := <-done:
+		t.Fatalf("the writer buffered all %d bytes without waiting (%v)", len(want), err)
+	}
+	got, err := io.ReadAll(clientBody{c})
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("the client reads %d bytes, %v; want the %d bytes written", len(got), err, len(want))
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The writer's end reaches the client after every byte buffered before
+// it: io.EOF for a clean end, else the error.
+func TestClientStreamEndAfterBuffered(t *testing.T) {
+	boom := errors.New("boom")
+	for _, end := range []error{nil, boom} {
+		c := newClientStream(geminiWire{}, func() {})
+		evs, want := textEvents(3, 10)
+		go func() {
+			for _, ev := range evs {
+				if err := c.putEvent(ev); err != nil {
+					break
+				}
+			}
+			c.end(end)
+		}()
+		got, err := io.ReadAll(clientBody{c})
+		if (end == nil && err != nil) || (end != nil && !errors.Is(err, end)) || !bytes.Equal(got, want) {
+			t.Errorf("end(%v): the client reads %q, %v; want the events, then %v", end, got, err, end)
+		}
+	}
+}
+
+// The client's Close cancels the call and makes every write fail with
+// errClientClosed, a writer waiting at the bound too; a Read after it
+// fails.
+func TestClientStreamClose(t *testing.T) {
+	cancelled := false
+	c := newClientStream(geminiWire{}, func() { cancelled = true })
+	evs, _ := textEvents(1000, 1000)
+	waited := make(chan struct{}, 1)
+	c.waiting = func() {
+		select {
+		case waited <- struct{}{}:
+		default:
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		for _, ev := range evs {
+			if err := c.putEvent(ev); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case <-waited:
+	case err := <-done:
+		t.Fatalf("the writer ended (%v) without waiting", err)
+	}
+	if err := (clientBody{c}).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, errClientClosed) {
+		t.Errorf("the waiting write returns %v, want errClientClosed", err)
+	}
+	if err := c.putEvent(evs[0]); !errors.Is(err, errClientClosed) {
+		t.Errorf("a write after Close returns %v, want errClientClosed", err)
+	}
+	if !cancelled {
+		t.Error("Close did not cancel the call")
+	}
+	if n, err := (clientBody{c}).Read(make([]byte, 10)); n != 0 || err == nil {
+		t.Errorf("a Read after Close returns %d, %v; want an error", n, err)
+	}
+}
