@@ -212,6 +212,23 @@ func (a *responsesAssembler) response() ([]byte, error) {
 	return setAt(a.base, nil, "output", append(append([]byte("["), joinRaw(out)...), ']'))
 }
 
+// calls implements callLister: the calls of response(), read once. A
+// stream that ended has its terminal event's response, which response()
+// returns as it came (nothing is built), so the calls are read from it
+// as from a sync response; a stream cut short has only the created
+// response and the items, which response() joins.
+func (a *responsesAssembler) calls() ([]wireCall, error) {
+	resp, err := a.response()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := responsesWire{}.calls(resp)
+	if err != nil {
+		return nil, unguardable("the streamed response is not of a shape the guard reads", err)
+	}
+	return cs, nil
+}
+
 // responsesGate is the streamGate of OpenAI Responses. Its client's events
 // keep one sequence_number run and one response id across attempts, and
 // output_index runs on from the first attempt's items.
