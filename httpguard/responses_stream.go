@@ -1,6 +1,7 @@
 package httpguard
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -242,7 +243,10 @@ type responsesGate struct {
 	passed   int      // items of the first attempt that reached the client
 	shown    [][]byte // those items, whole, once the first attempt ended
 	terminal []streamEvent
-	ended    bool
+	// held are the first attempt's events that did not reach the client,
+	// as they came, with their parsed forms: release hands them on.
+	held  []streamEvent
+	ended bool
 }
 
 func newResponsesGate(w io.Writer) *responsesGate {
@@ -296,20 +300,19 @@ func (g *responsesGate) event(ev streamEvent) (bool, error) {
 	}
 	e := g.asm.last // add parsed it
 	first := g.attempt == 0
+	pass := false
 	switch {
 	case e.Type == "response.created" || e.Type == "response.in_progress" || e.Type == "response.queued":
-		if first {
-			if g.id == "" {
-				var r struct {
-					ID string `json:"id"`
-				}
-				_ = decodeResponse(e.Response, &r)
-				g.id = r.ID
+		if first && g.id == "" {
+			var r struct {
+				ID string `json:"id"`
 			}
-			return done, g.sendEvent(streamEvent{Event: ev.Event, Data: ev.Data, parsed: e})
+			_ = decodeResponse(e.Response, &r)
+			g.id = r.ID
 		}
+		pass = first
 	case responsesTerminal(e.Type):
-		g.terminal = append(g.terminal, streamEvent{Event: ev.Event, Data: append([]byte(nil), ev.Data...)})
+		g.terminal = append(g.terminal, streamEvent{Event: ev.Event, Data: ev.Data, parsed: e})
 	case e.Type == "response.output_item.added":
 		// A function call is held until it is validated, and every item
 		// after it, in order; the other items pass as they come.
@@ -318,18 +321,171 @@ func (g *responsesGate) event(ev streamEvent) (bool, error) {
 		}
 		if first && !g.holding {
 			g.passed++
-			return done, g.sendEvent(streamEvent{Event: ev.Event, Data: ev.Data, parsed: e})
+			pass = true
 		}
 	case e.OutputIndex != nil:
-		if first && *e.OutputIndex < g.passed {
-			return done, g.sendEvent(streamEvent{Event: ev.Event, Data: ev.Data, parsed: e})
-		}
+		pass = first && *e.OutputIndex < g.passed
 	default:
-		if first && !g.holding {
-			return done, g.sendEvent(streamEvent{Event: ev.Event, Data: ev.Data, parsed: e})
+		pass = first && !g.holding
+	}
+	switch {
+	case pass:
+		return done, g.sendEvent(streamEvent{Event: ev.Event, Data: ev.Data, parsed: e})
+	case first:
+		// Held as it came, for release; counted against the assembler's
+		// budget, so that what the gate holds stays within MaxBody.
+		if err := g.asm.take(len(ev.Data)); err != nil {
+			return done, err
 		}
+		g.held = append(g.held, streamEvent{Event: ev.Event, Data: ev.Data, parsed: e})
 	}
 	return done, nil
+}
+
+// release implements releaser: it ends the first attempt by handing on
+// the events it held as they came, when accept would write nothing else
+// (releasable). Nothing is written when it reports false.
+func (g *responsesGate) release() (bool, error) {
+	if g.ended || g.attempt != 0 || !g.releasable() {
+		return false, nil
+	}
+	g.ended = true
+	held := g.held
+	g.held = nil
+	for _, ev := range held {
+		g.seq++
+		if err := writeEvent(g.w, ev); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// releasable reports whether accepting the first attempt's own response,
+// its calls unchanged, would tell the client nothing the held events do
+// not: they end with the attempt's terminal event and carry the
+// sequence_numbers the gate would give them, under their event names (so
+// none would be renumbered or named); the terminal response's output is
+// the items as they streamed, joined (accept would write that output
+// anew, from the items of that response); and each function call
+// streamed as that output holds it, validated: its added item with its
+// name, namespace and call_id and no arguments yet, its argument deltas,
+// its arguments' done event and its done item all holding the same
+// arguments. A client reads the validated calls whichever of these its
+// accumulator reads.
+func (g *responsesGate) releasable() bool {
+	a, n := g.asm, len(g.held)
+	if g.seq == 0 || n == 0 || len(g.terminal) != 1 || a.final == nil {
+		return false // accept would write response.created, or a terminal event
+	}
+	var buf [20]byte
+	for k, ev := range g.held {
+		e, ok := ev.parsed.(*responsesEvent)
+		if !ok || ev.Event == "" || string(e.Seq) != string(strconv.AppendInt(buf[:0], int64(g.seq+k), 10)) {
+			return false
+		}
+		if k == n-1 {
+			if !responsesTerminal(e.Type) {
+				return false
+			}
+		} else if e.OutputIndex == nil || *e.OutputIndex < g.passed {
+			return false // an event accept would drop
+		}
+	}
+	if !responsesOutputIs(a.final, a.items) {
+		return false
+	}
+	for _, ev := range g.held[:n-1] {
+		e := ev.parsed.(*responsesEvent)
+		it := a.items[*e.OutputIndex]
+		if it.typ != "function_call" {
+			continue
+		}
+		switch e.Type {
+		case "response.output_item.added":
+			if !responsesCallAdded(e.Item, it.item) {
+				return false
+			}
+		case "response.function_call_arguments.done":
+			if !sameMember(ev.Data, it.item, "arguments") {
+				return false
+			}
+		}
+	}
+	for _, it := range a.items {
+		if it.typ == "function_call" && !sameString(it.item, "arguments", it.args.String()) {
+			return false
+		}
+	}
+	return true
+}
+
+// responsesOutputIs reports whether resp's output is items, done, joined
+// as a JSON array with nothing between them.
+func responsesOutputIs(resp []byte, items []*itemAcc) bool {
+	r, err := root(resp)
+	if err != nil || kind(resp, r) != '{' {
+		return false
+	}
+	o, ok, err := field(resp, r, "output")
+	if err != nil || !ok {
+		return false
+	}
+	out := raw(resp, o)
+	if len(out) < 2 || out[0] != '[' || out[len(out)-1] != ']' {
+		return false
+	}
+	out = out[1 : len(out)-1]
+	for i, it := range items {
+		if !it.done {
+			return false
+		}
+		if i > 0 {
+			if len(out) == 0 || out[0] != ',' {
+				return false
+			}
+			out = out[1:]
+		}
+		if !bytes.HasPrefix(out, it.item) {
+			return false
+		}
+		out = out[len(it.item):]
+	}
+	return len(out) == 0
+}
+
+// responsesCallAdded reports whether added, a function call's item as
+// output_item.added carried it, is the call done holds before its
+// arguments: the same name, namespace and call_id, and no arguments.
+func responsesCallAdded(added, done []byte) bool {
+	for _, m := range []string{"name", "namespace", "call_id"} {
+		if !sameMember(added, done, m) {
+			return false
+		}
+	}
+	return sameString(added, "arguments", "")
+}
+
+// sameMember reports whether the objects a and b hold the same string
+// member key (both absent or null counts as the same: "").
+func sameMember(a, b []byte, key string) bool {
+	rb, err := root(b)
+	if err != nil {
+		return false
+	}
+	v, err := optStr(b, rb, key)
+	return err == nil && sameString(a, key, v)
+}
+
+// sameString reports whether the object b's string member key is s ("" for
+// absent or null).
+func sameString(b []byte, key, s string) bool {
+	r, err := root(b)
+	if err != nil {
+		return false
+	}
+	v, err := optStr(b, r, key)
+	return err == nil && v == s
 }
 
 func (g *responsesGate) response() ([]byte, error) { return g.asm.response() }
@@ -621,6 +777,7 @@ func (g *responsesGate) reject() {
 	g.asm = &responsesAssembler{}
 	g.holding = false
 	g.terminal = nil
+	g.held = nil
 }
 
 func (g *responsesGate) fail(typ, msg string) error {
