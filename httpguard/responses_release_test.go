@@ -1,6 +1,7 @@
 package httpguard
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"strings"
@@ -174,5 +175,52 @@ func TestResponsesStreamNotReleasedWhenEventsDisagree(t *testing.T) {
 				t.Errorf("the client read %s, which the guard did not validate:\n%s", bad, ex.body)
 			}
 		})
+	}
+}
+
+// What a Responses gate holds for release is bounded by MaxBody however
+// small the held events: past it the gate drops them and does not
+// release the attempt, which is then accepted as before, so a stream the
+// assembler takes is never refused for what release would keep (an
+// upstream's flood of tiny events after a call is held at the cost of
+// its events, not of a struct each beyond the bound).
+func TestResponsesGateHeldEventsBounded(t *testing.T) {
+	t.Parallel()
+	up := responsesCallStream(`{"city": "Paris"}`).sseEvents(t)
+	tiny := []byte(`{"type":"response.x","output_index":1}`)
+	n := MaxBody/(len(tiny)+heldEventCost) + 1
+	var out bytes.Buffer
+	g := newResponsesGate(&out)
+	feed := func(ev streamEvent) {
+		t.Helper()
+		if _, err := g.event(ev); err != nil {
+			t.Fatalf("event %s: %v", ev.Data, err)
+		}
+		if g.heldBytes > MaxBody && g.held != nil {
+			t.Fatalf("the gate holds %d events, %d bytes, past MaxBody", len(g.held), g.heldBytes)
+		}
+	}
+	for _, ev := range up[:10] { // up to the call's output_item.added
+		feed(ev)
+	}
+	for i := 0; i < n; i++ {
+		feed(streamEvent{Event: "response.x", Data: tiny})
+	}
+	for _, ev := range up[10:] {
+		feed(ev)
+	}
+	if ok, err := g.release(); ok || err != nil {
+		t.Fatalf("release() = %v, %v after the held events passed MaxBody, want false", ok, err)
+	}
+	resp, err := g.response()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.accept(resp); err != nil {
+		t.Fatal(err)
+	}
+	client := assemble(t, responsesWire{}, events(t, out.Bytes()))
+	if calls := callsOf(t, responsesWire{}, client); len(calls) != 1 || string(calls[0].Args) != `{"city": "Paris"}` {
+		t.Errorf("the client's calls are %q", calls)
 	}
 }

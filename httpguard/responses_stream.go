@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // responsesEvent is what the wire code reads of a Responses stream event
@@ -245,8 +246,12 @@ type responsesGate struct {
 	terminal []streamEvent
 	// held are the first attempt's events that did not reach the client,
 	// as they came, with their parsed forms: release hands them on.
-	held  []streamEvent
-	ended bool
+	held []streamEvent
+	// heldBytes is what held costs (hold); unreleasable is set once that
+	// passed MaxBody and held was dropped.
+	heldBytes    int
+	unreleasable bool
+	ended        bool
 }
 
 func newResponsesGate(w io.Writer) *responsesGate {
@@ -332,21 +337,38 @@ func (g *responsesGate) event(ev streamEvent) (bool, error) {
 	case pass:
 		return done, g.sendEvent(streamEvent{Event: ev.Event, Data: ev.Data, parsed: e})
 	case first:
-		// Held as it came, for release; counted against the assembler's
-		// budget, so that what the gate holds stays within MaxBody.
-		if err := g.asm.take(len(ev.Data)); err != nil {
-			return done, err
-		}
-		g.held = append(g.held, streamEvent{Event: ev.Event, Data: ev.Data, parsed: e})
+		g.hold(streamEvent{Event: ev.Event, Data: ev.Data, parsed: e})
 	}
 	return done, nil
+}
+
+// heldEventCost is what the gate holds of a held event beyond its data:
+// the event and its parsed form.
+const heldEventCost = int(unsafe.Sizeof(streamEvent{}) + unsafe.Sizeof(responsesEvent{}))
+
+// hold keeps ev, an event of the first attempt that did not reach the
+// client, as it came, for release. What it holds is bounded by MaxBody,
+// counting what holding an event costs beyond its data (so however small
+// the events): past that it drops them and the attempt is not released
+// (accept writes it from the assembled response, as it would have), so a
+// stream the assembler takes is never refused for what release keeps.
+func (g *responsesGate) hold(ev streamEvent) {
+	if g.unreleasable {
+		return
+	}
+	g.heldBytes += len(ev.Data) + heldEventCost
+	if g.heldBytes > MaxBody {
+		g.held, g.unreleasable = nil, true
+		return
+	}
+	g.held = append(g.held, ev)
 }
 
 // release implements releaser: it ends the first attempt by handing on
 // the events it held as they came, when accept would write nothing else
 // (releasable). Nothing is written when it reports false.
 func (g *responsesGate) release() (bool, error) {
-	if g.ended || g.attempt != 0 || !g.releasable() {
+	if g.ended || g.attempt != 0 || g.unreleasable || !g.releasable() {
 		return false, nil
 	}
 	g.ended = true
@@ -777,7 +799,7 @@ func (g *responsesGate) reject() {
 	g.asm = &responsesAssembler{}
 	g.holding = false
 	g.terminal = nil
-	g.held = nil
+	g.held, g.heldBytes = nil, 0
 }
 
 func (g *responsesGate) fail(typ, msg string) error {
