@@ -17,7 +17,9 @@ type responsesEvent struct {
 	Response    json.RawMessage `json:"response"`
 	OutputIndex *int            `json:"output_index"`
 	Item        json.RawMessage `json:"item"`
-	Delta       string          `json:"delta"`
+	// Delta is delta as it came: a string, or null (parseResponsesEvent
+	// refuses any other), decoded only where the assembler keeps it.
+	Delta json.RawMessage `json:"delta"`
 	// Seq is sequence_number as it came (a gate renumbers the events it
 	// writes; the parsed form reads nothing else it changes).
 	Seq json.RawMessage `json:"sequence_number"`
@@ -25,14 +27,46 @@ type responsesEvent struct {
 	itemType string
 }
 
+// responsesEventBox is a parsed event and the output_index it points to,
+// allocated as one.
+type responsesEventBox struct {
+	e   responsesEvent
+	idx int
+}
+
 // parseResponsesEvent returns ev parsed: the one a gate parsed, else
 // parsed now.
 func parseResponsesEvent(ev streamEvent) (*responsesEvent, error) {
+	return parseResponsesEventIn(ev, nil)
+}
+
+// responsesEventSlab is how many parsed events an assembler allocates at
+// once.
+const responsesEventSlab = 32
+
+// parseResponsesEventIn is parseResponsesEvent, with the parsed event
+// taken from *slab when slab is not nil (refilled when empty): an
+// assembler parses a stream's events in a few allocations, not one each.
+func parseResponsesEventIn(ev streamEvent, slab *[]responsesEventBox) (*responsesEvent, error) {
 	if e, ok := ev.parsed.(*responsesEvent); ok {
 		return e, nil
 	}
-	var e responsesEvent
-	if err := decodeResponsesEvent(ev.Data, &e); err != nil {
+	var box *responsesEventBox
+	if slab == nil {
+		box = &responsesEventBox{}
+	} else {
+		if len(*slab) == 0 {
+			*slab = make([]responsesEventBox, responsesEventSlab)
+		}
+		box = &(*slab)[0]
+		*slab = (*slab)[1:]
+	}
+	e := &box.e
+	err := decodeResponsesEventAt(ev.Data, e, &box.idx)
+	if err == nil && len(e.Delta) > 0 && e.Delta[0] != '"' && e.Delta[0] != 'n' {
+		err = fmt.Errorf("%w: want a string", errJSON)
+	}
+	if err != nil {
 		return nil, unguardable("a stream event that cannot be read", fmt.Errorf("%w: responses event: %w", errJSON, err))
 	}
 	if e.Type == "error" {
@@ -40,11 +74,11 @@ func parseResponsesEvent(ev streamEvent) (*responsesEvent, error) {
 	}
 	if e.Type == "response.output_item.added" || e.Type == "response.output_item.done" {
 		var err error
-		if e.itemType, err = typeOf(e.Item, span{0, len(e.Item)}); err != nil {
+		if e.itemType, err = responsesItemType(e.Item); err != nil {
 			return nil, fmt.Errorf("%w: responses item: %w", errJSON, err)
 		}
 	}
-	return &e, nil
+	return e, nil
 }
 
 // responsesTerminal reports whether an event type ends a response.
@@ -74,6 +108,11 @@ type responsesAssembler struct {
 	base  []byte
 	final []byte
 	items []*itemAcc
+	// slab holds the events add will parse into; first the items' room
+	// for a response of a few items, without an allocation each.
+	slab  []responsesEventBox
+	first [4]itemAcc
+	ptrs  [4]*itemAcc
 	last  *responsesEvent // the event add took last
 }
 
@@ -101,7 +140,7 @@ func (a *responsesAssembler) current(e *responsesEvent) (*itemAcc, error) {
 }
 
 func (a *responsesAssembler) add(ev streamEvent) (bool, error) {
-	e, err := parseResponsesEvent(ev)
+	e, err := parseResponsesEventIn(ev, &a.slab)
 	if err != nil {
 		return false, err
 	}
@@ -143,7 +182,17 @@ func (a *responsesAssembler) addItem(e *responsesEvent) error {
 	if err := a.take(len(e.Item)); err != nil {
 		return err
 	}
-	a.items = append(a.items, &itemAcc{item: e.Item, typ: e.itemType})
+	var it *itemAcc
+	if n := len(a.items); n < len(a.first) {
+		if n == 0 {
+			a.items = a.ptrs[:0]
+		}
+		it = &a.first[n]
+	} else {
+		it = &itemAcc{}
+	}
+	it.item, it.typ = e.Item, e.itemType
+	a.items = append(a.items, it)
 	return nil
 }
 
@@ -180,11 +229,17 @@ func (a *responsesAssembler) addDelta(e *responsesEvent) error {
 	default:
 		return nil
 	}
-	if err := a.take(len(e.Delta)); err != nil {
+	if len(e.Delta) == 0 || e.Delta[0] != '"' {
+		return nil // absent or null: nothing to add
+	}
+	n, ok := unquotedLen(e.Delta)
+	if !ok {
+		n = len(e.Delta) // an upper bound of what it decodes to
+	}
+	if err := a.take(n); err != nil {
 		return err
 	}
-	acc.WriteString(e.Delta)
-	return nil
+	return appendUnquoted(acc, e.Delta)
 }
 
 func (a *responsesAssembler) response() ([]byte, error) {
@@ -309,11 +364,9 @@ func (g *responsesGate) event(ev streamEvent) (bool, error) {
 	switch {
 	case e.Type == "response.created" || e.Type == "response.in_progress" || e.Type == "response.queued":
 		if first && g.id == "" {
-			var r struct {
-				ID string `json:"id"`
+			if r, err := root(e.Response); err == nil {
+				g.id, _ = optStr(e.Response, r, "id")
 			}
-			_ = decodeResponse(e.Response, &r)
-			g.id = r.ID
 		}
 		pass = first
 	case responsesTerminal(e.Type):
@@ -344,7 +397,7 @@ func (g *responsesGate) event(ev streamEvent) (bool, error) {
 
 // heldEventCost is what the gate holds of a held event beyond its data:
 // the event and its parsed form.
-const heldEventCost = int(unsafe.Sizeof(streamEvent{}) + unsafe.Sizeof(responsesEvent{}))
+const heldEventCost = int(unsafe.Sizeof(streamEvent{}) + unsafe.Sizeof(responsesEventBox{}))
 
 // hold keeps ev, an event of the first attempt that did not reach the
 // client, as it came, for release. What it holds is bounded by MaxBody,
@@ -489,25 +542,55 @@ func responsesCallAdded(added, done []byte) bool {
 }
 
 // sameMember reports whether the objects a and b hold the same string
-// member key (both absent or null counts as the same: "").
+// member key (absent and null count as "", as optStr reads them).
 func sameMember(a, b []byte, key string) bool {
-	rb, err := root(b)
-	if err != nil {
+	va, oka := stringMember(a, key)
+	vb, okb := stringMember(b, key)
+	switch {
+	case !oka || !okb:
 		return false
+	case string(va) == string(vb):
+		return true
+	case va == nil:
+		return jsonStringIs(vb, "")
+	case vb == nil:
+		return jsonStringIs(va, "")
 	}
-	v, err := optStr(b, rb, key)
-	return err == nil && sameString(a, key, v)
+	s, err := unquote(vb)
+	return err == nil && jsonStringIs(va, s)
 }
 
 // sameString reports whether the object b's string member key is s ("" for
 // absent or null).
 func sameString(b []byte, key, s string) bool {
-	r, err := root(b)
-	if err != nil {
+	v, ok := stringMember(b, key)
+	if !ok {
 		return false
 	}
-	v, err := optStr(b, r, key)
-	return err == nil && v == s
+	if v == nil {
+		return s == ""
+	}
+	return jsonStringIs(v, s)
+}
+
+// stringMember is the string member key of the object b, quoted as it came; nil
+// when absent or null; ok false when b is not an object, has key twice
+// or in another case, or its value is not a string.
+func stringMember(b []byte, key string) (q []byte, ok bool) {
+	r, err := root(b)
+	if err != nil || kind(b, r) != '{' {
+		return nil, false
+	}
+	v, found, err := field(b, r, key)
+	switch {
+	case err != nil:
+		return nil, false
+	case !found || kind(b, v) == 'n':
+		return nil, true
+	case kind(b, v) != '"':
+		return nil, false
+	}
+	return raw(b, v), true
 }
 
 func (g *responsesGate) response() ([]byte, error) { return g.asm.response() }
