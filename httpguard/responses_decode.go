@@ -1,5 +1,7 @@
 package httpguard
 
+import "strings"
+
 // The hand decoder of a Responses stream event (responsesEvent).
 // stream_decode.go says why stream events are decoded by hand, and
 // holds the parts every decoder shares.
@@ -7,6 +9,13 @@ package httpguard
 // decodeResponsesEvent decodes a Responses stream event into e (its
 // members; parseResponsesEvent reads the item type).
 func decodeResponsesEvent(data []byte, e *responsesEvent) error {
+	return decodeResponsesEventAt(data, e, nil)
+}
+
+// decodeResponsesEventAt is decodeResponsesEvent with idx, when not nil,
+// the int output_index points to (so that an event and its index are one
+// allocation: responsesEventBox).
+func decodeResponsesEventAt(data []byte, e *responsesEvent, idx *int) error {
 	it, ok, err := decodeObject(data)
 	if err != nil || !ok {
 		return err
@@ -18,7 +27,7 @@ func decodeResponsesEvent(data []byte, e *responsesEvent) error {
 		case it.is("type"):
 			err = s.mark(&it, 0)
 			if err == nil {
-				err = decodeString(data, v, &e.Type)
+				err = decodeResponsesType(data, v, &e.Type)
 			}
 		case it.is("response"):
 			err = s.mark(&it, 1)
@@ -28,7 +37,11 @@ func decodeResponsesEvent(data []byte, e *responsesEvent) error {
 			if err == nil && kind(data, v) != 'n' {
 				n := 0
 				if err = decodeInt(data, v, &n); err == nil {
-					e.OutputIndex = &n
+					if idx == nil {
+						idx = new(int)
+					}
+					*idx = n
+					e.OutputIndex = idx
 				}
 			}
 		case it.is("item"):
@@ -36,9 +49,7 @@ func decodeResponsesEvent(data []byte, e *responsesEvent) error {
 			e.Item = raw(data, v)
 		case it.is("delta"):
 			err = s.mark(&it, 4)
-			if err == nil {
-				err = decodeString(data, v, &e.Delta)
-			}
+			e.Delta = raw(data, v)
 		case it.is("sequence_number"):
 			err = s.mark(&it, 5)
 			e.Seq = raw(data, v)
@@ -48,4 +59,192 @@ func decodeResponsesEvent(data []byte, e *responsesEvent) error {
 		}
 	}
 	return it.err
+}
+
+// decodeResponsesType decodes the event type at sp into *dst as
+// decodeString does, without a copy for a type OpenAI sends.
+func decodeResponsesType(b []byte, sp span, dst *string) error {
+	if kind(b, sp) == '"' {
+		if t := responsesEventTypeOf(raw(b, sp)); t != "" {
+			*dst = t
+			return nil
+		}
+	}
+	return decodeString(b, sp, dst)
+}
+
+// responsesEventTypeOf is the quoted event type q as a constant when it is
+// one OpenAI sends, written without escapes; "" otherwise.
+func responsesEventTypeOf(q []byte) string {
+	switch string(q) {
+	case `"response.created"`:
+		return "response.created"
+	case `"response.in_progress"`:
+		return "response.in_progress"
+	case `"response.queued"`:
+		return "response.queued"
+	case `"response.completed"`:
+		return "response.completed"
+	case `"response.incomplete"`:
+		return "response.incomplete"
+	case `"response.failed"`:
+		return "response.failed"
+	case `"response.output_item.added"`:
+		return "response.output_item.added"
+	case `"response.output_item.done"`:
+		return "response.output_item.done"
+	case `"response.content_part.added"`:
+		return "response.content_part.added"
+	case `"response.content_part.done"`:
+		return "response.content_part.done"
+	case `"response.output_text.delta"`:
+		return "response.output_text.delta"
+	case `"response.output_text.done"`:
+		return "response.output_text.done"
+	case `"response.output_text.annotation.added"`:
+		return "response.output_text.annotation.added"
+	case `"response.refusal.delta"`:
+		return "response.refusal.delta"
+	case `"response.refusal.done"`:
+		return "response.refusal.done"
+	case `"response.function_call_arguments.delta"`:
+		return "response.function_call_arguments.delta"
+	case `"response.function_call_arguments.done"`:
+		return "response.function_call_arguments.done"
+	case `"response.custom_tool_call_input.delta"`:
+		return "response.custom_tool_call_input.delta"
+	case `"response.custom_tool_call_input.done"`:
+		return "response.custom_tool_call_input.done"
+	case `"response.reasoning_summary_part.added"`:
+		return "response.reasoning_summary_part.added"
+	case `"response.reasoning_summary_part.done"`:
+		return "response.reasoning_summary_part.done"
+	case `"response.reasoning_summary_text.delta"`:
+		return "response.reasoning_summary_text.delta"
+	case `"response.reasoning_summary_text.done"`:
+		return "response.reasoning_summary_text.done"
+	case `"response.reasoning_text.delta"`:
+		return "response.reasoning_text.delta"
+	case `"response.reasoning_text.done"`:
+		return "response.reasoning_text.done"
+	case `"error"`:
+		return "error"
+	}
+	return ""
+}
+
+// responsesItemType is the type of the output item b (as typeOf reads
+// it), without a copy for a type the wire code knows.
+func responsesItemType(b []byte) (string, error) {
+	sp := span{0, len(b)}
+	if sp.end <= sp.start || kind(b, sp) != '{' {
+		return "", nil
+	}
+	v, ok, err := field(b, sp, "type")
+	if err != nil || !ok || kind(b, v) != '"' {
+		return "", err
+	}
+	q := raw(b, v)
+	switch string(q) {
+	case `"function_call"`:
+		return "function_call", nil
+	case `"message"`:
+		return "message", nil
+	case `"reasoning"`:
+		return "reasoning", nil
+	case `"custom_tool_call"`:
+		return "custom_tool_call", nil
+	}
+	return unquote(q)
+}
+
+// unquotedLen is the length of the JSON string q decoded, and whether it
+// has only the escapes appendUnquoted writes in place (a \u escape, a byte
+// past ASCII or a control byte makes it false).
+func unquotedLen(q []byte) (int, bool) {
+	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
+		return 0, false
+	}
+	in, n := q[1:len(q)-1], 0
+	for i := 0; i < len(in); i++ {
+		c := in[i]
+		switch {
+		case c < 0x20 || c >= 0x80 || c == '"':
+			return 0, false
+		case c == '\\':
+			if i+1 >= len(in) || strings.IndexByte(`"\/bfnrt`, in[i+1]) < 0 {
+				return 0, false
+			}
+			i++
+		}
+		n++
+	}
+	return n, true
+}
+
+// shortEscape is the byte the escape \c stands for.
+func shortEscape(c byte) byte {
+	switch c {
+	case 'b':
+		return '\b'
+	case 'f':
+		return '\f'
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	}
+	return c // '"', '\\', '/'
+}
+
+// appendUnquoted writes the JSON string q, decoded, to acc: in place
+// when unquotedLen says it can, else through unquote.
+func appendUnquoted(acc *strings.Builder, q []byte) error {
+	n, ok := unquotedLen(q)
+	if !ok {
+		s, err := unquote(q)
+		if err != nil {
+			return err
+		}
+		acc.WriteString(s)
+		return nil
+	}
+	acc.Grow(n)
+	in := q[1 : len(q)-1]
+	for i := 0; i < len(in); i++ {
+		c := in[i]
+		if c == '\\' {
+			i++
+			c = shortEscape(in[i])
+		}
+		acc.WriteByte(c)
+	}
+	return nil
+}
+
+// jsonStringIs reports whether the JSON string q decodes to s.
+func jsonStringIs(q []byte, s string) bool {
+	n, ok := unquotedLen(q)
+	if !ok {
+		d, err := unquote(q)
+		return err == nil && d == s
+	}
+	if n != len(s) {
+		return false
+	}
+	in, j := q[1:len(q)-1], 0
+	for i := 0; i < len(in); i++ {
+		c := in[i]
+		if c == '\\' {
+			i++
+			c = shortEscape(in[i])
+		}
+		if s[j] != c {
+			return false
+		}
+		j++
+	}
+	return true
 }

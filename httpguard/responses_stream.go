@@ -1,11 +1,13 @@
 package httpguard
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // responsesEvent is what the wire code reads of a Responses stream event
@@ -15,7 +17,9 @@ type responsesEvent struct {
 	Response    json.RawMessage `json:"response"`
 	OutputIndex *int            `json:"output_index"`
 	Item        json.RawMessage `json:"item"`
-	Delta       string          `json:"delta"`
+	// Delta is delta as it came: a string, or null (parseResponsesEvent
+	// refuses any other), decoded only where the assembler keeps it.
+	Delta json.RawMessage `json:"delta"`
 	// Seq is sequence_number as it came (a gate renumbers the events it
 	// writes; the parsed form reads nothing else it changes).
 	Seq json.RawMessage `json:"sequence_number"`
@@ -23,14 +27,46 @@ type responsesEvent struct {
 	itemType string
 }
 
+// responsesEventBox is a parsed event and the output_index it points to,
+// allocated as one.
+type responsesEventBox struct {
+	e   responsesEvent
+	idx int
+}
+
 // parseResponsesEvent returns ev parsed: the one a gate parsed, else
 // parsed now.
 func parseResponsesEvent(ev streamEvent) (*responsesEvent, error) {
+	return parseResponsesEventIn(ev, nil)
+}
+
+// responsesEventSlab is how many parsed events an assembler allocates at
+// once.
+const responsesEventSlab = 32
+
+// parseResponsesEventIn is parseResponsesEvent, with the parsed event
+// taken from *slab when slab is not nil (refilled when empty): an
+// assembler parses a stream's events in a few allocations, not one each.
+func parseResponsesEventIn(ev streamEvent, slab *[]responsesEventBox) (*responsesEvent, error) {
 	if e, ok := ev.parsed.(*responsesEvent); ok {
 		return e, nil
 	}
-	var e responsesEvent
-	if err := decodeResponsesEvent(ev.Data, &e); err != nil {
+	var box *responsesEventBox
+	if slab == nil {
+		box = &responsesEventBox{}
+	} else {
+		if len(*slab) == 0 {
+			*slab = make([]responsesEventBox, responsesEventSlab)
+		}
+		box = &(*slab)[0]
+		*slab = (*slab)[1:]
+	}
+	e := &box.e
+	err := decodeResponsesEventAt(ev.Data, e, &box.idx)
+	if err == nil && len(e.Delta) > 0 && e.Delta[0] != '"' && e.Delta[0] != 'n' {
+		err = fmt.Errorf("%w: want a string", errJSON)
+	}
+	if err != nil {
 		return nil, unguardable("a stream event that cannot be read", fmt.Errorf("%w: responses event: %w", errJSON, err))
 	}
 	if e.Type == "error" {
@@ -38,11 +74,11 @@ func parseResponsesEvent(ev streamEvent) (*responsesEvent, error) {
 	}
 	if e.Type == "response.output_item.added" || e.Type == "response.output_item.done" {
 		var err error
-		if e.itemType, err = typeOf(e.Item, span{0, len(e.Item)}); err != nil {
+		if e.itemType, err = responsesItemType(e.Item); err != nil {
 			return nil, fmt.Errorf("%w: responses item: %w", errJSON, err)
 		}
 	}
-	return &e, nil
+	return e, nil
 }
 
 // responsesTerminal reports whether an event type ends a response.
@@ -72,6 +108,11 @@ type responsesAssembler struct {
 	base  []byte
 	final []byte
 	items []*itemAcc
+	// slab holds the events add will parse into; first the items' room
+	// for a response of a few items, without an allocation each.
+	slab  []responsesEventBox
+	first [4]itemAcc
+	ptrs  [4]*itemAcc
 	last  *responsesEvent // the event add took last
 }
 
@@ -99,7 +140,7 @@ func (a *responsesAssembler) current(e *responsesEvent) (*itemAcc, error) {
 }
 
 func (a *responsesAssembler) add(ev streamEvent) (bool, error) {
-	e, err := parseResponsesEvent(ev)
+	e, err := parseResponsesEventIn(ev, &a.slab)
 	if err != nil {
 		return false, err
 	}
@@ -141,7 +182,17 @@ func (a *responsesAssembler) addItem(e *responsesEvent) error {
 	if err := a.take(len(e.Item)); err != nil {
 		return err
 	}
-	a.items = append(a.items, &itemAcc{item: e.Item, typ: e.itemType})
+	var it *itemAcc
+	if n := len(a.items); n < len(a.first) {
+		if n == 0 {
+			a.items = a.ptrs[:0]
+		}
+		it = &a.first[n]
+	} else {
+		it = &itemAcc{}
+	}
+	it.item, it.typ = e.Item, e.itemType
+	a.items = append(a.items, it)
 	return nil
 }
 
@@ -178,11 +229,17 @@ func (a *responsesAssembler) addDelta(e *responsesEvent) error {
 	default:
 		return nil
 	}
-	if err := a.take(len(e.Delta)); err != nil {
+	if len(e.Delta) == 0 || e.Delta[0] != '"' {
+		return nil // absent or null: nothing to add
+	}
+	n, ok := unquotedLen(e.Delta)
+	if !ok {
+		n = len(e.Delta) // an upper bound of what it decodes to
+	}
+	if err := a.take(n); err != nil {
 		return err
 	}
-	acc.WriteString(e.Delta)
-	return nil
+	return appendUnquoted(acc, e.Delta)
 }
 
 func (a *responsesAssembler) response() ([]byte, error) {
@@ -212,6 +269,23 @@ func (a *responsesAssembler) response() ([]byte, error) {
 	return setAt(a.base, nil, "output", append(append([]byte("["), joinRaw(out)...), ']'))
 }
 
+// calls implements callLister: the calls of response(), read once. A
+// stream that ended has its terminal event's response, which response()
+// returns as it came (nothing is built), so the calls are read from it
+// as from a sync response; a stream cut short has only the created
+// response and the items, which response() joins.
+func (a *responsesAssembler) calls() ([]wireCall, error) {
+	resp, err := a.response()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := responsesWire{}.calls(resp)
+	if err != nil {
+		return nil, unguardable("the streamed response is not of a shape the guard reads", err)
+	}
+	return cs, nil
+}
+
 // responsesGate is the streamGate of OpenAI Responses. Its client's events
 // keep one sequence_number run and one response id across attempts, and
 // output_index runs on from the first attempt's items.
@@ -225,7 +299,14 @@ type responsesGate struct {
 	passed   int      // items of the first attempt that reached the client
 	shown    [][]byte // those items, whole, once the first attempt ended
 	terminal []streamEvent
-	ended    bool
+	// held are the first attempt's events that did not reach the client,
+	// as they came, with their parsed forms: release hands them on.
+	held []streamEvent
+	// heldBytes is what held costs (hold); unreleasable is set once that
+	// passed MaxBody and held was dropped.
+	heldBytes    int
+	unreleasable bool
+	ended        bool
 }
 
 func newResponsesGate(w io.Writer) *responsesGate {
@@ -279,20 +360,17 @@ func (g *responsesGate) event(ev streamEvent) (bool, error) {
 	}
 	e := g.asm.last // add parsed it
 	first := g.attempt == 0
+	pass := false
 	switch {
 	case e.Type == "response.created" || e.Type == "response.in_progress" || e.Type == "response.queued":
-		if first {
-			if g.id == "" {
-				var r struct {
-					ID string `json:"id"`
-				}
-				_ = decodeResponse(e.Response, &r)
-				g.id = r.ID
+		if first && g.id == "" {
+			if r, err := root(e.Response); err == nil {
+				g.id, _ = optStr(e.Response, r, "id")
 			}
-			return done, g.sendEvent(streamEvent{Event: ev.Event, Data: ev.Data, parsed: e})
 		}
+		pass = first
 	case responsesTerminal(e.Type):
-		g.terminal = append(g.terminal, streamEvent{Event: ev.Event, Data: append([]byte(nil), ev.Data...)})
+		g.terminal = append(g.terminal, streamEvent{Event: ev.Event, Data: ev.Data, parsed: e})
 	case e.Type == "response.output_item.added":
 		// A function call is held until it is validated, and every item
 		// after it, in order; the other items pass as they come.
@@ -301,18 +379,218 @@ func (g *responsesGate) event(ev streamEvent) (bool, error) {
 		}
 		if first && !g.holding {
 			g.passed++
-			return done, g.sendEvent(streamEvent{Event: ev.Event, Data: ev.Data, parsed: e})
+			pass = true
 		}
 	case e.OutputIndex != nil:
-		if first && *e.OutputIndex < g.passed {
-			return done, g.sendEvent(streamEvent{Event: ev.Event, Data: ev.Data, parsed: e})
-		}
+		pass = first && *e.OutputIndex < g.passed
 	default:
-		if first && !g.holding {
-			return done, g.sendEvent(streamEvent{Event: ev.Event, Data: ev.Data, parsed: e})
-		}
+		pass = first && !g.holding
+	}
+	switch {
+	case pass:
+		return done, g.sendEvent(streamEvent{Event: ev.Event, Data: ev.Data, parsed: e})
+	case first:
+		g.hold(streamEvent{Event: ev.Event, Data: ev.Data, parsed: e})
 	}
 	return done, nil
+}
+
+// heldEventCost is what the gate holds of a held event beyond its data:
+// the event and its parsed form.
+const heldEventCost = int(unsafe.Sizeof(streamEvent{}) + unsafe.Sizeof(responsesEventBox{}))
+
+// hold keeps ev, an event of the first attempt that did not reach the
+// client, as it came, for release. What it holds is bounded by MaxBody,
+// counting what holding an event costs beyond its data (so however small
+// the events): past that it drops them and the attempt is not released
+// (accept writes it from the assembled response, as it would have), so a
+// stream the assembler takes is never refused for what release keeps.
+func (g *responsesGate) hold(ev streamEvent) {
+	if g.unreleasable {
+		return
+	}
+	g.heldBytes += len(ev.Data) + heldEventCost
+	if g.heldBytes > MaxBody {
+		g.held, g.unreleasable = nil, true
+		return
+	}
+	g.held = append(g.held, ev)
+}
+
+// release implements releaser: it ends the first attempt by handing on
+// the events it held as they came, when accept would write nothing else
+// (releasable). Nothing is written when it reports false.
+func (g *responsesGate) release() (bool, error) {
+	if g.ended || g.attempt != 0 || g.unreleasable || !g.releasable() {
+		return false, nil
+	}
+	g.ended = true
+	held := g.held
+	g.held = nil
+	for _, ev := range held {
+		g.seq++
+		if err := writeEvent(g.w, ev); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// releasable reports whether accepting the first attempt's own response,
+// its calls unchanged, would tell the client nothing the held events do
+// not: they end with the attempt's terminal event and carry the
+// sequence_numbers the gate would give them, under their event names (so
+// none would be renumbered or named); the terminal response's output is
+// the items as they streamed, joined (accept would write that output
+// anew, from the items of that response); and each function call
+// streamed as that output holds it, validated: its added item with its
+// name, namespace and call_id and no arguments yet, its argument deltas,
+// its arguments' done event and its done item all holding the same
+// arguments. A client reads the validated calls whichever of these its
+// accumulator reads.
+func (g *responsesGate) releasable() bool {
+	a, n := g.asm, len(g.held)
+	if g.seq == 0 || n == 0 || len(g.terminal) != 1 || a.final == nil {
+		return false // accept would write response.created, or a terminal event
+	}
+	var buf [20]byte
+	for k, ev := range g.held {
+		e, ok := ev.parsed.(*responsesEvent)
+		if !ok || ev.Event == "" || string(e.Seq) != string(strconv.AppendInt(buf[:0], int64(g.seq+k), 10)) {
+			return false
+		}
+		if k == n-1 {
+			if !responsesTerminal(e.Type) {
+				return false
+			}
+		} else if e.OutputIndex == nil || *e.OutputIndex < g.passed {
+			return false // an event accept would drop
+		}
+	}
+	if !responsesOutputIs(a.final, a.items) {
+		return false
+	}
+	for _, ev := range g.held[:n-1] {
+		e := ev.parsed.(*responsesEvent)
+		it := a.items[*e.OutputIndex]
+		if it.typ != "function_call" {
+			continue
+		}
+		switch e.Type {
+		case "response.output_item.added":
+			if !responsesCallAdded(e.Item, it.item) {
+				return false
+			}
+		case "response.function_call_arguments.done":
+			if !sameMember(ev.Data, it.item, "arguments") {
+				return false
+			}
+		}
+	}
+	for _, it := range a.items {
+		if it.typ == "function_call" && !sameString(it.item, "arguments", it.args.String()) {
+			return false
+		}
+	}
+	return true
+}
+
+// responsesOutputIs reports whether resp's output is items, done, joined
+// as a JSON array with nothing between them.
+func responsesOutputIs(resp []byte, items []*itemAcc) bool {
+	r, err := root(resp)
+	if err != nil || kind(resp, r) != '{' {
+		return false
+	}
+	o, ok, err := field(resp, r, "output")
+	if err != nil || !ok {
+		return false
+	}
+	out := raw(resp, o)
+	if len(out) < 2 || out[0] != '[' || out[len(out)-1] != ']' {
+		return false
+	}
+	out = out[1 : len(out)-1]
+	for i, it := range items {
+		if !it.done {
+			return false
+		}
+		if i > 0 {
+			if len(out) == 0 || out[0] != ',' {
+				return false
+			}
+			out = out[1:]
+		}
+		if !bytes.HasPrefix(out, it.item) {
+			return false
+		}
+		out = out[len(it.item):]
+	}
+	return len(out) == 0
+}
+
+// responsesCallAdded reports whether added, a function call's item as
+// output_item.added carried it, is the call done holds before its
+// arguments: the same name, namespace and call_id, and no arguments.
+func responsesCallAdded(added, done []byte) bool {
+	for _, m := range []string{"name", "namespace", "call_id"} {
+		if !sameMember(added, done, m) {
+			return false
+		}
+	}
+	return sameString(added, "arguments", "")
+}
+
+// sameMember reports whether the objects a and b hold the same string
+// member key (absent and null count as "", as optStr reads them).
+func sameMember(a, b []byte, key string) bool {
+	va, oka := stringMember(a, key)
+	vb, okb := stringMember(b, key)
+	switch {
+	case !oka || !okb:
+		return false
+	case string(va) == string(vb):
+		return true
+	case va == nil:
+		return jsonStringIs(vb, "")
+	case vb == nil:
+		return jsonStringIs(va, "")
+	}
+	s, err := unquote(vb)
+	return err == nil && jsonStringIs(va, s)
+}
+
+// sameString reports whether the object b's string member key is s ("" for
+// absent or null).
+func sameString(b []byte, key, s string) bool {
+	v, ok := stringMember(b, key)
+	if !ok {
+		return false
+	}
+	if v == nil {
+		return s == ""
+	}
+	return jsonStringIs(v, s)
+}
+
+// stringMember is the string member key of the object b, quoted as it came; nil
+// when absent or null; ok false when b is not an object, has key twice
+// or in another case, or its value is not a string.
+func stringMember(b []byte, key string) (q []byte, ok bool) {
+	r, err := root(b)
+	if err != nil || kind(b, r) != '{' {
+		return nil, false
+	}
+	v, found, err := field(b, r, key)
+	switch {
+	case err != nil:
+		return nil, false
+	case !found || kind(b, v) == 'n':
+		return nil, true
+	case kind(b, v) != '"':
+		return nil, false
+	}
+	return raw(b, v), true
 }
 
 func (g *responsesGate) response() ([]byte, error) { return g.asm.response() }
@@ -604,6 +882,7 @@ func (g *responsesGate) reject() {
 	g.asm = &responsesAssembler{}
 	g.holding = false
 	g.terminal = nil
+	g.held, g.heldBytes = nil, 0
 }
 
 func (g *responsesGate) fail(typ, msg string) error {
