@@ -518,12 +518,12 @@ func (g *geminiGate) hold(ev streamEvent, c *geminiChunk) error {
 	return nil
 }
 
-// releaseHeld will implement releaser: the first attempt's held chunks, as they
+// release implements releaser: the first attempt's held chunks, as they
 // came, when its calls were accepted unchanged. An attempt that called
 // nothing and whose last chunk reached the client has nothing to add;
 // one whose last chunk did not, or whose first call came after text in
 // the same chunk, is accepted as before.
-func (g *geminiGate) releaseHeld() (bool, error) {
+func (g *geminiGate) release() (bool, error) {
 	if g.ended || g.attempt > 0 {
 		return false, nil
 	}
