@@ -33,10 +33,18 @@ func geminiChunkJSON(parts, finish string) string {
 	return `{"candidates":[{"content":{"parts":[` + parts + `],"role":"model"},` + f + `"index":0}],"usageMetadata":{"promptTokenCount":20,"totalTokenCount":20},"modelVersion":"gemini-2.5-flash","responseId":"resp-7"}`
 }
 
-// streamThrough sends a streaming Gemini request through rt, whose
+// streamThrough sends a streaming Gemini request through stages, whose
 // upstream answers the i-th request with bodies[i] (the last one past
 // them), and returns what the client read and the upstream requests made.
 func streamThrough(t *testing.T, stages []Middleware, bodies ...string) (string, int) {
+	t.Helper()
+	return streamThroughAt(t, stages, "http://gemini.test/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+		geminiStreamRequest, "text/event-stream", bodies...)
+}
+
+// streamThroughAt is streamThrough of the request body to url, the
+// upstream answering with bodies of type ctype.
+func streamThroughAt(t *testing.T, stages []Middleware, url, body, ctype string, bodies ...string) (string, int) {
 	t.Helper()
 	var n atomic.Int32
 	up := upstreamFunc(func(r *http.Request) (*http.Response, error) {
@@ -46,10 +54,10 @@ func streamThrough(t *testing.T, stages []Middleware, bodies ...string) (string,
 		if i >= len(bodies) {
 			i = len(bodies) - 1
 		}
-		h := http.Header{"Content-Type": {"text/event-stream"}}
+		h := http.Header{"Content-Type": {ctype}}
 		return &http.Response{StatusCode: 200, Header: h, Body: io.NopCloser(strings.NewReader(bodies[i])), Request: r}, nil
 	})
-	req, _ := http.NewRequest(http.MethodPost, "http://gemini.test/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", strings.NewReader(geminiStreamRequest))
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := (&http.Client{Transport: New(up, stages...)}).Do(req)
 	if err != nil {
