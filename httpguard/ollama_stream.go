@@ -304,11 +304,11 @@ func (g *ollamaGate) hold(ev streamEvent, c *ollamaChunk) error {
 	return nil
 }
 
-// releaseHeld will implement releaser: the first attempt's held lines (from its
+// release implements releaser: the first attempt's held lines (from its
 // first call on, and its done line), as they came, when its calls were
 // accepted unchanged. Ollama's lines carry nothing accept would rewrite
 // for the first attempt, so it always can.
-func (g *ollamaGate) releaseHeld() (bool, error) {
+func (g *ollamaGate) release() (bool, error) {
 	if g.ended || g.attempt > 0 {
 		return false, nil
 	}

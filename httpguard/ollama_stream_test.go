@@ -65,3 +65,65 @@ func FuzzOllamaCallsListed(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, stream string) { checkListed(t, ollamaWire{}, ollamaLines(stream)) })
 }
+// ollamaLine is a stream line of content and tool calls (JSON), the done
+// line when done.
+func ollamaLineJSON(content, calls string, done bool) string {
+	tc := ""
+	if calls != "" {
+		tc = `,"tool_calls":[` + calls + `]`
+	}
+	end := `"done":false}`
+	if done {
+		end = `"done_reason":"stop","done":true,"eval_count":11}`
+	}
+	return `{"model":"llama3.2","created_at":"2025-07-07T20:43:37.5Z","message":{"role":"assistant","content":"` + content + `"` + tc + `},` + end
+}
+
+// A stream whose calls are valid and unchanged reaches the client as the
+// upstream sent it, line for line: each call on the line it came on, the
+// text after them, the done line with its own text.
+func TestOllamaStreamReleasedAsSent(t *testing.T) {
+	up := strings.Join([]string{
+		ollamaLineJSON("Let me ", "", false),
+		ollamaLineJSON("check.", `{"id":"call_1","function":{"index":0,"name":"get_weather","arguments":{"city":"Paris"}}}`, false),
+		ollamaLineJSON("", `{"id":"call_2","function":{"index":1,"name":"get_weather","arguments":{"city":"Lyon"}}}`, false),
+		ollamaLineJSON("Both.", "", true),
+	}, "\n") + "\n"
+	req, err := os.ReadFile(filepath.Join(wireDir, "ollama", "stream-request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, stages := range geminiStacks() {
+		t.Run(name, func(t *testing.T) {
+			got, n := streamThroughAt(t, stages, "http://ollama.test/api/chat", string(req), "application/x-ndjson", up)
+			if got != up || n != 1 {
+				t.Errorf("%d upstream requests; the client read\n%s\nwant the upstream's lines\n%s", n, got, up)
+			}
+		})
+	}
+}
+
+// A stream whose call is asked again is written as before: the text, then
+// the second attempt's call and the done line, as accept writes them.
+func TestOllamaStreamReaskedIsWritten(t *testing.T) {
+	first := ollamaLineJSON("Let me check.", "", false) + "\n" +
+		ollamaLineJSON("", `{"id":"call_1","function":{"name":"get_weather","arguments":{"city":42}}}`, false) + "\n" +
+		ollamaLineJSON("", "", true) + "\n"
+	second := ollamaLineJSON("", `{"id":"call_2","function":{"name":"get_weather","arguments":{"city":"Paris"}}}`, false) + "\n" +
+		ollamaLineJSON("", "", true) + "\n"
+	req, err := os.ReadFile(filepath.Join(wireDir, "ollama", "stream-request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ollamaLineJSON("Let me check.", "", false) + "\n" +
+		`{"model":"llama3.2","created_at":"2025-07-07T20:43:37.5Z","message":{"role":"assistant","content":"","tool_calls":[{"id":"call_2","function":{"name":"get_weather","arguments":{"city":"Paris"}}}]},"done":false}` + "\n" +
+		`{"model":"llama3.2","created_at":"2025-07-07T20:43:37.5Z","message":{"role":"assistant","content":""},"done_reason":"stop","done":true,"eval_count":11}` + "\n"
+	for name, stages := range geminiStacks() {
+		t.Run(name, func(t *testing.T) {
+			got, n := streamThroughAt(t, stages, "http://ollama.test/api/chat", string(req), "application/x-ndjson", first, second)
+			if got != want || n != 2 {
+				t.Errorf("%d upstream requests; the client read\n%s\nwant\n%s", n, got, want)
+			}
+		})
+	}
+}
