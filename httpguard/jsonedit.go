@@ -320,16 +320,13 @@ func at(b []byte, sp span, path ...any) (v span, ok bool, err error) {
 	return v, true, nil
 }
 
-// str decodes the string at sp.
+// str decodes the string at sp (unquote: without reflection when it has
+// no escape).
 func str(b []byte, sp span) (string, error) {
 	if kind(b, sp) != '"' {
 		return "", fmt.Errorf("%w: want a string", errJSON)
 	}
-	var s string
-	if err := json.Unmarshal(b[sp.start:sp.end], &s); err != nil {
-		return "", errJSON
-	}
-	return s, nil
+	return unquote(b[sp.start:sp.end])
 }
 
 // optStr is the string at key of the object at sp, "" when absent or null.
