@@ -38,19 +38,6 @@ func ollamaChunkOf(ev streamEvent) (*ollamaChunk, error) {
 	return parseOllamaChunk(ev.Data)
 }
 
-// ollamaStr is optStr, the string decoded without reflection when it has
-// no escape.
-func ollamaStr(b []byte, sp span, key string) (string, error) {
-	v, ok, err := field(b, sp, key)
-	if err != nil || !ok || kind(b, v) == 'n' {
-		return "", err
-	}
-	if kind(b, v) != '"' {
-		return "", fmt.Errorf("%w: want a string", errJSON)
-	}
-	return unquote(raw(b, v))
-}
-
 // parseOllamaChunk parses a line; an {"error": …} line is an
 // *upstreamStreamError carrying it.
 func parseOllamaChunk(b []byte) (*ollamaChunk, error) {
@@ -83,13 +70,13 @@ func parseOllamaChunk(b []byte) (*ollamaChunk, error) {
 	if kind(b, msg) != '{' {
 		return nil, fmt.Errorf("%w: message is not an object", errJSON)
 	}
-	if c.role, err = ollamaStr(b, msg, "role"); err != nil {
+	if c.role, err = optStr(b, msg, "role"); err != nil {
 		return nil, err
 	}
-	if c.content, err = ollamaStr(b, msg, "content"); err != nil {
+	if c.content, err = optStr(b, msg, "content"); err != nil {
 		return nil, err
 	}
-	if c.thinking, err = ollamaStr(b, msg, "thinking"); err != nil {
+	if c.thinking, err = optStr(b, msg, "thinking"); err != nil {
 		return nil, err
 	}
 	if c.calls, err = ollamaToolCalls(b, msg); err != nil {
