@@ -65,6 +65,7 @@ func FuzzOllamaCallsListed(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, stream string) { checkListed(t, ollamaWire{}, ollamaLines(stream)) })
 }
+
 // ollamaLine is a stream line of content and tool calls (JSON), the done
 // line when done.
 func ollamaLineJSON(content, calls string, done bool) string {
