@@ -236,25 +236,34 @@ func geminiCallsOf(resp []byte) ([]wireCall, error) {
 	}
 	out := make([]wireCall, 0, len(fcs))
 	for _, fc := range fcs {
-		id, err := optStr(resp, fc, "id")
+		c, err := geminiCall(resp, fc)
 		if err != nil {
 			return nil, err
 		}
-		name, err := optStr(resp, fc, "name")
-		if err != nil {
-			return nil, err
-		}
-		var args []byte
-		if a, ok, err := field(resp, fc, "args"); err != nil {
-			return nil, err
-		} else if ok {
-			if args, err = objectArgs(resp, a); err != nil {
-				return nil, err
-			}
-		}
-		out = append(out, wireCall{ID: id, Name: name, Args: args})
+		out = append(out, c)
 	}
 	return out, nil
+}
+
+// geminiCall reads the functionCall at fc of b: its id, name and args.
+func geminiCall(b []byte, fc span) (wireCall, error) {
+	id, err := optStr(b, fc, "id")
+	if err != nil {
+		return wireCall{}, err
+	}
+	name, err := optStr(b, fc, "name")
+	if err != nil {
+		return wireCall{}, err
+	}
+	var args []byte
+	if a, ok, err := field(b, fc, "args"); err != nil {
+		return wireCall{}, err
+	} else if ok {
+		if args, err = objectArgs(b, a); err != nil {
+			return wireCall{}, err
+		}
+	}
+	return wireCall{ID: id, Name: name, Args: args}, nil
 }
 
 func (geminiWire) accept(resp []byte, args [][]byte) ([]byte, error) {

@@ -6,13 +6,24 @@ import (
 )
 
 // geminiChunk is one parsed stream chunk: its first candidate's (index 0)
-// and parts, and whether it holds other candidates.
+// and parts, and whether it holds other candidates. Its spans index the
+// chunk's bytes (the event's Data); a gate hands it on with the event
+// (streamEvent.parsed) so that the gates outside never parse the chunk
+// again.
 type geminiChunk struct {
-	cand   span // zero when the chunk has no candidate
-	hasC   bool
-	role   string
-	parts  []span
-	finish bool
+	cand span // zero when the chunk has no candidate
+	hasC bool
+	// first is candidates[0], where a chunk is rewritten (withParts).
+	first span
+	role  span // content.role when a string; zero otherwise
+	parts []span
+	// firstCall is the index in parts of the first part with a
+	// functionCall member (isCallPart), -1 when none.
+	firstCall int
+	// calls are the parts whose functionCall is an object, the calls
+	// geminiCalls reads, in order; nil when none.
+	calls  []geminiPartCall
+	finish span // finishReason when not null; zero otherwise
 	// malformed: the finishReason is MALFORMED_FUNCTION_CALL, a call the
 	// API could not read.
 	malformed bool
@@ -20,6 +31,32 @@ type geminiChunk struct {
 	// chunk, or one whose index is not 0); otherCalls: one of them holds
 	// a function call.
 	other, otherCalls bool
+	// id is the top level's responseId when it is a string; zero
+	// otherwise.
+	id span
+	// hasCands, hasContent, hasFinish: the top level has candidates, the
+	// first candidate content, finishReason (of any value): the members
+	// assemble sets in place rather than adds (see calls).
+	hasCands, hasContent, hasFinishMember bool
+}
+
+// geminiPartCall is a part of a chunk whose functionCall is an object:
+// the part's index in geminiChunk.parts and the functionCall's span.
+type geminiPartCall struct {
+	part int
+	fc   span
+}
+
+// hasFinish reports whether the chunk's candidate has a finishReason.
+func (c *geminiChunk) hasFinish() bool { return c.finish != span{} }
+
+// geminiChunkOf returns ev's chunk: the one a gate parsed, else parsed
+// now.
+func geminiChunkOf(ev streamEvent) (*geminiChunk, error) {
+	if c, ok := ev.parsed.(*geminiChunk); ok {
+		return c, nil
+	}
+	return parseGeminiChunk(ev.Data)
 }
 
 func parseGeminiChunk(b []byte) (*geminiChunk, error) {
@@ -32,8 +69,12 @@ func parseGeminiChunk(b []byte) (*geminiChunk, error) {
 	} else if ok && kind(b, e) != 'n' {
 		return nil, &upstreamStreamError{Data: append([]byte(nil), b...)}
 	}
-	c := &geminiChunk{}
+	c := &geminiChunk{firstCall: -1}
+	if id, ok, err := field(b, r, "responseId"); err == nil && ok && kind(b, id) == '"' {
+		c.id = id
+	}
 	cs, ok, err := field(b, r, "candidates")
+	c.hasCands = ok
 	if err != nil || !ok || kind(b, cs) == 'n' {
 		return c, err
 	}
@@ -41,6 +82,7 @@ func parseGeminiChunk(b []byte) (*geminiChunk, error) {
 	if err != nil || len(es) == 0 {
 		return c, err
 	}
+	c.first = es[0]
 	if err := c.candidates(b, es); err != nil {
 		return nil, err
 	}
@@ -79,20 +121,27 @@ func (c *geminiChunk) candidates(b []byte, es []span) error {
 	return nil
 }
 
-// candidate reads the first candidate's finish reason, role and parts.
+// candidate reads the first candidate's finish reason, role and parts,
+// and which parts are calls.
 func (c *geminiChunk) candidate(b []byte) error {
 	if f, ok, err := field(b, c.cand, "finishReason"); err != nil {
 		return err
-	} else if ok && kind(b, f) != 'n' {
-		c.finish = true
+	} else if c.hasFinishMember = ok; ok && kind(b, f) != 'n' {
+		c.finish = f
 		c.malformed = string(raw(b, f)) == `"`+geminiMalformed+`"`
 	}
 	content, ok, err := field(b, c.cand, "content")
+	c.hasContent = ok
 	if err != nil || !ok || kind(b, content) != '{' {
 		return err
 	}
-	if c.role, err = optStr(b, content, "role"); err != nil {
+	if role, ok, err := field(b, content, "role"); err != nil {
 		return err
+	} else if ok && kind(b, role) != 'n' {
+		if kind(b, role) != '"' {
+			return fmt.Errorf("%w: want a string", errJSON) // as optStr
+		}
+		c.role = role
 	}
 	ps, ok, err := field(b, content, "parts")
 	if err != nil || !ok || kind(b, ps) == 'n' {
@@ -101,9 +150,22 @@ func (c *geminiChunk) candidate(b []byte) error {
 	if c.parts, err = arrayElems(b, ps); err != nil {
 		return err
 	}
-	for _, p := range c.parts {
-		if err := checkFields(b, p, "functionCall", "text", "thought"); err != nil {
+	for i, p := range c.parts {
+		if kind(b, p) != '{' {
+			continue // checkFields passes it; geminiCalls refuses it
+		}
+		fc, call, err := field(b, p, "functionCall")
+		if err != nil {
 			return err
+		}
+		if err := checkFields(b, p, "text", "thought"); err != nil {
+			return err
+		}
+		if call && c.firstCall < 0 {
+			c.firstCall = i
+		}
+		if call && kind(b, fc) == '{' {
+			c.calls = append(c.calls, geminiPartCall{i, fc})
 		}
 	}
 	return nil
@@ -130,20 +192,33 @@ func isCallPart(b []byte, sp span) bool {
 // the last candidate's fields (finishReason, safetyRatings, …), and every
 // chunk's parts in order, as they came: text fragments are not merged, so
 // each thoughtSignature stays on the part it came on, as Gemini asks a
-// replay to keep it.
+// replay to keep it. It lists the calls as it reads the parts (calls), so
+// that the response is built only when a stage reads it.
 type geminiAssembler struct {
 	budget
-	last   []byte
-	chunk  *geminiChunk // last parsed: the gate reads it, never parsing the chunk again
-	cand   []byte
-	finish []byte
-	role   string
-	parts  [][]byte
-	// several: the stream held candidates past the first; calls: it held
+	last  []byte
+	chunk *geminiChunk // last parsed: the gate reads it, never parsing the chunk again
+	cand  []byte
+	// candSet: cand has the members assemble sets (content, and
+	// finishReason when finish is set), so assembling it cannot fail.
+	candSet, candFinish bool
+	finish              []byte
+	role                string
+	// roleRaw is the JSON string role was decoded from, so that a role
+	// repeated in every chunk is decoded once.
+	roleRaw []byte
+	parts   [][]byte
+	// several: the stream held candidates past the first; called: it held
 	// function calls. Both at once cannot be guarded (geminiParts): only
 	// the first candidate is assembled, so that several candidates without
 	// calls stream through.
-	several, calls bool
+	several, called bool
+	// listed are the calls of parts, as geminiWire.calls reads them of
+	// the response; partErr is the first error reading a part's
+	// functionCall, callErr the first reading a call (partErr comes
+	// first: geminiWire.calls reads every part before any call).
+	listed           []wireCall
+	partErr, callErr error
 }
 
 // add takes one chunk. The bound (budget) counts what the assembler holds
@@ -157,10 +232,11 @@ func (a *geminiAssembler) add(ev streamEvent) (bool, error) {
 	return done, unreadable(geminiUnread, err)
 }
 
-// addChunk is add.
+// addChunk is add. The chunk's bytes are the event's own (an event's Data
+// is never written to), kept as they are.
 func (a *geminiAssembler) addChunk(ev streamEvent) (bool, error) {
-	b := append([]byte(nil), ev.Data...)
-	c, err := parseGeminiChunk(b)
+	b := ev.Data
+	c, err := geminiChunkOf(ev)
 	if err != nil {
 		return false, err
 	}
@@ -169,32 +245,80 @@ func (a *geminiAssembler) addChunk(ev streamEvent) (bool, error) {
 	}
 	a.last, a.chunk = b, c
 	a.several = a.several || c.other
-	a.calls = a.calls || c.otherCalls
-	for _, p := range c.parts {
-		a.calls = a.calls || isCallPart(b, p)
-	}
-	if a.several && a.calls {
+	a.called = a.called || c.otherCalls || c.firstCall >= 0
+	if a.several && a.called {
 		return false, unguardable(severalCandidates, nil)
 	}
 	if !c.hasC {
 		return false, nil
 	}
 	a.cand = raw(b, c.cand)
-	if c.role != "" {
-		a.role = c.role
+	a.candSet, a.candFinish = c.hasContent, c.hasFinishMember
+	if rs := raw(b, c.role); len(rs) > 0 && string(rs) != string(a.roleRaw) {
+		role, err := str(b, c.role)
+		if err != nil {
+			return false, err
+		}
+		if role != "" {
+			a.role, a.roleRaw = role, append(a.roleRaw[:0], rs...)
+		}
 	}
-	if c.finish {
-		f, _, _ := field(b, c.cand, "finishReason")
-		a.finish = raw(b, f)
+	if c.hasFinish() {
+		a.finish = raw(b, c.finish)
 	}
-	for _, p := range c.parts {
+	next := 0 // the next of c.calls
+	for i, p := range c.parts {
 		part := append([]byte(nil), raw(b, p)...) // not the chunk's envelope
 		if err := a.take(len(part)); err != nil {
 			return false, err
 		}
 		a.parts = append(a.parts, part)
+		switch {
+		case kind(b, p) != '{':
+			if _, _, err := field(part, span{0, len(part)}, "functionCall"); err != nil && a.partErr == nil {
+				a.partErr = err
+			}
+		case next < len(c.calls) && c.calls[next].part == i:
+			fc := c.calls[next].fc
+			next++
+			a.list(part, span{fc.start - p.start, fc.end - p.start})
+		}
 	}
 	return false, nil
+}
+
+// list adds the call whose functionCall is at fc of part, as
+// geminiCallsOf reads it.
+func (a *geminiAssembler) list(part []byte, fc span) {
+	if a.callErr != nil {
+		return
+	}
+	call, err := geminiCall(part, fc)
+	if err != nil {
+		a.callErr = err
+		return
+	}
+	a.listed = append(a.listed, call)
+}
+
+// calls implements callLister: the calls response() holds, as
+// geminiWire.calls reads them, listed as the parts came.
+func (a *geminiAssembler) calls() ([]wireCall, error) {
+	if a.last == nil || !a.chunk.hasCands || (a.cand != nil && (!a.candSet || (a.finish != nil && !a.candFinish))) {
+		// assemble adds a member to an object (the chunk's candidates,
+		// the candidate's content or finishReason), which fails where
+		// the object has a key twice: read its error.
+		if _, err := a.response(); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.partErr; err != nil || a.callErr != nil {
+		if err == nil {
+			err = a.callErr
+		}
+		return nil, unguardable("the streamed response is not of a shape the guard reads", unreadable(geminiUnread, err))
+	}
+	return a.listed, nil
 }
 
 func (a *geminiAssembler) response() ([]byte, error) {
@@ -238,6 +362,11 @@ func withParts(b []byte, parts [][]byte, dropFinish bool) ([]byte, error) {
 	if err != nil || !ok {
 		return nil, fmt.Errorf("%w: no candidate", errJSON)
 	}
+	return withPartsAt(b, cand, parts, dropFinish)
+}
+
+// withPartsAt is withParts of the candidate at cand, b already parsed.
+func withPartsAt(b []byte, cand span, parts [][]byte, dropFinish bool) ([]byte, error) {
 	c, err := dropMembers(b, cand, func(m member) bool {
 		return (dropFinish && m.key == "finishReason") || (len(parts) == 0 && m.key == "content")
 	})
@@ -262,23 +391,60 @@ func withParts(b []byte, parts [][]byte, dropFinish bool) ([]byte, error) {
 
 // geminiGate is the streamGate of Gemini. genai reads each data line as
 // one JSON chunk, so the gate writes every chunk on one line; a chunk it
-// passes keeps its bytes otherwise.
+// passes keeps its bytes otherwise, and its parse (streamEvent.parsed)
+// when those bytes are the upstream's.
 type geminiGate struct {
 	w       io.Writer
 	attempt int
 	asm     *geminiAssembler
 	id      string // the first attempt's responseId
+	idRaw   []byte // id as the JSON string it came as
 	holding bool
 	passed  int // parts of the first attempt that reached the client
 	// finished: the first attempt's last chunk (its finishReason) reached
 	// the client, as it came: the attempt called nothing.
 	finished bool
 	ended    bool
+	// held are the first attempt's chunks from the one its first call
+	// came in, as they came, for release; split: that chunk's parts
+	// before the call reached the client (its rest cannot be handed on
+	// as it came), or a held chunk's responseId is not the attempt's
+	// (accept writes it anew): release cannot.
+	held  []streamEvent
+	split bool
 }
 
 func newGeminiGate(w io.Writer) *geminiGate { return &geminiGate{w: w, asm: &geminiAssembler{}} }
 
+// write writes the chunk b, on one line.
 func (g *geminiGate) write(b []byte) error { return writeEvent(g.w, streamEvent{Data: compact(b)}) }
+
+// pass writes the upstream's chunk ev, parsed as c: as it came, with its
+// parse, when it is one line already without space to drop; else as
+// write does.
+func (g *geminiGate) pass(ev streamEvent, c *geminiChunk) error {
+	if !isCompactJSON(ev.Data) {
+		return g.write(ev.Data)
+	}
+	return writeEvent(g.w, streamEvent{Data: ev.Data, parsed: c})
+}
+
+// isCompactJSON reports whether the JSON text b has no space outside its
+// strings: compact(b) would be b.
+func isCompactJSON(b []byte) bool {
+	in := false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case in && c == '\\':
+			i++
+		case c == '"':
+			in = !in
+		case !in && isSpace(c):
+			return false
+		}
+	}
+	return true
+}
 
 func (g *geminiGate) event(ev streamEvent) (bool, error) {
 	if g.ended {
@@ -287,21 +453,21 @@ func (g *geminiGate) event(ev streamEvent) (bool, error) {
 	if _, err := g.asm.add(ev); err != nil {
 		return false, err
 	}
-	b := g.asm.last
-	if g.attempt == 0 && g.id == "" {
-		r, _ := root(b)
-		g.id, _ = optStr(b, r, "responseId")
+	b := ev.Data
+	c := g.asm.chunk // add parsed it
+	if g.attempt == 0 && g.id == "" && c.id != (span{}) {
+		g.id, _ = str(b, c.id)
+		g.idRaw = raw(b, c.id)
 	}
-	if g.attempt > 0 || g.holding {
+	if g.attempt > 0 {
 		return false, nil
 	}
-	c := g.asm.chunk // add parsed it
+	if g.holding {
+		return false, g.hold(ev, c)
+	}
 	n := len(c.parts)
-	for i, p := range c.parts {
-		if isCallPart(b, p) {
-			n, g.holding = i, true
-			break
-		}
+	if c.firstCall >= 0 {
+		n, g.holding = c.firstCall, true
 	}
 	if c.malformed {
 		// A call the API could not read, which ToolArgValidation asks
@@ -316,22 +482,67 @@ func (g *geminiGate) event(ev streamEvent) (bool, error) {
 		// it through its gate, so a finishReason held here would be lost
 		// (and the client's last chunk left without content).
 		g.passed += n
-		g.finished = g.finished || c.finish
-		return false, g.write(b)
+		g.finished = g.finished || c.hasFinish()
+		return false, g.pass(ev, c)
 	}
 	if n == 0 {
-		return false, nil
+		return false, g.hold(ev, c)
 	}
+	g.split, g.held = true, nil
 	parts := make([][]byte, n)
 	for i := range parts {
 		parts[i] = raw(b, c.parts[i])
 	}
-	out, err := withParts(b, parts, true)
+	out, err := withPartsAt(b, c.first, parts, true)
 	if err != nil {
 		return false, err
 	}
 	g.passed += n
 	return false, g.write(out)
+}
+
+// hold keeps the first attempt's chunk ev, parsed as c, for release. It
+// counts against the attempt's bound.
+func (g *geminiGate) hold(ev streamEvent, c *geminiChunk) error {
+	if g.split {
+		return nil
+	}
+	if string(raw(ev.Data, c.id)) != string(g.idRaw) {
+		g.split, g.held = true, nil
+		return nil
+	}
+	if err := g.asm.take(len(ev.Data)); err != nil {
+		return err
+	}
+	g.held = append(g.held, streamEvent{Data: ev.Data, parsed: c})
+	return nil
+}
+
+// release implements releaser: the first attempt's held chunks, as they
+// came, when its calls were accepted unchanged. An attempt that called
+// nothing and whose last chunk reached the client has nothing to add;
+// one whose last chunk did not, or whose first call came after text in
+// the same chunk, is accepted as before.
+func (g *geminiGate) release() (bool, error) {
+	if g.ended || g.attempt > 0 {
+		return false, nil
+	}
+	switch {
+	case !g.holding && g.finished:
+		g.ended = true
+		return true, nil
+	case !g.holding || g.split:
+		return false, nil
+	}
+	g.ended = true
+	held := g.held
+	g.held = nil
+	for _, ev := range held {
+		if err := g.pass(ev, ev.parsed.(*geminiChunk)); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
 }
 
 func (g *geminiGate) response() ([]byte, error) { return g.asm.response() }
@@ -391,6 +602,7 @@ func (g *geminiGate) reject() {
 	g.attempt++
 	g.asm = &geminiAssembler{}
 	g.holding = false
+	g.held = nil
 }
 
 func (g *geminiGate) fail(typ, msg string) error {

@@ -164,21 +164,31 @@ func ollamaCalls(resp []byte) ([]wireCall, error) {
 	}
 	out := make([]wireCall, 0, len(fns))
 	for i, fn := range fns {
-		name, err := optStr(resp, fn, "name")
+		c, err := ollamaFunction(resp, fn)
 		if err != nil {
 			return nil, err
 		}
-		var args []byte
-		if a, ok, err := field(resp, fn, "arguments"); err != nil {
-			return nil, err
-		} else if ok && kind(resp, a) != 'n' {
-			if args, err = objectArgs(resp, a); err != nil {
-				return nil, err
-			}
-		}
-		out = append(out, wireCall{ID: ids[i], Name: name, Args: args})
+		c.ID = ids[i]
+		out = append(out, c)
 	}
 	return out, nil
+}
+
+// ollamaFunction reads the function at fn of b: its name and arguments.
+func ollamaFunction(b []byte, fn span) (wireCall, error) {
+	name, err := optStr(b, fn, "name")
+	if err != nil {
+		return wireCall{}, err
+	}
+	var args []byte
+	if a, ok, err := field(b, fn, "arguments"); err != nil {
+		return wireCall{}, err
+	} else if ok && kind(b, a) != 'n' {
+		if args, err = objectArgs(b, a); err != nil {
+			return wireCall{}, err
+		}
+	}
+	return wireCall{Name: name, Args: args}, nil
 }
 
 // accept writes args[i] as the i-th call's arguments object.

@@ -16,12 +16,26 @@ import (
 // with "stream": false: the last line, with the contents and the thinking
 // of every line joined and the tool calls of every line in order.
 
-// ollamaChunk is one parsed stream line.
+// ollamaChunk is one parsed stream line; calls index its bytes (the
+// event's Data). A gate hands it on with the line (streamEvent.parsed) so
+// that the gates outside never parse the line again.
 type ollamaChunk struct {
 	role              string
 	content, thinking string
 	calls             []span
 	done              bool
+	// hasMessage: the line has a message member (of any value), which
+	// assemble sets in place rather than adds.
+	hasMessage bool
+}
+
+// ollamaChunkOf returns ev's line parsed: the one a gate parsed, else
+// parsed now.
+func ollamaChunkOf(ev streamEvent) (*ollamaChunk, error) {
+	if c, ok := ev.parsed.(*ollamaChunk); ok {
+		return c, nil
+	}
+	return parseOllamaChunk(ev.Data)
 }
 
 // parseOllamaChunk parses a line; an {"error": …} line is an
@@ -49,6 +63,7 @@ func parseOllamaChunk(b []byte) (*ollamaChunk, error) {
 		}
 	}
 	msg, ok, err := field(b, r, "message")
+	c.hasMessage = ok
 	if err != nil || !ok || kind(b, msg) == 'n' {
 		return c, err
 	}
@@ -78,8 +93,14 @@ type ollamaAssembler struct {
 	chunk             *ollamaChunk // the last line parsed: the gate reads it, never parsing the line again
 	role              string
 	content, thinking strings.Builder
-	calls             []json.RawMessage
+	toolCalls         []json.RawMessage
 	done              bool
+	// listed are the calls, as ollamaWire.calls reads them of the
+	// response; fnErr is the first error reading a call's id or function,
+	// callErr the first reading its name or arguments (fnErr comes first:
+	// ollamaWire.calls reads every call's function before any name).
+	listed         []wireCall
+	fnErr, callErr error
 }
 
 // add takes one line. The bound (budget) counts what the assembler holds
@@ -92,10 +113,11 @@ func (a *ollamaAssembler) add(ev streamEvent) (bool, error) {
 	return done, unreadable(ollamaUnread, err)
 }
 
-// addLine is add.
+// addLine is add. The line's bytes are the event's own (an event's Data
+// is never written to), kept as they are.
 func (a *ollamaAssembler) addLine(ev streamEvent) (bool, error) {
-	b := append([]byte(nil), ev.Data...)
-	c, err := parseOllamaChunk(b)
+	b := ev.Data
+	c, err := ollamaChunkOf(ev)
 	if err != nil {
 		return false, err
 	}
@@ -109,14 +131,68 @@ func (a *ollamaAssembler) addLine(ev streamEvent) (bool, error) {
 	a.content.WriteString(c.content)
 	a.thinking.WriteString(c.thinking)
 	for _, sp := range c.calls {
-		call := append([]byte(nil), raw(b, sp)...) // not the line's envelope
+		// A copy, not the line's envelope; compact, as marshal writes
+		// it in the response.
+		call := compact(raw(b, sp))
 		if err := a.take(len(call)); err != nil {
 			return false, err
 		}
-		a.calls = append(a.calls, call)
+		a.toolCalls = append(a.toolCalls, call)
+		a.list(call)
 	}
 	a.done = a.done || c.done
 	return c.done, nil
+}
+
+// list adds the tool call call (an object, compact) as ollamaCalls reads
+// it.
+func (a *ollamaAssembler) list(call []byte) {
+	if a.fnErr != nil {
+		return
+	}
+	tc := span{0, len(call)}
+	id, err := optStr(call, tc, "id")
+	if err != nil {
+		a.fnErr = err
+		return
+	}
+	fn, ok, err := field(call, tc, "function")
+	if err == nil && (!ok || kind(call, fn) != '{') {
+		err = fmt.Errorf("%w: tool call %d without function", errJSON, len(a.toolCalls)-1)
+	}
+	if err != nil {
+		a.fnErr = err
+		return
+	}
+	if a.callErr != nil {
+		return
+	}
+	c, err := ollamaFunction(call, fn)
+	if err != nil {
+		a.callErr = err
+		return
+	}
+	c.ID = id
+	a.listed = append(a.listed, c)
+}
+
+// calls implements callLister: the calls response() holds, as
+// ollamaWire.calls reads them, listed as the lines came.
+func (a *ollamaAssembler) calls() ([]wireCall, error) {
+	if a.last == nil || !a.done || !a.chunk.hasMessage {
+		// No response, or assemble adds the message to the last line,
+		// which fails where that line has a key twice: its error.
+		if _, err := a.response(); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.fnErr; err != nil || a.callErr != nil {
+		if err == nil {
+			err = a.callErr
+		}
+		return nil, unguardable("the streamed response is not of a shape the guard reads", unreadable(ollamaUnread, err))
+	}
+	return a.listed, nil
 }
 
 // errNoDone is why a stream that ended before its done line cannot be
@@ -141,7 +217,7 @@ func (a *ollamaAssembler) assemble() ([]byte, error) {
 	if role == "" {
 		role = "assistant"
 	}
-	msg, err := marshal(ollamaMessageJSON{role, a.content.String(), a.thinking.String(), a.calls})
+	msg, err := marshal(ollamaMessageJSON{role, a.content.String(), a.thinking.String(), a.toolCalls})
 	if err != nil {
 		return nil, err
 	}
@@ -175,6 +251,9 @@ type ollamaGate struct {
 	// thinking of the first attempt the client has read.
 	passedContent, passedThinking int
 	ended                         bool
+	// held are the first attempt's lines that did not reach the client,
+	// as they came, for release.
+	held []streamEvent
 }
 
 func newOllamaGate(w io.Writer) *ollamaGate { return &ollamaGate{w: w, asm: &ollamaAssembler{}} }
@@ -191,12 +270,44 @@ func (g *ollamaGate) event(ev streamEvent) (bool, error) {
 	}
 	c := g.asm.chunk // add parsed it
 	g.holding = g.holding || len(c.calls) > 0
-	if done || g.attempt > 0 || g.holding {
+	if g.attempt > 0 {
 		return done, nil
+	}
+	if done || g.holding {
+		return done, g.hold(ev, c)
 	}
 	g.passedContent += len(c.content)
 	g.passedThinking += len(c.thinking)
-	return false, g.write(g.asm.last)
+	return false, writeEvent(g.w, streamEvent{Data: ev.Data, parsed: c})
+}
+
+// hold keeps the first attempt's line ev, parsed as c, for release. It
+// counts against the attempt's bound.
+func (g *ollamaGate) hold(ev streamEvent, c *ollamaChunk) error {
+	if err := g.asm.take(len(ev.Data)); err != nil {
+		return err
+	}
+	g.held = append(g.held, streamEvent{Data: ev.Data, parsed: c})
+	return nil
+}
+
+// release implements releaser: the first attempt's held lines (from its
+// first call on, and its done line), as they came, when its calls were
+// accepted unchanged. Ollama's lines carry nothing accept would rewrite
+// for the first attempt, so it always can.
+func (g *ollamaGate) release() (bool, error) {
+	if g.ended || g.attempt > 0 {
+		return false, nil
+	}
+	g.ended = true
+	held := g.held
+	g.held = nil
+	for _, ev := range held {
+		if err := writeEvent(g.w, ev); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
 }
 
 func (g *ollamaGate) response() ([]byte, error) { return g.asm.response() }
@@ -317,6 +428,7 @@ func (g *ollamaGate) reject() {
 	g.attempt++
 	g.asm = &ollamaAssembler{}
 	g.holding = false
+	g.held = nil
 }
 
 func (g *ollamaGate) fail(typ, msg string) error {
