@@ -101,7 +101,7 @@ type chatAssembler struct {
 	role                     string
 	content, refusal         []byte
 	hasContent, hasRefusal   bool
-	calls                    []*chatCallAcc
+	parts                    []*chatCallAcc // the tool calls, in order of index
 	finish                   *string
 	usage                    json.RawMessage
 	// several: a choice other than 0 came; otherCalls: one held tool
@@ -150,7 +150,7 @@ func (a *chatAssembler) add(ev streamEvent) (bool, error) {
 			a.finish = ch.FinishReason
 		}
 	}
-	if a.several && (a.otherCalls || len(a.calls) > 0) {
+	if a.several && (a.otherCalls || len(a.parts) > 0) {
 		return false, unguardable("several choices with tool calls", errors.New("a stream of several choices holds tool calls"))
 	}
 	return false, nil
@@ -189,20 +189,20 @@ func (a *chatAssembler) addDelta(d *chatDelta) error {
 }
 
 func (a *chatAssembler) addCall(tc *chatToolCallDelta) error {
-	i := len(a.calls) - 1
+	i := len(a.parts) - 1
 	switch {
 	case tc.Index != nil && *tc.Index >= 0:
 		i = *tc.Index
 	case tc.Index == nil && tc.ID != "":
-		i = len(a.calls) // no index: a new id is a new call
+		i = len(a.parts) // no index: a new id is a new call
 	}
-	if i < 0 || i > len(a.calls) {
-		return unguardable("tool call index out of order", fmt.Errorf("tool call index %d after %d calls", i, len(a.calls)))
+	if i < 0 || i > len(a.parts) {
+		return unguardable("tool call index out of order", fmt.Errorf("tool call index %d after %d calls", i, len(a.parts)))
 	}
-	if i == len(a.calls) {
-		a.calls = append(a.calls, &chatCallAcc{})
+	if i == len(a.parts) {
+		a.parts = append(a.parts, &chatCallAcc{})
 	}
-	acc := a.calls[i]
+	acc := a.parts[i]
 	if tc.ID != "" {
 		acc.id = tc.ID
 	}
@@ -291,7 +291,7 @@ func (a *chatAssembler) message() chatAssembledMessage {
 		s := string(a.refusal)
 		m.Refusal = &s
 	}
-	for _, c := range a.calls {
+	for _, c := range a.parts {
 		call := chatAssembledCall{ID: c.id, Type: "function"}
 		if c.typ == "custom" || c.custom {
 			call.Type = "custom"
