@@ -228,6 +228,28 @@ func (a *chatAssembler) addCall(tc *chatToolCallDelta) error {
 	return nil
 }
 
+// calls implements callLister: the function calls of choice 0 as
+// chatWire.calls reads them from response() (a custom call's input is not
+// guarded, so it is left out), read from the parts the assembler holds.
+// Nothing can fail here that add did not refuse already: response() fails
+// only on a raw value that is not JSON, and every event was checked whole.
+// Args shares the assembler's bytes, capped so that an append copies; it
+// is empty, not nil, for a call that sent no arguments, as read back.
+func (a *chatAssembler) calls() ([]wireCall, error) {
+	out := make([]wireCall, 0, len(a.parts))
+	for _, c := range a.parts {
+		if c.typ == "custom" || c.custom {
+			continue
+		}
+		args := []byte{}
+		if c.args != nil {
+			args = c.args[:len(c.args):len(c.args)]
+		}
+		out = append(out, wireCall{ID: c.id, Name: string(c.name), Args: args})
+	}
+	return out, nil
+}
+
 func (a *chatAssembler) response() ([]byte, error) {
 	created := a.created
 	if len(created) == 0 {
