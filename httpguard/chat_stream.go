@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unicode/utf8"
 )
 
 // chatChunk is what the wire code reads of a chat.completion.chunk. The
@@ -336,6 +337,12 @@ func (a *chatAssembler) message() chatAssembledMessage {
 // carry the first attempt's id (openai.ChatCompletionAccumulator refuses a
 // chunk with another); synthesized chunks are copies of the first chunk
 // with their choices replaced.
+//
+// The first attempt's chunks that the gate does not pass at once (tool
+// call parts, text after them, finish and usage chunks) are kept as they
+// came, with their parsed forms, so that an attempt whose calls the stages
+// accept unchanged ends with them (release) rather than with chunks built
+// anew from the assembled response (accept).
 type chatGate struct {
 	w        io.Writer
 	attempt  int
@@ -347,7 +354,14 @@ type chatGate struct {
 	// the client has read.
 	passedContent, passedRefusal int
 	terminal                     [][]byte // the attempt's held finish and usage chunks
-	ended                        bool
+	// held are the first attempt's chunks not passed, in order (the
+	// terminal ones too), for release; heldN counts the bytes of those that
+	// are not terminal (the assembler's budget counts the terminal ones).
+	// unreleasable: the attempt cannot end with them (see keep).
+	held         []streamEvent
+	heldN        int
+	unreleasable bool
+	ended        bool
 }
 
 func newChatGate(w io.Writer) *chatGate { return &chatGate{w: w, asm: &chatAssembler{}} }
@@ -362,7 +376,9 @@ func (g *chatGate) event(ev streamEvent) (bool, error) {
 	}
 	c := g.asm.last // add parsed it
 	if g.template == nil {
-		g.template, g.id = append([]byte(nil), ev.Data...), c.ID
+		// Data is the event's own (a reader's fresh slice, never written
+		// to): kept as it is.
+		g.template, g.id = ev.Data, c.ID
 	}
 	calls, terminal := false, len(c.Choices) == 0
 	for _, ch := range c.Choices {
@@ -375,9 +391,11 @@ func (g *chatGate) event(ev streamEvent) (bool, error) {
 		if err := g.asm.take(len(ev.Data)); err != nil {
 			return false, err
 		}
-		g.terminal = append(g.terminal, append([]byte(nil), ev.Data...))
+		g.terminal = append(g.terminal, ev.Data)
+		g.keep(ev.Data, c, calls, true)
 	case calls:
 		g.holding = true
+		g.keep(ev.Data, c, true, false)
 	case g.attempt == 0 && !g.holding:
 		for _, ch := range c.Choices {
 			if ch.Index != 0 {
@@ -391,8 +409,68 @@ func (g *chatGate) event(ev streamEvent) (bool, error) {
 			}
 		}
 		return false, writeEvent(g.w, streamEvent{Data: ev.Data, parsed: c})
+	default:
+		g.keep(ev.Data, c, false, false)
 	}
 	return false, nil
+}
+
+// keep holds the first attempt's chunk data (parsed as c, calls when it
+// holds tool call parts) for release, unless what accept would write in
+// its place differs in what a client reads: a call part without an index
+// (the assembler places it by its id or after the last; an SDK's
+// accumulator by its index, 0 when absent), a chunk with another id than
+// the first (accept writes the first's), bytes that are not UTF-8 (accept
+// writes what the guard decoded). Nor past the bound: the held chunks and
+// the assembler's parts together stay within MaxBody, or the chunks are
+// dropped and the attempt ends by accept, as a later one does.
+func (g *chatGate) keep(data []byte, c *chatChunk, calls, terminal bool) {
+	if g.attempt > 0 || g.unreleasable {
+		return
+	}
+	if !terminal {
+		g.heldN += len(data)
+	}
+	ok := c.ID == g.id && g.asm.n+g.heldN <= MaxBody && utf8.Valid(data)
+	for i := 0; ok && calls && i < len(c.Choices); i++ {
+		for _, tc := range c.Choices[i].Delta.ToolCalls {
+			ok = ok && tc.Index != nil && *tc.Index >= 0
+		}
+	}
+	if !ok {
+		g.held, g.heldN, g.unreleasable = nil, 0, true
+		return
+	}
+	g.held = append(g.held, streamEvent{Data: data, parsed: c})
+}
+
+// release implements releaser: it ends the first attempt with the chunks
+// it held, as they came (their event names aside, which the gate never
+// writes), then what accept would add that the upstream did not send: a
+// finish chunk when none came, and [DONE]. It cannot (false, nothing
+// written) on a later attempt, when keep refused a chunk, or when a call
+// never named its type (accept writes "function").
+func (g *chatGate) release() (bool, error) {
+	if g.ended || g.attempt > 0 || g.unreleasable || g.template == nil {
+		return false, nil
+	}
+	for _, p := range g.asm.parts {
+		if p.typ == "" {
+			return false, nil
+		}
+	}
+	g.ended = true
+	for _, ev := range g.held {
+		if err := writeEvent(g.w, ev); err != nil {
+			return true, err
+		}
+	}
+	if len(g.terminal) == 0 {
+		if err := g.writeFinish(g.asm.finish); err != nil {
+			return true, err
+		}
+	}
+	return true, writeEvent(g.w, streamEvent{Data: []byte("[DONE]")})
 }
 
 func (g *chatGate) response() ([]byte, error) { return g.asm.response() }
@@ -568,15 +646,9 @@ func (g *chatGate) acceptedChoices(m chatAcceptedMessage, first chatDeltaOut) ([
 // finish when none was held), then [DONE].
 func (g *chatGate) end(finish *string) error {
 	if len(g.terminal) == 0 {
-		ch, err := chatChoiceOut(chatDeltaOut{}, finish)
-		if err != nil {
+		if err := g.writeFinish(finish); err != nil {
 			return err
 		}
-		c, err := g.chunk(ch)
-		if err != nil {
-			return err
-		}
-		g.terminal = [][]byte{c}
 	}
 	for _, t := range g.terminal {
 		c, err := g.terminalChunk(t)
@@ -588,6 +660,20 @@ func (g *chatGate) end(finish *string) error {
 		}
 	}
 	return writeEvent(g.w, streamEvent{Data: []byte("[DONE]")})
+}
+
+// writeFinish writes a chunk of the template with an empty delta and
+// finish: the end of an attempt whose upstream sent no finish chunk.
+func (g *chatGate) writeFinish(finish *string) error {
+	ch, err := chatChoiceOut(chatDeltaOut{}, finish)
+	if err != nil {
+		return err
+	}
+	c, err := g.chunk(ch)
+	if err != nil {
+		return err
+	}
+	return writeEvent(g.w, streamEvent{Data: c})
 }
 
 // terminalChunk is a held finish or usage chunk with the first attempt's id
@@ -626,6 +712,7 @@ func (g *chatGate) reject() {
 	g.asm = &chatAssembler{}
 	g.holding = false
 	g.terminal = nil
+	g.held, g.heldN = nil, 0
 }
 
 func (g *chatGate) fail(typ, msg string) error {
