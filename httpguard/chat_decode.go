@@ -133,6 +133,12 @@ func decodeChatDelta(b []byte, sp span, d *chatDelta) error {
 		if err != nil {
 			return err
 		}
+		if !d.more {
+			// As chatDeltaOpening reads the member.
+			role, err := keyIs(raw(b, it.k), "role")
+			v := raw(b, v)
+			d.more = err != nil || (!role && string(v) != `""` && string(v) != "null")
+		}
 	}
 	return it.err
 }

@@ -36,6 +36,10 @@ type chatDelta struct {
 	// FunctionCall is a legacy function_call, which the guard cannot
 	// read (the assembler refuses it).
 	FunctionCall json.RawMessage `json:"function_call"`
+	// more: a member other than role holds a value other than "" and
+	// null, whether the struct keeps it or not (reasoning_content): the
+	// delta carries something of the answer (chatDeltaOpening).
+	more bool
 }
 
 type chatToolCallDelta struct {
@@ -731,8 +735,30 @@ func (g *chatGate) abort(ev streamEvent) error {
 	return writeEvent(g.w, streamEvent{Data: ev.Data})
 }
 
-// opening reports whether ev only opens the stream (chatOpening).
-func (chatWire) opening(ev streamEvent) bool { return chatOpening(ev.Data) }
+// opening reports whether ev only opens the stream: from the chunk a gate
+// parsed when ev carries it, else from the bytes (chatOpening), with the
+// same answer.
+func (chatWire) opening(ev streamEvent) bool {
+	if c, ok := ev.parsed.(*chatChunk); ok {
+		return c.opening()
+	}
+	return chatOpening(ev.Data)
+}
+
+// opening is chatOpening of the chunk's bytes, read from what the decoder
+// kept of them: no usage, and in every choice no finish_reason and a delta
+// with nothing but its role (chatDelta.more).
+func (c *chatChunk) opening() bool {
+	if len(c.Usage) > 0 && c.Usage[0] != 'n' {
+		return false
+	}
+	for i := range c.Choices {
+		if c.Choices[i].FinishReason != nil || c.Choices[i].Delta.more {
+			return false
+		}
+	}
+	return true
+}
 
 // chatOpening reports whether a chat chunk only opens the stream: no
 // usage, and in every choice no finish_reason and a delta whose members

@@ -342,3 +342,36 @@ func TestChatGateReleaseAddsFinish(t *testing.T) {
 		t.Errorf("released %d events, ending %s %s", len(got), got[len(got)-2].Data, got[len(got)-1].Data)
 	}
 }
+
+// The client stream's opening check reads the chunk a gate parsed, with
+// the answer chatOpening gives from the bytes, for every chunk the gate
+// parses: seeded with every recorded Chat chunk and FuzzChatOpening's.
+func FuzzChatOpeningParsed(f *testing.F) {
+	for _, s := range chatStreamSeeds(f) {
+		evs, _ := readAllEvents(bytes.NewReader(s))
+		for _, ev := range evs {
+			f.Add(ev.Data)
+		}
+	}
+	for _, s := range []string{
+		`{"choices":[{"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":null}`,
+		`{"choices":[{"delta":{"role":"assistant","content":"Hi"}}]}`, `{"choices":[{"delta":{"reasoning_content":"hm"}}]}`,
+		`{"choices":[{"delta":{"reasoning_content":null,"x":""}}]}`, `{"choices":[{"delta":{"role":null,"refusal":""}}]}`,
+		`{"choices":[{"delta":{},"finish_reason":"stop"}]}`, `{"choices":[],"usage":{"total_tokens":1}}`, `null`, `[]`,
+		`{"choices":[{"delta":{"r\u006fle":"x","content":null}}]}`, `{"choices":[{"delta":{"r\u006fle":"x"}}]}`,
+		`{"choices":[{"finish_reason":1}]}`, `{"choices":[null]}`, `{"choices":[{"delta":{"tool_calls":[]}}]}`,
+		`{"choices":[{"delta":{"tool_calls":null,"function_call":null}}]}`, `{"choices":[{"delta":{"function_call":""}}]}`,
+		`{"choices":[{"delta":{"content":"","Reasoning":{}}}],"usage":null}`, `{"choices":null,"usage":null}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := parseChatChunk(data)
+		if err != nil {
+			return // not parsed: opening reads the bytes
+		}
+		if got, want := (chatWire{}).opening(streamEvent{Data: data, parsed: c}), chatOpening(data); got != want {
+			t.Fatalf("%q: opening of the parsed chunk = %v, chatOpening = %v", data, got, want)
+		}
+	})
+}

@@ -70,6 +70,7 @@ func normalChunk(c chatChunk) chatChunk {
 		c.Choices = nil
 	}
 	for i := range c.Choices {
+		c.Choices[i].Delta.more = false // what opening reads, not a member
 		if len(c.Choices[i].Delta.ToolCalls) == 0 {
 			c.Choices[i].Delta.ToolCalls = nil
 		}
