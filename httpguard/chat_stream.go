@@ -20,12 +20,17 @@ type chatChunk struct {
 	Choices           []chatChoice    `json:"choices"`
 	Usage             json.RawMessage `json:"usage"`
 	Error             json.RawMessage `json:"error"`
+	// The storage the decoder decodes into (see chat_decode.go): Choices
+	// when it holds one, and the strings of the two pointers.
+	one                      [1]chatChoice
+	fingerprint, serviceTier string
 }
 
 type chatChoice struct {
 	Index        int       `json:"index"`
 	Delta        chatDelta `json:"delta"`
 	FinishReason *string   `json:"finish_reason"`
+	finish       string    // FinishReason's storage
 }
 
 type chatDelta struct {
@@ -40,6 +45,9 @@ type chatDelta struct {
 	// null, whether the struct keeps it or not (reasoning_content): the
 	// delta carries something of the answer (chatDeltaOpening).
 	more bool
+	// Storage: of Content and Refusal, and of ToolCalls when it holds one.
+	content, refusal string
+	oneCall          [1]chatToolCallDelta
 }
 
 type chatToolCallDelta struct {
@@ -55,14 +63,16 @@ type chatToolCallDelta struct {
 		Name  string `json:"name"`
 		Input string `json:"input"`
 	} `json:"custom"`
+	index int // Index's storage
 }
 
-// chatChunkOf returns ev's chunk: the one a gate parsed, else parsed now.
-func chatChunkOf(ev streamEvent) (*chatChunk, error) {
+// chatChunkOf returns ev's chunk: the one a gate parsed, else parsed now,
+// sharing strings with prev, the stream's chunk before (nil for none).
+func chatChunkOf(ev streamEvent, prev *chatChunk) (*chatChunk, error) {
 	if c, ok := ev.parsed.(*chatChunk); ok {
 		return c, nil
 	}
-	return parseChatChunk(ev.Data)
+	return parseChatChunkAfter(ev.Data, prev)
 }
 
 // parseChatChunk reads a chunk as encoding/json would decode it into a
@@ -71,15 +81,19 @@ func chatChunkOf(ev streamEvent) (*chatChunk, error) {
 // without reflection; but a key read twice in one object is an error, as
 // everywhere in the wire code (a guard must never check one value while a
 // client reads another).
-func parseChatChunk(data []byte) (*chatChunk, error) {
-	var c chatChunk
-	if err := decodeChatChunk(data, &c); err != nil {
+func parseChatChunk(data []byte) (*chatChunk, error) { return parseChatChunkAfter(data, nil) }
+
+// parseChatChunkAfter is parseChatChunk sharing the strings spelled alike
+// with prev, the stream's chunk before (nil for none).
+func parseChatChunkAfter(data []byte, prev *chatChunk) (*chatChunk, error) {
+	c := new(chatChunk)
+	if err := decodeChatChunkAfter(data, c, prev); err != nil {
 		return nil, unguardable("unreadable chat chunk", fmt.Errorf("%w: chat chunk: %w", errJSON, err))
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		return nil, &upstreamStreamError{Data: append([]byte(nil), data...)}
 	}
-	return &c, nil
+	return c, nil
 }
 
 // chatCallAcc is one tool call being assembled: a function call's name and
@@ -125,7 +139,7 @@ func (a *chatAssembler) add(ev streamEvent) (bool, error) {
 	if bytes.Equal(ev.Data, []byte("[DONE]")) {
 		return true, nil
 	}
-	c, err := chatChunkOf(ev)
+	c, err := chatChunkOf(ev, a.last)
 	if err != nil {
 		return false, err
 	}
