@@ -250,7 +250,7 @@ func decodeChatDelta(b []byte, sp span, d *chatDelta) error {
 		case it.is("role"):
 			err = s.mark(&it, 0)
 			if err == nil {
-				err = decodeString(b, v, &d.Role)
+				err = decodeShared(b, v, &d.Role, "assistant")
 			}
 		case it.is("content"):
 			err = s.mark(&it, 1)

@@ -100,7 +100,8 @@ func parseChatChunkAfter(data []byte, prev *chatChunk) (*chatChunk, error) {
 // arguments, or a custom call's name and input.
 type chatCallAcc struct {
 	id, typ      string
-	name, args   []byte
+	name         string // its parts joined: most calls name themselves in one
+	args         []byte
 	custom       bool // a custom part came (custom.name or custom.input)
 	functionPart bool // a function part came (function.name or function.arguments)
 }
@@ -120,7 +121,7 @@ type chatAssembler struct {
 	role                     string
 	content, refusal         []byte
 	hasContent, hasRefusal   bool
-	parts                    []*chatCallAcc // the tool calls, in order of index
+	parts                    []chatCallAcc // the tool calls, in order of index
 	finish                   *string
 	usage                    json.RawMessage
 	// several: a choice other than 0 came; otherCalls: one held tool
@@ -219,9 +220,12 @@ func (a *chatAssembler) addCall(tc *chatToolCallDelta) error {
 		return unguardable("tool call index out of order", fmt.Errorf("tool call index %d after %d calls", i, len(a.parts)))
 	}
 	if i == len(a.parts) {
-		a.parts = append(a.parts, &chatCallAcc{})
+		if a.parts == nil {
+			a.parts = make([]chatCallAcc, 0, 4)
+		}
+		a.parts = append(a.parts, chatCallAcc{})
 	}
-	acc := a.parts[i]
+	acc := &a.parts[i]
 	if tc.ID != "" {
 		acc.id = tc.ID
 	}
@@ -242,7 +246,7 @@ func (a *chatAssembler) addCall(tc *chatToolCallDelta) error {
 	if err := a.take(len(tc.ID) + len(fn.Name) + len(fn.Arguments) + len(cu.Name) + len(cu.Input)); err != nil {
 		return err
 	}
-	acc.name = append(append(acc.name, fn.Name...), cu.Name...)
+	acc.name += fn.Name + cu.Name
 	acc.args = append(append(acc.args, fn.Arguments...), cu.Input...)
 	return nil
 }
@@ -256,7 +260,8 @@ func (a *chatAssembler) addCall(tc *chatToolCallDelta) error {
 // is empty, not nil, for a call that sent no arguments, as read back.
 func (a *chatAssembler) calls() ([]wireCall, error) {
 	out := make([]wireCall, 0, len(a.parts))
-	for _, c := range a.parts {
+	for i := range a.parts {
+		c := &a.parts[i]
 		if c.typ == "custom" || c.custom {
 			continue
 		}
@@ -264,7 +269,7 @@ func (a *chatAssembler) calls() ([]wireCall, error) {
 		if c.args != nil {
 			args = c.args[:len(c.args):len(c.args)]
 		}
-		out = append(out, wireCall{ID: c.id, Name: string(c.name), Args: args})
+		out = append(out, wireCall{ID: c.id, Name: c.name, Args: args})
 	}
 	return out, nil
 }
@@ -339,12 +344,12 @@ func (a *chatAssembler) message() chatAssembledMessage {
 			call.Custom = &struct {
 				Name  string `json:"name"`
 				Input string `json:"input"`
-			}{string(c.name), string(c.args)}
+			}{c.name, string(c.args)}
 		} else {
 			call.Function = &struct {
 				Name      string `json:"name"`
 				Arguments string `json:"arguments"`
-			}{string(c.name), string(c.args)}
+			}{c.name, string(c.args)}
 		}
 		m.ToolCalls = append(m.ToolCalls, call)
 	}
@@ -380,9 +385,14 @@ type chatGate struct {
 	heldN        int
 	unreleasable bool
 	ended        bool
+	first        chatAssembler // the first attempt's assembler, made with the gate
 }
 
-func newChatGate(w io.Writer) *chatGate { return &chatGate{w: w, asm: &chatAssembler{}} }
+func newChatGate(w io.Writer) *chatGate {
+	g := &chatGate{w: w}
+	g.asm = &g.first
+	return g
+}
 
 func (g *chatGate) event(ev streamEvent) (bool, error) {
 	if g.ended {
@@ -408,6 +418,9 @@ func (g *chatGate) event(ev streamEvent) (bool, error) {
 		// Held until the end: bounded with what the assembler holds.
 		if err := g.asm.take(len(ev.Data)); err != nil {
 			return false, err
+		}
+		if g.terminal == nil {
+			g.terminal = make([][]byte, 0, 2) // a finish chunk, a usage chunk
 		}
 		g.terminal = append(g.terminal, ev.Data)
 		g.keep(ev.Data, c, calls, true)
@@ -458,6 +471,9 @@ func (g *chatGate) keep(data []byte, c *chatChunk, calls, terminal bool) {
 	if !ok {
 		g.held, g.heldN, g.unreleasable = nil, 0, true
 		return
+	}
+	if g.held == nil {
+		g.held = make([]streamEvent, 0, 8)
 	}
 	g.held = append(g.held, streamEvent{Data: data, parsed: c})
 }
