@@ -1,13 +1,27 @@
 package httpguard
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // The hand decoder of a chat.completion.chunk (chatChunk).
 // stream_decode.go says why stream events are decoded by hand, and
 // holds the parts every decoder shares.
+//
+// A stream is hundreds of chunks, each decoded once per logical call, so
+// the decoder allocates little: a chunk of one choice and one tool call
+// part decodes into the chunk's own storage (chatChunk.one,
+// chatDelta.oneCall), its optional strings point into it, and the strings
+// a stream repeats in every chunk (id, model, system_fingerprint,
+// service_tier, a call's type) are the previous chunk's, not copies.
 
 // decodeChatChunk decodes data into c.
-func decodeChatChunk(data []byte, c *chatChunk) error {
+func decodeChatChunk(data []byte, c *chatChunk) error { return decodeChatChunkAfter(data, c, nil) }
+
+// decodeChatChunkAfter decodes data into c, sharing with prev, the
+// stream's chunk before (nil for none), the strings spelled alike.
+func decodeChatChunkAfter(data []byte, c *chatChunk, prev *chatChunk) error {
 	if !json.Valid(data) {
 		return errJSON
 	}
@@ -22,6 +36,9 @@ func decodeChatChunk(data []byte, c *chatChunk) error {
 	if err != nil {
 		return err
 	}
+	if prev == nil {
+		prev = &chatChunk{}
+	}
 	var s seen
 	for it.next() {
 		v := it.v
@@ -29,7 +46,7 @@ func decodeChatChunk(data []byte, c *chatChunk) error {
 		case it.is("id"):
 			err = s.mark(&it, 0)
 			if err == nil {
-				err = decodeString(data, v, &c.ID)
+				err = decodeShared(data, v, &c.ID, prev.ID)
 			}
 		case it.is("created"):
 			err = s.mark(&it, 1)
@@ -37,22 +54,22 @@ func decodeChatChunk(data []byte, c *chatChunk) error {
 		case it.is("model"):
 			err = s.mark(&it, 2)
 			if err == nil {
-				err = decodeString(data, v, &c.Model)
+				err = decodeShared(data, v, &c.Model, prev.Model)
 			}
 		case it.is("system_fingerprint"):
 			err = s.mark(&it, 3)
 			if err == nil {
-				c.SystemFingerprint, err = decodeOptString(data, v)
+				c.SystemFingerprint, err = decodeOptShared(data, v, &c.fingerprint, prev.SystemFingerprint)
 			}
 		case it.is("service_tier"):
 			err = s.mark(&it, 4)
 			if err == nil {
-				c.ServiceTier, err = decodeOptString(data, v)
+				c.ServiceTier, err = decodeOptShared(data, v, &c.serviceTier, prev.ServiceTier)
 			}
 		case it.is("choices"):
 			err = s.mark(&it, 5)
 			if err == nil {
-				c.Choices, err = decodeChatChoices(data, v)
+				c.Choices, err = decodeObjectsIn(data, v, c.one[:], chatChoiceMember)
 			}
 		case it.is("usage"):
 			err = s.mark(&it, 6)
@@ -68,8 +85,132 @@ func decodeChatChunk(data []byte, c *chatChunk) error {
 	return it.err
 }
 
-func decodeChatChoices(b []byte, sp span) ([]chatChoice, error) {
-	return decodeObjects(b, sp, chatChoiceMember)
+// decodeShared is decodeString, but a string spelled as like, without
+// escapes, is like itself rather than a copy.
+func decodeShared(b []byte, sp span, dst *string, like string) error {
+	if q := raw(b, sp); len(q) == len(like)+2 && q[0] == '"' && string(q[1:len(q)-1]) == like && !needsDecoding(q[1:len(q)-1]) {
+		*dst = like
+		return nil
+	}
+	return decodeString(b, sp, dst)
+}
+
+// decodeOptShared is decodeOptString into store, sharing like's string
+// (when like is not nil) as decodeShared does: nil for null, else store.
+func decodeOptShared(b []byte, sp span, store *string, like *string) (*string, error) {
+	if kind(b, sp) == 'n' {
+		return nil, nil
+	}
+	l := ""
+	if like != nil {
+		l = *like
+	}
+	if err := decodeShared(b, sp, store, l); err != nil {
+		return nil, err
+	}
+	return store, nil
+}
+
+// decodeOptIn is decodeOptString into store: nil for null, else store.
+func decodeOptIn(b []byte, sp span, store *string) (*string, error) {
+	if kind(b, sp) == 'n' {
+		return nil, nil
+	}
+	if err := decodeString(b, sp, store); err != nil {
+		return nil, err
+	}
+	return store, nil
+}
+
+// decodeObjectsIn is decodeObjects into in, the storage of the usual
+// number of elements (zero values): an array of more is decoded by
+// decodeObjects into a slice of its own. Each element is decoded where it
+// stays, so that what it points into itself stays valid.
+func decodeObjectsIn[T any](b []byte, sp span, in []T, member func(b []byte, it memberIter, s seen, t *T) (seen, error)) ([]T, error) {
+	if kind(b, sp) == 'n' {
+		return nil, nil
+	}
+	el, err := iterElems(b, sp)
+	if err != nil {
+		return nil, err
+	}
+	out := in[:0]
+	for el.next() {
+		if len(out) == len(in) {
+			return decodeObjects(b, sp, member)
+		}
+		out = out[:len(out)+1]
+		e := el.e
+		if kind(b, e) == 'n' {
+			continue
+		}
+		it, err := iterMembers(b, e)
+		if err != nil {
+			return nil, err
+		}
+		var s seen
+		for it.next() {
+			if s, err = member(b, it, s, &out[len(out)-1]); err != nil {
+				return nil, err
+			}
+		}
+		if it.err != nil {
+			return nil, it.err
+		}
+	}
+	return out, el.err
+}
+
+// elemIter walks the elements of an array in place, as arrayElems lists
+// them, allocating nothing.
+type elemIter struct {
+	b   []byte
+	end int
+	at  int // the next element; -1 after the last
+	e   span
+	err error
+}
+
+// iterElems returns an iterator over the array at sp.
+func iterElems(b []byte, sp span) (elemIter, error) {
+	if kind(b, sp) != '[' {
+		return elemIter{}, fmt.Errorf("%w: want an array", errJSON)
+	}
+	i := skipSpace(b, sp.start+1)
+	if i < sp.end && b[i] == ']' {
+		i = -1
+	}
+	return elemIter{b: b, end: sp.end, at: i}, nil
+}
+
+// next moves to the next element; false after the last or at an error
+// (it.err).
+func (it *elemIter) next() bool {
+	if it.at < 0 || it.err != nil {
+		return false
+	}
+	if it.at >= it.end {
+		it.err = errJSON
+		return false
+	}
+	end, err := valueEnd(it.b, it.at)
+	if err != nil {
+		it.err = err
+		return false
+	}
+	it.e = span{it.at, end}
+	j := skipSpace(it.b, end)
+	switch {
+	case j >= it.end:
+		it.err = errJSON
+	case it.b[j] == ']':
+		it.at = -1
+	case it.b[j] == ',':
+		it.at = skipSpace(it.b, j+1)
+	default:
+		it.err = errJSON
+	}
+	return it.err == nil
 }
 
 func chatChoiceMember(b []byte, it memberIter, s seen, ch *chatChoice) (_ seen, err error) {
@@ -88,7 +229,7 @@ func chatChoiceMember(b []byte, it memberIter, s seen, ch *chatChoice) (_ seen, 
 	case it.is("finish_reason"):
 		err = s.mark(&it, 2)
 		if err == nil {
-			ch.FinishReason, err = decodeOptString(b, v)
+			ch.FinishReason, err = decodeOptIn(b, v, &ch.finish)
 		}
 	}
 	return s, err
@@ -109,22 +250,22 @@ func decodeChatDelta(b []byte, sp span, d *chatDelta) error {
 		case it.is("role"):
 			err = s.mark(&it, 0)
 			if err == nil {
-				err = decodeString(b, v, &d.Role)
+				err = decodeShared(b, v, &d.Role, "assistant")
 			}
 		case it.is("content"):
 			err = s.mark(&it, 1)
 			if err == nil {
-				d.Content, err = decodeOptString(b, v)
+				d.Content, err = decodeOptIn(b, v, &d.content)
 			}
 		case it.is("refusal"):
 			err = s.mark(&it, 2)
 			if err == nil {
-				d.Refusal, err = decodeOptString(b, v)
+				d.Refusal, err = decodeOptIn(b, v, &d.refusal)
 			}
 		case it.is("tool_calls"):
 			err = s.mark(&it, 3)
 			if err == nil {
-				d.ToolCalls, err = decodeChatToolCalls(b, v)
+				d.ToolCalls, err = decodeObjectsIn(b, v, d.oneCall[:], chatToolCallMember)
 			}
 		case it.is("function_call"):
 			err = s.mark(&it, 4)
@@ -133,12 +274,14 @@ func decodeChatDelta(b []byte, sp span, d *chatDelta) error {
 		if err != nil {
 			return err
 		}
+		if !d.more {
+			// As chatDeltaOpening reads the member.
+			role, err := keyIs(raw(b, it.k), "role")
+			v := raw(b, v)
+			d.more = err != nil || (!role && string(v) != `""` && string(v) != "null")
+		}
 	}
 	return it.err
-}
-
-func decodeChatToolCalls(b []byte, sp span) ([]chatToolCallDelta, error) {
-	return decodeObjects(b, sp, chatToolCallMember)
 }
 
 func chatToolCallMember(b []byte, it memberIter, s seen, tc *chatToolCallDelta) (_ seen, err error) {
@@ -147,9 +290,8 @@ func chatToolCallMember(b []byte, it memberIter, s seen, tc *chatToolCallDelta) 
 	case it.is("index"):
 		err = s.mark(&it, 0)
 		if err == nil && kind(b, v) != 'n' {
-			n := 0
-			if err = decodeInt(b, v, &n); err == nil {
-				tc.Index = &n
+			if err = decodeInt(b, v, &tc.index); err == nil {
+				tc.Index = &tc.index
 			}
 		}
 	case it.is("id"):
@@ -160,7 +302,7 @@ func chatToolCallMember(b []byte, it memberIter, s seen, tc *chatToolCallDelta) 
 	case it.is("type"):
 		err = s.mark(&it, 2)
 		if err == nil {
-			err = decodeString(b, v, &tc.Type)
+			err = decodeShared(b, v, &tc.Type, "function")
 		}
 	case it.is("function"):
 		err = s.mark(&it, 3)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unicode/utf8"
 )
 
 // chatChunk is what the wire code reads of a chat.completion.chunk. The
@@ -19,12 +20,17 @@ type chatChunk struct {
 	Choices           []chatChoice    `json:"choices"`
 	Usage             json.RawMessage `json:"usage"`
 	Error             json.RawMessage `json:"error"`
+	// The storage the decoder decodes into (see chat_decode.go): Choices
+	// when it holds one, and the strings of the two pointers.
+	one                      [1]chatChoice
+	fingerprint, serviceTier string
 }
 
 type chatChoice struct {
 	Index        int       `json:"index"`
 	Delta        chatDelta `json:"delta"`
 	FinishReason *string   `json:"finish_reason"`
+	finish       string    // FinishReason's storage
 }
 
 type chatDelta struct {
@@ -35,6 +41,13 @@ type chatDelta struct {
 	// FunctionCall is a legacy function_call, which the guard cannot
 	// read (the assembler refuses it).
 	FunctionCall json.RawMessage `json:"function_call"`
+	// more: a member other than role holds a value other than "" and
+	// null, whether the struct keeps it or not (reasoning_content): the
+	// delta carries something of the answer (chatDeltaOpening).
+	more bool
+	// Storage: of Content and Refusal, and of ToolCalls when it holds one.
+	content, refusal string
+	oneCall          [1]chatToolCallDelta
 }
 
 type chatToolCallDelta struct {
@@ -50,14 +63,16 @@ type chatToolCallDelta struct {
 		Name  string `json:"name"`
 		Input string `json:"input"`
 	} `json:"custom"`
+	index int // Index's storage
 }
 
-// chatChunkOf returns ev's chunk: the one a gate parsed, else parsed now.
-func chatChunkOf(ev streamEvent) (*chatChunk, error) {
+// chatChunkOf returns ev's chunk: the one a gate parsed, else parsed now,
+// sharing strings with prev, the stream's chunk before (nil for none).
+func chatChunkOf(ev streamEvent, prev *chatChunk) (*chatChunk, error) {
 	if c, ok := ev.parsed.(*chatChunk); ok {
 		return c, nil
 	}
-	return parseChatChunk(ev.Data)
+	return parseChatChunkAfter(ev.Data, prev)
 }
 
 // parseChatChunk reads a chunk as encoding/json would decode it into a
@@ -66,22 +81,27 @@ func chatChunkOf(ev streamEvent) (*chatChunk, error) {
 // without reflection; but a key read twice in one object is an error, as
 // everywhere in the wire code (a guard must never check one value while a
 // client reads another).
-func parseChatChunk(data []byte) (*chatChunk, error) {
-	var c chatChunk
-	if err := decodeChatChunk(data, &c); err != nil {
+func parseChatChunk(data []byte) (*chatChunk, error) { return parseChatChunkAfter(data, nil) }
+
+// parseChatChunkAfter is parseChatChunk sharing the strings spelled alike
+// with prev, the stream's chunk before (nil for none).
+func parseChatChunkAfter(data []byte, prev *chatChunk) (*chatChunk, error) {
+	c := new(chatChunk)
+	if err := decodeChatChunkAfter(data, c, prev); err != nil {
 		return nil, unguardable("unreadable chat chunk", fmt.Errorf("%w: chat chunk: %w", errJSON, err))
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		return nil, &upstreamStreamError{Data: append([]byte(nil), data...)}
 	}
-	return &c, nil
+	return c, nil
 }
 
 // chatCallAcc is one tool call being assembled: a function call's name and
 // arguments, or a custom call's name and input.
 type chatCallAcc struct {
 	id, typ      string
-	name, args   []byte
+	name         string // its parts joined: most calls name themselves in one
+	args         []byte
 	custom       bool // a custom part came (custom.name or custom.input)
 	functionPart bool // a function part came (function.name or function.arguments)
 }
@@ -101,7 +121,7 @@ type chatAssembler struct {
 	role                     string
 	content, refusal         []byte
 	hasContent, hasRefusal   bool
-	calls                    []*chatCallAcc
+	parts                    []chatCallAcc // the tool calls, in order of index
 	finish                   *string
 	usage                    json.RawMessage
 	// several: a choice other than 0 came; otherCalls: one held tool
@@ -120,7 +140,7 @@ func (a *chatAssembler) add(ev streamEvent) (bool, error) {
 	if bytes.Equal(ev.Data, []byte("[DONE]")) {
 		return true, nil
 	}
-	c, err := chatChunkOf(ev)
+	c, err := chatChunkOf(ev, a.last)
 	if err != nil {
 		return false, err
 	}
@@ -150,7 +170,7 @@ func (a *chatAssembler) add(ev streamEvent) (bool, error) {
 			a.finish = ch.FinishReason
 		}
 	}
-	if a.several && (a.otherCalls || len(a.calls) > 0) {
+	if a.several && (a.otherCalls || len(a.parts) > 0) {
 		return false, unguardable("several choices with tool calls", errors.New("a stream of several choices holds tool calls"))
 	}
 	return false, nil
@@ -189,20 +209,23 @@ func (a *chatAssembler) addDelta(d *chatDelta) error {
 }
 
 func (a *chatAssembler) addCall(tc *chatToolCallDelta) error {
-	i := len(a.calls) - 1
+	i := len(a.parts) - 1
 	switch {
 	case tc.Index != nil && *tc.Index >= 0:
 		i = *tc.Index
 	case tc.Index == nil && tc.ID != "":
-		i = len(a.calls) // no index: a new id is a new call
+		i = len(a.parts) // no index: a new id is a new call
 	}
-	if i < 0 || i > len(a.calls) {
-		return unguardable("tool call index out of order", fmt.Errorf("tool call index %d after %d calls", i, len(a.calls)))
+	if i < 0 || i > len(a.parts) {
+		return unguardable("tool call index out of order", fmt.Errorf("tool call index %d after %d calls", i, len(a.parts)))
 	}
-	if i == len(a.calls) {
-		a.calls = append(a.calls, &chatCallAcc{})
+	if i == len(a.parts) {
+		if a.parts == nil {
+			a.parts = make([]chatCallAcc, 0, 4)
+		}
+		a.parts = append(a.parts, chatCallAcc{})
 	}
-	acc := a.calls[i]
+	acc := &a.parts[i]
 	if tc.ID != "" {
 		acc.id = tc.ID
 	}
@@ -223,9 +246,32 @@ func (a *chatAssembler) addCall(tc *chatToolCallDelta) error {
 	if err := a.take(len(tc.ID) + len(fn.Name) + len(fn.Arguments) + len(cu.Name) + len(cu.Input)); err != nil {
 		return err
 	}
-	acc.name = append(append(acc.name, fn.Name...), cu.Name...)
+	acc.name += fn.Name + cu.Name
 	acc.args = append(append(acc.args, fn.Arguments...), cu.Input...)
 	return nil
+}
+
+// calls implements callLister: the function calls of choice 0 as
+// chatWire.calls reads them from response() (a custom call's input is not
+// guarded, so it is left out), read from the parts the assembler holds.
+// Nothing can fail here that add did not refuse already: response() fails
+// only on a raw value that is not JSON, and every event was checked whole.
+// Args shares the assembler's bytes, capped so that an append copies; it
+// is empty, not nil, for a call that sent no arguments, as read back.
+func (a *chatAssembler) calls() ([]wireCall, error) {
+	out := make([]wireCall, 0, len(a.parts))
+	for i := range a.parts {
+		c := &a.parts[i]
+		if c.typ == "custom" || c.custom {
+			continue
+		}
+		args := []byte{}
+		if c.args != nil {
+			args = c.args[:len(c.args):len(c.args)]
+		}
+		out = append(out, wireCall{ID: c.id, Name: c.name, Args: args})
+	}
+	return out, nil
 }
 
 func (a *chatAssembler) response() ([]byte, error) {
@@ -291,19 +337,19 @@ func (a *chatAssembler) message() chatAssembledMessage {
 		s := string(a.refusal)
 		m.Refusal = &s
 	}
-	for _, c := range a.calls {
+	for _, c := range a.parts {
 		call := chatAssembledCall{ID: c.id, Type: "function"}
 		if c.typ == "custom" || c.custom {
 			call.Type = "custom"
 			call.Custom = &struct {
 				Name  string `json:"name"`
 				Input string `json:"input"`
-			}{string(c.name), string(c.args)}
+			}{c.name, string(c.args)}
 		} else {
 			call.Function = &struct {
 				Name      string `json:"name"`
 				Arguments string `json:"arguments"`
-			}{string(c.name), string(c.args)}
+			}{c.name, string(c.args)}
 		}
 		m.ToolCalls = append(m.ToolCalls, call)
 	}
@@ -314,6 +360,12 @@ func (a *chatAssembler) message() chatAssembledMessage {
 // carry the first attempt's id (openai.ChatCompletionAccumulator refuses a
 // chunk with another); synthesized chunks are copies of the first chunk
 // with their choices replaced.
+//
+// The first attempt's chunks that the gate does not pass at once (tool
+// call parts, text after them, finish and usage chunks) are kept as they
+// came, with their parsed forms, so that an attempt whose calls the stages
+// accept unchanged ends with them (release) rather than with chunks built
+// anew from the assembled response (accept).
 type chatGate struct {
 	w        io.Writer
 	attempt  int
@@ -325,10 +377,22 @@ type chatGate struct {
 	// the client has read.
 	passedContent, passedRefusal int
 	terminal                     [][]byte // the attempt's held finish and usage chunks
-	ended                        bool
+	// held are the first attempt's chunks not passed, in order (the
+	// terminal ones too), for release; heldN counts the bytes of those that
+	// are not terminal (the assembler's budget counts the terminal ones).
+	// unreleasable: the attempt cannot end with them (see keep).
+	held         []streamEvent
+	heldN        int
+	unreleasable bool
+	ended        bool
+	first        chatAssembler // the first attempt's assembler, made with the gate
 }
 
-func newChatGate(w io.Writer) *chatGate { return &chatGate{w: w, asm: &chatAssembler{}} }
+func newChatGate(w io.Writer) *chatGate {
+	g := &chatGate{w: w}
+	g.asm = &g.first
+	return g
+}
 
 func (g *chatGate) event(ev streamEvent) (bool, error) {
 	if g.ended {
@@ -340,7 +404,9 @@ func (g *chatGate) event(ev streamEvent) (bool, error) {
 	}
 	c := g.asm.last // add parsed it
 	if g.template == nil {
-		g.template, g.id = append([]byte(nil), ev.Data...), c.ID
+		// Data is the event's own (a reader's fresh slice, never written
+		// to): kept as it is.
+		g.template, g.id = ev.Data, c.ID
 	}
 	calls, terminal := false, len(c.Choices) == 0
 	for _, ch := range c.Choices {
@@ -353,9 +419,14 @@ func (g *chatGate) event(ev streamEvent) (bool, error) {
 		if err := g.asm.take(len(ev.Data)); err != nil {
 			return false, err
 		}
-		g.terminal = append(g.terminal, append([]byte(nil), ev.Data...))
+		if g.terminal == nil {
+			g.terminal = make([][]byte, 0, 2) // a finish chunk, a usage chunk
+		}
+		g.terminal = append(g.terminal, ev.Data)
+		g.keep(ev.Data, c, calls, true)
 	case calls:
 		g.holding = true
+		g.keep(ev.Data, c, true, false)
 	case g.attempt == 0 && !g.holding:
 		for _, ch := range c.Choices {
 			if ch.Index != 0 {
@@ -369,8 +440,71 @@ func (g *chatGate) event(ev streamEvent) (bool, error) {
 			}
 		}
 		return false, writeEvent(g.w, streamEvent{Data: ev.Data, parsed: c})
+	default:
+		g.keep(ev.Data, c, false, false)
 	}
 	return false, nil
+}
+
+// keep holds the first attempt's chunk data (parsed as c, calls when it
+// holds tool call parts) for release, unless what accept would write in
+// its place differs in what a client reads: a call part without an index
+// (the assembler places it by its id or after the last; an SDK's
+// accumulator by its index, 0 when absent), a chunk with another id than
+// the first (accept writes the first's), bytes that are not UTF-8 (accept
+// writes what the guard decoded). Nor past the bound: the held chunks and
+// the assembler's parts together stay within MaxBody, or the chunks are
+// dropped and the attempt ends by accept, as a later one does.
+func (g *chatGate) keep(data []byte, c *chatChunk, calls, terminal bool) {
+	if g.attempt > 0 || g.unreleasable {
+		return
+	}
+	if !terminal {
+		g.heldN += len(data)
+	}
+	ok := c.ID == g.id && g.asm.n+g.heldN <= MaxBody && utf8.Valid(data)
+	for i := 0; ok && calls && i < len(c.Choices); i++ {
+		for _, tc := range c.Choices[i].Delta.ToolCalls {
+			ok = ok && tc.Index != nil && *tc.Index >= 0
+		}
+	}
+	if !ok {
+		g.held, g.heldN, g.unreleasable = nil, 0, true
+		return
+	}
+	if g.held == nil {
+		g.held = make([]streamEvent, 0, 8)
+	}
+	g.held = append(g.held, streamEvent{Data: data, parsed: c})
+}
+
+// release implements releaser: it ends the first attempt with the chunks
+// it held, as they came (their event names aside, which the gate never
+// writes), then what accept would add that the upstream did not send: a
+// finish chunk when none came, and [DONE]. It cannot (false, nothing
+// written) on a later attempt, when keep refused a chunk, or when a call
+// never named its type (accept writes "function").
+func (g *chatGate) release() (bool, error) {
+	if g.ended || g.attempt > 0 || g.unreleasable || g.template == nil {
+		return false, nil
+	}
+	for _, p := range g.asm.parts {
+		if p.typ == "" {
+			return false, nil
+		}
+	}
+	g.ended = true
+	for _, ev := range g.held {
+		if err := writeEvent(g.w, ev); err != nil {
+			return true, err
+		}
+	}
+	if len(g.terminal) == 0 {
+		if err := g.writeFinish(g.asm.finish); err != nil {
+			return true, err
+		}
+	}
+	return true, writeEvent(g.w, streamEvent{Data: []byte("[DONE]")})
 }
 
 func (g *chatGate) response() ([]byte, error) { return g.asm.response() }
@@ -546,15 +680,9 @@ func (g *chatGate) acceptedChoices(m chatAcceptedMessage, first chatDeltaOut) ([
 // finish when none was held), then [DONE].
 func (g *chatGate) end(finish *string) error {
 	if len(g.terminal) == 0 {
-		ch, err := chatChoiceOut(chatDeltaOut{}, finish)
-		if err != nil {
+		if err := g.writeFinish(finish); err != nil {
 			return err
 		}
-		c, err := g.chunk(ch)
-		if err != nil {
-			return err
-		}
-		g.terminal = [][]byte{c}
 	}
 	for _, t := range g.terminal {
 		c, err := g.terminalChunk(t)
@@ -566,6 +694,20 @@ func (g *chatGate) end(finish *string) error {
 		}
 	}
 	return writeEvent(g.w, streamEvent{Data: []byte("[DONE]")})
+}
+
+// writeFinish writes a chunk of the template with an empty delta and
+// finish: the end of an attempt whose upstream sent no finish chunk.
+func (g *chatGate) writeFinish(finish *string) error {
+	ch, err := chatChoiceOut(chatDeltaOut{}, finish)
+	if err != nil {
+		return err
+	}
+	c, err := g.chunk(ch)
+	if err != nil {
+		return err
+	}
+	return writeEvent(g.w, streamEvent{Data: c})
 }
 
 // terminalChunk is a held finish or usage chunk with the first attempt's id
@@ -604,6 +746,7 @@ func (g *chatGate) reject() {
 	g.asm = &chatAssembler{}
 	g.holding = false
 	g.terminal = nil
+	g.held, g.heldN = nil, 0
 }
 
 func (g *chatGate) fail(typ, msg string) error {
@@ -622,8 +765,30 @@ func (g *chatGate) abort(ev streamEvent) error {
 	return writeEvent(g.w, streamEvent{Data: ev.Data})
 }
 
-// opening reports whether ev only opens the stream (chatOpening).
-func (chatWire) opening(ev streamEvent) bool { return chatOpening(ev.Data) }
+// opening reports whether ev only opens the stream: from the chunk a gate
+// parsed when ev carries it, else from the bytes (chatOpening), with the
+// same answer.
+func (chatWire) opening(ev streamEvent) bool {
+	if c, ok := ev.parsed.(*chatChunk); ok {
+		return c.opening()
+	}
+	return chatOpening(ev.Data)
+}
+
+// opening is chatOpening of the chunk's bytes, read from what the decoder
+// kept of them: no usage, and in every choice no finish_reason and a delta
+// with nothing but its role (chatDelta.more).
+func (c *chatChunk) opening() bool {
+	if len(c.Usage) > 0 && c.Usage[0] != 'n' {
+		return false
+	}
+	for i := range c.Choices {
+		if c.Choices[i].FinishReason != nil || c.Choices[i].Delta.more {
+			return false
+		}
+	}
+	return true
+}
 
 // chatOpening reports whether a chat chunk only opens the stream: no
 // usage, and in every choice no finish_reason and a delta whose members

@@ -61,11 +61,30 @@ func FuzzChatChunk(f *testing.F) {
 		if werr == nil && !reflect.DeepEqual(normalChunk(got), normalChunk(want)) {
 			t.Fatalf("%q:\n got %+v\nwant %+v", data, got, want)
 		}
+		// After a chunk spelled alike, whose strings it shares, it
+		// decodes the same.
+		var again chatChunk
+		if aerr := decodeChatChunkAfter(data, &again, &got); (aerr == nil) != (gerr == nil) || !reflect.DeepEqual(normalChunk(again), normalChunk(got)) {
+			t.Fatalf("%q: after itself:\n got %+v, %v\nwant %+v, %v", data, again, aerr, got, gerr)
+		}
 	})
 }
 
-// normalChunk makes empty and nil slices and raw values alike.
+// normalChunk makes empty and nil slices and raw values alike, and sets
+// aside what is not a member: the decoder's storage, on copies (the
+// pointers into it still read the values), and chatDelta.more.
 func normalChunk(c chatChunk) chatChunk {
+	c.one, c.fingerprint, c.serviceTier = [1]chatChoice{}, "", ""
+	c.Choices = append([]chatChoice(nil), c.Choices...)
+	for i := range c.Choices {
+		ch := &c.Choices[i]
+		ch.finish = ""
+		ch.Delta.more, ch.Delta.content, ch.Delta.refusal, ch.Delta.oneCall = false, "", "", [1]chatToolCallDelta{}
+		ch.Delta.ToolCalls = append([]chatToolCallDelta(nil), ch.Delta.ToolCalls...)
+		for j := range ch.Delta.ToolCalls {
+			ch.Delta.ToolCalls[j].index = 0
+		}
+	}
 	if len(c.Choices) == 0 {
 		c.Choices = nil
 	}
