@@ -159,8 +159,8 @@ func chatStreamThrough(t *testing.T, rt http.RoundTripper, req []byte, streams .
 	return ex.body
 }
 
-// sameEvents fails t unless got's events are want's, event for event.
-func sameEvents(t *testing.T, got, want []streamEvent) {
+// eventsEqual fails t unless got's events are want's, event for event.
+func eventsEqual(t *testing.T, got, want []streamEvent) {
 	t.Helper()
 	n := max(len(got), len(want))
 	for i := range n {
@@ -212,7 +212,7 @@ func TestChatStreamReleasedAsSent(t *testing.T) {
 				if len(tc.added) > 0 {
 					want = append(append([]streamEvent(nil), up...), streamEvent{Data: []byte("[DONE]")})
 				}
-				sameEvents(t, events(t, chatStreamThrough(t, st.new(), nil, tc.up)), want)
+				eventsEqual(t, events(t, chatStreamThrough(t, st.new(), nil, tc.up)), want)
 			})
 		}
 	}
@@ -246,7 +246,7 @@ func TestChatStreamCleanedOrReaskedWrittenAsBefore(t *testing.T) {
 		for _, st := range chatStacks {
 			t.Run(tc.name+"/"+st.name, func(t *testing.T) {
 				got := chatStreamThrough(t, st.new(), req, tc.up...)
-				sameEvents(t, events(t, got), events(t, fixture(t, "openai-chat", tc.want)))
+				eventsEqual(t, events(t, got), events(t, fixture(t, "openai-chat", tc.want)))
 			})
 		}
 	}
@@ -336,8 +336,8 @@ func TestChatGateReleaseAddsFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, acc := events(t, released.Bytes()), events(t, accepted.Bytes())
-	sameEvents(t, got[:2], events(t, []byte(up)))
-	sameEvents(t, got[2:], acc[len(acc)-2:])
+	eventsEqual(t, got[:2], events(t, []byte(up)))
+	eventsEqual(t, got[2:], acc[len(acc)-2:])
 	if len(got) != 4 || !bytes.Contains(got[2].Data, []byte(`"finish_reason":null`)) || string(got[3].Data) != "[DONE]" {
 		t.Errorf("released %d events, ending %s %s", len(got), got[len(got)-2].Data, got[len(got)-1].Data)
 	}
