@@ -139,7 +139,7 @@ func (r *sseReader) next() (streamEvent, error) {
 		value = bytes.TrimPrefix(value, []byte(" "))
 		switch string(name) {
 		case "event":
-			ev.Event = string(value)
+			ev.Event = eventName(value)
 		case "data":
 			if has {
 				data = append(data, '\n')
@@ -184,4 +184,51 @@ func appendEvent(b []byte, ev streamEvent) []byte {
 		data = rest
 	}
 	return append(b, '\n')
+}
+
+// eventName returns the event field value as a string: one of the names
+// Anthropic's and OpenAI Responses' streams send without an allocation
+// (every event of theirs names its type), any other copied.
+func eventName(b []byte) string {
+	switch string(b) {
+	case "content_block_delta":
+		return "content_block_delta"
+	case "content_block_start":
+		return "content_block_start"
+	case "content_block_stop":
+		return "content_block_stop"
+	case "message_start":
+		return "message_start"
+	case "message_delta":
+		return "message_delta"
+	case "message_stop":
+		return "message_stop"
+	case "ping":
+		return "ping"
+	case "response.created":
+		return "response.created"
+	case "response.in_progress":
+		return "response.in_progress"
+	case "response.output_item.added":
+		return "response.output_item.added"
+	case "response.output_item.done":
+		return "response.output_item.done"
+	case "response.content_part.added":
+		return "response.content_part.added"
+	case "response.content_part.done":
+		return "response.content_part.done"
+	case "response.output_text.delta":
+		return "response.output_text.delta"
+	case "response.output_text.done":
+		return "response.output_text.done"
+	case "response.function_call_arguments.delta":
+		return "response.function_call_arguments.delta"
+	case "response.function_call_arguments.done":
+		return "response.function_call_arguments.done"
+	case "response.reasoning_summary_text.delta":
+		return "response.reasoning_summary_text.delta"
+	case "response.completed":
+		return "response.completed"
+	}
+	return string(b)
 }

@@ -132,3 +132,17 @@ func (r sseLineCap) lineCap() int { return cap(r.buf) }
 type ndjsonLineCap struct{ *ndjsonReader }
 
 func (r ndjsonLineCap) lineCap() int { return cap(r.buf) }
+
+// An event name a stream sends with every event is read without an
+// allocation; any name is read as it came.
+func TestEventName(t *testing.T) {
+	for _, name := range []string{"message_start", "response.output_text.delta", "ping", "x-custom", "", "Message_Start"} {
+		if got := eventName([]byte(name)); got != name {
+			t.Errorf("eventName(%q) = %q", name, got)
+		}
+	}
+	b := []byte("content_block_delta")
+	if n := testing.AllocsPerRun(100, func() { _ = eventName(b) }); n != 0 {
+		t.Errorf("eventName of a known name allocates %v times, want 0", n)
+	}
+}
