@@ -576,25 +576,6 @@ func bedrockOptStr(b []byte, sp span, key string) (string, error) {
 	return unquote(raw(b, v))
 }
 
-// bedrockToolUse reads the block b, {"toolUse":{…}}, as bedrockContent
-// reads a block: the span of its ToolUseBlock, and whether it is the
-// client's call (not typed server_tool_use).
-func bedrockToolUse(b []byte) (v span, client bool, err error) {
-	r, err := root(b)
-	if err != nil {
-		return span{}, false, err
-	}
-	bl, err := bedrockBlockOf(b, r)
-	if err != nil {
-		return span{}, false, err
-	}
-	typ, err := optStr(b, bl.v, "type")
-	if err != nil {
-		return span{}, false, err
-	}
-	return bl.v, typ != "server_tool_use", nil
-}
-
 func (a *bedrockAssembler) response() ([]byte, error) {
 	b, err := a.assemble()
 	return b, unreadable(bedrockUnread, err)

@@ -95,8 +95,9 @@ func decodeShared(b []byte, sp span, dst *string, like string) error {
 	return decodeString(b, sp, dst)
 }
 
-// decodeOptShared is decodeOptString into store, sharing like's string
-// (when like is not nil) as decodeShared does: nil for null, else store.
+// decodeOptShared decodes the string at sp into store, sharing like's
+// string (when like is not nil) as decodeShared does: nil for null, else
+// store.
 func decodeOptShared(b []byte, sp span, store *string, like *string) (*string, error) {
 	if kind(b, sp) == 'n' {
 		return nil, nil
@@ -111,7 +112,7 @@ func decodeOptShared(b []byte, sp span, store *string, like *string) (*string, e
 	return store, nil
 }
 
-// decodeOptIn is decodeOptString into store: nil for null, else store.
+// decodeOptIn decodes the string at sp into store: nil for null, else store.
 func decodeOptIn(b []byte, sp span, store *string) (*string, error) {
 	if kind(b, sp) == 'n' {
 		return nil, nil

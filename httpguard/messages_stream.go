@@ -261,7 +261,7 @@ func (bl *blockAcc) input() (in []byte, ok bool) {
 		return nil, false
 	case !json.Valid(p):
 		return marshalString(string(p)), true
-	case bytes.IndexAny(p, " \t\r\n") < 0:
+	case !bytes.ContainsAny(p, " \t\r\n"):
 		// Compact already: the fragments as they came, never grown
 		// again by a later fragment's append.
 		return p[:len(p):len(p)], true

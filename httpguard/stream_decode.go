@@ -82,18 +82,6 @@ func decodeString(b []byte, sp span, dst *string) error {
 	return fmt.Errorf("%w: want a string", errJSON)
 }
 
-// decodeOptString decodes the string at sp; nil for null.
-func decodeOptString(b []byte, sp span) (*string, error) {
-	if kind(b, sp) == 'n' {
-		return nil, nil
-	}
-	var s string
-	if err := decodeString(b, sp, &s); err != nil {
-		return nil, err
-	}
-	return &s, nil
-}
-
 // decodeInt decodes the integer at sp into *dst; null leaves it as it is.
 func decodeInt(b []byte, sp span, dst *int) error {
 	if kind(b, sp) == 'n' {
