@@ -359,18 +359,22 @@
 // A streaming request's client reads one well-formed stream, whatever
 // happens upstream, that its SDK's accumulator takes whole. Text is passed
 // on as it arrives. Tool-call parts are held until the call is complete
-// and the stages have accepted it, then sent whole with the cleaned
-// arguments in one fragment; a rejected attempt's calls never reach the
-// client. Every event carries the first attempt's ids (the completion id,
+// and the stages have accepted it. A first attempt whose calls are
+// accepted unchanged then reaches the client as the upstream sent it,
+// event for event (each event is parsed once, and nothing is rebuilt); a
+// call the stages cleaned, or one of a later attempt, is sent whole with
+// the cleaned arguments in one fragment; a rejected attempt's calls never
+// reach the client. Every event carries the first attempt's ids (the completion id,
 // Anthropic's message id, Gemini's responseId) and continues its counters
 // (Anthropic's block indexes, Responses' output_index and
 // sequence_number). Responses' terminal event (response.completed) carries
 // the accepted attempt's response id, the one a stored response is
 // continued from with previous_response_id. An Ollama stream has no id to
 // keep: its text and thinking lines pass as they came, its tool-call lines
-// and its done line are held, and an accepted attempt is written as at
-// most three lines (the text the client has not read, the calls, the done
-// line with the accepted attempt's counts).
+// and its done line are held, and an accepted attempt is written as the
+// held lines as they came when its calls are unchanged, else as at most
+// three lines (the text the client has not read, the calls, the done line
+// with the accepted attempt's counts).
 //
 // The text of a re-asked turn is the first attempt's: a re-ask's text is
 // not streamed again, so the client never reads a preamble twice, and its
@@ -414,7 +418,8 @@
 // past the bound 502 response_too_large, and a stream cut inside a message
 // a dropped connection, which [ModelRetry] makes again. Text and reasoning
 // deltas pass as they come; a toolUse block's input fragments are held
-// until the call is validated, then sent whole in one delta. The guard's
+// until the call is validated, then sent as they came (the call unchanged)
+// or whole in one delta (cleaned, or a later attempt's). The guard's
 // refusals are {"__type": type, "message": …} (the AWS SDK reads the type
 // as the API error's ErrorCode()); in a stream that has begun, an
 // exception message of that type. An exception Bedrock sends mid-stream

@@ -47,6 +47,12 @@ package httpguard
 //     the sync response the stream amounts to, so the sync codec (calls,
 //     accept, reask, usage) serves streams unchanged.
 //
+// A first attempt whose calls the stages accept unchanged is not
+// assembled at all: the gate's parse of each event lists the calls
+// (callLister), and the gate ends the attempt by handing on what it held
+// as the upstream sent it (releaser), so the client reads the upstream's
+// events. Otherwise:
+//
 // accept(resp) takes the assembled response with cleaned arguments written
 // back and writes, as one well-formed sequence the SDKs' accumulators take
 // (openai.ChatCompletionAccumulator, anthropic's Message.Accumulate, the
