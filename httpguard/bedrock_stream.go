@@ -661,9 +661,13 @@ type bedrockGate struct {
 	passed   int // blocks of the first attempt that reached the client
 	terminal []streamEvent
 	// held: the first attempt's events that did not reach the client, in
-	// order, for release.
-	held  []streamEvent
-	ended bool
+	// order, for release; heldN their bytes. Past MaxBody they are
+	// dropped and unheld set: the attempt is accepted as before (its
+	// assembly stays bounded by the assembler's budget).
+	held   []streamEvent
+	heldN  int
+	unheld bool
+	ended  bool
 }
 
 func newBedrockGate(w io.Writer) *bedrockGate {
@@ -711,15 +715,19 @@ func (g *bedrockGate) event(ev streamEvent) (bool, error) {
 }
 
 // hold keeps an event of the first attempt that did not reach the client,
-// for release. It counts against the assembler's bound: a delta or stop
-// by its length (the assembler keeps only what a delta adds); a start,
-// messageStop and metadata the assembler counts whole already.
+// for release. What it keeps is bounded on its own, by MaxBody: counted
+// against the assembler's budget, a call's input would count twice (its
+// deltas held, and the input the assembler builds from them), and a call
+// of more than half of MaxBody that passed before would be refused. Past
+// the bound the held events are dropped and the attempt is accepted as
+// before, written anew from its assembly.
 func (g *bedrockGate) hold(ev streamEvent) error {
-	switch ev.Event {
-	case "contentBlockDelta", "contentBlockStop":
-		if err := g.asm.take(len(ev.Data)); err != nil {
-			return err
-		}
+	if g.unheld {
+		return nil
+	}
+	if g.heldN += len(ev.Data); g.heldN > MaxBody {
+		g.held, g.unheld = nil, true
+		return nil
 	}
 	if g.held == nil {
 		g.held = make([]streamEvent, 0, 16)
@@ -734,7 +742,7 @@ func (g *bedrockGate) hold(ev streamEvent) error {
 // accept would add what the upstream did not send: a messageStop, or the
 // stop of a block the client has not read.
 func (g *bedrockGate) release() (bool, error) {
-	if g.ended || g.attempt != 0 || !g.started || !g.heldWhole() {
+	if g.ended || g.attempt != 0 || !g.started || g.unheld || !g.heldWhole() {
 		return false, nil
 	}
 	g.ended = true

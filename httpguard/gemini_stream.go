@@ -412,6 +412,9 @@ type geminiGate struct {
 	// (accept writes it anew): release cannot.
 	held  []streamEvent
 	split bool
+	// heldN is the bytes of held, bounded on its own by MaxBody (see
+	// hold).
+	heldN int
 }
 
 func newGeminiGate(w io.Writer) *geminiGate { return &geminiGate{w: w, asm: &geminiAssembler{}} }
@@ -501,8 +504,13 @@ func (g *geminiGate) event(ev streamEvent) (bool, error) {
 	return false, g.write(out)
 }
 
-// hold keeps the first attempt's chunk ev, parsed as c, for release. It
-// counts against the attempt's bound.
+// hold keeps the first attempt's chunk ev, parsed as c, for release.
+// What it keeps is bounded on its own, by MaxBody: counted against the
+// assembler's budget, a call's parts would count twice (the chunk held,
+// and the parts the assembler copies from it), and a call of more than
+// half of MaxBody that passed before would be refused. Past the bound the
+// held chunks are dropped and release refused (split): the attempt is
+// accepted as before, written anew from its assembly.
 func (g *geminiGate) hold(ev streamEvent, c *geminiChunk) error {
 	if g.split {
 		return nil
@@ -511,8 +519,9 @@ func (g *geminiGate) hold(ev streamEvent, c *geminiChunk) error {
 		g.split, g.held = true, nil
 		return nil
 	}
-	if err := g.asm.take(len(ev.Data)); err != nil {
-		return err
+	if g.heldN += len(ev.Data); g.heldN > MaxBody {
+		g.split, g.held = true, nil
+		return nil
 	}
 	g.held = append(g.held, streamEvent{Data: ev.Data, parsed: c})
 	return nil
