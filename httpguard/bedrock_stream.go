@@ -748,12 +748,7 @@ func (g *bedrockGate) release() (bool, error) {
 	g.ended = true
 	held := g.held
 	g.held = nil
-	for _, ev := range held {
-		if err := writeEvent(g.w, ev); err != nil {
-			return true, err
-		}
-	}
-	return true, nil
+	return true, writeEvents(g.w, held)
 }
 
 // heldWhole reports whether the events held end every block the client

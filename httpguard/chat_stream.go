@@ -494,10 +494,8 @@ func (g *chatGate) release() (bool, error) {
 		}
 	}
 	g.ended = true
-	for _, ev := range g.held {
-		if err := writeEvent(g.w, ev); err != nil {
-			return true, err
-		}
+	if err := writeEvents(g.w, g.held); err != nil {
+		return true, err
 	}
 	if len(g.terminal) == 0 {
 		if err := g.writeFinish(g.asm.finish); err != nil {

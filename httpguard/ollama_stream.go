@@ -302,12 +302,7 @@ func (g *ollamaGate) release() (bool, error) {
 	g.ended = true
 	held := g.held
 	g.held = nil
-	for _, ev := range held {
-		if err := writeEvent(g.w, ev); err != nil {
-			return true, err
-		}
-	}
-	return true, nil
+	return true, writeEvents(g.w, held)
 }
 
 func (g *ollamaGate) response() ([]byte, error) { return g.asm.response() }

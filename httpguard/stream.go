@@ -114,6 +114,17 @@ func writeEvent(w io.Writer, ev streamEvent) error {
 	return err
 }
 
+// writeEvents writes evs in order (writeEvent), up to the first that
+// fails: a gate's release of what it held.
+func writeEvents(w io.Writer, evs []streamEvent) error {
+	for _, ev := range evs {
+		if err := writeEvent(w, ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // assembler turns one upstream stream into the sync response it amounts
 // to.
 type assembler interface {
