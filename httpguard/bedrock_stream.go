@@ -412,7 +412,7 @@ func bedrockTopKeys(data []byte) bool {
 // cannot be guarded, as gateSink.assembledCalls names it.
 const whyStreamShape = "the streamed response is not of a shape the guard reads"
 
-// calls lists the calls of the events so far (callLister): each toolUse
+// calls lists the calls of the events so far (assembler.calls): each toolUse
 // block as response() writes it, read as bedrockWire.calls reads it,
 // without the rest of the response. When messageStop or metadata carry a
 // member that could change what the calls read (bedrockTopKeys), it reads
@@ -737,7 +737,7 @@ func (g *bedrockGate) hold(ev streamEvent) error {
 }
 
 // release ends the first attempt with the events it held, as the upstream
-// sent them (releaser): the stages accepted its calls unchanged. It
+// sent them (streamGate.release): the stages accepted its calls unchanged. It
 // reports false, having written nothing, for a later attempt, and where
 // accept would add what the upstream did not send: a messageStop, or the
 // stop of a block the client has not read.

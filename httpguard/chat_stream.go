@@ -251,7 +251,7 @@ func (a *chatAssembler) addCall(tc *chatToolCallDelta) error {
 	return nil
 }
 
-// calls implements callLister: the function calls of choice 0 as
+// calls implements assembler.calls: the function calls of choice 0 as
 // chatWire.calls reads them from response() (a custom call's input is not
 // guarded, so it is left out), read from the parts the assembler holds.
 // Nothing can fail here that add did not refuse already: response() fails
@@ -478,7 +478,7 @@ func (g *chatGate) keep(data []byte, c *chatChunk, calls, terminal bool) {
 	g.held = append(g.held, streamEvent{Data: data, parsed: c})
 }
 
-// release implements releaser: it ends the first attempt with the chunks
+// release implements streamGate.release: it ends the first attempt with the chunks
 // it held, as they came (their event names aside, which the gate never
 // writes), then what accept would add that the upstream did not send: a
 // finish chunk when none came, and [DONE]. It cannot (false, nothing

@@ -106,7 +106,7 @@ func chatCallsAgree(t *testing.T, stream []byte) {
 	}
 }
 
-// The Chat assembler lists its calls from its own parse (callLister)
+// The Chat assembler lists its calls from its own parse (assembler.calls)
 // exactly as chatWire.calls reads them from the response it assembles:
 // over every recorded stream and the streams the recordings lack.
 func TestChatAssemblerCalls(t *testing.T) {

@@ -301,7 +301,7 @@ func (a *geminiAssembler) list(part []byte, fc span) {
 	a.listed = append(a.listed, call)
 }
 
-// calls implements callLister: the calls response() holds, as
+// calls implements assembler.calls: the calls response() holds, as
 // geminiWire.calls reads them, listed as the parts came.
 func (a *geminiAssembler) calls() ([]wireCall, error) {
 	if a.last == nil || !a.chunk.hasCands || (a.cand != nil && (!a.candSet || (a.finish != nil && !a.candFinish))) {
@@ -527,7 +527,7 @@ func (g *geminiGate) hold(ev streamEvent, c *geminiChunk) error {
 	return nil
 }
 
-// release implements releaser: the first attempt's held chunks, as they
+// release implements streamGate.release: the first attempt's held chunks, as they
 // came, when its calls were accepted unchanged. An attempt that called
 // nothing and whose last chunk reached the client has nothing to add;
 // one whose last chunk did not, or whose first call came after text in

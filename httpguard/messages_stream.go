@@ -352,7 +352,7 @@ func (a *messagesAssembler) envelope(content []byte) ([]byte, error) {
 // read is unguardable, as gateSink.assembledCalls says it.
 const streamShape = "the streamed response is not of a shape the guard reads"
 
-// calls lists the calls of the events so far (callLister): what
+// calls lists the calls of the events so far (assembler.calls): what
 // messagesWire.calls reads of response(), read from the blocks as add
 // parsed them, without building the response. Where that reading cannot
 // be sure to agree with the built one (see listCalls), the response is
@@ -654,7 +654,7 @@ func (g *messagesGate) hold(ev streamEvent, e *messagesEvent) {
 }
 
 // release ends the first attempt, whose calls the stages accepted
-// unchanged, with what it held as the upstream sent it (releaser), then
+// unchanged, with what it held as the upstream sent it (streamGate.release), then
 // message_stop if none came. It reports false, having written nothing,
 // for a later attempt, or when accept would write what the upstream did
 // not send: message_start (the attempt failed before it) or, when neither

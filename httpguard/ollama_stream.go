@@ -176,7 +176,7 @@ func (a *ollamaAssembler) list(call []byte) {
 	a.listed = append(a.listed, c)
 }
 
-// calls implements callLister: the calls response() holds, as
+// calls implements assembler.calls: the calls response() holds, as
 // ollamaWire.calls reads them, listed as the lines came.
 func (a *ollamaAssembler) calls() ([]wireCall, error) {
 	if a.last == nil || !a.done || !a.chunk.hasMessage {
@@ -291,7 +291,7 @@ func (g *ollamaGate) hold(ev streamEvent, c *ollamaChunk) error {
 	return nil
 }
 
-// release implements releaser: the first attempt's held lines (from its
+// release implements streamGate.release: the first attempt's held lines (from its
 // first call on, and its done line), as they came, when its calls were
 // accepted unchanged. Ollama's lines carry nothing accept would rewrite
 // for the first attempt, so it always can.

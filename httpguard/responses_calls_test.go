@@ -12,7 +12,7 @@ import (
 )
 
 // responsesCallsAgree fails unless the assembler's own list of its calls
-// (callLister) is what the codec reads of its response: the same calls,
+// (assembler.calls) is what the codec reads of its response: the same calls,
 // or the same error (response's as it is, the read's as unguardable).
 func responsesCallsAgree(t *testing.T, what string, a *responsesAssembler) {
 	t.Helper()

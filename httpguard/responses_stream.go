@@ -269,7 +269,7 @@ func (a *responsesAssembler) response() ([]byte, error) {
 	return setAt(a.base, nil, "output", append(append([]byte("["), joinRaw(out)...), ']'))
 }
 
-// calls implements callLister: the calls of response(), read once. A
+// calls implements assembler.calls: the calls of response(), read once. A
 // stream that ended has its terminal event's response, which response()
 // returns as it came (nothing is built), so the calls are read from it
 // as from a sync response; a stream cut short has only the created
@@ -417,7 +417,7 @@ func (g *responsesGate) hold(ev streamEvent) {
 	g.held = append(g.held, ev)
 }
 
-// release implements releaser: it ends the first attempt by handing on
+// release implements streamGate.release: it ends the first attempt by handing on
 // the events it held as they came, when accept would write nothing else
 // (releasable). Nothing is written when it reports false.
 func (g *responsesGate) release() (bool, error) {

@@ -122,30 +122,18 @@ func (s *gateSink) assembledResponse() ([]byte, error) {
 	return s.asm, nil
 }
 
-// assembledCalls returns the calls of the current attempt, read once:
-// from the assembler's own parse of the events when it lists them
-// (callLister), else from assembledResponse. An error is the attempt's
-// assembly failing (errTooLarge, a stream that is not readable), or an
-// *unguardableError: a response of a shape the guard does not read.
+// assembledCalls returns the calls of the current attempt, read once,
+// from the assembler's own parse of the events (assembler.calls). An
+// error is the attempt's assembly failing (errTooLarge, a stream that is
+// not readable), or an *unguardableError: a response of a shape the guard
+// does not read.
 func (s *gateSink) assembledCalls() ([]wireCall, error) {
 	if s.asmCalls != nil {
 		return s.asmCalls, nil
 	}
-	var calls []wireCall
-	if cl, ok := s.gate.current().(callLister); ok {
-		cs, err := cl.calls()
-		if err != nil {
-			return nil, err
-		}
-		calls = cs
-	} else {
-		asm, err := s.assembledResponse()
-		if err != nil {
-			return nil, err
-		}
-		if calls, err = s.proto.calls(asm); err != nil {
-			return nil, unguardable("the streamed response is not of a shape the guard reads", err)
-		}
+	calls, err := s.gate.current().calls()
+	if err != nil {
+		return nil, err
 	}
 	if calls == nil {
 		calls = []wireCall{}
@@ -308,11 +296,11 @@ func (s *gateSink) deliver(resp *response) (*response, error) {
 }
 
 // release ends the gate's first attempt with what it held, as the
-// upstream sent it, when the gate can (releaser) and resp's calls are the
-// attempt's, unchanged: nothing is assembled or written anew.
+// upstream sent it, when the gate can (streamGate.release) and resp's
+// calls are the attempt's, unchanged: nothing is assembled or written
+// anew.
 func (s *gateSink) release(resp *response) (bool, error) {
-	g, ok := s.gate.(releaser)
-	if !ok || !s.first {
+	if !s.first {
 		return false, nil
 	}
 	have, err := s.assembledCalls()
@@ -328,7 +316,7 @@ func (s *gateSink) release(resp *response) (bool, error) {
 			return false, nil
 		}
 	}
-	return g.release()
+	return s.gate.release()
 }
 
 // assembled returns the attempt as the gate assembled it, with the calls'

@@ -48,10 +48,10 @@ package httpguard
 //     accept, reask, usage) serves streams unchanged.
 //
 // A first attempt whose calls the stages accept unchanged is not
-// assembled at all: the gate's parse of each event lists the calls
-// (callLister), and the gate ends the attempt by handing on what it held
-// as the upstream sent it (releaser), so the client reads the upstream's
-// events. Otherwise:
+// assembled at all: the assembler lists the calls from the gate's parse
+// of each event (assembler.calls), and the gate ends the attempt by
+// handing on what it held as the upstream sent it (streamGate.release),
+// so the client reads the upstream's events. Otherwise:
 //
 // accept(resp) takes the assembled response with cleaned arguments written
 // back and writes, as one well-formed sequence the SDKs' accumulators take
@@ -134,24 +134,13 @@ type assembler interface {
 	add(ev streamEvent) (done bool, err error)
 	// response is the sync response JSON the events so far amount to.
 	response() ([]byte, error)
-}
-
-// callLister is an assembler that lists the calls of the events so far
-// from its own parse of them, without building the response and reading
-// it back: calls returns what the protocol's calls would read of
-// response(), and fails where response() or that read would.
-type callLister interface {
+	// calls lists the calls of the events so far from the assembler's own
+	// parse of them, without building the response and reading it back:
+	// what the protocol's calls reads of response(), failing where
+	// response() or that read would (the read's error as
+	// unguardable("the streamed response is not of a shape the guard
+	// reads", err)).
 	calls() ([]wireCall, error)
-}
-
-// releaser is a gate that can end its first attempt by handing on what it
-// held as the upstream sent it: the attempt's calls were accepted
-// unchanged, so the client reads the upstream's own events. release
-// reports false, having written nothing, when it cannot (a later attempt,
-// whose ids and counters must be rewritten): the gate then accepts the
-// assembled response.
-type releaser interface {
-	release() (bool, error)
 }
 
 // streamGate writes one logical call's client stream over its attempts
@@ -166,6 +155,14 @@ type streamGate interface {
 	// current is the current attempt's assembler; reject gives the gate
 	// a new one, so a response read from it stays the attempt's.
 	current() assembler
+	// release ends the first attempt, whose calls the stages accepted
+	// unchanged, by handing on what the gate held as the upstream sent it,
+	// then what accept would add that the upstream did not send. It
+	// reports false, having written nothing, when it cannot (a later
+	// attempt, whose ids and counters must be rewritten, or anything
+	// accept would write otherwise): the gate then accepts the assembled
+	// response.
+	release() (bool, error)
 	// accept ends the current attempt and the client's stream: resp is
 	// response() with cleaned arguments written back.
 	accept(resp []byte) error
