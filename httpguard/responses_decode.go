@@ -64,8 +64,8 @@ func decodeResponsesEventAt(data []byte, e *responsesEvent, idx *int) error {
 // decodeResponsesType decodes the event type at sp into *dst as
 // decodeString does, without a copy for a type OpenAI sends.
 func decodeResponsesType(b []byte, sp span, dst *string) error {
-	if kind(b, sp) == '"' {
-		if t := responsesEventTypeOf(raw(b, sp)); t != "" {
+	if kind(b, sp) == '"' && sp.end-sp.start >= 2 {
+		if t, ok := responsesType(b[sp.start+1 : sp.end-1]); ok {
 			*dst = t
 			return nil
 		}
@@ -73,64 +73,65 @@ func decodeResponsesType(b []byte, sp span, dst *string) error {
 	return decodeString(b, sp, dst)
 }
 
-// responsesEventTypeOf is the quoted event type q as a constant when it is
-// one OpenAI sends, written without escapes; "" otherwise.
-func responsesEventTypeOf(q []byte) string {
-	switch string(q) {
-	case `"response.created"`:
-		return "response.created"
-	case `"response.in_progress"`:
-		return "response.in_progress"
-	case `"response.queued"`:
-		return "response.queued"
-	case `"response.completed"`:
-		return "response.completed"
-	case `"response.incomplete"`:
-		return "response.incomplete"
-	case `"response.failed"`:
-		return "response.failed"
-	case `"response.output_item.added"`:
-		return "response.output_item.added"
-	case `"response.output_item.done"`:
-		return "response.output_item.done"
-	case `"response.content_part.added"`:
-		return "response.content_part.added"
-	case `"response.content_part.done"`:
-		return "response.content_part.done"
-	case `"response.output_text.delta"`:
-		return "response.output_text.delta"
-	case `"response.output_text.done"`:
-		return "response.output_text.done"
-	case `"response.output_text.annotation.added"`:
-		return "response.output_text.annotation.added"
-	case `"response.refusal.delta"`:
-		return "response.refusal.delta"
-	case `"response.refusal.done"`:
-		return "response.refusal.done"
-	case `"response.function_call_arguments.delta"`:
-		return "response.function_call_arguments.delta"
-	case `"response.function_call_arguments.done"`:
-		return "response.function_call_arguments.done"
-	case `"response.custom_tool_call_input.delta"`:
-		return "response.custom_tool_call_input.delta"
-	case `"response.custom_tool_call_input.done"`:
-		return "response.custom_tool_call_input.done"
-	case `"response.reasoning_summary_part.added"`:
-		return "response.reasoning_summary_part.added"
-	case `"response.reasoning_summary_part.done"`:
-		return "response.reasoning_summary_part.done"
-	case `"response.reasoning_summary_text.delta"`:
-		return "response.reasoning_summary_text.delta"
-	case `"response.reasoning_summary_text.done"`:
-		return "response.reasoning_summary_text.done"
-	case `"response.reasoning_text.delta"`:
-		return "response.reasoning_text.delta"
-	case `"response.reasoning_text.done"`:
-		return "response.reasoning_text.done"
-	case `"error"`:
-		return "error"
+// responsesType returns the type of a Responses event whose bytes
+// (between its quotes, or an SSE event field) are b, as a constant when it
+// is one OpenAI sends, written without escapes; ok false for another.
+func responsesType(b []byte) (string, bool) {
+	switch string(b) {
+	case "response.created":
+		return "response.created", true
+	case "response.in_progress":
+		return "response.in_progress", true
+	case "response.queued":
+		return "response.queued", true
+	case "response.completed":
+		return "response.completed", true
+	case "response.incomplete":
+		return "response.incomplete", true
+	case "response.failed":
+		return "response.failed", true
+	case "response.output_item.added":
+		return "response.output_item.added", true
+	case "response.output_item.done":
+		return "response.output_item.done", true
+	case "response.content_part.added":
+		return "response.content_part.added", true
+	case "response.content_part.done":
+		return "response.content_part.done", true
+	case "response.output_text.delta":
+		return "response.output_text.delta", true
+	case "response.output_text.done":
+		return "response.output_text.done", true
+	case "response.output_text.annotation.added":
+		return "response.output_text.annotation.added", true
+	case "response.refusal.delta":
+		return "response.refusal.delta", true
+	case "response.refusal.done":
+		return "response.refusal.done", true
+	case "response.function_call_arguments.delta":
+		return "response.function_call_arguments.delta", true
+	case "response.function_call_arguments.done":
+		return "response.function_call_arguments.done", true
+	case "response.custom_tool_call_input.delta":
+		return "response.custom_tool_call_input.delta", true
+	case "response.custom_tool_call_input.done":
+		return "response.custom_tool_call_input.done", true
+	case "response.reasoning_summary_part.added":
+		return "response.reasoning_summary_part.added", true
+	case "response.reasoning_summary_part.done":
+		return "response.reasoning_summary_part.done", true
+	case "response.reasoning_summary_text.delta":
+		return "response.reasoning_summary_text.delta", true
+	case "response.reasoning_summary_text.done":
+		return "response.reasoning_summary_text.done", true
+	case "response.reasoning_text.delta":
+		return "response.reasoning_text.delta", true
+	case "response.reasoning_text.done":
+		return "response.reasoning_text.done", true
+	case "error":
+		return "error", true
 	}
-	return ""
+	return "", false
 }
 
 // responsesItemType is the type of the output item b (as typeOf reads

@@ -186,49 +186,16 @@ func appendEvent(b []byte, ev streamEvent) []byte {
 	return append(b, '\n')
 }
 
-// eventName returns the event field value as a string: one of the names
-// Anthropic's and OpenAI Responses' streams send without an allocation
-// (every event of theirs names its type), any other copied.
+// eventName returns the event field value b as a string: an Anthropic or
+// OpenAI Responses event type (every event of theirs names its type) as
+// the constant their decoders use, without an allocation; any other
+// copied.
 func eventName(b []byte) string {
-	switch string(b) {
-	case "content_block_delta":
-		return "content_block_delta"
-	case "content_block_start":
-		return "content_block_start"
-	case "content_block_stop":
-		return "content_block_stop"
-	case "message_start":
-		return "message_start"
-	case "message_delta":
-		return "message_delta"
-	case "message_stop":
-		return "message_stop"
-	case "ping":
-		return "ping"
-	case "response.created":
-		return "response.created"
-	case "response.in_progress":
-		return "response.in_progress"
-	case "response.output_item.added":
-		return "response.output_item.added"
-	case "response.output_item.done":
-		return "response.output_item.done"
-	case "response.content_part.added":
-		return "response.content_part.added"
-	case "response.content_part.done":
-		return "response.content_part.done"
-	case "response.output_text.delta":
-		return "response.output_text.delta"
-	case "response.output_text.done":
-		return "response.output_text.done"
-	case "response.function_call_arguments.delta":
-		return "response.function_call_arguments.delta"
-	case "response.function_call_arguments.done":
-		return "response.function_call_arguments.done"
-	case "response.reasoning_summary_text.delta":
-		return "response.reasoning_summary_text.delta"
-	case "response.completed":
-		return "response.completed"
+	if t, ok := messagesType(b); ok {
+		return t
+	}
+	if t, ok := responsesType(b); ok {
+		return t
 	}
 	return string(b)
 }
