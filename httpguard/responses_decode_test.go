@@ -132,6 +132,15 @@ func checkResponsesEventDecode(t *testing.T, data []byte) {
 	case !reflect.DeepEqual(got, want) || gotIdx != wantIdx:
 		t.Fatalf("decodeResponsesEventAt(%q):\n got %+v (index %d)\nwant %+v (index %d)", data, got, gotIdx, want, wantIdx)
 	}
+	if gerr == nil {
+		// What the gate reads again of a decoded event, it finds without
+		// a second scan: checkedRoot is root for the event and its values.
+		for _, v := range [][]byte{data, got.Response, got.Item, got.Delta, got.Seq} {
+			if r, err := root(v); (err == nil) != (len(v) > 0) || err == nil && checkedRoot(v) != r {
+				t.Fatalf("checkedRoot(%q) = %v; root %v, %v", v, checkedRoot(v), r, err)
+			}
+		}
+	}
 	i := skipSpace(data, 0)
 	end := validValueEnd(data, i, 0)
 	if got, want := end >= 0 && skipSpace(data, end) == len(data), validJSON(data); got != want {

@@ -363,10 +363,8 @@ func (g *responsesGate) event(ev streamEvent) (bool, error) {
 	pass := false
 	switch {
 	case e.Type == "response.created" || e.Type == "response.in_progress" || e.Type == "response.queued":
-		if first && g.id == "" {
-			if r, err := root(e.Response); err == nil {
-				g.id, _ = optStr(e.Response, r, "id")
-			}
+		if first && g.id == "" && len(e.Response) > 0 {
+			g.id, _ = optStr(e.Response, checkedRoot(e.Response), "id")
 		}
 		pass = first
 	case responsesTerminal(e.Type):
@@ -496,10 +494,11 @@ func (g *responsesGate) releasable() bool {
 }
 
 // responsesOutputIs reports whether resp's output is items, done, joined
-// as a JSON array with nothing between them.
+// as a JSON array with nothing between them. resp is a terminal event's
+// response, as the decoder read it (checkedRoot).
 func responsesOutputIs(resp []byte, items []*itemAcc) bool {
-	r, err := root(resp)
-	if err != nil || kind(resp, r) != '{' {
+	r := checkedRoot(resp)
+	if kind(resp, r) != '{' {
 		return false
 	}
 	o, ok, err := field(resp, r, "output")
@@ -527,6 +526,19 @@ func responsesOutputIs(resp []byte, items []*itemAcc) bool {
 		out = out[len(it.item):]
 	}
 	return len(out) == 0
+}
+
+// checkedRoot is root(b) for b the decoder has read as one JSON value,
+// whole (an event's data) or a member's (an event's response or item):
+// the span of b without the space around it, found without reading the
+// value again. (An absent member, nil, gives an empty span, which no
+// reader takes for an object.)
+func checkedRoot(b []byte) span {
+	i, j := skipSpace(b, 0), len(b)
+	for j > i && isSpace(b[j-1]) {
+		j--
+	}
+	return span{i, j}
 }
 
 // responsesCallAdded reports whether added, a function call's item as
@@ -575,10 +587,11 @@ func sameString(b []byte, key, s string) bool {
 
 // stringMember is the string member key of the object b, quoted as it came; nil
 // when absent or null; ok false when b is not an object, has key twice
-// or in another case, or its value is not a string.
+// or in another case, or its value is not a string. b is an event the
+// decoder read, or a value in one (checkedRoot).
 func stringMember(b []byte, key string) (q []byte, ok bool) {
-	r, err := root(b)
-	if err != nil || kind(b, r) != '{' {
+	r := checkedRoot(b)
+	if kind(b, r) != '{' {
 		return nil, false
 	}
 	v, found, err := field(b, r, key)
