@@ -412,8 +412,16 @@ func (g *responsesGate) hold(ev streamEvent) {
 		g.held, g.unreleasable = nil, true
 		return
 	}
+	if g.held == nil {
+		g.held = make([]streamEvent, 0, heldFirst)
+	}
 	g.held = append(g.held, ev)
 }
+
+// heldFirst is the room a gate first makes for the events it holds: those
+// of two calls and the terminal event, in one allocation rather than one
+// per doubling.
+const heldFirst = 16
 
 // release implements streamGate.release: it ends the first attempt by handing on
 // the events it held as they came, when accept would write nothing else
