@@ -271,10 +271,19 @@ func (a *responsesAssembler) response() ([]byte, error) {
 
 // calls implements assembler.calls: the calls of response(), read once. A
 // stream that ended has its terminal event's response, which response()
-// returns as it came (nothing is built), so the calls are read from it
+// returns as it came (nothing is built); when its output is the items as
+// they streamed (responsesOutputIs, as OpenAI sends it), the calls are
+// read from the items, which the decoder has read, else from the response
 // as from a sync response; a stream cut short has only the created
 // response and the items, which response() joins.
 func (a *responsesAssembler) calls() ([]wireCall, error) {
+	if a.final != nil && responsesOutputIs(a.final, a.items) {
+		cs, err := responsesItemCalls(a.items)
+		if err != nil {
+			return nil, unguardable("the streamed response is not of a shape the guard reads", err)
+		}
+		return cs, nil
+	}
 	resp, err := a.response()
 	if err != nil {
 		return nil, err
@@ -284,6 +293,55 @@ func (a *responsesAssembler) calls() ([]wireCall, error) {
 		return nil, unguardable("the streamed response is not of a shape the guard reads", err)
 	}
 	return cs, nil
+}
+
+// responsesItemCalls is what responsesWire.calls reads of a response
+// whose output is items (responsesOutputIs), read from the items' own
+// bytes without reading the response again: each item's type is its typ
+// (the assembler read it from the added item and checked the done item
+// has it), so the function calls are those of type function_call, each
+// read as responsesWire.calls reads it; a tool_search_call's execution is
+// checked first, as responsesOutput checks it.
+func responsesItemCalls(items []*itemAcc) ([]wireCall, error) {
+	n := 0
+	for _, it := range items {
+		k := responsesItemKind(it.typ)
+		switch {
+		case k == 0:
+			return nil, unguardable("an output item of a type the guard does not know", fmt.Errorf("type %q", it.typ))
+		case it.typ == "tool_search_call":
+			if _, err := toolSearchKind(it.item, checkedRoot(it.item)); err != nil {
+				return nil, err
+			}
+		case k == itemFunction:
+			n++
+		}
+	}
+	out := make([]wireCall, 0, n)
+	for _, it := range items {
+		if responsesItemKind(it.typ) != itemFunction {
+			continue
+		}
+		b, sp := it.item, checkedRoot(it.item)
+		id, err := optStr(b, sp, "call_id")
+		if err != nil {
+			return nil, unguardable("a function call that cannot be read", err)
+		}
+		name, err := optStr(b, sp, "name")
+		if err != nil {
+			return nil, unguardable("a function call that cannot be read", err)
+		}
+		args, err := optStr(b, sp, "arguments")
+		if err != nil {
+			return nil, unguardable("a function call that cannot be read", err)
+		}
+		ns, err := optStr(b, sp, "namespace")
+		if err != nil {
+			return nil, unguardable("a function call that cannot be read", err)
+		}
+		out = append(out, wireCall{ID: id, Name: namespacedName(ns, name), Args: []byte(args)})
+	}
+	return out, nil
 }
 
 // responsesGate is the streamGate of OpenAI Responses. Its client's events
