@@ -365,10 +365,14 @@ type responsesGate struct {
 	heldBytes    int
 	unreleasable bool
 	ended        bool
+	// firstAsm is the first attempt's assembler, allocated with the gate.
+	firstAsm responsesAssembler
 }
 
 func newResponsesGate(w io.Writer) *responsesGate {
-	return &responsesGate{w: w, asm: &responsesAssembler{}}
+	g := &responsesGate{w: w}
+	g.asm = &g.firstAsm
+	return g
 }
 
 // send writes data with its sequence_number set to the gate's next.
