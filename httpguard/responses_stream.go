@@ -365,8 +365,11 @@ type responsesGate struct {
 	heldBytes    int
 	unreleasable bool
 	ended        bool
-	// firstAsm is the first attempt's assembler, allocated with the gate.
-	firstAsm responsesAssembler
+	// firstAsm is the first attempt's assembler, allocated with the gate,
+	// and oneTerminal the room of an attempt's terminal event (there is
+	// one, but for an upstream that sends more).
+	firstAsm    responsesAssembler
+	oneTerminal [1]streamEvent
 }
 
 func newResponsesGate(w io.Writer) *responsesGate {
@@ -430,6 +433,9 @@ func (g *responsesGate) event(ev streamEvent) (bool, error) {
 		}
 		pass = first
 	case responsesTerminal(e.Type):
+		if g.terminal == nil {
+			g.terminal = g.oneTerminal[:0]
+		}
 		g.terminal = append(g.terminal, streamEvent{Event: ev.Event, Data: ev.Data, parsed: e})
 	case e.Type == "response.output_item.added":
 		// A function call is held until it is validated, and every item
