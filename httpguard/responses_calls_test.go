@@ -116,6 +116,7 @@ func FuzzResponsesAssemblerCalls(f *testing.F) {
 		{`{"type":"tool_search_call","execution":1}`}, {`{"type":"function_call","name":"f","call_id":"c","call_id":"d"}`},
 		{`{"type":"function_call","name":"f","Name":"g"}`}, {`{"type":"function_call","arguments":{}}`},
 		{`{"type":"function_call","namespace":"ns","name":"f","arguments":"{\"a\":\"\u00e9\"}"}`}, {`{"type":"function_call","namespace":null}`},
+		{`{"type":"function_call","arguments":"é\t"}`}, {"{\"type\":\"function_call\",\"arguments\":\"\xff\"}"}, {`{"type":"function_call","arguments":null}`},
 		{`{"type":"function_call","type":"function_call"}`}, {`{"type":"function_cal\u006c","name":"f"}`}, {},
 	} {
 		f.Add(ended(items...))

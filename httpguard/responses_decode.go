@@ -336,6 +336,30 @@ func appendUnquoted(acc *strings.Builder, q []byte) error {
 	return nil
 }
 
+// unquotedBytes is the JSON string q decoded, as unquote decodes it: in
+// place when unquotedLen says it can, else through unquote.
+func unquotedBytes(q []byte) ([]byte, error) {
+	n, ok := unquotedLen(q)
+	if !ok {
+		s, err := unquote(q)
+		if err != nil {
+			return nil, err
+		}
+		return []byte(s), nil
+	}
+	out := make([]byte, 0, n)
+	in := q[1 : len(q)-1]
+	for i := 0; i < len(in); i++ {
+		c := in[i]
+		if c == '\\' {
+			i++
+			c = shortEscape(in[i])
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
 // jsonStringIs reports whether the JSON string q decodes to s.
 func jsonStringIs(q []byte, s string) bool {
 	n, ok := unquotedLen(q)

@@ -12,8 +12,9 @@ import (
 )
 
 // FuzzResponsesUnquote holds the in-place string decoding of the
-// Responses wire code (argument deltas, the release checks) to
-// encoding/json: appendUnquoted writes what json.Unmarshal decodes,
+// Responses wire code (argument deltas, the release checks, the calls of
+// an ended stream) to encoding/json: appendUnquoted writes and
+// unquotedBytes returns what json.Unmarshal decodes,
 // unquotedLen counts it, and jsonStringIs matches it and nothing else.
 func FuzzResponsesUnquote(f *testing.F) {
 	for _, s := range []string{`""`, `"{\"city\": \"Paris\"}"`, `"a\/b\\c\n\t\r\b\f"`, `"\u00e9t\u00e9"`, `"été"`, `"\ud83d\ude00"`, `"\ud800"`, "\"\xff\""} {
@@ -27,6 +28,9 @@ func FuzzResponsesUnquote(f *testing.F) {
 		var got strings.Builder
 		if err := appendUnquoted(&got, []byte(q)); err != nil || got.String() != want {
 			t.Fatalf("appendUnquoted(%q) = %q, %v; encoding/json %q", q, got.String(), err, want)
+		}
+		if b, err := unquotedBytes([]byte(q)); err != nil || string(b) != want {
+			t.Fatalf("unquotedBytes(%q) = %q, %v; encoding/json %q", q, b, err, want)
 		}
 		if n, ok := unquotedLen([]byte(q)); ok && n != len(want) {
 			t.Fatalf("unquotedLen(%q) = %d, want %d", q, n, len(want))

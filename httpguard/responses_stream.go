@@ -331,7 +331,7 @@ func responsesItemCalls(items []*itemAcc) ([]wireCall, error) {
 		if err != nil {
 			return nil, unguardable("a function call that cannot be read", err)
 		}
-		args, err := optStr(b, sp, "arguments")
+		args, err := optStrBytes(b, sp, "arguments")
 		if err != nil {
 			return nil, unguardable("a function call that cannot be read", err)
 		}
@@ -339,9 +339,28 @@ func responsesItemCalls(items []*itemAcc) ([]wireCall, error) {
 		if err != nil {
 			return nil, unguardable("a function call that cannot be read", err)
 		}
-		out = append(out, wireCall{ID: id, Name: namespacedName(ns, name), Args: []byte(args)})
+		out = append(out, wireCall{ID: id, Name: namespacedName(ns, name), Args: args})
 	}
 	return out, nil
+}
+
+// optStrBytes is []byte(optStr(b, sp, key)), made at once: a string of
+// only the escapes unquotedBytes decodes in place (a call's arguments,
+// whose quotes are escaped) is decoded into the slice, not made a string
+// and copied.
+func optStrBytes(b []byte, sp span, key string) ([]byte, error) {
+	v, ok, err := field(b, sp, key)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || kind(b, v) == 'n' {
+		return []byte{}, nil
+	}
+	if kind(b, v) != '"' {
+		_, err := str(b, v)
+		return nil, err
+	}
+	return unquotedBytes(raw(b, v))
 }
 
 // responsesGate is the streamGate of OpenAI Responses. Its client's events
