@@ -135,3 +135,32 @@ func FuzzResponsesAssemblerCalls(f *testing.F) {
 		}
 	})
 }
+
+// An event after the terminal one (an upstream that goes on) changes the
+// items: calls() reads them again, not what it found before that event.
+func TestResponsesAssemblerCallsAfterTerminal(t *testing.T) {
+	t.Parallel()
+	item := `{"type":"function_call","name":"f","call_id":"c","arguments":"{}"}`
+	a := &responsesAssembler{}
+	for _, line := range []string{
+		`{"type":"response.created","response":{"id":"r","output":[]}}`,
+		`{"type":"response.output_item.added","output_index":0,"item":` + item + `}`,
+		`{"type":"response.output_item.done","output_index":0,"item":` + item + `}`,
+		`{"type":"response.completed","response":{"id":"r","output":[` + item + `]}}`,
+	} {
+		if _, err := a.add(streamEvent{Data: []byte(line)}); err != nil {
+			t.Fatalf("add(%s): %v", line, err)
+		}
+	}
+	if cs, err := a.calls(); err != nil || len(cs) != 1 {
+		t.Fatalf("calls() = %v, %v; want the one call", cs, err)
+	}
+	later := `{"type":"response.output_item.added","output_index":1,"item":{"type":"function_call","name":"g","call_id":"d","arguments":"{}"}}`
+	if _, err := a.add(streamEvent{Data: []byte(later)}); err != nil {
+		t.Fatalf("add(%s): %v", later, err)
+	}
+	if a.finalIsItems() {
+		t.Fatal("finalIsItems() = true after an item the terminal response does not hold")
+	}
+	responsesCallsAgree(t, "after an item past the terminal event", a)
+}

@@ -114,6 +114,9 @@ type responsesAssembler struct {
 	first [4]itemAcc
 	ptrs  [4]*itemAcc
 	last  *responsesEvent // the event add took last
+	// outputIs caches finalIsItems until the next event: 0 not known
+	// yet, 1 false, 2 true.
+	outputIs uint8
 }
 
 // hold accounts for a value of n bytes held in place of one of old bytes.
@@ -140,6 +143,7 @@ func (a *responsesAssembler) current(e *responsesEvent) (*itemAcc, error) {
 }
 
 func (a *responsesAssembler) add(ev streamEvent) (bool, error) {
+	a.outputIs = 0
 	e, err := parseResponsesEventIn(ev, &a.slab)
 	if err != nil {
 		return false, err
@@ -277,7 +281,7 @@ func (a *responsesAssembler) response() ([]byte, error) {
 // as from a sync response; a stream cut short has only the created
 // response and the items, which response() joins.
 func (a *responsesAssembler) calls() ([]wireCall, error) {
-	if a.final != nil && responsesOutputIs(a.final, a.items) {
+	if a.finalIsItems() {
 		cs, err := responsesItemCalls(a.items)
 		if err != nil {
 			return nil, unguardable("the streamed response is not of a shape the guard reads", err)
@@ -560,7 +564,7 @@ func (g *responsesGate) releasable() bool {
 			return false // an event accept would drop
 		}
 	}
-	if !responsesOutputIs(a.final, a.items) {
+	if !a.finalIsItems() {
 		return false
 	}
 	for _, ev := range g.held[:n-1] {
@@ -586,6 +590,19 @@ func (g *responsesGate) releasable() bool {
 		}
 	}
 	return true
+}
+
+// finalIsItems reports whether the stream ended and its terminal
+// response's output is its items, as they streamed (responsesOutputIs):
+// read once for calls and release both.
+func (a *responsesAssembler) finalIsItems() bool {
+	if a.outputIs == 0 {
+		a.outputIs = 1
+		if a.final != nil && responsesOutputIs(a.final, a.items) {
+			a.outputIs = 2
+		}
+	}
+	return a.outputIs == 2
 }
 
 // responsesOutputIs reports whether resp's output is items, done, joined
