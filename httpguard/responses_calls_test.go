@@ -97,6 +97,30 @@ func FuzzResponsesAssemblerCalls(f *testing.F) {
 		`{"type":"response.function_call_arguments.delta","output_index":0,"delta":"{\"x\":"}`)
 	f.Add(`{"type":"response.created","response":null}` + "\n" +
 		`{"type":"response.output_item.added","output_index":0,"item":{"type":"tool_search_call","execution":"elsewhere"}}`)
+	// Streams that end with the items as they streamed, so that calls()
+	// reads the calls from the items: a call, a tool search of each
+	// execution, and calls and searches that cannot be read.
+	ended := func(items ...string) string {
+		lines := []string{`{"type":"response.created","response":{"id":"r","output":[]}}`}
+		for i, it := range items {
+			lines = append(lines,
+				fmt.Sprintf(`{"type":"response.output_item.added","output_index":%d,"item":%s}`, i, it),
+				fmt.Sprintf(`{"type":"response.output_item.done","output_index":%d,"item":%s}`, i, it))
+		}
+		return strings.Join(append(lines, `{"type":"response.completed","response":{"id":"r","output":[`+strings.Join(items, ",")+`]}}`), "\n")
+	}
+	call := `{"type":"function_call","name":"f","call_id":"c","arguments":"{}"}`
+	for _, items := range [][]string{
+		{call}, {call, `{"type":"message","content":[]}`, call}, {`{"type":"tool_search_call","execution":"server"}`, call},
+		{`{"type":"tool_search_call","execution":"client"}`}, {call, `{"type":"tool_search_call","execution":"elsewhere"}`},
+		{`{"type":"tool_search_call","execution":1}`}, {`{"type":"function_call","name":"f","call_id":"c","call_id":"d"}`},
+		{`{"type":"function_call","name":"f","Name":"g"}`}, {`{"type":"function_call","arguments":{}}`},
+		{`{"type":"function_call","namespace":"ns","name":"f","arguments":"{\"a\":\"\u00e9\"}"}`}, {`{"type":"function_call","namespace":null}`},
+		{`{"type":"function_call","arguments":"é\t"}`}, {"{\"type\":\"function_call\",\"arguments\":\"\xff\"}"}, {`{"type":"function_call","arguments":null}`},
+		{`{"type":"function_call","type":"function_call"}`}, {`{"type":"function_cal\u006c","name":"f"}`}, {},
+	} {
+		f.Add(ended(items...))
+	}
 	f.Fuzz(func(t *testing.T, stream string) {
 		a := &responsesAssembler{}
 		for i, line := range strings.Split(stream, "\n") {
@@ -110,4 +134,33 @@ func FuzzResponsesAssemblerCalls(f *testing.F) {
 			}
 		}
 	})
+}
+
+// An event after the terminal one (an upstream that goes on) changes the
+// items: calls() reads them again, not what it found before that event.
+func TestResponsesAssemblerCallsAfterTerminal(t *testing.T) {
+	t.Parallel()
+	item := `{"type":"function_call","name":"f","call_id":"c","arguments":"{}"}`
+	a := &responsesAssembler{}
+	for _, line := range []string{
+		`{"type":"response.created","response":{"id":"r","output":[]}}`,
+		`{"type":"response.output_item.added","output_index":0,"item":` + item + `}`,
+		`{"type":"response.output_item.done","output_index":0,"item":` + item + `}`,
+		`{"type":"response.completed","response":{"id":"r","output":[` + item + `]}}`,
+	} {
+		if _, err := a.add(streamEvent{Data: []byte(line)}); err != nil {
+			t.Fatalf("add(%s): %v", line, err)
+		}
+	}
+	if cs, err := a.calls(); err != nil || len(cs) != 1 {
+		t.Fatalf("calls() = %v, %v; want the one call", cs, err)
+	}
+	later := `{"type":"response.output_item.added","output_index":1,"item":{"type":"function_call","name":"g","call_id":"d","arguments":"{}"}}`
+	if _, err := a.add(streamEvent{Data: []byte(later)}); err != nil {
+		t.Fatalf("add(%s): %v", later, err)
+	}
+	if a.finalIsItems() {
+		t.Fatal("finalIsItems() = true after an item the terminal response does not hold")
+	}
+	responsesCallsAgree(t, "after an item past the terminal event", a)
 }

@@ -14,51 +14,162 @@ func decodeResponsesEvent(data []byte, e *responsesEvent) error {
 
 // decodeResponsesEventAt is decodeResponsesEvent with idx, when not nil,
 // the int output_index points to (so that an event and its index are one
-// allocation: responsesEventBox).
+// allocation: responsesEventBox). An object is read in one pass: each
+// member's value is checked as JSON (validValueEnd) as its end is found,
+// where checking the whole event and then walking it read every byte of
+// it three times; an error a member gives is returned once the rest of
+// the event is known to be JSON, as when the event was checked first
+// (FuzzResponsesEventDecode holds it to that reading).
 func decodeResponsesEventAt(data []byte, e *responsesEvent, idx *int) error {
-	it, ok, err := decodeObject(data)
-	if err != nil || !ok {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return decodeResponsesValue(data)
+	}
+	it := memberIter{b: data}
+	var s seen
+	var first error // the first member's error
+	if i = skipSpace(data, i+1); i < len(data) && data[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= len(data) || data[i] != '"' {
+				return errJSON
+			}
+			kEnd := validString(data, i)
+			if kEnd < 0 {
+				return errJSON
+			}
+			c := skipSpace(data, kEnd)
+			if c >= len(data) || data[c] != ':' {
+				return errJSON
+			}
+			vStart := skipSpace(data, c+1)
+			vEnd := validValueEnd(data, vStart, 1)
+			if vEnd < 0 {
+				return errJSON
+			}
+			if first == nil {
+				it.k, it.v = span{i, kEnd}, span{vStart, vEnd}
+				first = decodeResponsesMember(&it, &s, e, &idx)
+			}
+			i = skipSpace(data, vEnd)
+			if i >= len(data) {
+				return errJSON
+			}
+			if data[i] == '}' {
+				i++
+				break
+			}
+			if data[i] != ',' {
+				return errJSON
+			}
+			i = skipSpace(data, i+1)
+		}
+	}
+	if skipSpace(data, i) != len(data) {
+		return errJSON
+	}
+	return first
+}
+
+// decodeResponsesValue decodes an event that is not an object, as
+// decodeObject reads it: null decodes to nothing, anything else is an
+// error.
+func decodeResponsesValue(data []byte) error {
+	_, _, err := decodeObject(data)
+	return err
+}
+
+// decodeResponsesMember decodes the member it is at into e, marking it in
+// s; *idx, when not nil, is the int output_index points to (set to a new
+// one when nil and needed).
+func decodeResponsesMember(it *memberIter, s *seen, e *responsesEvent, idx **int) error {
+	data, v := it.b, it.v
+	f := responsesField(it)
+	if f < 0 {
+		return nil
+	}
+	if err := s.mark(it, f); err != nil {
 		return err
 	}
-	var s seen
-	for it.next() {
-		v := it.v
-		switch {
-		case it.is("type"):
-			err = s.mark(&it, 0)
-			if err == nil {
-				err = decodeResponsesType(data, v, &e.Type)
-			}
-		case it.is("response"):
-			err = s.mark(&it, 1)
-			e.Response = raw(data, v)
-		case it.is("output_index"):
-			err = s.mark(&it, 2)
-			if err == nil && kind(data, v) != 'n' {
-				n := 0
-				if err = decodeInt(data, v, &n); err == nil {
-					if idx == nil {
-						idx = new(int)
-					}
-					*idx = n
-					e.OutputIndex = idx
-				}
-			}
-		case it.is("item"):
-			err = s.mark(&it, 3)
-			e.Item = raw(data, v)
-		case it.is("delta"):
-			err = s.mark(&it, 4)
-			e.Delta = raw(data, v)
-		case it.is("sequence_number"):
-			err = s.mark(&it, 5)
-			e.Seq = raw(data, v)
+	switch f {
+	case 0:
+		return decodeResponsesType(data, v, &e.Type)
+	case 1:
+		e.Response = raw(data, v)
+	case 2:
+		if kind(data, v) == 'n' {
+			return nil
 		}
-		if err != nil {
+		n := 0
+		if err := decodeInt(data, v, &n); err != nil {
 			return err
 		}
+		if *idx == nil {
+			*idx = new(int)
+		}
+		**idx = n
+		e.OutputIndex = *idx
+	case 3:
+		e.Item = raw(data, v)
+	case 4:
+		e.Delta = raw(data, v)
+	case 5:
+		e.Seq = raw(data, v)
 	}
-	return it.err
+	return nil
+}
+
+// responsesField is the field of responsesEvent the member it is at
+// names, as memberIter.is matches it (and noted as is notes it), -1 for
+// none: 0 type, 1 response, 2 output_index, 3 item, 4 delta, 5
+// sequence_number. A key spelled as one of them is told at once; a key of
+// plain ASCII can be another's only in another case, so of the same
+// length; any other goes through is.
+func responsesField(it *memberIter) int {
+	q := raw(it.b, it.k)
+	k := q[1 : len(q)-1]
+	f, name := -1, ""
+	switch string(k) {
+	case "type":
+		f, name = 0, "type"
+	case "response":
+		f, name = 1, "response"
+	case "output_index":
+		f, name = 2, "output_index"
+	case "item":
+		f, name = 3, "item"
+	case "delta":
+		f, name = 4, "delta"
+	case "sequence_number":
+		f, name = 5, "sequence_number"
+	}
+	if f >= 0 {
+		it.name, it.folded = name, false
+		return f
+	}
+	if plainASCII(k) {
+		switch len(k) {
+		case len("type"), len("response"), len("output_index"), len("delta"), len("sequence_number"):
+		default:
+			return -1
+		}
+	}
+	switch {
+	case it.is("type"):
+		return 0
+	case it.is("response"):
+		return 1
+	case it.is("output_index"):
+		return 2
+	case it.is("item"):
+		return 3
+	case it.is("delta"):
+		return 4
+	case it.is("sequence_number"):
+		return 5
+	}
+	return -1
 }
 
 // decodeResponsesType decodes the event type at sp into *dst as
@@ -223,6 +334,30 @@ func appendUnquoted(acc *strings.Builder, q []byte) error {
 		acc.WriteByte(c)
 	}
 	return nil
+}
+
+// unquotedBytes is the JSON string q decoded, as unquote decodes it: in
+// place when unquotedLen says it can, else through unquote.
+func unquotedBytes(q []byte) ([]byte, error) {
+	n, ok := unquotedLen(q)
+	if !ok {
+		s, err := unquote(q)
+		if err != nil {
+			return nil, err
+		}
+		return []byte(s), nil
+	}
+	out := make([]byte, 0, n)
+	in := q[1 : len(q)-1]
+	for i := 0; i < len(in); i++ {
+		c := in[i]
+		if c == '\\' {
+			i++
+			c = shortEscape(in[i])
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // jsonStringIs reports whether the JSON string q decodes to s.

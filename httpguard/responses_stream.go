@@ -114,6 +114,9 @@ type responsesAssembler struct {
 	first [4]itemAcc
 	ptrs  [4]*itemAcc
 	last  *responsesEvent // the event add took last
+	// outputIs caches finalIsItems until the next event: 0 not known
+	// yet, 1 false, 2 true.
+	outputIs uint8
 }
 
 // hold accounts for a value of n bytes held in place of one of old bytes.
@@ -140,6 +143,7 @@ func (a *responsesAssembler) current(e *responsesEvent) (*itemAcc, error) {
 }
 
 func (a *responsesAssembler) add(ev streamEvent) (bool, error) {
+	a.outputIs = 0
 	e, err := parseResponsesEventIn(ev, &a.slab)
 	if err != nil {
 		return false, err
@@ -271,10 +275,19 @@ func (a *responsesAssembler) response() ([]byte, error) {
 
 // calls implements assembler.calls: the calls of response(), read once. A
 // stream that ended has its terminal event's response, which response()
-// returns as it came (nothing is built), so the calls are read from it
+// returns as it came (nothing is built); when its output is the items as
+// they streamed (responsesOutputIs, as OpenAI sends it), the calls are
+// read from the items, which the decoder has read, else from the response
 // as from a sync response; a stream cut short has only the created
 // response and the items, which response() joins.
 func (a *responsesAssembler) calls() ([]wireCall, error) {
+	if a.finalIsItems() {
+		cs, err := responsesItemCalls(a.items)
+		if err != nil {
+			return nil, unguardable("the streamed response is not of a shape the guard reads", err)
+		}
+		return cs, nil
+	}
 	resp, err := a.response()
 	if err != nil {
 		return nil, err
@@ -284,6 +297,74 @@ func (a *responsesAssembler) calls() ([]wireCall, error) {
 		return nil, unguardable("the streamed response is not of a shape the guard reads", err)
 	}
 	return cs, nil
+}
+
+// responsesItemCalls is what responsesWire.calls reads of a response
+// whose output is items (responsesOutputIs), read from the items' own
+// bytes without reading the response again: each item's type is its typ
+// (the assembler read it from the added item and checked the done item
+// has it), so the function calls are those of type function_call, each
+// read as responsesWire.calls reads it; a tool_search_call's execution is
+// checked first, as responsesOutput checks it.
+func responsesItemCalls(items []*itemAcc) ([]wireCall, error) {
+	n := 0
+	for _, it := range items {
+		k := responsesItemKind(it.typ)
+		switch {
+		case k == 0:
+			return nil, unguardable("an output item of a type the guard does not know", fmt.Errorf("type %q", it.typ))
+		case it.typ == "tool_search_call":
+			if _, err := toolSearchKind(it.item, checkedRoot(it.item)); err != nil {
+				return nil, err
+			}
+		case k == itemFunction:
+			n++
+		}
+	}
+	out := make([]wireCall, 0, n)
+	for _, it := range items {
+		if responsesItemKind(it.typ) != itemFunction {
+			continue
+		}
+		b, sp := it.item, checkedRoot(it.item)
+		id, err := optStr(b, sp, "call_id")
+		if err != nil {
+			return nil, unguardable("a function call that cannot be read", err)
+		}
+		name, err := optStr(b, sp, "name")
+		if err != nil {
+			return nil, unguardable("a function call that cannot be read", err)
+		}
+		args, err := optStrBytes(b, sp, "arguments")
+		if err != nil {
+			return nil, unguardable("a function call that cannot be read", err)
+		}
+		ns, err := optStr(b, sp, "namespace")
+		if err != nil {
+			return nil, unguardable("a function call that cannot be read", err)
+		}
+		out = append(out, wireCall{ID: id, Name: namespacedName(ns, name), Args: args})
+	}
+	return out, nil
+}
+
+// optStrBytes is []byte(optStr(b, sp, key)), made at once: a string of
+// only the escapes unquotedBytes decodes in place (a call's arguments,
+// whose quotes are escaped) is decoded into the slice, not made a string
+// and copied.
+func optStrBytes(b []byte, sp span, key string) ([]byte, error) {
+	v, ok, err := field(b, sp, key)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || kind(b, v) == 'n' {
+		return []byte{}, nil
+	}
+	if kind(b, v) != '"' {
+		_, err := str(b, v)
+		return nil, err
+	}
+	return unquotedBytes(raw(b, v))
 }
 
 // responsesGate is the streamGate of OpenAI Responses. Its client's events
@@ -307,10 +388,17 @@ type responsesGate struct {
 	heldBytes    int
 	unreleasable bool
 	ended        bool
+	// firstAsm is the first attempt's assembler, allocated with the gate,
+	// and oneTerminal the room of an attempt's terminal event (there is
+	// one, but for an upstream that sends more).
+	firstAsm    responsesAssembler
+	oneTerminal [1]streamEvent
 }
 
 func newResponsesGate(w io.Writer) *responsesGate {
-	return &responsesGate{w: w, asm: &responsesAssembler{}}
+	g := &responsesGate{w: w}
+	g.asm = &g.firstAsm
+	return g
 }
 
 // send writes data with its sequence_number set to the gate's next.
@@ -363,13 +451,14 @@ func (g *responsesGate) event(ev streamEvent) (bool, error) {
 	pass := false
 	switch {
 	case e.Type == "response.created" || e.Type == "response.in_progress" || e.Type == "response.queued":
-		if first && g.id == "" {
-			if r, err := root(e.Response); err == nil {
-				g.id, _ = optStr(e.Response, r, "id")
-			}
+		if first && g.id == "" && len(e.Response) > 0 {
+			g.id, _ = optStr(e.Response, checkedRoot(e.Response), "id")
 		}
 		pass = first
 	case responsesTerminal(e.Type):
+		if g.terminal == nil {
+			g.terminal = g.oneTerminal[:0]
+		}
 		g.terminal = append(g.terminal, streamEvent{Event: ev.Event, Data: ev.Data, parsed: e})
 	case e.Type == "response.output_item.added":
 		// A function call is held until it is validated, and every item
@@ -414,8 +503,16 @@ func (g *responsesGate) hold(ev streamEvent) {
 		g.held, g.unreleasable = nil, true
 		return
 	}
+	if g.held == nil {
+		g.held = make([]streamEvent, 0, heldFirst)
+	}
 	g.held = append(g.held, ev)
 }
+
+// heldFirst is the room a gate first makes for the events it holds: those
+// of two calls and the terminal event, in one allocation rather than one
+// per doubling.
+const heldFirst = 16
 
 // release implements streamGate.release: it ends the first attempt by handing on
 // the events it held as they came, when accept would write nothing else
@@ -467,7 +564,7 @@ func (g *responsesGate) releasable() bool {
 			return false // an event accept would drop
 		}
 	}
-	if !responsesOutputIs(a.final, a.items) {
+	if !a.finalIsItems() {
 		return false
 	}
 	for _, ev := range g.held[:n-1] {
@@ -495,11 +592,25 @@ func (g *responsesGate) releasable() bool {
 	return true
 }
 
+// finalIsItems reports whether the stream ended and its terminal
+// response's output is its items, as they streamed (responsesOutputIs):
+// read once for calls and release both.
+func (a *responsesAssembler) finalIsItems() bool {
+	if a.outputIs == 0 {
+		a.outputIs = 1
+		if a.final != nil && responsesOutputIs(a.final, a.items) {
+			a.outputIs = 2
+		}
+	}
+	return a.outputIs == 2
+}
+
 // responsesOutputIs reports whether resp's output is items, done, joined
-// as a JSON array with nothing between them.
+// as a JSON array with nothing between them. resp is a terminal event's
+// response, as the decoder read it (checkedRoot).
 func responsesOutputIs(resp []byte, items []*itemAcc) bool {
-	r, err := root(resp)
-	if err != nil || kind(resp, r) != '{' {
+	r := checkedRoot(resp)
+	if kind(resp, r) != '{' {
 		return false
 	}
 	o, ok, err := field(resp, r, "output")
@@ -527,6 +638,19 @@ func responsesOutputIs(resp []byte, items []*itemAcc) bool {
 		out = out[len(it.item):]
 	}
 	return len(out) == 0
+}
+
+// checkedRoot is root(b) for b the decoder has read as one JSON value,
+// whole (an event's data) or a member's (an event's response or item):
+// the span of b without the space around it, found without reading the
+// value again. (An absent member, nil, gives an empty span, which no
+// reader takes for an object.)
+func checkedRoot(b []byte) span {
+	i, j := skipSpace(b, 0), len(b)
+	for j > i && isSpace(b[j-1]) {
+		j--
+	}
+	return span{i, j}
 }
 
 // responsesCallAdded reports whether added, a function call's item as
@@ -575,10 +699,11 @@ func sameString(b []byte, key, s string) bool {
 
 // stringMember is the string member key of the object b, quoted as it came; nil
 // when absent or null; ok false when b is not an object, has key twice
-// or in another case, or its value is not a string.
+// or in another case, or its value is not a string. b is an event the
+// decoder read, or a value in one (checkedRoot).
 func stringMember(b []byte, key string) (q []byte, ok bool) {
-	r, err := root(b)
-	if err != nil || kind(b, r) != '{' {
+	r := checkedRoot(b)
+	if kind(b, r) != '{' {
 		return nil, false
 	}
 	v, found, err := field(b, r, key)
