@@ -40,7 +40,9 @@ type Transport struct {
 // New returns a Transport that sends the requests it recognises through
 // mws, in [guard.Chain] order (the first is the outermost), and makes them
 // with base; base nil means http.DefaultTransport. Zero Middlewares are
-// skipped; with none, every request passes through untouched.
+// skipped; with none, every request passes through untouched. base must
+// not modify the requests it is given, as http.RoundTripper requires: an
+// upstream request shares the client's request's headers and URL.
 //
 //	client := openai.NewClient(option.WithHTTPClient(&http.Client{
 //		Transport: httpguard.New(nil, httpguard.ToolArgValidation(), httpguard.ModelRetry()),

@@ -114,10 +114,13 @@ func contentOf(resp *response, err error) ([]byte, error) {
 	return resp.content()
 }
 
-// sendUpstream makes the upstream request: a clone of the client's with
-// req's body, and reads its answer, decoded when it is compressed.
+// sendUpstream makes the upstream request: a copy of the client's with
+// req's body, and reads its answer, decoded when it is compressed. The copy
+// shares the client's headers and URL, which neither the base transport
+// (an http.RoundTripper does not modify its request) nor the transport
+// writes: signAgain, which does, copies them first.
 func (t *Transport) sendUpstream(ctx context.Context, req *request) (*response, error) {
-	out := req.http.Clone(ctx)
+	out := req.http.WithContext(ctx)
 	body := req.body
 	out.Body = io.NopCloser(bytes.NewReader(body))
 	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
