@@ -151,21 +151,40 @@ func (t *Transport) streamAnswer(r *http.Request, p wireProtocol, resp *response
 	}
 }
 
-// syncResponse is resp as the client receives it.
+// syncResponse is resp as the client receives it: the response and its
+// body made in one allocation.
 func syncResponse(r *http.Request, resp *response) *http.Response {
 	h := cloneWith(resp.header, "Content-Length", strconv.Itoa(len(resp.body)))
-	return &http.Response{
+	out := new(syncAnswer)
+	out.body.r.Reset(resp.body)
+	out.Response = http.Response{
 		Status:        statusLine(resp.status),
 		StatusCode:    resp.status,
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,
 		Header:        h,
-		Body:          io.NopCloser(bytes.NewReader(resp.body)),
+		Body:          &out.body,
 		ContentLength: int64(len(resp.body)),
 		Request:       r,
 	}
+	return &out.Response
 }
+
+// syncAnswer is a sync answer as the client receives it, with its body.
+type syncAnswer struct {
+	http.Response
+	body bytesBody
+}
+
+// bytesBody is a body read from memory: io.NopCloser(bytes.NewReader(b))
+// with the same methods (Read, WriteTo, Close), to be made as part of
+// another value.
+type bytesBody struct{ r bytes.Reader }
+
+func (b *bytesBody) Read(p []byte) (int, error)         { return b.r.Read(p) }
+func (b *bytesBody) WriteTo(w io.Writer) (int64, error) { return b.r.WriteTo(w) }
+func (b *bytesBody) Close() error                       { return nil }
 
 // cloneWith returns a copy of h (nil: an empty one) whose key, in its
 // canonical form, has the one value v: h.Clone() then Set(key, v), in two
