@@ -5,8 +5,10 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -92,6 +94,58 @@ func TestUpstreamRequestsLeaveTheClientsUntouched(t *testing.T) {
 			}
 			if resp.Request != r {
 				t.Errorf("the response's Request is %p, want the client's %p", resp.Request, r)
+			}
+		})
+	}
+}
+
+// A sync answer reaches the client with the upstream's headers as they
+// came (several values, cookies, the provider's ids) and the length of
+// the body the client reads: the upstream's when the guard changed
+// nothing, the cleaned body's when it wrote cleaned arguments.
+func TestSyncAnswerHeader(t *testing.T) {
+	t.Parallel()
+	const request = `{"model":"gpt-4o","messages":[{"role":"user","content":"Weather?"}],"tools":[{"type":"function","function":` +
+		`{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"},"unit":{"type":"string"}},"required":["city"]}}}]}`
+	answer := func(args string) string {
+		return `{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":null,` +
+			`"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":` + strconv.Quote(args) + `}}]},"finish_reason":"tool_calls"}]}`
+	}
+	for _, tc := range []struct{ name, args, wantArgs string }{
+		{"unchanged", `{"city":"Paris"}`, `{"city":"Paris"}`},
+		{"cleaned", `{"city":"Paris","unit":null}`, `{"city":"Paris"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			body := answer(tc.args)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header()["Date"] = nil // not sent: the two answers are read at different times
+				w.Header().Set("X-Request-Id", "req_1")
+				w.Header().Add("Set-Cookie", "a=1")
+				w.Header().Add("Set-Cookie", "b=2")
+				io.WriteString(w, body)
+			}))
+			defer srv.Close()
+			get := func(rt http.RoundTripper) (*http.Response, []byte) {
+				r, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(request))
+				resp, err := (&http.Client{Transport: rt}).Do(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				return resp, b
+			}
+			direct, _ := get(http.DefaultTransport)
+			guarded, b := get(New(nil, ToolArgValidation()))
+			if want := answer(tc.wantArgs); string(b) != want {
+				t.Fatalf("the client read %s, want %s", b, want)
+			}
+			want := direct.Header.Clone()
+			want.Set("Content-Length", strconv.Itoa(len(b)))
+			if !reflect.DeepEqual(guarded.Header, want) || guarded.ContentLength != int64(len(b)) {
+				t.Errorf("the client's header %v (length %d), want %v (%d)", guarded.Header, guarded.ContentLength, want, len(b))
 			}
 		})
 	}
