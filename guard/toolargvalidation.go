@@ -317,7 +317,7 @@ func validateCalls[Req, Resp any](ctx context.Context, m *toolArgValidation, c C
 	ctx = insideValidation(ctx)
 	info := c.Request(ctx, req)
 	adv, _ := any(c).(Advisor)
-	var tools toolSchemas // built on the first response with tool calls
+	var tools toolSchemas // made on the first response with tool calls
 	return reask(ctx, info.Stream, HoldToolCalls, next, req, func(attempt int, gate Gate[Resp], resp Resp, err error) turn[Req, Resp] {
 		if err != nil {
 			if mr, mal, ok := malformedOf(c, req, resp, err); ok {
@@ -338,7 +338,7 @@ func validateCalls[Req, Resp any](ctx context.Context, m *toolArgValidation, c C
 			m.reportEmpty(ctx, adv, info.Tools, got.Text, attempt)
 			return turn[Req, Resp]{resp: resp}
 		}
-		if tools == nil {
+		if !tools.made {
 			m.checkTools(ctx, adv, info.Tools)
 			tools = m.toolSchemas(ctx, info.Tools)
 		}
@@ -498,21 +498,38 @@ func WithToolSchemas(ctx context.Context, schemas map[string]any) context.Contex
 }
 
 // toolSchemas maps tool names to their schema sources: the request's tools,
-// overridden by [WithToolSchemas], overridden by [WithSchema]. A nil value means
-// "no schema: any object".
-type toolSchemas map[string]any
+// overridden by [WithToolSchemas], overridden by [WithSchema]. A nil schema
+// means "no schema: any object". It reads the three where they are, rather
+// than copying them into a map for every call: a request offers a few
+// tools, and a call is looked up among them.
+type toolSchemas struct {
+	// tools are the request's tools; of two of one name, the last counts.
+	tools []Tool
+	// byName holds tools by name when they are more than linearTools, so
+	// that a lookup is not a search through them all.
+	byName map[string]any
+	// layers are WithToolSchemas's schemas and WithSchema's, each
+	// overriding the tools and the layers before it.
+	layers [2]map[string]any
+	made   bool
+}
+
+// linearTools is how many tools toolSchemas searches in place.
+const linearTools = 16
 
 func (m *toolArgValidation) toolSchemas(ctx context.Context, tools []Tool) toolSchemas {
 	fromCtx, _ := ctx.Value(toolSchemasKey{}).(map[string]any)
-	ts := make(toolSchemas, len(tools)+len(fromCtx)+len(m.cfg.schemas))
-	var dups []string
-	for _, t := range tools {
-		if _, seen := ts[t.Name]; seen && !slices.Contains(dups, t.Name) {
-			dups = append(dups, t.Name)
+	ts := toolSchemas{tools: tools, layers: [2]map[string]any{fromCtx, m.cfg.schemas}, made: true}
+	if len(tools) > linearTools {
+		ts.byName = make(map[string]any, len(tools))
+		for _, t := range tools {
+			ts.byName[t.Name] = t.Schema
 		}
-		ts[t.Name] = t.Schema
 	}
-	if len(dups) > 0 && m.duplicates.CompareAndSwap(false, true) {
+	if m.duplicates.Load() {
+		return ts // reported once: not looked for again
+	}
+	if dups := duplicateNames(tools, ts.byName); len(dups) > 0 && m.duplicates.CompareAndSwap(false, true) {
 		quoted := make([]string, len(dups))
 		for i, d := range dups {
 			quoted[i] = safetext.Quote(d, 80)
@@ -522,21 +539,74 @@ func (m *toolArgValidation) toolSchemas(ctx context.Context, tools []Tool) toolS
 		e := Event{Kind: EventMisconfigured, Middleware: validationName, Tool: dups[0], Err: err}
 		reportLoud(ctx, m.cfg.events, e)
 	}
-	for _, layer := range []map[string]any{fromCtx, m.cfg.schemas} {
-		for name, s := range layer {
-			ts[name] = s
-		}
-	}
 	return ts
 }
 
+// duplicateNames returns the names more than one of tools has, each once,
+// in the order of their second occurrences; byName, when not nil, holds
+// every name of tools.
+func duplicateNames(tools []Tool, byName map[string]any) []string {
+	if byName != nil && len(byName) == len(tools) {
+		return nil
+	}
+	var dups []string
+	var seen map[string]bool
+	if byName != nil {
+		seen = make(map[string]bool, len(tools))
+	}
+	for i, t := range tools {
+		again := false
+		if seen != nil {
+			again = seen[t.Name]
+			seen[t.Name] = true
+		} else {
+			for _, before := range tools[:i] {
+				if before.Name == t.Name {
+					again = true
+					break
+				}
+			}
+		}
+		if again && !slices.Contains(dups, t.Name) {
+			dups = append(dups, t.Name)
+		}
+	}
+	return dups
+}
+
+// lookup returns the schema source of the tool named name, and whether
+// there is such a tool.
+func (ts toolSchemas) lookup(name string) (any, bool) {
+	for i := len(ts.layers) - 1; i >= 0; i-- {
+		if s, ok := ts.layers[i][name]; ok {
+			return s, true
+		}
+	}
+	if ts.byName != nil {
+		s, ok := ts.byName[name]
+		return s, ok
+	}
+	for i := len(ts.tools) - 1; i >= 0; i-- {
+		if ts.tools[i].Name == name {
+			return ts.tools[i].Schema, true
+		}
+	}
+	return nil, false
+}
+
+// names returns the names of the tools that have a schema source, sorted.
 func (ts toolSchemas) names() []string {
-	names := make([]string, 0, len(ts))
-	for n := range ts {
-		names = append(names, n)
+	names := make([]string, 0, len(ts.tools)+len(ts.layers[0])+len(ts.layers[1]))
+	for _, t := range ts.tools {
+		names = append(names, t.Name)
+	}
+	for _, layer := range ts.layers {
+		for n := range layer {
+			names = append(names, n)
+		}
 	}
 	slices.Sort(names)
-	return names
+	return slices.Compact(names)
 }
 
 // verdict is what became of one tool call.
@@ -599,7 +669,7 @@ func (m *toolArgValidation) check(ctx context.Context, c Call, tools toolSchemas
 	if c.noFunction() {
 		return reject(&validation.Error{Violations: []validation.Violation{{Keyword: "tool", Message: noFunctionText}}}, "", nil), nil
 	}
-	src, known := tools[c.Name]
+	src, known := tools.lookup(c.Name)
 	if !known {
 		m.emit(ctx, Event{Kind: EventUnknownTool, Attempt: attempt, Tool: c.Name, CallID: c.ID})
 		if m.cfg.unknown == UnknownPass {

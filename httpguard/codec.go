@@ -47,6 +47,8 @@ type response struct {
 	proto  wireProtocol
 	body   []byte // the JSON body; nil for pass
 	status int
+	// header is the answer's header: the upstream's, or one a stage made.
+	// The client receives it (syncResponse).
 	header http.Header
 	// standIn marks an answer a stage made (Codec.End); cause is the
 	// error it stands for.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/toolguard/toolguard/guard"
@@ -115,7 +116,19 @@ func sigV4(r *http.Request) bool {
 			return true
 		}
 	}
-	return r.URL.Query().Has("X-Amz-Signature")
+	return presigned(r.URL.RawQuery)
+}
+
+// presigned reports whether query, a URL's raw query, has an
+// X-Amz-Signature parameter. A query that holds neither the name nor an
+// escape (which an escaped name needs) is not parsed: nearly every
+// request's, which has none or ?alt=sse or ?key=.
+func presigned(query string) bool {
+	if !strings.Contains(query, "Signature") && !strings.Contains(query, "%") {
+		return false
+	}
+	q, _ := url.ParseQuery(query)
+	return q.Has("X-Amz-Signature")
 }
 
 // signAgain signs out, an upstream request with body, again when its
@@ -131,6 +144,9 @@ func (t *Transport) signAgain(ctx context.Context, req *request, out *http.Reque
 		t.report(req.http, "misconfigured", signerMissingText, nil)
 		return ErrSignerMissing
 	}
+	// out shares the client's headers and URL (sendUpstream): this request's
+	// own are written.
+	out.Header, out.URL = out.Header.Clone(), cloneURL(out.URL)
 	for _, h := range []string{"Authorization", "X-Amz-Date", "X-Amz-Security-Token"} {
 		out.Header.Del(h)
 	}
@@ -149,6 +165,20 @@ func (t *Transport) signAgain(ctx context.Context, req *request, out *http.Reque
 		return fmt.Errorf("httpguard: signing the upstream request: %w", err)
 	}
 	return nil
+}
+
+// cloneURL returns a copy of u that shares nothing a write to it changes,
+// as http.Request.Clone copies a request's URL.
+func cloneURL(u *url.URL) *url.URL {
+	if u == nil {
+		return nil
+	}
+	out := *u
+	if u.User != nil {
+		user := *u.User
+		out.User = &user
+	}
+	return &out
 }
 
 const signerMissingText = "a request signed with AWS SigV4 needs its body changed (a re-ask, a repaired history) and the Transport has no signer (httpguard.WithSigner): the call is refused"

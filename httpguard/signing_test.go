@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -179,4 +180,20 @@ func TestWithSignerNilPanics(t *testing.T) {
 		}
 	}()
 	WithSigner(nil)
+}
+
+// presigned is what sigV4 asked of every request before: whether
+// url.URL.Query has X-Amz-Signature.
+func FuzzPresigned(f *testing.F) {
+	for _, q := range []string{"", "alt=sse", "key=AIza", "X-Amz-Signature=1", "x-amz-signature=1", "X-Amz-Signatur%65=1",
+		"X-Amz-Signature", "a=1&X-Amz-Signature=", "a=1;X-Amz-Signature=1", "X-Amz-Signature%3D1", "X%2DAmz-Signature=1",
+		"X-Amz-Signature=%zz", "%", "a=%&X-Amz-Signature=1", "Signature=1", "X-Amz-Signature+=1", "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=c1e47"} {
+		f.Add(q)
+	}
+	f.Fuzz(func(t *testing.T, query string) {
+		want := (&url.URL{RawQuery: query}).Query().Has("X-Amz-Signature")
+		if got := presigned(query); got != want {
+			t.Errorf("presigned(%q) = %v, url.URL.Query's %v", query, got, want)
+		}
+	})
 }

@@ -40,7 +40,9 @@ type Transport struct {
 // New returns a Transport that sends the requests it recognises through
 // mws, in [guard.Chain] order (the first is the outermost), and makes them
 // with base; base nil means http.DefaultTransport. Zero Middlewares are
-// skipped; with none, every request passes through untouched.
+// skipped; with none, every request passes through untouched. base must
+// not modify the requests it is given, as http.RoundTripper requires: an
+// upstream request shares the client's request's headers and URL.
 //
 //	client := openai.NewClient(option.WithHTTPClient(&http.Client{
 //		Transport: httpguard.New(nil, httpguard.ToolArgValidation(), httpguard.ModelRetry()),
@@ -149,53 +151,60 @@ func (t *Transport) streamAnswer(r *http.Request, p wireProtocol, resp *response
 	}
 }
 
-// syncResponse is resp as the client receives it.
+// syncResponse is resp as the client receives it, with resp's header: the
+// response and its body made in one allocation.
 func syncResponse(r *http.Request, resp *response) *http.Response {
-	h := cloneWith(resp.header, "Content-Length", strconv.Itoa(len(resp.body)))
-	return &http.Response{
+	h := answerHeader(resp.header, len(resp.body))
+	out := new(syncAnswer)
+	out.body.r.Reset(resp.body)
+	out.Response = http.Response{
 		Status:        statusLine(resp.status),
 		StatusCode:    resp.status,
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,
 		Header:        h,
-		Body:          io.NopCloser(bytes.NewReader(resp.body)),
+		Body:          &out.body,
 		ContentLength: int64(len(resp.body)),
 		Request:       r,
 	}
+	return &out.Response
 }
 
-// cloneWith returns a copy of h (nil: an empty one) whose key, in its
-// canonical form, has the one value v: h.Clone() then Set(key, v), in two
-// allocations whatever h holds (the map, and one array for every value),
-// where Set would add one for v. The response's header is the upstream's,
-// which the caller may still hold (a caching transport), so it is copied,
-// never changed.
-func cloneWith(h http.Header, key, v string) http.Header {
-	key = http.CanonicalHeaderKey(key)
-	nv := 1
-	for k, vv := range h {
-		if k != key {
-			nv += len(vv)
-		}
+// syncAnswer is a sync answer as the client receives it, with its body.
+type syncAnswer struct {
+	http.Response
+	body bytesBody
+}
+
+// bytesBody is a body read from memory: io.NopCloser(bytes.NewReader(b))
+// with the same methods (Read, WriteTo, Close), to be made as part of
+// another value.
+type bytesBody struct{ r bytes.Reader }
+
+func (b *bytesBody) Read(p []byte) (int, error)         { return b.r.Read(p) }
+func (b *bytesBody) WriteTo(w io.Writer) (int64, error) { return b.r.WriteTo(w) }
+func (b *bytesBody) Close() error                       { return nil }
+
+// answerHeader returns h, the header of an answer, with Content-Length n
+// (h nil: a new header). h is the transport's to change: the upstream's,
+// which the base transport handed over with its response (as an
+// http.RoundTripper hands its responses to http.Client and
+// httputil.ReverseProxy, which change their headers too; decodeBody
+// changes it as well), or one a stage made. It is changed only when it
+// says another length, or none: a provider's answer handed on unchanged
+// keeps the header it came with, and costs no allocation.
+func answerHeader(h http.Header, n int) http.Header {
+	var buf [20]byte
+	length := strconv.AppendInt(buf[:0], int64(n), 10)
+	if v := h["Content-Length"]; len(v) == 1 && v[0] == string(length) {
+		return h
 	}
-	sv := make([]string, nv)
-	out := make(http.Header, len(h)+1)
-	for k, vv := range h {
-		if k == key {
-			continue
-		}
-		if vv == nil {
-			out[k] = nil // kept, as Clone keeps it
-			continue
-		}
-		n := copy(sv, vv)
-		out[k] = sv[:n:n]
-		sv = sv[n:]
+	if h == nil {
+		h = make(http.Header, 1)
 	}
-	sv[0] = v
-	out[key] = sv[:1:1]
-	return out
+	h["Content-Length"] = []string{string(length)}
+	return h
 }
 
 // withBody returns a clone of r with body, of length n (-1: unknown).

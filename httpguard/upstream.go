@@ -114,10 +114,13 @@ func contentOf(resp *response, err error) ([]byte, error) {
 	return resp.content()
 }
 
-// sendUpstream makes the upstream request: a clone of the client's with
-// req's body, and reads its answer, decoded when it is compressed.
+// sendUpstream makes the upstream request: a copy of the client's with
+// req's body, and reads its answer, decoded when it is compressed. The copy
+// shares the client's headers and URL, which neither the base transport
+// (an http.RoundTripper does not modify its request) nor the transport
+// writes: signAgain, which does, copies them first.
 func (t *Transport) sendUpstream(ctx context.Context, req *request) (*response, error) {
-	out := req.http.Clone(ctx)
+	out := req.http.WithContext(ctx)
 	body := req.body
 	out.Body = io.NopCloser(bytes.NewReader(body))
 	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
@@ -288,8 +291,14 @@ type readCloser struct {
 
 func (r readCloser) Close() error { return r.c.Close() }
 
-// statusLine is the Status of a response the transport makes.
-func statusLine(code int) string { return strconv.Itoa(code) + " " + http.StatusText(code) }
+// statusLine is the Status of a response the transport makes: "200 OK"
+// for nearly all, made without an allocation.
+func statusLine(code int) string {
+	if code == http.StatusOK {
+		return "200 OK"
+	}
+	return strconv.Itoa(code) + " " + http.StatusText(code)
+}
 
 // StatusCode returns the HTTP status an upstream stream's error event
 // stands for, so that retry classifies it as it classifies the same

@@ -1,7 +1,10 @@
 package validation
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/json"
+	"hash/maphash"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -20,13 +23,17 @@ const DefaultCacheSize = 4096
 // schema it has seen by its identity (the map, slice, string or pointer
 // itself) and only fingerprints the content (one marshal and one SHA-256) the
 // first time it sees an identity. Modifying a map after passing it is not
-// noticed; pass a new map instead.
+// noticed; pass a new map instead. A schema given as JSON text (a string,
+// []byte or json.RawMessage) in a fresh value each time, as a proxy reads
+// it from every request, is recognized by its text: the same bytes as a
+// text seen before, compared whole, find that text's compiled schema
+// without being compacted or fingerprinted again.
 //
-// A Cache is bounded: it keeps about size identities and size compiled
-// schemas ([DefaultCacheSize] by default; concurrent inserts may overshoot by
-// the number of goroutines inserting at once); when an insert finds it full
-// it forgets about an eighth of its entries, which are compiled again if
-// they come back. A schema whose value is rebuilt for every call (as
+// A Cache is bounded: it keeps about size identities, size texts and size
+// compiled schemas ([DefaultCacheSize] by default; concurrent inserts may
+// overshoot by the number of goroutines inserting at once); when an insert
+// finds it full it forgets about an eighth of its entries, which are
+// compiled again if they come back. A schema whose value is rebuilt for every call (as
 // langchaingo's OpenAIFunctionsAgent does with its function maps) is
 // remembered under at most 8 identities and found by its fingerprint after
 // that, so such values are neither kept alive nor allowed to crowd out the
@@ -35,8 +42,18 @@ const DefaultCacheSize = 4096
 type Cache struct {
 	opts    []Option
 	byID    boundedMap // identity -> *cacheEntry
+	byText  boundedMap // maphash of a JSON text -> *textEntry
 	byHash  boundedMap // [32]byte -> *cacheEntry
+	seed    maphash.Seed
 	maxSize int
+}
+
+// textEntry is a schema seen as JSON text: the text, which a lookup
+// compares whole (its key is a 64-bit hash, which two texts may share),
+// and the entry of its content.
+type textEntry struct {
+	text  []byte
+	entry *cacheEntry
 }
 
 type cacheEntry struct {
@@ -58,7 +75,8 @@ func NewCache(opts ...Option) *Cache {
 // NewCacheSize is [NewCache] with room for size schemas (at least 8).
 func NewCacheSize(size int, opts ...Option) *Cache {
 	size = max(size, 8)
-	return &Cache{opts: opts, byID: boundedMap{max: size}, byHash: boundedMap{max: size}, maxSize: size}
+	return &Cache{opts: opts, byID: boundedMap{max: size}, byText: boundedMap{max: size}, byHash: boundedMap{max: size},
+		seed: maphash.MakeSeed(), maxSize: size}
 }
 
 // Get returns the compiled schema for schema, compiling it on first use. It
@@ -75,6 +93,17 @@ func (c *Cache) Get(schema any) (*Schema, error) {
 			return e.(*cacheEntry).get(c.opts)
 		}
 	}
+	text, isText := jsonText(schema)
+	var textKey uint64
+	if isText {
+		textKey = maphash.Bytes(c.seed, text)
+		if e, ok := c.byText.Load(textKey); ok {
+			if te := e.(*textEntry); bytes.Equal(te.text, text) {
+				c.remember(id, hasID, te.entry)
+				return te.entry.get(c.opts)
+			}
+		}
+	}
 	raw, err := schemaBytes(schema)
 	if err != nil {
 		return nil, err
@@ -88,10 +117,44 @@ func (c *Cache) Get(schema any) (*Schema, error) {
 		e, _ = c.byHash.LoadOrStore(sum, &cacheEntry{raw: raw})
 	}
 	entry := e.(*cacheEntry)
-	if hasID && entry.ids.Add(1) <= maxIdentities {
+	if isText {
+		// The text is the caller's: kept as a copy, unless it was compact
+		// already and the entry's own bytes are the same.
+		kept := entry.raw
+		if !bytes.Equal(kept, text) {
+			kept = bytes.Clone(text)
+		}
+		c.byText.LoadOrStore(textKey, &textEntry{text: kept, entry: entry})
+	}
+	c.remember(id, hasID, entry)
+	return entry.get(c.opts)
+}
+
+// remember records id, when the schema has one, as an identity of entry,
+// as long as fewer than maxIdentities were recorded for it. The count is
+// read before it is added to, so that a schema whose identities are all
+// recorded costs a lookup no write to memory another core shares, and the
+// count stays bounded.
+func (c *Cache) remember(id idKey, hasID bool, entry *cacheEntry) {
+	if hasID && entry.ids.Load() < maxIdentities && entry.ids.Add(1) <= maxIdentities {
 		c.byID.LoadOrStore(id, entry)
 	}
-	return entry.get(c.opts)
+}
+
+// jsonText returns schema's bytes when it is JSON text: a string, []byte
+// or json.RawMessage, the forms [schemaBytes] takes as they are. A string
+// is viewed in place, never copied: the bytes are only hashed and
+// compared.
+func jsonText(schema any) ([]byte, bool) {
+	switch s := schema.(type) {
+	case json.RawMessage:
+		return s, true
+	case []byte:
+		return s, true
+	case string:
+		return unsafe.Slice(unsafe.StringData(s), len(s)), true
+	}
+	return nil, false
 }
 
 func (e *cacheEntry) get(opts []Option) (*Schema, error) {
