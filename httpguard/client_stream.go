@@ -32,8 +32,13 @@ type clientStream struct {
 	// opening reports whether an event only opens the stream.
 	opening func(ev streamEvent) bool
 	// framing writes the events as the client reads them.
-	framing   framing
+	framing framing
+	// held are the events that only open the stream, until it commits;
+	// heldRoom is their first room: a stream opens with a few (a
+	// message_start, a response.created and in_progress, a chunk with the
+	// role alone), which then take no allocation.
 	held      []streamEvent
+	heldRoom  [4]streamEvent
 	committed chan struct{} // closed at the first event
 	commit    sync.Once
 	cancel    context.CancelFunc // ends the call's upstream requests
@@ -88,6 +93,7 @@ func newClientStream(p wireProtocol, cancel context.CancelFunc) *clientStream {
 	c := &clientStream{opening: p.opening, framing: p.framing(), committed: make(chan struct{}), cancel: cancel,
 		status: http.StatusOK, proto: "HTTP/1.1", major: 1, minor: 1}
 	c.cond.L = &c.mu
+	c.held = c.heldRoom[:0]
 	return c
 }
 
@@ -125,17 +131,20 @@ func (c *clientStream) putEvent(ev streamEvent) error {
 	return c.write(ev)
 }
 
-// flush commits the response and writes the held events.
+// flush commits the response and writes the held events, then lets them
+// go: once written, an event is the buffer's copy.
 func (c *clientStream) flush() error {
 	c.commit.Do(func() { close(c.committed) })
 	held := c.held
 	c.held = nil
+	var err error
 	for _, ev := range held {
-		if err := c.write(ev); err != nil {
-			return err
+		if err = c.write(ev); err != nil {
+			break
 		}
 	}
-	return nil
+	clear(c.heldRoom[:])
+	return err
 }
 
 // write appends ev, formatted, to the buffer, once it holds less than the

@@ -163,3 +163,43 @@ func TestClientStreamClose(t *testing.T) {
 		t.Errorf("a Read after Close returns %d, %v; want an error", n, err)
 	}
 }
+
+// The events that only open a stream wait for the first that commits it,
+// then reach the client first, in order, as many as come (more than the
+// room the stream keeps for them too); once written they are let go.
+func TestClientStreamHeldOpenings(t *testing.T) {
+	for _, n := range []int{1, len(clientStream{}.heldRoom), len(clientStream{}.heldRoom) + 3} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			c := newClientStream(chatWire{}, func() {})
+			var want []byte
+			for i := range n {
+				ev := streamEvent{Data: fmt.Appendf(nil, `{"id":"c","choices":[{"index":0,"delta":{"role":"assistant"}}],"n":%d}`, i)}
+				if err := c.putEvent(ev); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, formatEvent(ev)...)
+			}
+			if c.isCommitted() {
+				t.Fatalf("committed by %d events that only open the stream", n)
+			}
+			text := streamEvent{Data: []byte(`{"id":"c","choices":[{"index":0,"delta":{"content":"hi"}}]}`)}
+			if err := c.putEvent(text); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, formatEvent(text)...)
+			if !c.isCommitted() {
+				t.Fatal("not committed by a text event")
+			}
+			for i, ev := range c.heldRoom {
+				if ev.Data != nil {
+					t.Errorf("heldRoom[%d] still holds %s once written", i, ev.Data)
+				}
+			}
+			c.end(nil)
+			got, err := io.ReadAll(clientBody{c})
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("the client read %q, %v; want %q", got, err, want)
+			}
+		})
+	}
+}

@@ -94,24 +94,46 @@ func (t *Transport) send(ctx context.Context, req *request) (*response, error) {
 	ctx, done := guard.ObserveModelCall(ctx, guard.ModelCall{Model: req.wire.Model})
 	resp, err := t.sendUpstream(ctx, req)
 	res := guard.ModelResult{Err: err, InputTokens: -1, OutputTokens: -1}
-	if body, berr := contentOf(resp, err); body != nil && berr == nil {
-		if u, uerr := req.proto.usage(body); uerr == nil && u.Reported {
+	if rep, output, ok := observed(ctx, req.proto, resp, err); ok {
+		if u := rep.usage; rep.usageErr == nil && u.Reported {
 			res.InputTokens, res.OutputTokens = int(u.InputTokens), int(u.OutputTokens)
 		}
-		res.FinishReasons = req.proto.finish(body)
-		res.Output = func() string { return outputMessages(ctx, req.proto, body) }
+		res.FinishReasons = rep.finish
+		res.Output = output
 	}
 	done(res)
 	return resp, err
 }
 
-// contentOf is the body of resp, the answer of a request that ended with
-// err; nil when it failed.
-func contentOf(resp *response, err error) ([]byte, error) {
+// observed is what an observer reads of resp, the answer of a request
+// that ended with err: its report, and its output messages rendered when
+// called; ok false when the request failed, the answer is handed on
+// unread, or it cannot be assembled. A streamed answer not assembled yet
+// is read from its assembler (streamReportOf), and assembled only when
+// its output is asked for, then from the assembler, leaving resp as it
+// is.
+func observed(ctx context.Context, p wireProtocol, resp *response, err error) (streamReport, func() string, bool) {
 	if err != nil {
-		return nil, err
+		return streamReport{}, nil, false
 	}
-	return resp.content()
+	if asm := resp.asm; resp.body == nil && asm != nil {
+		rep, err := streamReportOf(p, asm)
+		if err != nil {
+			return streamReport{}, nil, false
+		}
+		return rep, func() string {
+			body, err := asm.response()
+			if err != nil {
+				return ""
+			}
+			return outputMessages(ctx, p, body)
+		}, true
+	}
+	body, err := resp.content()
+	if body == nil || err != nil {
+		return streamReport{}, nil, false
+	}
+	return reportOf(p, body), func() string { return outputMessages(ctx, p, body) }, true
 }
 
 // sendUpstream makes the upstream request: a copy of the client's with
