@@ -167,3 +167,104 @@ func TestMessagesParsedText(t *testing.T) {
 		}
 	}
 }
+
+// envelopeSeeds are message_start's messages, message_delta's deltas and
+// usages of the recorded streams, and edges of the envelope's building:
+// keys twice, in another case, not ASCII, usage that is not an object or
+// that the delta replaces.
+func envelopeSeeds(t testing.TB) (messages, deltas, usages [][]byte) {
+	t.Helper()
+	for _, data := range messagesParsedSeeds(t) {
+		e, err := parseMessagesEventInto(streamEvent{Data: data}, new(messagesParsed))
+		switch {
+		case err != nil:
+		case e.typ == "message_start" && kind(e.raw, span{0, len(e.raw)}) == '{':
+			messages = append(messages, e.raw)
+		case e.typ == "message_delta":
+			deltas, usages = append(deltas, e.raw), append(usages, e.usage)
+		}
+	}
+	for _, s := range []string{`{}`, `{"x":1,"x":2}`, `{"content":[],"Content":[]}`, `{"CONTENT":[]}`, `{"usage":7}`, `{"Usage":{}}`,
+		`{"usage":{"a":1,"a":2}}`, `{"usage":{"output_tokens":1,"Output_tokens":2}}`, `{"ſtop_reason":null,"usage":{}}`, `{"usage":{"\u212a":1}}`,
+		`{"usage":null}`, `{"usage":{},"usage":{}}`, `{"id":"m","content":[],"stop_reason":null,"usage":{"output_tokens":1}}`} {
+		messages = append(messages, []byte(s))
+	}
+	for _, s := range []string{`{}`, `null`, `"x"`, `{"stop_reason":"x","stop_reason":"y"}`, `{"Stop_reason":"x"}`, `{"usage":7}`, `{"usage":{"b":1}}`,
+		`{"x":1,"X":2}`, `{"a\u00e9":1}`, `{"stop_reason":"end_turn","stop_sequence":null}`, `{"content":[]}`} {
+		deltas = append(deltas, []byte(s))
+	}
+	for _, s := range []string{`{}`, `null`, `[]`, `{"a":1,"A":2}`, `{"a":1,"a":2}`, `{"output_tokens":5}`, `{"Output_tokens":5}`, `{"\u017f":1}`} {
+		usages = append(usages, []byte(s))
+	}
+	return messages, append(deltas, nil), append(usages, nil)
+}
+
+// checkEnvelope fails unless envelopeBuildsPlain, where it knows, says
+// what envelope's building does.
+func checkEnvelope(t *testing.T, message, delta, usage []byte) bool {
+	t.Helper()
+	a := &messagesAssembler{message: message, delta: delta, usage: usage}
+	builds, known := a.envelopeBuildsPlain()
+	_, err := a.envelope([]byte("[]"))
+	if known && builds != (err == nil) {
+		t.Fatalf("message %q, delta %q, usage %q: builds %v; envelope: %v", message, delta, usage, builds, err)
+	}
+	return known
+}
+
+// The envelope's building is read without building it, as it builds.
+func TestMessagesEnvelopeBuilds(t *testing.T) {
+	t.Parallel()
+	messages, deltas, usages := envelopeSeeds(t)
+	for _, m := range messages {
+		for _, d := range deltas {
+			for _, u := range usages {
+				checkEnvelope(t, m, d, u)
+			}
+		}
+	}
+	// The recorded streams' envelopes are read without building them.
+	for _, dir := range []string{"anthropic"} {
+		names, _ := filepath.Glob(filepath.Join(wireDir, dir, "*.sse"))
+		for _, n := range names {
+			b, _ := os.ReadFile(n)
+			evs, _ := readAllEvents(bytes.NewReader(b))
+			a := &messagesAssembler{}
+			for _, ev := range evs {
+				if _, err := a.add(ev); err != nil {
+					break
+				}
+			}
+			if _, known := a.envelopeBuildsPlain(); !known {
+				t.Errorf("%s: the envelope's keys were not read as plain", n)
+			}
+		}
+	}
+}
+
+// FuzzMessagesEnvelope holds envelopeBuildsPlain to envelope over
+// messages, deltas and usages as events carry them (JSON values, without
+// space around them; a message is an object).
+func FuzzMessagesEnvelope(f *testing.F) {
+	messages, deltas, usages := envelopeSeeds(f)
+	for i, m := range messages {
+		f.Add(m, deltas[i%len(deltas)], usages[i%len(usages)])
+	}
+	for i, d := range deltas {
+		f.Add(messages[i%len(messages)], d, usages[(i+1)%len(usages)])
+	}
+	f.Fuzz(func(t *testing.T, message, delta, usage []byte) {
+		for _, b := range [][]byte{message, delta, usage} {
+			if len(b) == 0 {
+				continue
+			}
+			if r, err := root(b); err != nil || !validJSON(b) || r != (span{0, len(b)}) {
+				return
+			}
+		}
+		if kind(message, span{0, len(message)}) != '{' {
+			return
+		}
+		checkEnvelope(t, message, delta, usage)
+	})
+}

@@ -362,10 +362,16 @@ func (a *messagesAssembler) listCalls() (out []wireCall, ok bool) {
 	if a.message == nil || !deltaKeepsContent(a.delta) {
 		return nil, false
 	}
-	if _, err := a.envelope([]byte("[]")); err != nil {
+	if !a.envelopeBuilds() {
 		return nil, false
 	}
-	out = []wireCall{}
+	uses := 0
+	for i := range a.blocks {
+		if a.blocks[i].typ == "tool_use" {
+			uses++
+		}
+	}
+	out = make([]wireCall, 0, uses)
 	for i := range a.blocks {
 		bl := &a.blocks[i]
 		in, inSet := bl.input()
@@ -382,6 +388,151 @@ func (a *messagesAssembler) listCalls() (out []wireCall, ok bool) {
 		out = append(out, c)
 	}
 	return out, true
+}
+
+// envelopeBuilds reports whether the envelope builds (envelope returns
+// no error), without building it where every key it reads is plain
+// (envelopeBuildsPlain), else by building it.
+func (a *messagesAssembler) envelopeBuilds() bool {
+	if builds, known := a.envelopeBuildsPlain(); known {
+		return builds
+	}
+	_, err := a.envelope([]byte("[]"))
+	return err == nil
+}
+
+// envMember is a member of an object the envelope's building reads: its
+// key (the inside of its quotes, plain ASCII) and its value.
+type envMember struct{ key, val []byte }
+
+// envelopeBuildsPlain reports whether envelope builds, reading the keys of
+// the message, the delta, the usage and the message's usage object as its
+// setAt calls read them, in the same order, allocating nothing: known is
+// false where a key is not plain ASCII (see matchKey: a plain key matches
+// another only when both are as long and alike but for ASCII case).
+func (a *messagesAssembler) envelopeBuildsPlain() (builds, known bool) {
+	var topBuf, srcBuf, usageBuf [24]envMember
+	// setAt(message, nil, "content", …)
+	top, obj, known := envMembers(a.message, topBuf[:0])
+	if !known || !obj {
+		return false, known
+	}
+	top, ok := setPlain(top, []byte("content"), []byte("[]"))
+	if !ok {
+		return false, true
+	}
+	// The delta's members, each by setAt(b, nil, key, value).
+	if len(a.delta) > 0 {
+		ds, obj, known := envMembers(a.delta, srcBuf[:0])
+		if !known || !obj || !distinct(ds) {
+			return false, known
+		}
+		for _, d := range ds {
+			if top, ok = setPlain(top, d.key, d.val); !ok {
+				return false, true
+			}
+		}
+	}
+	// The usage's members, each by setAt(b, ["usage"], key, value).
+	if len(a.usage) > 0 {
+		us, obj, known := envMembers(a.usage, srcBuf[:0])
+		if !known || !obj || !distinct(us) {
+			return false, known
+		}
+		if len(us) == 0 {
+			return true, true
+		}
+		n, i, exact := matchPlain(top, []byte("usage"))
+		if n != 1 || !exact {
+			return false, true // no usage, or a key error
+		}
+		u, obj, known := envMembers(top[i].val, usageBuf[:0])
+		if !known || !obj {
+			return false, known
+		}
+		for _, m := range us {
+			if u, ok = setPlain(u, m.key, m.val); !ok {
+				return false, true
+			}
+		}
+	}
+	return true, true
+}
+
+// envMembers appends the members of the JSON value b (valid JSON, no
+// space around it) to ms; obj is false when b is not an object, known
+// false when a key is not plain ASCII.
+func envMembers(b []byte, ms []envMember) (out []envMember, obj, known bool) {
+	sp := span{0, len(b)}
+	if kind(b, sp) != '{' {
+		return nil, false, true
+	}
+	it, err := iterMembers(b, sp)
+	for err == nil && it.next() {
+		key := raw(b, it.k)
+		key = key[1 : len(key)-1]
+		if !plainASCII(key) {
+			return nil, true, false
+		}
+		ms = append(ms, envMember{key, raw(b, it.v)})
+	}
+	if err != nil || it.err != nil {
+		return nil, true, false
+	}
+	return ms, true, true
+}
+
+// matchPlain is lookup of the plain key in an object of plain keys ms:
+// how many keys match it, the last that does, and whether that one is
+// spelled exactly.
+func matchPlain(ms []envMember, key []byte) (n, i int, exact bool) {
+	for j, m := range ms {
+		if len(m.key) != len(key) {
+			continue
+		}
+		same := true
+		for k := range key {
+			if lowerASCII(m.key[k]) != lowerASCII(key[k]) {
+				same = false
+				break
+			}
+		}
+		if same {
+			n, i, exact = n+1, j, string(m.key) == string(key)
+		}
+	}
+	return n, i, exact
+}
+
+// setPlain is setMember of key to val in an object of plain keys ms: ok
+// false where setMember fails (the key twice, or only in another case;
+// not found, and the object's keys not distinct, as objectMembers needs
+// them to append it).
+func setPlain(ms []envMember, key, val []byte) ([]envMember, bool) {
+	n, i, exact := matchPlain(ms, key)
+	switch {
+	case n > 1 || n == 1 && !exact:
+		return ms, false
+	case n == 1:
+		ms[i].val = val
+		return ms, true
+	case !distinct(ms):
+		return ms, false
+	}
+	return append(ms, envMember{key, val}), true
+}
+
+// distinct reports whether the plain keys of ms are distinct, as
+// objectMembers needs them.
+func distinct(ms []envMember) bool {
+	for i := range ms {
+		for j := i + 1; j < len(ms); j++ {
+			if string(ms[i].key) == string(ms[j].key) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // deltaKeepsContent reports whether message_delta's delta (nil when none
