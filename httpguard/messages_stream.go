@@ -170,6 +170,9 @@ func (a *messagesAssembler) startBlock(e *messagesParsed) error {
 		}
 		bl.startInput = !empty
 	}
+	if a.blocks == nil {
+		a.blocks = make([]blockAcc, 0, 4) // most answers' blocks
+	}
 	a.blocks = append(a.blocks, bl)
 	return nil
 }
@@ -417,10 +420,18 @@ func (a *messagesAssembler) envelopeBuildsPlain() (builds, known bool) {
 	if !known || !obj {
 		return false, known
 	}
-	top, ok := setPlain(top, []byte("content"), []byte("[]"))
-	if !ok {
+	// content's value is not read again: nil. Its key is stored only when
+	// appended (it comes in message_start), as storing it allocates.
+	switch n, _, exact := matchPlain(top, []byte("content")); {
+	case n > 1 || n == 1 && !exact:
 		return false, true
+	case n == 0:
+		if !distinct(top) {
+			return false, true
+		}
+		top = append(top, envMember{key: []byte("content")})
 	}
+	var ok bool
 	// The delta's members, each by setAt(b, nil, key, value).
 	if len(a.delta) > 0 {
 		ds, obj, known := envMembers(a.delta, srcBuf[:0])
@@ -707,10 +718,14 @@ type messagesGate struct {
 	// the client, in order, for release.
 	held  []streamEvent
 	ended bool
+	// first is the first attempt's assembler, allocated with the gate.
+	first messagesAssembler
 }
 
 func newMessagesGate(w io.Writer) *messagesGate {
-	return &messagesGate{w: w, asm: &messagesAssembler{}}
+	g := &messagesGate{w: w}
+	g.asm = &g.first
+	return g
 }
 
 func (g *messagesGate) event(ev streamEvent) (bool, error) {
@@ -737,6 +752,9 @@ func (g *messagesGate) event(ev streamEvent) (bool, error) {
 		// wire code does not read is dropped, as accept drops it.
 		if err := g.asm.take(len(ev.Data) - g.asm.held(e, len(ev.Data))); err != nil {
 			return done, err
+		}
+		if g.held == nil {
+			g.held = make([]streamEvent, 0, 8) // a few calls' events
 		}
 		g.held = append(g.held, ev)
 	}
@@ -780,6 +798,9 @@ func (g *messagesGate) hold(ev streamEvent, e *messagesParsed) {
 			g.holding = true
 		}
 	case "message_delta", "message_stop":
+		if g.terminal == nil {
+			g.terminal = make([]streamEvent, 0, 2) // both
+		}
 		g.terminal = append(g.terminal, ev)
 	}
 }
