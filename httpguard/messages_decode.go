@@ -76,7 +76,7 @@ func parseMessagesEventInto(ev streamEvent, e *messagesParsed) (*messagesParsed,
 	case "content_block_start":
 		e.raw = rawOf(data, sp[evContentBlock])
 		var err error
-		if e.sub, err = typeOf(data, sp[evContentBlock]); err != nil {
+		if e.sub, err = blockTypeOf(data, sp[evContentBlock]); err != nil {
 			return nil, fmt.Errorf("%w: anthropic content block: %w", errJSON, err)
 		}
 	case "message_delta":
@@ -87,6 +87,30 @@ func parseMessagesEventInto(ev streamEvent, e *messagesParsed) (*messagesParsed,
 		}
 	}
 	return e, nil
+}
+
+// blockTypeOf is typeOf of a content block: the usual block types,
+// spelled without escapes, are read without an allocation.
+func blockTypeOf(b []byte, sp span) (string, error) {
+	if sp.end <= sp.start || kind(b, sp) != '{' {
+		return "", nil
+	}
+	v, ok, err := field(b, sp, "type")
+	if err != nil || !ok || kind(b, v) != '"' {
+		return "", err
+	}
+	switch q := raw(b, v); string(q) {
+	case `"text"`:
+		return "text", nil
+	case `"thinking"`:
+		return "thinking", nil
+	case `"redacted_thinking"`:
+		return "redacted_thinking", nil
+	case `"tool_use"`:
+		return "tool_use", nil
+	default:
+		return unquote(q)
+	}
 }
 
 // rawOf is the bytes of sp, nil for the zero span of a member absent.
@@ -169,26 +193,42 @@ func walkMessagesEvent(data []byte, e *messagesParsed, sp *[evUsage + 1]span) er
 
 // messagesEventMember reads the event's member at it.k, it.v.
 func messagesEventMember(data []byte, it *memberIter, s *seen, e *messagesParsed, sp *[evUsage + 1]span) error {
-	for _, m := range [...]struct {
-		name  string
-		field int
-	}{{"type", evType}, {"index", evIndex}, {"message", evMessage}, {"content_block", evContentBlock}, {"delta", evDelta}, {"usage", evUsage}} {
-		if !it.is(m.name) {
-			continue
-		}
-		if err := s.mark(it, m.field); err != nil {
-			return err
-		}
-		switch m.field {
-		case evType:
-			return decodeMessagesType(data, it.v, &e.typ)
-		case evIndex:
-			return decodeInt(data, it.v, &e.index)
-		}
-		sp[m.field] = it.v
+	field := memberField(it, []string{evType: "type", evIndex: "index", evMessage: "message",
+		evContentBlock: "content_block", evDelta: "delta", evUsage: "usage"})
+	if field < 0 {
 		return nil
 	}
+	if err := s.mark(it, field); err != nil {
+		return err
+	}
+	switch field {
+	case evType:
+		return decodeMessagesType(data, it.v, &e.typ)
+	case evIndex:
+		return decodeInt(data, it.v, &e.index)
+	}
+	sp[field] = it.v
 	return nil
+}
+
+// memberField returns the index among names (protocol keys, none of
+// which matches another without regard to case) of the name the
+// iterator's member's key is, as memberIter.is matches it, -1 for none: a
+// key spelled exactly as a name is compared once, any other by is.
+func memberField(it *memberIter, names []string) int {
+	q := raw(it.b, it.k)
+	for i, n := range names {
+		if string(q[1:len(q)-1]) == n {
+			it.name, it.folded = n, false
+			return i
+		}
+	}
+	for i, n := range names {
+		if it.is(n) {
+			return i
+		}
+	}
+	return -1
 }
 
 // The members of a delta that readMessagesDelta reads, as marked in
@@ -222,16 +262,8 @@ func readMessagesDelta(data []byte, sp span, e *messagesParsed) error {
 		citation []byte
 	)
 	for it.next() {
-		field := -1
-		for _, m := range [...]struct {
-			name  string
-			field int
-		}{{"type", dType}, {"text", dText}, {"thinking", dThinking}, {"signature", dSignature}, {"partial_json", dPartialJSON}, {"citation", dCitation}} {
-			if it.is(m.name) {
-				field = m.field
-				break
-			}
-		}
+		field := memberField(&it, []string{dText: "text", dThinking: "thinking", dSignature: "signature",
+			dPartialJSON: "partial_json", dType: "type", dCitation: "citation"})
 		if field < 0 {
 			continue
 		}
