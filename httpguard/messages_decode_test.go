@@ -269,3 +269,40 @@ func FuzzMessagesEnvelope(f *testing.F) {
 		checkEnvelope(t, message, delta, usage)
 	})
 }
+
+// eventSink is an eventWriter that drops what it is given.
+type eventSink struct{}
+
+func (eventSink) putEvent(streamEvent) error  { return nil }
+func (eventSink) Write(p []byte) (int, error) { return len(p), nil }
+
+// BenchmarkMessagesGate measures an Anthropic gate alone over the
+// recorded stream of BenchmarkTransport's anthropic/stream rows (a
+// thinking block, a text block, two calls): each event parsed and taken,
+// the calls listed, what was held released, without the transport, the
+// stream's reading or the client's buffer.
+func BenchmarkMessagesGate(b *testing.B) {
+	raw, err := os.ReadFile(filepath.Join(wireDir, "anthropic", "gate-accept.sse"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	evs, err := readAllEvents(bytes.NewReader(raw))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		g := newMessagesGate(eventSink{})
+		for _, ev := range evs {
+			if _, err := g.event(ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if cs, err := g.current().calls(); err != nil || len(cs) != 2 {
+			b.Fatalf("calls = %q, %v", cs, err)
+		}
+		if ok, err := g.release(); !ok || err != nil {
+			b.Fatalf("release = %v, %v", ok, err)
+		}
+	}
+}
