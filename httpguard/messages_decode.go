@@ -1,97 +1,418 @@
 package httpguard
 
-// The hand decoder of an Anthropic stream event (messagesEvent).
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// The hand decoder of an Anthropic stream event (messagesParsed).
 // stream_decode.go says why stream events are decoded by hand, and
 // holds the parts every decoder shares.
+//
+// An event is read in one pass: its members are walked as its bytes are
+// checked, each value checked as it is skipped, where a check of the
+// whole event, then a walk of it, then a check and a walk of its delta
+// read the bytes five times over. It reads what encoding/json would read
+// of the event into a struct of its members (type, index, message,
+// content_block, delta, usage, and the delta's type, text, thinking,
+// signature, partial_json and citation), fails where that fails, and
+// reads keys by the rule of keys.go (FuzzMessagesParsed holds it to the
+// two-pass decoder, which FuzzStreamEvents holds to encoding/json).
 
-// decodeMessagesEvent decodes an Anthropic stream event into e (its
-// members; parseMessagesEvent reads the block type and delta).
-func decodeMessagesEvent(data []byte, e *messagesEvent) error {
-	it, ok, err := decodeObject(data)
-	if err != nil || !ok {
-		return err
-	}
-	var s seen
-	for it.next() {
-		v := it.v
-		switch {
-		case it.is("type"):
-			err = s.mark(&it, 0)
-			if err == nil {
-				err = decodeMessagesType(data, v, &e.Type)
-			}
-		case it.is("index"):
-			err = s.mark(&it, 1)
-			if err == nil {
-				err = decodeInt(data, v, &e.Index)
-			}
-		case it.is("message"):
-			err = s.mark(&it, 2)
-			e.Message = raw(data, v)
-		case it.is("content_block"):
-			err = s.mark(&it, 3)
-			e.ContentBlock = raw(data, v)
-		case it.is("delta"):
-			err = s.mark(&it, 4)
-			e.Delta = raw(data, v)
-		case it.is("usage"):
-			err = s.mark(&it, 5)
-			e.Usage = raw(data, v)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return it.err
+// messagesParsed is what the gate reads of an Anthropic stream event: of
+// its members, those its type reads, in slices of the event's data where
+// they are its bytes (an event's data is never written again).
+type messagesParsed struct {
+	// typ is the event's type: one of messagesType's constants for the
+	// protocol's events.
+	typ   string
+	index int
+	// raw is the member the event's type reads, as it came:
+	// message_start's message, content_block_start's content_block,
+	// message_delta's delta; for content_block_delta, the text the delta
+	// adds (decoded: text_delta's text, thinking_delta's thinking,
+	// signature_delta's signature, input_json_delta's partial_json), or
+	// citations_delta's citation as it came. nil when absent.
+	raw []byte
+	// usage is message_delta's usage, nil when absent.
+	usage []byte
+	// sub is content_block_start's block type, and content_block_delta's
+	// delta type.
+	sub string
+	// text is, for content_block_delta, the length of its delta's text,
+	// thinking, signature and partial_json together, whatever its type:
+	// what the assembler counts of it (held).
+	text int
 }
 
-// decodeMessagesDelta decodes a content_block_delta's delta.
-func decodeMessagesDelta(data []byte, d *messagesDelta) error {
-	if len(data) == 0 {
-		return errJSON // as encoding/json refuses no input
+// The members of an event that decodeMessagesParsed reads, as marked in
+// seen.
+const (
+	evType = iota
+	evIndex
+	evMessage
+	evContentBlock
+	evDelta
+	evUsage
+)
+
+// parseMessagesEventInto parses the Anthropic stream event ev into e,
+// which is zero, and returns it: the members its type reads (see
+// messagesParsed), the content block's type of a content_block_start and
+// the delta of a content_block_delta; null is an event of no type. An
+// error event is an *upstreamStreamError.
+func parseMessagesEventInto(ev streamEvent, e *messagesParsed) (*messagesParsed, error) {
+	data := ev.Data
+	var sp [evUsage + 1]span // the members' values; zero when absent
+	if err := walkMessagesEvent(data, e, &sp); err != nil {
+		return nil, fmt.Errorf("%w: anthropic event: %w", errJSON, err)
 	}
-	it, ok, err := decodeObject(data)
-	if err != nil || !ok {
+	if e.typ == "error" || ev.Event == "error" {
+		return nil, &upstreamStreamError{Data: append([]byte(nil), data...)}
+	}
+	switch e.typ {
+	case "message_start":
+		e.raw = rawOf(data, sp[evMessage])
+	case "content_block_start":
+		e.raw = rawOf(data, sp[evContentBlock])
+		var err error
+		if e.sub, err = blockTypeOf(data, sp[evContentBlock]); err != nil {
+			return nil, fmt.Errorf("%w: anthropic content block: %w", errJSON, err)
+		}
+	case "message_delta":
+		e.raw, e.usage = rawOf(data, sp[evDelta]), rawOf(data, sp[evUsage])
+	case "content_block_delta":
+		if err := readMessagesDelta(data, sp[evDelta], e); err != nil {
+			return nil, fmt.Errorf("%w: %w", errJSON, err)
+		}
+	}
+	return e, nil
+}
+
+// blockTypeOf is typeOf of a content block: the usual block types,
+// spelled without escapes, are read without an allocation.
+func blockTypeOf(b []byte, sp span) (string, error) {
+	if sp.end <= sp.start || kind(b, sp) != '{' {
+		return "", nil
+	}
+	v, ok, err := field(b, sp, "type")
+	if err != nil || !ok || kind(b, v) != '"' {
+		return "", err
+	}
+	switch q := raw(b, v); string(q) {
+	case `"text"`:
+		return "text", nil
+	case `"thinking"`:
+		return "thinking", nil
+	case `"redacted_thinking"`:
+		return "redacted_thinking", nil
+	case `"tool_use"`:
+		return "tool_use", nil
+	default:
+		return unquote(q)
+	}
+}
+
+// rawOf is the bytes of sp, nil for the zero span of a member absent.
+func rawOf(b []byte, sp span) []byte {
+	if sp.end <= sp.start {
+		return nil
+	}
+	return b[sp.start:sp.end:sp.end]
+}
+
+// walkMessagesEvent checks that data is one JSON value and reads the
+// event's type and index into e and the spans of its other members into
+// sp: a value other than an object or null is an error, as a key read
+// twice or only in another case, a type that is not a string and an index
+// that is not an integer are; of those, the first in the event, once the
+// whole event has been checked as JSON.
+func walkMessagesEvent(data []byte, e *messagesParsed, sp *[evUsage + 1]span) error {
+	i := skipSpace(data, 0)
+	switch {
+	case i < len(data) && data[i] == '{':
+	case i < len(data) && data[i] == 'n':
+		if j := literal(data, i, "null"); j < 0 || skipSpace(data, j) != len(data) {
+			return errJSON
+		}
+		return nil
+	case !validJSON(data):
+		return errJSON
+	default:
+		return fmt.Errorf("%w: want an object", errJSON)
+	}
+	var (
+		s     seen
+		first error // the first member's error
+		it    = memberIter{b: data}
+	)
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= len(data) || data[i] != '"' {
+				return errJSON
+			}
+			kEnd := validString(data, i)
+			if kEnd < 0 {
+				return errJSON
+			}
+			c := skipSpace(data, kEnd)
+			if c >= len(data) || data[c] != ':' {
+				return errJSON
+			}
+			vStart := skipSpace(data, c+1)
+			vEnd := validValueEnd(data, vStart, 1)
+			if vEnd < 0 {
+				return errJSON
+			}
+			if first == nil {
+				it.k, it.v = span{i, kEnd}, span{vStart, vEnd}
+				first = messagesEventMember(data, &it, &s, e, sp)
+			}
+			j := skipSpace(data, vEnd)
+			if j >= len(data) {
+				return errJSON
+			}
+			if data[j] == '}' {
+				i = j + 1
+				break
+			}
+			if data[j] != ',' {
+				return errJSON
+			}
+			i = skipSpace(data, j+1)
+		}
+	}
+	if skipSpace(data, i) != len(data) {
+		return errJSON
+	}
+	return first
+}
+
+// messagesEventMember reads the event's member at it.k, it.v.
+func messagesEventMember(data []byte, it *memberIter, s *seen, e *messagesParsed, sp *[evUsage + 1]span) error {
+	field := memberField(it, []string{evType: "type", evIndex: "index", evMessage: "message",
+		evContentBlock: "content_block", evDelta: "delta", evUsage: "usage"})
+	if field < 0 {
+		return nil
+	}
+	if err := s.mark(it, field); err != nil {
 		return err
 	}
-	var s seen
+	switch field {
+	case evType:
+		return decodeMessagesType(data, it.v, &e.typ)
+	case evIndex:
+		return decodeInt(data, it.v, &e.index)
+	}
+	sp[field] = it.v
+	return nil
+}
+
+// memberField returns the index among names (protocol keys, none of
+// which matches another without regard to case) of the name the
+// iterator's member's key is, as memberIter.is matches it, -1 for none: a
+// key spelled exactly as a name is compared once, any other by is.
+func memberField(it *memberIter, names []string) int {
+	q := raw(it.b, it.k)
+	for i, n := range names {
+		if string(q[1:len(q)-1]) == n {
+			it.name, it.folded = n, false
+			return i
+		}
+	}
+	for i, n := range names {
+		if it.is(n) {
+			return i
+		}
+	}
+	return -1
+}
+
+// The members of a delta that readMessagesDelta reads, as marked in
+// seen; the four texts first, as they index its texts.
+const (
+	dText = iota
+	dThinking
+	dSignature
+	dPartialJSON
+	dType
+	dCitation
+)
+
+// readMessagesDelta decodes a content_block_delta's delta, the value at
+// sp of data (checked as JSON already; zero when the event has none), into
+// e.sub, e.raw and e.text (see messagesParsed).
+func readMessagesDelta(data []byte, sp span, e *messagesParsed) error {
+	if sp.end <= sp.start {
+		return errJSON // as encoding/json refuses no input
+	}
+	if kind(data, sp) == 'n' {
+		return nil
+	}
+	it, err := iterMembers(data, sp)
+	if err != nil {
+		return err
+	}
+	var (
+		s        seen
+		texts    [dPartialJSON + 1][]byte
+		citation []byte
+	)
 	for it.next() {
-		v := it.v
-		switch {
-		case it.is("type"):
-			err = s.mark(&it, 0)
-			if err == nil {
-				err = decodeMessagesType(data, v, &d.Type)
-			}
-		case it.is("text"):
-			err = s.mark(&it, 1)
-			if err == nil {
-				err = decodeString(data, v, &d.Text)
-			}
-		case it.is("thinking"):
-			err = s.mark(&it, 2)
-			if err == nil {
-				err = decodeString(data, v, &d.Thinking)
-			}
-		case it.is("signature"):
-			err = s.mark(&it, 3)
-			if err == nil {
-				err = decodeString(data, v, &d.Signature)
-			}
-		case it.is("partial_json"):
-			err = s.mark(&it, 4)
-			if err == nil {
-				err = decodeString(data, v, &d.PartialJSON)
-			}
-		case it.is("citation"):
-			err = s.mark(&it, 5)
-			d.Citation = raw(data, v)
+		field := memberField(&it, []string{dText: "text", dThinking: "thinking", dSignature: "signature",
+			dPartialJSON: "partial_json", dType: "type", dCitation: "citation"})
+		if field < 0 {
+			continue
+		}
+		if err := s.mark(&it, field); err != nil {
+			return err
+		}
+		switch field {
+		case dType:
+			err = decodeMessagesType(data, it.v, &e.sub)
+		case dCitation:
+			citation = rawOf(data, it.v)
+		default:
+			err = decodeText(data, it.v, &texts[field])
 		}
 		if err != nil {
 			return err
 		}
 	}
-	return it.err
+	if it.err != nil {
+		return it.err
+	}
+	for _, t := range texts {
+		e.text += len(t)
+	}
+	switch e.sub {
+	case "text_delta":
+		e.raw = texts[dText]
+	case "thinking_delta":
+		e.raw = texts[dThinking]
+	case "signature_delta":
+		e.raw = texts[dSignature]
+	case "input_json_delta":
+		e.raw = texts[dPartialJSON]
+	case "citations_delta":
+		e.raw = citation
+	}
+	return nil
+}
+
+// decodeText is decodeString into bytes: the string's own bytes where
+// they are its text (no escape, control byte or quote, valid UTF-8: what
+// plainString takes), without a copy; null leaves *dst as it is.
+func decodeText(b []byte, sp span, dst *[]byte) error {
+	if kind(b, sp) == '"' {
+		in := b[sp.start+1 : sp.end-1]
+		if plainText(in) {
+			*dst = in[:len(in):len(in)]
+			return nil
+		}
+	}
+	var s string
+	if err := decodeString(b, sp, &s); err != nil {
+		return err
+	}
+	if kind(b, sp) == '"' {
+		*dst = []byte(s)
+	}
+	return nil
+}
+
+// plainText reports whether the inside of a JSON string is its text, as
+// plainString does.
+func plainText(in []byte) bool {
+	ascii := true
+	for _, c := range in {
+		if c < ' ' || c == '"' || c == '\\' {
+			return false
+		}
+		if c >= utf8.RuneSelf {
+			ascii = false
+		}
+	}
+	return ascii || utf8.Valid(in)
+}
+
+// validValueEnd returns the end of the JSON value that starts at b[i],
+// inside depth arrays and objects, -1 when it is not one: it accepts what
+// validJSON accepts of a value there (strings with invalid UTF-8, at most
+// maxNesting levels of arrays and objects in all).
+func validValueEnd(b []byte, i, depth int) int {
+	var buf [64]byte
+	stack := buf[:0] // the containers open in the value, '{' or '['
+	for {
+		// A value starts at i.
+		if i >= len(b) {
+			return -1
+		}
+		switch c := b[i]; {
+		case c == '{' || c == '[':
+			if depth+len(stack) >= maxNesting {
+				return -1
+			}
+			stack = append(stack, c)
+			i = skipSpace(b, i+1)
+			if i < len(b) && b[i] == c+2 { // '}' or ']'
+				stack = stack[:len(stack)-1]
+				i++
+				break
+			}
+			if c == '{' {
+				if i = keyThenColon(b, i); i < 0 {
+					return -1
+				}
+			}
+			continue
+		case c == '"':
+			i = validString(b, i)
+		case c == 't':
+			i = literal(b, i, "true")
+		case c == 'f':
+			i = literal(b, i, "false")
+		case c == 'n':
+			i = literal(b, i, "null")
+		case c == '-' || '0' <= c && c <= '9':
+			i = validNumber(b, i)
+		default:
+			return -1
+		}
+		if i < 0 {
+			return -1
+		}
+		// A value ended at i: what follows closes its containers, or
+		// separates it from the next.
+		for {
+			if len(stack) == 0 {
+				return i
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return -1
+			}
+			top := stack[len(stack)-1]
+			if b[i] == top+2 {
+				stack = stack[:len(stack)-1]
+				i++
+				continue
+			}
+			if b[i] != ',' {
+				return -1
+			}
+			i = skipSpace(b, i+1)
+			if top == '{' {
+				if i = keyThenColon(b, i); i < 0 {
+					return -1
+				}
+			}
+			break
+		}
+	}
 }
 
 // decodeMessagesType is decodeString for an event's or a delta's type: a

@@ -5,78 +5,39 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 )
-
-// messagesEvent is what the wire code reads of an Anthropic stream event
-// (decodeMessagesEvent reads it as encoding/json would by the tags).
-type messagesEvent struct {
-	Type         string          `json:"type"`
-	Index        int             `json:"index"`
-	Message      json.RawMessage `json:"message"`
-	ContentBlock json.RawMessage `json:"content_block"`
-	Delta        json.RawMessage `json:"delta"`
-	Usage        json.RawMessage `json:"usage"`
-	// blockType is content_block_start's block type.
-	blockType string
-	// delta is content_block_delta's delta, decoded.
-	delta messagesDelta
-}
-
-type messagesDelta struct {
-	Type        string          `json:"type"`
-	Text        string          `json:"text"`
-	Thinking    string          `json:"thinking"`
-	Signature   string          `json:"signature"`
-	PartialJSON string          `json:"partial_json"`
-	Citation    json.RawMessage `json:"citation"`
-}
 
 // parseMessagesEvent returns ev parsed: the one a gate parsed, else
 // parsed now.
-func parseMessagesEvent(ev streamEvent) (*messagesEvent, error) {
-	if e, ok := ev.parsed.(*messagesEvent); ok {
+func parseMessagesEvent(ev streamEvent) (*messagesParsed, error) {
+	if e, ok := ev.parsed.(*messagesParsed); ok {
 		return e, nil
 	}
-	return parseMessagesEventInto(ev, new(messagesEvent))
-}
-
-// parseMessagesEventInto parses ev into e, which it returns.
-func parseMessagesEventInto(ev streamEvent, e *messagesEvent) (*messagesEvent, error) {
-	if err := decodeMessagesEvent(ev.Data, e); err != nil {
-		return nil, fmt.Errorf("%w: anthropic event: %w", errJSON, err)
-	}
-	if e.Type == "error" || ev.Event == "error" {
-		return nil, &upstreamStreamError{Data: append([]byte(nil), ev.Data...)}
-	}
-	switch e.Type {
-	case "content_block_start":
-		var err error
-		if e.blockType, err = typeOf(e.ContentBlock, span{0, len(e.ContentBlock)}); err != nil {
-			return nil, fmt.Errorf("%w: anthropic content block: %w", errJSON, err)
-		}
-	case "content_block_delta":
-		if err := decodeMessagesDelta(e.Delta, &e.delta); err != nil {
-			return nil, fmt.Errorf("%w: %w", errJSON, err)
-		}
-	}
-	return e, nil
+	return parseMessagesEventInto(ev, new(messagesParsed))
 }
 
 // parse returns ev parsed: the form a gate inside parsed, else parsed
 // now into the next of the events the assembler allocates together (each
 // one written once, then only read: it is ev's parsed form for the gates
-// outside and for release).
-func (a *messagesAssembler) parse(ev streamEvent) (*messagesEvent, error) {
-	if e, ok := ev.parsed.(*messagesEvent); ok {
+// outside and for release). The first slab holds a few events and each
+// next one twice as many as the last, up to maxSlab, so that a short
+// stream takes little and a long one few allocations.
+func (a *messagesAssembler) parse(ev streamEvent) (*messagesParsed, error) {
+	if e, ok := ev.parsed.(*messagesParsed); ok {
 		return e, nil
 	}
 	if len(a.slab) == cap(a.slab) {
-		a.slab = make([]messagesEvent, 0, 16)
+		a.slab = make([]messagesParsed, 0, min(max(2*cap(a.slab), minSlab), maxSlab))
 	}
 	a.slab = a.slab[:len(a.slab)+1]
 	return parseMessagesEventInto(ev, &a.slab[len(a.slab)-1])
 }
+
+// The events an assembler's first slab holds, and the most a slab holds.
+const (
+	minSlab = 8
+	maxSlab = 64
+)
 
 // Why an Anthropic stream cannot be guarded (unguardableError's why).
 const (
@@ -91,9 +52,14 @@ const (
 // before the message could start) reaches the client outside the blocks
 // the gate holds and checks.
 func startsEmpty(message []byte) error {
-	r, err := parseBody(message)
-	if err != nil {
-		return err
+	// message is a value of an event checked as JSON: parseBody's check
+	// again, but for the JSON.
+	if len(message) == 0 {
+		return errJSON
+	}
+	r := span{0, len(message)}
+	if kind(message, r) != '{' {
+		return fmt.Errorf("%w: want an object", errJSON)
 	}
 	c, ok, err := field(message, r, "content")
 	if err != nil || !ok || kind(message, c) == 'n' {
@@ -117,9 +83,11 @@ type blockAcc struct {
 	typ   string
 	// startInput: the start has an input other than {} (read in place,
 	// allocating nothing).
-	startInput                bool
-	text, thinking, signature strings.Builder
-	// partial is the input_json_delta fragments, joined.
+	startInput bool
+	// text, thinking and signature are the text, thinking and signature
+	// deltas' texts, joined (joinText).
+	text, thinking, signature []byte
+	// partial is the input_json_delta fragments, joined (joinText).
 	partial    []byte
 	hasPartial bool
 	citations  [][]byte
@@ -129,12 +97,12 @@ type blockAcc struct {
 type messagesAssembler struct {
 	budget
 	message []byte
-	blocks  []*blockAcc
-	delta   []byte         // the last message_delta's delta
-	usage   []byte         // the last message_delta's usage
-	last    *messagesEvent // the event add took last
+	blocks  []blockAcc
+	delta   []byte          // the last message_delta's delta
+	usage   []byte          // the last message_delta's usage
+	last    *messagesParsed // the event add took last
 	// slab holds the events the assembler parsed, allocated together.
-	slab []messagesEvent
+	slab []messagesParsed
 }
 
 // add takes one event. The bound (budget) counts what the assembler and
@@ -159,21 +127,21 @@ func (a *messagesAssembler) addEvent(ev streamEvent) (bool, error) {
 		return false, err
 	}
 	a.last = e
-	switch e.Type {
+	switch e.typ {
 	case "message_start":
-		if err := startsEmpty(e.Message); err != nil {
+		if err := startsEmpty(e.raw); err != nil {
 			return false, err
 		}
-		a.message = e.Message
+		a.message = e.raw
 	case "content_block_start":
 		return false, a.startBlock(e)
 	case "content_block_delta":
-		if e.Index < 0 || e.Index >= len(a.blocks) {
-			return false, fmt.Errorf("%w: delta for block %d of %d", errJSON, e.Index, len(a.blocks))
+		if e.index < 0 || e.index >= len(a.blocks) {
+			return false, fmt.Errorf("%w: delta for block %d of %d", errJSON, e.index, len(a.blocks))
 		}
-		return false, a.blocks[e.Index].add(e.delta)
+		return false, a.blocks[e.index].add(e)
 	case "message_delta":
-		a.delta, a.usage = e.Delta, e.Usage
+		a.delta, a.usage = e.raw, e.usage
 	case "message_stop":
 		return true, nil
 	}
@@ -181,20 +149,20 @@ func (a *messagesAssembler) addEvent(ev streamEvent) (bool, error) {
 }
 
 // startBlock opens the block a content_block_start event e starts.
-func (a *messagesAssembler) startBlock(e *messagesEvent) error {
-	if e.Index != len(a.blocks) {
-		return fmt.Errorf("%w: block %d starts after %d blocks", errJSON, e.Index, len(a.blocks))
+func (a *messagesAssembler) startBlock(e *messagesParsed) error {
+	if e.index != len(a.blocks) {
+		return fmt.Errorf("%w: block %d starts after %d blocks", errJSON, e.index, len(a.blocks))
 	}
-	if err := checkBlockType(e.blockType); err != nil {
+	if err := checkBlockType(e.sub); err != nil {
 		return err
 	}
-	bl := &blockAcc{start: e.ContentBlock, typ: e.blockType}
-	if in, ok, err := field(e.ContentBlock, span{0, len(e.ContentBlock)}, "input"); err != nil {
+	bl := blockAcc{start: e.raw, typ: e.sub}
+	if in, ok, err := field(e.raw, span{0, len(e.raw)}, "input"); err != nil {
 		return err
 	} else if ok {
 		empty := false
-		if kind(e.ContentBlock, in) == '{' {
-			first, err := firstMember(e.ContentBlock, in)
+		if kind(e.raw, in) == '{' {
+			first, err := firstMember(e.raw, in)
 			if err != nil {
 				return err
 			}
@@ -202,51 +170,65 @@ func (a *messagesAssembler) startBlock(e *messagesEvent) error {
 		}
 		bl.startInput = !empty
 	}
+	if a.blocks == nil {
+		a.blocks = make([]blockAcc, 0, 4) // most answers' blocks
+	}
 	a.blocks = append(a.blocks, bl)
 	return nil
 }
 
-// add accumulates a content_block_delta's delta d into the block.
-func (bl *blockAcc) add(d messagesDelta) error {
-	switch d.Type {
+// add accumulates the delta of a content_block_delta event e into the
+// block.
+func (bl *blockAcc) add(e *messagesParsed) error {
+	switch e.sub {
 	case "text_delta":
-		bl.text.WriteString(d.Text)
+		bl.text = joinText(bl.text, e.raw)
 	case "thinking_delta":
-		bl.thinking.WriteString(d.Thinking)
+		bl.thinking = joinText(bl.thinking, e.raw)
 	case "signature_delta":
-		bl.signature.WriteString(d.Signature)
+		bl.signature = joinText(bl.signature, e.raw)
 	case "input_json_delta":
-		if d.PartialJSON != "" && bl.startInput {
+		if len(e.raw) > 0 && bl.startInput {
 			// The SDKs add the fragments to the start's input
 			// (anthropic-sdk-go replaces only an empty {}): the client
 			// would read a text the guard cannot.
 			return unguardable(inputTwice, nil)
 		}
-		bl.partial = append(bl.partial, d.PartialJSON...)
+		bl.partial = joinText(bl.partial, e.raw)
 		bl.hasPartial = true
 	case "citations_delta":
-		bl.citations = append(bl.citations, d.Citation)
+		bl.citations = append(bl.citations, e.raw)
 	default:
 		// A delta the guard does not read would change a block the client
 		// reads (compaction_delta among them, which this decoder does not
 		// read).
-		return unguardable(unknownDelta, fmt.Errorf("type %.64q", d.Type))
+		return unguardable(unknownDelta, fmt.Errorf("type %.64q", e.sub))
 	}
 	return nil
 }
 
+// joinText returns text with more appended: more itself while text is
+// empty (the bytes of an event, never written: a block's text in one
+// delta is not copied), else appended to a copy of its own (more's
+// capacity ends at its length, so the first append copies).
+func joinText(text, more []byte) []byte {
+	if len(text) == 0 {
+		return more[:len(more):len(more)]
+	}
+	return append(text, more...)
+}
+
 // held is what the parsed event e, of n bytes, adds to what the
 // assembler and its gate hold.
-func (a *messagesAssembler) held(e *messagesEvent, n int) int {
-	switch e.Type {
+func (a *messagesAssembler) held(e *messagesParsed, n int) int {
+	switch e.typ {
 	case "message_start", "content_block_start", "message_delta", "message_stop":
 		return n
 	case "content_block_delta":
-		d := e.delta
-		if d.Type == "citations_delta" {
+		if e.sub == "citations_delta" {
 			return n // the citation is kept as the event has it
 		}
-		return len(d.Text) + len(d.Thinking) + len(d.Signature) + len(d.PartialJSON)
+		return e.text
 	}
 	return 0
 }
@@ -259,7 +241,7 @@ func (bl *blockAcc) input() (in []byte, ok bool) {
 	switch {
 	case !bl.hasPartial || len(bytes.TrimSpace(p)) == 0:
 		return nil, false
-	case !json.Valid(p):
+	case !validJSON(p):
 		return marshalString(string(p)), true
 	case !bytes.ContainsAny(p, " \t\r\n"):
 		// Compact already: the fragments as they came, never grown
@@ -280,10 +262,10 @@ func (bl *blockAcc) block() ([]byte, error) {
 	}
 	switch bl.typ {
 	case "text":
-		set("text", marshalString(bl.text.String()))
+		set("text", marshalString(string(bl.text)))
 	case "thinking":
-		set("thinking", marshalString(bl.thinking.String()))
-		set("signature", marshalString(bl.signature.String()))
+		set("thinking", marshalString(string(bl.thinking)))
+		set("signature", marshalString(string(bl.signature)))
 	}
 	if in, ok := bl.input(); ok {
 		set("input", in)
@@ -305,8 +287,8 @@ func (a *messagesAssembler) assemble() ([]byte, error) {
 		return nil, fmt.Errorf("%w: anthropic stream without message_start", errJSON)
 	}
 	content := make([][]byte, len(a.blocks))
-	for i, bl := range a.blocks {
-		b, err := bl.block()
+	for i := range a.blocks {
+		b, err := a.blocks[i].block()
 		if err != nil {
 			return nil, err
 		}
@@ -383,11 +365,18 @@ func (a *messagesAssembler) listCalls() (out []wireCall, ok bool) {
 	if a.message == nil || !deltaKeepsContent(a.delta) {
 		return nil, false
 	}
-	if _, err := a.envelope([]byte("[]")); err != nil {
+	if !a.envelopeBuilds() {
 		return nil, false
 	}
-	out = []wireCall{}
-	for _, bl := range a.blocks {
+	uses := 0
+	for i := range a.blocks {
+		if a.blocks[i].typ == "tool_use" {
+			uses++
+		}
+	}
+	out = make([]wireCall, 0, uses)
+	for i := range a.blocks {
+		bl := &a.blocks[i]
 		in, inSet := bl.input()
 		if !bl.builds(in, inSet) {
 			return nil, false
@@ -402,6 +391,159 @@ func (a *messagesAssembler) listCalls() (out []wireCall, ok bool) {
 		out = append(out, c)
 	}
 	return out, true
+}
+
+// envelopeBuilds reports whether the envelope builds (envelope returns
+// no error), without building it where every key it reads is plain
+// (envelopeBuildsPlain), else by building it.
+func (a *messagesAssembler) envelopeBuilds() bool {
+	if builds, known := a.envelopeBuildsPlain(); known {
+		return builds
+	}
+	_, err := a.envelope([]byte("[]"))
+	return err == nil
+}
+
+// envMember is a member of an object the envelope's building reads: its
+// key (the inside of its quotes, plain ASCII) and its value.
+type envMember struct{ key, val []byte }
+
+// envelopeBuildsPlain reports whether envelope builds, reading the keys of
+// the message, the delta, the usage and the message's usage object as its
+// setAt calls read them, in the same order, allocating nothing: known is
+// false where a key is not plain ASCII (see matchKey: a plain key matches
+// another only when both are as long and alike but for ASCII case).
+func (a *messagesAssembler) envelopeBuildsPlain() (builds, known bool) {
+	var topBuf, srcBuf, usageBuf [24]envMember
+	// setAt(message, nil, "content", …)
+	top, obj, known := envMembers(a.message, topBuf[:0])
+	if !known || !obj {
+		return false, known
+	}
+	// content's value is not read again: nil. Its key is stored only when
+	// appended (it comes in message_start), as storing it allocates.
+	switch n, _, exact := matchPlain(top, []byte("content")); {
+	case n > 1 || n == 1 && !exact:
+		return false, true
+	case n == 0:
+		if !distinct(top) {
+			return false, true
+		}
+		top = append(top, envMember{key: []byte("content")})
+	}
+	var ok bool
+	// The delta's members, each by setAt(b, nil, key, value).
+	if len(a.delta) > 0 {
+		ds, obj, known := envMembers(a.delta, srcBuf[:0])
+		if !known || !obj || !distinct(ds) {
+			return false, known
+		}
+		for _, d := range ds {
+			if top, ok = setPlain(top, d.key, d.val); !ok {
+				return false, true
+			}
+		}
+	}
+	// The usage's members, each by setAt(b, ["usage"], key, value).
+	if len(a.usage) > 0 {
+		us, obj, known := envMembers(a.usage, srcBuf[:0])
+		if !known || !obj || !distinct(us) {
+			return false, known
+		}
+		if len(us) == 0 {
+			return true, true
+		}
+		n, i, exact := matchPlain(top, []byte("usage"))
+		if n != 1 || !exact {
+			return false, true // no usage, or a key error
+		}
+		u, obj, known := envMembers(top[i].val, usageBuf[:0])
+		if !known || !obj {
+			return false, known
+		}
+		for _, m := range us {
+			if u, ok = setPlain(u, m.key, m.val); !ok {
+				return false, true
+			}
+		}
+	}
+	return true, true
+}
+
+// envMembers appends the members of the JSON value b (valid JSON, no
+// space around it) to ms; obj is false when b is not an object, known
+// false when a key is not plain ASCII.
+func envMembers(b []byte, ms []envMember) (out []envMember, obj, known bool) {
+	sp := span{0, len(b)}
+	if kind(b, sp) != '{' {
+		return nil, false, true
+	}
+	it, err := iterMembers(b, sp)
+	for err == nil && it.next() {
+		key := raw(b, it.k)
+		key = key[1 : len(key)-1]
+		if !plainASCII(key) {
+			return nil, true, false
+		}
+		ms = append(ms, envMember{key, raw(b, it.v)})
+	}
+	if err != nil || it.err != nil {
+		return nil, true, false
+	}
+	return ms, true, true
+}
+
+// matchPlain is lookup of the plain key in an object of plain keys ms:
+// how many keys match it, the last that does, and whether that one is
+// spelled exactly.
+func matchPlain(ms []envMember, key []byte) (n, i int, exact bool) {
+	for j, m := range ms {
+		if len(m.key) != len(key) {
+			continue
+		}
+		same := true
+		for k := range key {
+			if lowerASCII(m.key[k]) != lowerASCII(key[k]) {
+				same = false
+				break
+			}
+		}
+		if same {
+			n, i, exact = n+1, j, string(m.key) == string(key)
+		}
+	}
+	return n, i, exact
+}
+
+// setPlain is setMember of key to val in an object of plain keys ms: ok
+// false where setMember fails (the key twice, or only in another case;
+// not found, and the object's keys not distinct, as objectMembers needs
+// them to append it).
+func setPlain(ms []envMember, key, val []byte) ([]envMember, bool) {
+	n, i, exact := matchPlain(ms, key)
+	switch {
+	case n > 1 || n == 1 && !exact:
+		return ms, false
+	case n == 1:
+		ms[i].val = val
+		return ms, true
+	case !distinct(ms):
+		return ms, false
+	}
+	return append(ms, envMember{key, val}), true
+}
+
+// distinct reports whether the plain keys of ms are distinct, as
+// objectMembers needs them.
+func distinct(ms []envMember) bool {
+	for i := range ms {
+		for j := i + 1; j < len(ms); j++ {
+			if string(ms[i].key) == string(ms[j].key) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // deltaKeepsContent reports whether message_delta's delta (nil when none
@@ -576,10 +718,14 @@ type messagesGate struct {
 	// the client, in order, for release.
 	held  []streamEvent
 	ended bool
+	// first is the first attempt's assembler, allocated with the gate.
+	first messagesAssembler
 }
 
 func newMessagesGate(w io.Writer) *messagesGate {
-	return &messagesGate{w: w, asm: &messagesAssembler{}}
+	g := &messagesGate{w: w}
+	g.asm = &g.first
+	return g
 }
 
 func (g *messagesGate) event(ev streamEvent) (bool, error) {
@@ -599,13 +745,16 @@ func (g *messagesGate) event(ev streamEvent) (bool, error) {
 	if g.passes(e) {
 		return done, writeEvent(g.w, ev)
 	}
-	switch e.Type {
+	switch e.typ {
 	case "ping", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop":
 		// Held for release, whole: the event counts by its length, what
 		// the assembler counted of it included. An event of a type the
 		// wire code does not read is dropped, as accept drops it.
 		if err := g.asm.take(len(ev.Data) - g.asm.held(e, len(ev.Data))); err != nil {
 			return done, err
+		}
+		if g.held == nil {
+			g.held = make([]streamEvent, 0, 8) // a few calls' events
 		}
 		g.held = append(g.held, ev)
 	}
@@ -618,15 +767,15 @@ func (g *messagesGate) event(ev streamEvent) (bool, error) {
 // attempt; a block reached the client) and reports whether e reaches the
 // client now: message_start, and the events before the first tool_use
 // block (text and thinking blocks, pings).
-func (g *messagesGate) passes(e *messagesEvent) bool {
-	switch e.Type {
+func (g *messagesGate) passes(e *messagesParsed) bool {
+	switch e.typ {
 	case "message_start":
 		g.started = true
 		return true
 	case "ping":
 		return !g.holding
 	case "content_block_start":
-		if g.asm.blocks[e.Index].typ == "tool_use" {
+		if g.asm.blocks[e.index].typ == "tool_use" {
 			g.holding = true
 		}
 		if !g.holding {
@@ -634,7 +783,7 @@ func (g *messagesGate) passes(e *messagesEvent) bool {
 		}
 		return !g.holding
 	case "content_block_delta", "content_block_stop":
-		return e.Index < g.passed
+		return e.index < g.passed
 	}
 	return false
 }
@@ -642,13 +791,16 @@ func (g *messagesGate) passes(e *messagesEvent) bool {
 // hold takes an event ev (parsed e) that does not reach the client now:
 // a tool_use block's start holds the rest of the attempt, and
 // message_delta and message_stop end it when it is accepted.
-func (g *messagesGate) hold(ev streamEvent, e *messagesEvent) {
-	switch e.Type {
+func (g *messagesGate) hold(ev streamEvent, e *messagesParsed) {
+	switch e.typ {
 	case "content_block_start":
-		if g.asm.blocks[e.Index].typ == "tool_use" {
+		if g.asm.blocks[e.index].typ == "tool_use" {
 			g.holding = true
 		}
 	case "message_delta", "message_stop":
+		if g.terminal == nil {
+			g.terminal = make([]streamEvent, 0, 2) // both
+		}
 		g.terminal = append(g.terminal, ev)
 	}
 }
@@ -667,8 +819,8 @@ func (g *messagesGate) release() (bool, error) {
 	g.ended = true
 	sawStop := false
 	for _, ev := range g.held {
-		if e, ok := ev.parsed.(*messagesEvent); ok {
-			sawStop = sawStop || e.Type == "message_stop"
+		if e, ok := ev.parsed.(*messagesParsed); ok {
+			sawStop = sawStop || e.typ == "message_stop"
 		}
 		if err := writeEvent(g.w, ev); err != nil {
 			return true, err
@@ -864,8 +1016,8 @@ func (g *messagesGate) end(resp []byte) error {
 	}
 	sawStop := false
 	for _, t := range g.terminal {
-		if e, ok := t.parsed.(*messagesEvent); ok {
-			sawStop = sawStop || e.Type == "message_stop"
+		if e, ok := t.parsed.(*messagesParsed); ok {
+			sawStop = sawStop || e.typ == "message_stop"
 		}
 		if err := writeEvent(g.w, t); err != nil {
 			return err
@@ -938,8 +1090,8 @@ func (messagesWire) opening(ev streamEvent) bool {
 // messagesEventType is ev's type: its parsed form's when a gate parsed
 // it, else read from its data ("" when it has none).
 func messagesEventType(ev streamEvent) string {
-	if e, ok := ev.parsed.(*messagesEvent); ok {
-		return e.Type
+	if e, ok := ev.parsed.(*messagesParsed); ok {
+		return e.typ
 	}
 	return dataType(ev.Data)
 }
