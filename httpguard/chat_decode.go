@@ -1,9 +1,6 @@
 package httpguard
 
-import (
-	"encoding/json"
-	"fmt"
-)
+import "fmt"
 
 // The hand decoder of a chat.completion.chunk (chatChunk).
 // stream_decode.go says why stream events are decoded by hand, and
@@ -22,7 +19,7 @@ func decodeChatChunk(data []byte, c *chatChunk) error { return decodeChatChunkAf
 // decodeChatChunkAfter decodes data into c, sharing with prev, the
 // stream's chunk before (nil for none), the strings spelled alike.
 func decodeChatChunkAfter(data []byte, c *chatChunk, prev *chatChunk) error {
-	if !json.Valid(data) {
+	if !validJSON(data) {
 		return errJSON
 	}
 	r, err := root(data)

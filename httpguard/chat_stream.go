@@ -795,7 +795,7 @@ func (c *chatChunk) opening() bool {
 // reasoning_content), and so does a chunk that is not what a chunk
 // decodes from. It reads the bytes in place.
 func chatOpening(b []byte) bool {
-	if !json.Valid(b) {
+	if !validJSON(b) {
 		return false
 	}
 	r, err := root(b)
