@@ -207,3 +207,40 @@ func BenchmarkChatChunk(b *testing.B) {
 		}
 	}
 }
+
+// The assembler parses chunks into slabs that never hand a chunk out
+// twice: every chunk of a long stream still reads as its event parsed
+// alone once the stream is over, each is its own, and the chunks allocated
+// but not used yet are fewer than those parsed, and than chatSlabMax.
+func TestChatAssemblerSlab(t *testing.T) {
+	evs := chatOneByteDeltaStream(40_000, "arguments")
+	evs = evs[:len(evs)-1] // [DONE]
+	a := &chatAssembler{}
+	seen := map[*chatChunk]bool{}
+	var chunks []*chatChunk
+	for i, ev := range evs {
+		if _, err := a.add(ev); err != nil {
+			t.Fatal(err)
+		}
+		if seen[a.last] {
+			t.Fatalf("chunk %d: parsed into a chunk handed out before", i)
+		}
+		seen[a.last] = true
+		chunks = append(chunks, a.last)
+		if free := len(a.slab); free >= min(max(chatSlabMin, a.parsed), chatSlabMax) {
+			t.Fatalf("after %d chunks, %d free in the slab", a.parsed, free)
+		}
+	}
+	if a.parsed != len(evs) {
+		t.Fatalf("parsed %d chunks into slabs, want %d", a.parsed, len(evs))
+	}
+	for i, ev := range evs {
+		want, err := parseChatChunk(ev.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(normalChunk(*chunks[i]), normalChunk(*want)) {
+			t.Fatalf("chunk %d changed after the stream:\n got %+v\nwant %+v", i, *chunks[i], *want)
+		}
+	}
+}

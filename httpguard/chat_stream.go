@@ -66,34 +66,31 @@ type chatToolCallDelta struct {
 	index int // Index's storage
 }
 
-// chatChunkOf returns ev's chunk: the one a gate parsed, else parsed now,
-// sharing strings with prev, the stream's chunk before (nil for none).
-func chatChunkOf(ev streamEvent, prev *chatChunk) (*chatChunk, error) {
-	if c, ok := ev.parsed.(*chatChunk); ok {
-		return c, nil
-	}
-	return parseChatChunkAfter(ev.Data, prev)
-}
-
 // parseChatChunk reads a chunk as encoding/json would decode it into a
 // chatChunk (keys matched without regard to case, null leaving a field
 // unset, a value of another type an error), in one pass over the bytes
 // without reflection; but a key read twice in one object is an error, as
 // everywhere in the wire code (a guard must never check one value while a
 // client reads another).
-func parseChatChunk(data []byte) (*chatChunk, error) { return parseChatChunkAfter(data, nil) }
-
-// parseChatChunkAfter is parseChatChunk sharing the strings spelled alike
-// with prev, the stream's chunk before (nil for none).
-func parseChatChunkAfter(data []byte, prev *chatChunk) (*chatChunk, error) {
+func parseChatChunk(data []byte) (*chatChunk, error) {
 	c := new(chatChunk)
-	if err := decodeChatChunkAfter(data, c, prev); err != nil {
-		return nil, unguardable("unreadable chat chunk", fmt.Errorf("%w: chat chunk: %w", errJSON, err))
-	}
-	if len(c.Error) > 0 && string(c.Error) != "null" {
-		return nil, &upstreamStreamError{Data: append([]byte(nil), data...)}
+	if err := parseChatChunkInto(data, c, nil); err != nil {
+		return nil, err
 	}
 	return c, nil
+}
+
+// parseChatChunkInto is parseChatChunk into c, a zero chunk, sharing the
+// strings spelled alike with prev, the stream's chunk before (nil for
+// none).
+func parseChatChunkInto(data []byte, c, prev *chatChunk) error {
+	if err := decodeChatChunkAfter(data, c, prev); err != nil {
+		return unguardable("unreadable chat chunk", fmt.Errorf("%w: chat chunk: %w", errJSON, err))
+	}
+	if len(c.Error) > 0 && string(c.Error) != "null" {
+		return &upstreamStreamError{Data: append([]byte(nil), data...)}
+	}
+	return nil
 }
 
 // chatCallAcc is one tool call being assembled: a function call's name and
@@ -128,6 +125,33 @@ type chatAssembler struct {
 	// calls.
 	several, otherCalls bool
 	last                *chatChunk // the chunk add took last
+	// slab is where add parses the chunks no gate parsed before it:
+	// allocated a few at a time, each slab as long as the stream so far
+	// (from chatSlabMin up to chatSlabMax chunks), so that a stream of n
+	// chunks makes about log n allocations of them, not n, and never
+	// holds more unused than it parsed. A chunk is never reused: what add
+	// parses is handed on, and held, with the event.
+	slab []chatChunk
+	// parsed counts the chunks parsed into slabs.
+	parsed int
+}
+
+// The bounds of a slab of chunks (chatAssembler.slab).
+const (
+	chatSlabMin = 4
+	chatSlabMax = 64
+)
+
+// newChunk returns the next free chunk of the slab, a new slab when it is
+// used up.
+func (a *chatAssembler) newChunk() *chatChunk {
+	if len(a.slab) == 0 {
+		a.slab = make([]chatChunk, min(max(a.parsed, chatSlabMin), chatSlabMax))
+	}
+	c := &a.slab[0]
+	a.slab = a.slab[1:]
+	a.parsed++
+	return c
 }
 
 // holdsCalls reports whether d holds a tool call part or a legacy
@@ -140,9 +164,13 @@ func (a *chatAssembler) add(ev streamEvent) (bool, error) {
 	if bytes.Equal(ev.Data, []byte("[DONE]")) {
 		return true, nil
 	}
-	c, err := chatChunkOf(ev, a.last)
-	if err != nil {
-		return false, err
+	// ev's chunk: the one a gate parsed, else parsed now.
+	c, _ := ev.parsed.(*chatChunk)
+	if c == nil {
+		c = a.newChunk()
+		if err := parseChatChunkInto(ev.Data, c, a.last); err != nil {
+			return false, err
+		}
 	}
 	a.last = c
 	if !a.started {
