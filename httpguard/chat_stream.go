@@ -134,6 +134,9 @@ type chatAssembler struct {
 	slab []chatChunk
 	// parsed counts the chunks parsed into slabs.
 	parsed int
+	// partsIn is the storage of parts, made with the assembler: the calls
+	// of most answers.
+	partsIn [4]chatCallAcc
 }
 
 // The bounds of a slab of chunks (chatAssembler.slab).
@@ -249,7 +252,7 @@ func (a *chatAssembler) addCall(tc *chatToolCallDelta) error {
 	}
 	if i == len(a.parts) {
 		if a.parts == nil {
-			a.parts = make([]chatCallAcc, 0, 4)
+			a.parts = a.partsIn[:0]
 		}
 		a.parts = append(a.parts, chatCallAcc{})
 	}
@@ -414,6 +417,10 @@ type chatGate struct {
 	unreleasable bool
 	ended        bool
 	first        chatAssembler // the first attempt's assembler, made with the gate
+	// The storage of terminal and held, made with the gate: the finish
+	// and usage chunks of a stream, and the chunks of a short one.
+	terminalIn [2][]byte
+	heldIn     [8]streamEvent
 }
 
 func newChatGate(w io.Writer) *chatGate {
@@ -448,7 +455,7 @@ func (g *chatGate) event(ev streamEvent) (bool, error) {
 			return false, err
 		}
 		if g.terminal == nil {
-			g.terminal = make([][]byte, 0, 2) // a finish chunk, a usage chunk
+			g.terminal = g.terminalIn[:0]
 		}
 		g.terminal = append(g.terminal, ev.Data)
 		g.keep(ev.Data, c, calls, true)
@@ -501,7 +508,7 @@ func (g *chatGate) keep(data []byte, c *chatChunk, calls, terminal bool) {
 		return
 	}
 	if g.held == nil {
-		g.held = make([]streamEvent, 0, 8)
+		g.held = g.heldIn[:0]
 	}
 	g.held = append(g.held, streamEvent{Data: data, parsed: c})
 }
@@ -773,6 +780,9 @@ func (g *chatGate) reject() {
 	g.holding = false
 	g.terminal = nil
 	g.held, g.heldN = nil, 0
+	// What the attempt held is dropped, not kept alive by the storage.
+	clear(g.terminalIn[:])
+	clear(g.heldIn[:])
 }
 
 func (g *chatGate) fail(typ, msg string) error {
