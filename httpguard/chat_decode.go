@@ -14,7 +14,9 @@ import (
 // part decodes into the chunk's own storage (chatChunk.one,
 // chatDelta.oneCall), its optional strings point into it, and the strings
 // a stream repeats in every chunk (id, model, system_fingerprint,
-// service_tier, a call's type) are the previous chunk's, not copies.
+// service_tier, a call's type) are the previous chunk's, not copies. And
+// it reads each byte once: checking the chunk is JSON and decoding it are
+// one pass (decodeChatChunkAfter).
 
 // decodeChatChunk decodes data into c.
 func decodeChatChunk(data []byte, c *chatChunk) error { return decodeChatChunkAfter(data, c, nil) }
@@ -22,23 +24,35 @@ func decodeChatChunk(data []byte, c *chatChunk) error { return decodeChatChunkAf
 // decodeChatChunkAfter decodes data into c, sharing with prev, the
 // stream's chunk before (nil for none), the strings spelled alike.
 //
-// It checks data once (validJSON), then reads it in one descent: each
-// value is read where it starts, its end found by reading it, never by
-// scanning ahead (valueEnd) and then again inside. A value the chunk does
-// not keep is skipped by valueEnd. Reading a document already checked,
-// nothing here can meet bytes that are not JSON; what it can meet is a
-// value of the wrong type, a key given twice or in another case, which it
-// reports as the walk over spans it replaced did, in the same order
-// (FuzzChatChunkDecoders).
+// It reads data in one pass that checks it as it decodes it: each value
+// is read where it starts, its end found by reading it, and a value the
+// chunk does not keep is checked (validValueEnd) and skipped. Bytes that
+// are not JSON are errJSON, wherever they are, as json.Valid would have
+// them; a value of the wrong type, or a key given twice or in another
+// case, is reported as the decoder it replaced reported it, in the same
+// order (FuzzChatChunkDecoders), unless bytes that are not JSON follow
+// it: the pass stops at the first error, and the rest of the chunk is
+// checked then.
 func decodeChatChunkAfter(data []byte, c *chatChunk, prev *chatChunk) error {
-	if !validJSON(data) {
+	err := decodeChatChunkOnce(data, c, prev)
+	if err != nil && err != errJSON && !validJSON(data) {
 		return errJSON
 	}
+	return err
+}
+
+// decodeChatChunkOnce is decodeChatChunkAfter but for the check, after a
+// wrong value, of the bytes that follow it. errJSON itself reports bytes
+// that are not JSON.
+func decodeChatChunkOnce(data []byte, c *chatChunk, prev *chatChunk) error {
 	i := skipSpace(data, 0)
-	if data[i] == 'n' {
+	if i < len(data) && data[i] == 'n' {
+		if end := literal(data, i, "null"); end < 0 || skipSpace(data, end) != len(data) {
+			return errJSON
+		}
 		return nil
 	}
-	m, err := openMembers(data, i)
+	m, err := openMembers(data, i, 0)
 	if err != nil {
 		return err
 	}
@@ -55,7 +69,7 @@ func decodeChatChunkAfter(data []byte, c *chatChunk, prev *chatChunk) error {
 		}
 		var sp span
 		if f == 5 {
-			c.Choices, sp.end, err = decodeObjectsAt(data, m.v, c.one[:], chatChoiceMember)
+			c.Choices, sp.end, err = decodeObjectsAt(data, m.v, m.open, c.one[:], chatChoiceMember)
 		} else {
 			sp, err = m.value()
 		}
@@ -82,6 +96,9 @@ func decodeChatChunkAfter(data []byte, c *chatChunk, prev *chatChunk) error {
 			return err
 		}
 		m.end(sp.end)
+	}
+	if m.err == nil && skipSpace(data, m.stop) != len(data) {
+		return errJSON
 	}
 	return m.err
 }
@@ -124,15 +141,17 @@ func decodeOptIn(b []byte, sp span, store *string) (*string, error) {
 	return store, nil
 }
 
-// members walks the members of an object of a document validJSON
-// accepted, in place and once: next reads a member's key and finds where
-// its value starts; the caller reads the value (value, or a reader of its
-// own that descends into it) and gives its end back (end) before the
-// next. A reader that descends reads each byte once, where the walk over
-// spans (memberIter) found a value's end before reading it, so that the
-// bytes of a value n levels deep were read n times.
+// members walks the members of an object in place and once, checking
+// the bytes as it goes: next reads a member's key and finds where its
+// value starts; the caller reads the value (value, or a reader of its own
+// that descends into it) and gives its end back (end) before the next. A
+// reader that descends reads each byte once, where the walk over spans
+// (memberIter) found a value's end before reading it, so that the bytes
+// of a value n levels deep were read n times. Bytes that are not JSON
+// are errJSON (m.err); a value of the wrong type is a reader's error.
 type members struct {
 	b      []byte
+	open   int  // the objects and arrays open, this one included
 	at     int  // the next member's key; -1 after the last
 	stop   int  // the object's end, once the last member is read
 	k      span // the member's key, with its quotes
@@ -143,12 +162,15 @@ type members struct {
 }
 
 // openMembers returns the walk over the members of the object that
-// starts at b[i].
-func openMembers(b []byte, i int) (members, error) {
+// starts at b[i], inside open objects and arrays.
+func openMembers(b []byte, i, open int) (members, error) {
 	if i >= len(b) || b[i] != '{' {
 		return members{}, fmt.Errorf("%w: want an object", errJSON)
 	}
-	m := members{b: b, at: skipSpace(b, i+1)}
+	if open >= maxNesting {
+		return members{}, errJSON
+	}
+	m := members{b: b, open: open + 1, at: skipSpace(b, i+1)}
 	if m.at < len(b) && b[m.at] == '}' {
 		m.at, m.stop = -1, m.at+1
 	}
@@ -165,9 +187,13 @@ func (m *members) next() bool {
 		m.err = errJSON
 		return false
 	}
-	kEnd, err := stringEnd(m.b, m.at)
+	kEnd := validString(m.b, m.at)
+	if kEnd < 0 {
+		m.err = errJSON
+		return false
+	}
 	c := skipSpace(m.b, kEnd)
-	if err != nil || c >= len(m.b) || m.b[c] != ':' {
+	if c >= len(m.b) || m.b[c] != ':' {
 		m.err = errJSON
 		return false
 	}
@@ -175,11 +201,14 @@ func (m *members) next() bool {
 	return true
 }
 
-// value is the span of the member's value, for a reader that does not
-// descend into it.
+// value is the span of the member's value, checked, for a reader that
+// does not descend into it.
 func (m *members) value() (span, error) {
-	end, err := valueEnd(m.b, m.v)
-	return span{m.v, end}, err
+	end := validValueEnd(m.b, m.v, m.open)
+	if end < 0 {
+		return span{}, errJSON
+	}
+	return span{m.v, end}, nil
 }
 
 // end moves past the member's value, which ends at end.
@@ -247,24 +276,36 @@ func (m *members) mark(s *seen, field int) error {
 	return nil
 }
 
-// decodeObjectsAt decodes the array (or null: nil) that starts at b[i]
-// into in, the storage of the usual number of elements (zero values), and
-// returns the array's end: each element an object whose members member
-// reads (marking the fields it sets in the seen it is given and returns,
-// and returning the member's end), or null (the zero value). An array of
-// more elements than in holds is decoded into a slice of its own, counted
-// first. Each element is decoded where it stays, so that what it points
-// into itself stays valid. The walk and the marks are passed by value so
-// that neither escapes.
-func decodeObjectsAt[T any](b []byte, i int, in []T, member func(m members, s seen, t *T) (seen, int, error)) ([]T, int, error) {
+// decodeObjectsAt decodes the array (or null: nil) that starts at b[i],
+// inside open objects and arrays, into in, the storage of the usual
+// number of elements (zero values), and returns the array's end: each
+// element an object whose members member reads (marking the fields it
+// sets in the seen it is given and returns, and returning the member's
+// end), or null (the zero value). An array of more elements than in holds
+// is decoded into a slice of its own, counted first. Each element is
+// decoded where it stays, so that what it points into itself stays
+// valid. The walk and the marks are passed by value so that neither
+// escapes.
+func decodeObjectsAt[T any](b []byte, i, open int, in []T, member func(m members, s seen, t *T) (seen, int, error)) ([]T, int, error) {
+	return decodeObjectsIn(b, i, open, in, member, false)
+}
+
+// decodeObjectsIn is decodeObjectsAt; counted says that in was made for
+// the elements counted, so that there can be no more.
+func decodeObjectsIn[T any](b []byte, i, open int, in []T, member func(m members, s seen, t *T) (seen, int, error), counted bool) ([]T, int, error) {
 	switch {
 	case i >= len(b):
 		return nil, 0, errJSON
 	case b[i] == 'n':
-		end, err := valueEnd(b, i)
-		return nil, end, err
+		end := literal(b, i, "null")
+		if end < 0 {
+			return nil, 0, errJSON
+		}
+		return nil, end, nil
 	case b[i] != '[':
 		return nil, 0, fmt.Errorf("%w: want an array", errJSON)
+	case open >= maxNesting:
+		return nil, 0, errJSON
 	}
 	out := in[:0]
 	j := skipSpace(b, i+1)
@@ -273,14 +314,14 @@ func decodeObjectsAt[T any](b []byte, i int, in []T, member func(m members, s se
 	}
 	for {
 		if len(out) == len(in) {
-			n, err := countElems(b, i)
-			if err != nil {
-				return nil, 0, err
+			n := countElems(b, i, open)
+			if n < 0 || counted {
+				return nil, 0, errJSON
 			}
-			return decodeObjectsAt(b, i, make([]T, n), member)
+			return decodeObjectsIn(b, i, open, make([]T, n), member, true)
 		}
 		out = out[:len(out)+1]
-		end, err := decodeObjectAt(b, j, &out[len(out)-1], member)
+		end, err := decodeObjectAt(b, j, open+1, &out[len(out)-1], member)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -297,13 +338,17 @@ func decodeObjectsAt[T any](b []byte, i int, in []T, member func(m members, s se
 	}
 }
 
-// decodeObjectAt decodes the object (or null) that starts at b[i] into
-// t, its members read by member, and returns its end.
-func decodeObjectAt[T any](b []byte, i int, t *T, member func(m members, s seen, t *T) (seen, int, error)) (int, error) {
+// decodeObjectAt decodes the object (or null) that starts at b[i], inside
+// open objects and arrays, into t, its members read by member, and
+// returns its end.
+func decodeObjectAt[T any](b []byte, i, open int, t *T, member func(m members, s seen, t *T) (seen, int, error)) (int, error) {
 	if i < len(b) && b[i] == 'n' {
-		return valueEnd(b, i)
+		if end := literal(b, i, "null"); end >= 0 {
+			return end, nil
+		}
+		return 0, errJSON
 	}
-	m, err := openMembers(b, i)
+	m, err := openMembers(b, i, open)
 	if err != nil {
 		return 0, err
 	}
@@ -318,27 +363,99 @@ func decodeObjectAt[T any](b []byte, i int, t *T, member func(m members, s seen,
 	return m.stop, m.err
 }
 
-// countElems counts the elements of the array that starts at b[i].
-func countElems(b []byte, i int) (int, error) {
+// countElems counts the elements of the array that starts at b[i],
+// inside open objects and arrays: -1 when it is not JSON.
+func countElems(b []byte, i, open int) int {
 	j := skipSpace(b, i+1)
 	if j < len(b) && b[j] == ']' {
-		return 0, nil
+		return 0
 	}
 	for n := 1; ; n++ {
-		end, err := valueEnd(b, j)
-		if err != nil {
-			return 0, err
+		end := validValueEnd(b, j, open+1)
+		if end < 0 {
+			return -1
 		}
 		k := skipSpace(b, end)
 		switch {
-		case k >= len(b):
-			return 0, errJSON
+		case k >= len(b) || b[k] != ']' && b[k] != ',':
+			return -1
 		case b[k] == ']':
-			return n, nil
-		case b[k] != ',':
-			return 0, errJSON
+			return n
 		}
 		j = skipSpace(b, k+1)
+	}
+}
+
+// validValueEnd returns the end of the JSON value that starts at b[i],
+// inside open objects and arrays, -1 when it is not one: what validJSON
+// checks of a document (its grammar, and at most maxNesting objects and
+// arrays open at once), for a value within one.
+func validValueEnd(b []byte, i, open int) int {
+	var buf [64]byte
+	stack := buf[:0] // the containers open within the value, '{' or '['
+	for {
+		// A value starts at i.
+		if i >= len(b) {
+			return -1
+		}
+		switch c := b[i]; {
+		case c == '{' || c == '[':
+			if open+len(stack) >= maxNesting {
+				return -1
+			}
+			stack = append(stack, c)
+			i = skipSpace(b, i+1)
+			if i < len(b) && b[i] == c+2 { // '}' or ']'
+				stack = stack[:len(stack)-1]
+				i++
+				break
+			}
+			if c == '{' {
+				if i = keyThenColon(b, i); i < 0 {
+					return -1
+				}
+			}
+			continue
+		case c == '"':
+			i = validString(b, i)
+		case c == 't':
+			i = literal(b, i, "true")
+		case c == 'f':
+			i = literal(b, i, "false")
+		case c == 'n':
+			i = literal(b, i, "null")
+		case c == '-' || '0' <= c && c <= '9':
+			i = validNumber(b, i)
+		default:
+			return -1
+		}
+		// A value ended at i: what follows closes its containers, or
+		// separates it from the next.
+		for {
+			if i < 0 || len(stack) == 0 {
+				return i
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return -1
+			}
+			top := stack[len(stack)-1]
+			if b[i] == top+2 {
+				stack = stack[:len(stack)-1]
+				i++
+				continue
+			}
+			if b[i] != ',' {
+				return -1
+			}
+			i = skipSpace(b, i+1)
+			if top == '{' {
+				if i = keyThenColon(b, i); i < 0 {
+					return -1
+				}
+			}
+			break
+		}
 	}
 }
 
@@ -350,7 +467,7 @@ func chatChoiceMember(m members, s seen, ch *chatChoice) (seen, int, error) {
 		}
 	}
 	if f == 1 {
-		end, err := decodeChatDeltaAt(m.b, m.v, &ch.Delta)
+		end, err := decodeChatDeltaAt(m.b, m.v, m.open, &ch.Delta)
 		return s, end, err
 	}
 	sp, err := m.value()
@@ -366,13 +483,16 @@ func chatChoiceMember(m members, s seen, ch *chatChoice) (seen, int, error) {
 	return s, sp.end, err
 }
 
-// decodeChatDeltaAt decodes the delta (or null) that starts at b[i] into
-// d and returns its end.
-func decodeChatDeltaAt(b []byte, i int, d *chatDelta) (int, error) {
+// decodeChatDeltaAt decodes the delta (or null) that starts at b[i],
+// inside open objects and arrays, into d and returns its end.
+func decodeChatDeltaAt(b []byte, i, open int, d *chatDelta) (int, error) {
 	if i < len(b) && b[i] == 'n' {
-		return valueEnd(b, i)
+		if end := literal(b, i, "null"); end >= 0 {
+			return end, nil
+		}
+		return 0, errJSON
 	}
-	m, err := openMembers(b, i)
+	m, err := openMembers(b, i, open)
 	if err != nil {
 		return 0, err
 	}
@@ -387,7 +507,7 @@ func decodeChatDeltaAt(b []byte, i int, d *chatDelta) (int, error) {
 		var sp span
 		if f == 3 {
 			sp.start = m.v
-			d.ToolCalls, sp.end, err = decodeObjectsAt(b, m.v, d.oneCall[:], chatToolCallMember)
+			d.ToolCalls, sp.end, err = decodeObjectsAt(b, m.v, m.open, d.oneCall[:], chatToolCallMember)
 		} else {
 			sp, err = m.value()
 		}
@@ -430,9 +550,9 @@ func chatToolCallMember(m members, s seen, tc *chatToolCallDelta) (seen, int, er
 		var end int
 		var err error
 		if f == 3 {
-			end, err = decodeChatFunctionAt(b, m.v, "arguments", &tc.Function.Name, &tc.Function.Arguments)
+			end, err = decodeChatFunctionAt(b, m.v, m.open, "arguments", &tc.Function.Name, &tc.Function.Arguments)
 		} else {
-			end, err = decodeChatFunctionAt(b, m.v, "input", &tc.Custom.Name, &tc.Custom.Input)
+			end, err = decodeChatFunctionAt(b, m.v, m.open, "input", &tc.Custom.Name, &tc.Custom.Input)
 		}
 		return s, end, err
 	}
@@ -456,10 +576,11 @@ func chatToolCallMember(m members, s seen, tc *chatToolCallDelta) (seen, int, er
 }
 
 // decodeChatFunctionAt decodes the function part (name, arguments) or the
-// custom tool call's part (name, input) that starts at b[i]: the member
-// name and the member body. It returns the part's end.
-func decodeChatFunctionAt(b []byte, i int, body string, name, args *string) (int, error) {
-	m, err := openMembers(b, i)
+// custom tool call's part (name, input) that starts at b[i], inside open
+// objects and arrays: the member name and the member body. It returns the
+// part's end.
+func decodeChatFunctionAt(b []byte, i, open int, body string, name, args *string) (int, error) {
+	m, err := openMembers(b, i, open)
 	if err != nil {
 		return 0, err
 	}

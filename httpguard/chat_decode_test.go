@@ -42,6 +42,24 @@ func chatChunkSeeds(tb testing.TB) [][]byte {
 	}
 	deep := strings.Repeat("[", maxNesting-3) + strings.Repeat("]", maxNesting-3)
 	deeper := strings.Repeat("[", maxNesting-2) + strings.Repeat("]", maxNesting-2)
+	// Nesting at the bound, from each level the decoder reads: the
+	// containers a skipped member opens, and those around it, are at most
+	// maxNesting.
+	for _, at := range []struct {
+		open          int // the containers around the skipped member
+		before, after string
+	}{
+		{1, `{"x":`, `}`},
+		{3, `{"choices":[{"x":`, `}]}`},
+		{4, `{"choices":[{"delta":{"x":`, `}}]}`},
+		{7, `{"choices":[{"delta":{"tool_calls":[{"function":{"x":`, `}}]}}]}`},
+		{2, `{"choices":[null,`, `]}`},
+		{5, `{"choices":[{"delta":{"tool_calls":[`, `]}}]}`},
+	} {
+		for _, n := range []int{maxNesting - at.open - 1, maxNesting - at.open, maxNesting - at.open + 1} {
+			out = append(out, []byte(at.before+strings.Repeat(`{"a":[`, n/2)+strings.Repeat("[", n%2)+"1"+strings.Repeat("]", n%2)+strings.Repeat("]}", n/2)+at.after))
+		}
+	}
 	for _, s := range []string{
 		// FuzzChatChunk's.
 		`null`, `[]`, `{"ID":"x","Choices":[{"Delta":{"CONTENT":"a"}}]}`, `{"id":"a\u00e9\"","choices":[null,{"index":null,"delta":null}]}`,
@@ -87,6 +105,8 @@ func chatChunkSeeds(tb testing.TB) [][]byte {
 		`{"choices":[{"delta":{"tool_calls":[{"function":{"name":"\x"}}]}}]}`, "{\"choices\":[{\"delta\":{\"content\":\"\x01\"}}]}",
 		`{"id":"a"} {}`, `{"id":"a"}]`, `{"choices":[{"delta":{"tool_calls":[{"index":0,}]}}]}`, `{"choices":[{"finish_reason":nul}]}`,
 		`{"usage":{"a":[1,2,}}`, `{"choices":[{"index":0 "delta":{}}]}`, `{"choices":[null,]}`,
+		"{\"i\x01d\":\"a\"}", `{"\q":1}`, `{"choices":[{"d\u12":{}}]}`, "{\"choices\":[{\"delta\":{\"\x1f\":1}}]}",
+		`{"choices":[{"delta":{"tool_calls":[{"function":{"n\ame":"f"}}]}}]}`, `{"id":"a\u12g4"}`, `{"choices":[{"delta":{"content":"\x"}}]}`,
 	} {
 		out = append(out, []byte(s))
 	}
