@@ -478,9 +478,32 @@ func chatChoiceMember(m members, s seen, ch *chatChoice) (seen, int, error) {
 	case 0:
 		err = decodeInt(m.b, sp, &ch.Index)
 	case 2:
+		if r := chatFinishReason(raw(m.b, sp)); r != "" {
+			ch.finish, ch.FinishReason = r, &ch.finish
+			break
+		}
 		ch.FinishReason, err = decodeOptIn(m.b, sp, &ch.finish)
 	}
 	return s, sp.end, err
+}
+
+// chatFinishReason is the finish reason q spells, quoted and without
+// escapes, when it is one of those the API sends: the string a chunk
+// shares rather than copies. "" for any other.
+func chatFinishReason(q []byte) string {
+	switch string(q) {
+	case `"stop"`:
+		return "stop"
+	case `"tool_calls"`:
+		return "tool_calls"
+	case `"length"`:
+		return "length"
+	case `"content_filter"`:
+		return "content_filter"
+	case `"function_call"`:
+		return "function_call"
+	}
+	return ""
 }
 
 // decodeChatDeltaAt decodes the delta (or null) that starts at b[i],
