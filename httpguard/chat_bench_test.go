@@ -1,7 +1,10 @@
 package httpguard
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -41,5 +44,44 @@ func BenchmarkChatStreamOneByteDeltas(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// discardEvents is an eventWriter that drops what it is given: the client
+// of BenchmarkChatGate, which measures the gate alone.
+type discardEvents struct{}
+
+func (discardEvents) Write(p []byte) (int, error)   { return len(p), nil }
+func (discardEvents) putEvent(ev streamEvent) error { return nil }
+
+// BenchmarkChatGate is the Chat gate's part of a guarded stream, the
+// first attempt of BenchmarkTransport/openai-chat/stream: the recorded
+// stream's events through a new gate, its calls listed, then released.
+func BenchmarkChatGate(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join(wireDir, "openai-chat", "gate-accept.sse"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	evs, err := readAllEvents(bytes.NewReader(data))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		g := newChatGate(discardEvents{})
+		for _, ev := range evs {
+			if done, err := g.event(streamEvent{Data: ev.Data}); err != nil {
+				b.Fatal(err)
+			} else if done {
+				break
+			}
+		}
+		if calls, err := g.current().calls(); err != nil || len(calls) != 2 {
+			b.Fatalf("%d calls, %v", len(calls), err)
+		}
+		if ok, err := g.release(); !ok || err != nil {
+			b.Fatalf("release: %v, %v", ok, err)
+		}
 	}
 }

@@ -66,34 +66,31 @@ type chatToolCallDelta struct {
 	index int // Index's storage
 }
 
-// chatChunkOf returns ev's chunk: the one a gate parsed, else parsed now,
-// sharing strings with prev, the stream's chunk before (nil for none).
-func chatChunkOf(ev streamEvent, prev *chatChunk) (*chatChunk, error) {
-	if c, ok := ev.parsed.(*chatChunk); ok {
-		return c, nil
-	}
-	return parseChatChunkAfter(ev.Data, prev)
-}
-
 // parseChatChunk reads a chunk as encoding/json would decode it into a
 // chatChunk (keys matched without regard to case, null leaving a field
 // unset, a value of another type an error), in one pass over the bytes
 // without reflection; but a key read twice in one object is an error, as
 // everywhere in the wire code (a guard must never check one value while a
 // client reads another).
-func parseChatChunk(data []byte) (*chatChunk, error) { return parseChatChunkAfter(data, nil) }
-
-// parseChatChunkAfter is parseChatChunk sharing the strings spelled alike
-// with prev, the stream's chunk before (nil for none).
-func parseChatChunkAfter(data []byte, prev *chatChunk) (*chatChunk, error) {
+func parseChatChunk(data []byte) (*chatChunk, error) {
 	c := new(chatChunk)
-	if err := decodeChatChunkAfter(data, c, prev); err != nil {
-		return nil, unguardable("unreadable chat chunk", fmt.Errorf("%w: chat chunk: %w", errJSON, err))
-	}
-	if len(c.Error) > 0 && string(c.Error) != "null" {
-		return nil, &upstreamStreamError{Data: append([]byte(nil), data...)}
+	if err := parseChatChunkInto(data, c, nil); err != nil {
+		return nil, err
 	}
 	return c, nil
+}
+
+// parseChatChunkInto is parseChatChunk into c, a zero chunk, sharing the
+// strings spelled alike with prev, the stream's chunk before (nil for
+// none).
+func parseChatChunkInto(data []byte, c, prev *chatChunk) error {
+	if err := decodeChatChunkAfter(data, c, prev); err != nil {
+		return unguardable("unreadable chat chunk", fmt.Errorf("%w: chat chunk: %w", errJSON, err))
+	}
+	if len(c.Error) > 0 && string(c.Error) != "null" {
+		return &upstreamStreamError{Data: append([]byte(nil), data...)}
+	}
+	return nil
 }
 
 // chatCallAcc is one tool call being assembled: a function call's name and
@@ -128,6 +125,36 @@ type chatAssembler struct {
 	// calls.
 	several, otherCalls bool
 	last                *chatChunk // the chunk add took last
+	// slab is where add parses the chunks no gate parsed before it:
+	// allocated a few at a time, each slab as long as the stream so far
+	// (from chatSlabMin up to chatSlabMax chunks), so that a stream of n
+	// chunks makes about log n allocations of them, not n, and never
+	// holds more unused than it parsed. A chunk is never reused: what add
+	// parses is handed on, and held, with the event.
+	slab []chatChunk
+	// parsed counts the chunks parsed into slabs.
+	parsed int
+	// partsIn is the storage of parts, made with the assembler: the calls
+	// of most answers.
+	partsIn [4]chatCallAcc
+}
+
+// The bounds of a slab of chunks (chatAssembler.slab).
+const (
+	chatSlabMin = 4
+	chatSlabMax = 64
+)
+
+// newChunk returns the next free chunk of the slab, a new slab when it is
+// used up.
+func (a *chatAssembler) newChunk() *chatChunk {
+	if len(a.slab) == 0 {
+		a.slab = make([]chatChunk, min(max(a.parsed, chatSlabMin), chatSlabMax))
+	}
+	c := &a.slab[0]
+	a.slab = a.slab[1:]
+	a.parsed++
+	return c
 }
 
 // holdsCalls reports whether d holds a tool call part or a legacy
@@ -140,9 +167,13 @@ func (a *chatAssembler) add(ev streamEvent) (bool, error) {
 	if bytes.Equal(ev.Data, []byte("[DONE]")) {
 		return true, nil
 	}
-	c, err := chatChunkOf(ev, a.last)
-	if err != nil {
-		return false, err
+	// ev's chunk: the one a gate parsed, else parsed now.
+	c, _ := ev.parsed.(*chatChunk)
+	if c == nil {
+		c = a.newChunk()
+		if err := parseChatChunkInto(ev.Data, c, a.last); err != nil {
+			return false, err
+		}
 	}
 	a.last = c
 	if !a.started {
@@ -221,7 +252,7 @@ func (a *chatAssembler) addCall(tc *chatToolCallDelta) error {
 	}
 	if i == len(a.parts) {
 		if a.parts == nil {
-			a.parts = make([]chatCallAcc, 0, 4)
+			a.parts = a.partsIn[:0]
 		}
 		a.parts = append(a.parts, chatCallAcc{})
 	}
@@ -386,6 +417,10 @@ type chatGate struct {
 	unreleasable bool
 	ended        bool
 	first        chatAssembler // the first attempt's assembler, made with the gate
+	// The storage of terminal and held, made with the gate: the finish
+	// and usage chunks of a stream, and the chunks of a short one.
+	terminalIn [2][]byte
+	heldIn     [8]streamEvent
 }
 
 func newChatGate(w io.Writer) *chatGate {
@@ -420,7 +455,7 @@ func (g *chatGate) event(ev streamEvent) (bool, error) {
 			return false, err
 		}
 		if g.terminal == nil {
-			g.terminal = make([][]byte, 0, 2) // a finish chunk, a usage chunk
+			g.terminal = g.terminalIn[:0]
 		}
 		g.terminal = append(g.terminal, ev.Data)
 		g.keep(ev.Data, c, calls, true)
@@ -473,7 +508,7 @@ func (g *chatGate) keep(data []byte, c *chatChunk, calls, terminal bool) {
 		return
 	}
 	if g.held == nil {
-		g.held = make([]streamEvent, 0, 8)
+		g.held = g.heldIn[:0]
 	}
 	g.held = append(g.held, streamEvent{Data: data, parsed: c})
 }
@@ -745,6 +780,9 @@ func (g *chatGate) reject() {
 	g.holding = false
 	g.terminal = nil
 	g.held, g.heldN = nil, 0
+	// What the attempt held is dropped, not kept alive by the storage.
+	clear(g.terminalIn[:])
+	clear(g.heldIn[:])
 }
 
 func (g *chatGate) fail(typ, msg string) error {
@@ -795,7 +833,7 @@ func (c *chatChunk) opening() bool {
 // reasoning_content), and so does a chunk that is not what a chunk
 // decodes from. It reads the bytes in place.
 func chatOpening(b []byte) bool {
-	if !json.Valid(b) {
+	if !validJSON(b) {
 		return false
 	}
 	r, err := root(b)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -374,4 +375,39 @@ func FuzzChatOpeningParsed(f *testing.F) {
 			t.Fatalf("%q: opening of the parsed chunk = %v, chatOpening = %v", data, got, want)
 		}
 	})
+}
+
+// reject drops what the first attempt held, storage and all: nothing of
+// it stays reachable from the gate, and the next attempt holds its
+// terminal chunks anew.
+func TestChatGateRejectDropsHeld(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(wireDir, "openai-chat", "gate-accept.sse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := readAllEvents(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newChatGate(&eventRecorder{})
+	for _, ev := range evs {
+		if _, err := g.event(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(g.held) == 0 || len(g.terminal) != 2 {
+		t.Fatalf("held %d chunks, %d terminal, want some and 2", len(g.held), len(g.terminal))
+	}
+	g.reject()
+	if g.held != nil || g.terminal != nil || !reflect.ValueOf(g.heldIn).IsZero() || !reflect.ValueOf(g.terminalIn).IsZero() {
+		t.Fatalf("after reject: held %d, terminal %d, storage %v %q", len(g.held), len(g.terminal), g.heldIn, g.terminalIn)
+	}
+	for _, ev := range evs {
+		if _, err := g.event(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(g.terminal) != 2 || string(g.terminal[1]) != string(evs[len(evs)-2].Data) {
+		t.Fatalf("second attempt's terminal chunks %q", g.terminal)
+	}
 }
