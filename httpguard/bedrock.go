@@ -68,25 +68,13 @@ func (bedrockWire) parseRequest(path string, body []byte) (wireRequest, error) {
 	if !ok {
 		return wireRequest{}, fmt.Errorf("%w: not a Converse path", errUnsupported)
 	}
-	var req struct {
-		Messages   jsonKind `json:"messages"`
-		ToolConfig *struct {
-			Tools []struct {
-				ToolSpec *struct {
-					Name        string `json:"name"`
-					InputSchema *struct {
-						JSON json.RawMessage `json:"json"`
-					} `json:"inputSchema"`
-				} `json:"toolSpec"`
-			} `json:"tools"`
-		} `json:"toolConfig"`
-	}
 	readable, err := readableBody(body, bedrockSchemas)
 	if err != nil {
 		return wireRequest{}, err
 	}
-	if err := json.Unmarshal(readable, &req); err != nil {
-		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
+	req, err := unmarshalRequest[bedrockConverseRequest](readable)
+	if err != nil {
+		return wireRequest{}, err
 	}
 	if req.Messages != '[' {
 		return wireRequest{}, fmt.Errorf("%w: converse request without messages", errUnsupported)
@@ -111,6 +99,36 @@ func (bedrockWire) parseRequest(path string, body []byte) (wireRequest, error) {
 		out.Tools = append(out.Tools, tool)
 	}
 	return out, nil
+}
+
+// bedrockConverseRequest is what parseRequest reads of a Converse
+// request.
+type bedrockConverseRequest = struct {
+	Messages   jsonKind           `json:"messages"`
+	ToolConfig *bedrockToolConfig `json:"toolConfig"`
+}
+
+// bedrockToolConfig is a Converse request's toolConfig.
+type bedrockToolConfig = struct {
+	Tools []bedrockTool `json:"tools"`
+}
+
+// bedrockTool is a member of toolConfig.tools, a union of which toolSpec
+// is the tool the client runs.
+type bedrockTool = struct {
+	ToolSpec *bedrockToolSpec `json:"toolSpec"`
+}
+
+// bedrockToolSpec is a tool the client runs, and its schema.
+type bedrockToolSpec = struct {
+	Name        string              `json:"name"`
+	InputSchema *bedrockInputSchema `json:"inputSchema"`
+}
+
+// bedrockInputSchema is a toolSpec's inputSchema, whose json is the JSON
+// Schema.
+type bedrockInputSchema = struct {
+	JSON json.RawMessage `json:"json"`
 }
 
 // bedrockSchemas finds a Converse request's tool schemas (readableBody):

@@ -57,23 +57,13 @@ func (geminiWire) parseRequest(path string, body []byte) (wireRequest, error) {
 	if !ok {
 		return wireRequest{}, fmt.Errorf("%w: not a generateContent path", errUnsupported)
 	}
-	var req struct {
-		Contents jsonKind `json:"contents"`
-		Tools    []struct {
-			FunctionDeclarations   []geminiDecl `json:"functionDeclarations"`
-			FunctionDeclarationsSn []geminiDecl `json:"function_declarations"`
-		} `json:"tools"`
-		GenerationConfig *struct {
-			CandidateCount   *int `json:"candidateCount"`
-			CandidateCountSn *int `json:"candidate_count"`
-		} `json:"generationConfig"`
-	}
 	readable, err := readableBody(body, geminiSchemas)
 	if err != nil {
 		return wireRequest{}, err
 	}
-	if err := json.Unmarshal(readable, &req); err != nil {
-		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
+	req, err := unmarshalRequest[geminiRequest](readable)
+	if err != nil {
+		return wireRequest{}, err
 	}
 	if req.Contents != '[' {
 		return wireRequest{}, fmt.Errorf("%w: generateContent request without contents", errUnsupported)
@@ -92,6 +82,27 @@ func (geminiWire) parseRequest(path string, body []byte) (wireRequest, error) {
 		}
 	}
 	return out, nil
+}
+
+// geminiRequest is what parseRequest reads of a generateContent request.
+type geminiRequest = struct {
+	Contents         jsonKind                `json:"contents"`
+	Tools            []geminiTool            `json:"tools"`
+	GenerationConfig *geminiGenerationConfig `json:"generationConfig"`
+}
+
+// geminiTool is a tool of a generateContent request: its function
+// declarations, under either spelling of their key.
+type geminiTool = struct {
+	FunctionDeclarations   []geminiDecl `json:"functionDeclarations"`
+	FunctionDeclarationsSn []geminiDecl `json:"function_declarations"`
+}
+
+// geminiGenerationConfig is what parseRequest reads of a
+// generateContent request's generationConfig.
+type geminiGenerationConfig = struct {
+	CandidateCount   *int `json:"candidateCount"`
+	CandidateCountSn *int `json:"candidate_count"`
 }
 
 // geminiDecl is a function declaration of a Gemini request.

@@ -26,26 +26,13 @@ func (messagesWire) ownsPath(path string) bool { return strings.HasSuffix(path, 
 const messagesPath = "/v1/messages"
 
 func (messagesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
-	var req struct {
-		Model    string   `json:"model"`
-		Stream   bool     `json:"stream"`
-		Messages jsonKind `json:"messages"`
-		Thread   *struct {
-			Type              string `json:"type"`
-			PreviousMessageID string `json:"previous_message_id"`
-		} `json:"thread"`
-		Tools []struct {
-			Type        string          `json:"type"`
-			Name        string          `json:"name"`
-			InputSchema json.RawMessage `json:"input_schema"`
-		} `json:"tools"`
-	}
 	readable, err := readableBody(body, messagesSchemas)
 	if err != nil {
 		return wireRequest{}, err
 	}
-	if err := json.Unmarshal(readable, &req); err != nil {
-		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
+	req, err := unmarshalRequest[messagesRequest](readable)
+	if err != nil {
+		return wireRequest{}, err
 	}
 	if req.Messages != '[' {
 		return wireRequest{}, fmt.Errorf("%w: messages request without messages", errUnsupported)
@@ -73,6 +60,28 @@ func (messagesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 		out.Tools = append(out.Tools, tool)
 	}
 	return out, nil
+}
+
+// messagesRequest is what parseRequest reads of a Messages request.
+type messagesRequest = struct {
+	Model    string          `json:"model"`
+	Stream   bool            `json:"stream"`
+	Messages jsonKind        `json:"messages"`
+	Thread   *messagesThread `json:"thread"`
+	Tools    []messagesTool  `json:"tools"`
+}
+
+// messagesThread is a Messages request's thread.
+type messagesThread = struct {
+	Type              string `json:"type"`
+	PreviousMessageID string `json:"previous_message_id"`
+}
+
+// messagesTool is a tool of a Messages request.
+type messagesTool = struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	InputSchema json.RawMessage `json:"input_schema"`
 }
 
 // messagesSchemas finds a Messages request's tool schemas (readableBody).

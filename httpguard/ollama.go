@@ -42,27 +42,13 @@ func (ollamaWire) opening(streamEvent) bool { return false }
 // cannot read (nested past its 10,000 levels) gets wireTool.Err, so that it
 // costs its own calls only.
 func (ollamaWire) parseRequest(_ string, body []byte) (wireRequest, error) {
-	var req struct {
-		Model    string   `json:"model"`
-		Stream   *bool    `json:"stream"`
-		Messages jsonKind `json:"messages"`
-		Tools    []struct {
-			Type     string `json:"type"`
-			Function *struct {
-				Name       string          `json:"name"`
-				Parameters json.RawMessage `json:"parameters"`
-			} `json:"function"`
-		} `json:"tools"`
-	}
 	readable, err := readableBody(body, functionSchemas)
 	if err != nil {
 		return wireRequest{}, err
 	}
-	if r, err := root(readable); err != nil || kind(readable, r) != '{' {
-		return wireRequest{}, fmt.Errorf("%w: want an object", errJSON)
-	}
-	if err := json.Unmarshal(readable, &req); err != nil {
-		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
+	req, err := unmarshalRequest[ollamaChatRequest](readable)
+	if err != nil {
+		return wireRequest{}, err
 	}
 	if req.Messages != '[' {
 		return wireRequest{}, fmt.Errorf("%w: ollama chat request without messages", errUnsupported)
@@ -82,6 +68,14 @@ func (ollamaWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 		out.Tools = append(out.Tools, tool)
 	}
 	return out, nil
+}
+
+// ollamaChatRequest is what parseRequest reads of an Ollama chat request.
+type ollamaChatRequest = struct {
+	Model    string         `json:"model"`
+	Stream   *bool          `json:"stream"`
+	Messages jsonKind       `json:"messages"`
+	Tools    []functionTool `json:"tools"`
 }
 
 // ollamaUnread is why an Ollama answer that is not the JSON of the

@@ -86,21 +86,13 @@ func responsesItemKind(typ string) itemKind {
 }
 
 func (responsesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
-	var req struct {
-		Model              string             `json:"model"`
-		Stream             bool               `json:"stream"`
-		Input              json.RawMessage    `json:"input"`
-		PreviousResponseID *string            `json:"previous_response_id"`
-		Conversation       json.RawMessage    `json:"conversation"`
-		Store              *bool              `json:"store"`
-		Tools              []responsesToolDef `json:"tools"`
-	}
 	readable, err := readableBody(body, responsesSchemas)
 	if err != nil {
 		return wireRequest{}, err
 	}
-	if err := json.Unmarshal(readable, &req); err != nil {
-		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
+	req, err := unmarshalRequest[responsesRequest](readable)
+	if err != nil {
+		return wireRequest{}, err
 	}
 	out := wireRequest{Model: req.Model, Stream: req.Stream, State: serverState{Stored: req.Store == nil || *req.Store}}
 	if req.PreviousResponseID != nil {
@@ -133,6 +125,17 @@ func (responsesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 		}
 	}
 	return out, nil
+}
+
+// responsesRequest is what parseRequest reads of a Responses request.
+type responsesRequest = struct {
+	Model              string             `json:"model"`
+	Stream             bool               `json:"stream"`
+	Input              json.RawMessage    `json:"input"`
+	PreviousResponseID *string            `json:"previous_response_id"`
+	Conversation       json.RawMessage    `json:"conversation"`
+	Store              *bool              `json:"store"`
+	Tools              []responsesToolDef `json:"tools"`
 }
 
 // responsesToolDef is a tool definition of a Responses request, in its
