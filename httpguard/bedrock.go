@@ -72,9 +72,11 @@ func (bedrockWire) parseRequest(path string, body []byte) (wireRequest, error) {
 	if err != nil {
 		return wireRequest{}, err
 	}
-	req, err := unmarshalRequest[bedrockConverseRequest](readable)
-	if err != nil {
-		return wireRequest{}, err
+	req, ok := decodeBedrockConverseRequest(readable)
+	if !ok {
+		if req, err = unmarshalRequest[bedrockConverseRequest](readable); err != nil {
+			return wireRequest{}, err
+		}
 	}
 	if req.Messages != '[' {
 		return wireRequest{}, fmt.Errorf("%w: converse request without messages", errUnsupported)
@@ -98,7 +100,7 @@ func (bedrockWire) parseRequest(path string, body []byte) (wireRequest, error) {
 		}
 		out.Tools = append(out.Tools, tool)
 	}
-	return out, nil
+	return ownSchemas(out), nil
 }
 
 // bedrockConverseRequest is what parseRequest reads of a Converse
@@ -129,6 +131,56 @@ type bedrockToolSpec = struct {
 // Schema.
 type bedrockInputSchema = struct {
 	JSON json.RawMessage `json:"json"`
+}
+
+// decodeBedrockConverseRequest reads the request body b into a
+// bedrockConverseRequest by hand; ok false to leave it to encoding/json
+// (request_decode.go).
+func decodeBedrockConverseRequest(b []byte) (req bedrockConverseRequest, ok bool) {
+	ok = readRequest(b, func(key string, v span) bool {
+		switch key {
+		case "messages":
+			return requestKind(b, v, &req.Messages)
+		case "toolConfig":
+			return requestObjectPtr(b, v, &req.ToolConfig, decodeBedrockToolConfig)
+		}
+		return false
+	}, "messages", "toolConfig")
+	return req, ok
+}
+
+// decodeBedrockToolConfig reads the object at sp into c (readRequest).
+func decodeBedrockToolConfig(c *bedrockToolConfig, b []byte, sp span) bool {
+	return requestMembers(b, sp, func(key string, v span) bool {
+		return key == "tools" && requestSlice(b, v, &c.Tools, decodeBedrockTool)
+	}, "tools")
+}
+
+// decodeBedrockTool reads the object at sp into t (readRequest).
+func decodeBedrockTool(t *bedrockTool, b []byte, sp span) bool {
+	return requestMembers(b, sp, func(key string, v span) bool {
+		return key == "toolSpec" && requestObjectPtr(b, v, &t.ToolSpec, decodeBedrockToolSpec)
+	}, "toolSpec")
+}
+
+// decodeBedrockToolSpec reads the object at sp into s (readRequest).
+func decodeBedrockToolSpec(s *bedrockToolSpec, b []byte, sp span) bool {
+	return requestMembers(b, sp, func(key string, v span) bool {
+		switch key {
+		case "name":
+			return requestString(b, v, &s.Name)
+		case "inputSchema":
+			return requestObjectPtr(b, v, &s.InputSchema, decodeBedrockInputSchema)
+		}
+		return false
+	}, "name", "inputSchema")
+}
+
+// decodeBedrockInputSchema reads the object at sp into s (readRequest).
+func decodeBedrockInputSchema(s *bedrockInputSchema, b []byte, sp span) bool {
+	return requestMembers(b, sp, func(key string, v span) bool {
+		return key == "json" && requestRaw(b, v, &s.JSON)
+	}, "json")
 }
 
 // bedrockSchemas finds a Converse request's tool schemas (readableBody):

@@ -36,9 +36,11 @@ func (chatWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 	if err != nil {
 		return wireRequest{}, err
 	}
-	req, err := unmarshalRequest[chatRequest](readable)
-	if err != nil {
-		return wireRequest{}, err
+	req, ok := decodeChatRequest(readable)
+	if !ok {
+		if req, err = unmarshalRequest[chatRequest](readable); err != nil {
+			return wireRequest{}, err
+		}
 	}
 	if req.Messages != '[' {
 		return wireRequest{}, fmt.Errorf("%w: chat request without messages", errUnsupported)
@@ -57,7 +59,7 @@ func (chatWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 		}
 		out.Tools = append(out.Tools, tool)
 	}
-	return out, nil
+	return ownSchemas(out), nil
 }
 
 // chatRequest is what parseRequest reads of a Chat Completions request.
@@ -67,6 +69,27 @@ type chatRequest = struct {
 	Messages jsonKind       `json:"messages"`
 	Store    bool           `json:"store"`
 	Tools    []functionTool `json:"tools"`
+}
+
+// decodeChatRequest reads the request body b into a chatRequest by hand;
+// ok false to leave it to encoding/json (request_decode.go).
+func decodeChatRequest(b []byte) (req chatRequest, ok bool) {
+	ok = readRequest(b, func(key string, v span) bool {
+		switch key {
+		case "model":
+			return requestString(b, v, &req.Model)
+		case "stream":
+			return requestBool(b, v, &req.Stream)
+		case "messages":
+			return requestKind(b, v, &req.Messages)
+		case "store":
+			return requestBool(b, v, &req.Store)
+		case "tools":
+			return requestSlice(b, v, &req.Tools, decodeFunctionTool)
+		}
+		return false
+	}, "model", "stream", "messages", "store", "tools")
+	return req, ok
 }
 
 // chatRequestRoot returns the span of a request body's object, read as

@@ -61,9 +61,11 @@ func (geminiWire) parseRequest(path string, body []byte) (wireRequest, error) {
 	if err != nil {
 		return wireRequest{}, err
 	}
-	req, err := unmarshalRequest[geminiRequest](readable)
-	if err != nil {
-		return wireRequest{}, err
+	req, ok := decodeGeminiRequest(readable)
+	if !ok {
+		if req, err = unmarshalRequest[geminiRequest](readable); err != nil {
+			return wireRequest{}, err
+		}
 	}
 	if req.Contents != '[' {
 		return wireRequest{}, fmt.Errorf("%w: generateContent request without contents", errUnsupported)
@@ -81,7 +83,7 @@ func (geminiWire) parseRequest(path string, body []byte) (wireRequest, error) {
 			out.Tools = append(out.Tools, d.tool())
 		}
 	}
-	return out, nil
+	return ownSchemas(out), nil
 }
 
 // geminiRequest is what parseRequest reads of a generateContent request.
@@ -105,12 +107,73 @@ type geminiGenerationConfig = struct {
 	CandidateCountSn *int `json:"candidate_count"`
 }
 
+// decodeGeminiRequest reads the request body b into a geminiRequest by
+// hand; ok false to leave it to encoding/json (request_decode.go).
+func decodeGeminiRequest(b []byte) (req geminiRequest, ok bool) {
+	ok = readRequest(b, func(key string, v span) bool {
+		switch key {
+		case "contents":
+			return requestKind(b, v, &req.Contents)
+		case "tools":
+			return requestSlice(b, v, &req.Tools, decodeGeminiTool)
+		case "generationConfig":
+			return requestObjectPtr(b, v, &req.GenerationConfig, decodeGeminiGenerationConfig)
+		}
+		return false
+	}, "contents", "tools", "generationConfig")
+	return req, ok
+}
+
+// decodeGeminiTool reads the object at sp into t (readRequest).
+func decodeGeminiTool(t *geminiTool, b []byte, sp span) bool {
+	return requestMembers(b, sp, func(key string, v span) bool {
+		switch key {
+		case "functionDeclarations":
+			return requestSlice(b, v, &t.FunctionDeclarations, decodeGeminiDecl)
+		case "function_declarations":
+			return requestSlice(b, v, &t.FunctionDeclarationsSn, decodeGeminiDecl)
+		}
+		return false
+	}, "functionDeclarations", "function_declarations")
+}
+
+// decodeGeminiGenerationConfig reads the object at sp into gc
+// (readRequest).
+func decodeGeminiGenerationConfig(gc *geminiGenerationConfig, b []byte, sp span) bool {
+	return requestMembers(b, sp, func(key string, v span) bool {
+		switch key {
+		case "candidateCount":
+			return requestIntPtr(b, v, &gc.CandidateCount)
+		case "candidate_count":
+			return requestIntPtr(b, v, &gc.CandidateCountSn)
+		}
+		return false
+	}, "candidateCount", "candidate_count")
+}
+
 // geminiDecl is a function declaration of a Gemini request.
 type geminiDecl struct {
 	Name                   string          `json:"name"`
 	Parameters             json.RawMessage `json:"parameters"`
 	ParametersJSONSchema   json.RawMessage `json:"parametersJsonSchema"`
 	ParametersJSONSchemaSn json.RawMessage `json:"parameters_json_schema"`
+}
+
+// decodeGeminiDecl reads the object at sp into d (readRequest).
+func decodeGeminiDecl(d *geminiDecl, b []byte, sp span) bool {
+	return requestMembers(b, sp, func(key string, v span) bool {
+		switch key {
+		case "name":
+			return requestString(b, v, &d.Name)
+		case "parameters":
+			return requestRaw(b, v, &d.Parameters)
+		case "parametersJsonSchema":
+			return requestRaw(b, v, &d.ParametersJSONSchema)
+		case "parameters_json_schema":
+			return requestRaw(b, v, &d.ParametersJSONSchemaSn)
+		}
+		return false
+	}, "name", "parameters", "parametersJsonSchema", "parameters_json_schema")
 }
 
 // tool is the declared function with its schema: parametersJsonSchema as

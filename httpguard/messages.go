@@ -30,9 +30,11 @@ func (messagesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 	if err != nil {
 		return wireRequest{}, err
 	}
-	req, err := unmarshalRequest[messagesRequest](readable)
-	if err != nil {
-		return wireRequest{}, err
+	req, ok := decodeMessagesRequest(readable)
+	if !ok {
+		if req, err = unmarshalRequest[messagesRequest](readable); err != nil {
+			return wireRequest{}, err
+		}
 	}
 	if req.Messages != '[' {
 		return wireRequest{}, fmt.Errorf("%w: messages request without messages", errUnsupported)
@@ -59,7 +61,7 @@ func (messagesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 		}
 		out.Tools = append(out.Tools, tool)
 	}
-	return out, nil
+	return ownSchemas(out), nil
 }
 
 // messagesRequest is what parseRequest reads of a Messages request.
@@ -82,6 +84,55 @@ type messagesTool = struct {
 	Type        string          `json:"type"`
 	Name        string          `json:"name"`
 	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// decodeMessagesRequest reads the request body b into a messagesRequest
+// by hand; ok false to leave it to encoding/json (request_decode.go).
+func decodeMessagesRequest(b []byte) (req messagesRequest, ok bool) {
+	ok = readRequest(b, func(key string, v span) bool {
+		switch key {
+		case "model":
+			return requestString(b, v, &req.Model)
+		case "stream":
+			return requestBool(b, v, &req.Stream)
+		case "messages":
+			return requestKind(b, v, &req.Messages)
+		case "thread":
+			return requestObjectPtr(b, v, &req.Thread, decodeMessagesThread)
+		case "tools":
+			return requestSlice(b, v, &req.Tools, decodeMessagesTool)
+		}
+		return false
+	}, "model", "stream", "messages", "thread", "tools")
+	return req, ok
+}
+
+// decodeMessagesThread reads the object at sp into th (readRequest).
+func decodeMessagesThread(th *messagesThread, b []byte, sp span) bool {
+	return requestMembers(b, sp, func(key string, v span) bool {
+		switch key {
+		case "type":
+			return requestString(b, v, &th.Type)
+		case "previous_message_id":
+			return requestString(b, v, &th.PreviousMessageID)
+		}
+		return false
+	}, "type", "previous_message_id")
+}
+
+// decodeMessagesTool reads the object at sp into t (readRequest).
+func decodeMessagesTool(t *messagesTool, b []byte, sp span) bool {
+	return requestMembers(b, sp, func(key string, v span) bool {
+		switch key {
+		case "type":
+			return requestString(b, v, &t.Type, "custom")
+		case "name":
+			return requestString(b, v, &t.Name)
+		case "input_schema":
+			return requestRaw(b, v, &t.InputSchema)
+		}
+		return false
+	}, "type", "name", "input_schema")
 }
 
 // messagesSchemas finds a Messages request's tool schemas (readableBody).

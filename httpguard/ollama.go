@@ -46,9 +46,11 @@ func (ollamaWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 	if err != nil {
 		return wireRequest{}, err
 	}
-	req, err := unmarshalRequest[ollamaChatRequest](readable)
-	if err != nil {
-		return wireRequest{}, err
+	req, ok := decodeOllamaChatRequest(readable)
+	if !ok {
+		if req, err = unmarshalRequest[ollamaChatRequest](readable); err != nil {
+			return wireRequest{}, err
+		}
 	}
 	if req.Messages != '[' {
 		return wireRequest{}, fmt.Errorf("%w: ollama chat request without messages", errUnsupported)
@@ -67,7 +69,7 @@ func (ollamaWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 		}
 		out.Tools = append(out.Tools, tool)
 	}
-	return out, nil
+	return ownSchemas(out), nil
 }
 
 // ollamaChatRequest is what parseRequest reads of an Ollama chat request.
@@ -76,6 +78,26 @@ type ollamaChatRequest = struct {
 	Stream   *bool          `json:"stream"`
 	Messages jsonKind       `json:"messages"`
 	Tools    []functionTool `json:"tools"`
+}
+
+// decodeOllamaChatRequest reads the request body b into an
+// ollamaChatRequest by hand; ok false to leave it to encoding/json
+// (request_decode.go).
+func decodeOllamaChatRequest(b []byte) (req ollamaChatRequest, ok bool) {
+	ok = readRequest(b, func(key string, v span) bool {
+		switch key {
+		case "model":
+			return requestString(b, v, &req.Model)
+		case "stream":
+			return requestBoolPtr(b, v, &req.Stream)
+		case "messages":
+			return requestKind(b, v, &req.Messages)
+		case "tools":
+			return requestSlice(b, v, &req.Tools, decodeFunctionTool)
+		}
+		return false
+	}, "model", "stream", "messages", "tools")
+	return req, ok
 }
 
 // ollamaUnread is why an Ollama answer that is not the JSON of the

@@ -90,9 +90,11 @@ func (responsesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 	if err != nil {
 		return wireRequest{}, err
 	}
-	req, err := unmarshalRequest[responsesRequest](readable)
-	if err != nil {
-		return wireRequest{}, err
+	req, ok := decodeResponsesRequest(readable)
+	if !ok {
+		if req, err = unmarshalRequest[responsesRequest](readable); err != nil {
+			return wireRequest{}, err
+		}
 	}
 	out := wireRequest{Model: req.Model, Stream: req.Stream, State: serverState{Stored: req.Store == nil || *req.Store}}
 	if req.PreviousResponseID != nil {
@@ -124,7 +126,7 @@ func (responsesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 			out.Tools = append(out.Tools, t)
 		}
 	}
-	return out, nil
+	return ownSchemas(out), nil
 }
 
 // responsesRequest is what parseRequest reads of a Responses request.
@@ -138,6 +140,32 @@ type responsesRequest = struct {
 	Tools              []responsesToolDef `json:"tools"`
 }
 
+// decodeResponsesRequest reads the request body b into a
+// responsesRequest by hand; ok false to leave it to encoding/json
+// (request_decode.go).
+func decodeResponsesRequest(b []byte) (req responsesRequest, ok bool) {
+	ok = readRequest(b, func(key string, v span) bool {
+		switch key {
+		case "model":
+			return requestString(b, v, &req.Model)
+		case "stream":
+			return requestBool(b, v, &req.Stream)
+		case "input":
+			return requestRaw(b, v, &req.Input)
+		case "previous_response_id":
+			return requestStringPtr(b, v, &req.PreviousResponseID)
+		case "conversation":
+			return requestRaw(b, v, &req.Conversation)
+		case "store":
+			return requestBoolPtr(b, v, &req.Store)
+		case "tools":
+			return requestSlice(b, v, &req.Tools, decodeResponsesToolDef)
+		}
+		return false
+	}, "model", "stream", "input", "previous_response_id", "conversation", "store", "tools")
+	return req, ok
+}
+
 // responsesToolDef is a tool definition of a Responses request, in its
 // tools or in a tool_search_output item of its input: a function (with
 // "defer_loading": true or not), or a namespace grouping functions under
@@ -148,6 +176,24 @@ type responsesToolDef struct {
 	Name       string             `json:"name"`
 	Parameters json.RawMessage    `json:"parameters"`
 	Tools      []responsesToolDef `json:"tools"`
+}
+
+// decodeResponsesToolDef reads the object at sp into t, a namespace's
+// tools included (readRequest).
+func decodeResponsesToolDef(t *responsesToolDef, b []byte, sp span) bool {
+	return requestMembers(b, sp, func(key string, v span) bool {
+		switch key {
+		case "type":
+			return requestString(b, v, &t.Type, "function", "namespace")
+		case "name":
+			return requestString(b, v, &t.Name)
+		case "parameters":
+			return requestRaw(b, v, &t.Parameters)
+		case "tools":
+			return requestSlice(b, v, &t.Tools, decodeResponsesToolDef)
+		}
+		return false
+	}, "type", "name", "parameters", "tools")
 }
 
 // namespaceSep joins a namespace's name and its function's name into the
