@@ -137,49 +137,49 @@ type bedrockInputSchema = struct {
 // bedrockConverseRequest by hand; ok false to leave it to encoding/json
 // (request_decode.go).
 func decodeBedrockConverseRequest(b []byte) (req bedrockConverseRequest, ok bool) {
-	ok = readRequest(b, func(key string, v span) bool {
+	ok = readRequest(b, func(key string, v int) (int, bool) {
 		switch key {
 		case "messages":
 			return requestKind(b, v, &req.Messages)
 		case "toolConfig":
 			return requestObjectPtr(b, v, &req.ToolConfig, decodeBedrockToolConfig)
 		}
-		return false
+		return 0, false
 	}, "messages", "toolConfig")
 	return req, ok
 }
 
-// decodeBedrockToolConfig reads the object at sp into c (readRequest).
-func decodeBedrockToolConfig(c *bedrockToolConfig, b []byte, sp span) bool {
-	return requestMembers(b, sp, func(key string, v span) bool {
-		return key == "tools" && requestSlice(b, v, &c.Tools, decodeBedrockTool)
+// decodeBedrockToolConfig reads the object at b[at] into c (readRequest).
+func decodeBedrockToolConfig(c *bedrockToolConfig, b []byte, at int) (int, bool) {
+	return requestMembers(b, at, func(_ string, v int) (int, bool) {
+		return requestSlice(b, v, &c.Tools, decodeBedrockTool)
 	}, "tools")
 }
 
-// decodeBedrockTool reads the object at sp into t (readRequest).
-func decodeBedrockTool(t *bedrockTool, b []byte, sp span) bool {
-	return requestMembers(b, sp, func(key string, v span) bool {
-		return key == "toolSpec" && requestObjectPtr(b, v, &t.ToolSpec, decodeBedrockToolSpec)
+// decodeBedrockTool reads the object at b[at] into t (readRequest).
+func decodeBedrockTool(t *bedrockTool, b []byte, at int) (int, bool) {
+	return requestMembers(b, at, func(_ string, v int) (int, bool) {
+		return requestObjectPtr(b, v, &t.ToolSpec, decodeBedrockToolSpec)
 	}, "toolSpec")
 }
 
-// decodeBedrockToolSpec reads the object at sp into s (readRequest).
-func decodeBedrockToolSpec(s *bedrockToolSpec, b []byte, sp span) bool {
-	return requestMembers(b, sp, func(key string, v span) bool {
+// decodeBedrockToolSpec reads the object at b[at] into s (readRequest).
+func decodeBedrockToolSpec(s *bedrockToolSpec, b []byte, at int) (int, bool) {
+	return requestMembers(b, at, func(key string, v int) (int, bool) {
 		switch key {
 		case "name":
 			return requestString(b, v, &s.Name)
 		case "inputSchema":
 			return requestObjectPtr(b, v, &s.InputSchema, decodeBedrockInputSchema)
 		}
-		return false
+		return 0, false
 	}, "name", "inputSchema")
 }
 
-// decodeBedrockInputSchema reads the object at sp into s (readRequest).
-func decodeBedrockInputSchema(s *bedrockInputSchema, b []byte, sp span) bool {
-	return requestMembers(b, sp, func(key string, v span) bool {
-		return key == "json" && requestRaw(b, v, &s.JSON)
+// decodeBedrockInputSchema reads the object at b[at] into s (readRequest).
+func decodeBedrockInputSchema(s *bedrockInputSchema, b []byte, at int) (int, bool) {
+	return requestMembers(b, at, func(_ string, v int) (int, bool) {
+		return requestRaw(b, v, &s.JSON)
 	}, "json")
 }
 

@@ -74,7 +74,7 @@ type chatRequest = struct {
 // decodeChatRequest reads the request body b into a chatRequest by hand;
 // ok false to leave it to encoding/json (request_decode.go).
 func decodeChatRequest(b []byte) (req chatRequest, ok bool) {
-	ok = readRequest(b, func(key string, v span) bool {
+	ok = readRequest(b, func(key string, v int) (int, bool) {
 		switch key {
 		case "model":
 			return requestString(b, v, &req.Model)
@@ -87,7 +87,7 @@ func decodeChatRequest(b []byte) (req chatRequest, ok bool) {
 		case "tools":
 			return requestSlice(b, v, &req.Tools, decodeFunctionTool)
 		}
-		return false
+		return 0, false
 	}, "model", "stream", "messages", "store", "tools")
 	return req, ok
 }

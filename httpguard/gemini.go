@@ -110,7 +110,7 @@ type geminiGenerationConfig = struct {
 // decodeGeminiRequest reads the request body b into a geminiRequest by
 // hand; ok false to leave it to encoding/json (request_decode.go).
 func decodeGeminiRequest(b []byte) (req geminiRequest, ok bool) {
-	ok = readRequest(b, func(key string, v span) bool {
+	ok = readRequest(b, func(key string, v int) (int, bool) {
 		switch key {
 		case "contents":
 			return requestKind(b, v, &req.Contents)
@@ -119,35 +119,35 @@ func decodeGeminiRequest(b []byte) (req geminiRequest, ok bool) {
 		case "generationConfig":
 			return requestObjectPtr(b, v, &req.GenerationConfig, decodeGeminiGenerationConfig)
 		}
-		return false
+		return 0, false
 	}, "contents", "tools", "generationConfig")
 	return req, ok
 }
 
-// decodeGeminiTool reads the object at sp into t (readRequest).
-func decodeGeminiTool(t *geminiTool, b []byte, sp span) bool {
-	return requestMembers(b, sp, func(key string, v span) bool {
+// decodeGeminiTool reads the object at b[at] into t (readRequest).
+func decodeGeminiTool(t *geminiTool, b []byte, at int) (int, bool) {
+	return requestMembers(b, at, func(key string, v int) (int, bool) {
 		switch key {
 		case "functionDeclarations":
 			return requestSlice(b, v, &t.FunctionDeclarations, decodeGeminiDecl)
 		case "function_declarations":
 			return requestSlice(b, v, &t.FunctionDeclarationsSn, decodeGeminiDecl)
 		}
-		return false
+		return 0, false
 	}, "functionDeclarations", "function_declarations")
 }
 
-// decodeGeminiGenerationConfig reads the object at sp into gc
+// decodeGeminiGenerationConfig reads the object at b[at] into gc
 // (readRequest).
-func decodeGeminiGenerationConfig(gc *geminiGenerationConfig, b []byte, sp span) bool {
-	return requestMembers(b, sp, func(key string, v span) bool {
+func decodeGeminiGenerationConfig(gc *geminiGenerationConfig, b []byte, at int) (int, bool) {
+	return requestMembers(b, at, func(key string, v int) (int, bool) {
 		switch key {
 		case "candidateCount":
 			return requestIntPtr(b, v, &gc.CandidateCount)
 		case "candidate_count":
 			return requestIntPtr(b, v, &gc.CandidateCountSn)
 		}
-		return false
+		return 0, false
 	}, "candidateCount", "candidate_count")
 }
 
@@ -159,9 +159,9 @@ type geminiDecl struct {
 	ParametersJSONSchemaSn json.RawMessage `json:"parameters_json_schema"`
 }
 
-// decodeGeminiDecl reads the object at sp into d (readRequest).
-func decodeGeminiDecl(d *geminiDecl, b []byte, sp span) bool {
-	return requestMembers(b, sp, func(key string, v span) bool {
+// decodeGeminiDecl reads the object at b[at] into d (readRequest).
+func decodeGeminiDecl(d *geminiDecl, b []byte, at int) (int, bool) {
+	return requestMembers(b, at, func(key string, v int) (int, bool) {
 		switch key {
 		case "name":
 			return requestString(b, v, &d.Name)
@@ -172,7 +172,7 @@ func decodeGeminiDecl(d *geminiDecl, b []byte, sp span) bool {
 		case "parameters_json_schema":
 			return requestRaw(b, v, &d.ParametersJSONSchemaSn)
 		}
-		return false
+		return 0, false
 	}, "name", "parameters", "parametersJsonSchema", "parameters_json_schema")
 }
 

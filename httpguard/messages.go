@@ -89,7 +89,7 @@ type messagesTool = struct {
 // decodeMessagesRequest reads the request body b into a messagesRequest
 // by hand; ok false to leave it to encoding/json (request_decode.go).
 func decodeMessagesRequest(b []byte) (req messagesRequest, ok bool) {
-	ok = readRequest(b, func(key string, v span) bool {
+	ok = readRequest(b, func(key string, v int) (int, bool) {
 		switch key {
 		case "model":
 			return requestString(b, v, &req.Model)
@@ -102,27 +102,27 @@ func decodeMessagesRequest(b []byte) (req messagesRequest, ok bool) {
 		case "tools":
 			return requestSlice(b, v, &req.Tools, decodeMessagesTool)
 		}
-		return false
+		return 0, false
 	}, "model", "stream", "messages", "thread", "tools")
 	return req, ok
 }
 
-// decodeMessagesThread reads the object at sp into th (readRequest).
-func decodeMessagesThread(th *messagesThread, b []byte, sp span) bool {
-	return requestMembers(b, sp, func(key string, v span) bool {
+// decodeMessagesThread reads the object at b[at] into th (readRequest).
+func decodeMessagesThread(th *messagesThread, b []byte, at int) (int, bool) {
+	return requestMembers(b, at, func(key string, v int) (int, bool) {
 		switch key {
 		case "type":
 			return requestString(b, v, &th.Type)
 		case "previous_message_id":
 			return requestString(b, v, &th.PreviousMessageID)
 		}
-		return false
+		return 0, false
 	}, "type", "previous_message_id")
 }
 
-// decodeMessagesTool reads the object at sp into t (readRequest).
-func decodeMessagesTool(t *messagesTool, b []byte, sp span) bool {
-	return requestMembers(b, sp, func(key string, v span) bool {
+// decodeMessagesTool reads the object at b[at] into t (readRequest).
+func decodeMessagesTool(t *messagesTool, b []byte, at int) (int, bool) {
+	return requestMembers(b, at, func(key string, v int) (int, bool) {
 		switch key {
 		case "type":
 			return requestString(b, v, &t.Type, "custom")
@@ -131,7 +131,7 @@ func decodeMessagesTool(t *messagesTool, b []byte, sp span) bool {
 		case "input_schema":
 			return requestRaw(b, v, &t.InputSchema)
 		}
-		return false
+		return 0, false
 	}, "type", "name", "input_schema")
 }
 

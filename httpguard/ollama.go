@@ -84,7 +84,7 @@ type ollamaChatRequest = struct {
 // ollamaChatRequest by hand; ok false to leave it to encoding/json
 // (request_decode.go).
 func decodeOllamaChatRequest(b []byte) (req ollamaChatRequest, ok bool) {
-	ok = readRequest(b, func(key string, v span) bool {
+	ok = readRequest(b, func(key string, v int) (int, bool) {
 		switch key {
 		case "model":
 			return requestString(b, v, &req.Model)
@@ -95,7 +95,7 @@ func decodeOllamaChatRequest(b []byte) (req ollamaChatRequest, ok bool) {
 		case "tools":
 			return requestSlice(b, v, &req.Tools, decodeFunctionTool)
 		}
-		return false
+		return 0, false
 	}, "model", "stream", "messages", "tools")
 	return req, ok
 }

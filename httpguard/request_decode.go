@@ -43,12 +43,12 @@ import (
 // .model of type string"), which reach the client in a refusal's
 // message, and a request must fail as it always has.
 
-// readRequest reads the request body b (checked by readableBody) by hand
-// into what set keeps of the members of its object named by keys
-// (requestMembers); false to leave b to encoding/json.
-func readRequest(b []byte, set func(key string, v span) bool, keys ...string) bool {
-	sp, ok := requestObject(b)
-	return ok && requestMembers(b, sp, set, keys...)
+// readRequest reads the request body b (checked by readableBody) by hand:
+// set reads the members of its object named by keys (requestMembers).
+// False to leave b to encoding/json.
+func readRequest(b []byte, set func(key string, at int) (end int, ok bool), keys ...string) bool {
+	end, ok := requestMembers(b, skipSpace(b, 0), set, keys...)
+	return ok && skipSpace(b, end) == len(b)
 }
 
 // unmarshalRequest decodes the request body b, which readableBody has
@@ -62,224 +62,250 @@ func unmarshalRequest[T any](b []byte) (T, error) {
 	return req, nil
 }
 
-// requestObject returns the span of the object b holds, b being valid
-// JSON, without reading it through: from its first byte that is not
-// space to its last. ok is false when b does not start and end as an
-// object.
-func requestObject(b []byte) (sp span, ok bool) {
-	i, end := skipSpace(b, 0), len(b)
-	for end > i && isSpace(b[end-1]) {
-		end--
+// The readers below read the value that starts at b[at] and return the
+// index just past it (end), each value read in one pass: a member a
+// struct reads is decoded as it is scanned, one it does not is skipped
+// (valueEnd). ok false, for the caller to leave the request to
+// encoding/json, when the value is not what the reader reads.
+
+// byteAt is b[i], 0 past the end of b.
+func byteAt(b []byte, i int) byte {
+	if i < 0 || i >= len(b) {
+		return 0
 	}
-	if end-i < 2 || b[i] != '{' || b[end-1] != '}' {
-		return span{}, false
-	}
-	return span{i, end}, true
+	return b[i]
 }
 
-// requestMembers calls set with each member of the object at sp whose key
-// is one of keys spelled exactly, passing that key and the member's
-// value; members of other keys are skipped. It is false, for the caller
-// to leave the request to encoding/json, when sp is not an object, a key
-// of keys is given twice, a member's key matches one of keys only as
-// encoding/json matches a key without regard to case (matchKey), or set
-// is false. At most 64 keys.
-func requestMembers(b []byte, sp span, set func(key string, v span) bool, keys ...string) bool {
-	i, err := firstMember(b, sp)
-	if err != nil {
-		return false
+// skipValue returns the end of the value at b[at].
+func skipValue(b []byte, at int) (end int, ok bool) {
+	end, err := valueEnd(b, at)
+	return end, err == nil
+}
+
+// requestMembers reads the object at b[at]: set reads each member whose
+// key is one of keys spelled exactly, given that key and where the value
+// starts; members of other keys are skipped. Not ok when the value is not
+// an object, a key of keys is given twice, a member's key matches one of
+// keys only as encoding/json matches a key without regard to case
+// (matchKey), or set is not ok. At most 64 keys.
+func requestMembers(b []byte, at int, set func(key string, at int) (end int, ok bool), keys ...string) (end int, ok bool) {
+	if byteAt(b, at) != '{' {
+		return 0, false
+	}
+	i := skipSpace(b, at+1)
+	if byteAt(b, i) == '}' {
+		return i + 1, true
 	}
 	var seen uint64
-	for i >= 0 {
-		k, v, next, err := scanMember(b, sp, i)
-		if err != nil {
-			return false
+	for {
+		if byteAt(b, i) != '"' {
+			return 0, false
 		}
-		q := raw(b, k)
+		kEnd, err := stringEnd(b, i)
+		if err != nil {
+			return 0, false
+		}
+		c := skipSpace(b, kEnd)
+		if byteAt(b, c) != ':' {
+			return 0, false
+		}
+		v := skipSpace(b, c+1)
+		end := -1
 		for n, key := range keys {
-			m, err := matchKey(q, key, true)
+			m, err := matchKey(b[i:kEnd], key, true)
 			if err != nil || m == keyFolded || m == keyExact && seen&(1<<n) != 0 {
-				return false
+				return 0, false
 			}
 			if m == keyExact {
 				seen |= 1 << n
-				if !set(key, v) {
-					return false
+				if end, ok = set(key, v); !ok || end <= v {
+					return 0, false
 				}
 				break
 			}
 		}
-		i = next
-	}
-	return true
-}
-
-// requestElems calls each with every element of the array at sp, in
-// order; false when sp is not an array or each is false. A null array is
-// the caller's to read (it leaves a slice nil).
-func requestElems(b []byte, sp span, each func(e span) bool) bool {
-	if kind(b, sp) != '[' {
-		return false
-	}
-	i := skipSpace(b, sp.start+1)
-	if i < sp.end && b[i] == ']' {
-		return true
-	}
-	for i < sp.end {
-		end, err := valueEnd(b, i)
-		if err != nil || !each(span{i, end}) {
-			return false
+		if end < 0 {
+			if end, ok = skipValue(b, v); !ok {
+				return 0, false
+			}
 		}
 		i = skipSpace(b, end)
-		if i >= sp.end {
-			return false
+		switch byteAt(b, i) {
+		case '}':
+			return i + 1, true
+		case ',':
+			i = skipSpace(b, i+1)
+		default:
+			return 0, false
 		}
-		if b[i] == ']' {
-			return true
-		}
-		if b[i] != ',' {
-			return false
-		}
-		i = skipSpace(b, i+1)
 	}
-	return false
 }
 
-// requestSlice reads the array at v into *dst as json.Unmarshal fills a
-// nil slice of structs: null leaves it nil, [] makes it empty, and each
+// requestSlice reads the array at b[at] into *dst as json.Unmarshal fills
+// a nil slice of structs: null leaves it nil, [] makes it empty, and each
 // element is read by elem into a zero T appended to it (a null element
-// stays zero, as encoding/json leaves a struct for null). False for any
+// stays zero, as encoding/json leaves a struct for null). Not ok for any
 // other kind.
-func requestSlice[T any](b []byte, v span, dst *[]T, elem func(t *T, b []byte, sp span) bool) bool {
-	switch kind(b, v) {
+func requestSlice[T any](b []byte, at int, dst *[]T, elem func(t *T, b []byte, at int) (end int, ok bool)) (end int, ok bool) {
+	switch byteAt(b, at) {
 	case 'n':
-		return true
+		return skipValue(b, at)
 	case '[':
 	default:
-		return false
+		return 0, false
 	}
-	n := 0
-	requestElems(b, v, func(span) bool { n++; return true })
-	out := make([]T, 0, n)
-	ok := requestElems(b, v, func(e span) bool {
+	i := skipSpace(b, at+1)
+	if byteAt(b, i) == ']' {
+		*dst = []T{}
+		return i + 1, true
+	}
+	var out []T
+	for {
 		out = append(out, *new(T))
-		return kind(b, e) == 'n' || elem(&out[len(out)-1], b, e)
-	})
-	*dst = out
-	return ok
+		if byteAt(b, i) == 'n' {
+			end, ok = skipValue(b, i)
+		} else {
+			end, ok = elem(&out[len(out)-1], b, i)
+		}
+		if !ok || end <= i {
+			return 0, false
+		}
+		i = skipSpace(b, end)
+		switch byteAt(b, i) {
+		case ']':
+			*dst = out
+			return i + 1, true
+		case ',':
+			i = skipSpace(b, i+1)
+		default:
+			return 0, false
+		}
+	}
 }
 
-// requestObjectPtr reads the object at v by obj into a new T at *dst, as
-// json.Unmarshal fills a nil pointer to a struct; null sets it nil. False
-// for any other kind.
-func requestObjectPtr[T any](b []byte, v span, dst **T, obj func(t *T, b []byte, sp span) bool) bool {
-	switch kind(b, v) {
+// requestObjectPtr reads the object at b[at] by obj into a new T at
+// *dst, as json.Unmarshal fills a nil pointer to a struct; null sets it
+// nil. Not ok for any other kind.
+func requestObjectPtr[T any](b []byte, at int, dst **T, obj func(t *T, b []byte, at int) (end int, ok bool)) (end int, ok bool) {
+	switch byteAt(b, at) {
 	case 'n':
 		*dst = nil
-		return true
+		return skipValue(b, at)
 	case '{':
 		p := new(T)
 		*dst = p
-		return obj(p, b, v)
+		return obj(p, b, at)
 	}
-	return false
+	return 0, false
 }
 
-// requestString reads the string at v into *dst as encoding/json decodes
-// it (str); null leaves *dst as it is. A string spelled as one of known
-// is set to that constant, without a copy. False for any other kind.
-func requestString(b []byte, v span, dst *string, known ...string) bool {
-	switch kind(b, v) {
+// requestString reads the string at b[at] into *dst as encoding/json
+// decodes it (str); null leaves *dst as it is. A string spelled as one of
+// known is set to that constant, without a copy. Not ok for any other
+// kind.
+func requestString(b []byte, at int, dst *string, known ...string) (end int, ok bool) {
+	switch byteAt(b, at) {
 	case 'n':
-		return true
+		return skipValue(b, at)
 	case '"':
 	default:
-		return false
+		return 0, false
 	}
-	q := raw(b, v)
+	end, err := stringEnd(b, at)
+	if err != nil {
+		return 0, false
+	}
+	q := b[at:end]
 	for _, k := range known {
 		if len(q) == len(k)+2 && string(q[1:len(q)-1]) == k {
 			*dst = k
-			return true
+			return end, true
 		}
 	}
-	s, err := str(b, v)
+	s, err := str(b, span{at, end})
 	*dst = s
-	return err == nil
+	return end, err == nil
 }
 
-// requestStringPtr reads the string at v into *dst, null setting it nil.
-func requestStringPtr(b []byte, v span, dst **string) bool {
-	if kind(b, v) == 'n' {
+// requestStringPtr reads the string at b[at] into *dst, null setting it
+// nil.
+func requestStringPtr(b []byte, at int, dst **string) (end int, ok bool) {
+	if byteAt(b, at) == 'n' {
 		*dst = nil
-		return true
+		return skipValue(b, at)
 	}
 	s := new(string)
 	*dst = s
-	return requestString(b, v, s)
+	return requestString(b, at, s)
 }
 
-// requestBool reads true or false at v into *dst; null leaves it. False
-// for any other kind.
-func requestBool(b []byte, v span, dst *bool) bool {
-	switch kind(b, v) {
+// requestBool reads true or false at b[at] into *dst; null leaves it. Not
+// ok for any other kind.
+func requestBool(b []byte, at int, dst *bool) (end int, ok bool) {
+	switch byteAt(b, at) {
 	case 't':
 		*dst = true
 	case 'f':
 		*dst = false
 	case 'n':
 	default:
-		return false
+		return 0, false
 	}
-	return true
+	return skipValue(b, at)
 }
 
-// requestBoolPtr reads true or false at v into *dst, null setting it nil.
-func requestBoolPtr(b []byte, v span, dst **bool) bool {
-	if kind(b, v) == 'n' {
+// requestBoolPtr reads true or false at b[at] into *dst, null setting it
+// nil.
+func requestBoolPtr(b []byte, at int, dst **bool) (end int, ok bool) {
+	if byteAt(b, at) == 'n' {
 		*dst = nil
-		return true
+		return skipValue(b, at)
 	}
 	p := new(bool)
 	*dst = p
-	return requestBool(b, v, p)
+	return requestBool(b, at, p)
 }
 
-// requestIntPtr reads the number at v into *dst as encoding/json reads
-// it into an *int, null setting it nil. False for any other kind, and
-// for a number encoding/json refuses for an int (a fraction, an
+// requestIntPtr reads the number at b[at] into *dst as encoding/json
+// reads it into an *int, null setting it nil. Not ok for any other kind,
+// nor for a number encoding/json refuses for an int (a fraction, an
 // exponent, one past the int's range).
-func requestIntPtr(b []byte, v span, dst **int) bool {
-	switch c := kind(b, v); {
+func requestIntPtr(b []byte, at int, dst **int) (end int, ok bool) {
+	switch c := byteAt(b, at); {
 	case c == 'n':
 		*dst = nil
-		return true
+		return skipValue(b, at)
 	case c != '-' && (c < '0' || c > '9'):
-		return false
+		return 0, false
 	}
-	n, err := strconv.ParseInt(string(raw(b, v)), 10, strconv.IntSize)
+	if end, ok = skipValue(b, at); !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(b[at:end]), 10, strconv.IntSize)
 	if err != nil {
-		return false
+		return 0, false
 	}
 	p := new(int)
 	*p = int(n)
 	*dst = p
-	return true
+	return end, true
 }
 
-// requestRaw sets *dst to the bytes of the value at v, whatever its kind
-// (null is "null"), as json.RawMessage decodes it; the slice ends where
-// the value does.
-func requestRaw(b []byte, v span, dst *json.RawMessage) bool {
-	*dst = b[v.start:v.end:v.end]
-	return true
+// requestRaw sets *dst to the bytes of the value at b[at], whatever its
+// kind (null is "null"), as json.RawMessage decodes it; the slice's
+// capacity ends with the value.
+func requestRaw(b []byte, at int, dst *json.RawMessage) (end int, ok bool) {
+	if end, ok = skipValue(b, at); ok {
+		*dst = b[at:end:end]
+	}
+	return end, ok
 }
 
-// requestKind sets *dst to the kind of the value at v, as jsonKind
+// requestKind sets *dst to the kind of the value at b[at], as jsonKind
 // decodes it.
-func requestKind(b []byte, v span, dst *jsonKind) bool {
-	*dst = jsonKind(kind(b, v))
-	return true
+func requestKind(b []byte, at int, dst *jsonKind) (end int, ok bool) {
+	*dst = jsonKind(byteAt(b, at))
+	return skipValue(b, at)
 }
 
 // functionTool is a tool of a request whose function tools are
@@ -318,28 +344,28 @@ func ownSchemas(w wireRequest) wireRequest {
 	return w
 }
 
-// decodeFunctionTool reads the object at sp into t (readRequest).
-func decodeFunctionTool(t *functionTool, b []byte, sp span) bool {
-	return requestMembers(b, sp, func(key string, v span) bool {
+// decodeFunctionTool reads the object at b[at] into t (readRequest).
+func decodeFunctionTool(t *functionTool, b []byte, at int) (int, bool) {
+	return requestMembers(b, at, func(key string, v int) (int, bool) {
 		switch key {
 		case "type":
 			return requestString(b, v, &t.Type, "function")
 		case "function":
 			return requestObjectPtr(b, v, &t.Function, decodeFunctionDecl)
 		}
-		return false
+		return 0, false
 	}, "type", "function")
 }
 
-// decodeFunctionDecl reads the object at sp into d (readRequest).
-func decodeFunctionDecl(d *functionDecl, b []byte, sp span) bool {
-	return requestMembers(b, sp, func(key string, v span) bool {
+// decodeFunctionDecl reads the object at b[at] into d (readRequest).
+func decodeFunctionDecl(d *functionDecl, b []byte, at int) (int, bool) {
+	return requestMembers(b, at, func(key string, v int) (int, bool) {
 		switch key {
 		case "name":
 			return requestString(b, v, &d.Name)
 		case "parameters":
 			return requestRaw(b, v, &d.Parameters)
 		}
-		return false
+		return 0, false
 	}, "name", "parameters")
 }

@@ -363,3 +363,17 @@ func BenchmarkParseRequest(b *testing.B) {
 		})
 	}
 }
+
+// FuzzCheckObject holds checkObject, readableBody's check, to parseBody,
+// whose span it does without: the same error or none.
+func FuzzCheckObject(f *testing.F) {
+	for _, s := range []string{``, ` `, `{}`, ` {"a":[1,{"b":null}]} `, `[]`, `"x"`, `1`, `{`, `{}}`, `{"a":1,}`, "{\"a\":\"\xff\"}", `nul`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, want := parseBody(b)
+		if got := checkObject(b); !sameError(got, want) {
+			t.Fatalf("checkObject(%q) = %v, parseBody %v", b, got, want)
+		}
+	})
+}

@@ -144,7 +144,7 @@ type responsesRequest = struct {
 // responsesRequest by hand; ok false to leave it to encoding/json
 // (request_decode.go).
 func decodeResponsesRequest(b []byte) (req responsesRequest, ok bool) {
-	ok = readRequest(b, func(key string, v span) bool {
+	ok = readRequest(b, func(key string, v int) (int, bool) {
 		switch key {
 		case "model":
 			return requestString(b, v, &req.Model)
@@ -161,7 +161,7 @@ func decodeResponsesRequest(b []byte) (req responsesRequest, ok bool) {
 		case "tools":
 			return requestSlice(b, v, &req.Tools, decodeResponsesToolDef)
 		}
-		return false
+		return 0, false
 	}, "model", "stream", "input", "previous_response_id", "conversation", "store", "tools")
 	return req, ok
 }
@@ -178,10 +178,10 @@ type responsesToolDef struct {
 	Tools      []responsesToolDef `json:"tools"`
 }
 
-// decodeResponsesToolDef reads the object at sp into t, a namespace's
+// decodeResponsesToolDef reads the object at b[at] into t, a namespace's
 // tools included (readRequest).
-func decodeResponsesToolDef(t *responsesToolDef, b []byte, sp span) bool {
-	return requestMembers(b, sp, func(key string, v span) bool {
+func decodeResponsesToolDef(t *responsesToolDef, b []byte, at int) (int, bool) {
+	return requestMembers(b, at, func(key string, v int) (int, bool) {
 		switch key {
 		case "type":
 			return requestString(b, v, &t.Type, "function", "namespace")
@@ -192,7 +192,7 @@ func decodeResponsesToolDef(t *responsesToolDef, b []byte, sp span) bool {
 		case "tools":
 			return requestSlice(b, v, &t.Tools, decodeResponsesToolDef)
 		}
-		return false
+		return 0, false
 	}, "type", "name", "parameters", "tools")
 }
 
