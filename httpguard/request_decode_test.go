@@ -324,8 +324,11 @@ func fuzzParseRequest(f *testing.F, dir string) {
 		}
 		for _, body := range requestFixtures(f, p.dir) {
 			f.Add(body)
-			for _, c := range requestEdgeCases(f, body, p.schemas) {
-				if len(c) < 4096 {
+			// One edge case in eight: TestParseRequestMatchesOracle reads
+			// them all, and a corpus of thousands keeps the fuzzer
+			// gathering its baseline instead of fuzzing.
+			for i, c := range requestEdgeCases(f, body, p.schemas) {
+				if i%8 == 0 && len(c) < 4096 {
 					f.Add(c)
 				}
 			}
