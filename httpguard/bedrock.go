@@ -68,25 +68,15 @@ func (bedrockWire) parseRequest(path string, body []byte) (wireRequest, error) {
 	if !ok {
 		return wireRequest{}, fmt.Errorf("%w: not a Converse path", errUnsupported)
 	}
-	var req struct {
-		Messages   jsonKind `json:"messages"`
-		ToolConfig *struct {
-			Tools []struct {
-				ToolSpec *struct {
-					Name        string `json:"name"`
-					InputSchema *struct {
-						JSON json.RawMessage `json:"json"`
-					} `json:"inputSchema"`
-				} `json:"toolSpec"`
-			} `json:"tools"`
-		} `json:"toolConfig"`
-	}
 	readable, err := readableBody(body, bedrockSchemas)
 	if err != nil {
 		return wireRequest{}, err
 	}
-	if err := json.Unmarshal(readable, &req); err != nil {
-		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
+	req, ok := decodeBedrockConverseRequest(readable)
+	if !ok {
+		if req, err = unmarshalRequest[bedrockConverseRequest](readable); err != nil {
+			return wireRequest{}, err
+		}
 	}
 	if req.Messages != '[' {
 		return wireRequest{}, fmt.Errorf("%w: converse request without messages", errUnsupported)
@@ -110,7 +100,87 @@ func (bedrockWire) parseRequest(path string, body []byte) (wireRequest, error) {
 		}
 		out.Tools = append(out.Tools, tool)
 	}
-	return out, nil
+	return ownSchemas(out), nil
+}
+
+// bedrockConverseRequest is what parseRequest reads of a Converse
+// request.
+type bedrockConverseRequest = struct {
+	Messages   jsonKind           `json:"messages"`
+	ToolConfig *bedrockToolConfig `json:"toolConfig"`
+}
+
+// bedrockToolConfig is a Converse request's toolConfig.
+type bedrockToolConfig = struct {
+	Tools []bedrockTool `json:"tools"`
+}
+
+// bedrockTool is a member of toolConfig.tools, a union of which toolSpec
+// is the tool the client runs.
+type bedrockTool = struct {
+	ToolSpec *bedrockToolSpec `json:"toolSpec"`
+}
+
+// bedrockToolSpec is a tool the client runs, and its schema.
+type bedrockToolSpec = struct {
+	Name        string              `json:"name"`
+	InputSchema *bedrockInputSchema `json:"inputSchema"`
+}
+
+// bedrockInputSchema is a toolSpec's inputSchema, whose json is the JSON
+// Schema.
+type bedrockInputSchema = struct {
+	JSON json.RawMessage `json:"json"`
+}
+
+// decodeBedrockConverseRequest reads the request body b into a
+// bedrockConverseRequest by hand; ok false to leave it to encoding/json
+// (request_decode.go).
+func decodeBedrockConverseRequest(b []byte) (req bedrockConverseRequest, ok bool) {
+	ok = readRequest(b, func(key string, v int) (int, bool) {
+		switch key {
+		case "messages":
+			return requestKind(b, v, &req.Messages)
+		case "toolConfig":
+			return requestObjectPtr(b, v, &req.ToolConfig, decodeBedrockToolConfig)
+		}
+		return 0, false
+	}, "messages", "toolConfig")
+	return req, ok
+}
+
+// decodeBedrockToolConfig reads the object at b[at] into c (readRequest).
+func decodeBedrockToolConfig(c *bedrockToolConfig, b []byte, at int) (int, bool) {
+	return requestMembers(b, at, func(_ string, v int) (int, bool) {
+		return requestSlice(b, v, &c.Tools, decodeBedrockTool)
+	}, "tools")
+}
+
+// decodeBedrockTool reads the object at b[at] into t (readRequest).
+func decodeBedrockTool(t *bedrockTool, b []byte, at int) (int, bool) {
+	return requestMembers(b, at, func(_ string, v int) (int, bool) {
+		return requestObjectPtr(b, v, &t.ToolSpec, decodeBedrockToolSpec)
+	}, "toolSpec")
+}
+
+// decodeBedrockToolSpec reads the object at b[at] into s (readRequest).
+func decodeBedrockToolSpec(s *bedrockToolSpec, b []byte, at int) (int, bool) {
+	return requestMembers(b, at, func(key string, v int) (int, bool) {
+		switch key {
+		case "name":
+			return requestString(b, v, &s.Name)
+		case "inputSchema":
+			return requestObjectPtr(b, v, &s.InputSchema, decodeBedrockInputSchema)
+		}
+		return 0, false
+	}, "name", "inputSchema")
+}
+
+// decodeBedrockInputSchema reads the object at b[at] into s (readRequest).
+func decodeBedrockInputSchema(s *bedrockInputSchema, b []byte, at int) (int, bool) {
+	return requestMembers(b, at, func(_ string, v int) (int, bool) {
+		return requestRaw(b, v, &s.JSON)
+	}, "json")
 }
 
 // bedrockSchemas finds a Converse request's tool schemas (readableBody):

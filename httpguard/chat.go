@@ -32,28 +32,15 @@ const chatPath = "/chat/completions"
 // cannot read (nested past its 10,000 levels) gets wireTool.Err, so that it
 // costs its own calls only: the other tools are guarded.
 func (chatWire) parseRequest(_ string, body []byte) (wireRequest, error) {
-	var req struct {
-		Model    string   `json:"model"`
-		Stream   bool     `json:"stream"`
-		Messages jsonKind `json:"messages"`
-		Store    bool     `json:"store"`
-		Tools    []struct {
-			Type     string `json:"type"`
-			Function *struct {
-				Name       string          `json:"name"`
-				Parameters json.RawMessage `json:"parameters"`
-			} `json:"function"`
-		} `json:"tools"`
-	}
 	readable, err := readableBody(body, functionSchemas)
 	if err != nil {
 		return wireRequest{}, err
 	}
-	if r, err := root(readable); err != nil || kind(readable, r) != '{' {
-		return wireRequest{}, fmt.Errorf("%w: want an object", errJSON)
-	}
-	if err := json.Unmarshal(readable, &req); err != nil {
-		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
+	req, ok := decodeChatRequest(readable)
+	if !ok {
+		if req, err = unmarshalRequest[chatRequest](readable); err != nil {
+			return wireRequest{}, err
+		}
 	}
 	if req.Messages != '[' {
 		return wireRequest{}, fmt.Errorf("%w: chat request without messages", errUnsupported)
@@ -72,7 +59,37 @@ func (chatWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 		}
 		out.Tools = append(out.Tools, tool)
 	}
-	return out, nil
+	return ownSchemas(out), nil
+}
+
+// chatRequest is what parseRequest reads of a Chat Completions request.
+type chatRequest = struct {
+	Model    string         `json:"model"`
+	Stream   bool           `json:"stream"`
+	Messages jsonKind       `json:"messages"`
+	Store    bool           `json:"store"`
+	Tools    []functionTool `json:"tools"`
+}
+
+// decodeChatRequest reads the request body b into a chatRequest by hand;
+// ok false to leave it to encoding/json (request_decode.go).
+func decodeChatRequest(b []byte) (req chatRequest, ok bool) {
+	ok = readRequest(b, func(key string, v int) (int, bool) {
+		switch key {
+		case "model":
+			return requestString(b, v, &req.Model)
+		case "stream":
+			return requestBool(b, v, &req.Stream)
+		case "messages":
+			return requestKind(b, v, &req.Messages)
+		case "store":
+			return requestBool(b, v, &req.Store)
+		case "tools":
+			return requestSlice(b, v, &req.Tools, decodeFunctionTool)
+		}
+		return 0, false
+	}, "model", "stream", "messages", "store", "tools")
+	return req, ok
 }
 
 // chatRequestRoot returns the span of a request body's object, read as

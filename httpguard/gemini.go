@@ -57,23 +57,15 @@ func (geminiWire) parseRequest(path string, body []byte) (wireRequest, error) {
 	if !ok {
 		return wireRequest{}, fmt.Errorf("%w: not a generateContent path", errUnsupported)
 	}
-	var req struct {
-		Contents jsonKind `json:"contents"`
-		Tools    []struct {
-			FunctionDeclarations   []geminiDecl `json:"functionDeclarations"`
-			FunctionDeclarationsSn []geminiDecl `json:"function_declarations"`
-		} `json:"tools"`
-		GenerationConfig *struct {
-			CandidateCount   *int `json:"candidateCount"`
-			CandidateCountSn *int `json:"candidate_count"`
-		} `json:"generationConfig"`
-	}
 	readable, err := readableBody(body, geminiSchemas)
 	if err != nil {
 		return wireRequest{}, err
 	}
-	if err := json.Unmarshal(readable, &req); err != nil {
-		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
+	req, ok := decodeGeminiRequest(readable)
+	if !ok {
+		if req, err = unmarshalRequest[geminiRequest](readable); err != nil {
+			return wireRequest{}, err
+		}
 	}
 	if req.Contents != '[' {
 		return wireRequest{}, fmt.Errorf("%w: generateContent request without contents", errUnsupported)
@@ -91,7 +83,72 @@ func (geminiWire) parseRequest(path string, body []byte) (wireRequest, error) {
 			out.Tools = append(out.Tools, d.tool())
 		}
 	}
-	return out, nil
+	return ownSchemas(out), nil
+}
+
+// geminiRequest is what parseRequest reads of a generateContent request.
+type geminiRequest = struct {
+	Contents         jsonKind                `json:"contents"`
+	Tools            []geminiTool            `json:"tools"`
+	GenerationConfig *geminiGenerationConfig `json:"generationConfig"`
+}
+
+// geminiTool is a tool of a generateContent request: its function
+// declarations, under either spelling of their key.
+type geminiTool = struct {
+	FunctionDeclarations   []geminiDecl `json:"functionDeclarations"`
+	FunctionDeclarationsSn []geminiDecl `json:"function_declarations"`
+}
+
+// geminiGenerationConfig is what parseRequest reads of a
+// generateContent request's generationConfig.
+type geminiGenerationConfig = struct {
+	CandidateCount   *int `json:"candidateCount"`
+	CandidateCountSn *int `json:"candidate_count"`
+}
+
+// decodeGeminiRequest reads the request body b into a geminiRequest by
+// hand; ok false to leave it to encoding/json (request_decode.go).
+func decodeGeminiRequest(b []byte) (req geminiRequest, ok bool) {
+	ok = readRequest(b, func(key string, v int) (int, bool) {
+		switch key {
+		case "contents":
+			return requestKind(b, v, &req.Contents)
+		case "tools":
+			return requestSlice(b, v, &req.Tools, decodeGeminiTool)
+		case "generationConfig":
+			return requestObjectPtr(b, v, &req.GenerationConfig, decodeGeminiGenerationConfig)
+		}
+		return 0, false
+	}, "contents", "tools", "generationConfig")
+	return req, ok
+}
+
+// decodeGeminiTool reads the object at b[at] into t (readRequest).
+func decodeGeminiTool(t *geminiTool, b []byte, at int) (int, bool) {
+	return requestMembers(b, at, func(key string, v int) (int, bool) {
+		switch key {
+		case "functionDeclarations":
+			return requestSlice(b, v, &t.FunctionDeclarations, decodeGeminiDecl)
+		case "function_declarations":
+			return requestSlice(b, v, &t.FunctionDeclarationsSn, decodeGeminiDecl)
+		}
+		return 0, false
+	}, "functionDeclarations", "function_declarations")
+}
+
+// decodeGeminiGenerationConfig reads the object at b[at] into gc
+// (readRequest).
+func decodeGeminiGenerationConfig(gc *geminiGenerationConfig, b []byte, at int) (int, bool) {
+	return requestMembers(b, at, func(key string, v int) (int, bool) {
+		switch key {
+		case "candidateCount":
+			return requestIntPtr(b, v, &gc.CandidateCount)
+		case "candidate_count":
+			return requestIntPtr(b, v, &gc.CandidateCountSn)
+		}
+		return 0, false
+	}, "candidateCount", "candidate_count")
 }
 
 // geminiDecl is a function declaration of a Gemini request.
@@ -100,6 +157,23 @@ type geminiDecl struct {
 	Parameters             json.RawMessage `json:"parameters"`
 	ParametersJSONSchema   json.RawMessage `json:"parametersJsonSchema"`
 	ParametersJSONSchemaSn json.RawMessage `json:"parameters_json_schema"`
+}
+
+// decodeGeminiDecl reads the object at b[at] into d (readRequest).
+func decodeGeminiDecl(d *geminiDecl, b []byte, at int) (int, bool) {
+	return requestMembers(b, at, func(key string, v int) (int, bool) {
+		switch key {
+		case "name":
+			return requestString(b, v, &d.Name)
+		case "parameters":
+			return requestRaw(b, v, &d.Parameters)
+		case "parametersJsonSchema":
+			return requestRaw(b, v, &d.ParametersJSONSchema)
+		case "parameters_json_schema":
+			return requestRaw(b, v, &d.ParametersJSONSchemaSn)
+		}
+		return 0, false
+	}, "name", "parameters", "parametersJsonSchema", "parameters_json_schema")
 }
 
 // tool is the declared function with its schema: parametersJsonSchema as

@@ -26,26 +26,15 @@ func (messagesWire) ownsPath(path string) bool { return strings.HasSuffix(path, 
 const messagesPath = "/v1/messages"
 
 func (messagesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
-	var req struct {
-		Model    string   `json:"model"`
-		Stream   bool     `json:"stream"`
-		Messages jsonKind `json:"messages"`
-		Thread   *struct {
-			Type              string `json:"type"`
-			PreviousMessageID string `json:"previous_message_id"`
-		} `json:"thread"`
-		Tools []struct {
-			Type        string          `json:"type"`
-			Name        string          `json:"name"`
-			InputSchema json.RawMessage `json:"input_schema"`
-		} `json:"tools"`
-	}
 	readable, err := readableBody(body, messagesSchemas)
 	if err != nil {
 		return wireRequest{}, err
 	}
-	if err := json.Unmarshal(readable, &req); err != nil {
-		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
+	req, ok := decodeMessagesRequest(readable)
+	if !ok {
+		if req, err = unmarshalRequest[messagesRequest](readable); err != nil {
+			return wireRequest{}, err
+		}
 	}
 	if req.Messages != '[' {
 		return wireRequest{}, fmt.Errorf("%w: messages request without messages", errUnsupported)
@@ -72,7 +61,78 @@ func (messagesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 		}
 		out.Tools = append(out.Tools, tool)
 	}
-	return out, nil
+	return ownSchemas(out), nil
+}
+
+// messagesRequest is what parseRequest reads of a Messages request.
+type messagesRequest = struct {
+	Model    string          `json:"model"`
+	Stream   bool            `json:"stream"`
+	Messages jsonKind        `json:"messages"`
+	Thread   *messagesThread `json:"thread"`
+	Tools    []messagesTool  `json:"tools"`
+}
+
+// messagesThread is a Messages request's thread.
+type messagesThread = struct {
+	Type              string `json:"type"`
+	PreviousMessageID string `json:"previous_message_id"`
+}
+
+// messagesTool is a tool of a Messages request.
+type messagesTool = struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// decodeMessagesRequest reads the request body b into a messagesRequest
+// by hand; ok false to leave it to encoding/json (request_decode.go).
+func decodeMessagesRequest(b []byte) (req messagesRequest, ok bool) {
+	ok = readRequest(b, func(key string, v int) (int, bool) {
+		switch key {
+		case "model":
+			return requestString(b, v, &req.Model)
+		case "stream":
+			return requestBool(b, v, &req.Stream)
+		case "messages":
+			return requestKind(b, v, &req.Messages)
+		case "thread":
+			return requestObjectPtr(b, v, &req.Thread, decodeMessagesThread)
+		case "tools":
+			return requestSlice(b, v, &req.Tools, decodeMessagesTool)
+		}
+		return 0, false
+	}, "model", "stream", "messages", "thread", "tools")
+	return req, ok
+}
+
+// decodeMessagesThread reads the object at b[at] into th (readRequest).
+func decodeMessagesThread(th *messagesThread, b []byte, at int) (int, bool) {
+	return requestMembers(b, at, func(key string, v int) (int, bool) {
+		switch key {
+		case "type":
+			return requestString(b, v, &th.Type)
+		case "previous_message_id":
+			return requestString(b, v, &th.PreviousMessageID)
+		}
+		return 0, false
+	}, "type", "previous_message_id")
+}
+
+// decodeMessagesTool reads the object at b[at] into t (readRequest).
+func decodeMessagesTool(t *messagesTool, b []byte, at int) (int, bool) {
+	return requestMembers(b, at, func(key string, v int) (int, bool) {
+		switch key {
+		case "type":
+			return requestString(b, v, &t.Type, "custom")
+		case "name":
+			return requestString(b, v, &t.Name)
+		case "input_schema":
+			return requestRaw(b, v, &t.InputSchema)
+		}
+		return 0, false
+	}, "type", "name", "input_schema")
 }
 
 // messagesSchemas finds a Messages request's tool schemas (readableBody).

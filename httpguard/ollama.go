@@ -42,27 +42,15 @@ func (ollamaWire) opening(streamEvent) bool { return false }
 // cannot read (nested past its 10,000 levels) gets wireTool.Err, so that it
 // costs its own calls only.
 func (ollamaWire) parseRequest(_ string, body []byte) (wireRequest, error) {
-	var req struct {
-		Model    string   `json:"model"`
-		Stream   *bool    `json:"stream"`
-		Messages jsonKind `json:"messages"`
-		Tools    []struct {
-			Type     string `json:"type"`
-			Function *struct {
-				Name       string          `json:"name"`
-				Parameters json.RawMessage `json:"parameters"`
-			} `json:"function"`
-		} `json:"tools"`
-	}
 	readable, err := readableBody(body, functionSchemas)
 	if err != nil {
 		return wireRequest{}, err
 	}
-	if r, err := root(readable); err != nil || kind(readable, r) != '{' {
-		return wireRequest{}, fmt.Errorf("%w: want an object", errJSON)
-	}
-	if err := json.Unmarshal(readable, &req); err != nil {
-		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
+	req, ok := decodeOllamaChatRequest(readable)
+	if !ok {
+		if req, err = unmarshalRequest[ollamaChatRequest](readable); err != nil {
+			return wireRequest{}, err
+		}
 	}
 	if req.Messages != '[' {
 		return wireRequest{}, fmt.Errorf("%w: ollama chat request without messages", errUnsupported)
@@ -81,7 +69,35 @@ func (ollamaWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 		}
 		out.Tools = append(out.Tools, tool)
 	}
-	return out, nil
+	return ownSchemas(out), nil
+}
+
+// ollamaChatRequest is what parseRequest reads of an Ollama chat request.
+type ollamaChatRequest = struct {
+	Model    string         `json:"model"`
+	Stream   *bool          `json:"stream"`
+	Messages jsonKind       `json:"messages"`
+	Tools    []functionTool `json:"tools"`
+}
+
+// decodeOllamaChatRequest reads the request body b into an
+// ollamaChatRequest by hand; ok false to leave it to encoding/json
+// (request_decode.go).
+func decodeOllamaChatRequest(b []byte) (req ollamaChatRequest, ok bool) {
+	ok = readRequest(b, func(key string, v int) (int, bool) {
+		switch key {
+		case "model":
+			return requestString(b, v, &req.Model)
+		case "stream":
+			return requestBoolPtr(b, v, &req.Stream)
+		case "messages":
+			return requestKind(b, v, &req.Messages)
+		case "tools":
+			return requestSlice(b, v, &req.Tools, decodeFunctionTool)
+		}
+		return 0, false
+	}, "model", "stream", "messages", "tools")
+	return req, ok
 }
 
 // ollamaUnread is why an Ollama answer that is not the JSON of the

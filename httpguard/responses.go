@@ -86,21 +86,15 @@ func responsesItemKind(typ string) itemKind {
 }
 
 func (responsesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
-	var req struct {
-		Model              string             `json:"model"`
-		Stream             bool               `json:"stream"`
-		Input              json.RawMessage    `json:"input"`
-		PreviousResponseID *string            `json:"previous_response_id"`
-		Conversation       json.RawMessage    `json:"conversation"`
-		Store              *bool              `json:"store"`
-		Tools              []responsesToolDef `json:"tools"`
-	}
 	readable, err := readableBody(body, responsesSchemas)
 	if err != nil {
 		return wireRequest{}, err
 	}
-	if err := json.Unmarshal(readable, &req); err != nil {
-		return wireRequest{}, fmt.Errorf("%w: %v", errJSON, err)
+	req, ok := decodeResponsesRequest(readable)
+	if !ok {
+		if req, err = unmarshalRequest[responsesRequest](readable); err != nil {
+			return wireRequest{}, err
+		}
 	}
 	out := wireRequest{Model: req.Model, Stream: req.Stream, State: serverState{Stored: req.Store == nil || *req.Store}}
 	if req.PreviousResponseID != nil {
@@ -132,7 +126,44 @@ func (responsesWire) parseRequest(_ string, body []byte) (wireRequest, error) {
 			out.Tools = append(out.Tools, t)
 		}
 	}
-	return out, nil
+	return ownSchemas(out), nil
+}
+
+// responsesRequest is what parseRequest reads of a Responses request.
+type responsesRequest = struct {
+	Model              string             `json:"model"`
+	Stream             bool               `json:"stream"`
+	Input              json.RawMessage    `json:"input"`
+	PreviousResponseID *string            `json:"previous_response_id"`
+	Conversation       json.RawMessage    `json:"conversation"`
+	Store              *bool              `json:"store"`
+	Tools              []responsesToolDef `json:"tools"`
+}
+
+// decodeResponsesRequest reads the request body b into a
+// responsesRequest by hand; ok false to leave it to encoding/json
+// (request_decode.go).
+func decodeResponsesRequest(b []byte) (req responsesRequest, ok bool) {
+	ok = readRequest(b, func(key string, v int) (int, bool) {
+		switch key {
+		case "model":
+			return requestString(b, v, &req.Model)
+		case "stream":
+			return requestBool(b, v, &req.Stream)
+		case "input":
+			return requestRaw(b, v, &req.Input)
+		case "previous_response_id":
+			return requestStringPtr(b, v, &req.PreviousResponseID)
+		case "conversation":
+			return requestRaw(b, v, &req.Conversation)
+		case "store":
+			return requestBoolPtr(b, v, &req.Store)
+		case "tools":
+			return requestSlice(b, v, &req.Tools, decodeResponsesToolDef)
+		}
+		return 0, false
+	}, "model", "stream", "input", "previous_response_id", "conversation", "store", "tools")
+	return req, ok
 }
 
 // responsesToolDef is a tool definition of a Responses request, in its
@@ -145,6 +176,24 @@ type responsesToolDef struct {
 	Name       string             `json:"name"`
 	Parameters json.RawMessage    `json:"parameters"`
 	Tools      []responsesToolDef `json:"tools"`
+}
+
+// decodeResponsesToolDef reads the object at b[at] into t, a namespace's
+// tools included (readRequest).
+func decodeResponsesToolDef(t *responsesToolDef, b []byte, at int) (int, bool) {
+	return requestMembers(b, at, func(key string, v int) (int, bool) {
+		switch key {
+		case "type":
+			return requestString(b, v, &t.Type, "function", "namespace")
+		case "name":
+			return requestString(b, v, &t.Name)
+		case "parameters":
+			return requestRaw(b, v, &t.Parameters)
+		case "tools":
+			return requestSlice(b, v, &t.Tools, decodeResponsesToolDef)
+		}
+		return 0, false
+	}, "type", "name", "parameters", "tools")
 }
 
 // namespaceSep joins a namespace's name and its function's name into the

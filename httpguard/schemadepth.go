@@ -33,7 +33,7 @@ type schemaFinder func(b []byte, r span) ([]span, error)
 // tools go unguarded (wireTool.Err) and the rest of the request is read.
 // errJSON when neither body nor the copy is one JSON object.
 func readableBody(body []byte, schemas schemaFinder) ([]byte, error) {
-	if _, err := parseBody(body); err == nil || nestingDepth(body) <= maxSchemaDepth {
+	if err := checkObject(body); err == nil || nestingDepth(body) <= maxSchemaDepth {
 		return body, err
 	}
 	r, err := root(body)
@@ -58,6 +58,19 @@ func readableBody(body []byte, schemas schemaFinder) ([]byte, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// checkObject is parseBody's check without its span, which takes another
+// pass over the body: nil when b is one JSON object, else the error
+// parseBody returns.
+func checkObject(b []byte) error {
+	switch {
+	case !validJSON(b):
+		return errJSON
+	case b[skipSpace(b, 0)] != '{': // validJSON: a value starts there
+		return fmt.Errorf("%w: want an object", errJSON)
+	}
+	return nil
 }
 
 // nestingDepth is the deepest nesting of arrays and objects in the JSON
