@@ -79,3 +79,75 @@ func validValueEnd(b []byte, i, depth int) int {
 		}
 	}
 }
+
+// checkedMembers walks the members of a document's root object in one
+// pass, each member's value checked as JSON (validValueEnd) as its end is
+// found: next moves to the next member (its key and value spans in it),
+// false after the last or at bytes that are not JSON; then ok reports
+// whether the whole document was one JSON object. A decoder returns a
+// member's error only once ok, as when the document was checked first.
+type checkedMembers struct {
+	it  memberIter
+	i   int // the next member's key; -1 after the last
+	end int // the object's end, after the last
+	bad bool
+}
+
+// openCheckedMembers starts checkedMembers over data, whose root object
+// starts at data[i].
+func openCheckedMembers(data []byte, i int) checkedMembers {
+	m := checkedMembers{it: memberIter{b: data}, i: skipSpace(data, i+1)}
+	if m.i < len(data) && data[m.i] == '}' {
+		m.i, m.end = -1, m.i+1
+	}
+	return m
+}
+
+// next moves to the next member; false after the last or at an error.
+func (m *checkedMembers) next() bool {
+	data, i := m.it.b, m.i
+	if i < 0 || m.bad {
+		return false
+	}
+	if i >= len(data) || data[i] != '"' {
+		m.bad = true
+		return false
+	}
+	kEnd := validString(data, i)
+	if kEnd < 0 {
+		m.bad = true
+		return false
+	}
+	c := skipSpace(data, kEnd)
+	if c >= len(data) || data[c] != ':' {
+		m.bad = true
+		return false
+	}
+	vStart := skipSpace(data, c+1)
+	vEnd := validValueEnd(data, vStart, 1)
+	if vEnd < 0 {
+		m.bad = true
+		return false
+	}
+	m.it.k, m.it.v = span{i, kEnd}, span{vStart, vEnd}
+	j := skipSpace(data, vEnd)
+	switch {
+	case j >= len(data):
+		m.bad = true
+	case data[j] == '}':
+		m.i, m.end = -1, j+1
+	case data[j] == ',':
+		m.i = skipSpace(data, j+1)
+	default:
+		m.bad = true
+	}
+	return true
+}
+
+// ok reports, after the last member, whether the document was one JSON
+// object and nothing after it but space.
+func (m *checkedMembers) ok() bool {
+	for m.next() {
+	}
+	return !m.bad && skipSpace(m.it.b, m.end) == len(m.it.b)
+}

@@ -144,48 +144,12 @@ func walkMessagesEvent(data []byte, e *messagesParsed, sp *[evUsage + 1]span) er
 	var (
 		s     seen
 		first error // the first member's error
-		it    = memberIter{b: data}
 	)
-	i = skipSpace(data, i+1)
-	if i < len(data) && data[i] == '}' {
-		i++
-	} else {
-		for {
-			if i >= len(data) || data[i] != '"' {
-				return errJSON
-			}
-			kEnd := validString(data, i)
-			if kEnd < 0 {
-				return errJSON
-			}
-			c := skipSpace(data, kEnd)
-			if c >= len(data) || data[c] != ':' {
-				return errJSON
-			}
-			vStart := skipSpace(data, c+1)
-			vEnd := validValueEnd(data, vStart, 1)
-			if vEnd < 0 {
-				return errJSON
-			}
-			if first == nil {
-				it.k, it.v = span{i, kEnd}, span{vStart, vEnd}
-				first = messagesEventMember(data, &it, &s, e, sp)
-			}
-			j := skipSpace(data, vEnd)
-			if j >= len(data) {
-				return errJSON
-			}
-			if data[j] == '}' {
-				i = j + 1
-				break
-			}
-			if data[j] != ',' {
-				return errJSON
-			}
-			i = skipSpace(data, j+1)
-		}
+	m := openCheckedMembers(data, i)
+	for first == nil && m.next() {
+		first = messagesEventMember(data, &m.it, &s, e, sp)
 	}
-	if skipSpace(data, i) != len(data) {
+	if !m.ok() {
 		return errJSON
 	}
 	return first

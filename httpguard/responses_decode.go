@@ -25,48 +25,15 @@ func decodeResponsesEventAt(data []byte, e *responsesEvent, idx *int) error {
 	if i >= len(data) || data[i] != '{' {
 		return decodeResponsesValue(data)
 	}
-	it := memberIter{b: data}
-	var s seen
-	var first error // the first member's error
-	if i = skipSpace(data, i+1); i < len(data) && data[i] == '}' {
-		i++
-	} else {
-		for {
-			if i >= len(data) || data[i] != '"' {
-				return errJSON
-			}
-			kEnd := validString(data, i)
-			if kEnd < 0 {
-				return errJSON
-			}
-			c := skipSpace(data, kEnd)
-			if c >= len(data) || data[c] != ':' {
-				return errJSON
-			}
-			vStart := skipSpace(data, c+1)
-			vEnd := validValueEnd(data, vStart, 1)
-			if vEnd < 0 {
-				return errJSON
-			}
-			if first == nil {
-				it.k, it.v = span{i, kEnd}, span{vStart, vEnd}
-				first = decodeResponsesMember(&it, &s, e, &idx)
-			}
-			i = skipSpace(data, vEnd)
-			if i >= len(data) {
-				return errJSON
-			}
-			if data[i] == '}' {
-				i++
-				break
-			}
-			if data[i] != ',' {
-				return errJSON
-			}
-			i = skipSpace(data, i+1)
-		}
+	var (
+		s     seen
+		first error // the first member's error
+	)
+	m := openCheckedMembers(data, i)
+	for first == nil && m.next() {
+		first = decodeResponsesMember(&m.it, &s, e, &idx)
 	}
-	if skipSpace(data, i) != len(data) {
+	if !m.ok() {
 		return errJSON
 	}
 	return first
