@@ -256,47 +256,53 @@ type bedrockBlock struct {
 // positions among them of the client's toolUse blocks; a block of a kind
 // it does not know, or of two kinds, is unguardable.
 func bedrockContent(resp []byte) (blocks []bedrockBlock, uses []int, err error) {
-	r, err := parseBody(resp)
+	_, blocks, uses, err = bedrockContentDoc(resp)
+	return blocks, uses, err
+}
+
+// bedrockContentDoc is bedrockContent, with the response's doc.
+func bedrockContentDoc(resp []byte) (d doc, blocks []bedrockBlock, uses []int, err error) {
+	d, r, err := parseDoc(resp)
 	if err != nil {
-		return nil, nil, err
+		return doc{}, nil, nil, err
 	}
-	c, ok, err := bedrockAt(resp, r, "output", "message", "content")
+	c, ok, err := bedrockAt(d, r, "output", "message", "content")
 	if err != nil || !ok || kind(resp, c) == 'n' {
-		return nil, nil, err
+		return d, nil, nil, err
 	}
-	es, err := arrayElems(resp, c)
+	es, err := d.arrayElems(c)
 	if err != nil {
-		return nil, nil, err
+		return d, nil, nil, err
 	}
 	for i, e := range es {
-		bl, err := bedrockBlockOf(resp, e)
+		bl, err := bedrockBlockOfDoc(d, e)
 		if err != nil {
-			return nil, nil, err
+			return d, nil, nil, err
 		}
 		blocks = append(blocks, bl)
 		if bl.kind != "toolUse" {
 			continue
 		}
-		typ, err := optStr(resp, bl.v, "type")
+		typ, err := d.optStr(bl.v, "type")
 		if err != nil {
-			return nil, nil, err
+			return d, nil, nil, err
 		}
 		if typ != "server_tool_use" {
 			uses = append(uses, i)
 		}
 	}
-	return blocks, uses, nil
+	return d, blocks, uses, nil
 }
 
 // bedrockAt follows keys from the object at sp, each read by the rule of
 // keys.go (field); ok is false when one is missing or null.
-func bedrockAt(b []byte, sp span, keys ...string) (v span, ok bool, err error) {
+func bedrockAt(d doc, sp span, keys ...string) (v span, ok bool, err error) {
 	v = sp
 	for _, k := range keys {
-		if kind(b, v) != '{' {
+		if kind(d.b, v) != '{' {
 			return span{}, false, fmt.Errorf("%w: %s of a non-object", errJSON, k)
 		}
-		if v, ok, err = field(b, v, k); err != nil || !ok || kind(b, v) == 'n' {
+		if v, ok, err = d.field(v, k); err != nil || !ok || kind(d.b, v) == 'n' {
 			return span{}, false, err
 		}
 	}
@@ -305,11 +311,14 @@ func bedrockAt(b []byte, sp span, keys ...string) (v span, ok bool, err error) {
 
 // bedrockBlockOf reads one content block: an object whose one member
 // names its kind.
-func bedrockBlockOf(b []byte, e span) (bedrockBlock, error) {
+func bedrockBlockOf(b []byte, e span) (bedrockBlock, error) { return bedrockBlockOfDoc(doc{b: b}, e) }
+
+func bedrockBlockOfDoc(d doc, e span) (bedrockBlock, error) {
+	b := d.b
 	if kind(b, e) != '{' {
 		return bedrockBlock{}, fmt.Errorf("%w: content block not an object", errJSON)
 	}
-	ms, err := objectMembers(b, e)
+	ms, err := d.objectMembers(e)
 	if err != nil {
 		return bedrockBlock{}, err
 	}
@@ -345,13 +354,13 @@ func (bedrockWire) calls(resp []byte) ([]wireCall, error) {
 
 // bedrockCalls is bedrockWire.calls.
 func bedrockCalls(resp []byte) ([]wireCall, error) {
-	blocks, uses, err := bedrockContent(resp)
+	d, blocks, uses, err := bedrockContentDoc(resp)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]wireCall, 0, len(uses))
 	for _, u := range uses {
-		c, err := bedrockCall(resp, blocks[u].v)
+		c, err := bedrockCallDoc(d, blocks[u].v)
 		if err != nil {
 			return nil, err
 		}
@@ -361,28 +370,33 @@ func bedrockCalls(resp []byte) ([]wireCall, error) {
 }
 
 // bedrockCall reads the call of the ToolUseBlock at v.
-func bedrockCall(resp []byte, v span) (wireCall, error) {
-	id, err := optStr(resp, v, "toolUseId")
+func bedrockCall(resp []byte, v span) (wireCall, error) { return bedrockCallDoc(doc{b: resp}, v) }
+
+func bedrockCallDoc(d doc, v span) (wireCall, error) {
+	resp := d.b
+	var f [3]found
+	d.fields(v, []string{"toolUseId", "name", "input"}, f[:])
+	id, err := d.foundStr(f[0])
 	if err != nil {
 		return wireCall{}, err
 	}
-	name, err := optStr(resp, v, "name")
+	name, err := d.foundStr(f[1])
 	if err != nil {
 		return wireCall{}, err
 	}
 	var args []byte
-	if in, ok, err := field(resp, v, "input"); err != nil {
-		return wireCall{}, err
-	} else if ok {
-		if kind(resp, in) == '"' {
+	if in := f[2]; in.err != nil {
+		return wireCall{}, in.err
+	} else if in.ok {
+		if kind(resp, in.v) == '"' {
 			// A stream's input that is not JSON, assembled as its text.
-			s, err := str(resp, in)
+			s, err := str(resp, in.v)
 			if err != nil {
 				return wireCall{}, err
 			}
 			args = []byte(s)
 		} else {
-			args = raw(resp, in)
+			args = raw(resp, in.v)
 		}
 	}
 	return wireCall{ID: id, Name: name, Args: args}, nil
@@ -417,7 +431,7 @@ func (w bedrockWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	message, ok, err := bedrockAt(resp, rr, "output", "message")
+	message, ok, err := bedrockAt(doc{b: resp}, rr, "output", "message")
 	if err != nil || !ok {
 		return nil, fmt.Errorf("%w: answer without output.message", errJSON)
 	}

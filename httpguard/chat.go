@@ -113,58 +113,63 @@ func chatAsUnguardable(why string, err error) error {
 	return unguardable(why, err)
 }
 
-// chatMessage returns the span of choices[0].message, ok false when the
-// response has no choice, or has several of which none holds tool calls
-// (text only, which the guard has nothing to check in). Several choices of
-// which any holds tool calls are unguardable: the guard validates, writes
-// back and re-asks one choice, and would pass the others unread.
-func chatMessage(b []byte) (sp span, ok bool, err error) {
-	r, err := parseBody(b)
+// chatMessage returns the span of choices[0].message in the response's
+// doc, ok false when the response has no choice, or has several of which
+// none holds tool calls (text only, which the guard has nothing to check
+// in). Several choices of which any holds tool calls are unguardable: the
+// guard validates, writes back and re-asks one choice, and would pass the
+// others unread.
+func chatMessage(b []byte) (d doc, sp span, ok bool, err error) {
+	d, r, err := parseDoc(b)
 	if err != nil {
-		return span{}, false, err
+		return doc{}, span{}, false, err
 	}
-	ch, ok, err := field(b, r, "choices")
+	ch, ok, err := d.field(r, "choices")
 	if err != nil || !ok || kind(b, ch) == 'n' {
-		return span{}, false, err
+		return d, span{}, false, err
 	}
-	es, err := arrayElems(b, ch)
+	es, err := d.arrayElems(ch)
 	if err != nil || len(es) == 0 {
-		return span{}, false, err
+		return d, span{}, false, err
 	}
 	if len(es) == 1 {
-		return at(b, es[0], "message")
+		sp, ok, err = d.at(es[0], "message")
+		return d, sp, ok, err
 	}
 	for i, e := range es {
 		if kind(b, e) != '{' {
 			continue
 		}
-		m, ok, err := field(b, e, "message")
+		m, ok, err := d.field(e, "message")
 		if err != nil {
-			return span{}, false, err
+			return d, span{}, false, err
 		}
 		if !ok || kind(b, m) != '{' {
 			continue
 		}
-		if calls, err := chatHoldsCalls(b, m); err != nil {
-			return span{}, false, err
+		if calls, err := chatHoldsCalls(d, m); err != nil {
+			return d, span{}, false, err
 		} else if calls {
-			return span{}, false, unguardable("several choices with tool calls", fmt.Errorf("choice %d of %d holds tool calls", i, len(es)))
+			return d, span{}, false, unguardable("several choices with tool calls", fmt.Errorf("choice %d of %d holds tool calls", i, len(es)))
 		}
 	}
-	return span{}, false, nil
+	return d, span{}, false, nil
 }
 
 // chatHoldsCalls reports whether the message at msg holds a tool call or a
 // legacy function_call.
-func chatHoldsCalls(b []byte, msg span) (bool, error) {
-	if fc, ok, err := field(b, msg, "function_call"); err != nil || (ok && kind(b, fc) != 'n') {
-		return ok, err
+func chatHoldsCalls(d doc, msg span) (bool, error) {
+	b := d.b
+	var f [2]found
+	d.fields(msg, []string{"function_call", "tool_calls"}, f[:])
+	if fc := f[0]; fc.err != nil || (fc.ok && kind(b, fc.v) != 'n') {
+		return fc.ok, fc.err
 	}
-	tc, ok, err := field(b, msg, "tool_calls")
+	tc, ok, err := f[1].v, f[1].ok, f[1].err
 	if err != nil || !ok || kind(b, tc) != '[' {
 		return ok && kind(b, tc) != 'n', err
 	}
-	es, err := arrayElems(b, tc)
+	es, err := d.arrayElems(tc)
 	return len(es) > 0, err
 }
 
@@ -179,17 +184,20 @@ type chatCall struct {
 // (type "function", or none) and custom calls (type "custom"). A legacy
 // function_call, or a tool call of any other type, is unguardable: the
 // guard could neither check it nor answer it in a re-ask.
-func chatToolCalls(b []byte, msg span) ([]chatCall, error) {
-	if fc, ok, err := field(b, msg, "function_call"); err != nil {
-		return nil, err
-	} else if ok && kind(b, fc) != 'n' {
+func chatToolCalls(d doc, msg span) ([]chatCall, error) {
+	b := d.b
+	var f [2]found
+	d.fields(msg, []string{"function_call", "tool_calls"}, f[:])
+	if fc := f[0]; fc.err != nil {
+		return nil, fc.err
+	} else if fc.ok && kind(b, fc.v) != 'n' {
 		return nil, unguardable("legacy function_call", errors.New("message.function_call"))
 	}
-	tc, ok, err := field(b, msg, "tool_calls")
+	tc, ok, err := f[1].v, f[1].ok, f[1].err
 	if err != nil || !ok || kind(b, tc) == 'n' {
 		return nil, err
 	}
-	es, err := arrayElems(b, tc)
+	es, err := d.arrayElems(tc)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +206,7 @@ func chatToolCalls(b []byte, msg span) ([]chatCall, error) {
 		if kind(b, e) != '{' {
 			return nil, fmt.Errorf("%w: tool call %d is not an object", errJSON, i)
 		}
-		typ, err := optStr(b, e, "type")
+		typ, err := d.optStr(e, "type")
 		if err != nil {
 			return nil, err
 		}
@@ -215,15 +223,16 @@ func chatToolCalls(b []byte, msg span) ([]chatCall, error) {
 }
 
 // chatFunctionCalls returns the spans of the response's function calls, in
-// order (custom calls left out); none when it has no message.
-func chatFunctionCalls(b []byte) ([]span, error) {
-	msg, ok, err := chatMessage(b)
+// order (custom calls left out), and the response's doc; none when it has
+// no message.
+func chatFunctionCalls(b []byte) (doc, []span, error) {
+	d, msg, ok, err := chatMessage(b)
 	if err != nil || !ok {
-		return nil, err
+		return d, nil, err
 	}
-	tcs, err := chatToolCalls(b, msg)
+	tcs, err := chatToolCalls(d, msg)
 	if err != nil {
-		return nil, err
+		return d, nil, err
 	}
 	var out []span
 	for _, c := range tcs {
@@ -231,7 +240,7 @@ func chatFunctionCalls(b []byte) ([]span, error) {
 			out = append(out, c.sp)
 		}
 	}
-	return out, nil
+	return d, out, nil
 }
 
 // calls returns the function calls only: a custom tool call's input is
@@ -244,28 +253,31 @@ func (chatWire) calls(resp []byte) ([]wireCall, error) {
 }
 
 func chatCalls(resp []byte) ([]wireCall, error) {
-	tcs, err := chatFunctionCalls(resp)
+	d, tcs, err := chatFunctionCalls(resp)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]wireCall, 0, len(tcs))
 	for _, tc := range tcs {
-		id, err := optStr(resp, tc, "id")
+		var f [2]found
+		d.fields(tc, []string{"id", "function"}, f[:])
+		id, err := d.foundStr(f[0])
 		if err != nil {
 			return nil, err
 		}
-		fn, ok, err := field(resp, tc, "function")
+		fn, ok, err := f[1].v, f[1].ok, f[1].err
 		if err != nil {
 			return nil, err
 		}
 		if !ok || kind(resp, fn) != '{' {
 			return nil, fmt.Errorf("%w: tool call without function", errJSON)
 		}
-		name, err := optStr(resp, fn, "name")
+		d.fields(fn, []string{"name", "arguments"}, f[:])
+		name, err := d.foundStr(f[0])
 		if err != nil {
 			return nil, err
 		}
-		args, err := optStr(resp, fn, "arguments")
+		args, err := d.foundStr(f[1])
 		if err != nil {
 			return nil, err
 		}
@@ -277,7 +289,7 @@ func chatCalls(resp []byte) ([]wireCall, error) {
 // accept writes args[i] into the i-th function call (custom calls are not
 // counted).
 func (chatWire) accept(resp []byte, args [][]byte) ([]byte, error) {
-	tcs, err := chatFunctionCalls(resp)
+	d, tcs, err := chatFunctionCalls(resp)
 	if err != nil {
 		return nil, chatAsUnguardable(chatUnguardable, err)
 	}
@@ -289,7 +301,7 @@ func (chatWire) accept(resp []byte, args [][]byte) ([]byte, error) {
 		if a == nil {
 			continue
 		}
-		v, ok, err := at(resp, tcs[i], "function", "arguments")
+		v, ok, err := d.at(tcs[i], "function", "arguments")
 		if err != nil {
 			return nil, err
 		}
@@ -360,11 +372,11 @@ func (chatWire) reask(req, resp []byte, answers []wireAnswer) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	msg, ok, err := chatMessage(resp)
+	d, msg, ok, err := chatMessage(resp)
 	if err != nil || !ok {
 		return nil, fmt.Errorf("%w: response without a message", errJSON)
 	}
-	tcs, err := chatToolCalls(resp, msg)
+	tcs, err := chatToolCalls(d, msg)
 	if err != nil {
 		return nil, err
 	}

@@ -215,37 +215,43 @@ func geminiSchemas(b []byte, r span) ([]span, error) {
 // reads the calls of whichever candidate it picks, and a re-ask replays
 // one turn.
 func geminiParts(b []byte) (content span, parts []span, ok bool, err error) {
-	r, err := parseBody(b)
+	_, content, parts, ok, err = geminiPartsDoc(b)
+	return content, parts, ok, err
+}
+
+// geminiPartsDoc is geminiParts, with the response's doc.
+func geminiPartsDoc(b []byte) (d doc, content span, parts []span, ok bool, err error) {
+	d, r, err := parseDoc(b)
 	if err != nil {
-		return span{}, nil, false, err
+		return doc{}, span{}, nil, false, err
 	}
-	cs, ok, err := field(b, r, "candidates")
+	cs, ok, err := d.field(r, "candidates")
 	if err != nil || !ok || kind(b, cs) == 'n' {
-		return span{}, nil, false, err
+		return d, span{}, nil, false, err
 	}
-	es, err := arrayElems(b, cs)
+	es, err := d.arrayElems(cs)
 	if err != nil || len(es) == 0 {
-		return span{}, nil, false, err
+		return d, span{}, nil, false, err
 	}
 	if len(es) > 1 {
 		for _, e := range es {
-			if calls, err := candidateCalls(b, e); err != nil {
-				return span{}, nil, false, err
+			if calls, err := candidateCallsDoc(d, e); err != nil {
+				return d, span{}, nil, false, err
 			} else if calls {
-				return span{}, nil, false, unguardable(severalCandidates, fmt.Errorf("%d candidates", len(es)))
+				return d, span{}, nil, false, unguardable(severalCandidates, fmt.Errorf("%d candidates", len(es)))
 			}
 		}
 	}
-	content, ok, err = field(b, es[0], "content")
+	content, ok, err = d.field(es[0], "content")
 	if err != nil || !ok || kind(b, content) != '{' {
-		return span{}, nil, false, err
+		return d, span{}, nil, false, err
 	}
-	ps, ok, err := field(b, content, "parts")
+	ps, ok, err := d.field(content, "parts")
 	if err != nil || !ok || kind(b, ps) == 'n' {
-		return content, nil, true, err
+		return d, content, nil, true, err
 	}
-	parts, err = arrayElems(b, ps)
-	return content, parts, true, err
+	parts, err = d.arrayElems(ps)
+	return d, content, parts, true, err
 }
 
 // severalCandidates is why a Gemini answer whose candidates are several,
@@ -254,35 +260,38 @@ const severalCandidates = "gemini candidates are several, with function calls"
 
 // candidateCalls reports whether the candidate at sp holds a functionCall
 // part.
-func candidateCalls(b []byte, sp span) (bool, error) {
+func candidateCalls(b []byte, sp span) (bool, error) { return candidateCallsDoc(doc{b: b}, sp) }
+
+func candidateCallsDoc(d doc, sp span) (bool, error) {
+	b := d.b
 	if kind(b, sp) != '{' {
 		return false, nil
 	}
-	c, ok, err := field(b, sp, "content")
+	c, ok, err := d.field(sp, "content")
 	if err != nil || !ok || kind(b, c) != '{' {
 		return false, err
 	}
-	ps, ok, err := field(b, c, "parts")
+	ps, ok, err := d.field(c, "parts")
 	if err != nil || !ok || kind(b, ps) != '[' {
 		return false, err
 	}
-	parts, err := arrayElems(b, ps)
+	parts, err := d.arrayElems(ps)
 	if err != nil {
 		return false, err
 	}
-	fcs, err := geminiCalls(b, parts)
+	fcs, err := geminiCalls(d, parts)
 	return len(fcs) > 0, err
 }
 
 // geminiCalls returns the functionCall spans of parts, in order.
-func geminiCalls(b []byte, parts []span) ([]span, error) {
+func geminiCalls(d doc, parts []span) ([]span, error) {
 	var out []span
 	for _, p := range parts {
-		fc, ok, err := field(b, p, "functionCall")
+		fc, ok, err := d.field(p, "functionCall")
 		if err != nil {
 			return nil, err
 		}
-		if ok && kind(b, fc) == '{' {
+		if ok && kind(d.b, fc) == '{' {
 			out = append(out, fc)
 		}
 	}
@@ -300,17 +309,17 @@ func (geminiWire) calls(resp []byte) ([]wireCall, error) {
 
 // geminiCallsOf is geminiWire.calls.
 func geminiCallsOf(resp []byte) ([]wireCall, error) {
-	_, parts, _, err := geminiParts(resp)
+	d, _, parts, _, err := geminiPartsDoc(resp)
 	if err != nil {
 		return nil, err
 	}
-	fcs, err := geminiCalls(resp, parts)
+	fcs, err := geminiCalls(d, parts)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]wireCall, 0, len(fcs))
 	for _, fc := range fcs {
-		c, err := geminiCall(resp, fc)
+		c, err := geminiCallDoc(d, fc)
 		if err != nil {
 			return nil, err
 		}
@@ -320,20 +329,24 @@ func geminiCallsOf(resp []byte) ([]wireCall, error) {
 }
 
 // geminiCall reads the functionCall at fc of b: its id, name and args.
-func geminiCall(b []byte, fc span) (wireCall, error) {
-	id, err := optStr(b, fc, "id")
+func geminiCall(b []byte, fc span) (wireCall, error) { return geminiCallDoc(doc{b: b}, fc) }
+
+func geminiCallDoc(d doc, fc span) (wireCall, error) {
+	var f [3]found
+	d.fields(fc, []string{"id", "name", "args"}, f[:])
+	id, err := d.foundStr(f[0])
 	if err != nil {
 		return wireCall{}, err
 	}
-	name, err := optStr(b, fc, "name")
+	name, err := d.foundStr(f[1])
 	if err != nil {
 		return wireCall{}, err
 	}
 	var args []byte
-	if a, ok, err := field(b, fc, "args"); err != nil {
-		return wireCall{}, err
-	} else if ok {
-		if args, err = objectArgs(b, a); err != nil {
+	if a := f[2]; a.err != nil {
+		return wireCall{}, a.err
+	} else if a.ok {
+		if args, err = objectArgs(d.b, a.v); err != nil {
 			return wireCall{}, err
 		}
 	}
@@ -341,11 +354,11 @@ func geminiCall(b []byte, fc span) (wireCall, error) {
 }
 
 func (geminiWire) accept(resp []byte, args [][]byte) ([]byte, error) {
-	_, parts, _, err := geminiParts(resp)
+	d, _, parts, _, err := geminiPartsDoc(resp)
 	if err != nil {
 		return nil, unreadable(geminiUnread, err)
 	}
-	fcs, err := geminiCalls(resp, parts)
+	fcs, err := geminiCalls(d, parts)
 	if err != nil {
 		return nil, unreadable(geminiUnread, err)
 	}

@@ -2,9 +2,11 @@ package httpguard
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"sort"
 	"strings"
 	"unicode/utf16"
@@ -44,6 +46,41 @@ func skipSpace(b []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// doc is a body that validJSON accepted, read by parseDoc, with the span
+// of each of its objects and arrays noted by that check: its readers skip
+// a nested value in one step, where valueEnd reads it again, byte by byte,
+// at every level of a path (a Chat call's arguments, six levels down its
+// answer, were read seven times). The methods of a doc without nests read
+// the bytes; the functions of the same names are those methods.
+type doc struct {
+	b     []byte
+	nests []nest // every object and array of b, in the order of their starts
+}
+
+// nest is the span of an object or array of a doc, in half the bytes of a
+// span (parseDoc indexes bodies of up to math.MaxInt32 bytes).
+type nest struct{ start, end int32 }
+
+// valueEnd is valueEnd of d.b, an object or array found in d.nests.
+func (d doc) valueEnd(i int) (int, error) {
+	if len(d.nests) > 0 && i < len(d.b) && (d.b[i] == '{' || d.b[i] == '[') {
+		// The first nest that does not start before i.
+		lo, hi := 0, len(d.nests)
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if int(d.nests[m].start) < i {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		if lo < len(d.nests) && int(d.nests[lo].start) == i {
+			return int(d.nests[lo].end), nil
+		}
+	}
+	return valueEnd(d.b, i)
 }
 
 // valueEnd returns the end of the JSON value that starts at b[i]. It
@@ -89,17 +126,58 @@ func valueEnd(b []byte, i int) (int, error) {
 	return j, nil
 }
 
-// stringEnd returns the end of the JSON string that starts at b[i].
+// stringEnd returns the end of the JSON string that starts at b[i]: the
+// first quote after it that no backslash escapes (a backslash escapes the
+// byte after it, whatever it is).
 func stringEnd(b []byte, i int) (int, error) {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
+	for j := i + 1; ; j += 2 { // past a backslash and the byte it escapes
+		j = quoteOrBackslash(b, j)
+		if j >= len(b) {
+			return 0, errJSON
+		}
+		if b[j] == '"' {
 			return j + 1, nil
 		}
 	}
-	return 0, errJSON
+}
+
+// quoteOrBackslash returns the index of the first quote or backslash at or
+// after i, len(b) when there is none. It reads eight bytes at a time: a
+// string's text is most of a body's bytes, and few of them are either.
+func quoteOrBackslash(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if m := bytesEqual(x, '"') | bytesEqual(x, '\\'); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '"' || c == '\\' {
+			return i
+		}
+	}
+	return len(b)
+}
+
+// Eight bytes at a time (SWAR): x holds b[i:i+8], b[i] in its low byte.
+// Each of the functions below sets the high bit of the bytes of x it
+// looks for, and reports the first of them exactly: a byte's bit may be
+// set wrongly only above (after) one rightly set, by a borrow, so the
+// lowest set bit is right and bits.TrailingZeros64(m)/8 is its index.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// bytesEqual marks the bytes of x equal to c.
+func bytesEqual(x uint64, c byte) uint64 {
+	v := x ^ (ones * uint64(c))
+	return (v - ones) &^ v & highs
+}
+
+// bytesBelow marks the bytes of x less than c, for c at most 0x80.
+func bytesBelow(x uint64, c byte) uint64 {
+	return (x - ones*uint64(c)) &^ x & highs
 }
 
 // root returns the span of the document's single top-level value.
@@ -128,13 +206,18 @@ func kind(b []byte, sp span) byte {
 // that appears twice is an error: a guard must never check one value while
 // a client reads another.
 func objectMembers(b []byte, sp span) ([]member, error) {
+	return doc{b: b}.objectMembers(sp)
+}
+
+func (d doc) objectMembers(sp span) ([]member, error) {
+	b := d.b
 	i, err := firstMember(b, sp)
 	if err != nil || i < 0 {
 		return nil, err
 	}
 	var out []member
 	for {
-		k, v, next, err := scanMember(b, sp, i)
+		k, v, next, err := d.scanMember(sp, i)
 		if err != nil {
 			return nil, err
 		}
@@ -172,6 +255,11 @@ func firstMember(b []byte, sp span) (int, error) {
 // sp: the spans of its key (with its quotes) and value, and the index of
 // the next member's key, -1 after the last.
 func scanMember(b []byte, sp span, i int) (k, v span, next int, err error) {
+	return doc{b: b}.scanMember(sp, i)
+}
+
+func (d doc) scanMember(sp span, i int) (k, v span, next int, err error) {
+	b := d.b
 	if i >= sp.end || b[i] != '"' {
 		return span{}, span{}, 0, errJSON
 	}
@@ -184,7 +272,7 @@ func scanMember(b []byte, sp span, i int) (k, v span, next int, err error) {
 		return span{}, span{}, 0, errJSON
 	}
 	vStart := skipSpace(b, c+1)
-	vEnd, err := valueEnd(b, vStart)
+	vEnd, err := d.valueEnd(vStart)
 	if err != nil {
 		return span{}, span{}, 0, err
 	}
@@ -226,7 +314,10 @@ func decodeKey(q []byte) (string, error) {
 }
 
 // arrayElems lists the spans of the elements of the array at sp.
-func arrayElems(b []byte, sp span) ([]span, error) {
+func arrayElems(b []byte, sp span) ([]span, error) { return doc{b: b}.arrayElems(sp) }
+
+func (d doc) arrayElems(sp span) ([]span, error) {
+	b := d.b
 	if kind(b, sp) != '[' {
 		return nil, fmt.Errorf("%w: want an array", errJSON)
 	}
@@ -236,7 +327,7 @@ func arrayElems(b []byte, sp span) ([]span, error) {
 		return nil, nil
 	}
 	for i < sp.end {
-		end, err := valueEnd(b, i)
+		end, err := d.valueEnd(i)
 		if err != nil {
 			return nil, err
 		}
@@ -262,8 +353,10 @@ func arrayElems(b []byte, sp span) ([]span, error) {
 // it, make the response unguardable. It reads the object in place,
 // allocating nothing.
 func field(b []byte, sp span, key string) (v span, ok bool, err error) {
-	return lookup(b, sp, key)
+	return doc{b: b}.lookup(sp, key)
 }
+
+func (d doc) field(sp span, key string) (v span, ok bool, err error) { return d.lookup(sp, key) }
 
 // requestField returns the value of key in the object at sp of a request,
 // matched exactly, as providers read a request's keys; ok is false when
@@ -298,16 +391,20 @@ func requestField(b []byte, sp span, key string) (v span, ok bool, err error) {
 // at follows path (string keys and int indexes) from the value at sp. A
 // missing key or index is ok == false.
 func at(b []byte, sp span, path ...any) (v span, ok bool, err error) {
+	return doc{b: b}.at(sp, path...)
+}
+
+func (d doc) at(sp span, path ...any) (v span, ok bool, err error) {
 	v = sp
 	for _, p := range path {
 		switch p := p.(type) {
 		case string:
-			v, ok, err = field(b, v, p)
+			v, ok, err = d.field(v, p)
 			if err != nil || !ok {
 				return span{}, false, err
 			}
 		case int:
-			es, err := arrayElems(b, v)
+			es, err := d.arrayElems(v)
 			if err != nil {
 				return span{}, false, err
 			}
@@ -463,12 +560,23 @@ func plainString(q []byte) (string, bool) {
 }
 
 // optStr is the string at key of the object at sp, "" when absent or null.
-func optStr(b []byte, sp span, key string) (string, error) {
-	v, ok, err := field(b, sp, key)
-	if err != nil || !ok || kind(b, v) == 'n' {
+func optStr(b []byte, sp span, key string) (string, error) { return doc{b: b}.optStr(sp, key) }
+
+func (d doc) optStr(sp span, key string) (string, error) {
+	v, ok, err := d.field(sp, key)
+	if err != nil || !ok || kind(d.b, v) == 'n' {
 		return "", err
 	}
-	return str(b, v)
+	return str(d.b, v)
+}
+
+// foundStr is optStr of a member fields found: its string, "" when
+// absent or null.
+func (d doc) foundStr(f found) (string, error) {
+	if f.err != nil || !f.ok || kind(d.b, f.v) == 'n' {
+		return "", f.err
+	}
+	return str(d.b, f.v)
 }
 
 // raw returns the bytes of sp.

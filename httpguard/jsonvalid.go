@@ -1,5 +1,10 @@
 package httpguard
 
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
 // validJSON reports whether b is one JSON value, as json.Valid does, in
 // one pass without encoding/json's scanner, which calls a function per
 // byte: a guarded body is checked once, whole, before its spans are read
@@ -8,9 +13,20 @@ package httpguard
 // RFC 8259, strings with invalid UTF-8 (encoding/json reads them with
 // U+FFFD) but no control character, and at most maxNesting levels of
 // objects and arrays.
-func validJSON(b []byte) bool {
-	var buf [64]byte
-	stack := buf[:0] // the open containers, '{' or '['
+func validJSON(b []byte) bool { return checkJSON(b, nil) }
+
+// checkJSON is validJSON, and when nests is not nil it appends to
+// *nests the span of every object and array of b, in the order of their
+// starts (parseDoc's index). *nests is meaningful only when b is valid.
+func checkJSON(b []byte, nests *[]nest) bool {
+	// The open containers: their first byte, '{' or '[', and where
+	// nests holds their span.
+	type open struct {
+		c    byte
+		nest int
+	}
+	var buf [64]open
+	stack := buf[:0]
 	i := skipSpace(b, 0)
 	for {
 		// A value starts at i.
@@ -22,11 +38,19 @@ func validJSON(b []byte) bool {
 			if len(stack) >= maxNesting {
 				return false
 			}
-			stack = append(stack, c)
+			o := open{c: c}
+			if nests != nil {
+				o.nest = len(*nests)
+				*nests = append(*nests, nest{start: int32(i)})
+			}
+			stack = append(stack, o)
 			i = skipSpace(b, i+1)
 			if i < len(b) && b[i] == c+2 { // '}' or ']'
 				stack = stack[:len(stack)-1]
 				i++
+				if nests != nil {
+					(*nests)[o.nest].end = int32(i)
+				}
 				break
 			}
 			if c == '{' {
@@ -69,16 +93,19 @@ func validJSON(b []byte) bool {
 				return false
 			}
 			top := stack[len(stack)-1]
-			if b[i] == top+2 {
+			if b[i] == top.c+2 {
 				stack = stack[:len(stack)-1]
 				i++
+				if nests != nil {
+					(*nests)[top.nest].end = int32(i)
+				}
 				continue
 			}
 			if b[i] != ',' {
 				return false
 			}
 			i = skipSpace(b, i+1)
-			if top == '{' {
+			if top.c == '{' {
 				if i = keyThenColon(b, i); i < 0 {
 					return false
 				}
@@ -113,6 +140,18 @@ func keyThenColon(b []byte, i int) int {
 // other than \" \\ \/ \b \f \n \r \t and \u with four hex digits.
 func validString(b []byte, i int) int {
 	for i++; i < len(b); i++ {
+		// Skip to the first quote, backslash or control character,
+		// eight bytes at a time (see bytesEqual).
+		for ; i+8 <= len(b); i += 8 {
+			x := binary.LittleEndian.Uint64(b[i:])
+			if m := bytesEqual(x, '"') | bytesEqual(x, '\\') | bytesBelow(x, ' '); m != 0 {
+				i += bits.TrailingZeros64(m) / 8
+				break
+			}
+		}
+		if i >= len(b) {
+			break
+		}
 		switch c := b[i]; {
 		case c == '"':
 			return i + 1

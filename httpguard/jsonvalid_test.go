@@ -70,3 +70,18 @@ func BenchmarkValidJSON(b *testing.B) {
 		})
 	}
 }
+
+// validJSON refuses a control byte in a string, and takes the bytes
+// around it, wherever it falls among the eight bytes validString reads
+// at once, as json.Valid does.
+func TestValidJSONStringBytes(t *testing.T) {
+	for _, c := range []byte{0x00, 0x01, 0x0a, 0x1f, ' ', '!', '"', '\\', 0x7f, 0x80, 0xff} {
+		for n := 0; n <= 17; n++ {
+			for _, s := range []string{`"` + strings.Repeat("a", n) + string(c) + `"`, `["` + strings.Repeat("é", n) + string(c) + `xxxxxxxx"]`} {
+				if got, want := validJSON([]byte(s)), json.Valid([]byte(s)); got != want {
+					t.Errorf("validJSON(%q) = %v, json.Valid %v", s, got, want)
+				}
+			}
+		}
+	}
+}

@@ -141,6 +141,11 @@ func foldRune(r rune) rune {
 // lookup finds key in the object at sp by the rule above: the value of the
 // one member spelled exactly, ok false when no member matches.
 func lookup(b []byte, sp span, key string) (v span, ok bool, err error) {
+	return doc{b: b}.lookup(sp, key)
+}
+
+func (d doc) lookup(sp span, key string) (v span, ok bool, err error) {
+	b := d.b
 	i, err := firstMember(b, sp)
 	if err != nil || i < 0 {
 		return span{}, false, err
@@ -148,7 +153,7 @@ func lookup(b []byte, sp span, key string) (v span, ok bool, err error) {
 	plain := plainASCII(key)
 	folded := false
 	for {
-		k, mv, next, err := scanMember(b, sp, i)
+		k, mv, next, err := d.scanMember(sp, i)
 		if err != nil {
 			return span{}, false, err
 		}
@@ -175,6 +180,86 @@ func lookup(b []byte, sp span, key string) (v span, ok bool, err error) {
 		return span{}, false, keyCase(key)
 	}
 	return v, ok, nil
+}
+
+// found is what lookup returns for one key: fields' result.
+type found struct {
+	v      span
+	ok     bool
+	err    error
+	folded bool // a member matched the key without regard to case only (fields' state)
+}
+
+// fields looks up each of keys, protocol keys (ASCII without a backslash
+// or quote; any other is read by lookup), in the object at sp in one pass
+// over its members: out[i] is
+// what lookup(b, sp, keys[i]) returns, so that a reader of several members
+// of one object reads its bytes once and still meets each key's error
+// where it asks for that key. out must be as long as keys.
+func (d doc) fields(sp span, keys []string, out []found) {
+	b := d.b
+	clear(out)
+	for _, key := range keys {
+		if !plainASCII(key) { // not a protocol key: one lookup each
+			for j, key := range keys {
+				out[j].v, out[j].ok, out[j].err = d.lookup(sp, key)
+			}
+			return
+		}
+	}
+	i, err := firstMember(b, sp)
+	if err != nil || i < 0 {
+		for j := range keys {
+			out[j].err = err
+		}
+		return
+	}
+	for {
+		k, mv, next, err := d.scanMember(sp, i)
+		// A member key without an escape or a non-ASCII byte (nearly
+		// all) matches a plain key of its length alone: matchKey's
+		// answer, asked once per member instead of once per key.
+		var q []byte
+		plain := false
+		if err == nil {
+			q = raw(b, k)
+			plain = plainASCII(q[1 : len(q)-1])
+		}
+		for j, key := range keys {
+			f := &out[j]
+			if f.err != nil {
+				continue // lookup would have stopped at its error
+			}
+			if err != nil {
+				*f = found{err: err}
+				continue
+			}
+			if plain && len(q)-2 != len(key) {
+				continue // keyOther
+			}
+			m, err := matchKey(q, key, true)
+			switch {
+			case err != nil:
+				*f = found{err: err}
+			case m == keyOther:
+			case f.ok || f.folded:
+				*f = found{err: duplicateKey(key)}
+			case m == keyFolded:
+				f.folded = true
+			default:
+				f.v, f.ok = mv, true
+			}
+		}
+		if err != nil || next < 0 {
+			break
+		}
+		i = next
+	}
+	for j := range keys {
+		if f := &out[j]; f.err == nil && f.folded {
+			*f = found{err: keyCase(keys[j])}
+		}
+	}
 }
 
 // decodeResponse decodes the response JSON b into v, a pointer to a struct

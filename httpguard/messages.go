@@ -178,31 +178,37 @@ func checkBlockType(typ string) error {
 // positions among them of the tool_use blocks; a block of a type it does
 // not know is unguardable.
 func messagesToolUses(b []byte) (blocks []span, uses []int, err error) {
-	r, err := parseBody(b)
+	_, blocks, uses, err = messagesToolUsesDoc(b)
+	return blocks, uses, err
+}
+
+// messagesToolUsesDoc is messagesToolUses, with the response's doc.
+func messagesToolUsesDoc(b []byte) (d doc, blocks []span, uses []int, err error) {
+	d, r, err := parseDoc(b)
 	if err != nil {
-		return nil, nil, err
+		return doc{}, nil, nil, err
 	}
-	c, ok, err := field(b, r, "content")
+	c, ok, err := d.field(r, "content")
 	if err != nil || !ok || kind(b, c) == 'n' {
-		return nil, nil, err
+		return d, nil, nil, err
 	}
-	blocks, err = arrayElems(b, c)
+	blocks, err = d.arrayElems(c)
 	if err != nil {
-		return nil, nil, err
+		return d, nil, nil, err
 	}
 	for i, bl := range blocks {
-		typ, err := optStr(b, bl, "type")
+		typ, err := d.optStr(bl, "type")
 		if err != nil {
-			return nil, nil, err
+			return d, nil, nil, err
 		}
 		if err := checkBlockType(typ); err != nil {
-			return nil, nil, err
+			return d, nil, nil, err
 		}
 		if typ == "tool_use" {
 			uses = append(uses, i)
 		}
 	}
-	return blocks, uses, nil
+	return d, blocks, uses, nil
 }
 
 // anthropicUnread is why an Anthropic answer that is not the JSON of the
@@ -216,26 +222,27 @@ func (messagesWire) calls(resp []byte) ([]wireCall, error) {
 
 // messagesCalls is messagesWire.calls.
 func messagesCalls(resp []byte) ([]wireCall, error) {
-	blocks, uses, err := messagesToolUses(resp)
+	d, blocks, uses, err := messagesToolUsesDoc(resp)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]wireCall, 0, len(uses))
 	for _, u := range uses {
-		bl := blocks[u]
-		id, err := optStr(resp, bl, "id")
+		var f [3]found
+		d.fields(blocks[u], []string{"id", "name", "input"}, f[:])
+		id, err := d.foundStr(f[0])
 		if err != nil {
 			return nil, err
 		}
-		name, err := optStr(resp, bl, "name")
+		name, err := d.foundStr(f[1])
 		if err != nil {
 			return nil, err
 		}
 		var args []byte
-		if in, ok, err := field(resp, bl, "input"); err != nil {
-			return nil, err
-		} else if ok {
-			if args, err = objectArgs(resp, in); err != nil {
+		if in := f[2]; in.err != nil {
+			return nil, in.err
+		} else if in.ok {
+			if args, err = objectArgs(resp, in.v); err != nil {
 				return nil, err
 			}
 		}

@@ -107,27 +107,36 @@ const ollamaUnread = "ollama answer not in the protocol's shape"
 // ollamaMessage returns the span of the response's message; ok is false
 // when it has none (or null).
 func ollamaMessage(b []byte) (sp span, ok bool, err error) {
-	r, err := parseBody(b)
+	_, sp, ok, err = ollamaMessageDoc(b)
+	return sp, ok, err
+}
+
+// ollamaMessageDoc is ollamaMessage, with the response's doc.
+func ollamaMessageDoc(b []byte) (d doc, sp span, ok bool, err error) {
+	d, r, err := parseDoc(b)
 	if err != nil {
-		return span{}, false, err
+		return doc{}, span{}, false, err
 	}
-	m, ok, err := field(b, r, "message")
+	m, ok, err := d.field(r, "message")
 	if err != nil || !ok || kind(b, m) == 'n' {
-		return span{}, false, err
+		return d, span{}, false, err
 	}
 	if kind(b, m) != '{' {
-		return span{}, false, fmt.Errorf("%w: message is not an object", errJSON)
+		return d, span{}, false, fmt.Errorf("%w: message is not an object", errJSON)
 	}
-	return m, true, nil
+	return d, m, true, nil
 }
 
 // ollamaToolCalls returns the spans of the message's tool calls, in order.
-func ollamaToolCalls(b []byte, msg span) ([]span, error) {
-	tc, ok, err := field(b, msg, "tool_calls")
+func ollamaToolCalls(b []byte, msg span) ([]span, error) { return ollamaToolCallsDoc(doc{b: b}, msg) }
+
+func ollamaToolCallsDoc(d doc, msg span) ([]span, error) {
+	b := d.b
+	tc, ok, err := d.field(msg, "tool_calls")
 	if err != nil || !ok || kind(b, tc) == 'n' {
 		return nil, err
 	}
-	es, err := arrayElems(b, tc)
+	es, err := d.arrayElems(tc)
 	if err != nil {
 		return nil, err
 	}
@@ -140,31 +149,34 @@ func ollamaToolCalls(b []byte, msg span) ([]span, error) {
 }
 
 // ollamaFunctions returns the function span of each of the response's
-// tool calls, in order, and each call's id ("" when it has none).
-func ollamaFunctions(b []byte) (fns []span, ids []string, err error) {
-	msg, ok, err := ollamaMessage(b)
+// tool calls, in order, and each call's id ("" when it has none), and the
+// response's doc.
+func ollamaFunctions(b []byte) (d doc, fns []span, ids []string, err error) {
+	d, msg, ok, err := ollamaMessageDoc(b)
 	if err != nil || !ok {
-		return nil, nil, err
+		return d, nil, nil, err
 	}
-	tcs, err := ollamaToolCalls(b, msg)
+	tcs, err := ollamaToolCallsDoc(d, msg)
 	if err != nil {
-		return nil, nil, err
+		return d, nil, nil, err
 	}
 	for i, tc := range tcs {
-		id, err := optStr(b, tc, "id")
+		var f [2]found
+		d.fields(tc, []string{"id", "function"}, f[:])
+		id, err := d.foundStr(f[0])
 		if err != nil {
-			return nil, nil, err
+			return d, nil, nil, err
 		}
-		fn, ok, err := field(b, tc, "function")
+		fn, ok, err := f[1].v, f[1].ok, f[1].err
 		if err != nil {
-			return nil, nil, err
+			return d, nil, nil, err
 		}
 		if !ok || kind(b, fn) != '{' {
-			return nil, nil, fmt.Errorf("%w: tool call %d without function", errJSON, i)
+			return d, nil, nil, fmt.Errorf("%w: tool call %d without function", errJSON, i)
 		}
 		fns, ids = append(fns, fn), append(ids, id)
 	}
-	return fns, ids, nil
+	return d, fns, ids, nil
 }
 
 func (ollamaWire) calls(resp []byte) ([]wireCall, error) {
@@ -174,13 +186,13 @@ func (ollamaWire) calls(resp []byte) ([]wireCall, error) {
 
 // ollamaCalls is ollamaWire.calls.
 func ollamaCalls(resp []byte) ([]wireCall, error) {
-	fns, ids, err := ollamaFunctions(resp)
+	d, fns, ids, err := ollamaFunctions(resp)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]wireCall, 0, len(fns))
 	for i, fn := range fns {
-		c, err := ollamaFunction(resp, fn)
+		c, err := ollamaFunctionDoc(d, fn)
 		if err != nil {
 			return nil, err
 		}
@@ -191,16 +203,20 @@ func ollamaCalls(resp []byte) ([]wireCall, error) {
 }
 
 // ollamaFunction reads the function at fn of b: its name and arguments.
-func ollamaFunction(b []byte, fn span) (wireCall, error) {
-	name, err := optStr(b, fn, "name")
+func ollamaFunction(b []byte, fn span) (wireCall, error) { return ollamaFunctionDoc(doc{b: b}, fn) }
+
+func ollamaFunctionDoc(d doc, fn span) (wireCall, error) {
+	var f [2]found
+	d.fields(fn, []string{"name", "arguments"}, f[:])
+	name, err := d.foundStr(f[0])
 	if err != nil {
 		return wireCall{}, err
 	}
 	var args []byte
-	if a, ok, err := field(b, fn, "arguments"); err != nil {
-		return wireCall{}, err
-	} else if ok && kind(b, a) != 'n' {
-		if args, err = objectArgs(b, a); err != nil {
+	if a := f[1]; a.err != nil {
+		return wireCall{}, a.err
+	} else if a.ok && kind(d.b, a.v) != 'n' {
+		if args, err = objectArgs(d.b, a.v); err != nil {
 			return wireCall{}, err
 		}
 	}
@@ -209,7 +225,7 @@ func ollamaFunction(b []byte, fn span) (wireCall, error) {
 
 // accept writes args[i] as the i-th call's arguments object.
 func (ollamaWire) accept(resp []byte, args [][]byte) ([]byte, error) {
-	fns, _, err := ollamaFunctions(resp)
+	_, fns, _, err := ollamaFunctions(resp)
 	if err != nil {
 		return nil, unreadable(ollamaUnread, err)
 	}

@@ -303,33 +303,39 @@ func requestRoot(body []byte) (span, error) {
 // type the wire code does not know, or an output it cannot read, is an
 // *unguardableError.
 func responsesOutput(b []byte) (items []span, calls []int, kinds []itemKind, err error) {
-	r, err := parseBody(b)
+	_, items, calls, kinds, err = responsesOutputDoc(b)
+	return items, calls, kinds, err
+}
+
+// responsesOutputDoc is responsesOutput, with the response's doc.
+func responsesOutputDoc(b []byte) (d doc, items []span, calls []int, kinds []itemKind, err error) {
+	d, r, err := parseDoc(b)
 	if err != nil {
-		return nil, nil, nil, unguardable("a response that is not a JSON object", err)
+		return doc{}, nil, nil, nil, unguardable("a response that is not a JSON object", err)
 	}
-	o, ok, err := field(b, r, "output")
+	o, ok, err := d.field(r, "output")
 	if err != nil {
-		return nil, nil, nil, unguardable("a response whose output cannot be read", err)
+		return d, nil, nil, nil, unguardable("a response whose output cannot be read", err)
 	}
 	if !ok || kind(b, o) == 'n' {
-		return nil, nil, nil, nil
+		return d, nil, nil, nil, nil
 	}
-	if items, err = arrayElems(b, o); err != nil {
-		return nil, nil, nil, unguardable("a response whose output cannot be read", err)
+	if items, err = d.arrayElems(o); err != nil {
+		return d, nil, nil, nil, unguardable("a response whose output cannot be read", err)
 	}
 	kinds = make([]itemKind, len(items))
 	for i, it := range items {
-		typ, err := optStr(b, it, "type")
+		typ, err := d.optStr(it, "type")
 		if err != nil {
-			return nil, nil, nil, unguardable("an output item whose type cannot be read", err)
+			return d, nil, nil, nil, unguardable("an output item whose type cannot be read", err)
 		}
 		k := responsesItemKind(typ)
 		if k == 0 {
-			return nil, nil, nil, unguardable("an output item of a type the guard does not know", fmt.Errorf("type %q", typ))
+			return d, nil, nil, nil, unguardable("an output item of a type the guard does not know", fmt.Errorf("type %q", typ))
 		}
 		if typ == "tool_search_call" {
 			if k, err = toolSearchKind(b, it); err != nil {
-				return nil, nil, nil, err
+				return d, nil, nil, nil, err
 			}
 		}
 		kinds[i] = k
@@ -337,7 +343,7 @@ func responsesOutput(b []byte) (items []span, calls []int, kinds []itemKind, err
 			calls = append(calls, i)
 		}
 	}
-	return items, calls, kinds, nil
+	return d, items, calls, kinds, nil
 }
 
 // toolSearchKind is the kind of the tool_search_call at it: a search OpenAI
@@ -359,26 +365,27 @@ func toolSearchKind(b []byte, it span) (itemKind, error) {
 // calls reads the function calls of resp, in order: the output's other
 // items are not guard calls (see itemKind).
 func (responsesWire) calls(resp []byte) ([]wireCall, error) {
-	items, calls, _, err := responsesOutput(resp)
+	d, items, calls, _, err := responsesOutputDoc(resp)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]wireCall, 0, len(calls))
 	for _, c := range calls {
-		it := items[c]
-		id, err := optStr(resp, it, "call_id")
+		var f [4]found
+		d.fields(items[c], []string{"call_id", "name", "arguments", "namespace"}, f[:])
+		id, err := d.foundStr(f[0])
 		if err != nil {
 			return nil, unguardable("a function call that cannot be read", err)
 		}
-		name, err := optStr(resp, it, "name")
+		name, err := d.foundStr(f[1])
 		if err != nil {
 			return nil, unguardable("a function call that cannot be read", err)
 		}
-		args, err := optStr(resp, it, "arguments")
+		args, err := d.foundStr(f[2])
 		if err != nil {
 			return nil, unguardable("a function call that cannot be read", err)
 		}
-		ns, err := optStr(resp, it, "namespace")
+		ns, err := d.foundStr(f[3])
 		if err != nil {
 			return nil, unguardable("a function call that cannot be read", err)
 		}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -330,9 +331,36 @@ func parseBody(b []byte) (span, error) {
 	if !validJSON(b) {
 		return span{}, errJSON
 	}
-	sp, err := root(b)
-	if err != nil {
-		return span{}, err
+	return objectRoot(b)
+}
+
+// parseDoc is parseBody, with the body's doc: its objects' and arrays'
+// spans noted in the same pass.
+func parseDoc(b []byte) (doc, span, error) {
+	d := doc{b: b}
+	if len(b) > math.MaxInt32 {
+		// Past what a nest holds: read without an index.
+		if !validJSON(b) {
+			return doc{}, span{}, errJSON
+		}
+	} else {
+		// Room for every object and array, in one allocation: there
+		// are at most as many as their opening bytes.
+		d.nests = make([]nest, 0, bytes.Count(b, []byte("{"))+bytes.Count(b, []byte("[")))
+		if !checkJSON(b, &d.nests) {
+			return doc{}, span{}, errJSON
+		}
+	}
+	sp, err := objectRoot(b)
+	return d, sp, err
+}
+
+// objectRoot returns the span of the object b, valid JSON, is: its bytes
+// but the space around them (a value neither starts nor ends with space).
+func objectRoot(b []byte) (span, error) {
+	sp := span{skipSpace(b, 0), len(b)}
+	for sp.end > sp.start && isSpace(b[sp.end-1]) {
+		sp.end--
 	}
 	if kind(b, sp) != '{' {
 		return span{}, fmt.Errorf("%w: want an object", errJSON)
