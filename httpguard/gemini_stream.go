@@ -11,19 +11,20 @@ import (
 // (streamEvent.parsed) so that the gates outside never parse the chunk
 // again.
 type geminiChunk struct {
-	cand span // zero when the chunk has no candidate
-	hasC bool
-	// first is candidates[0], where a chunk is rewritten (withParts).
-	first span
-	role  span // content.role when a string; zero otherwise
+	cand   span // zero when the chunk has no candidate
+	role   span // content.role when a string; zero otherwise
+	finish span // finishReason when not null; zero otherwise
+	// id is the top level's responseId when it is a string; zero
+	// otherwise.
+	id    span
 	parts []span
+	// fcs are, beside parts, the spans of their functionCall members
+	// that are objects (the calls geminiCalls reads), zero for the other
+	// parts; nil when the chunk has no call.
+	fcs []span
 	// firstCall is the index in parts of the first part with a
 	// functionCall member (isCallPart), -1 when none.
 	firstCall int
-	// calls are the parts whose functionCall is an object, the calls
-	// geminiCalls reads, in order; nil when none.
-	calls  []geminiPartCall
-	finish span // finishReason when not null; zero otherwise
 	// malformed: the finishReason is MALFORMED_FUNCTION_CALL, a call the
 	// API could not read.
 	malformed bool
@@ -31,144 +32,24 @@ type geminiChunk struct {
 	// chunk, or one whose index is not 0); otherCalls: one of them holds
 	// a function call.
 	other, otherCalls bool
-	// id is the top level's responseId when it is a string; zero
-	// otherwise.
-	id span
 	// hasCands, hasContent, hasFinish: the top level has candidates, the
 	// first candidate content, finishReason (of any value): the members
 	// assemble sets in place rather than adds (see calls).
 	hasCands, hasContent, hasFinishMember bool
 }
 
-// geminiPartCall is a part of a chunk whose functionCall is an object:
-// the part's index in geminiChunk.parts and the functionCall's span.
-type geminiPartCall struct {
-	part int
-	fc   span
-}
+// hasCand reports whether the chunk has a first candidate.
+func (c *geminiChunk) hasCand() bool { return c.cand != span{} }
 
 // hasFinish reports whether the chunk's candidate has a finishReason.
 func (c *geminiChunk) hasFinish() bool { return c.finish != span{} }
 
-// geminiChunkOf returns ev's chunk: the one a gate parsed, else parsed
-// now.
-func geminiChunkOf(ev streamEvent) (*geminiChunk, error) {
+// chunkOf returns ev's chunk: the one a gate parsed, else parsed now.
+func (p *geminiParser) chunkOf(ev streamEvent) (*geminiChunk, error) {
 	if c, ok := ev.parsed.(*geminiChunk); ok {
 		return c, nil
 	}
-	return parseGeminiChunk(ev.Data)
-}
-
-func parseGeminiChunk(b []byte) (*geminiChunk, error) {
-	r, err := parseBody(b)
-	if err != nil {
-		return nil, err
-	}
-	if e, ok, err := field(b, r, "error"); err != nil {
-		return nil, err
-	} else if ok && kind(b, e) != 'n' {
-		return nil, &upstreamStreamError{Data: append([]byte(nil), b...)}
-	}
-	c := &geminiChunk{firstCall: -1}
-	if id, ok, err := field(b, r, "responseId"); err == nil && ok && kind(b, id) == '"' {
-		c.id = id
-	}
-	cs, ok, err := field(b, r, "candidates")
-	c.hasCands = ok
-	if err != nil || !ok || kind(b, cs) == 'n' {
-		return c, err
-	}
-	es, err := arrayElems(b, cs)
-	if err != nil || len(es) == 0 {
-		return c, err
-	}
-	c.first = es[0]
-	if err := c.candidates(b, es); err != nil {
-		return nil, err
-	}
-	if !c.hasC {
-		return c, nil
-	}
-	if err := c.candidate(b); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// candidates finds, among the chunk's candidates es, the first one's (index
-// 0) and notes whether others hold calls.
-func (c *geminiChunk) candidates(b []byte, es []span) error {
-	for _, e := range es {
-		idx := 0
-		if kind(b, e) == '{' {
-			if i, ok, err := field(b, e, "index"); err != nil {
-				return err
-			} else if ok && kind(b, i) != 'n' && string(raw(b, i)) != "0" {
-				idx = -1 // another candidate's
-			}
-		}
-		if idx == 0 && !c.hasC {
-			c.cand, c.hasC = e, true
-			continue
-		}
-		c.other = true
-		calls, err := candidateCalls(b, e)
-		if err != nil {
-			return err
-		}
-		c.otherCalls = c.otherCalls || calls
-	}
-	return nil
-}
-
-// candidate reads the first candidate's finish reason, role and parts,
-// and which parts are calls.
-func (c *geminiChunk) candidate(b []byte) error {
-	if f, ok, err := field(b, c.cand, "finishReason"); err != nil {
-		return err
-	} else if c.hasFinishMember = ok; ok && kind(b, f) != 'n' {
-		c.finish = f
-		c.malformed = string(raw(b, f)) == `"`+geminiMalformed+`"`
-	}
-	content, ok, err := field(b, c.cand, "content")
-	c.hasContent = ok
-	if err != nil || !ok || kind(b, content) != '{' {
-		return err
-	}
-	if role, ok, err := field(b, content, "role"); err != nil {
-		return err
-	} else if ok && kind(b, role) != 'n' {
-		if kind(b, role) != '"' {
-			return fmt.Errorf("%w: want a string", errJSON) // as optStr
-		}
-		c.role = role
-	}
-	ps, ok, err := field(b, content, "parts")
-	if err != nil || !ok || kind(b, ps) == 'n' {
-		return err
-	}
-	if c.parts, err = arrayElems(b, ps); err != nil {
-		return err
-	}
-	for i, p := range c.parts {
-		if kind(b, p) != '{' {
-			continue // checkFields passes it; geminiCalls refuses it
-		}
-		fc, call, err := field(b, p, "functionCall")
-		if err != nil {
-			return err
-		}
-		if err := checkFields(b, p, "text", "thought"); err != nil {
-			return err
-		}
-		if call && c.firstCall < 0 {
-			c.firstCall = i
-		}
-		if call && kind(b, fc) == '{' {
-			c.calls = append(c.calls, geminiPartCall{i, fc})
-		}
-	}
-	return nil
+	return p.parse(ev.Data)
 }
 
 // isAnswerPart reports whether the part at sp is answer text: a text part
@@ -196,9 +77,10 @@ func isCallPart(b []byte, sp span) bool {
 // that the response is built only when a stage reads it.
 type geminiAssembler struct {
 	budget
-	last  []byte
-	chunk *geminiChunk // last parsed: the gate reads it, never parsing the chunk again
-	cand  []byte
+	parser geminiParser
+	last   []byte
+	chunk  *geminiChunk // last parsed: the gate reads it, never parsing the chunk again
+	cand   []byte
 	// candSet: cand has the members assemble sets (content, and
 	// finishReason when finish is set), so assembling it cannot fail.
 	candSet, candFinish bool
@@ -236,7 +118,7 @@ func (a *geminiAssembler) add(ev streamEvent) (bool, error) {
 // is never written to), kept as they are.
 func (a *geminiAssembler) addChunk(ev streamEvent) (bool, error) {
 	b := ev.Data
-	c, err := geminiChunkOf(ev)
+	c, err := a.parser.chunkOf(ev)
 	if err != nil {
 		return false, err
 	}
@@ -249,7 +131,7 @@ func (a *geminiAssembler) addChunk(ev streamEvent) (bool, error) {
 	if a.several && a.called {
 		return false, unguardable(severalCandidates, nil)
 	}
-	if !c.hasC {
+	if !c.hasCand() {
 		return false, nil
 	}
 	a.cand = raw(b, c.cand)
@@ -266,7 +148,6 @@ func (a *geminiAssembler) addChunk(ev streamEvent) (bool, error) {
 	if c.hasFinish() {
 		a.finish = raw(b, c.finish)
 	}
-	next := 0 // the next of c.calls
 	for i, p := range c.parts {
 		part := append([]byte(nil), raw(b, p)...) // not the chunk's envelope
 		if err := a.take(len(part)); err != nil {
@@ -278,9 +159,8 @@ func (a *geminiAssembler) addChunk(ev streamEvent) (bool, error) {
 			if _, _, err := field(part, span{0, len(part)}, "functionCall"); err != nil && a.partErr == nil {
 				a.partErr = err
 			}
-		case next < len(c.calls) && c.calls[next].part == i:
-			fc := c.calls[next].fc
-			next++
+		case c.fcs != nil && c.fcs[i] != span{}:
+			fc := c.fcs[i]
 			a.list(part, span{fc.start - p.start, fc.end - p.start})
 		}
 	}
@@ -496,7 +376,7 @@ func (g *geminiGate) event(ev streamEvent) (bool, error) {
 	for i := range parts {
 		parts[i] = raw(b, c.parts[i])
 	}
-	out, err := withPartsAt(b, c.first, parts, true)
+	out, err := withParts(b, parts, true)
 	if err != nil {
 		return false, err
 	}

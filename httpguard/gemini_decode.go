@@ -1,0 +1,631 @@
+package httpguard
+
+import "fmt"
+
+// Gemini's stream decoder: a chunk is checked whole by validJSON, then
+// read in one pass that descends into what the gate reads (candidates,
+// a candidate's content, its parts) and steps over the rest. Each object
+// on that path is scanned once for all the keys read of it, by lookup's
+// rule kept per key (keyFind), and the errors are told in the order the
+// field-by-field reading told them (the oracle in gemini_decode_test.go,
+// held to this one by TestGeminiChunkParsedAsBefore and
+// FuzzGeminiChunk).
+
+// keyFind is what lookup finds of one key in an object, kept over a
+// single pass of its members so that the pass serves several keys: the
+// value of the member spelled exactly, and whether a second member, or a
+// member matching only without regard to case, was seen.
+type keyFind struct {
+	v               span
+	ok, folded, dup bool
+}
+
+// next reports whether a member matching as m would be the value found:
+// the key spelled exactly, with no member matched before it.
+func (f *keyFind) next(m keyMatch) bool { return m == keyExact && !f.ok && !f.folded }
+
+// see takes a member whose key matches as m, with its value v.
+func (f *keyFind) see(m keyMatch, v span) {
+	switch {
+	case m == keyOther:
+	case f.ok || f.folded:
+		f.dup = true
+	case m == keyFolded:
+		f.folded = true
+	default:
+		f.v, f.ok = v, true
+	}
+}
+
+// result is what lookup returns for key after the members seen.
+func (f *keyFind) result(key string) (span, bool, error) {
+	switch {
+	case f.dup:
+		return span{}, false, duplicateKey(key)
+	case f.folded:
+		return span{}, false, keyCase(key)
+	}
+	return f.v, f.ok, nil
+}
+
+// scanKey is the quoted key of an object member, matched against the
+// keys a pass looks up (matchKey, its plain-ASCII test made once).
+type scanKey struct {
+	q     []byte
+	plain bool
+}
+
+func newScanKey(q []byte) scanKey {
+	return scanKey{q: q, plain: plainASCII(q[1 : len(q)-1])}
+}
+
+// match is matchKey(k.q, key, true), key a protocol key (plain ASCII).
+func (k scanKey) match(key string) (keyMatch, error) {
+	s := k.q[1 : len(k.q)-1]
+	if !k.plain || len(s) == len(key) {
+		return matchKey(k.q, key, true)
+	}
+	return keyOther, nil
+}
+
+// members iterates over the members of an object of a document validJSON
+// accepted, the caller finding each value's end: key is the member's key,
+// at its value's first byte, and end the object's end after the last.
+type members struct {
+	b   []byte
+	i   int // the next member's key; -1 after the last
+	key scanKey
+	at  int
+	end int
+}
+
+// objectAt starts members over the object at b[i].
+func objectAt(b []byte, i int) members {
+	m := members{b: b, i: skipSpace(b, i+1)}
+	if m.i < len(b) && b[m.i] == '}' {
+		m.i, m.end = -1, m.i+1
+	}
+	return m
+}
+
+// next reads the next member's key, false after the last.
+func (m *members) next() (bool, error) {
+	b, i := m.b, m.i
+	if i < 0 {
+		return false, nil
+	}
+	if i >= len(b) || b[i] != '"' {
+		return false, errJSON
+	}
+	end, err := stringEnd(b, i)
+	if err != nil {
+		return false, err
+	}
+	c := skipSpace(b, end)
+	if c >= len(b) || b[c] != ':' {
+		return false, errJSON
+	}
+	m.key, m.at = newScanKey(b[i:end]), skipSpace(b, c+1)
+	return true, nil
+}
+
+// ended takes the end of the member's value.
+func (m *members) ended(end int) error {
+	end, err := after(m.b, end, '}', &m.i)
+	if m.i < 0 {
+		m.end = end
+	}
+	return err
+}
+
+// after reads what follows a value that ends at b[i] in a container
+// closed by end: next is set to the next member's or element's first
+// byte, -1 after the last, when the container's end is returned.
+func after(b []byte, i int, end byte, next *int) (int, error) {
+	i = skipSpace(b, i)
+	switch {
+	case i >= len(b):
+		return 0, errJSON
+	case b[i] == ',':
+		*next = skipSpace(b, i+1)
+		return 0, nil
+	case b[i] == end:
+		*next = -1
+		return i + 1, nil
+	}
+	return 0, errJSON
+}
+
+// geminiScan is one pass over a chunk: where it stands, and what it read
+// of the first candidate (index 0) and of the candidates before the
+// reading stopped.
+type geminiScan struct {
+	b []byte
+	c *geminiChunk
+	p *geminiParser
+	n int // the candidates read
+	// candsErr is the first error reading the candidates in order (an
+	// index, or another candidate's calls); candErr the first reading
+	// the first candidate (candidate). Both wait for the top level's.
+	candsErr, candErr error
+}
+
+// geminiCand is what the pass read of one candidate: its keys, its
+// content's, and of its parts (in geminiParser.parts) what candidate and
+// candidateCalls read.
+type geminiCand struct {
+	obj                    bool
+	index, finish, content keyFind
+	role, parts            keyFind
+	// partsErr is the first error of the parts as candidate reads them
+	// (a key of an object part), otherErr as candidateCalls reads them (a
+	// part not an object, functionCall's key); calls: a part's
+	// functionCall is an object.
+	partsErr, otherErr error
+	calls              bool
+}
+
+// geminiScanPart is one part as the pass read it: its span, whether it has a
+// functionCall member, and the functionCall's span when an object.
+type geminiScanPart struct {
+	sp, fc span
+	call   bool
+}
+
+// geminiParser parses a stream's chunks and keeps what the parses hand on
+// (the chunk, its parts' spans) in blocks it allocates as the stream
+// grows and never writes again, so that a chunk handed on (held, or to
+// the gates outside) stays as it was parsed. A block no chunk points
+// into any more is garbage: the parser keeps the current one only.
+type geminiParser struct {
+	chunks []geminiChunk
+	spans  []span
+	// made is the chunks and spans of the blocks so far; the next block
+	// is as large (a stream's blocks double), within bounds.
+	madeChunks, madeSpans int
+	// parts is the scratch of the candidate being read, reused.
+	parts []geminiScanPart
+}
+
+// The bounds of the blocks: the first of each is the least, a block past
+// the first as large as those before it, up to the most (a span block
+// larger when one chunk's parts need it).
+const (
+	geminiLeastChunks = 4
+	geminiMostChunks  = 32
+	geminiLeastSpans  = 16
+	geminiMostSpans   = 256
+)
+
+// chunk returns a new zero chunk.
+func (p *geminiParser) chunk() *geminiChunk {
+	if len(p.chunks) == cap(p.chunks) {
+		n := min(max(p.madeChunks, geminiLeastChunks), geminiMostChunks)
+		p.chunks, p.madeChunks = make([]geminiChunk, 0, n), p.madeChunks+n
+	}
+	p.chunks = p.chunks[:len(p.chunks)+1]
+	return &p.chunks[len(p.chunks)-1]
+}
+
+// spanBlock returns n spans of a block, for the parser to fill.
+func (p *geminiParser) spanBlock(n int) []span {
+	if cap(p.spans)-len(p.spans) < n {
+		m := max(min(max(p.madeSpans, geminiLeastSpans), geminiMostSpans), n)
+		p.spans, p.madeSpans = make([]span, 0, m), p.madeSpans+m
+	}
+	l := len(p.spans)
+	p.spans = p.spans[:l+n]
+	return p.spans[l : l+n : l+n]
+}
+
+// parseGeminiChunk parses the chunk b: its first candidate's role, parts,
+// calls and finish reason, whether others hold calls, its responseId.
+// An error member that is not null is the upstream's error
+// (*upstreamStreamError).
+func parseGeminiChunk(b []byte) (*geminiChunk, error) {
+	var p geminiParser
+	return p.parse(b)
+}
+
+// parse is parseGeminiChunk, the chunk and its spans kept in p's blocks.
+func (p *geminiParser) parse(b []byte) (*geminiChunk, error) {
+	if !validJSON(b) {
+		return nil, errJSON
+	}
+	r := skipSpace(b, 0)
+	if kind(b, span{r, len(b)}) != '{' {
+		return nil, fmt.Errorf("%w: want an object", errJSON)
+	}
+	c := p.chunk()
+	c.firstCall = -1
+	s := geminiScan{b: b, c: c, p: p}
+	var errF, idF, candsF keyFind
+	m := objectAt(b, r)
+	for {
+		if more, err := m.next(); err != nil {
+			return nil, err
+		} else if !more {
+			break
+		}
+		me, err := m.key.match("error")
+		if err != nil {
+			return nil, err
+		}
+		mi, err := m.key.match("responseId")
+		if err != nil {
+			return nil, err
+		}
+		mc, err := m.key.match("candidates")
+		if err != nil {
+			return nil, err
+		}
+		var end int
+		if candsF.next(mc) && b[m.at] == '[' {
+			end, err = s.candidates(m.at)
+		} else {
+			end, err = valueEnd(b, m.at)
+		}
+		if err != nil {
+			return nil, err
+		}
+		v := span{m.at, end}
+		errF.see(me, v)
+		idF.see(mi, v)
+		candsF.see(mc, v)
+		if err := m.ended(end); err != nil {
+			return nil, err
+		}
+	}
+	// As the chunk was read field by field: the error member, the
+	// responseId, the candidates, then each candidate in order, then the
+	// first.
+	if e, ok, err := errF.result("error"); err != nil {
+		return nil, err
+	} else if ok && kind(b, e) != 'n' {
+		return nil, &upstreamStreamError{Data: append([]byte(nil), b...)}
+	}
+	if id, ok, err := idF.result("responseId"); err == nil && ok && kind(b, id) == '"' {
+		c.id = id
+	}
+	cs, ok, err := candsF.result("candidates")
+	c.hasCands = ok
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok || kind(b, cs) == 'n':
+		return c, nil
+	case kind(b, cs) != '[':
+		return nil, fmt.Errorf("%w: want an array", errJSON)
+	case s.n == 0:
+		return c, nil // no candidate
+	case s.candsErr != nil:
+		return nil, s.candsErr
+	case s.candErr != nil:
+		return nil, s.candErr
+	}
+	return c, nil
+}
+
+// candidates reads the candidates array at b[i] and returns its end. Each
+// is read in order as the field-by-field reading read it: the first of index
+// 0 is the chunk's candidate (read by candidate), another notes whether
+// it holds calls; past an error the rest is stepped over.
+func (s *geminiScan) candidates(i int) (int, error) {
+	b := s.b
+	j := skipSpace(b, i+1)
+	if j < len(b) && b[j] == ']' {
+		return j + 1, nil
+	}
+	for {
+		var (
+			end int
+			err error
+			e   geminiCand
+		)
+		if s.candsErr == nil && b[j] == '{' {
+			end, err = s.candidate(j, &e)
+		} else {
+			end, err = valueEnd(b, j)
+		}
+		if err != nil {
+			return 0, err
+		}
+		sp := span{j, end}
+		s.n++
+		if s.candsErr == nil {
+			s.candsErr = s.take(sp, &e)
+		}
+		if end, err := after(b, end, ']', &j); err != nil || j < 0 {
+			return end, err
+		}
+	}
+}
+
+// take places the candidate at sp, read as e: the chunk's candidate when
+// it is the first of index 0, else another, whose calls it notes. The
+// error is the candidates' (an index, another's calls).
+func (s *geminiScan) take(sp span, e *geminiCand) error {
+	b, c := s.b, s.c
+	idx := 0
+	if e.obj {
+		i, ok, err := e.index.result("index")
+		if err != nil {
+			return err
+		}
+		if ok && kind(b, i) != 'n' && string(raw(b, i)) != "0" {
+			idx = -1 // another candidate's
+		}
+	}
+	if idx == 0 && !c.hasCand() {
+		c.cand = sp
+		s.candErr = s.first(sp, e)
+		return nil
+	}
+	c.other = true
+	calls, err := e.otherCalls(b)
+	c.otherCalls = c.otherCalls || calls
+	return err
+}
+
+// otherCalls is candidateCalls of the candidate read as e.
+func (e *geminiCand) otherCalls(b []byte) (bool, error) {
+	if !e.obj {
+		return false, nil
+	}
+	content, ok, err := e.content.result("content")
+	if err != nil || !ok || kind(b, content) != '{' {
+		return false, err
+	}
+	ps, ok, err := e.parts.result("parts")
+	if err != nil || !ok || kind(b, ps) != '[' {
+		return false, err
+	}
+	return e.calls, e.otherErr
+}
+
+// first reads the chunk's candidate, at sp and read as e, as
+// geminiChunk.candidate did: its finish reason, role and parts, and which
+// parts are calls (the parts are the scratch's).
+func (s *geminiScan) first(sp span, e *geminiCand) error {
+	b, c := s.b, s.c
+	if !e.obj {
+		return fmt.Errorf("%w: want an object", errJSON)
+	}
+	if f, ok, err := e.finish.result("finishReason"); err != nil {
+		return err
+	} else if c.hasFinishMember = ok; ok && kind(b, f) != 'n' {
+		c.finish = f
+		c.malformed = string(raw(b, f)) == `"`+geminiMalformed+`"`
+	}
+	content, ok, err := e.content.result("content")
+	c.hasContent = ok
+	if err != nil || !ok || kind(b, content) != '{' {
+		return err
+	}
+	if role, ok, err := e.role.result("role"); err != nil {
+		return err
+	} else if ok && kind(b, role) != 'n' {
+		if kind(b, role) != '"' {
+			return fmt.Errorf("%w: want a string", errJSON) // as optStr
+		}
+		c.role = role
+	}
+	ps, ok, err := e.parts.result("parts")
+	if err != nil || !ok || kind(b, ps) == 'n' {
+		return err
+	}
+	if kind(b, ps) != '[' {
+		return fmt.Errorf("%w: want an array", errJSON)
+	}
+	if e.partsErr != nil {
+		return e.partsErr
+	}
+	parts := s.p.parts
+	if len(parts) == 0 {
+		return nil
+	}
+	calls := 0
+	for i, p := range parts {
+		if p.call && c.firstCall < 0 {
+			c.firstCall = i
+		}
+		if p.fc != (span{}) {
+			calls++
+		}
+	}
+	n := len(parts)
+	if calls > 0 {
+		n *= 2
+	}
+	blk := s.p.spanBlock(n)
+	c.parts = blk[:len(parts):len(parts)]
+	for i, p := range parts {
+		c.parts[i] = p.sp
+	}
+	if calls > 0 {
+		c.fcs = blk[len(parts):]
+		for i, p := range parts {
+			c.fcs[i] = p.fc
+		}
+	}
+	return nil
+}
+
+// candidate reads the candidate object at b[i] into e and returns its
+// end: its index, finishReason and content, and of its content (the
+// member spelled exactly, when an object) the role and parts.
+func (s *geminiScan) candidate(i int, e *geminiCand) (int, error) {
+	b := s.b
+	e.obj = true
+	s.p.parts = s.p.parts[:0]
+	m := objectAt(b, i)
+	for {
+		if more, err := m.next(); err != nil {
+			return 0, err
+		} else if !more {
+			return m.end, nil
+		}
+		mi, err := m.key.match("index")
+		if err != nil {
+			return 0, err
+		}
+		mf, err := m.key.match("finishReason")
+		if err != nil {
+			return 0, err
+		}
+		mc, err := m.key.match("content")
+		if err != nil {
+			return 0, err
+		}
+		var end int
+		if e.content.next(mc) && b[m.at] == '{' {
+			end, err = s.content(m.at, e)
+		} else {
+			end, err = valueEnd(b, m.at)
+		}
+		if err != nil {
+			return 0, err
+		}
+		v := span{m.at, end}
+		e.index.see(mi, v)
+		e.finish.see(mf, v)
+		e.content.see(mc, v)
+		if err := m.ended(end); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// content reads the content object at b[i] into e and returns its end:
+// its role and parts, and each part (of the parts spelled exactly, when
+// an array).
+func (s *geminiScan) content(i int, e *geminiCand) (int, error) {
+	b := s.b
+	m := objectAt(b, i)
+	for {
+		if more, err := m.next(); err != nil {
+			return 0, err
+		} else if !more {
+			return m.end, nil
+		}
+		mr, err := m.key.match("role")
+		if err != nil {
+			return 0, err
+		}
+		mp, err := m.key.match("parts")
+		if err != nil {
+			return 0, err
+		}
+		var end int
+		if e.parts.next(mp) && b[m.at] == '[' {
+			end, err = s.partList(m.at, e)
+		} else {
+			end, err = valueEnd(b, m.at)
+		}
+		if err != nil {
+			return 0, err
+		}
+		v := span{m.at, end}
+		e.role.see(mr, v)
+		e.parts.see(mp, v)
+		if err := m.ended(end); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// partList reads the parts array at b[i] into the scratch and e, and
+// returns its end.
+func (s *geminiScan) partList(i int, e *geminiCand) (int, error) {
+	b := s.b
+	s.p.parts = s.p.parts[:0]
+	j := skipSpace(b, i+1)
+	if j < len(b) && b[j] == ']' {
+		return j + 1, nil
+	}
+	for {
+		var (
+			p   geminiScanPart
+			end int
+			err error
+		)
+		if b[j] == '{' {
+			end, err = s.part(j, &p, e)
+		} else {
+			end, err = valueEnd(b, j)
+			if err == nil && e.otherErr == nil {
+				e.otherErr = fmt.Errorf("%w: want an object", errJSON)
+			}
+		}
+		if err != nil {
+			return 0, err
+		}
+		p.sp = span{j, end}
+		s.p.parts = append(s.p.parts, p)
+		if end, err := after(b, end, ']', &j); err != nil || j < 0 {
+			return end, err
+		}
+	}
+}
+
+// part reads the part object at b[i] into p and e, and returns its end:
+// its functionCall, and the text and thought candidate checks.
+func (s *geminiScan) part(i int, p *geminiScanPart, e *geminiCand) (int, error) {
+	b := s.b
+	var fcF, textF, thoughtF keyFind
+	m := objectAt(b, i)
+	for {
+		if more, err := m.next(); err != nil {
+			return 0, err
+		} else if !more {
+			break
+		}
+		mf, err := m.key.match("functionCall")
+		if err != nil {
+			return 0, err
+		}
+		mt, err := m.key.match("text")
+		if err != nil {
+			return 0, err
+		}
+		mh, err := m.key.match("thought")
+		if err != nil {
+			return 0, err
+		}
+		end, err := valueEnd(b, m.at)
+		if err != nil {
+			return 0, err
+		}
+		v := span{m.at, end}
+		fcF.see(mf, v)
+		textF.see(mt, v)
+		thoughtF.see(mh, v)
+		if err := m.ended(end); err != nil {
+			return 0, err
+		}
+	}
+	end := m.end
+	fc, call, err := fcF.result("functionCall")
+	if err != nil {
+		if e.partsErr == nil {
+			e.partsErr = err
+		}
+		if e.otherErr == nil {
+			e.otherErr = err
+		}
+		return end, nil
+	}
+	p.call = call
+	if call && kind(b, fc) == '{' {
+		p.fc = fc
+		e.calls = true
+	}
+	if e.partsErr == nil {
+		if _, _, err := textF.result("text"); err != nil {
+			e.partsErr = err
+		} else if _, _, err := thoughtF.result("thought"); err != nil {
+			e.partsErr = err
+		}
+	}
+	return end, nil
+}
