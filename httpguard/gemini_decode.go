@@ -9,7 +9,10 @@ import "fmt"
 // rule kept per key (keyFind), and the errors are told in the order the
 // field-by-field reading told them (the oracle in gemini_decode_test.go,
 // held to this one by TestGeminiChunkParsedAsBefore and
-// FuzzGeminiChunk).
+// FuzzGeminiChunk). What the pass reads is kept in one geminiScan that
+// parse holds, not in the frames of the functions that descend: a chunk
+// is read where a request's goroutine is already deep, and its stack is
+// grown by copying it.
 
 // keyFind is what lookup finds of one key in an object, kept over a
 // single pass of its members so that the pass serves several keys: the
@@ -48,40 +51,21 @@ func (f *keyFind) result(key string) (span, bool, error) {
 	return f.v, f.ok, nil
 }
 
-// scanKey is the quoted key of an object member, matched against the
-// keys a pass looks up (matchKey, its plain-ASCII test made once).
-type scanKey struct {
-	q     []byte
-	plain bool
-}
-
-func newScanKey(q []byte) scanKey {
-	return scanKey{q: q, plain: plainASCII(q[1 : len(q)-1])}
-}
-
-// match is matchKey(k.q, key, true), key a protocol key (plain ASCII).
-func (k scanKey) match(key string) (keyMatch, error) {
-	s := k.q[1 : len(k.q)-1]
-	if !k.plain || len(s) == len(key) {
-		return matchKey(k.q, key, true)
-	}
-	return keyOther, nil
-}
-
 // members iterates over the members of an object of a document validJSON
-// accepted, the caller finding each value's end: key is the member's key,
-// at its value's first byte, and end the object's end after the last.
+// accepted, the caller finding each value's end: k is the member's key
+// with its quotes (plain: ASCII without an escape), at its value's first
+// byte, and end the object's end after the last member.
 type members struct {
-	b   []byte
-	i   int // the next member's key; -1 after the last
-	key scanKey
-	at  int
-	end int
+	i     int // the next member's key; -1 after the last
+	k     span
+	plain bool
+	at    int
+	end   int
 }
 
 // objectAt starts members over the object at b[i].
 func objectAt(b []byte, i int) members {
-	m := members{b: b, i: skipSpace(b, i+1)}
+	m := members{i: skipSpace(b, i+1)}
 	if m.i < len(b) && b[m.i] == '}' {
 		m.i, m.end = -1, m.i+1
 	}
@@ -89,8 +73,8 @@ func objectAt(b []byte, i int) members {
 }
 
 // next reads the next member's key, false after the last.
-func (m *members) next() (bool, error) {
-	b, i := m.b, m.i
+func (m *members) next(b []byte) (bool, error) {
+	i := m.i
 	if i < 0 {
 		return false, nil
 	}
@@ -105,13 +89,13 @@ func (m *members) next() (bool, error) {
 	if c >= len(b) || b[c] != ':' {
 		return false, errJSON
 	}
-	m.key, m.at = newScanKey(b[i:end]), skipSpace(b, c+1)
+	m.k, m.plain, m.at = span{i, end}, plainASCII(b[i+1:end-1]), skipSpace(b, c+1)
 	return true, nil
 }
 
 // ended takes the end of the member's value.
-func (m *members) ended(end int) error {
-	end, err := after(m.b, end, '}', &m.i)
+func (m *members) ended(b []byte, end int) error {
+	end, err := after(b, end, '}', &m.i)
 	if m.i < 0 {
 		m.end = end
 	}
@@ -136,14 +120,19 @@ func after(b []byte, i int, end byte, next *int) (int, error) {
 	return 0, errJSON
 }
 
-// geminiScan is one pass over a chunk: where it stands, and what it read
-// of the first candidate (index 0) and of the candidates before the
-// reading stopped.
+// geminiScan is one pass over a chunk: what it read of the top level, of
+// the candidate it reads (cand) and of that candidate's part it reads.
 type geminiScan struct {
 	b []byte
 	c *geminiChunk
 	p *geminiParser
-	n int // the candidates read
+	// keyErr is the first error matching a key (matchKey's decodeKey, which
+	// a key of a document validJSON accepted never meets).
+	keyErr                  error
+	errKey, idKey, candsKey keyFind
+	n                       int // the candidates read
+	cand                    geminiCand
+	fcKey, textKey, thought keyFind
 	// candsErr is the first error reading the candidates in order (an
 	// index, or another candidate's calls); candErr the first reading
 	// the first candidate (candidate). Both wait for the top level's.
@@ -164,6 +153,22 @@ type geminiCand struct {
 	partsErr, otherErr error
 	calls              bool
 }
+
+// match is matchKey of the member's key and key, a protocol key (plain
+// ASCII), its plain-ASCII test made once per member.
+func (s *geminiScan) match(m *members, key string) keyMatch {
+	if m.plain && m.k.end-m.k.start-2 != len(key) {
+		return keyOther
+	}
+	km, err := matchKey(raw(s.b, m.k), key, true)
+	if err != nil && s.keyErr == nil {
+		s.keyErr = err
+	}
+	return km
+}
+
+// wantA is the error of a value not of the JSON type the protocol has.
+func wantA(what string) error { return fmt.Errorf("%w: want %s", errJSON, what) }
 
 // geminiScanPart is one part as the pass read it: its span, whether it has a
 // functionCall member, and the functionCall's span when an object.
@@ -233,61 +238,67 @@ func (p *geminiParser) parse(b []byte) (*geminiChunk, error) {
 		return nil, errJSON
 	}
 	r := skipSpace(b, 0)
-	if kind(b, span{r, len(b)}) != '{' {
-		return nil, fmt.Errorf("%w: want an object", errJSON)
+	if b[r] != '{' {
+		return nil, wantA("an object")
 	}
-	c := p.chunk()
-	c.firstCall = -1
-	s := geminiScan{b: b, c: c, p: p}
-	var errF, idF, candsF keyFind
-	m := objectAt(b, r)
+	var s geminiScan
+	s.b, s.c, s.p = b, p.chunk(), p
+	s.c.firstCall = -1
+	if err := s.top(r); err != nil {
+		return nil, err
+	}
+	if s.keyErr != nil {
+		return nil, s.keyErr
+	}
+	return s.chunk()
+}
+
+// top reads the top-level object at b[i]: its error, responseId and
+// candidates.
+func (s *geminiScan) top(i int) error {
+	b := s.b
+	m := objectAt(b, i)
 	for {
-		if more, err := m.next(); err != nil {
-			return nil, err
-		} else if !more {
-			break
+		if more, err := m.next(b); err != nil || !more {
+			return err
 		}
-		me, err := m.key.match("error")
-		if err != nil {
-			return nil, err
-		}
-		mi, err := m.key.match("responseId")
-		if err != nil {
-			return nil, err
-		}
-		mc, err := m.key.match("candidates")
-		if err != nil {
-			return nil, err
-		}
-		var end int
-		if candsF.next(mc) && b[m.at] == '[' {
+		me, mi, mc := s.match(&m, "error"), s.match(&m, "responseId"), s.match(&m, "candidates")
+		var (
+			end int
+			err error
+		)
+		if s.candsKey.next(mc) && b[m.at] == '[' {
 			end, err = s.candidates(m.at)
 		} else {
 			end, err = valueEnd(b, m.at)
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		v := span{m.at, end}
-		errF.see(me, v)
-		idF.see(mi, v)
-		candsF.see(mc, v)
-		if err := m.ended(end); err != nil {
-			return nil, err
+		s.errKey.see(me, v)
+		s.idKey.see(mi, v)
+		s.candsKey.see(mc, v)
+		if err := m.ended(b, end); err != nil {
+			return err
 		}
 	}
-	// As the chunk was read field by field: the error member, the
-	// responseId, the candidates, then each candidate in order, then the
-	// first.
-	if e, ok, err := errF.result("error"); err != nil {
+}
+
+// chunk is the chunk read, or the error, as the chunk was read field by
+// field: the error member, the responseId, the candidates, then each
+// candidate in order, then the first.
+func (s *geminiScan) chunk() (*geminiChunk, error) {
+	b, c := s.b, s.c
+	if e, ok, err := s.errKey.result("error"); err != nil {
 		return nil, err
 	} else if ok && kind(b, e) != 'n' {
 		return nil, &upstreamStreamError{Data: append([]byte(nil), b...)}
 	}
-	if id, ok, err := idF.result("responseId"); err == nil && ok && kind(b, id) == '"' {
+	if id, ok, err := s.idKey.result("responseId"); err == nil && ok && kind(b, id) == '"' {
 		c.id = id
 	}
-	cs, ok, err := candsF.result("candidates")
+	cs, ok, err := s.candsKey.result("candidates")
 	c.hasCands = ok
 	switch {
 	case err != nil:
@@ -295,7 +306,7 @@ func (p *geminiParser) parse(b []byte) (*geminiChunk, error) {
 	case !ok || kind(b, cs) == 'n':
 		return c, nil
 	case kind(b, cs) != '[':
-		return nil, fmt.Errorf("%w: want an array", errJSON)
+		return nil, wantA("an array")
 	case s.n == 0:
 		return c, nil // no candidate
 	case s.candsErr != nil:
@@ -307,9 +318,9 @@ func (p *geminiParser) parse(b []byte) (*geminiChunk, error) {
 }
 
 // candidates reads the candidates array at b[i] and returns its end. Each
-// is read in order as the field-by-field reading read it: the first of index
-// 0 is the chunk's candidate (read by candidate), another notes whether
-// it holds calls; past an error the rest is stepped over.
+// is read in order as the field-by-field reading read it: the first of
+// index 0 is the chunk's candidate (read by candidate), another notes
+// whether it holds calls; past an error the rest is stepped over.
 func (s *geminiScan) candidates(i int) (int, error) {
 	b := s.b
 	j := skipSpace(b, i+1)
@@ -320,20 +331,19 @@ func (s *geminiScan) candidates(i int) (int, error) {
 		var (
 			end int
 			err error
-			e   geminiCand
 		)
+		s.cand = geminiCand{}
 		if s.candsErr == nil && b[j] == '{' {
-			end, err = s.candidate(j, &e)
+			end, err = s.candidate(j)
 		} else {
 			end, err = valueEnd(b, j)
 		}
 		if err != nil {
 			return 0, err
 		}
-		sp := span{j, end}
 		s.n++
 		if s.candsErr == nil {
-			s.candsErr = s.take(sp, &e)
+			s.candsErr = s.take(span{j, end})
 		}
 		if end, err := after(b, end, ']', &j); err != nil || j < 0 {
 			return end, err
@@ -341,11 +351,11 @@ func (s *geminiScan) candidates(i int) (int, error) {
 	}
 }
 
-// take places the candidate at sp, read as e: the chunk's candidate when
-// it is the first of index 0, else another, whose calls it notes. The
-// error is the candidates' (an index, another's calls).
-func (s *geminiScan) take(sp span, e *geminiCand) error {
-	b, c := s.b, s.c
+// take places the candidate at sp, read as s.cand: the chunk's candidate
+// when it is the first of index 0, else another, whose calls it notes.
+// The error is the candidates' (an index, another's calls).
+func (s *geminiScan) take(sp span) error {
+	b, c, e := s.b, s.c, &s.cand
 	idx := 0
 	if e.obj {
 		i, ok, err := e.index.result("index")
@@ -358,7 +368,7 @@ func (s *geminiScan) take(sp span, e *geminiCand) error {
 	}
 	if idx == 0 && !c.hasCand() {
 		c.cand = sp
-		s.candErr = s.first(sp, e)
+		s.candErr = s.first()
 		return nil
 	}
 	c.other = true
@@ -383,13 +393,13 @@ func (e *geminiCand) otherCalls(b []byte) (bool, error) {
 	return e.calls, e.otherErr
 }
 
-// first reads the chunk's candidate, at sp and read as e, as
-// geminiChunk.candidate did: its finish reason, role and parts, and which
-// parts are calls (the parts are the scratch's).
-func (s *geminiScan) first(sp span, e *geminiCand) error {
-	b, c := s.b, s.c
+// first reads the chunk's candidate, read as s.cand, as the field-by-field
+// reading did: its finish reason, role and parts, and which parts are
+// calls (the parts are the scratch's).
+func (s *geminiScan) first() error {
+	b, c, e := s.b, s.c, &s.cand
 	if !e.obj {
-		return fmt.Errorf("%w: want an object", errJSON)
+		return wantA("an object")
 	}
 	if f, ok, err := e.finish.result("finishReason"); err != nil {
 		return err
@@ -406,7 +416,7 @@ func (s *geminiScan) first(sp span, e *geminiCand) error {
 		return err
 	} else if ok && kind(b, role) != 'n' {
 		if kind(b, role) != '"' {
-			return fmt.Errorf("%w: want a string", errJSON) // as optStr
+			return wantA("a string") // as optStr
 		}
 		c.role = role
 	}
@@ -415,7 +425,7 @@ func (s *geminiScan) first(sp span, e *geminiCand) error {
 		return err
 	}
 	if kind(b, ps) != '[' {
-		return fmt.Errorf("%w: want an array", errJSON)
+		return wantA("an array")
 	}
 	if e.partsErr != nil {
 		return e.partsErr
@@ -451,35 +461,25 @@ func (s *geminiScan) first(sp span, e *geminiCand) error {
 	return nil
 }
 
-// candidate reads the candidate object at b[i] into e and returns its
-// end: its index, finishReason and content, and of its content (the
+// candidate reads the candidate object at b[i] into s.cand and returns
+// its end: its index, finishReason and content, and of its content (the
 // member spelled exactly, when an object) the role and parts.
-func (s *geminiScan) candidate(i int, e *geminiCand) (int, error) {
-	b := s.b
+func (s *geminiScan) candidate(i int) (int, error) {
+	b, e := s.b, &s.cand
 	e.obj = true
 	s.p.parts = s.p.parts[:0]
 	m := objectAt(b, i)
 	for {
-		if more, err := m.next(); err != nil {
-			return 0, err
-		} else if !more {
-			return m.end, nil
+		if more, err := m.next(b); err != nil || !more {
+			return m.end, err
 		}
-		mi, err := m.key.match("index")
-		if err != nil {
-			return 0, err
-		}
-		mf, err := m.key.match("finishReason")
-		if err != nil {
-			return 0, err
-		}
-		mc, err := m.key.match("content")
-		if err != nil {
-			return 0, err
-		}
-		var end int
+		mi, mf, mc := s.match(&m, "index"), s.match(&m, "finishReason"), s.match(&m, "content")
+		var (
+			end int
+			err error
+		)
 		if e.content.next(mc) && b[m.at] == '{' {
-			end, err = s.content(m.at, e)
+			end, err = s.content(m.at)
 		} else {
 			end, err = valueEnd(b, m.at)
 		}
@@ -490,35 +490,29 @@ func (s *geminiScan) candidate(i int, e *geminiCand) (int, error) {
 		e.index.see(mi, v)
 		e.finish.see(mf, v)
 		e.content.see(mc, v)
-		if err := m.ended(end); err != nil {
+		if err := m.ended(b, end); err != nil {
 			return 0, err
 		}
 	}
 }
 
-// content reads the content object at b[i] into e and returns its end:
-// its role and parts, and each part (of the parts spelled exactly, when
-// an array).
-func (s *geminiScan) content(i int, e *geminiCand) (int, error) {
-	b := s.b
+// content reads the content object at b[i] into s.cand and returns its
+// end: its role and parts, and each part (of the parts spelled exactly,
+// when an array).
+func (s *geminiScan) content(i int) (int, error) {
+	b, e := s.b, &s.cand
 	m := objectAt(b, i)
 	for {
-		if more, err := m.next(); err != nil {
-			return 0, err
-		} else if !more {
-			return m.end, nil
+		if more, err := m.next(b); err != nil || !more {
+			return m.end, err
 		}
-		mr, err := m.key.match("role")
-		if err != nil {
-			return 0, err
-		}
-		mp, err := m.key.match("parts")
-		if err != nil {
-			return 0, err
-		}
-		var end int
+		mr, mp := s.match(&m, "role"), s.match(&m, "parts")
+		var (
+			end int
+			err error
+		)
 		if e.parts.next(mp) && b[m.at] == '[' {
-			end, err = s.partList(m.at, e)
+			end, err = s.partList(m.at)
 		} else {
 			end, err = valueEnd(b, m.at)
 		}
@@ -528,16 +522,16 @@ func (s *geminiScan) content(i int, e *geminiCand) (int, error) {
 		v := span{m.at, end}
 		e.role.see(mr, v)
 		e.parts.see(mp, v)
-		if err := m.ended(end); err != nil {
+		if err := m.ended(b, end); err != nil {
 			return 0, err
 		}
 	}
 }
 
-// partList reads the parts array at b[i] into the scratch and e, and
-// returns its end.
-func (s *geminiScan) partList(i int, e *geminiCand) (int, error) {
-	b := s.b
+// partList reads the parts array at b[i] into the scratch and s.cand,
+// and returns its end.
+func (s *geminiScan) partList(i int) (int, error) {
+	b, e := s.b, &s.cand
 	s.p.parts = s.p.parts[:0]
 	j := skipSpace(b, i+1)
 	if j < len(b) && b[j] == ']' {
@@ -545,67 +539,63 @@ func (s *geminiScan) partList(i int, e *geminiCand) (int, error) {
 	}
 	for {
 		var (
-			p   geminiScanPart
 			end int
 			err error
 		)
 		if b[j] == '{' {
-			end, err = s.part(j, &p, e)
+			end, err = s.part(j)
 		} else {
+			s.p.parts = append(s.p.parts, geminiScanPart{})
 			end, err = valueEnd(b, j)
-			if err == nil && e.otherErr == nil {
-				e.otherErr = fmt.Errorf("%w: want an object", errJSON)
+			if e.otherErr == nil {
+				e.otherErr = wantA("an object")
 			}
 		}
 		if err != nil {
 			return 0, err
 		}
-		p.sp = span{j, end}
-		s.p.parts = append(s.p.parts, p)
+		s.p.parts[len(s.p.parts)-1].sp = span{j, end}
 		if end, err := after(b, end, ']', &j); err != nil || j < 0 {
 			return end, err
 		}
 	}
 }
 
-// part reads the part object at b[i] into p and e, and returns its end:
-// its functionCall, and the text and thought candidate checks.
-func (s *geminiScan) part(i int, p *geminiScanPart, e *geminiCand) (int, error) {
+// part reads the part object at b[i], as the last of the scratch, and
+// returns its end: its functionCall, and the text and thought candidate
+// checks.
+func (s *geminiScan) part(i int) (int, error) {
 	b := s.b
-	var fcF, textF, thoughtF keyFind
+	s.fcKey, s.textKey, s.thought = keyFind{}, keyFind{}, keyFind{}
 	m := objectAt(b, i)
 	for {
-		if more, err := m.next(); err != nil {
+		if more, err := m.next(b); err != nil {
 			return 0, err
 		} else if !more {
 			break
 		}
-		mf, err := m.key.match("functionCall")
-		if err != nil {
-			return 0, err
-		}
-		mt, err := m.key.match("text")
-		if err != nil {
-			return 0, err
-		}
-		mh, err := m.key.match("thought")
-		if err != nil {
-			return 0, err
-		}
+		mf, mt, mh := s.match(&m, "functionCall"), s.match(&m, "text"), s.match(&m, "thought")
 		end, err := valueEnd(b, m.at)
 		if err != nil {
 			return 0, err
 		}
 		v := span{m.at, end}
-		fcF.see(mf, v)
-		textF.see(mt, v)
-		thoughtF.see(mh, v)
-		if err := m.ended(end); err != nil {
+		s.fcKey.see(mf, v)
+		s.textKey.see(mt, v)
+		s.thought.see(mh, v)
+		if err := m.ended(b, end); err != nil {
 			return 0, err
 		}
 	}
-	end := m.end
-	fc, call, err := fcF.result("functionCall")
+	s.partRead()
+	return m.end, nil
+}
+
+// partRead records the part read last.
+func (s *geminiScan) partRead() {
+	b, e := s.b, &s.cand
+	var p geminiScanPart
+	fc, call, err := s.fcKey.result("functionCall")
 	if err != nil {
 		if e.partsErr == nil {
 			e.partsErr = err
@@ -613,19 +603,19 @@ func (s *geminiScan) part(i int, p *geminiScanPart, e *geminiCand) (int, error) 
 		if e.otherErr == nil {
 			e.otherErr = err
 		}
-		return end, nil
-	}
-	p.call = call
-	if call && kind(b, fc) == '{' {
-		p.fc = fc
-		e.calls = true
-	}
-	if e.partsErr == nil {
-		if _, _, err := textF.result("text"); err != nil {
-			e.partsErr = err
-		} else if _, _, err := thoughtF.result("thought"); err != nil {
-			e.partsErr = err
+	} else {
+		p.call = call
+		if call && kind(b, fc) == '{' {
+			p.fc = fc
+			e.calls = true
+		}
+		if e.partsErr == nil {
+			if _, _, err := s.textKey.result("text"); err != nil {
+				e.partsErr = err
+			} else if _, _, err := s.thought.result("thought"); err != nil {
+				e.partsErr = err
+			}
 		}
 	}
-	return end, nil
+	s.p.parts = append(s.p.parts, p)
 }
