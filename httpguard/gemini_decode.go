@@ -188,8 +188,10 @@ type geminiParser struct {
 	// made is the chunks and spans of the blocks so far; the next block
 	// is as large (a stream's blocks double), within bounds.
 	madeChunks, madeSpans int
-	// parts is the scratch of the candidate being read, reused.
-	parts []geminiScanPart
+	// parts is the scratch of the candidate being read, reused; in
+	// partsBuf while they are few.
+	parts    []geminiScanPart
+	partsBuf [4]geminiScanPart
 }
 
 // The bounds of the blocks: the first of each is the least, a block past
@@ -467,6 +469,9 @@ func (s *geminiScan) first() error {
 func (s *geminiScan) candidate(i int) (int, error) {
 	b, e := s.b, &s.cand
 	e.obj = true
+	if s.p.parts == nil {
+		s.p.parts = s.p.partsBuf[:0]
+	}
 	s.p.parts = s.p.parts[:0]
 	m := objectAt(b, i)
 	for {

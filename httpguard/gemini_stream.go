@@ -87,9 +87,14 @@ type geminiAssembler struct {
 	finish              []byte
 	role                string
 	// roleRaw is the JSON string role was decoded from, so that a role
-	// repeated in every chunk is decoded once.
+	// repeated in every chunk is decoded once; in roleBuf when it fits.
 	roleRaw []byte
-	parts   [][]byte
+	roleBuf [16]byte
+	// parts are copies of the parts out of their chunks, in partBytes;
+	// in partsBuf while they are few.
+	parts     [][]byte
+	partsBuf  [8][]byte
+	partBytes geminiBytes
 	// several: the stream held candidates past the first; called: it held
 	// function calls. Both at once cannot be guarded (geminiParts): only
 	// the first candidate is assembled, so that several candidates without
@@ -100,7 +105,39 @@ type geminiAssembler struct {
 	// functionCall, callErr the first reading a call (partErr comes
 	// first: geminiWire.calls reads every part before any call).
 	listed           []wireCall
+	listedBuf        [2]wireCall
 	partErr, callErr error
+}
+
+// geminiBytes copies byte slices into blocks it never writes again, one
+// allocation for many small copies: a block past the first is as large as
+// those before it, within bounds, and a slice larger than a quarter of a
+// block gets an allocation of its own. A block lives while a copy in it
+// is kept; past its copies it holds less than a quarter of a block, the
+// current block its remains.
+type geminiBytes struct {
+	block []byte
+	made  int
+}
+
+// The bounds of a geminiBytes block.
+const (
+	geminiLeastBytes = 512
+	geminiMostBytes  = 32 << 10
+)
+
+// copy returns a copy of b.
+func (g *geminiBytes) copy(b []byte) []byte {
+	if len(b) > cap(g.block)-len(g.block) {
+		n := min(max(g.made, geminiLeastBytes), geminiMostBytes)
+		if len(b) > n/4 {
+			return append([]byte(nil), b...)
+		}
+		g.block, g.made = make([]byte, 0, n), g.made+n
+	}
+	l := len(g.block)
+	g.block = append(g.block, b...)
+	return g.block[l:len(g.block):len(g.block)]
 }
 
 // add takes one chunk. The bound (budget) counts what the assembler holds
@@ -137,11 +174,16 @@ func (a *geminiAssembler) addChunk(ev streamEvent) (bool, error) {
 	a.cand = raw(b, c.cand)
 	a.candSet, a.candFinish = c.hasContent, c.hasFinishMember
 	if rs := raw(b, c.role); len(rs) > 0 && string(rs) != string(a.roleRaw) {
-		role, err := str(b, c.role)
-		if err != nil {
-			return false, err
+		role := "model" // as str reads it, without a string made
+		if string(rs) != `"model"` {
+			if role, err = str(b, c.role); err != nil {
+				return false, err
+			}
 		}
 		if role != "" {
+			if a.roleRaw == nil {
+				a.roleRaw = a.roleBuf[:0]
+			}
 			a.role, a.roleRaw = role, append(a.roleRaw[:0], rs...)
 		}
 	}
@@ -149,9 +191,12 @@ func (a *geminiAssembler) addChunk(ev streamEvent) (bool, error) {
 		a.finish = raw(b, c.finish)
 	}
 	for i, p := range c.parts {
-		part := append([]byte(nil), raw(b, p)...) // not the chunk's envelope
+		part := a.partBytes.copy(raw(b, p)) // not the chunk's envelope
 		if err := a.take(len(part)); err != nil {
 			return false, err
+		}
+		if a.parts == nil {
+			a.parts = a.partsBuf[:0]
 		}
 		a.parts = append(a.parts, part)
 		switch {
@@ -177,6 +222,9 @@ func (a *geminiAssembler) list(part []byte, fc span) {
 	if err != nil {
 		a.callErr = err
 		return
+	}
+	if a.listed == nil {
+		a.listed = a.listedBuf[:0]
 	}
 	a.listed = append(a.listed, call)
 }
@@ -277,8 +325,9 @@ type geminiGate struct {
 	w       io.Writer
 	attempt int
 	asm     *geminiAssembler
-	id      string // the first attempt's responseId
-	idRaw   []byte // id as the JSON string it came as
+	// idRaw is the first attempt's responseId as the JSON string it came
+	// as (responseID), from the first chunk that gave one not empty.
+	idRaw   []byte
 	holding bool
 	passed  int // parts of the first attempt that reached the client
 	// finished: the first attempt's last chunk (its finishReason) reached
@@ -295,6 +344,14 @@ type geminiGate struct {
 	// heldN is the bytes of held, bounded on its own by MaxBody (see
 	// hold).
 	heldN int
+}
+
+// responseID is the first attempt's responseId, decoded when the gate
+// writes it (accept): "" when no chunk gave one. A JSON string decodes
+// to "" only when it is "", so idRaw past two bytes is an id.
+func (g *geminiGate) responseID() string {
+	id, _ := str(g.idRaw, span{0, len(g.idRaw)})
+	return id
 }
 
 func newGeminiGate(w io.Writer) *geminiGate { return &geminiGate{w: w, asm: &geminiAssembler{}} }
@@ -338,8 +395,7 @@ func (g *geminiGate) event(ev streamEvent) (bool, error) {
 	}
 	b := ev.Data
 	c := g.asm.chunk // add parsed it
-	if g.attempt == 0 && g.id == "" && c.id != (span{}) {
-		g.id, _ = str(b, c.id)
+	if g.attempt == 0 && len(g.idRaw) <= len(`""`) && c.id != (span{}) {
 		g.idRaw = raw(b, c.id)
 	}
 	if g.attempt > 0 {
@@ -479,8 +535,8 @@ func (g *geminiGate) accept(resp []byte) error {
 	if err != nil {
 		return err
 	}
-	if g.id != "" {
-		if out, err = setAt(out, nil, "responseId", marshalString(g.id)); err != nil {
+	if id := g.responseID(); id != "" {
+		if out, err = setAt(out, nil, "responseId", marshalString(id)); err != nil {
 			return err
 		}
 	}
