@@ -1,15 +1,21 @@
 package httpguard
 
-import "fmt"
+import (
+	"fmt"
+	"unicode/utf8"
+)
 
-// Gemini's stream decoder: a chunk is checked whole by validJSON, then
-// read in one pass that descends into what the gate reads (candidates,
-// a candidate's content, its parts) and steps over the rest. Each object
-// on that path is scanned once for all the keys read of it, by lookup's
-// rule kept per key (keyFind), and the errors are told in the order the
-// field-by-field reading told them (the oracle in gemini_decode_test.go,
-// held to this one by TestGeminiChunkParsedAsBefore and
-// FuzzGeminiChunk). What the pass reads is kept in one geminiScan that
+// Gemini's stream decoder: a chunk is read in one pass that checks it is
+// JSON as validJSON does (every byte, the nesting bound), descends into
+// what the gate reads (candidates, a candidate's content, its parts) and
+// checks the rest as it steps over it. Each object on that path is
+// scanned once for all the keys read of it, by lookup's rule kept per key
+// (keyFind), and the errors are told in the order the field-by-field
+// reading after validJSON told them, a chunk that is not JSON first (the
+// oracle in gemini_decode_test.go, held to this one by
+// TestGeminiChunkParsedAsBefore and FuzzGeminiChunk). The pass notes too
+// whether the chunk has space outside its strings, which a gate drops
+// before it hands a chunk on. What the pass reads is kept in one geminiScan that
 // parse holds, not in the frames of the functions that descend: a chunk
 // is read where a request's goroutine is already deep, and its stack is
 // grown by copying it.
@@ -51,10 +57,10 @@ func (f *keyFind) result(key string) (span, bool, error) {
 	return f.v, f.ok, nil
 }
 
-// members iterates over the members of an object of a document validJSON
-// accepted, the caller finding each value's end: k is the member's key
-// with its quotes (plain: ASCII without an escape), at its value's first
-// byte, and end the object's end after the last member.
+// members iterates over the members of an object, for geminiScan, which
+// checks them as it reads them (nextMember, endMember): k is the member's
+// key with its quotes (plain: ASCII without an escape), at its value's
+// first byte, and end the object's end after the last member.
 type members struct {
 	i     int // the next member's key; -1 after the last
 	k     span
@@ -63,69 +69,14 @@ type members struct {
 	end   int
 }
 
-// objectAt starts members over the object at b[i].
-func objectAt(b []byte, i int) members {
-	m := members{i: skipSpace(b, i+1)}
-	if m.i < len(b) && b[m.i] == '}' {
-		m.i, m.end = -1, m.i+1
-	}
-	return m
-}
-
-// next reads the next member's key, false after the last.
-func (m *members) next(b []byte) (bool, error) {
-	i := m.i
-	if i < 0 {
-		return false, nil
-	}
-	if i >= len(b) || b[i] != '"' {
-		return false, errJSON
-	}
-	end, err := stringEnd(b, i)
-	if err != nil {
-		return false, err
-	}
-	c := skipSpace(b, end)
-	if c >= len(b) || b[c] != ':' {
-		return false, errJSON
-	}
-	m.k, m.plain, m.at = span{i, end}, plainASCII(b[i+1:end-1]), skipSpace(b, c+1)
-	return true, nil
-}
-
-// ended takes the end of the member's value.
-func (m *members) ended(b []byte, end int) error {
-	end, err := after(b, end, '}', &m.i)
-	if m.i < 0 {
-		m.end = end
-	}
-	return err
-}
-
-// after reads what follows a value that ends at b[i] in a container
-// closed by end: next is set to the next member's or element's first
-// byte, -1 after the last, when the container's end is returned.
-func after(b []byte, i int, end byte, next *int) (int, error) {
-	i = skipSpace(b, i)
-	switch {
-	case i >= len(b):
-		return 0, errJSON
-	case b[i] == ',':
-		*next = skipSpace(b, i+1)
-		return 0, nil
-	case b[i] == end:
-		*next = -1
-		return i + 1, nil
-	}
-	return 0, errJSON
-}
-
 // geminiScan is one pass over a chunk: what it read of the top level, of
 // the candidate it reads (cand) and of that candidate's part it reads.
 type geminiScan struct {
 	b []byte
 	c *geminiChunk
 	p *geminiParser
+	// spaced: the pass met space outside a string.
+	spaced bool
 	// keyErr is the first error matching a key (matchKey's decodeKey, which
 	// a key of a document validJSON accepted never meets).
 	keyErr                  error
@@ -155,12 +106,21 @@ type geminiCand struct {
 }
 
 // match is matchKey of the member's key and key, a protocol key (plain
-// ASCII), its plain-ASCII test made once per member.
+// ASCII): a plain key of another length is another key.
 func (s *geminiScan) match(m *members, key string) keyMatch {
 	if m.plain && m.k.end-m.k.start-2 != len(key) {
 		return keyOther
 	}
-	km, err := matchKey(raw(s.b, m.k), key, true)
+	return s.matchKey(m, key)
+}
+
+// matchKey is match past the lengths.
+func (s *geminiScan) matchKey(m *members, key string) keyMatch {
+	q := raw(s.b, m.k)
+	if m.plain && string(q[1:len(q)-1]) == key {
+		return keyExact
+	}
+	km, err := matchKey(q, key, true)
 	if err != nil && s.keyErr == nil {
 		s.keyErr = err
 	}
@@ -236,53 +196,59 @@ func parseGeminiChunk(b []byte) (*geminiChunk, error) {
 
 // parse is parseGeminiChunk, the chunk and its spans kept in p's blocks.
 func (p *geminiParser) parse(b []byte) (*geminiChunk, error) {
-	if !validJSON(b) {
-		return nil, errJSON
-	}
-	r := skipSpace(b, 0)
-	if b[r] != '{' {
+	var s geminiScan
+	s.b, s.p = b, p
+	r := s.space(0)
+	if r >= len(b) || b[r] != '{' {
+		if !validJSON(b) {
+			return nil, errJSON
+		}
 		return nil, wantA("an object")
 	}
-	var s geminiScan
-	s.b, s.c, s.p = b, p.chunk(), p
+	s.c = p.chunk()
 	s.c.firstCall = -1
-	if err := s.top(r); err != nil {
+	end, err := s.top(r)
+	if err == nil && s.space(end) != len(b) {
+		err = errJSON
+	}
+	if err != nil {
 		return nil, err
 	}
 	if s.keyErr != nil {
 		return nil, s.keyErr
 	}
+	s.c.compact = !s.spaced
 	return s.chunk()
 }
 
-// top reads the top-level object at b[i]: its error, responseId and
-// candidates.
-func (s *geminiScan) top(i int) error {
+// top reads the top-level object at b[i], its error, responseId and
+// candidates, and returns its end.
+func (s *geminiScan) top(i int) (int, error) {
 	b := s.b
-	m := objectAt(b, i)
+	m := s.object(i)
 	for {
-		if more, err := m.next(b); err != nil || !more {
-			return err
+		if more, err := s.nextMember(&m); err != nil || !more {
+			return m.end, err
 		}
 		me, mi, mc := s.match(&m, "error"), s.match(&m, "responseId"), s.match(&m, "candidates")
 		var (
 			end int
 			err error
 		)
-		if s.candsKey.next(mc) && b[m.at] == '[' {
+		if s.candsKey.next(mc) && m.at < len(b) && b[m.at] == '[' {
 			end, err = s.candidates(m.at)
 		} else {
-			end, err = valueEnd(b, m.at)
+			end, err = s.skip(m.at, 1)
 		}
 		if err != nil {
-			return err
+			return 0, err
 		}
 		v := span{m.at, end}
 		s.errKey.see(me, v)
 		s.idKey.see(mi, v)
 		s.candsKey.see(mc, v)
-		if err := m.ended(b, end); err != nil {
-			return err
+		if err := s.endMember(&m, end); err != nil {
+			return 0, err
 		}
 	}
 }
@@ -325,7 +291,7 @@ func (s *geminiScan) chunk() (*geminiChunk, error) {
 // whether it holds calls; past an error the rest is stepped over.
 func (s *geminiScan) candidates(i int) (int, error) {
 	b := s.b
-	j := skipSpace(b, i+1)
+	j := s.space(i + 1)
 	if j < len(b) && b[j] == ']' {
 		return j + 1, nil
 	}
@@ -335,10 +301,10 @@ func (s *geminiScan) candidates(i int) (int, error) {
 			err error
 		)
 		s.cand = geminiCand{}
-		if s.candsErr == nil && b[j] == '{' {
+		if s.candsErr == nil && j < len(b) && b[j] == '{' {
 			end, err = s.candidate(j)
 		} else {
-			end, err = valueEnd(b, j)
+			end, err = s.skip(j, 2)
 		}
 		if err != nil {
 			return 0, err
@@ -347,7 +313,7 @@ func (s *geminiScan) candidates(i int) (int, error) {
 		if s.candsErr == nil {
 			s.candsErr = s.take(span{j, end})
 		}
-		if end, err := after(b, end, ']', &j); err != nil || j < 0 {
+		if end, err := s.after(end, ']', &j); err != nil || j < 0 {
 			return end, err
 		}
 	}
@@ -473,9 +439,9 @@ func (s *geminiScan) candidate(i int) (int, error) {
 		s.p.parts = s.p.partsBuf[:0]
 	}
 	s.p.parts = s.p.parts[:0]
-	m := objectAt(b, i)
+	m := s.object(i)
 	for {
-		if more, err := m.next(b); err != nil || !more {
+		if more, err := s.nextMember(&m); err != nil || !more {
 			return m.end, err
 		}
 		mi, mf, mc := s.match(&m, "index"), s.match(&m, "finishReason"), s.match(&m, "content")
@@ -483,10 +449,10 @@ func (s *geminiScan) candidate(i int) (int, error) {
 			end int
 			err error
 		)
-		if e.content.next(mc) && b[m.at] == '{' {
+		if e.content.next(mc) && m.at < len(b) && b[m.at] == '{' {
 			end, err = s.content(m.at)
 		} else {
-			end, err = valueEnd(b, m.at)
+			end, err = s.skip(m.at, 3)
 		}
 		if err != nil {
 			return 0, err
@@ -495,7 +461,7 @@ func (s *geminiScan) candidate(i int) (int, error) {
 		e.index.see(mi, v)
 		e.finish.see(mf, v)
 		e.content.see(mc, v)
-		if err := m.ended(b, end); err != nil {
+		if err := s.endMember(&m, end); err != nil {
 			return 0, err
 		}
 	}
@@ -506,9 +472,9 @@ func (s *geminiScan) candidate(i int) (int, error) {
 // when an array).
 func (s *geminiScan) content(i int) (int, error) {
 	b, e := s.b, &s.cand
-	m := objectAt(b, i)
+	m := s.object(i)
 	for {
-		if more, err := m.next(b); err != nil || !more {
+		if more, err := s.nextMember(&m); err != nil || !more {
 			return m.end, err
 		}
 		mr, mp := s.match(&m, "role"), s.match(&m, "parts")
@@ -516,10 +482,10 @@ func (s *geminiScan) content(i int) (int, error) {
 			end int
 			err error
 		)
-		if e.parts.next(mp) && b[m.at] == '[' {
+		if e.parts.next(mp) && m.at < len(b) && b[m.at] == '[' {
 			end, err = s.partList(m.at)
 		} else {
-			end, err = valueEnd(b, m.at)
+			end, err = s.skip(m.at, 4)
 		}
 		if err != nil {
 			return 0, err
@@ -527,7 +493,7 @@ func (s *geminiScan) content(i int) (int, error) {
 		v := span{m.at, end}
 		e.role.see(mr, v)
 		e.parts.see(mp, v)
-		if err := m.ended(b, end); err != nil {
+		if err := s.endMember(&m, end); err != nil {
 			return 0, err
 		}
 	}
@@ -538,7 +504,7 @@ func (s *geminiScan) content(i int) (int, error) {
 func (s *geminiScan) partList(i int) (int, error) {
 	b, e := s.b, &s.cand
 	s.p.parts = s.p.parts[:0]
-	j := skipSpace(b, i+1)
+	j := s.space(i + 1)
 	if j < len(b) && b[j] == ']' {
 		return j + 1, nil
 	}
@@ -547,11 +513,11 @@ func (s *geminiScan) partList(i int) (int, error) {
 			end int
 			err error
 		)
-		if b[j] == '{' {
+		if j < len(b) && b[j] == '{' {
 			end, err = s.part(j)
 		} else {
 			s.p.parts = append(s.p.parts, geminiScanPart{})
-			end, err = valueEnd(b, j)
+			end, err = s.skip(j, 5)
 			if e.otherErr == nil {
 				e.otherErr = wantA("an object")
 			}
@@ -560,7 +526,7 @@ func (s *geminiScan) partList(i int) (int, error) {
 			return 0, err
 		}
 		s.p.parts[len(s.p.parts)-1].sp = span{j, end}
-		if end, err := after(b, end, ']', &j); err != nil || j < 0 {
+		if end, err := s.after(end, ']', &j); err != nil || j < 0 {
 			return end, err
 		}
 	}
@@ -570,17 +536,16 @@ func (s *geminiScan) partList(i int) (int, error) {
 // returns its end: its functionCall, and the text and thought candidate
 // checks.
 func (s *geminiScan) part(i int) (int, error) {
-	b := s.b
 	s.fcKey, s.textKey, s.thought = keyFind{}, keyFind{}, keyFind{}
-	m := objectAt(b, i)
+	m := s.object(i)
 	for {
-		if more, err := m.next(b); err != nil {
+		if more, err := s.nextMember(&m); err != nil {
 			return 0, err
 		} else if !more {
 			break
 		}
 		mf, mt, mh := s.match(&m, "functionCall"), s.match(&m, "text"), s.match(&m, "thought")
-		end, err := valueEnd(b, m.at)
+		end, err := s.skip(m.at, 6)
 		if err != nil {
 			return 0, err
 		}
@@ -588,7 +553,7 @@ func (s *geminiScan) part(i int) (int, error) {
 		s.fcKey.see(mf, v)
 		s.textKey.see(mt, v)
 		s.thought.see(mh, v)
-		if err := m.ended(b, end); err != nil {
+		if err := s.endMember(&m, end); err != nil {
 			return 0, err
 		}
 	}
@@ -623,4 +588,177 @@ func (s *geminiScan) partRead() {
 		}
 	}
 	s.p.parts = append(s.p.parts, p)
+}
+
+// space returns the index of the first byte at or after i that is not
+// space, noting space met.
+func (s *geminiScan) space(i int) int {
+	j := skipSpace(s.b, i)
+	s.spaced = s.spaced || j != i
+	return j
+}
+
+// object starts members over the object at b[i].
+func (s *geminiScan) object(i int) members {
+	m := members{i: s.space(i + 1)}
+	if m.i < len(s.b) && s.b[m.i] == '}' {
+		m.i, m.end = -1, m.i+1
+	}
+	return m
+}
+
+// nextMember checks and reads the next member's key and colon, false
+// after the last.
+func (s *geminiScan) nextMember(m *members) (bool, error) {
+	b, i := s.b, m.i
+	if i < 0 {
+		return false, nil
+	}
+	if i >= len(b) || b[i] != '"' {
+		return false, errJSON
+	}
+	end, plain := validKey(b, i)
+	if end < 0 {
+		return false, errJSON
+	}
+	c := s.space(end)
+	if c >= len(b) || b[c] != ':' {
+		return false, errJSON
+	}
+	m.k, m.plain, m.at = span{i, end}, plain, s.space(c+1)
+	return true, nil
+}
+
+// validKey is validString of the key at b[i], and whether the key is
+// plain (plainASCII of its inside), in one reading of its bytes.
+func validKey(b []byte, i int) (end int, plain bool) {
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return j + 1, true
+		case c < ' ' || c == '\\' || c >= utf8.RuneSelf:
+			return validString(b, i), false
+		}
+	}
+	return -1, false
+}
+
+// endMember checks what follows the member's value, which ends at end.
+func (s *geminiScan) endMember(m *members, end int) error {
+	end, err := s.after(end, '}', &m.i)
+	if m.i < 0 {
+		m.end = end
+	}
+	return err
+}
+
+// after checks what follows a value that ends at b[i] in a container
+// closed by end: next is set to the next member's or element's first
+// byte, -1 after the last, when the container's end is returned.
+func (s *geminiScan) after(i int, end byte, next *int) (int, error) {
+	b := s.b
+	i = s.space(i)
+	switch {
+	case i >= len(b):
+		return 0, errJSON
+	case b[i] == ',':
+		*next = s.space(i + 1)
+		return 0, nil
+	case b[i] == end:
+		*next = -1
+		return i + 1, nil
+	}
+	return 0, errJSON
+}
+
+// skip checks the JSON value at b[i], open objects and arrays deep, as
+// validJSON checks it (the nesting bound counted from the document's
+// top), and returns its end.
+func (s *geminiScan) skip(i, open int) (int, error) {
+	b := s.b
+	var buf [32]byte
+	stack := buf[:0] // the containers opened in the value, '{' or '['
+	for {
+		// A value starts at i.
+		if i >= len(b) {
+			return 0, errJSON
+		}
+		switch c := b[i]; {
+		case c == '{' || c == '[':
+			if open+len(stack) >= maxNesting {
+				return 0, errJSON
+			}
+			stack = append(stack, c)
+			i = s.space(i + 1)
+			if i < len(b) && b[i] == c+2 { // '}' or ']'
+				stack = stack[:len(stack)-1]
+				i++
+				break
+			}
+			if c == '{' {
+				if i = s.keyThenColon(i); i < 0 {
+					return 0, errJSON
+				}
+			}
+			continue
+		case c == '"':
+			i = validString(b, i)
+		case c == 't':
+			i = literal(b, i, "true")
+		case c == 'f':
+			i = literal(b, i, "false")
+		case c == 'n':
+			i = literal(b, i, "null")
+		case c == '-' || '0' <= c && c <= '9':
+			i = validNumber(b, i)
+		default:
+			return 0, errJSON
+		}
+		if i < 0 {
+			return 0, errJSON
+		}
+		// A value ended at i: what follows closes its containers, or
+		// separates it from the next.
+		for {
+			if len(stack) == 0 {
+				return i, nil
+			}
+			i = s.space(i)
+			if i >= len(b) {
+				return 0, errJSON
+			}
+			top := stack[len(stack)-1]
+			if b[i] == top+2 {
+				stack = stack[:len(stack)-1]
+				i++
+				continue
+			}
+			if b[i] != ',' {
+				return 0, errJSON
+			}
+			i = s.space(i + 1)
+			if top == '{' {
+				if i = s.keyThenColon(i); i < 0 {
+					return 0, errJSON
+				}
+			}
+			break
+		}
+	}
+}
+
+// keyThenColon is keyThenColon, noting space met.
+func (s *geminiScan) keyThenColon(i int) int {
+	b := s.b
+	if i >= len(b) || b[i] != '"' {
+		return -1
+	}
+	if i = validString(b, i); i < 0 {
+		return -1
+	}
+	i = s.space(i)
+	if i >= len(b) || b[i] != ':' {
+		return -1
+	}
+	return s.space(i + 1)
 }

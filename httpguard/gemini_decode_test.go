@@ -142,6 +142,24 @@ func (c *geminiChunkV0) candidate(b []byte) error {
 	return nil
 }
 
+// isCompactJSON reports whether the JSON text b has no space outside its
+// strings: compact(b) would be b. The oracle of geminiChunk.compact (the
+// gate passed a chunk as it came when it held).
+func isCompactJSON(b []byte) bool {
+	in := false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case in && c == '\\':
+			i++
+		case c == '"':
+			in = !in
+		case !in && isSpace(c):
+			return false
+		}
+	}
+	return true
+}
+
 // asV0 is c, parsed of b, in the oracle's form.
 func (c *geminiChunk) asV0(b []byte) *geminiChunkV0 {
 	v := &geminiChunkV0{cand: c.cand, hasC: c.hasCand(), role: c.role, parts: c.parts, firstCall: c.firstCall,
@@ -184,6 +202,9 @@ func checkGeminiChunk(t *testing.T, b []byte, got *geminiChunk, gerr error) {
 	}
 	if g := got.asV0(b); !reflect.DeepEqual(g, want) {
 		t.Fatalf("parse(%q):\n got %+v\nwant %+v", b, g, want)
+	}
+	if got.compact != isCompactJSON(b) {
+		t.Fatalf("parse(%q): compact %v, want %v", b, got.compact, !got.compact)
 	}
 }
 
@@ -241,16 +262,58 @@ var geminiChunkCases = []string{
 	`{"candidates":[{"content":{"parts":[{"text":"a"}]}}],"candidates":[{"content":{"parts":[{"text":"a","text":"b"}]}}]}`,
 	`{"candidates":[{"index":1,"content":{"parts":[{"text":"a"}]}},{"index":2}],"responseId":"r"}`,
 	`{"candidates":[{"content":{"role":5}},{"index":1,"index":2}]}`, `{"candidates":[{"content":{"parts":[{"text":1,"TEXT":2}]}},{"index":1,"content":{"parts":[3]}}]}`,
-	`{"candidates":[{"content":{"parts":[{"text":"a"}]}}]} x`, `{"candidates":[{"content":{"parts":[{"text":"a\x01"}]}}]}`,
+	`{"candidates":[{"content":{"parts":[{"text":"a"}]}}]} x`, `{"candidates":[{"content":{"parts":[{"text":"a"}]}}]}}`,
+	`{"candidates":[{"content":{"parts":[{"text":"a"},]}}]}`, `{"candidates":[{"content":{"parts":[{"text":"a",}]}}]}`,
+	`{"candidates":[{"content":{"parts":[{"text" "a"}]}}]}`, `{"candidates":[{"content":{"parts":[{"text":tru}]}}]}`,
+	`{"candidates":[{"content":{"parts":[{"text":01}]}}]}`, `{"candidates":[{"content":{"parts":[{"te\xt":1}]}}]}`,
+	`{"candidates":[{"content":{"parts":[{"functionCall":{"args":[1,2,]}}]}}]}`, `{"candidates":[{"content":{"parts":[{"functionCall":{"args":{"a":1}]}}]}}]}`,
+	`{"candidates":[{"content":{"parts":[],}}]}`, `{"candidates":[{"content":{"role":"model",}}]}`, `{"candidates":[{"index":0,}]}`,
+	`{"candidates":[{"index":0},]}`, `{"candidates":[],}`, `{"candidates":[{"index":0}}`, `{"candidates":[{"index":0]}`,
+	`{"candidates":`, `{"candidates":[`, `{"candidates":[{`, `{"candidates":[{"content":`, `{"candidates":[{"content":{"parts":`,
+	`{"candidates":[{"content":{"parts":[{"text":`, `{"error":{"code":1,}}`, `{"error":{"code":1},"candidates":[}`,
+	"{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\"}]}}]}\n", "\t{\"candidates\":[]}", "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a b\"}],\"role\":\"model\"}}]}",
+	"{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\\\" \"}]}}]}", "{\"x\":[1,\r2]}", "{\"x\":{\"a\" :1}}", "{\"x\":{\"a\": 1}}", `{"candidates":[{"content":{"parts":[{"text":"a\x01"}]}}]}`,
 	"{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\xff\"}],\"r\xffle\":1}}]}",
 	`{"candidates":[{"content":{"parts":[{"text":"a"}]` + strings.Repeat(`,"k":[[[]]]`, 3) + `}}]}`,
 }
 
+// geminiNesting are chunks nested at the bound validJSON keeps
+// (maxNesting), and one past it, at each level the parse reads.
+func geminiNesting() []string {
+	var out []string
+	for _, at := range []struct {
+		before, after string
+		open          int // the objects and arrays around the value
+	}{
+		{`{"usageMetadata":`, `}`, 1},
+		{`{"candidates":[`, `]}`, 2},
+		{`{"candidates":[{"index":0,"safetyRatings":`, `}]}`, 3},
+		{`{"candidates":[{"content":{"role":"model","x":`, `}}]}`, 4},
+		{`{"candidates":[{"content":{"parts":[`, `]}}]}`, 5},
+		{`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{"a":`, `}}}]}}]}`, 8},
+	} {
+		for _, n := range []int{maxNesting - at.open, maxNesting - at.open + 1} {
+			out = append(out, at.before+strings.Repeat(`[`, n)+strings.Repeat(`]`, n)+at.after,
+				at.before+strings.Repeat(`{"a":`, n)+`1`+strings.Repeat(`}`, n)+at.after)
+		}
+	}
+	return out
+}
+
 // The one-pass parse reads every recorded chunk and every case as the
-// field-by-field one did.
+// field-by-field one did, and every prefix of each (a chunk cut short at
+// every byte: JSON nowhere but whole), and chunks nested to the bound.
 func TestGeminiChunkParsedAsBefore(t *testing.T) {
 	for _, chunks := range geminiChunkSeeds(t) {
 		checkGeminiChunks(t, chunks)
+		for _, c := range chunks {
+			for i := range c {
+				checkGeminiChunks(t, [][]byte{c[:i]})
+			}
+		}
+	}
+	for _, c := range geminiNesting() {
+		checkGeminiChunks(t, [][]byte{[]byte(c)})
 	}
 }
 
@@ -306,4 +369,46 @@ func geminiChunkSeeds(tb testing.TB) [][][]byte {
 		out = append(out, [][]byte{[]byte(c)})
 	}
 	return out
+}
+
+// BenchmarkGeminiChunk parses the chunks of the recorded stream the
+// transport's benchmark serves, by the one-pass parse (with a parser per
+// stream, as an assembler has) and by the field-by-field reading it
+// replaced, with validJSON and isCompactJSON, whose work the pass does too.
+func BenchmarkGeminiChunk(b *testing.B) {
+	raw, err := os.ReadFile(filepath.Join(wireDir, "gemini", "gate-accept.sse"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	evs, err := readAllEvents(bytes.NewReader(raw))
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for _, ev := range evs {
+		n += len(ev.Data)
+	}
+	b.Run("one-pass", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(n))
+		for b.Loop() {
+			var p geminiParser
+			for _, ev := range evs {
+				if _, err := p.parse(ev.Data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("field-by-field", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(n))
+		for b.Loop() {
+			for _, ev := range evs {
+				if _, err := parseGeminiChunkV0(ev.Data); err != nil || !isCompactJSON(ev.Data) {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
 }

@@ -28,6 +28,9 @@ type geminiChunk struct {
 	// malformed: the finishReason is MALFORMED_FUNCTION_CALL, a call the
 	// API could not read.
 	malformed bool
+	// compact: the chunk has no space outside its strings, so that it
+	// passes on one line as it came.
+	compact bool
 	// other: the chunk holds candidates past the first (several in the
 	// chunk, or one whose index is not 0); otherCalls: one of them holds
 	// a function call.
@@ -363,27 +366,10 @@ func (g *geminiGate) write(b []byte) error { return writeEvent(g.w, streamEvent{
 // parse, when it is one line already without space to drop; else as
 // write does.
 func (g *geminiGate) pass(ev streamEvent, c *geminiChunk) error {
-	if !isCompactJSON(ev.Data) {
+	if !c.compact {
 		return g.write(ev.Data)
 	}
 	return writeEvent(g.w, streamEvent{Data: ev.Data, parsed: c})
-}
-
-// isCompactJSON reports whether the JSON text b has no space outside its
-// strings: compact(b) would be b.
-func isCompactJSON(b []byte) bool {
-	in := false
-	for i := 0; i < len(b); i++ {
-		switch c := b[i]; {
-		case in && c == '\\':
-			i++
-		case c == '"':
-			in = !in
-		case !in && isSpace(c):
-			return false
-		}
-	}
-	return true
 }
 
 func (g *geminiGate) event(ev streamEvent) (bool, error) {
