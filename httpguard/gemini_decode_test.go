@@ -412,3 +412,26 @@ func BenchmarkGeminiChunk(b *testing.B) {
 		}
 	})
 }
+
+// geminiBytes hands out copies equal to what it was given, which later
+// copies never change, a large one in an allocation of its own.
+func TestGeminiBytesKeepsCopies(t *testing.T) {
+	var g geminiBytes
+	var in, out [][]byte
+	for i := range 300 {
+		b := bytes.Repeat([]byte{byte('a' + i%26)}, i%40+(i%97)*(i%3))
+		in, out = append(in, b), append(out, g.copy(b))
+	}
+	for i := range out {
+		_ = append(out[i], '!') // must not write into the block, over the next copy
+	}
+	for i := range in {
+		if !bytes.Equal(in[i], out[i]) {
+			t.Fatalf("copy %d = %q, want %q", i, out[i], in[i])
+		}
+	}
+	large := bytes.Repeat([]byte("x"), geminiMostBytes)
+	if c := g.copy(large); !bytes.Equal(c, large) || &c[0] == &g.block[:1][0] {
+		t.Errorf("a copy of %d bytes shares the block", len(large))
+	}
+}
