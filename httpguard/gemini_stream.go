@@ -11,164 +11,48 @@ import (
 // (streamEvent.parsed) so that the gates outside never parse the chunk
 // again.
 type geminiChunk struct {
-	cand span // zero when the chunk has no candidate
-	hasC bool
-	// first is candidates[0], where a chunk is rewritten (withParts).
-	first span
-	role  span // content.role when a string; zero otherwise
+	cand   span // zero when the chunk has no candidate
+	role   span // content.role when a string; zero otherwise
+	finish span // finishReason when not null; zero otherwise
+	// id is the top level's responseId when it is a string; zero
+	// otherwise.
+	id    span
 	parts []span
+	// fcs are, beside parts, the spans of their functionCall members
+	// that are objects (the calls geminiCalls reads), zero for the other
+	// parts; nil when the chunk has no call.
+	fcs []span
 	// firstCall is the index in parts of the first part with a
 	// functionCall member (isCallPart), -1 when none.
 	firstCall int
-	// calls are the parts whose functionCall is an object, the calls
-	// geminiCalls reads, in order; nil when none.
-	calls  []geminiPartCall
-	finish span // finishReason when not null; zero otherwise
 	// malformed: the finishReason is MALFORMED_FUNCTION_CALL, a call the
 	// API could not read.
 	malformed bool
+	// compact: the chunk has no space outside its strings, so that it
+	// passes on one line as it came.
+	compact bool
 	// other: the chunk holds candidates past the first (several in the
 	// chunk, or one whose index is not 0); otherCalls: one of them holds
 	// a function call.
 	other, otherCalls bool
-	// id is the top level's responseId when it is a string; zero
-	// otherwise.
-	id span
 	// hasCands, hasContent, hasFinish: the top level has candidates, the
 	// first candidate content, finishReason (of any value): the members
 	// assemble sets in place rather than adds (see calls).
 	hasCands, hasContent, hasFinishMember bool
 }
 
-// geminiPartCall is a part of a chunk whose functionCall is an object:
-// the part's index in geminiChunk.parts and the functionCall's span.
-type geminiPartCall struct {
-	part int
-	fc   span
-}
+// hasCand reports whether the chunk has a first candidate.
+func (c *geminiChunk) hasCand() bool { return c.cand != span{} }
 
 // hasFinish reports whether the chunk's candidate has a finishReason.
 func (c *geminiChunk) hasFinish() bool { return c.finish != span{} }
 
-// geminiChunkOf returns ev's chunk: the one a gate parsed, else parsed
-// now.
-func geminiChunkOf(ev streamEvent) (*geminiChunk, error) {
+// chunkOf returns ev's chunk: the one a gate parsed, else parsed now.
+func (p *geminiParser) chunkOf(ev streamEvent) (*geminiChunk, error) {
 	if c, ok := ev.parsed.(*geminiChunk); ok {
 		return c, nil
 	}
-	return parseGeminiChunk(ev.Data)
-}
-
-func parseGeminiChunk(b []byte) (*geminiChunk, error) {
-	r, err := parseBody(b)
-	if err != nil {
-		return nil, err
-	}
-	if e, ok, err := field(b, r, "error"); err != nil {
-		return nil, err
-	} else if ok && kind(b, e) != 'n' {
-		return nil, &upstreamStreamError{Data: append([]byte(nil), b...)}
-	}
-	c := &geminiChunk{firstCall: -1}
-	if id, ok, err := field(b, r, "responseId"); err == nil && ok && kind(b, id) == '"' {
-		c.id = id
-	}
-	cs, ok, err := field(b, r, "candidates")
-	c.hasCands = ok
-	if err != nil || !ok || kind(b, cs) == 'n' {
-		return c, err
-	}
-	es, err := arrayElems(b, cs)
-	if err != nil || len(es) == 0 {
-		return c, err
-	}
-	c.first = es[0]
-	if err := c.candidates(b, es); err != nil {
-		return nil, err
-	}
-	if !c.hasC {
-		return c, nil
-	}
-	if err := c.candidate(b); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// candidates finds, among the chunk's candidates es, the first one's (index
-// 0) and notes whether others hold calls.
-func (c *geminiChunk) candidates(b []byte, es []span) error {
-	for _, e := range es {
-		idx := 0
-		if kind(b, e) == '{' {
-			if i, ok, err := field(b, e, "index"); err != nil {
-				return err
-			} else if ok && kind(b, i) != 'n' && string(raw(b, i)) != "0" {
-				idx = -1 // another candidate's
-			}
-		}
-		if idx == 0 && !c.hasC {
-			c.cand, c.hasC = e, true
-			continue
-		}
-		c.other = true
-		calls, err := candidateCalls(b, e)
-		if err != nil {
-			return err
-		}
-		c.otherCalls = c.otherCalls || calls
-	}
-	return nil
-}
-
-// candidate reads the first candidate's finish reason, role and parts,
-// and which parts are calls.
-func (c *geminiChunk) candidate(b []byte) error {
-	if f, ok, err := field(b, c.cand, "finishReason"); err != nil {
-		return err
-	} else if c.hasFinishMember = ok; ok && kind(b, f) != 'n' {
-		c.finish = f
-		c.malformed = string(raw(b, f)) == `"`+geminiMalformed+`"`
-	}
-	content, ok, err := field(b, c.cand, "content")
-	c.hasContent = ok
-	if err != nil || !ok || kind(b, content) != '{' {
-		return err
-	}
-	if role, ok, err := field(b, content, "role"); err != nil {
-		return err
-	} else if ok && kind(b, role) != 'n' {
-		if kind(b, role) != '"' {
-			return fmt.Errorf("%w: want a string", errJSON) // as optStr
-		}
-		c.role = role
-	}
-	ps, ok, err := field(b, content, "parts")
-	if err != nil || !ok || kind(b, ps) == 'n' {
-		return err
-	}
-	if c.parts, err = arrayElems(b, ps); err != nil {
-		return err
-	}
-	for i, p := range c.parts {
-		if kind(b, p) != '{' {
-			continue // checkFields passes it; geminiCalls refuses it
-		}
-		fc, call, err := field(b, p, "functionCall")
-		if err != nil {
-			return err
-		}
-		if err := checkFields(b, p, "text", "thought"); err != nil {
-			return err
-		}
-		if call && c.firstCall < 0 {
-			c.firstCall = i
-		}
-		if call && kind(b, fc) == '{' {
-			c.calls = append(c.calls, geminiPartCall{i, fc})
-		}
-	}
-	return nil
+	return p.parse(ev.Data)
 }
 
 // isAnswerPart reports whether the part at sp is answer text: a text part
@@ -196,18 +80,24 @@ func isCallPart(b []byte, sp span) bool {
 // that the response is built only when a stage reads it.
 type geminiAssembler struct {
 	budget
-	last  []byte
-	chunk *geminiChunk // last parsed: the gate reads it, never parsing the chunk again
-	cand  []byte
+	parser geminiParser
+	last   []byte
+	chunk  *geminiChunk // last parsed: the gate reads it, never parsing the chunk again
+	cand   []byte
 	// candSet: cand has the members assemble sets (content, and
 	// finishReason when finish is set), so assembling it cannot fail.
 	candSet, candFinish bool
 	finish              []byte
 	role                string
 	// roleRaw is the JSON string role was decoded from, so that a role
-	// repeated in every chunk is decoded once.
+	// repeated in every chunk is decoded once; in roleBuf when it fits.
 	roleRaw []byte
-	parts   [][]byte
+	roleBuf [16]byte
+	// parts are copies of the parts out of their chunks, in partBytes;
+	// in partsBuf while they are few.
+	parts     [][]byte
+	partsBuf  [8][]byte
+	partBytes geminiBytes
 	// several: the stream held candidates past the first; called: it held
 	// function calls. Both at once cannot be guarded (geminiParts): only
 	// the first candidate is assembled, so that several candidates without
@@ -218,7 +108,39 @@ type geminiAssembler struct {
 	// functionCall, callErr the first reading a call (partErr comes
 	// first: geminiWire.calls reads every part before any call).
 	listed           []wireCall
+	listedBuf        [2]wireCall
 	partErr, callErr error
+}
+
+// geminiBytes copies byte slices into blocks it never writes again, one
+// allocation for many small copies: a block past the first is as large as
+// those before it, within bounds, and a slice larger than a quarter of a
+// block gets an allocation of its own. A block lives while a copy in it
+// is kept; past its copies it holds less than a quarter of a block, the
+// current block its remains.
+type geminiBytes struct {
+	block []byte
+	made  int
+}
+
+// The bounds of a geminiBytes block.
+const (
+	geminiLeastBytes = 512
+	geminiMostBytes  = 32 << 10
+)
+
+// copy returns a copy of b.
+func (g *geminiBytes) copy(b []byte) []byte {
+	if len(b) > cap(g.block)-len(g.block) {
+		n := min(max(g.made, geminiLeastBytes), geminiMostBytes)
+		if len(b) > n/4 {
+			return append([]byte(nil), b...)
+		}
+		g.block, g.made = make([]byte, 0, n), g.made+n
+	}
+	l := len(g.block)
+	g.block = append(g.block, b...)
+	return g.block[l:len(g.block):len(g.block)]
 }
 
 // add takes one chunk. The bound (budget) counts what the assembler holds
@@ -236,7 +158,7 @@ func (a *geminiAssembler) add(ev streamEvent) (bool, error) {
 // is never written to), kept as they are.
 func (a *geminiAssembler) addChunk(ev streamEvent) (bool, error) {
 	b := ev.Data
-	c, err := geminiChunkOf(ev)
+	c, err := a.parser.chunkOf(ev)
 	if err != nil {
 		return false, err
 	}
@@ -249,28 +171,35 @@ func (a *geminiAssembler) addChunk(ev streamEvent) (bool, error) {
 	if a.several && a.called {
 		return false, unguardable(severalCandidates, nil)
 	}
-	if !c.hasC {
+	if !c.hasCand() {
 		return false, nil
 	}
 	a.cand = raw(b, c.cand)
 	a.candSet, a.candFinish = c.hasContent, c.hasFinishMember
 	if rs := raw(b, c.role); len(rs) > 0 && string(rs) != string(a.roleRaw) {
-		role, err := str(b, c.role)
-		if err != nil {
-			return false, err
+		role := "model" // as str reads it, without a string made
+		if string(rs) != `"model"` {
+			if role, err = str(b, c.role); err != nil {
+				return false, err
+			}
 		}
 		if role != "" {
+			if a.roleRaw == nil {
+				a.roleRaw = a.roleBuf[:0]
+			}
 			a.role, a.roleRaw = role, append(a.roleRaw[:0], rs...)
 		}
 	}
 	if c.hasFinish() {
 		a.finish = raw(b, c.finish)
 	}
-	next := 0 // the next of c.calls
 	for i, p := range c.parts {
-		part := append([]byte(nil), raw(b, p)...) // not the chunk's envelope
+		part := a.partBytes.copy(raw(b, p)) // not the chunk's envelope
 		if err := a.take(len(part)); err != nil {
 			return false, err
+		}
+		if a.parts == nil {
+			a.parts = a.partsBuf[:0]
 		}
 		a.parts = append(a.parts, part)
 		switch {
@@ -278,9 +207,8 @@ func (a *geminiAssembler) addChunk(ev streamEvent) (bool, error) {
 			if _, _, err := field(part, span{0, len(part)}, "functionCall"); err != nil && a.partErr == nil {
 				a.partErr = err
 			}
-		case next < len(c.calls) && c.calls[next].part == i:
-			fc := c.calls[next].fc
-			next++
+		case c.fcs != nil && c.fcs[i] != span{}:
+			fc := c.fcs[i]
 			a.list(part, span{fc.start - p.start, fc.end - p.start})
 		}
 	}
@@ -297,6 +225,9 @@ func (a *geminiAssembler) list(part []byte, fc span) {
 	if err != nil {
 		a.callErr = err
 		return
+	}
+	if a.listed == nil {
+		a.listed = a.listedBuf[:0]
 	}
 	a.listed = append(a.listed, call)
 }
@@ -397,8 +328,9 @@ type geminiGate struct {
 	w       io.Writer
 	attempt int
 	asm     *geminiAssembler
-	id      string // the first attempt's responseId
-	idRaw   []byte // id as the JSON string it came as
+	// idRaw is the first attempt's responseId as the JSON string it came
+	// as (responseID), from the first chunk that gave one not empty.
+	idRaw   []byte
 	holding bool
 	passed  int // parts of the first attempt that reached the client
 	// finished: the first attempt's last chunk (its finishReason) reached
@@ -417,6 +349,14 @@ type geminiGate struct {
 	heldN int
 }
 
+// responseID is the first attempt's responseId, decoded when the gate
+// writes it (accept): "" when no chunk gave one. A JSON string decodes
+// to "" only when it is "", so idRaw past two bytes is an id.
+func (g *geminiGate) responseID() string {
+	id, _ := str(g.idRaw, span{0, len(g.idRaw)})
+	return id
+}
+
 func newGeminiGate(w io.Writer) *geminiGate { return &geminiGate{w: w, asm: &geminiAssembler{}} }
 
 // write writes the chunk b, on one line.
@@ -426,27 +366,10 @@ func (g *geminiGate) write(b []byte) error { return writeEvent(g.w, streamEvent{
 // parse, when it is one line already without space to drop; else as
 // write does.
 func (g *geminiGate) pass(ev streamEvent, c *geminiChunk) error {
-	if !isCompactJSON(ev.Data) {
+	if !c.compact {
 		return g.write(ev.Data)
 	}
 	return writeEvent(g.w, streamEvent{Data: ev.Data, parsed: c})
-}
-
-// isCompactJSON reports whether the JSON text b has no space outside its
-// strings: compact(b) would be b.
-func isCompactJSON(b []byte) bool {
-	in := false
-	for i := 0; i < len(b); i++ {
-		switch c := b[i]; {
-		case in && c == '\\':
-			i++
-		case c == '"':
-			in = !in
-		case !in && isSpace(c):
-			return false
-		}
-	}
-	return true
 }
 
 func (g *geminiGate) event(ev streamEvent) (bool, error) {
@@ -458,8 +381,7 @@ func (g *geminiGate) event(ev streamEvent) (bool, error) {
 	}
 	b := ev.Data
 	c := g.asm.chunk // add parsed it
-	if g.attempt == 0 && g.id == "" && c.id != (span{}) {
-		g.id, _ = str(b, c.id)
+	if g.attempt == 0 && len(g.idRaw) <= len(`""`) && c.id != (span{}) {
 		g.idRaw = raw(b, c.id)
 	}
 	if g.attempt > 0 {
@@ -496,7 +418,7 @@ func (g *geminiGate) event(ev streamEvent) (bool, error) {
 	for i := range parts {
 		parts[i] = raw(b, c.parts[i])
 	}
-	out, err := withPartsAt(b, c.first, parts, true)
+	out, err := withParts(b, parts, true)
 	if err != nil {
 		return false, err
 	}
@@ -599,8 +521,8 @@ func (g *geminiGate) accept(resp []byte) error {
 	if err != nil {
 		return err
 	}
-	if g.id != "" {
-		if out, err = setAt(out, nil, "responseId", marshalString(g.id)); err != nil {
+	if id := g.responseID(); id != "" {
+		if out, err = setAt(out, nil, "responseId", marshalString(id)); err != nil {
 			return err
 		}
 	}
