@@ -57,11 +57,12 @@ func (f *keyFind) result(key string) (span, bool, error) {
 	return f.v, f.ok, nil
 }
 
-// members iterates over the members of an object, for geminiScan, which
-// checks them as it reads them (nextMember, endMember): k is the member's
-// key with its quotes (plain: ASCII without an escape), at its value's
-// first byte, and end the object's end after the last member.
-type members struct {
+// geminiMembers iterates over the members of an object, for geminiScan,
+// which checks them as it reads them (nextMember, endMember) and notes the
+// space it meets, so that it is not chat_decode.go's members: k is the
+// member's key with its quotes (plain: ASCII without an escape), at its
+// value's first byte, and end the object's end after the last member.
+type geminiMembers struct {
 	i     int // the next member's key; -1 after the last
 	k     span
 	plain bool
@@ -107,7 +108,7 @@ type geminiCand struct {
 
 // match is matchKey of the member's key and key, a protocol key (plain
 // ASCII): a plain key of another length is another key.
-func (s *geminiScan) match(m *members, key string) keyMatch {
+func (s *geminiScan) match(m *geminiMembers, key string) keyMatch {
 	if m.plain && m.k.end-m.k.start-2 != len(key) {
 		return keyOther
 	}
@@ -115,7 +116,7 @@ func (s *geminiScan) match(m *members, key string) keyMatch {
 }
 
 // matchKey is match past the lengths.
-func (s *geminiScan) matchKey(m *members, key string) keyMatch {
+func (s *geminiScan) matchKey(m *geminiMembers, key string) keyMatch {
 	q := raw(s.b, m.k)
 	if m.plain && string(q[1:len(q)-1]) == key {
 		return keyExact
@@ -599,8 +600,8 @@ func (s *geminiScan) space(i int) int {
 }
 
 // object starts members over the object at b[i].
-func (s *geminiScan) object(i int) members {
-	m := members{i: s.space(i + 1)}
+func (s *geminiScan) object(i int) geminiMembers {
+	m := geminiMembers{i: s.space(i + 1)}
 	if m.i < len(s.b) && s.b[m.i] == '}' {
 		m.i, m.end = -1, m.i+1
 	}
@@ -609,7 +610,7 @@ func (s *geminiScan) object(i int) members {
 
 // nextMember checks and reads the next member's key and colon, false
 // after the last.
-func (s *geminiScan) nextMember(m *members) (bool, error) {
+func (s *geminiScan) nextMember(m *geminiMembers) (bool, error) {
 	b, i := s.b, m.i
 	if i < 0 {
 		return false, nil
@@ -644,7 +645,7 @@ func validKey(b []byte, i int) (end int, plain bool) {
 }
 
 // endMember checks what follows the member's value, which ends at end.
-func (s *geminiScan) endMember(m *members, end int) error {
+func (s *geminiScan) endMember(m *geminiMembers, end int) error {
 	end, err := s.after(end, '}', &m.i)
 	if m.i < 0 {
 		m.end = end

@@ -2,7 +2,6 @@ package httpguard
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -177,16 +176,6 @@ func (c *geminiChunk) asV0(b []byte) *geminiChunkV0 {
 		}
 	}
 	return v
-}
-
-// sameError reports whether two errors are the same to every caller: the
-// same text, unguardable or not, errJSON or not, the upstream's or not.
-func sameError(a, b error) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	return a.Error() == b.Error() && isUnguardable(a) == isUnguardable(b) &&
-		errors.Is(a, errJSON) == errors.Is(b, errJSON) && isUpstreamError(a) == isUpstreamError(b)
 }
 
 // checkGeminiChunk fails unless parse reads b as the oracle does: the same

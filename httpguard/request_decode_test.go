@@ -101,7 +101,7 @@ func sameError(a, b error) bool {
 			return false
 		}
 	}
-	return a.Error() == b.Error()
+	return a.Error() == b.Error() && isUnguardable(a) == isUnguardable(b) && isUpstreamError(a) == isUpstreamError(b)
 }
 
 // requestEdgeCases returns bodies made from body (a request of the
