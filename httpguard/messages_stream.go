@@ -414,7 +414,10 @@ type envMember struct{ key, val []byte }
 // false where a key is not plain ASCII (see matchKey: a plain key matches
 // another only when both are as long and alike but for ASCII case).
 func (a *messagesAssembler) envelopeBuildsPlain() (builds, known bool) {
-	var topBuf, srcBuf, usageBuf [24]envMember
+	var (
+		topBuf           [12]envMember
+		srcBuf, usageBuf [10]envMember
+	)
 	// setAt(message, nil, "content", …)
 	top, obj, known := envMembers(a.message, topBuf[:0])
 	if !known || !obj {
