@@ -165,13 +165,19 @@ type held struct {
 // upstream after its first text chunk; once every client has read that
 // chunk it reads the proxy's VmRSS and goroutines (stats), then
 // releases the upstream (release: its URL) and reads every stream to
-// its end.
+// its end. What a stream costs is the rise of VmRSS over s: the garbage
+// the process holds when the streams open (the stats' own) may be
+// reused by them, so s is large (the tool's 256), and a fixed cost
+// small beside what s streams take.
 func holdStreams(ctx context.Context, client *http.Client, url string, body []byte, s, pid int, stats func(context.Context) (runtimeStats, error), release string) (held, error) {
-	rss0, err := rssKiB(pid)
+	// The proxy's stats first: reading them allocates (toolguard-proxy's
+	// /metrics about 1.6 MiB, its OpenTelemetry exporter's), which is not
+	// what the streams cost.
+	st0, err := stats(ctx)
 	if err != nil {
 		return held{}, err
 	}
-	st0, err := stats(ctx)
+	rss0, err := rssKiB(pid)
 	if err != nil {
 		return held{}, err
 	}

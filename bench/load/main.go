@@ -18,7 +18,7 @@
 // its goroutines with -streams streams held at the upstream); then the
 // machine's load average, since every process shares its cores.
 //
-//	cd bench && go run ./load [-c 64] [-n 10000] [-rounds 3] [-warmup 2000] [-streams 64]
+//	cd bench && go run ./load [-c 64] [-n 10000] [-rounds 3] [-warmup 2000] [-streams 256]
 //	                          [-proxy-bin PATH] [-proxy-args '-log-level warn'] [-cpuprofile FILE]
 //
 // Without -proxy-bin it builds cmd/toolguard-proxy of the repository it
@@ -104,7 +104,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	fs.IntVar(&o.n, "n", 10000, "measured requests per proxy, mode and round")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds per mode, each through both proxies in turn; the table has their medians")
 	fs.IntVar(&o.warmup, "warmup", 2000, "requests per proxy and mode sent before the measured ones")
-	fs.IntVar(&o.streams, "streams", 64, "streams held in flight at once to read what one costs (0: skip)")
+	fs.IntVar(&o.streams, "streams", 256, "streams held in flight at once to read what one costs (0: skip)")
 	fs.StringVar(&o.repo, "repo", "", "the toolguard repository (default: the one holding the working directory)")
 	fs.StringVar(&o.proxyBin, "proxy-bin", "", "a built toolguard-proxy (default: go build of the repository's cmd/toolguard-proxy)")
 	fs.StringVar(&o.proxyArgs, "proxy-args", "", "more flags for toolguard-proxy, space-separated")

@@ -47,27 +47,38 @@ func (s *server) sniffMCP(next http.Handler) http.Handler {
 	if !s.cfg.mcp {
 		return next
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var mcp bool
-		switch {
-		case r.Method != http.MethodPost:
-			mcp = r.Header.Get("Mcp-Session-Id") != "" || r.Header.Get("Mcp-Protocol-Version") != ""
-		case httpguard.Recognises(r.Method, r.URL.Path):
-		case r.Body != nil && r.Body != http.NoBody:
-			body := r.Body
-			b, err := io.ReadAll(io.LimitReader(body, mcpguard.MaxBody+1))
-			rest := io.Reader(body)
-			if err != nil {
-				rest = errReader{err}
-			}
-			r.Body = readCloser{io.MultiReader(bytes.NewReader(b), rest), body}
-			mcp = err == nil && jsonRPC(b, len(b) > mcpguard.MaxBody)
+	return &sniffing{next}
+}
+
+// sniffing is sniffMCP's handler (a type of its own: see instrumented).
+type sniffing struct{ next http.Handler }
+
+func (h *sniffing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.next.ServeHTTP(w, sniffed(r))
+}
+
+// sniffed is r as sniffMCP passes it on: marked when it is an MCP
+// request.
+func sniffed(r *http.Request) *http.Request {
+	var mcp bool
+	switch {
+	case r.Method != http.MethodPost:
+		mcp = r.Header.Get("Mcp-Session-Id") != "" || r.Header.Get("Mcp-Protocol-Version") != ""
+	case httpguard.Recognises(r.Method, r.URL.Path):
+	case r.Body != nil && r.Body != http.NoBody:
+		body := r.Body
+		b, err := io.ReadAll(io.LimitReader(body, mcpguard.MaxBody+1))
+		rest := io.Reader(body)
+		if err != nil {
+			rest = errReader{err}
 		}
-		if mcp {
-			r = r.WithContext(context.WithValue(r.Context(), mcpKey{}, true))
-		}
-		next.ServeHTTP(w, r)
-	})
+		r.Body = readCloser{io.MultiReader(bytes.NewReader(b), rest), body}
+		mcp = err == nil && jsonRPC(b, len(b) > mcpguard.MaxBody)
+	}
+	if mcp {
+		r = r.WithContext(context.WithValue(r.Context(), mcpKey{}, true))
+	}
+	return r
 }
 
 // jsonRPC reports whether body is a JSON-RPC 2.0 message (an object whose

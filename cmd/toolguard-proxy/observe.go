@@ -24,55 +24,90 @@ import (
 // the bytes written, the thread and the upstream's request id: no header
 // value, no body.
 func (s *server) instrument(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		info := &requestInfo{}
-		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
-		ctx := r.Context()
-		method := requestMethod(r.Method)
-		active := s.tel.attrs.active(method)
-		s.tel.active.Add(ctx, 1, active...)
-		rec := &recorder{ResponseWriter: w}
-		aborted := true // until next returns: ReverseProxy aborts a cut stream with a panic
-		defer func() {
-			elapsed := time.Since(start)
-			status := rec.status
-			if status == 0 {
-				status = http.StatusOK
-			}
-			s.tel.active.Add(ctx, -1, active...)
-			var done []metric.RecordOption
-			if info.tenant != "" {
-				done = []metric.RecordOption{metric.WithAttributes(method, semconv.HTTPResponseStatusCode(status), tenantAttr.String(s.tenantLabels.label(info.tenant)))}
-			} else {
-				done = s.tel.attrs.done(method, status)
-			}
-			s.tel.duration.Record(ctx, elapsed.Seconds(), done...)
-			attrs := []slog.Attr{
-				slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", status),
-				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000), slog.Int64("bytes", rec.bytes),
-			}
-			if info.tenant != "" {
-				attrs = append(attrs, slog.String("tenant", info.tenant))
-			}
-			if info.thread != "" {
-				attrs = append(attrs, slog.String("thread", info.thread))
-			}
-			if id := rec.Header().Get("X-Request-Id"); id != "" {
-				attrs = append(attrs, slog.String("upstream_request_id", id))
-			} else if id := rec.Header().Get("Request-Id"); id != "" { // Anthropic's
-				attrs = append(attrs, slog.String("upstream_request_id", id))
-			}
-			level := slog.LevelInfo
-			if aborted {
-				attrs = append(attrs, slog.Bool("aborted", true))
-				level = slog.LevelWarn
-			}
-			s.log.LogAttrs(ctx, level, "toolguard-proxy: request", attrs...)
-		}()
-		next.ServeHTTP(rec, r)
-		aborted = false
-	})
+	return &instrumented{s, next}
+}
+
+// instrumented is instrument's handler: a type of its own rather than an
+// http.HandlerFunc, whose ServeHTTP would add a frame under every
+// request's (see exchange).
+type instrumented struct {
+	s    *server
+	next http.Handler
+}
+
+func (h *instrumented) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	x := h.s.startExchange(w, r)
+	defer h.s.endExchange(x)
+	h.next.ServeHTTP(&x.rec, x.r)
+	x.aborted = false
+}
+
+// exchange is a proxied request as instrument counts, times and logs it,
+// made in one allocation. A stream's connection goroutine waits for the
+// answer under instrument's frame, and every proxied request's under
+// every handler's: what instrument needs is here, and its work in
+// startExchange and endExchange, so that the frame stays small (a frame
+// of the handlers' depth grows that goroutine's stack from 8 to 16 KiB,
+// which a stream held in flight keeps for as long as it lasts).
+type exchange struct {
+	rec    recorder
+	info   requestInfo
+	r      *http.Request // the request, with info in its context
+	start  time.Time
+	method attribute.KeyValue
+	active []metric.AddOption
+	// aborted is true until the handlers return: ReverseProxy aborts a
+	// cut stream with a panic.
+	aborted bool
+}
+
+// startExchange counts r as active and returns its exchange.
+func (s *server) startExchange(w http.ResponseWriter, r *http.Request) *exchange {
+	x := &exchange{rec: recorder{ResponseWriter: w}, start: time.Now(), aborted: true}
+	x.r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, &x.info))
+	x.method = requestMethod(r.Method)
+	x.active = s.tel.attrs.active(x.method)
+	s.tel.active.Add(x.r.Context(), 1, x.active...)
+	return x
+}
+
+// endExchange records x's duration and writes its access log line.
+func (s *server) endExchange(x *exchange) {
+	elapsed := time.Since(x.start)
+	ctx, r, rec, info := x.r.Context(), x.r, &x.rec, &x.info
+	status := rec.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	s.tel.active.Add(ctx, -1, x.active...)
+	var done []metric.RecordOption
+	if info.tenant != "" {
+		done = []metric.RecordOption{metric.WithAttributes(x.method, semconv.HTTPResponseStatusCode(status), tenantAttr.String(s.tenantLabels.label(info.tenant)))}
+	} else {
+		done = s.tel.attrs.done(x.method, status)
+	}
+	s.tel.duration.Record(ctx, elapsed.Seconds(), done...)
+	attrs := []slog.Attr{
+		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", status),
+		slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000), slog.Int64("bytes", rec.bytes),
+	}
+	if info.tenant != "" {
+		attrs = append(attrs, slog.String("tenant", info.tenant))
+	}
+	if info.thread != "" {
+		attrs = append(attrs, slog.String("thread", info.thread))
+	}
+	if id := rec.Header().Get("X-Request-Id"); id != "" {
+		attrs = append(attrs, slog.String("upstream_request_id", id))
+	} else if id := rec.Header().Get("Request-Id"); id != "" { // Anthropic's
+		attrs = append(attrs, slog.String("upstream_request_id", id))
+	}
+	level := slog.LevelInfo
+	if x.aborted {
+		attrs = append(attrs, slog.Bool("aborted", true))
+		level = slog.LevelWarn
+	}
+	s.log.LogAttrs(ctx, level, "toolguard-proxy: request", attrs...)
 }
 
 // requestInfo is what the handlers learn of a request for its log line

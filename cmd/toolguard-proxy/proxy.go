@@ -54,39 +54,54 @@ func (s *server) rewrite(pr *httputil.ProxyRequest) {
 // counts is the tenant's (tenantThread): tenants choose their thread ids
 // without meeting each other's.
 func (s *server) admit(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := s.tel.propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		if ids := r.Header.Values(threadHeader); len(ids) > 0 {
-			if len(ids) > 1 || ids[0] == "" || len(ids[0]) > maxThreadID {
-				writeError(w, r, http.StatusBadRequest, "invalid_request_error",
-					"toolguard-proxy: X-Toolguard-Thread must be one non-empty id of at most 256 bytes")
-				return
-			}
-			thread := ids[0]
-			if info := infoFrom(ctx); info != nil {
-				info.thread = thread
-			}
-			if c := clientFrom(ctx); c != nil {
-				thread = tenantThread(c.tenant, thread)
-			}
-			ctx = guard.WithThread(ctx, thread)
+	return &admitted{s, next}
+}
+
+// admitted is admit's handler (a type of its own: see instrumented).
+type admitted struct {
+	s    *server
+	next http.Handler
+}
+
+func (h *admitted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r = h.s.admission(w, r); r != nil {
+		h.next.ServeHTTP(w, r)
+	}
+}
+
+// admission is r as admit passes it on, or nil when admit answered it.
+func (s *server) admission(w http.ResponseWriter, r *http.Request) *http.Request {
+	ctx := s.tel.propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+	if ids := r.Header.Values(threadHeader); len(ids) > 0 {
+		if len(ids) > 1 || ids[0] == "" || len(ids[0]) > maxThreadID {
+			writeError(w, r, http.StatusBadRequest, "invalid_request_error",
+				"toolguard-proxy: X-Toolguard-Thread must be one non-empty id of at most 256 bytes")
+			return nil
 		}
-		if r.ContentLength > s.cfg.maxBody {
-			writeError(w, r, http.StatusRequestEntityTooLarge, "request_too_large", s.tooLarge())
-			return
+		thread := ids[0]
+		if info := infoFrom(ctx); info != nil {
+			info.thread = thread
 		}
-		if r.Body != nil && r.Body != http.NoBody {
-			body := &requestBody{rc: http.MaxBytesReader(w, r.Body, s.cfg.maxBody)}
-			if s.cfg.bodyTimeout > 0 {
-				// Cleared by the server when the body has been read (it
-				// then waits for the client's next request).
-				_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.bodyTimeout))
-			}
-			r.Body = body
-			ctx = context.WithValue(ctx, bodyKey{}, body)
+		if c := clientFrom(ctx); c != nil {
+			thread = tenantThread(c.tenant, thread)
 		}
-		next.ServeHTTP(w, r.WithContext(ctx))
-	})
+		ctx = guard.WithThread(ctx, thread)
+	}
+	if r.ContentLength > s.cfg.maxBody {
+		writeError(w, r, http.StatusRequestEntityTooLarge, "request_too_large", s.tooLarge())
+		return nil
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		body := &requestBody{rc: http.MaxBytesReader(w, r.Body, s.cfg.maxBody)}
+		if s.cfg.bodyTimeout > 0 {
+			// Cleared by the server when the body has been read (it
+			// then waits for the client's next request).
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.bodyTimeout))
+		}
+		r.Body = body
+		ctx = context.WithValue(ctx, bodyKey{}, body)
+	}
+	return r.WithContext(ctx)
 }
 
 func (s *server) tooLarge() string {

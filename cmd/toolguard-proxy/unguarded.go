@@ -35,18 +35,32 @@ func (e *unguardedRequest) Error() string { return "toolguard-proxy: unguarded: 
 // guard.EventUnguarded event: counted in toolguard_events_total, logged at Warn.
 // The request itself passes on unchanged.
 func (s *server) watchUnguarded(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case headerHasToken(r.Header, "Upgrade", "websocket"):
-			s.unguarded(r.Context(), webSocket)
-		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/chat/completions") &&
-			r.Body != nil && r.Body != http.NoBody:
-			if s.offersLegacyFunctions(r) {
-				s.unguarded(r.Context(), legacyFunctions)
-			}
+	return &watching{s, next}
+}
+
+// watching is watchUnguarded's handler (a type of its own: see
+// instrumented).
+type watching struct {
+	s    *server
+	next http.Handler
+}
+
+func (h *watching) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.s.watch(r)
+	h.next.ServeHTTP(w, r)
+}
+
+// watch reports r when the proxy passes it unguarded.
+func (s *server) watch(r *http.Request) {
+	switch {
+	case headerHasToken(r.Header, "Upgrade", "websocket"):
+		s.unguarded(r.Context(), webSocket)
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/chat/completions") &&
+		r.Body != nil && r.Body != http.NoBody:
+		if s.offersLegacyFunctions(r) {
+			s.unguarded(r.Context(), legacyFunctions)
 		}
-		next.ServeHTTP(w, r)
-	})
+	}
 }
 
 // offersLegacyFunctions reads r's body, up to httpguard.MaxBody (past it
