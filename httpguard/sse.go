@@ -53,10 +53,11 @@ const streamReadSize = 1 << 10
 const keepLineCap = 32 << 10
 
 // line reads one line without its end (\n, \r\n or \r). The slice is
-// valid until the next call. It takes what the buffer holds at once, up to
-// the first line end, and waits for more only when the buffer holds no
-// line end: a line ended by a lone \r is returned without waiting for
-// the byte after it.
+// valid until the next call: a line the buffer holds whole is a slice of
+// it, not copied; one that spans reads is gathered in the line buffer. It
+// takes what the buffer holds at once, up to the first line end, and
+// waits for more only when the buffer holds no line end: a line ended by
+// a lone \r is returned without waiting for the byte after it.
 func (r *sseReader) line() ([]byte, error) {
 	if cap(r.buf) > keepLineCap {
 		r.buf = nil
@@ -82,7 +83,7 @@ func (r *sseReader) line() ([]byte, error) {
 				continue
 			}
 		}
-		i := bytes.IndexAny(b, "\r\n")
+		i := lineEnd(b)
 		if i < 0 {
 			r.buf = append(r.buf, b...)
 			_, _ = r.br.Discard(len(b))
@@ -91,14 +92,38 @@ func (r *sseReader) line() ([]byte, error) {
 			}
 			continue
 		}
-		r.buf = append(r.buf, b[:i]...)
 		r.skipLF = b[i] == '\r'
 		_, _ = r.br.Discard(i + 1)
-		if len(r.buf) > r.max {
+		if len(r.buf) == 0 {
+			// Whole in the buffer, which Discard leaves as it is until
+			// the next read.
+			b = b[:i]
+		} else {
+			r.buf = append(r.buf, b[:i]...)
+			b = r.buf
+		}
+		if len(b) > r.max {
 			return nil, errTooLarge
 		}
-		return r.buf, nil
+		return b, nil
 	}
+}
+
+// lineEnd returns the index of the first \n or \r in b, -1 if none: two
+// memchr scans, the second over the line the first found, where
+// bytes.IndexAny tests each byte against the set.
+func lineEnd(b []byte) int {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		i = len(b)
+	}
+	if j := bytes.IndexByte(b[:i], '\r'); j >= 0 {
+		return j
+	}
+	if i == len(b) {
+		return -1
+	}
+	return i
 }
 
 // next returns the next event with data; io.EOF after the last. An event
