@@ -28,9 +28,17 @@ func (sseFraming) appendFormat(b []byte, ev streamEvent) []byte { return appendE
 // sseReader reads server-sent events from a stream, bounded: a line or an
 // event's data longer than max is errTooLarge.
 type sseReader struct {
-	br     *bufio.Reader
-	max    int
-	buf    []byte
+	br  *bufio.Reader
+	max int
+	buf []byte
+	// room is where events' data are copied to, an event after another:
+	// made for one event's data and those of the events its buffer holds
+	// after it (see appendData), so that the events of one upstream read
+	// take one allocation, not one each. An event's data is a slice of it
+	// with no capacity past its end, so that whoever appends to one does
+	// not write over the next; a room lives as long as one of its events
+	// does. Let go before a read that waits on the upstream.
+	room   []byte
 	eof    bool
 	skipLF bool
 }
@@ -130,6 +138,11 @@ func lineEnd(b []byte) int {
 // cut off by the end of the stream (no blank line after it) is returned
 // too, as the SDKs do.
 func (r *sseReader) next() (streamEvent, error) {
+	if r.br.Buffered() == 0 {
+		// Its next line waits on the upstream: a stream held in flight
+		// holds no room for events to come.
+		r.room = nil
+	}
 	var ev streamEvent
 	var data []byte
 	has := false
@@ -166,16 +179,41 @@ func (r *sseReader) next() (streamEvent, error) {
 		case "event":
 			ev.Event = eventName(value)
 		case "data":
-			if has {
-				data = append(data, '\n')
-			}
-			data = append(data, value...)
+			data = r.appendData(data, value, has)
 			has = true
 			if len(data) > r.max {
 				return streamEvent{}, errTooLarge
 			}
 		}
 	}
+}
+
+// appendData appends a data line's value to data, the data so far of the
+// event being read (the end of r.room), after a \n when more, and returns
+// the event's data, capacity cut at its end. Data that stays empty stays
+// nil, as append leaves it. When the room has no space left for value, a
+// new one is made for the data so far, value and what the buffer holds
+// besides (the data of the events the buffer holds, which are no longer),
+// and the data so far copied to it; no larger than the line and the
+// event's data, both bounded, and the buffer.
+func (r *sseReader) appendData(data, value []byte, more bool) []byte {
+	n := len(value)
+	if more {
+		n++
+	}
+	if n == 0 {
+		return data
+	}
+	if cap(r.room)-len(r.room) < n {
+		room := make([]byte, 0, len(data)+n+r.br.Buffered())
+		r.room = append(room, data...)
+	}
+	start := len(r.room) - len(data)
+	if more {
+		r.room = append(r.room, '\n')
+	}
+	r.room = append(r.room, value...)
+	return r.room[start:len(r.room):len(r.room)]
 }
 
 // formatEvent returns ev as the bytes of a server-sent event.

@@ -146,3 +146,63 @@ func TestEventName(t *testing.T) {
 		t.Errorf("eventName of a known name allocates %v times, want 0", n)
 	}
 }
+
+// The events of one upstream read take one allocation for their data
+// between them, not one each: a reader of eight events in one read makes
+// itself (the reader, its bufio.Reader and buffer) and one room.
+func TestSSEReaderDataOnePerRead(t *testing.T) {
+	in := []byte(strings.Repeat("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1}\n\n", 8))
+	src := bytes.NewReader(in)
+	n := testing.AllocsPerRun(100, func() {
+		src.Reset(in)
+		rd := newSSEReader(src, MaxBody)
+		for {
+			if _, err := rd.next(); err != nil {
+				break
+			}
+		}
+	})
+	if n > 4 {
+		t.Errorf("reading 8 events of one read allocates %v times, want 4 at most", n)
+	}
+}
+
+// waitingReader hands out one event per Read and records, at each, how
+// many bytes of room for data the SSE reader reading it holds.
+type waitingReader struct {
+	events [][]byte
+	rd     *sseReader
+	held   []int
+}
+
+func (w *waitingReader) Read(p []byte) (int, error) {
+	w.held = append(w.held, cap(w.rd.room))
+	if len(w.events) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, w.events[0])
+	w.events = w.events[1:]
+	return n, nil
+}
+
+// A reader that waits on the upstream between events holds no room for
+// their data: a stream held in flight holds only the events its gates
+// keep.
+func TestSSEReaderHoldsNoRoomWhileWaiting(t *testing.T) {
+	w := &waitingReader{events: [][]byte{[]byte("event: a\ndata: {\"x\":1}\n\n"), []byte("data: {\"y\":2}\n\n"), []byte(": ping\n\ndata: z\n\n")}}
+	w.rd = newSSEReader(w, MaxBody)
+	var err error
+	for {
+		if _, err = w.rd.next(); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	for i, c := range w.held {
+		if c != 0 {
+			t.Errorf("read %d: the reader held %d bytes of room while it waited", i, c)
+		}
+	}
+}
