@@ -205,7 +205,11 @@ func (r *sseReader) appendData(data, value []byte, more bool) []byte {
 		return data
 	}
 	if cap(r.room)-len(r.room) < n {
-		room := make([]byte, 0, len(data)+n+r.br.Buffered())
+		// Room besides for the lines the buffer holds whole: a line cut
+		// by the buffer's end comes whole later and would not fit in
+		// what its start left.
+		b, _ := r.br.Peek(r.br.Buffered())
+		room := make([]byte, 0, len(data)+n+bytes.LastIndexByte(b, '\n')+1)
 		r.room = append(room, data...)
 	}
 	start := len(r.room) - len(data)
