@@ -138,9 +138,11 @@ func lineEnd(b []byte) int {
 // cut off by the end of the stream (no blank line after it) is returned
 // too, as the SDKs do.
 func (r *sseReader) next() (streamEvent, error) {
-	if r.br.Buffered() == 0 {
+	if r.br.Buffered() == 0 || cap(r.room) > keepLineCap {
 		// Its next line waits on the upstream: a stream held in flight
-		// holds no room for events to come.
+		// holds no room for events to come. Nor does an event after a
+		// long one share its room, which would keep it for as long as
+		// the small one lives.
 		r.room = nil
 	}
 	var ev streamEvent

@@ -103,8 +103,10 @@ func TestReadBounded(t *testing.T) {
 	}
 }
 
-// A reader lets go of a line buffer that a long line grew: a stream held
-// in flight after it holds no more than keepLineCap of it.
+// A reader lets go of a line buffer that a long line grew, and an SSE
+// reader of the room it made for a long event's data: a stream held in
+// flight after it holds no more than keepLineCap of either, and the event
+// after it does not share the long one's room.
 func TestStreamReadersLetLongLinesGo(t *testing.T) {
 	long := strings.Repeat("x", 4*keepLineCap)
 	for name, rd := range map[string]interface {
@@ -127,7 +129,7 @@ func TestStreamReadersLetLongLinesGo(t *testing.T) {
 
 type sseLineCap struct{ *sseReader }
 
-func (r sseLineCap) lineCap() int { return cap(r.buf) }
+func (r sseLineCap) lineCap() int { return max(cap(r.buf), cap(r.room)) }
 
 type ndjsonLineCap struct{ *ndjsonReader }
 
