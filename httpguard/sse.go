@@ -194,10 +194,11 @@ func (r *sseReader) next() (streamEvent, error) {
 // event being read (the end of r.room), after a \n when more, and returns
 // the event's data, capacity cut at its end. Data that stays empty stays
 // nil, as append leaves it. When the room has no space left for value, a
-// new one is made for the data so far, value and what the buffer holds
-// besides (the data of the events the buffer holds, which are no longer),
-// and the data so far copied to it; no larger than the line and the
-// event's data, both bounded, and the buffer.
+// new one is made for the data so far, value and the lines the buffer
+// holds whole besides (the data of their events is no longer), and the
+// data so far copied to it: no larger than the event's data and the
+// line, both bounded, and the buffer. value may be a slice of the buffer:
+// Peek of what it holds already does not read.
 func (r *sseReader) appendData(data, value []byte, more bool) []byte {
 	n := len(value)
 	if more {
