@@ -117,7 +117,8 @@ func errClass(err error) string {
 // sseEdgeCases are streams at the reader's edges: a \r at the end of the
 // 1 KiB buffer with its \n in the next read, lines longer than the buffer,
 // lines and data past a small max, an event cut by the end, comments,
-// empty and colonless data lines, fields without the space.
+// empty and colonless data lines, fields without the space, small events
+// after one whose room passes keepLineCap.
 func sseEdgeCases() []string {
 	x := func(n int) string { return strings.Repeat("x", n) }
 	return []string{
@@ -125,6 +126,7 @@ func sseEdgeCases() []string {
 		"data: " + x(1024-len("data: ")) + "\r\ndata: b\r\r",
 		"data: " + x(1024-len("data: ")-1) + "\r" + "\r\n",
 		"event: message_start\ndata: " + x(3000) + "\n\ndata: y\n\n",
+		"data: " + x(keepLineCap+100) + "\n\ndata: y\n\nevent: e\ndata: z\n\n",
 		"data: " + x(200) + "\ndata: " + x(200) + "\ndata: " + x(200) + "\n\n",
 		"data: a\n\ndata: b",
 		"event: a\ndata: b\ndata:",
