@@ -119,14 +119,18 @@ func (c *clientStream) upstream(resp *http.Response) {
 
 // putEvent writes ev to the client, committing the response at the first
 // event that is not only an opening. It waits only while the buffer is
-// full.
+// full. Once the response is committed nothing is held (flush wrote the
+// held events and nothing is held after), so an event goes straight to
+// write.
 func (c *clientStream) putEvent(ev streamEvent) error {
-	if !c.isCommitted() && c.opening(ev) {
-		c.held = append(c.held, ev)
-		return nil
-	}
-	if err := c.flush(); err != nil {
-		return err
+	if !c.isCommitted() {
+		if c.opening(ev) {
+			c.held = append(c.held, ev)
+			return nil
+		}
+		if err := c.flush(); err != nil {
+			return err
+		}
 	}
 	return c.write(ev)
 }

@@ -166,7 +166,8 @@ func TestClientStreamClose(t *testing.T) {
 
 // The events that only open a stream wait for the first that commits it,
 // then reach the client first, in order, as many as come (more than the
-// room the stream keeps for them too); once written they are let go.
+// room the stream keeps for them too); once written they are let go, and
+// an opening after the commit is written in its turn.
 func TestClientStreamHeldOpenings(t *testing.T) {
 	for _, n := range []int{1, len(clientStream{}.heldRoom), len(clientStream{}.heldRoom) + 3} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
@@ -189,6 +190,16 @@ func TestClientStreamHeldOpenings(t *testing.T) {
 			want = append(want, formatEvent(text)...)
 			if !c.isCommitted() {
 				t.Fatal("not committed by a text event")
+			}
+			// Once committed, an event that only opens a stream is written
+			// as it comes, after those before it.
+			late := streamEvent{Data: []byte(`{"id":"c","choices":[{"index":0,"delta":{"role":"assistant"}}],"late":true}`)}
+			if err := c.putEvent(late); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, formatEvent(late)...)
+			if len(c.held) != 0 {
+				t.Errorf("%d events held after the commit", len(c.held))
 			}
 			for i, ev := range c.heldRoom {
 				if ev.Data != nil {

@@ -103,8 +103,10 @@ func TestReadBounded(t *testing.T) {
 	}
 }
 
-// A reader lets go of a line buffer that a long line grew: a stream held
-// in flight after it holds no more than keepLineCap of it.
+// A reader lets go of a line buffer that a long line grew, and an SSE
+// reader of the room it made for a long event's data: a stream held in
+// flight after it holds no more than keepLineCap of either, and the event
+// after it does not share the long one's room.
 func TestStreamReadersLetLongLinesGo(t *testing.T) {
 	long := strings.Repeat("x", 4*keepLineCap)
 	for name, rd := range map[string]interface {
@@ -127,7 +129,7 @@ func TestStreamReadersLetLongLinesGo(t *testing.T) {
 
 type sseLineCap struct{ *sseReader }
 
-func (r sseLineCap) lineCap() int { return cap(r.buf) }
+func (r sseLineCap) lineCap() int { return max(cap(r.buf), cap(r.room)) }
 
 type ndjsonLineCap struct{ *ndjsonReader }
 
@@ -144,5 +146,65 @@ func TestEventName(t *testing.T) {
 	b := []byte("content_block_delta")
 	if n := testing.AllocsPerRun(100, func() { _ = eventName(b) }); n != 0 {
 		t.Errorf("eventName of a known name allocates %v times, want 0", n)
+	}
+}
+
+// The events of one upstream read take one allocation for their data
+// between them, not one each: a reader of eight events in one read makes
+// itself (the reader, its bufio.Reader and buffer) and one room.
+func TestSSEReaderDataOnePerRead(t *testing.T) {
+	in := []byte(strings.Repeat("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1}\n\n", 8))
+	src := bytes.NewReader(in)
+	n := testing.AllocsPerRun(100, func() {
+		src.Reset(in)
+		rd := newSSEReader(src, MaxBody)
+		for {
+			if _, err := rd.next(); err != nil {
+				break
+			}
+		}
+	})
+	if n > 4 {
+		t.Errorf("reading 8 events of one read allocates %v times, want 4 at most", n)
+	}
+}
+
+// waitingReader hands out one event per Read and records, at each, how
+// many bytes of room for data the SSE reader reading it holds.
+type waitingReader struct {
+	events [][]byte
+	rd     *sseReader
+	held   []int
+}
+
+func (w *waitingReader) Read(p []byte) (int, error) {
+	w.held = append(w.held, cap(w.rd.room))
+	if len(w.events) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, w.events[0])
+	w.events = w.events[1:]
+	return n, nil
+}
+
+// A reader that waits on the upstream between events holds no room for
+// their data: a stream held in flight holds only the events its gates
+// keep.
+func TestSSEReaderHoldsNoRoomWhileWaiting(t *testing.T) {
+	w := &waitingReader{events: [][]byte{[]byte("event: a\ndata: {\"x\":1}\n\n"), []byte("data: {\"y\":2}\n\n"), []byte(": ping\n\ndata: z\n\n")}}
+	w.rd = newSSEReader(w, MaxBody)
+	var err error
+	for {
+		if _, err = w.rd.next(); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	for i, c := range w.held {
+		if c != 0 {
+			t.Errorf("read %d: the reader held %d bytes of room while it waited", i, c)
+		}
 	}
 }
