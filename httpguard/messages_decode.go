@@ -157,8 +157,7 @@ func walkMessagesEvent(data []byte, e *messagesParsed, sp *[evUsage + 1]span) er
 
 // messagesEventMember reads the event's member at it.k, it.v.
 func messagesEventMember(data []byte, it *memberIter, s *seen, e *messagesParsed, sp *[evUsage + 1]span) error {
-	field := memberField(it, []string{evType: "type", evIndex: "index", evMessage: "message",
-		evContentBlock: "content_block", evDelta: "delta", evUsage: "usage"})
+	field := eventField(it)
 	if field < 0 {
 		return nil
 	}
@@ -175,21 +174,57 @@ func messagesEventMember(data []byte, it *memberIter, s *seen, e *messagesParsed
 	return nil
 }
 
-// memberField returns the index among names (protocol keys, none of
-// which matches another without regard to case) of the name the
-// iterator's member's key is, as memberIter.is matches it, -1 for none: a
-// key spelled exactly as a name is compared once, any other by is.
-func memberField(it *memberIter, names []string) int {
+// eventField returns the event member (evType … evUsage) the iterator's
+// member's key names, as memberIter.is matches it, -1 for none: a key
+// spelled exactly as one is found by one switch, any other by is.
+func eventField(it *memberIter) int {
 	q := raw(it.b, it.k)
-	for i, n := range names {
-		if string(q[1:len(q)-1]) == n {
-			it.name, it.folded = n, false
-			return i
-		}
+	f := -1
+	switch string(q[1 : len(q)-1]) {
+	case "type":
+		f = evType
+	case "index":
+		f = evIndex
+	case "message":
+		f = evMessage
+	case "content_block":
+		f = evContentBlock
+	case "delta":
+		f = evDelta
+	case "usage":
+		f = evUsage
+	default:
+		return foldedField(it, evUsage, eventKey)
 	}
-	for i, n := range names {
-		if it.is(n) {
-			return i
+	it.name, it.folded = eventKey(f), false
+	return f
+}
+
+// eventKey is the key of the event member f.
+func eventKey(f int) string {
+	switch f {
+	case evType:
+		return "type"
+	case evIndex:
+		return "index"
+	case evMessage:
+		return "message"
+	case evContentBlock:
+		return "content_block"
+	case evDelta:
+		return "delta"
+	}
+	return "usage"
+}
+
+// foldedField returns the first of the members 0 … last whose key (key(f):
+// protocol keys, none of which matches another without regard to case)
+// the iterator's member's key is, as memberIter.is matches it, -1 for
+// none: the keys not spelled exactly as one, which a switch did not find.
+func foldedField(it *memberIter, last int, key func(int) string) int {
+	for f := 0; f <= last; f++ {
+		if it.is(key(f)) {
+			return f
 		}
 	}
 	return -1
@@ -226,8 +261,7 @@ func readMessagesDelta(data []byte, sp span, e *messagesParsed) error {
 		citation []byte
 	)
 	for it.next() {
-		field := memberField(&it, []string{dText: "text", dThinking: "thinking", dSignature: "signature",
-			dPartialJSON: "partial_json", dType: "type", dCitation: "citation"})
+		field := deltaField(&it)
 		if field < 0 {
 			continue
 		}
@@ -267,9 +301,51 @@ func readMessagesDelta(data []byte, sp span, e *messagesParsed) error {
 	return nil
 }
 
+// deltaField is eventField of a delta's members (dText … dCitation).
+func deltaField(it *memberIter) int {
+	q := raw(it.b, it.k)
+	f := -1
+	switch string(q[1 : len(q)-1]) {
+	case "text":
+		f = dText
+	case "thinking":
+		f = dThinking
+	case "signature":
+		f = dSignature
+	case "partial_json":
+		f = dPartialJSON
+	case "type":
+		f = dType
+	case "citation":
+		f = dCitation
+	default:
+		return foldedField(it, dCitation, deltaKey)
+	}
+	it.name, it.folded = deltaKey(f), false
+	return f
+}
+
+// deltaKey is the key of the delta member f.
+func deltaKey(f int) string {
+	switch f {
+	case dText:
+		return "text"
+	case dThinking:
+		return "thinking"
+	case dSignature:
+		return "signature"
+	case dPartialJSON:
+		return "partial_json"
+	case dType:
+		return "type"
+	}
+	return "citation"
+}
+
 // decodeText is decodeString into bytes: the string's own bytes where
 // they are its text (no escape, control byte or quote, valid UTF-8: what
-// plainString takes), without a copy; null leaves *dst as it is.
+// plainString takes), without a copy, else decoded once into bytes of its
+// own (unquotedBytes); null leaves *dst as it is.
 func decodeText(b []byte, sp span, dst *[]byte) error {
 	if kind(b, sp) == '"' {
 		in := b[sp.start+1 : sp.end-1]
@@ -278,14 +354,18 @@ func decodeText(b []byte, sp span, dst *[]byte) error {
 			return nil
 		}
 	}
-	var s string
-	if err := decodeString(b, sp, &s); err != nil {
-		return err
+	switch kind(b, sp) {
+	case 'n':
+		return nil
+	case '"':
+		t, err := unquotedBytes(raw(b, sp))
+		if err != nil {
+			return err
+		}
+		*dst = t[:len(t):len(t)]
+		return nil
 	}
-	if kind(b, sp) == '"' {
-		*dst = []byte(s)
-	}
-	return nil
+	return fmt.Errorf("%w: want a string", errJSON)
 }
 
 // plainText reports whether the inside of a JSON string is its text, as
