@@ -63,30 +63,46 @@ const (
 // error event is an *upstreamStreamError.
 func parseMessagesEventInto(ev streamEvent, e *messagesParsed) (*messagesParsed, error) {
 	data := ev.Data
-	var sp [evUsage + 1]span // the members' values; zero when absent
+	var sp eventSpans
 	if err := walkMessagesEvent(data, e, &sp); err != nil {
-		return nil, fmt.Errorf("%w: anthropic event: %w", errJSON, err)
+		return nil, eventError("anthropic event: ", err)
 	}
 	if e.typ == "error" || ev.Event == "error" {
-		return nil, &upstreamStreamError{Data: append([]byte(nil), data...)}
+		return nil, upstreamEventError(data)
 	}
 	switch e.typ {
 	case "message_start":
-		e.raw = rawOf(data, sp[evMessage])
+		e.raw = rawOf(data, sp[evMessage-evMessage])
 	case "content_block_start":
-		e.raw = rawOf(data, sp[evContentBlock])
+		e.raw = rawOf(data, sp[evContentBlock-evMessage])
 		var err error
-		if e.sub, err = blockTypeOf(data, sp[evContentBlock]); err != nil {
-			return nil, fmt.Errorf("%w: anthropic content block: %w", errJSON, err)
+		if e.sub, err = blockTypeOf(data, sp[evContentBlock-evMessage]); err != nil {
+			return nil, eventError("anthropic content block: ", err)
 		}
 	case "message_delta":
-		e.raw, e.usage = rawOf(data, sp[evDelta]), rawOf(data, sp[evUsage])
+		e.raw, e.usage = rawOf(data, sp[evDelta-evMessage]), rawOf(data, sp[evUsage-evMessage])
 	case "content_block_delta":
-		if err := readMessagesDelta(data, sp[evDelta], e); err != nil {
-			return nil, fmt.Errorf("%w: %w", errJSON, err)
+		if err := readMessagesDelta(data, sp[evDelta-evMessage], e); err != nil {
+			return nil, eventError("", err)
 		}
 	}
 	return e, nil
+}
+
+// eventSpans are the values of an event's members message, content_block,
+// delta and usage (evMessage - evMessage …); zero when absent.
+type eventSpans [evUsage - evMessage + 1]span
+
+// eventError is errJSON for an event that does not read: what, then err.
+// The errors of a parse are made in functions of their own, so that the
+// frames of every event's parse keep no room for their arguments.
+func eventError(what string, err error) error {
+	return fmt.Errorf("%w: %s%w", errJSON, what, err)
+}
+
+// upstreamEventError is the upstream's error event: its data, copied.
+func upstreamEventError(data []byte) error {
+	return &upstreamStreamError{Data: append([]byte(nil), data...)}
 }
 
 // blockTypeOf is typeOf of a content block: the usual block types,
@@ -127,25 +143,17 @@ func rawOf(b []byte, sp span) []byte {
 // twice or only in another case, a type that is not a string and an index
 // that is not an integer are; of those, the first in the event, once the
 // whole event has been checked as JSON.
-func walkMessagesEvent(data []byte, e *messagesParsed, sp *[evUsage + 1]span) error {
+func walkMessagesEvent(data []byte, e *messagesParsed, sp *eventSpans) error {
 	i := skipSpace(data, 0)
-	switch {
-	case i < len(data) && data[i] == '{':
-	case i < len(data) && data[i] == 'n':
-		if j := literal(data, i, "null"); j < 0 || skipSpace(data, j) != len(data) {
-			return errJSON
-		}
-		return nil
-	case !validJSON(data):
-		return errJSON
-	default:
-		return fmt.Errorf("%w: want an object", errJSON)
+	if i >= len(data) || data[i] != '{' {
+		return notObject(data, i)
 	}
 	var (
 		s     seen
 		first error // the first member's error
 	)
-	m := openCheckedMembers(data, i)
+	var m checkedMembers
+	m.open(data, i)
 	for first == nil && m.next() {
 		first = messagesEventMember(data, &m.it, &s, e, sp)
 	}
@@ -155,8 +163,23 @@ func walkMessagesEvent(data []byte, e *messagesParsed, sp *[evUsage + 1]span) er
 	return first
 }
 
+// notObject is walkMessagesEvent's error for an event whose value,
+// starting at data[i], is not an object: none for null.
+func notObject(data []byte, i int) error {
+	switch {
+	case i < len(data) && data[i] == 'n':
+		if j := literal(data, i, "null"); j < 0 || skipSpace(data, j) != len(data) {
+			return errJSON
+		}
+		return nil
+	case !validJSON(data):
+		return errJSON
+	}
+	return fmt.Errorf("%w: want an object", errJSON)
+}
+
 // messagesEventMember reads the event's member at it.k, it.v.
-func messagesEventMember(data []byte, it *memberIter, s *seen, e *messagesParsed, sp *[evUsage + 1]span) error {
+func messagesEventMember(data []byte, it *memberIter, s *seen, e *messagesParsed, sp *eventSpans) error {
 	field := eventField(it)
 	if field < 0 {
 		return nil
@@ -170,7 +193,7 @@ func messagesEventMember(data []byte, it *memberIter, s *seen, e *messagesParsed
 	case evIndex:
 		return decodeInt(data, it.v, &e.index)
 	}
-	sp[field] = it.v
+	sp[field-evMessage] = it.v
 	return nil
 }
 
@@ -251,14 +274,15 @@ func readMessagesDelta(data []byte, sp span, e *messagesParsed) error {
 	if kind(data, sp) == 'n' {
 		return nil
 	}
-	it, err := iterMembers(data, sp)
-	if err != nil {
+	var it memberIter
+	if err := it.open(data, sp); err != nil {
 		return err
 	}
 	var (
 		s        seen
 		texts    [dPartialJSON + 1][]byte
 		citation []byte
+		err      error
 	)
 	for it.next() {
 		field := deltaField(&it)

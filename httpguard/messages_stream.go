@@ -17,20 +17,28 @@ func parseMessagesEvent(ev streamEvent) (*messagesParsed, error) {
 }
 
 // parse returns ev parsed: the form a gate inside parsed, else parsed
-// now into the next of the events the assembler allocates together (each
-// one written once, then only read: it is ev's parsed form for the gates
-// outside and for release). The first slab holds a few events and each
-// next one twice as many as the last, up to maxSlab, so that a short
-// stream takes little and a long one few allocations.
+// now into the next of the events the assembler allocates together
+// (slot). addEvent does what parse does in its own frame, one call less
+// on the stack of every event.
 func (a *messagesAssembler) parse(ev streamEvent) (*messagesParsed, error) {
 	if e, ok := ev.parsed.(*messagesParsed); ok {
 		return e, nil
 	}
+	return parseMessagesEventInto(ev, a.slot())
+}
+
+// slot returns the next of the events the assembler allocates together,
+// zero (each one written once, by a parse, then only read: it is an
+// event's parsed form for the gates outside and for release). The first
+// slab holds a few events and each next one twice as many as the last, up
+// to maxSlab, so that a short stream takes little and a long one few
+// allocations.
+func (a *messagesAssembler) slot() *messagesParsed {
 	if len(a.slab) == cap(a.slab) {
 		a.slab = make([]messagesParsed, 0, min(max(2*cap(a.slab), minSlab), maxSlab))
 	}
 	a.slab = a.slab[:len(a.slab)+1]
-	return parseMessagesEventInto(ev, &a.slab[len(a.slab)-1])
+	return &a.slab[len(a.slab)-1]
 }
 
 // The events an assembler's first slab holds, and the most a slab holds.
@@ -159,11 +167,15 @@ func (a *messagesAssembler) add(ev streamEvent) (bool, error) {
 	return done, unreadable(anthropicUnread, err)
 }
 
-// addEvent is add.
+// addEvent is add, but for the error's wrapping: its gate calls it
+// itself, one call less on the stack of every event.
 func (a *messagesAssembler) addEvent(ev streamEvent) (bool, error) {
-	e, err := a.parse(ev)
-	if err != nil {
-		return false, err
+	e, ok := ev.parsed.(*messagesParsed) // a.parse, inline
+	if !ok {
+		var err error
+		if e, err = parseMessagesEventInto(ev, a.slot()); err != nil {
+			return false, err
+		}
 	}
 	if err := a.take(a.held(e, len(ev.Data))); err != nil {
 		return false, err
@@ -179,7 +191,7 @@ func (a *messagesAssembler) addEvent(ev streamEvent) (bool, error) {
 		return false, a.startBlock(e)
 	case "content_block_delta":
 		if e.index < 0 || e.index >= len(a.blocks) {
-			return false, fmt.Errorf("%w: delta for block %d of %d", errJSON, e.index, len(a.blocks))
+			return false, blockIndexError("delta for block %d of %d", e.index, len(a.blocks))
 		}
 		return false, a.blocks[e.index].add(e)
 	case "message_delta":
@@ -190,10 +202,18 @@ func (a *messagesAssembler) addEvent(ev streamEvent) (bool, error) {
 	return false, nil
 }
 
+// blockIndexError is errJSON for a block index out of order: format
+// (two %d, for the index and the blocks) with index and n. Its own
+// function, so that the hot frames that call it keep no room for its
+// arguments.
+func blockIndexError(format string, index, n int) error {
+	return fmt.Errorf("%w: "+format, errJSON, index, n)
+}
+
 // startBlock opens the block a content_block_start event e starts.
 func (a *messagesAssembler) startBlock(e *messagesParsed) error {
 	if e.index != len(a.blocks) {
-		return fmt.Errorf("%w: block %d starts after %d blocks", errJSON, e.index, len(a.blocks))
+		return blockIndexError("block %d starts after %d blocks", e.index, len(a.blocks))
 	}
 	if err := checkBlockType(e.sub); err != nil {
 		return err
@@ -816,9 +836,9 @@ func (g *messagesGate) event(ev streamEvent) (bool, error) {
 	if g.ended {
 		return true, nil
 	}
-	done, err := g.asm.add(ev)
+	done, err := g.asm.addEvent(ev) // add, without a frame of its own
 	if err != nil {
-		return done, err
+		return done, unreadable(anthropicUnread, err)
 	}
 	e := g.asm.last // add parsed it
 	ev.parsed = e   // for the gates outside
@@ -829,13 +849,21 @@ func (g *messagesGate) event(ev streamEvent) (bool, error) {
 	if g.passes(e) {
 		return done, writeEvent(g.w, ev)
 	}
+	return done, g.keep(ev, e)
+}
+
+// keep takes the first attempt's event ev (parsed e) that does not reach
+// the client now: held for release, and noted (hold). In a function of
+// its own, so that event's frame, on the stack of every event, keeps no
+// room for what holding takes.
+func (g *messagesGate) keep(ev streamEvent, e *messagesParsed) error {
 	switch e.typ {
 	case "ping", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop":
 		// Held for release, whole: the event counts by its length, what
 		// the assembler counted of it included. An event of a type the
 		// wire code does not read is dropped, as accept drops it.
 		if err := g.asm.take(len(ev.Data) - g.asm.held(e, len(ev.Data))); err != nil {
-			return done, err
+			return err
 		}
 		if g.held == nil {
 			g.held = make([]streamEvent, 0, 8) // a few calls' events
@@ -843,7 +871,7 @@ func (g *messagesGate) event(ev streamEvent) (bool, error) {
 		g.held = append(g.held, ev)
 	}
 	g.hold(ev, e)
-	return done, nil
+	return nil
 }
 
 // passes notes what the first attempt's event e tells the gate (the
