@@ -72,17 +72,17 @@ func parseMessagesEventInto(ev streamEvent, e *messagesParsed) (*messagesParsed,
 	}
 	switch e.typ {
 	case "message_start":
-		e.raw = rawOf(data, sp[evMessage-evMessage])
+		e.raw = rawOf(data, sp[spMessage])
 	case "content_block_start":
-		e.raw = rawOf(data, sp[evContentBlock-evMessage])
+		e.raw = rawOf(data, sp[spContentBlock])
 		var err error
-		if e.sub, err = blockTypeOf(data, sp[evContentBlock-evMessage]); err != nil {
+		if e.sub, err = blockTypeOf(data, sp[spContentBlock]); err != nil {
 			return nil, eventError("anthropic content block: ", err)
 		}
 	case "message_delta":
-		e.raw, e.usage = rawOf(data, sp[evDelta-evMessage]), rawOf(data, sp[evUsage-evMessage])
+		e.raw, e.usage = rawOf(data, sp[spDelta]), rawOf(data, sp[spUsage])
 	case "content_block_delta":
-		if err := readMessagesDelta(data, sp[evDelta-evMessage], e); err != nil {
+		if err := readMessagesDelta(data, sp[spDelta], e); err != nil {
 			return nil, eventError("", err)
 		}
 	}
@@ -90,8 +90,17 @@ func parseMessagesEventInto(ev streamEvent, e *messagesParsed) (*messagesParsed,
 }
 
 // eventSpans are the values of an event's members message, content_block,
-// delta and usage (evMessage - evMessage …); zero when absent.
-type eventSpans [evUsage - evMessage + 1]span
+// delta and usage, at spMessage …; zero when absent.
+type eventSpans [spUsage + 1]span
+
+// The members of an event kept as spans, in eventSpans: evMessage …
+// evUsage, less evMessage.
+const (
+	spMessage = iota
+	spContentBlock
+	spDelta
+	spUsage
+)
 
 // eventError is errJSON for an event that does not read: what, then err.
 // The errors of a parse are made in functions of their own, so that the

@@ -16,20 +16,10 @@ func parseMessagesEvent(ev streamEvent) (*messagesParsed, error) {
 	return parseMessagesEventInto(ev, new(messagesParsed))
 }
 
-// parse returns ev parsed: the form a gate inside parsed, else parsed
-// now into the next of the events the assembler allocates together
-// (slot). addEvent does what parse does in its own frame, one call less
-// on the stack of every event.
-func (a *messagesAssembler) parse(ev streamEvent) (*messagesParsed, error) {
-	if e, ok := ev.parsed.(*messagesParsed); ok {
-		return e, nil
-	}
-	return parseMessagesEventInto(ev, a.slot())
-}
-
 // slot returns the next of the events the assembler allocates together,
-// zero (each one written once, by a parse, then only read: it is an
-// event's parsed form for the gates outside and for release). The first
+// zero, for addEvent to parse an event into (each one written once, then
+// only read: it is the event's parsed form for the gates outside and for
+// release). The first
 // slab holds a few events and each next one twice as many as the last, up
 // to maxSlab, so that a short stream takes little and a long one few
 // allocations.
