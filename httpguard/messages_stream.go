@@ -812,13 +812,17 @@ type messagesGate struct {
 	// the client, in order, for release.
 	held  []streamEvent
 	ended bool
-	// first is the first attempt's assembler, allocated with the gate.
-	first messagesAssembler
+	// first is the first attempt's assembler, allocated with the gate,
+	// and firstSlab the first slab of the events it parses: every stream
+	// parses a few, and one allocation less per stream takes them.
+	first     messagesAssembler
+	firstSlab [minSlab]messagesParsed
 }
 
 func newMessagesGate(w io.Writer) *messagesGate {
 	g := &messagesGate{w: w}
 	g.asm = &g.first
+	g.first.slab = g.firstSlab[:0]
 	return g
 }
 
