@@ -817,6 +817,9 @@ type messagesGate struct {
 	// parses a few, and one allocation less per stream takes them.
 	first     messagesAssembler
 	firstSlab [minSlab]messagesParsed
+	// terminalBuf holds an attempt's terminal events, message_delta and
+	// message_stop (a later attempt's once reject dropped the last's).
+	terminalBuf [2]streamEvent
 }
 
 func newMessagesGate(w io.Writer) *messagesGate {
@@ -905,7 +908,7 @@ func (g *messagesGate) hold(ev streamEvent, e *messagesParsed) {
 		}
 	case "message_delta", "message_stop":
 		if g.terminal == nil {
-			g.terminal = make([]streamEvent, 0, 2) // both
+			g.terminal = g.terminalBuf[:0] // both, allocated with the gate
 		}
 		g.terminal = append(g.terminal, ev)
 	}
