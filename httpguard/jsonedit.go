@@ -721,6 +721,15 @@ func iterMembers(b []byte, sp span) (memberIter, error) {
 	return memberIter{b: b, sp: sp, at: i}, err
 }
 
+// open is iterMembers into it, which is zero: an iterator on the stack
+// of its caller, where one returned by value was also a copy in the
+// caller's frame.
+func (it *memberIter) open(b []byte, sp span) error {
+	i, err := firstMember(b, sp)
+	it.b, it.sp, it.at = b, sp, i
+	return err
+}
+
 // next moves to the next member; false after the last or at an error
 // (it.err).
 func (it *memberIter) next() bool {

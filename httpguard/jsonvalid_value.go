@@ -96,11 +96,19 @@ type checkedMembers struct {
 // openCheckedMembers starts checkedMembers over data, whose root object
 // starts at data[i].
 func openCheckedMembers(data []byte, i int) checkedMembers {
-	m := checkedMembers{it: memberIter{b: data}, i: skipSpace(data, i+1)}
+	var m checkedMembers
+	m.open(data, i)
+	return m
+}
+
+// open is openCheckedMembers into m, which is zero: a walker on the
+// stack of its caller, where one returned by value was also a copy in the
+// caller's frame.
+func (m *checkedMembers) open(data []byte, i int) {
+	m.it.b, m.i = data, skipSpace(data, i+1)
 	if m.i < len(data) && data[m.i] == '}' {
 		m.i, m.end = -1, m.i+1
 	}
-	return m
 }
 
 // next moves to the next member; false after the last or at an error.

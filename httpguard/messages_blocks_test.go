@@ -134,3 +134,41 @@ func TestAnthropicBlockTypes(t *testing.T) {
 		t.Errorf("sync, an unknown block: %v, want an unguardable error", err)
 	}
 }
+
+// A block keeps the texts its type reads, each of its own deltas alone: a
+// text block its text, a thinking block its thinking and signature; a
+// delta of another block's type is taken (and counted) and reaches no
+// block, as encoding/json's reading of the assembled answer had it.
+func TestAnthropicBlockKeepsItsOwnTexts(t *testing.T) {
+	t.Parallel()
+	a := &messagesAssembler{}
+	for _, ev := range anthropicEvents(anthropicStart,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"not thinking"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"c2ln"}}`,
+		`{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`,
+		`{"type":"content_block_delta","index":1,"delta":{"type":"thinking_delta","thinking":"not text"}}`,
+		`{"type":"content_block_delta","index":1,"delta":{"type":"signature_delta","signature":"bm90"}}`,
+		`{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"hi"}}`,
+		`{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_1","name":"f","input":{}}}`,
+		`{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"not input"}}`,
+		`{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{}"}}`,
+		anthropicEnd, anthropicStop) {
+		if _, err := a.add(ev); err != nil {
+			t.Fatalf("add(%s) = %v", ev.Data, err)
+		}
+	}
+	resp, err := a.response()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := field(resp, span{0, len(resp)}, "content")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"type":"thinking","thinking":"hm","signature":"c2ln"},{"type":"text","text":"hi"},{"type":"tool_use","id":"toolu_1","name":"f","input":{}}]`
+	if got := string(raw(resp, c)); got != want {
+		t.Errorf("content = %s, want %s", got, want)
+	}
+}

@@ -63,6 +63,11 @@ func messagesCallStreams(t testing.TB) [][]byte {
 		use(`{"type":"text","x":1,"x":2}`, `{"type":"text_delta","text":"hi"}`),
 		use(`{"type":"text","text":"","Text":""}`, `{"type":"text_delta","text":"hi"}`),
 		use(`{"type":"thinking","thinking":""}`, `{"type":"thinking_delta","thinking":"hm"}`),
+		use(`{"type":"thinking","thinking":"","signature":"","Signature":""}`, `{"type":"thinking_delta","thinking":"hm"}`),
+		use(`{"type":"thinking","Thinking":"","signature":""}`, `{"type":"thinking_delta","thinking":"hm"}`),
+		use(`{"type":"thinking","thinking":"","x":1,"x":2}`, `{"type":"signature_delta","signature":"c2ln"}`),
+		use(`{"type":"thinking","thinking":"","signature":""}`, `{"type":"text_delta","text":"hi"}`, `{"type":"thinking_delta","thinking":"hm"}`),
+		use(`{"type":"text","text":""}`, `{"type":"thinking_delta","thinking":"hm"}`, `{"type":"signature_delta","signature":"c2ln"}`),
 		use(`{"type":"text","text":""}`, `{"type":"citations_delta","citation":{"type":"char_location","cited_text":"x"}}`),
 		use(`{"type":"text","text":"","citations":null,"citations":[]}`, `{"type":"citations_delta","citation":{"a":1}}`),
 		use(`{"type":"text","text":""}`, part(`{"a":1}`)), // input on a text block

@@ -63,30 +63,55 @@ const (
 // error event is an *upstreamStreamError.
 func parseMessagesEventInto(ev streamEvent, e *messagesParsed) (*messagesParsed, error) {
 	data := ev.Data
-	var sp [evUsage + 1]span // the members' values; zero when absent
+	var sp eventSpans
 	if err := walkMessagesEvent(data, e, &sp); err != nil {
-		return nil, fmt.Errorf("%w: anthropic event: %w", errJSON, err)
+		return nil, eventError("anthropic event: ", err)
 	}
 	if e.typ == "error" || ev.Event == "error" {
-		return nil, &upstreamStreamError{Data: append([]byte(nil), data...)}
+		return nil, upstreamEventError(data)
 	}
 	switch e.typ {
 	case "message_start":
-		e.raw = rawOf(data, sp[evMessage])
+		e.raw = rawOf(data, sp[spMessage])
 	case "content_block_start":
-		e.raw = rawOf(data, sp[evContentBlock])
+		e.raw = rawOf(data, sp[spContentBlock])
 		var err error
-		if e.sub, err = blockTypeOf(data, sp[evContentBlock]); err != nil {
-			return nil, fmt.Errorf("%w: anthropic content block: %w", errJSON, err)
+		if e.sub, err = blockTypeOf(data, sp[spContentBlock]); err != nil {
+			return nil, eventError("anthropic content block: ", err)
 		}
 	case "message_delta":
-		e.raw, e.usage = rawOf(data, sp[evDelta]), rawOf(data, sp[evUsage])
+		e.raw, e.usage = rawOf(data, sp[spDelta]), rawOf(data, sp[spUsage])
 	case "content_block_delta":
-		if err := readMessagesDelta(data, sp[evDelta], e); err != nil {
-			return nil, fmt.Errorf("%w: %w", errJSON, err)
+		if err := readMessagesDelta(data, sp[spDelta], e); err != nil {
+			return nil, eventError("", err)
 		}
 	}
 	return e, nil
+}
+
+// eventSpans are the values of an event's members message, content_block,
+// delta and usage, at spMessage …; zero when absent.
+type eventSpans [spUsage + 1]span
+
+// The members of an event kept as spans, in eventSpans: evMessage …
+// evUsage, less evMessage.
+const (
+	spMessage = iota
+	spContentBlock
+	spDelta
+	spUsage
+)
+
+// eventError is errJSON for an event that does not read: what, then err.
+// The errors of a parse are made in functions of their own, so that the
+// frames of every event's parse keep no room for their arguments.
+func eventError(what string, err error) error {
+	return fmt.Errorf("%w: %s%w", errJSON, what, err)
+}
+
+// upstreamEventError is the upstream's error event: its data, copied.
+func upstreamEventError(data []byte) error {
+	return &upstreamStreamError{Data: append([]byte(nil), data...)}
 }
 
 // blockTypeOf is typeOf of a content block: the usual block types,
@@ -127,25 +152,17 @@ func rawOf(b []byte, sp span) []byte {
 // twice or only in another case, a type that is not a string and an index
 // that is not an integer are; of those, the first in the event, once the
 // whole event has been checked as JSON.
-func walkMessagesEvent(data []byte, e *messagesParsed, sp *[evUsage + 1]span) error {
+func walkMessagesEvent(data []byte, e *messagesParsed, sp *eventSpans) error {
 	i := skipSpace(data, 0)
-	switch {
-	case i < len(data) && data[i] == '{':
-	case i < len(data) && data[i] == 'n':
-		if j := literal(data, i, "null"); j < 0 || skipSpace(data, j) != len(data) {
-			return errJSON
-		}
-		return nil
-	case !validJSON(data):
-		return errJSON
-	default:
-		return fmt.Errorf("%w: want an object", errJSON)
+	if i >= len(data) || data[i] != '{' {
+		return notObject(data, i)
 	}
 	var (
 		s     seen
 		first error // the first member's error
 	)
-	m := openCheckedMembers(data, i)
+	var m checkedMembers
+	m.open(data, i)
 	for first == nil && m.next() {
 		first = messagesEventMember(data, &m.it, &s, e, sp)
 	}
@@ -155,10 +172,24 @@ func walkMessagesEvent(data []byte, e *messagesParsed, sp *[evUsage + 1]span) er
 	return first
 }
 
+// notObject is walkMessagesEvent's error for an event whose value,
+// starting at data[i], is not an object: none for null.
+func notObject(data []byte, i int) error {
+	switch {
+	case i < len(data) && data[i] == 'n':
+		if j := literal(data, i, "null"); j < 0 || skipSpace(data, j) != len(data) {
+			return errJSON
+		}
+		return nil
+	case !validJSON(data):
+		return errJSON
+	}
+	return fmt.Errorf("%w: want an object", errJSON)
+}
+
 // messagesEventMember reads the event's member at it.k, it.v.
-func messagesEventMember(data []byte, it *memberIter, s *seen, e *messagesParsed, sp *[evUsage + 1]span) error {
-	field := memberField(it, []string{evType: "type", evIndex: "index", evMessage: "message",
-		evContentBlock: "content_block", evDelta: "delta", evUsage: "usage"})
+func messagesEventMember(data []byte, it *memberIter, s *seen, e *messagesParsed, sp *eventSpans) error {
+	field := eventField(it)
 	if field < 0 {
 		return nil
 	}
@@ -171,25 +202,61 @@ func messagesEventMember(data []byte, it *memberIter, s *seen, e *messagesParsed
 	case evIndex:
 		return decodeInt(data, it.v, &e.index)
 	}
-	sp[field] = it.v
+	sp[field-evMessage] = it.v
 	return nil
 }
 
-// memberField returns the index among names (protocol keys, none of
-// which matches another without regard to case) of the name the
-// iterator's member's key is, as memberIter.is matches it, -1 for none: a
-// key spelled exactly as a name is compared once, any other by is.
-func memberField(it *memberIter, names []string) int {
+// eventField returns the event member (evType … evUsage) the iterator's
+// member's key names, as memberIter.is matches it, -1 for none: a key
+// spelled exactly as one is found by one switch, any other by is.
+func eventField(it *memberIter) int {
 	q := raw(it.b, it.k)
-	for i, n := range names {
-		if string(q[1:len(q)-1]) == n {
-			it.name, it.folded = n, false
-			return i
-		}
+	f := -1
+	switch string(q[1 : len(q)-1]) {
+	case "type":
+		f = evType
+	case "index":
+		f = evIndex
+	case "message":
+		f = evMessage
+	case "content_block":
+		f = evContentBlock
+	case "delta":
+		f = evDelta
+	case "usage":
+		f = evUsage
+	default:
+		return foldedField(it, evUsage, eventKey)
 	}
-	for i, n := range names {
-		if it.is(n) {
-			return i
+	it.name, it.folded = eventKey(f), false
+	return f
+}
+
+// eventKey is the key of the event member f.
+func eventKey(f int) string {
+	switch f {
+	case evType:
+		return "type"
+	case evIndex:
+		return "index"
+	case evMessage:
+		return "message"
+	case evContentBlock:
+		return "content_block"
+	case evDelta:
+		return "delta"
+	}
+	return "usage"
+}
+
+// foldedField returns the first of the members 0 … last whose key (key(f):
+// protocol keys, none of which matches another without regard to case)
+// the iterator's member's key is, as memberIter.is matches it, -1 for
+// none: the keys not spelled exactly as one, which a switch did not find.
+func foldedField(it *memberIter, last int, key func(int) string) int {
+	for f := 0; f <= last; f++ {
+		if it.is(key(f)) {
+			return f
 		}
 	}
 	return -1
@@ -216,18 +283,18 @@ func readMessagesDelta(data []byte, sp span, e *messagesParsed) error {
 	if kind(data, sp) == 'n' {
 		return nil
 	}
-	it, err := iterMembers(data, sp)
-	if err != nil {
+	var it memberIter
+	if err := it.open(data, sp); err != nil {
 		return err
 	}
 	var (
 		s        seen
 		texts    [dPartialJSON + 1][]byte
 		citation []byte
+		err      error
 	)
 	for it.next() {
-		field := memberField(&it, []string{dText: "text", dThinking: "thinking", dSignature: "signature",
-			dPartialJSON: "partial_json", dType: "type", dCitation: "citation"})
+		field := deltaField(&it)
 		if field < 0 {
 			continue
 		}
@@ -267,9 +334,51 @@ func readMessagesDelta(data []byte, sp span, e *messagesParsed) error {
 	return nil
 }
 
+// deltaField is eventField of a delta's members (dText … dCitation).
+func deltaField(it *memberIter) int {
+	q := raw(it.b, it.k)
+	f := -1
+	switch string(q[1 : len(q)-1]) {
+	case "text":
+		f = dText
+	case "thinking":
+		f = dThinking
+	case "signature":
+		f = dSignature
+	case "partial_json":
+		f = dPartialJSON
+	case "type":
+		f = dType
+	case "citation":
+		f = dCitation
+	default:
+		return foldedField(it, dCitation, deltaKey)
+	}
+	it.name, it.folded = deltaKey(f), false
+	return f
+}
+
+// deltaKey is the key of the delta member f.
+func deltaKey(f int) string {
+	switch f {
+	case dText:
+		return "text"
+	case dThinking:
+		return "thinking"
+	case dSignature:
+		return "signature"
+	case dPartialJSON:
+		return "partial_json"
+	case dType:
+		return "type"
+	}
+	return "citation"
+}
+
 // decodeText is decodeString into bytes: the string's own bytes where
 // they are its text (no escape, control byte or quote, valid UTF-8: what
-// plainString takes), without a copy; null leaves *dst as it is.
+// plainString takes), without a copy, else decoded once into bytes of its
+// own (unquotedBytes); null leaves *dst as it is.
 func decodeText(b []byte, sp span, dst *[]byte) error {
 	if kind(b, sp) == '"' {
 		in := b[sp.start+1 : sp.end-1]
@@ -278,14 +387,18 @@ func decodeText(b []byte, sp span, dst *[]byte) error {
 			return nil
 		}
 	}
-	var s string
-	if err := decodeString(b, sp, &s); err != nil {
-		return err
+	switch kind(b, sp) {
+	case 'n':
+		return nil
+	case '"':
+		t, err := unquotedBytes(raw(b, sp))
+		if err != nil {
+			return err
+		}
+		*dst = t[:len(t):len(t)]
+		return nil
 	}
-	if kind(b, sp) == '"' {
-		*dst = []byte(s)
-	}
-	return nil
+	return fmt.Errorf("%w: want a string", errJSON)
 }
 
 // plainText reports whether the inside of a JSON string is its text, as

@@ -56,6 +56,12 @@ func messagesParsedSeeds(t testing.TB) [][]byte {
 		`{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":5}}`, `{"type":"message_delta","delta":null,"usage":null}`,
 		`{"type":"message_stop"}`, `{"type":"error","error":{"type":"overloaded_error","message":"x"}}`, `{"type":"error","type":"x"}`,
 		`{"type":"x","type":"y","index":"not json`, `{"type":"a","TYPE":"b"}`, `{"Type":"ping"}`, `{"type":"message\u005fstop"}`, `{"type":null,"index":null}`,
+		// Each member an event or a delta reads, its key in another case.
+		`{"type":"content_block_start","Index":0}`, `{"type":"message_start","MESSAGE":{}}`, `{"type":"content_block_start","Content_block":{}}`,
+		`{"type":"message_delta","delta":{},"Delta":{}}`, `{"type":"message_delta","Usage":{}}`,
+		`{"type":"content_block_delta","delta":{"Type":"text_delta"}}`, `{"type":"content_block_delta","delta":{"type":"text_delta","Text":"a"}}`,
+		`{"type":"content_block_delta","delta":{"type":"thinking_delta","THINKING":"a"}}`, `{"type":"content_block_delta","delta":{"type":"signature_delta","Signature":"a"}}`,
+		`{"type":"content_block_delta","delta":{"type":"input_json_delta","Partial_json":"a"}}`, `{"type":"content_block_delta","delta":{"type":"citations_delta","Citation":{}}}`,
 		`{"type":5}`, `{"index":1.0}`, `{"index":1e2}`, `{"index":-0}`, `{"index":99999999999999999999}`, `{"index":"1"}`, `{"index":01}`, `{"index":-}`,
 		`{"ſ":1,"K":2,"\u212aey":3}`, `{"\u017fype":"ping"}`, `{"usage":{},"usage":{}}`, `{"message":1,"Message":2}`, `{"x":tru}`, `{"x":[1,]}`, `{"x":{"a"}}`,
 		`{"x":"\u12"}`, `{"x":"\q"}`, `{"x":-01}`, `{"x":1.}`, `{"x":1e}`, `{"x":.5}`, `{"x":[{"a":[{"b":null}]}],"type":"ping"}`,

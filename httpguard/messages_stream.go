@@ -16,26 +16,27 @@ func parseMessagesEvent(ev streamEvent) (*messagesParsed, error) {
 	return parseMessagesEventInto(ev, new(messagesParsed))
 }
 
-// parse returns ev parsed: the form a gate inside parsed, else parsed
-// now into the next of the events the assembler allocates together (each
-// one written once, then only read: it is ev's parsed form for the gates
-// outside and for release). The first slab holds a few events and each
-// next one twice as many as the last, up to maxSlab, so that a short
-// stream takes little and a long one few allocations.
-func (a *messagesAssembler) parse(ev streamEvent) (*messagesParsed, error) {
-	if e, ok := ev.parsed.(*messagesParsed); ok {
-		return e, nil
-	}
+// slot returns the next of the events the assembler allocates together,
+// zero, for addEvent to parse an event into (each one written once, then
+// only read: it is the event's parsed form for the gates outside and for
+// release). The first
+// slab holds a few events and each next one twice as many as the last, up
+// to maxSlab, so that a short stream takes little and a long one few
+// allocations.
+func (a *messagesAssembler) slot() *messagesParsed {
 	if len(a.slab) == cap(a.slab) {
 		a.slab = make([]messagesParsed, 0, min(max(2*cap(a.slab), minSlab), maxSlab))
 	}
 	a.slab = a.slab[:len(a.slab)+1]
-	return parseMessagesEventInto(ev, &a.slab[len(a.slab)-1])
+	return &a.slab[len(a.slab)-1]
 }
 
 // The events an assembler's first slab holds, and the most a slab holds.
+// A gate allocates its first slab with itself: 7 events, so that the gate
+// (1,728 bytes) fits the 1,792-byte size class, where 8 took it to 2,048;
+// the next slab, of 14, fits the 1,408-byte class.
 const (
-	minSlab = 8
+	minSlab = 7
 	maxSlab = 64
 )
 
@@ -80,17 +81,59 @@ func startsEmpty(message []byte) error {
 
 type blockAcc struct {
 	start []byte
-	typ   string
+	// text is a text block's text, or a thinking block's thinking, and
+	// signature a thinking block's signature: the text, thinking and
+	// signature deltas' texts, joined (joinText). block() reads no other,
+	// so a block keeps no other.
+	text, signature []byte
+	// partial is the input_json_delta fragments, joined (joinText).
+	partial   []byte
+	citations [][]byte
+	// The start, read once as the block starts (readStart), for builds
+	// and call, where they read each of its keys again at every
+	// listCalls: id and name are a tool_use block's id and name as
+	// optStr reads them, and inputAt the value of its member input where
+	// it has one (hasInput).
+	id, name string
+	inputAt  span
 	// startInput: the start has an input other than {} (read in place,
 	// allocating nothing).
 	startInput bool
-	// text, thinking and signature are the text, thinking and signature
-	// deltas' texts, joined (joinText).
-	text, thinking, signature []byte
-	// partial is the input_json_delta fragments, joined (joinText).
-	partial    []byte
 	hasPartial bool
-	citations  [][]byte
+	// startBuilds: the start nests within what encoding/json reads where
+	// it is in the response, and takes the members its type's block()
+	// sets (text; thinking and signature).
+	startBuilds bool
+	hasInput    bool
+	// named: optStr reads the tool_use block's id and name.
+	named bool
+	// kind is the block's type, of those the assembler reads.
+	kind blockKind
+}
+
+// blockKind is a content block's type, of those an assembler reads apart
+// (a block of another known type is blockOther): a byte beside the
+// block's flags, where its name took 16 bytes of every block.
+type blockKind uint8
+
+const (
+	blockOther blockKind = iota
+	blockText
+	blockThinking
+	blockToolUse
+)
+
+// blockKindOf is the kind of the block type typ.
+func blockKindOf(typ string) blockKind {
+	switch typ {
+	case "text":
+		return blockText
+	case "thinking":
+		return blockThinking
+	case "tool_use":
+		return blockToolUse
+	}
+	return blockOther
 }
 
 // messagesAssembler assembles an Anthropic stream into a message.
@@ -117,11 +160,15 @@ func (a *messagesAssembler) add(ev streamEvent) (bool, error) {
 	return done, unreadable(anthropicUnread, err)
 }
 
-// addEvent is add.
+// addEvent is add, but for the error's wrapping: its gate calls it
+// itself, one call less on the stack of every event.
 func (a *messagesAssembler) addEvent(ev streamEvent) (bool, error) {
-	e, err := a.parse(ev)
-	if err != nil {
-		return false, err
+	e, ok := ev.parsed.(*messagesParsed) // a.parse, inline
+	if !ok {
+		var err error
+		if e, err = parseMessagesEventInto(ev, a.slot()); err != nil {
+			return false, err
+		}
 	}
 	if err := a.take(a.held(e, len(ev.Data))); err != nil {
 		return false, err
@@ -137,7 +184,7 @@ func (a *messagesAssembler) addEvent(ev streamEvent) (bool, error) {
 		return false, a.startBlock(e)
 	case "content_block_delta":
 		if e.index < 0 || e.index >= len(a.blocks) {
-			return false, fmt.Errorf("%w: delta for block %d of %d", errJSON, e.index, len(a.blocks))
+			return false, blockIndexError("delta for block %d of %d", e.index, len(a.blocks))
 		}
 		return false, a.blocks[e.index].add(e)
 	case "message_delta":
@@ -148,20 +195,29 @@ func (a *messagesAssembler) addEvent(ev streamEvent) (bool, error) {
 	return false, nil
 }
 
+// blockIndexError is errJSON for a block index out of order: format
+// (two %d, for the index and the blocks) with index and n. Its own
+// function, so that the hot frames that call it keep no room for its
+// arguments.
+func blockIndexError(format string, index, n int) error {
+	return fmt.Errorf("%w: "+format, errJSON, index, n)
+}
+
 // startBlock opens the block a content_block_start event e starts.
 func (a *messagesAssembler) startBlock(e *messagesParsed) error {
 	if e.index != len(a.blocks) {
-		return fmt.Errorf("%w: block %d starts after %d blocks", errJSON, e.index, len(a.blocks))
+		return blockIndexError("block %d starts after %d blocks", e.index, len(a.blocks))
 	}
 	if err := checkBlockType(e.sub); err != nil {
 		return err
 	}
-	bl := blockAcc{start: e.raw, typ: e.sub}
-	if in, ok, err := field(e.raw, span{0, len(e.raw)}, "input"); err != nil {
+	bl := blockAcc{start: e.raw, kind: blockKindOf(e.sub)}
+	if err := bl.readStart(); err != nil {
 		return err
-	} else if ok {
+	}
+	if bl.hasInput {
 		empty := false
-		if kind(e.raw, in) == '{' {
+		if in := bl.inputAt; kind(e.raw, in) == '{' {
 			first, err := firstMember(e.raw, in)
 			if err != nil {
 				return err
@@ -182,11 +238,17 @@ func (a *messagesAssembler) startBlock(e *messagesParsed) error {
 func (bl *blockAcc) add(e *messagesParsed) error {
 	switch e.sub {
 	case "text_delta":
-		bl.text = joinText(bl.text, e.raw)
+		if bl.kind == blockText {
+			bl.text = joinText(bl.text, e.raw)
+		}
 	case "thinking_delta":
-		bl.thinking = joinText(bl.thinking, e.raw)
+		if bl.kind == blockThinking {
+			bl.text = joinText(bl.text, e.raw)
+		}
 	case "signature_delta":
-		bl.signature = joinText(bl.signature, e.raw)
+		if bl.kind == blockThinking {
+			bl.signature = joinText(bl.signature, e.raw)
+		}
 	case "input_json_delta":
 		if len(e.raw) > 0 && bl.startInput {
 			// The SDKs add the fragments to the start's input
@@ -233,6 +295,72 @@ func (a *messagesAssembler) held(e *messagesParsed, n int) int {
 	return 0
 }
 
+// readStart reads what builds and call read of the block's start: of its
+// members in one pass (doc.fields), input and those block() sets or call
+// reads for its type; an error where field would return one for input.
+func (bl *blockAcc) readStart() error {
+	b := bl.start
+	sp := span{0, len(b)}
+	var f [3]found
+	var keys []string
+	switch bl.kind {
+	case blockText:
+		keys = []string{"input", "text"}
+	case blockThinking:
+		keys = []string{"input", "thinking", "signature"}
+	case blockToolUse:
+		keys = []string{"input", "id", "name"}
+	default:
+		keys = []string{"input"}
+	}
+	doc{b: b}.fields(sp, keys, f[:len(keys)])
+	if f[0].err != nil {
+		return f[0].err
+	}
+	bl.hasInput, bl.inputAt = f[0].ok, f[0].v
+	bl.startBuilds = nestsWithin(b, jsonMaxDepth-2)
+	switch bl.kind {
+	case blockText:
+		bl.startBuilds = bl.startBuilds && takes(b, f[1])
+	case blockThinking:
+		bl.startBuilds = bl.startBuilds && takes(b, f[1]) && takes(b, f[2])
+	case blockToolUse:
+		var okID, okName bool
+		bl.id, okID = foundStr(b, f[1])
+		bl.name, okName = foundStr(b, f[2])
+		bl.named = okID && okName
+	}
+	return nil
+}
+
+// takes is takesMember of the object b whose key field found as f.
+func takes(b []byte, f found) bool {
+	if f.err != nil {
+		return false
+	}
+	if !f.ok {
+		_, err := objectMembers(b, span{0, len(b)})
+		return err == nil
+	}
+	return true
+}
+
+// foundStr is optStr of a block's start (a valid JSON object, as its
+// event was) whose key field found as f, decoding the string as optStr
+// does without reflection; ok false where optStr fails.
+func foundStr(b []byte, f found) (string, bool) {
+	switch {
+	case f.err != nil:
+		return "", false
+	case !f.ok || kind(b, f.v) == 'n':
+		return "", true
+	case kind(b, f.v) != '"':
+		return "", false
+	}
+	s, err := unquote(raw(b, f.v))
+	return s, err == nil
+}
+
 // input is the input the fragments give the block, ok false when they
 // give none (no fragment, or only space: the start's input stands). Valid
 // JSON is compacted; invalid JSON is kept as text, a JSON string.
@@ -260,11 +388,11 @@ func (bl *blockAcc) block() ([]byte, error) {
 			b, err = setAt(b, nil, k, v)
 		}
 	}
-	switch bl.typ {
-	case "text":
+	switch bl.kind {
+	case blockText:
 		set("text", marshalString(string(bl.text)))
-	case "thinking":
-		set("thinking", marshalString(string(bl.thinking)))
+	case blockThinking:
+		set("thinking", marshalString(string(bl.text)))
 		set("signature", marshalString(string(bl.signature)))
 	}
 	if in, ok := bl.input(); ok {
@@ -370,7 +498,7 @@ func (a *messagesAssembler) listCalls() (out []wireCall, ok bool) {
 	}
 	uses := 0
 	for i := range a.blocks {
-		if a.blocks[i].typ == "tool_use" {
+		if a.blocks[i].kind == blockToolUse {
 			uses++
 		}
 	}
@@ -381,7 +509,7 @@ func (a *messagesAssembler) listCalls() (out []wireCall, ok bool) {
 		if !bl.builds(in, inSet) {
 			return nil, false
 		}
-		if bl.typ != "tool_use" {
+		if bl.kind != blockToolUse {
 			continue
 		}
 		c, ok := bl.call(in, inSet)
@@ -615,20 +743,10 @@ func nestsWithin(b []byte, max int) bool {
 // the start (at depth 3 of the response, 2 of its event), each citation
 // (5 and 3) and the input (4) nest within what encoding/json reads.
 func (bl *blockAcc) builds(in []byte, inSet bool) bool {
-	if !nestsWithin(bl.start, jsonMaxDepth-2) {
+	if !bl.startBuilds {
 		return false
 	}
-	switch bl.typ {
-	case "text":
-		if !takesMember(bl.start, "text") {
-			return false
-		}
-	case "thinking":
-		if !takesMember(bl.start, "thinking") || !takesMember(bl.start, "signature") {
-			return false
-		}
-	}
-	if inSet && (!takesMember(bl.start, "input") || !nestsWithin(in, jsonMaxDepth-3)) {
+	if inSet && (!bl.hasInput && !takesMember(bl.start, "input") || !nestsWithin(in, jsonMaxDepth-3)) {
 		return false
 	}
 	if len(bl.citations) > 0 {
@@ -664,46 +782,22 @@ func takesMember(b []byte, key string) bool {
 // assembled block, whose input (when inSet) is in; ok is false where that
 // read fails.
 func (bl *blockAcc) call(in []byte, inSet bool) (c wireCall, ok bool) {
-	sp := span{0, len(bl.start)}
-	if c.ID, ok = startStr(bl.start, sp, "id"); !ok {
+	if !bl.named {
 		return c, false
 	}
-	if c.Name, ok = startStr(bl.start, sp, "name"); !ok {
-		return c, false
-	}
-	if inSet {
-		r, err := root(in)
-		if err != nil {
+	c.ID, c.Name = bl.id, bl.name
+	var err error
+	switch {
+	case inSet:
+		var r span
+		if r, err = root(in); err != nil {
 			return c, false
 		}
 		c.Args, err = objectArgs(in, r)
-		return c, err == nil
-	}
-	v, found, err := field(bl.start, sp, "input")
-	if err != nil {
-		return c, false
-	}
-	if found {
-		c.Args, err = objectArgs(bl.start, v)
+	case bl.hasInput:
+		c.Args, err = objectArgs(bl.start, bl.inputAt)
 	}
 	return c, err == nil
-}
-
-// startStr is optStr of a block's start (a valid JSON object, as its
-// event was), decoding the string as optStr does without reflection; ok
-// false where optStr fails.
-func startStr(b []byte, sp span, key string) (string, bool) {
-	v, found, err := field(b, sp, key)
-	switch {
-	case err != nil:
-		return "", false
-	case !found || kind(b, v) == 'n':
-		return "", true
-	case kind(b, v) != '"':
-		return "", false
-	}
-	s, err := unquote(raw(b, v))
-	return s, err == nil
 }
 
 // messagesGate is the streamGate of Anthropic Messages. Message.Accumulate
@@ -721,13 +815,22 @@ type messagesGate struct {
 	// the client, in order, for release.
 	held  []streamEvent
 	ended bool
-	// first is the first attempt's assembler, allocated with the gate.
-	first messagesAssembler
+	// first is the first attempt's assembler, allocated with the gate,
+	// firstSlab the first slab of the events it parses and firstBlocks
+	// room for its first blocks: every stream parses a few events into a
+	// few blocks, and two allocations less per stream take them.
+	first       messagesAssembler
+	firstSlab   [minSlab]messagesParsed
+	firstBlocks [4]blockAcc
+	// terminalBuf holds an attempt's terminal events, message_delta and
+	// message_stop (a later attempt's once reject dropped the last's).
+	terminalBuf [2]streamEvent
 }
 
 func newMessagesGate(w io.Writer) *messagesGate {
 	g := &messagesGate{w: w}
 	g.asm = &g.first
+	g.first.slab, g.first.blocks = g.firstSlab[:0], g.firstBlocks[:0]
 	return g
 }
 
@@ -735,9 +838,9 @@ func (g *messagesGate) event(ev streamEvent) (bool, error) {
 	if g.ended {
 		return true, nil
 	}
-	done, err := g.asm.add(ev)
+	done, err := g.asm.addEvent(ev) // add, without a frame of its own
 	if err != nil {
-		return done, err
+		return done, unreadable(anthropicUnread, err)
 	}
 	e := g.asm.last // add parsed it
 	ev.parsed = e   // for the gates outside
@@ -748,13 +851,21 @@ func (g *messagesGate) event(ev streamEvent) (bool, error) {
 	if g.passes(e) {
 		return done, writeEvent(g.w, ev)
 	}
+	return done, g.keep(ev, e)
+}
+
+// keep takes the first attempt's event ev (parsed e) that does not reach
+// the client now: held for release, and noted (hold). In a function of
+// its own, so that event's frame, on the stack of every event, keeps no
+// room for what holding takes.
+func (g *messagesGate) keep(ev streamEvent, e *messagesParsed) error {
 	switch e.typ {
 	case "ping", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop":
 		// Held for release, whole: the event counts by its length, what
 		// the assembler counted of it included. An event of a type the
 		// wire code does not read is dropped, as accept drops it.
 		if err := g.asm.take(len(ev.Data) - g.asm.held(e, len(ev.Data))); err != nil {
-			return done, err
+			return err
 		}
 		if g.held == nil {
 			g.held = make([]streamEvent, 0, 8) // a few calls' events
@@ -762,7 +873,7 @@ func (g *messagesGate) event(ev streamEvent) (bool, error) {
 		g.held = append(g.held, ev)
 	}
 	g.hold(ev, e)
-	return done, nil
+	return nil
 }
 
 // passes notes what the first attempt's event e tells the gate (the
@@ -778,7 +889,7 @@ func (g *messagesGate) passes(e *messagesParsed) bool {
 	case "ping":
 		return !g.holding
 	case "content_block_start":
-		if g.asm.blocks[e.index].typ == "tool_use" {
+		if g.asm.blocks[e.index].kind == blockToolUse {
 			g.holding = true
 		}
 		if !g.holding {
@@ -797,12 +908,12 @@ func (g *messagesGate) passes(e *messagesParsed) bool {
 func (g *messagesGate) hold(ev streamEvent, e *messagesParsed) {
 	switch e.typ {
 	case "content_block_start":
-		if g.asm.blocks[e.index].typ == "tool_use" {
+		if g.asm.blocks[e.index].kind == blockToolUse {
 			g.holding = true
 		}
 	case "message_delta", "message_stop":
 		if g.terminal == nil {
-			g.terminal = make([]streamEvent, 0, 2) // both
+			g.terminal = g.terminalBuf[:0] // both, allocated with the gate
 		}
 		g.terminal = append(g.terminal, ev)
 	}
