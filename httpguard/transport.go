@@ -549,6 +549,7 @@ func connectionText(err error) string {
 // a stream's deepest paths need (an event's parse under the stages, the
 // client's write, the calls' validation), and what a stream held in
 // flight keeps anyway.
+//
 //go:noinline
 func growStack() {
 	var room [4 << 10]byte
