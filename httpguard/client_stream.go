@@ -66,6 +66,9 @@ type clientStream struct {
 	chunks  [][]byte
 	off     int
 	pending int
+	// pool takes the chunks of clientStreamChunk bytes the client has
+	// read, for the next streams; nil: each chunk is made.
+	pool *chunkPool
 	// werr is how the writer ended (io.EOF for a clean end), nil until
 	// then; the client reads it after what buf holds.
 	werr error
@@ -185,7 +188,11 @@ func (c *clientStream) write(ev streamEvent) error {
 	need := len(ev.Data) + len(ev.Event) + 32 // most events' bytes
 	n := len(c.chunks)
 	if n == 0 || cap(c.chunks[n-1])-len(c.chunks[n-1]) < need {
-		c.chunks = append(c.chunks, make([]byte, 0, max(need, clientStreamChunk)))
+		if need <= clientStreamChunk {
+			c.chunks = append(c.chunks, c.pool.get())
+		} else {
+			c.chunks = append(c.chunks, make([]byte, 0, need))
+		}
 		n++
 	}
 	last := len(c.chunks[n-1])
@@ -211,6 +218,7 @@ func (c *clientStream) read(p []byte) (int, error) {
 				n, c.off, c.pending = n+k, c.off+k, c.pending-k
 				if c.off == len(c.chunks[0]) && len(c.chunks) > 1 {
 					// Read whole, with more after it: let go.
+					c.pool.put(c.chunks[0])
 					c.chunks[0] = nil
 					c.chunks, c.off = c.chunks[1:], 0
 				}
@@ -221,11 +229,50 @@ func (c *clientStream) read(p []byte) (int, error) {
 			c.cond.Signal()
 			return n, nil
 		case c.werr != nil:
+			// All read, and no event comes after: the chunk kept for the
+			// next events goes back to the pool.
+			c.release()
 			return 0, c.werr
 		case len(p) == 0:
 			return 0, nil
 		}
 		c.cond.Wait()
+	}
+}
+
+// release gives the buffer's chunks to the pool and empties it.
+func (c *clientStream) release() {
+	for i, b := range c.chunks {
+		c.pool.put(b)
+		c.chunks[i] = nil
+	}
+	c.chunks, c.off, c.pending = nil, 0, 0
+}
+
+// chunkPool keeps the chunks of clientStreamChunk bytes of the client
+// streams of one Transport, once their clients have read them, for its
+// next streams: a stream writes its events into a few (3 KB of an
+// Anthropic stream's 16), which are otherwise garbage once read. A
+// chunk taken from the pool is written from its start, and a client
+// reads only what was written: nothing of a stream before reaches
+// another. Safe for concurrent use; the nil pool makes each chunk.
+type chunkPool struct{ p sync.Pool }
+
+// get returns an empty chunk of clientStreamChunk bytes.
+func (cp *chunkPool) get() []byte {
+	if cp != nil {
+		if a, ok := cp.p.Get().(*[clientStreamChunk]byte); ok {
+			return a[:0]
+		}
+	}
+	return make([]byte, 0, clientStreamChunk)
+}
+
+// put keeps b, a chunk no one reads any more, if it is of
+// clientStreamChunk bytes.
+func (cp *chunkPool) put(b []byte) {
+	if cp != nil && cap(b) == clientStreamChunk {
+		cp.p.Put((*[clientStreamChunk]byte)(b[:clientStreamChunk]))
 	}
 }
 
@@ -262,7 +309,7 @@ func (b clientBody) Close() error {
 	c := b.c
 	c.mu.Lock()
 	c.closed = true
-	c.chunks, c.off, c.pending = nil, 0, 0
+	c.release()
 	c.cond.Broadcast()
 	c.mu.Unlock()
 	return nil

@@ -214,3 +214,47 @@ func TestClientStreamHeldOpenings(t *testing.T) {
 		})
 	}
 }
+
+// The chunks a client has read go back to its Transport's pool, and a
+// stream that takes one reads its own events alone: nothing of the stream
+// that wrote the chunk before (longer, in several chunks) reaches it.
+func TestClientStreamPooledChunks(t *testing.T) {
+	pool := &chunkPool{}
+	stream := func(events ...string) []byte {
+		t.Helper()
+		c := newClientStream(chatWire{}, func() {})
+		c.pool = pool
+		var want []byte
+		for _, e := range events {
+			ev := streamEvent{Data: []byte(e)}
+			if err := c.write(ev); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, formatEvent(ev)...)
+		}
+		c.end(nil)
+		got, err := io.ReadAll(clientBody{c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("the client read %q, want %q", got, want)
+		}
+		if c.chunks != nil || c.pending != 0 {
+			t.Errorf("after the stream's end, the buffer holds %d chunks, %d bytes; want none, given back", len(c.chunks), c.pending)
+		}
+		return got
+	}
+	long := strings.Repeat("x", clientStreamChunk-100)
+	stream(long, long, long) // three chunks, given back as they are read
+	for range 3 {
+		stream(`{"a":1}`)
+		stream(`{"bb":22}`, `{"c":3}`)
+	}
+	// The nil pool makes each chunk, as a stream without a Transport does.
+	var none *chunkPool
+	if b := none.get(); cap(b) != clientStreamChunk || len(b) != 0 {
+		t.Errorf("the nil pool's chunk has len %d, cap %d; want 0, %d", len(b), cap(b), clientStreamChunk)
+	}
+	none.put(make([]byte, clientStreamChunk)) // does nothing, and does not panic
+}

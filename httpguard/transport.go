@@ -35,6 +35,8 @@ type Transport struct {
 	reported   sync.Map
 	remembered atomic.Int64
 	seed       maphash.Seed // of the reportKeys, made per Transport
+	// chunks are the client streams' chunks their clients have read.
+	chunks chunkPool
 }
 
 // New returns a Transport that sends the requests it recognises through
@@ -234,6 +236,7 @@ type roundTrip struct {
 func (t *Transport) roundTripStream(r *http.Request, req *request) (*http.Response, error) {
 	ctx, cancel := context.WithCancel(signedContext(r.Context(), req))
 	client := newClientStream(req.proto, cancel)
+	client.pool = &t.chunks
 	root := newGateSink(req.proto, nil, client)
 	req.sink, req.client = root, client
 	ended := make(chan roundTrip, 1)
