@@ -37,6 +37,8 @@ type Transport struct {
 	seed       maphash.Seed // of the reportKeys, made per Transport
 	// chunks are the client streams' chunks their clients have read.
 	chunks chunkPool
+	// readers are the buffered readers of the streams read.
+	readers readerPool
 }
 
 // New returns a Transport that sends the requests it recognises through

@@ -1,6 +1,7 @@
 package httpguard
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -278,7 +280,10 @@ func (t *Transport) readStream(ctx context.Context, req *request, hr *http.Respo
 	defer hr.Body.Close()
 	req.client.upstream(hr)
 	req.sink.begin()
-	rd := req.proto.framing().newReader(hr.Body, MaxBody)
+	rd, br := t.streamReader(req.proto.framing(), hr.Body)
+	if br != nil {
+		defer t.readers.put(br)
+	}
 	for {
 		ev, err := rd.next()
 		if errors.Is(err, io.EOF) {
@@ -303,6 +308,38 @@ func (t *Transport) readStream(ctx context.Context, req *request, hr *http.Respo
 	// The body is built when a stage reads it (response.content), or now
 	// if reading the calls built it.
 	return &response{proto: req.proto, body: req.sink.asm, asm: asm, status: hr.StatusCode, header: hr.Header, origin: req.sink, calls: calls}, nil
+}
+
+// streamReader returns the reader of a stream in framing f from body:
+// for server-sent events, one reading through a buffered reader of the
+// transport's pool (br), to be given back once the stream is read (none
+// of its events holds its bytes: each event's data is copied out).
+func (t *Transport) streamReader(f framing, body io.Reader) (rd eventReader, br *bufio.Reader) {
+	if _, ok := f.(sseFraming); !ok {
+		return f.newReader(body, MaxBody), nil
+	}
+	br = t.readers.get(body)
+	return &sseReader{br: br, max: MaxBody}, br
+}
+
+// readerPool keeps the buffered readers streams of server-sent events
+// are read through (streamReadSize bytes each), once read, for a
+// Transport's next streams. Safe for concurrent use.
+type readerPool struct{ p sync.Pool }
+
+// get returns a buffered reader of r.
+func (rp *readerPool) get(r io.Reader) *bufio.Reader {
+	if br, ok := rp.p.Get().(*bufio.Reader); ok {
+		br.Reset(r)
+		return br
+	}
+	return bufio.NewReaderSize(r, streamReadSize)
+}
+
+// put keeps br, which no one reads any more.
+func (rp *readerPool) put(br *bufio.Reader) {
+	br.Reset(nil)
+	rp.p.Put(br)
 }
 
 // readCloser reads from r and closes c.
