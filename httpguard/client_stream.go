@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 )
@@ -111,12 +110,14 @@ func (c *clientStream) isCommitted() bool {
 }
 
 // upstream records the status and headers of an upstream stream, for the
-// client's response, unless the response is committed already.
+// client's response, unless the response is committed already. The
+// header is the transport's to hand on (see answerHeader): nothing reads
+// an upstream stream's header once its body is read.
 func (c *clientStream) upstream(resp *http.Response) {
 	if c.isCommitted() {
 		return
 	}
-	c.status, c.header = resp.StatusCode, resp.Header.Clone()
+	c.status, c.header = resp.StatusCode, resp.Header
 	c.proto, c.major, c.minor = resp.Proto, resp.ProtoMajor, resp.ProtoMinor
 }
 
@@ -283,9 +284,13 @@ func (c *clientStream) response(req *http.Request) *http.Response {
 		h = http.Header{}
 		h.Set("Content-Type", c.framing.contentType())
 	}
-	h.Del("Content-Length")
+	if _, ok := h["Content-Length"]; ok {
+		// Only when it is there: a base transport may hand one header
+		// to several answers, which a delete would write to at once.
+		h.Del("Content-Length")
+	}
 	return &http.Response{
-		Status:        strconv.Itoa(c.status) + " " + http.StatusText(c.status),
+		Status:        statusLine(c.status),
 		StatusCode:    c.status,
 		Proto:         c.proto,
 		ProtoMajor:    c.major,
