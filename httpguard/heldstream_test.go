@@ -3,6 +3,7 @@ package httpguard_test
 import (
 	"bufio"
 	"bytes"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -97,7 +98,10 @@ func TestHeldStreamCost(t *testing.T) {
 	dh, ds, dg := heldStreams(t, direct, n)
 	t.Logf("per held stream: direct heap %.1f KiB, stacks %.1f KiB, %.2f goroutines; guarded heap %.1f KiB, stacks %.1f KiB, %.2f goroutines",
 		dh, ds, dg, gh, gs, gg)
-	if gg-dg > 1.01 {
+	// Rounded: a count of the moment can miss a goroutine that has not
+	// started yet, or one an idle connection keeps (3.95 direct, once,
+	// under -race).
+	if math.Round(gg)-math.Round(dg) > 1 {
 		t.Errorf("a guarded held stream takes %.2f goroutines, the direct one %.2f: want one more at most", gg, dg)
 	}
 }
